@@ -1,0 +1,30 @@
+# `make test` and `make demo` work from nothing: they create .venv and install into it.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: test demo lint schema clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+test: $(STAMP)
+	$(BIN)/ruff check guard tests scripts
+	$(BIN)/python -m pytest
+
+demo: $(STAMP)
+	PATH="$(CURDIR)/$(BIN):$$PATH" sh scripts/demo.sh
+
+schema: $(STAMP)
+	$(BIN)/python scripts/generate.py
+
+lint: $(STAMP)
+	$(BIN)/ruff check guard tests scripts
+	$(BIN)/ruff format --check guard tests scripts
+
+clean:
+	rm -rf $(VENV) build dist

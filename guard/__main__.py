@@ -1,0 +1,5 @@
+"""`python -m guard` is the `patchguard` command."""
+
+from guard.cli import main
+
+main()

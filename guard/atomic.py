@@ -1,0 +1,47 @@
+"""Crash-safe file replacement: a reader sees either the old bytes or the new ones, never a mix."""
+
+from __future__ import annotations
+
+import os
+import stat
+import tempfile
+from pathlib import Path
+
+
+def atomic_write(path: Path, data: bytes, mode: int | None = None) -> None:
+    """Write `data` to `path` via a temp file in the same directory, fsync and rename.
+
+    The file keeps its permission bits; a new file gets `mode` (default 0o644 less umask).
+    """
+    try:
+        keep_mode: int | None = stat.S_IMODE(path.stat().st_mode)
+    except FileNotFoundError:
+        keep_mode = mode
+    fd, tmp_name = tempfile.mkstemp(
+        prefix=f".{path.name}.", suffix=".patchguard-tmp", dir=path.parent
+    )
+    try:
+        with os.fdopen(fd, "wb") as tmp:
+            tmp.write(data)
+            tmp.flush()
+            os.fsync(tmp.fileno())
+        if keep_mode is not None:
+            os.chmod(tmp_name, keep_mode)
+        else:
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(tmp_name, 0o666 & ~umask)
+        os.replace(tmp_name, path)
+    except BaseException:
+        Path(tmp_name).unlink(missing_ok=True)
+        raise
+    _fsync_directory(path.parent)
+
+
+def _fsync_directory(directory: Path) -> None:
+    """Make the rename itself durable."""
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

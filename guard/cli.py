@@ -1,0 +1,219 @@
+"""The `patchguard` command: each command parses, calls one library function, maps the result.
+
+Exit codes: 0 all good, 1 a guard failed, 2 usage or configuration error.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+
+from guard import engine, render
+from guard.errors import EXIT_GUARD_FAILED, EXIT_OK, PatchguardError
+from guard.repo import Repo
+
+EXIT_CODES_EPILOG = "Exit codes: 0 all good, 1 a guard failed, 2 usage or configuration error."
+
+
+def _epilog(*examples: str) -> str:
+    lines = ["\b", "Examples:", *(f"  {e}" for e in examples), "", EXIT_CODES_EPILOG]
+    return "\n".join(lines)
+
+
+class _Group(click.Group):
+    """Turns library errors into one clear line on stderr and the contract's exit code."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except PatchguardError as error:
+            click.echo(f"patchguard: {error}", err=True)
+            ctx.exit(error.exit_code)
+
+
+def _directory_option(func: Callable[..., Any]) -> Callable[..., Any]:
+    """`-C DIR` on a command, relative to the group's `-C`, as git resolves repeated -C."""
+
+    @click.option(
+        "-C",
+        "directory",
+        type=click.Path(file_okay=False, path_type=Path),
+        default=None,
+        help="Run as if started in DIR.",
+    )
+    @click.pass_context
+    @functools.wraps(func)
+    def wrapper(ctx: click.Context, directory: Path | None, **kwargs: Any) -> Any:
+        base: Path = ctx.obj or Path.cwd()
+        cwd = base / directory if directory else base
+        return ctx.invoke(func, cwd=cwd, **kwargs)
+
+    return wrapper
+
+
+@click.group(
+    cls=_Group,
+    epilog=_epilog(
+        "patchguard record eagle3 python/sglang/srt/models/kimi_k25.py",
+        "patchguard check --quiet || exit 1",
+    ),
+)
+@click.option(
+    "-C",
+    "directory",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Run as if started in DIR (like git -C).",
+)
+@click.version_option(package_name="git-patchguard", prog_name="patchguard")
+@click.pass_context
+def cli(ctx: click.Context, directory: Path | None) -> None:
+    """Keep local patches in a git checkout, and fail loudly when they are gone."""
+    ctx.obj = Path.cwd() / directory if directory else Path.cwd()
+
+
+@cli.command(
+    epilog=_epilog(
+        "patchguard record eagle3 python/sglang/srt/models/kimi_k25.py -m 'EAGLE-3 delegation'",
+        "patchguard record eagle3 --require python/sglang/srt/models/kimi_k25.py::Model.forward",
+    )
+)
+@click.argument("name")
+@click.argument("paths", nargs=-1)
+@click.option(
+    "--require",
+    "requires",
+    multiple=True,
+    metavar="SPEC",
+    help="Also require this symbol (file.py::Class.method). Repeatable.",
+)
+@click.option("-m", "--message", default="", help="What the patch is for.")
+@_directory_option
+def record(
+    cwd: Path, name: str, paths: tuple[str, ...], requires: tuple[str, ...], message: str
+) -> None:
+    """Record uncommitted changes (against HEAD) as patch NAME.
+
+    Without PATHS, every tracked file with changes is taken (files already in another
+    patch are skipped). Symbols whose def/class line the patch adds are required
+    automatically. Recording NAME again replaces it.
+    """
+    outcome = engine.record(
+        Repo.discover(cwd), name, paths, requires=requires, description=message, cwd=cwd
+    )
+    verb = "replaced" if outcome.replaced else "recorded"
+    patch = outcome.patch
+    click.echo(f"{verb} patch {patch.name}: {len(patch.files)} file(s)")
+    for change in patch.files:
+        click.echo(f"  {change.path}")
+    for spec in patch.requires:
+        click.echo(f"  requires {spec}")
+    for path in outcome.skipped:
+        click.echo(f"  skipped {path}: it belongs to another patch (name it to include it)")
+
+
+@cli.command(
+    epilog=_epilog("patchguard require python/sglang/srt/models/kimi_k25.py::EntryClass.load")
+)
+@click.argument("specs", nargs=-1, required=True, metavar="SPEC...")
+@_directory_option
+def require(cwd: Path, specs: tuple[str, ...]) -> None:
+    """Guard committed symbols: SPEC (file.py::Class.method) must never disappear."""
+    added = engine.require(Repo.discover(cwd), specs, cwd=cwd)
+    for spec in added:
+        click.echo(f"guarding {spec}")
+    if not added:
+        click.echo("already guarded; nothing changed")
+
+
+@cli.command(
+    epilog=_epilog(
+        "patchguard check", "patchguard check --quiet || exit 1", "patchguard check --json"
+    )
+)
+@click.option("-q", "--quiet", is_flag=True, help="Print nothing when everything holds.")
+@click.option("--json", "as_json", is_flag=True, help="Print the machine-readable report.")
+@_directory_option
+def check(cwd: Path, quiet: bool, as_json: bool) -> None:
+    """Verify (read-only) that every patch is in place and every required symbol exists."""
+    repo = Repo.discover(cwd)
+    report = engine.check(repo)
+    if as_json:
+        click.echo(render.check_json(report, str(repo.workdir)))
+    elif not report.ok:
+        click.echo(render.banner("guard FAILED", report.problems()), err=True)
+    elif not quiet:
+        click.echo("\n".join([*render.check_lines(report), "patchguard: all guards hold"]))
+    sys.exit(EXIT_OK if report.ok else EXIT_GUARD_FAILED)
+
+
+@cli.command(epilog=_epilog("patchguard status", "patchguard status eagle3"))
+@click.argument("names", nargs=-1)
+@_directory_option
+def status(cwd: Path, names: tuple[str, ...]) -> None:
+    """Show each patch's state: applied, unapplied, drifted, upstream, conflict, missing-file."""
+    verdicts = engine.status(Repo.discover(cwd), names)
+    click.echo("\n".join(render.status_lines(verdicts)) or "no patches recorded")
+
+
+@cli.command(epilog=_epilog("patchguard apply", "patchguard apply eagle3 --dry-run"))
+@click.argument("names", nargs=-1)
+@click.option("-n", "--dry-run", is_flag=True, help="Show what would change; write nothing.")
+@click.option(
+    "--merge", is_flag=True, help="On conflict, write git-style conflict markers into the file."
+)
+@_directory_option
+def apply(cwd: Path, names: tuple[str, ...], dry_run: bool, merge: bool) -> None:
+    """Re-apply patches (all, or NAMES) by 3-way merge; never writes a conflicted file."""
+    outcomes = engine.apply(Repo.discover(cwd), names, dry_run=dry_run, merge=merge)
+    _finish(outcomes)
+
+
+@cli.command(epilog=_epilog("patchguard unapply && git stash pop"))
+@click.argument("names", nargs=-1)
+@click.option("-n", "--dry-run", is_flag=True, help="Show what would change; write nothing.")
+@_directory_option
+def unapply(cwd: Path, names: tuple[str, ...], dry_run: bool) -> None:
+    """Take patches (all, or NAMES) out of the worktree, keeping your other edits."""
+    outcomes = engine.unapply(Repo.discover(cwd), names, dry_run=dry_run)
+    _finish(outcomes)
+
+
+def _finish(outcomes: list[engine.PatchOutcome]) -> None:
+    lines = render.outcome_lines(outcomes)
+    click.echo("\n".join(lines) or "no patches recorded")
+    sys.exit(EXIT_OK if all(o.ok for o in outcomes) else EXIT_GUARD_FAILED)
+
+
+@cli.command(name="list", epilog=_epilog("patchguard list"))
+@_directory_option
+def list_(cwd: Path) -> None:
+    """List recorded patches and guards (without computing states)."""
+    manifest = Repo.discover(cwd).load_manifest()
+    for patch in manifest.patches:
+        summary = f" - {patch.description}" if patch.description else ""
+        click.echo(f"patch {patch.name}{summary} (base {patch.base_commit[:10]})")
+        for change in patch.files:
+            click.echo(f"  {change.path}")
+    for spec in manifest.guards:
+        click.echo(f"guard {spec}")
+
+
+@cli.command(
+    epilog=_epilog("patchguard drop eagle3", "patchguard drop path/to/file.py::Class.method")
+)
+@click.argument("target", metavar="NAME|SPEC")
+@_directory_option
+def drop(cwd: Path, target: str) -> None:
+    """Forget a patch or a guard. The working tree is not touched."""
+    dropped = engine.drop(Repo.discover(cwd), target, cwd=cwd)
+    click.echo(f"dropped {dropped}")
+
+
+def main() -> None:
+    cli(prog_name="patchguard")

@@ -1,0 +1,564 @@
+"""The apply engine: decide each patch's state by content, and apply, unapply, record and check.
+
+A state is never decided by searching for a string. Text is compared by 3-way merges
+(libgit2), symbols by parsing (guard.symbols). A merge is only written when it is clean
+*and* every required symbol sits exactly once at its qualified place in the result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from enum import StrEnum
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from guard.errors import ConfigError, GuardFailure
+from guard.manifest import FileChange, Manifest, Patch, describe_validation
+from guard.repo import Repo, is_binary
+from guard.symbols import SourceSyntaxError, Spec, SymbolIndex, describe_miss, parse_spec
+
+
+class State(StrEnum):
+    APPLIED = "applied"
+    UNAPPLIED = "unapplied"
+    DRIFTED = "drifted"
+    UPSTREAM = "upstream"
+    CONFLICT = "conflict"
+    MISSING_FILE = "missing-file"
+
+
+GOOD_STATES = frozenset({State.APPLIED, State.UPSTREAM})
+# A patch is as bad as its worst file; mixed applied/upstream files make it "applied".
+_SEVERITY = [
+    State.MISSING_FILE,
+    State.CONFLICT,
+    State.DRIFTED,
+    State.UNAPPLIED,
+    State.APPLIED,
+    State.UPSTREAM,
+]
+
+
+@dataclass
+class FileVerdict:
+    """One file of one patch: its state, why, and what `apply` would write."""
+
+    path: str
+    state: State
+    detail: str
+    merged: bytes | None = None
+
+
+@dataclass
+class PatchVerdict:
+    name: str
+    files: list[FileVerdict]
+
+    @property
+    def state(self) -> State:
+        states = {f.state for f in self.files}
+        return next(s for s in _SEVERITY if s in states)
+
+    @property
+    def ok(self) -> bool:
+        return self.state in GOOD_STATES
+
+
+@dataclass
+class SymbolResult:
+    spec: str
+    ok: bool
+    detail: str
+    patch: str | None
+
+
+@dataclass
+class CheckReport:
+    """What `check` and the hooks report: patch states and required symbols."""
+
+    head: str | None
+    patches: list[PatchVerdict]
+    symbols: list[SymbolResult]
+
+    @property
+    def ok(self) -> bool:
+        return all(p.ok for p in self.patches) and all(s.ok for s in self.symbols)
+
+    def problems(self) -> list[str]:
+        """One line per problem: file, symbol or patch, and the command that fixes it."""
+        lines = []
+        for patch in self.patches:
+            for verdict in patch.files:
+                if verdict.state not in GOOD_STATES:
+                    lines.append(
+                        f"{verdict.path}: patch {patch.name} is {verdict.state}: {verdict.detail}"
+                        f" -> {fix_for(patch.name, verdict.state)}"
+                    )
+        bad_patches = {p.name for p in self.patches if not p.ok}
+        for symbol in self.symbols:
+            if symbol.ok:
+                continue
+            if symbol.patch in bad_patches:
+                fix = f"patchguard apply {symbol.patch}"
+            elif symbol.patch:
+                fix = f"restore it, or re-record: patchguard record {symbol.patch}"
+            else:
+                fix = f"restore it, or stop guarding it: patchguard drop {symbol.spec}"
+            lines.append(f"{symbol.spec}: missing: {symbol.detail} -> {fix}")
+        return lines
+
+
+def fix_for(patch_name: str, state: State) -> str:
+    """The next command for a patch in a bad state."""
+    if state in (State.UNAPPLIED, State.DRIFTED):
+        return f"patchguard apply {patch_name}"
+    if state is State.CONFLICT:
+        return (
+            f"resolve by hand (patchguard apply --merge {patch_name} writes conflict markers), "
+            f"then patchguard record {patch_name}"
+        )
+    if state is State.MISSING_FILE:
+        return f"check out a commit that has the file, or patchguard drop {patch_name}"
+    return "nothing to do"
+
+
+class Worktree:
+    """The files patches are assessed against: the worktree, plus edits not yet written."""
+
+    def __init__(self, repo: Repo) -> None:
+        self.repo = repo
+        self._content: dict[str, bytes | None] = {}
+        self._head: dict[str, bytes | None] = {}
+        self._indexes: dict[bytes, SymbolIndex | SourceSyntaxError] = {}
+
+    def read(self, path: str) -> bytes | None:
+        if path not in self._content:
+            self._content[path] = self.repo.read_file(path)
+        return self._content[path]
+
+    def head(self, path: str) -> bytes | None:
+        if path not in self._head:
+            self._head[path] = self.repo.head_file(path)
+        return self._head[path]
+
+    def stage(self, path: str, content: bytes | None) -> None:
+        self._content[path] = content
+
+    def symbols(self, content: bytes, path: str) -> SymbolIndex:
+        """Parse once per distinct content; raises SourceSyntaxError."""
+        if content not in self._indexes:
+            try:
+                self._indexes[content] = SymbolIndex.parse(content, path)
+            except SourceSyntaxError as error:
+                self._indexes[content] = error
+        cached = self._indexes[content]
+        if isinstance(cached, SourceSyntaxError):
+            raise cached
+        return cached
+
+    def symbol_problems(
+        self, content: bytes, path: str, qualnames: Iterable[str]
+    ) -> dict[str, str]:
+        """Why each of `qualnames` is not defined exactly once at its place in `content`."""
+        qualnames = list(qualnames)
+        if not qualnames:
+            return {}
+        try:
+            index = self.symbols(content, path)
+        except SourceSyntaxError as error:
+            reason = f"{error.path}:{error.lineno}: syntax error: {error.message}"
+            return dict.fromkeys(qualnames, reason)
+        problems = {}
+        for qualname in qualnames:
+            if not index.find(qualname):
+                problems[qualname] = describe_miss(index, Spec(path, qualname))
+            elif duplicates := index.duplicates(qualname):
+                lines = ", ".join(str(d.lineno) for d in duplicates)
+                problems[qualname] = (
+                    f"defined {len(duplicates)} times (lines {lines}); the last one silently wins"
+                )
+        return problems
+
+
+def _required_in(patch: Patch, path: str) -> list[str]:
+    return [spec.qualname for spec in map(parse_spec, patch.requires) if spec.path == path]
+
+
+def _labels(patch: Patch) -> tuple[str, str, str]:
+    return ("recorded base", "working tree", f"patch {patch.name}")
+
+
+def assess_file(repo: Repo, tree: Worktree, patch: Patch, change: FileChange) -> FileVerdict:
+    """Decide one file's state by content; see docs/concepts.md for the rules."""
+    path = change.path
+    base = repo.blob(change.base_blob) if change.base_blob else b""
+    patched = repo.blob(change.patched_blob)
+    current = tree.read(path)
+    head = tree.head(path)
+    labels = _labels(patch)
+
+    if head is not None and _contains_change(repo, base, head, patched, labels):
+        return FileVerdict(path, State.UPSTREAM, "HEAD already contains this change")
+    if head is not None and change.added_symbols:
+        missing = tree.symbol_problems(head, path, change.added_symbols)
+        if not missing:
+            return FileVerdict(
+                path, State.UPSTREAM, "HEAD already defines every symbol this patch adds"
+            )
+    if current is None:
+        if change.base_blob is None:
+            return FileVerdict(path, State.UNAPPLIED, "the patch creates this file", patched)
+        return FileVerdict(path, State.MISSING_FILE, "the file does not exist in the worktree")
+    if _contains_change(repo, base, current, patched, labels):
+        return FileVerdict(path, State.APPLIED, "the worktree contains the change")
+    if _definitions_in_place(repo, tree, change, base, patched, current):
+        return FileVerdict(
+            path, State.APPLIED, "every definition the patch adds is in place (text edited since)"
+        )
+
+    forward = repo.merge3(base, current, patched, labels)
+    if not forward.clean:
+        return FileVerdict(
+            path,
+            State.CONFLICT,
+            "the change does not merge cleanly with this file",
+            forward.content,
+        )
+    problems = tree.symbol_problems(forward.content, path, _required_in(patch, path))
+    if problems:
+        return FileVerdict(
+            path,
+            State.CONFLICT,
+            "a clean text merge would break required symbols: "
+            + "; ".join(f"{name}: {why}" for name, why in problems.items()),
+        )
+    if head == (base if change.base_blob else None):
+        return FileVerdict(path, State.UNAPPLIED, "applies cleanly", forward.content)
+    return FileVerdict(
+        path,
+        State.DRIFTED,
+        "the file moved on since the patch's base; merges cleanly",
+        forward.content,
+    )
+
+
+def _contains_change(
+    repo: Repo, base: bytes, text: bytes, patched: bytes, labels: tuple[str, str, str]
+) -> bool:
+    """Does `text` already hold base->patched? Merging it in changes nothing, or it reverses cleanly."""
+    if text == patched:
+        return True
+    if base == patched:
+        return True
+    forward = repo.merge3(base, text, patched, labels)
+    if forward.clean and forward.content == text:
+        return True
+    backward = repo.merge3(patched, text, base, labels)
+    if not backward.clean or backward.content == text:
+        return False
+    again = repo.merge3(base, backward.content, patched, labels)
+    return again.clean and again.content == text
+
+
+def _definitions_in_place(
+    repo: Repo, tree: Worktree, change: FileChange, base: bytes, patched: bytes, current: bytes
+) -> bool:
+    """For a patch that only adds definitions: are they all in `current`, once, at their place?
+
+    This recognises an applied patch next to which the user has edited since, where a text
+    merge reports a conflict only because the two edits touch.
+    """
+    if not change.added_symbols or tree.symbol_problems(current, change.path, change.added_symbols):
+        return False
+    index = tree.symbols(patched, change.path)
+    spans = {
+        line
+        for qualname in change.added_symbols
+        for d in index.find(qualname)
+        for line in range(d.lineno, d.end_lineno + 1)
+    }
+    patched_lines = patched.splitlines()
+    added = repo.diff(base, patched, change.path).added_lines
+    return all(n in spans or not patched_lines[n - 1].strip() for n in added)
+
+
+def assess_patch(repo: Repo, tree: Worktree, patch: Patch) -> PatchVerdict:
+    return PatchVerdict(patch.name, [assess_file(repo, tree, patch, c) for c in patch.files])
+
+
+def select_patches(manifest: Manifest, names: Sequence[str]) -> list[Patch]:
+    """Patches by name in manifest order; all of them when no names are given."""
+    unknown = [n for n in names if manifest.patch(n) is None]
+    if unknown:
+        known = ", ".join(p.name for p in manifest.patches) or "none"
+        raise ConfigError(
+            f"no patch named {', '.join(unknown)} (recorded: {known}). See `patchguard list`."
+        )
+    return [p for p in manifest.patches if not names or p.name in names]
+
+
+# --- status and check --------------------------------------------------------------------------
+
+
+def status(repo: Repo, names: Sequence[str] = ()) -> list[PatchVerdict]:
+    manifest = repo.load_manifest()
+    tree = Worktree(repo)
+    return [assess_patch(repo, tree, p) for p in select_patches(manifest, names)]
+
+
+def check(repo: Repo) -> CheckReport:
+    """Read-only: every patch's state, and every required symbol at its qualified place."""
+    manifest = repo.load_manifest()
+    tree = Worktree(repo)
+    verdicts = [assess_patch(repo, tree, p) for p in manifest.patches]
+    owners = [(spec, p.name) for p in manifest.patches for spec in p.requires]
+    owners += [(spec, None) for spec in manifest.guards]
+    symbols = [_check_symbol(tree, spec, owner) for spec, owner in owners]
+    head = None if repo.git.head_is_unborn else repo.head_commit_id()
+    return CheckReport(head=head, patches=verdicts, symbols=symbols)
+
+
+def _check_symbol(tree: Worktree, text: str, owner: str | None) -> SymbolResult:
+    spec = parse_spec(text)
+    content = tree.read(spec.path)
+    if content is None:
+        return SymbolResult(text, False, f"{spec.path} does not exist", owner)
+    problems = tree.symbol_problems(content, spec.path, [spec.qualname])
+    if problems:
+        return SymbolResult(text, False, problems[spec.qualname], owner)
+    line = tree.symbols(content, spec.path).find(spec.qualname)[0].lineno
+    return SymbolResult(text, True, f"{spec.path}:{line}", owner)
+
+
+# --- apply and unapply -------------------------------------------------------------------------
+
+
+@dataclass
+class PatchOutcome:
+    """What apply/unapply did to one patch; `ok` is False when the patch is left not as asked."""
+
+    verdict: PatchVerdict
+    written: list[str] = field(default_factory=list)
+    ok: bool = True
+    message: str = ""
+
+
+def apply(
+    repo: Repo, names: Sequence[str] = (), *, dry_run: bool = False, merge: bool = False
+) -> list[PatchOutcome]:
+    """Bring every selected patch to `applied` (or leave it `upstream`), patch by patch.
+
+    A patch is written whole or not at all: one file that cannot merge cleanly leaves all
+    of that patch's files untouched, unless `merge` asks for conflict markers.
+    """
+    manifest = repo.load_manifest()
+    tree = Worktree(repo)
+    outcomes = []
+    for patch in select_patches(manifest, names):
+        verdict = assess_patch(repo, tree, patch)
+        outcome = PatchOutcome(verdict)
+        state = verdict.state
+        if state in GOOD_STATES:
+            outcome.message = "nothing to do"
+        elif state is State.MISSING_FILE or (state is State.CONFLICT and not merge):
+            outcome.ok = False
+            outcome.message = "left untouched -> " + fix_for(patch.name, state)
+        else:
+            writes = {f.path: f.merged for f in verdict.files if f.merged is not None}
+            if state is State.CONFLICT:
+                outcome.ok = False
+                outcome.message = "conflict markers written; resolve them, then patchguard record"
+            else:
+                outcome.message = "would apply" if dry_run else "applied"
+            outcome.written = _write(repo, tree, writes, dry_run)
+        outcomes.append(outcome)
+    return outcomes
+
+
+def unapply(repo: Repo, names: Sequence[str] = (), *, dry_run: bool = False) -> list[PatchOutcome]:
+    """Take applied patches out of the worktree (last first), keeping every other edit."""
+    manifest = repo.load_manifest()
+    tree = Worktree(repo)
+    outcomes = []
+    for patch in reversed(select_patches(manifest, names)):
+        verdict = assess_patch(repo, tree, patch)
+        outcome = PatchOutcome(verdict)
+        writes: dict[str, bytes | None] = {}
+        for change, file_verdict in zip(patch.files, verdict.files, strict=True):
+            if file_verdict.state is not State.APPLIED:
+                continue
+            current = tree.read(change.path)
+            assert current is not None
+            base = repo.blob(change.base_blob) if change.base_blob else b""
+            patched = repo.blob(change.patched_blob)
+            reverse = repo.merge3(patched, current, base, _labels(patch))
+            if not reverse.clean:
+                outcome.ok = False
+                outcome.message = f"{change.path}: the change cannot be taken out cleanly"
+                break
+            created_by_patch = change.base_blob is None and reverse.content == b""
+            writes[change.path] = None if created_by_patch else reverse.content
+        if outcome.ok:
+            outcome.written = _write(repo, tree, writes, dry_run)
+            if verdict.state is State.UPSTREAM:
+                outcome.message = "absorbed upstream; nothing to take out"
+            elif outcome.written:
+                outcome.message = "would unapply" if dry_run else "unapplied"
+            else:
+                outcome.message = "not applied; nothing to take out"
+        outcomes.append(outcome)
+    return list(reversed(outcomes))
+
+
+def _write(repo: Repo, tree: Worktree, writes: dict[str, bytes | None], dry_run: bool) -> list[str]:
+    for path, content in writes.items():
+        tree.stage(path, content)
+        if dry_run:
+            continue
+        if content is None:
+            repo.delete_file(path)
+        else:
+            repo.write_file(path, content)
+    return sorted(writes)
+
+
+# --- record and require ------------------------------------------------------------------------
+
+
+@dataclass
+class RecordOutcome:
+    patch: Patch
+    replaced: bool
+    skipped: list[str]
+
+
+def record(
+    repo: Repo,
+    name: str,
+    paths: Sequence[str],
+    *,
+    requires: Sequence[str] = (),
+    description: str = "",
+    cwd: Path,
+) -> RecordOutcome:
+    """Record the uncommitted changes of `paths` (default: every changed tracked file) as NAME."""
+    head_commit = repo.head_commit_id()
+    manifest = repo.load_manifest(missing_ok=True)
+    previous = manifest.patch(name)
+    skipped: list[str] = []
+    if paths:
+        repo_paths = sorted({repo.relpath(p, cwd) for p in paths})
+    else:
+        owned = {c.path for p in manifest.patches if p.name != name for c in p.files}
+        changed = repo.changed_tracked_files()
+        skipped = [p for p in changed if p in owned]
+        repo_paths = [p for p in changed if p not in owned]
+        if not repo_paths:
+            raise ConfigError(
+                "no tracked file has uncommitted changes"
+                + (f" outside other patches ({', '.join(skipped)})" if skipped else "")
+                + "; edit files first, or name the paths: patchguard record NAME PATH..."
+            )
+    tree = Worktree(repo)
+    files = [_record_file(repo, tree, path) for path in repo_paths]
+    specs = {f"{c.path}::{q}" for c in files for q in c.added_symbols}
+    for text in requires:
+        specs.add(str(_resolve_spec(repo, text, cwd)))
+    for text in sorted(specs):
+        result = _check_symbol(tree, text, name)
+        if not result.ok:
+            raise GuardFailure(f"cannot record {name}: {text}: {result.detail}")
+    try:
+        patch = Patch(
+            name=name,
+            description=description,
+            created_at=datetime.now(UTC),
+            base_commit=head_commit,
+            files=files,
+            requires=sorted(specs),
+        )
+    except ValidationError as error:
+        raise ConfigError(f"cannot record {name!r}: {describe_validation(error)}") from None
+    patches = [patch if p.name == name else p for p in manifest.patches]
+    if previous is None:
+        patches.append(patch)
+    repo.save_manifest(manifest.model_copy(update={"patches": patches}))
+    return RecordOutcome(patch=patch, replaced=previous is not None, skipped=skipped)
+
+
+def _record_file(repo: Repo, tree: Worktree, path: str) -> FileChange:
+    current = tree.read(path)
+    head = tree.head(path)
+    if current is None:
+        if head is None:
+            raise ConfigError(f"{path} does not exist; name files that the patch edits or adds")
+        raise ConfigError(
+            f"{path} is deleted in the worktree; patchguard records edits and new files, "
+            "not deletions. Restore it (git restore) or leave it out."
+        )
+    if current == head:
+        raise ConfigError(f"{path} has no changes against HEAD; nothing to record for it")
+    if is_binary(current) or (head is not None and is_binary(head)):
+        raise ConfigError(f"{path} is a binary file; patchguard records text patches only")
+    base = head or b""
+    added_symbols: list[str] = []
+    diff = repo.diff(base, current, path)
+    if path.endswith(".py"):
+        try:
+            index = tree.symbols(current, path)
+        except SourceSyntaxError as error:
+            raise GuardFailure(
+                f"cannot record: {error.path}:{error.lineno}: syntax error: {error.message}. "
+                "Fix the file, then record again."
+            ) from None
+        added_symbols = index.defined_on_lines(diff.added_lines)
+    return FileChange(
+        path=path,
+        base_blob=repo.store_blob(head) if head is not None else None,
+        patched_blob=repo.store_blob(current),
+        diff=diff.text,
+        added_symbols=added_symbols,
+    )
+
+
+def _resolve_spec(repo: Repo, text: str, cwd: Path) -> Spec:
+    """A SPEC from the command line; its path is relative to cwd, as git paths are."""
+    try:
+        spec = parse_spec(text)
+    except ValueError as error:
+        raise ConfigError(f"bad symbol spec: {error}") from None
+    return Spec(repo.relpath(spec.path, cwd), spec.qualname)
+
+
+def require(repo: Repo, specs: Sequence[str], *, cwd: Path) -> list[str]:
+    """Guard symbols that are already committed; each must exist now. Returns the new guards."""
+    manifest = repo.load_manifest(missing_ok=True)
+    resolved = [str(_resolve_spec(repo, text, cwd)) for text in specs]
+    tree = Worktree(repo)
+    for text in resolved:
+        result = _check_symbol(tree, text, None)
+        if not result.ok:
+            raise GuardFailure(f"cannot guard {text}: {result.detail}")
+    added = [text for text in dict.fromkeys(resolved) if text not in manifest.guards]
+    repo.save_manifest(manifest.model_copy(update={"guards": [*manifest.guards, *added]}))
+    return added
+
+
+def drop(repo: Repo, target: str, *, cwd: Path) -> str:
+    """Forget a patch (by name) or a guard (by SPEC); the worktree is not touched."""
+    manifest = repo.load_manifest()
+    if "::" in target:
+        spec = str(_resolve_spec(repo, target, cwd))
+        if spec not in manifest.guards:
+            raise ConfigError(f"{spec} is not a guard; see `patchguard list`")
+        repo.save_manifest(
+            manifest.model_copy(update={"guards": [g for g in manifest.guards if g != spec]})
+        )
+        return f"guard {spec}"
+    select_patches(manifest, [target])
+    patches = [p for p in manifest.patches if p.name != target]
+    repo.save_manifest(manifest.model_copy(update={"patches": patches}))
+    return f"patch {target}"

@@ -1,0 +1,74 @@
+"""Reports as text for people and as stable JSON for scripts (documented in docs/cli.md)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from guard.engine import GOOD_STATES, CheckReport, PatchOutcome, PatchVerdict
+
+CHECK_JSON_FORMAT = "patchguard.check/1"
+
+
+def verdict_json(verdict: PatchVerdict) -> dict[str, Any]:
+    return {
+        "name": verdict.name,
+        "state": str(verdict.state),
+        "files": [
+            {"path": f.path, "state": str(f.state), "detail": f.detail} for f in verdict.files
+        ],
+    }
+
+
+def check_json(report: CheckReport, repository: str) -> str:
+    return json.dumps(
+        {
+            "format": CHECK_JSON_FORMAT,
+            "ok": report.ok,
+            "repository": repository,
+            "head": report.head,
+            "patches": [verdict_json(v) for v in report.patches],
+            "symbols": [
+                {"spec": s.spec, "present": s.ok, "detail": s.detail, "patch": s.patch}
+                for s in report.symbols
+            ],
+            "problems": report.problems(),
+        },
+        indent=2,
+    )
+
+
+def status_lines(verdicts: Sequence[PatchVerdict]) -> list[str]:
+    lines = []
+    for verdict in verdicts:
+        lines.append(f"{verdict.name}: {verdict.state}")
+        for f in verdict.files:
+            lines.append(f"  {f.path}: {f.state} ({f.detail})")
+    return lines
+
+
+def check_lines(report: CheckReport) -> list[str]:
+    """A one-screen summary; problems come from CheckReport.problems()."""
+    lines = [f"patch {v.name}: {v.state}" for v in report.patches]
+    present = sum(1 for s in report.symbols if s.ok)
+    lines.append(f"symbols: {present}/{len(report.symbols)} present")
+    return lines
+
+
+def outcome_lines(outcomes: Sequence[PatchOutcome]) -> list[str]:
+    lines = []
+    for outcome in outcomes:
+        files = f" ({', '.join(outcome.written)})" if outcome.written else ""
+        lines.append(f"{outcome.verdict.name}: {outcome.verdict.state} -> {outcome.message}{files}")
+        for f in outcome.verdict.files:
+            if f.state not in GOOD_STATES and not outcome.ok:
+                lines.append(f"  {f.path}: {f.state}: {f.detail}")
+    return lines
+
+
+def banner(title: str, problems: Sequence[str]) -> str:
+    """The loud failure block hooks and `check` print to stderr."""
+    rule = "=" * 72
+    body = "\n".join(f"  - {p}" for p in problems)
+    return f"{rule}\npatchguard: {title}\n{body}\n{rule}"

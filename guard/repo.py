@@ -1,0 +1,203 @@
+"""Repository access through pygit2: HEAD's files, the worktree, the object store and libgit2's merge."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import pygit2
+from pygit2.enums import FileMode, FileStatus
+from pygit2.ffi import C, ffi
+
+from guard.atomic import atomic_write
+from guard.errors import ConfigError
+from guard.gitdir import Layout, locate
+from guard.manifest import Manifest, empty_manifest, load_manifest, save_manifest
+
+STORE_REF = "refs/patchguard/store"
+_BINARY_SNIFF = 8000
+
+
+@dataclass(frozen=True)
+class MergeResult:
+    """A 3-way merge of one file; `content` has conflict markers when not `clean`."""
+
+    clean: bool
+    content: bytes
+
+
+@dataclass(frozen=True)
+class FileDiff:
+    text: str
+    added_lines: set[int]
+
+
+def is_binary(data: bytes) -> bool:
+    """git's own heuristic: a NUL byte near the start."""
+    return b"\0" in data[:_BINARY_SNIFF]
+
+
+class Repo:
+    """One worktree of a git repository, as patchguard needs to see it."""
+
+    def __init__(self, layout: Layout) -> None:
+        self.layout = layout
+        self.workdir = layout.workdir
+        try:
+            self.git = pygit2.Repository(str(layout.git_dir))
+        except pygit2.GitError as error:
+            raise ConfigError(
+                f"cannot open the git repository at {layout.git_dir}: {error}"
+            ) from None
+
+    @classmethod
+    def discover(cls, start: Path) -> Repo:
+        return cls(locate(start))
+
+    # --- the manifest and the content it refers to -------------------------------------------
+
+    def load_manifest(self, missing_ok: bool = False) -> Manifest:
+        if missing_ok and not self.layout.manifest_path.exists():
+            return empty_manifest()
+        return load_manifest(self.layout.manifest_path)
+
+    def save_manifest(self, manifest: Manifest) -> None:
+        """Pin every blob the manifest needs under a ref first, so gc can never prune them."""
+        self._pin(manifest.blob_ids())
+        save_manifest(self.layout.manifest_path, manifest)
+
+    def _pin(self, oids: set[str]) -> None:
+        builder = self.git.TreeBuilder()
+        for oid in sorted(oids):
+            builder.insert(oid, pygit2.Oid(hex=oid), FileMode.BLOB)
+        tree_id = builder.write()
+        self.git.references.create(STORE_REF, tree_id, force=True)
+
+    def store_blob(self, data: bytes) -> str:
+        return str(self.git.create_blob(data))
+
+    def blob(self, oid: str) -> bytes:
+        try:
+            obj = self.git[oid]
+        except (KeyError, ValueError):
+            raise ConfigError(
+                f"blob {oid} is missing from the object store of {self.layout.common_dir} "
+                f"(was {STORE_REF} deleted?). Re-import the patch with `patchguard import`."
+            ) from None
+        if not isinstance(obj, pygit2.Blob):
+            raise ConfigError(f"object {oid} is not a blob; the manifest is damaged")
+        return obj.data
+
+    # --- HEAD and the worktree ---------------------------------------------------------------
+
+    def head_commit_id(self) -> str:
+        if self.git.head_is_unborn:
+            raise ConfigError(
+                f"{self.workdir} has no commits yet; commit once, then record patches on top."
+            )
+        return str(self.git.head.target)
+
+    def head_file(self, path: str) -> bytes | None:
+        """The file as HEAD has it, or None when HEAD has no such file."""
+        if self.git.head_is_unborn:
+            return None
+        try:
+            entry = self.git.head.peel(pygit2.Commit).tree[path]
+        except KeyError:
+            return None
+        return entry.data if isinstance(entry, pygit2.Blob) else None
+
+    def worktree_path(self, path: str) -> Path:
+        """The absolute path of a repository path, refusing anything that leaves the worktree."""
+        full = self.workdir / path
+        resolved = full.resolve()
+        if resolved != self.workdir and self.workdir not in resolved.parents:
+            raise ConfigError(f"{path} resolves to {resolved}, outside the worktree {self.workdir}")
+        return full
+
+    def read_file(self, path: str) -> bytes | None:
+        try:
+            return self.worktree_path(path).read_bytes()
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        except IsADirectoryError:
+            raise ConfigError(f"{path} is a directory in the worktree, not a file") from None
+
+    def write_file(self, path: str, data: bytes) -> None:
+        full = self.worktree_path(path)
+        full.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(full, data)
+
+    def delete_file(self, path: str) -> None:
+        self.worktree_path(path).unlink(missing_ok=True)
+
+    def relpath(self, user_path: str, cwd: Path) -> str:
+        """A user's path (relative to their cwd, like git's) as a repository path."""
+        absolute = Path(os.path.normpath(cwd / user_path))
+        try:
+            return absolute.relative_to(self.workdir).as_posix()
+        except ValueError:
+            raise ConfigError(f"{user_path} is outside the worktree {self.workdir}") from None
+
+    def changed_tracked_files(self) -> list[str]:
+        """Tracked files whose worktree content differs from HEAD (staged or not)."""
+        changed = []
+        for path, flags in self.git.status(untracked_files="no").items():
+            if flags & (FileStatus.IGNORED | FileStatus.CURRENT) or flags == FileStatus.WT_NEW:
+                continue
+            changed.append(path)
+        return sorted(changed)
+
+    def operation_in_progress(self) -> str | None:
+        """The name of a rebase, merge, cherry-pick, revert or am under way, if any."""
+        markers = {
+            "rebase-merge": "rebase",
+            "rebase-apply": "rebase",
+            "MERGE_HEAD": "merge",
+            "CHERRY_PICK_HEAD": "cherry-pick",
+            "REVERT_HEAD": "revert",
+        }
+        for marker, name in markers.items():
+            if (self.layout.git_dir / marker).exists():
+                return name
+        return None
+
+    # --- libgit2's diff and merge ------------------------------------------------------------
+
+    def diff(self, old: bytes, new: bytes, path: str) -> FileDiff:
+        patch = pygit2.Patch.create_from(old, new, old_as_path=path, new_as_path=path)
+        added = {
+            line.new_lineno for hunk in patch.hunks for line in hunk.lines if line.origin == "+"
+        }
+        return FileDiff(text=patch.text or "", added_lines=added)
+
+    def merge3(
+        self, base: bytes, ours: bytes, theirs: bytes, labels: tuple[str, str, str]
+    ) -> MergeResult:
+        """libgit2's git_merge_file on raw bytes (pygit2's wrapper decodes to str and drops labels)."""
+        entries = [self._index_entry(data) for data in (base, ours, theirs)]
+        keep_alive = []
+        c_entries = []
+        for entry in entries:
+            c_entry, ref = entry._to_c()
+            keep_alive.append(ref)
+            c_entries.append(c_entry)
+        options = ffi.new("git_merge_file_options *")
+        options.version = 1
+        label_buffers = [ffi.new("char[]", label.encode()) for label in labels]
+        options.ancestor_label, options.our_label, options.their_label = label_buffers
+        options.flags = C.GIT_MERGE_FILE_STYLE_MERGE
+        result = ffi.new("git_merge_file_result *")
+        error = C.git_merge_file_from_index(result, self.git._repo, *c_entries, options)
+        if error < 0:
+            raise ConfigError(f"libgit2 could not merge {labels[1]}: error {error}")
+        try:
+            return MergeResult(
+                clean=bool(result.automergeable), content=bytes(ffi.buffer(result.ptr, result.len))
+            )
+        finally:
+            C.git_merge_file_result_free(result)
+
+    def _index_entry(self, data: bytes) -> pygit2.IndexEntry:
+        return pygit2.IndexEntry("file", self.git.create_blob(data), FileMode.BLOB)

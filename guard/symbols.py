@@ -1,0 +1,161 @@
+"""Find Python definitions by parsing, never by grep: a method is only "there" if it is in its class."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+SPEC_SEPARATOR = "::"
+
+# Decorators that legitimately define the same name twice in one block.
+_REDEFINING_DECORATORS = frozenset({"overload", "setter", "getter", "deleter", "register"})
+
+
+@dataclass(frozen=True, order=True)
+class Spec:
+    """A required symbol, written like a pytest node id: `path/to/file.py::Class.method`."""
+
+    path: str
+    qualname: str
+
+    def __str__(self) -> str:
+        return f"{self.path}{SPEC_SEPARATOR}{self.qualname}"
+
+
+def parse_spec(text: str) -> Spec:
+    """Parse `file.py::Outer.Inner.name`; raise ValueError saying what is wrong."""
+    path, sep, qualname = text.partition(SPEC_SEPARATOR)
+    if not sep:
+        raise ValueError(f"{text!r} has no '::'; write it as path/to/file.py::Class.method")
+    if not path:
+        raise ValueError(f"{text!r} names no file; write it as path/to/file.py::{qualname}")
+    if not path.endswith(".py"):
+        raise ValueError(f"{text!r}: symbols are checked in Python files, and {path!r} is not one")
+    parts = qualname.split(".")
+    if not qualname or not all(part.isidentifier() for part in parts):
+        raise ValueError(f"{text!r}: {qualname!r} is not a dotted Python name like Class.method")
+    return Spec(path=path, qualname=qualname)
+
+
+@dataclass(frozen=True)
+class Definition:
+    """One `def` or `class` statement, reachable from module level through classes only."""
+
+    qualname: str
+    kind: str
+    lineno: int
+    end_lineno: int
+    redefines: bool
+    block: int
+
+
+class SourceSyntaxError(Exception):
+    """A file does not parse; carries `path:line` for the report."""
+
+    def __init__(self, path: str, lineno: int | None, message: str) -> None:
+        self.path = path
+        self.lineno = lineno or 0
+        self.message = message
+        super().__init__(f"{path}:{self.lineno}: {message}")
+
+
+class SymbolIndex:
+    """All definitions of one source file, by qualified name."""
+
+    def __init__(self, definitions: Iterable[Definition]) -> None:
+        self.by_qualname: dict[str, list[Definition]] = {}
+        for definition in definitions:
+            self.by_qualname.setdefault(definition.qualname, []).append(definition)
+
+    @classmethod
+    def parse(cls, source: bytes, path: str) -> SymbolIndex:
+        try:
+            tree = ast.parse(source, filename=path)
+        except SyntaxError as error:
+            raise SourceSyntaxError(path, error.lineno, error.msg) from None
+        except ValueError as error:  # e.g. NUL bytes in the source
+            raise SourceSyntaxError(path, None, str(error)) from None
+        return cls(_walk(tree.body, prefix="", block_counter=iter(range(1 << 62))))
+
+    def find(self, qualname: str) -> list[Definition]:
+        return self.by_qualname.get(qualname, [])
+
+    def duplicates(self, qualname: str) -> list[Definition]:
+        """Definitions that silently override an earlier one in the same block."""
+        plain = [d for d in self.find(qualname) if not d.redefines]
+        blocks: dict[int, list[Definition]] = {}
+        for definition in plain:
+            blocks.setdefault(definition.block, []).append(definition)
+        return [d for group in blocks.values() if len(group) > 1 for d in group]
+
+    def elsewhere(self, qualname: str) -> list[Definition]:
+        """Definitions with the same last name at another place, to explain a miss."""
+        leaf = qualname.rsplit(".", 1)[-1]
+        return [
+            d
+            for name, defs in self.by_qualname.items()
+            if name != qualname and name.rsplit(".", 1)[-1] == leaf
+            for d in defs
+        ]
+
+    def defined_on_lines(self, lines: set[int]) -> list[str]:
+        """Qualified names whose `def`/`class` line is among `lines` (e.g. the lines a patch adds)."""
+        found = {
+            d.qualname for defs in self.by_qualname.values() for d in defs if d.lineno in lines
+        }
+        return sorted(found, key=lambda name: min(d.lineno for d in self.by_qualname[name]))
+
+
+def describe_miss(index: SymbolIndex, spec: Spec) -> str:
+    """Say why `spec` is not where it should be, pointing at a same-named definition if any."""
+    others = index.elsewhere(spec.qualname)
+    if not others:
+        return f"not defined in {spec.path}"
+    where = ", ".join(
+        f"{'module level' if '.' not in d.qualname else d.qualname.rsplit('.', 1)[0]} "
+        f"(line {d.lineno})"
+        for d in others
+    )
+    owner = spec.qualname.rsplit(".", 1)[0] if "." in spec.qualname else "module level"
+    return f"not in {owner}; a definition of that name is at {where}"
+
+
+def _decorator_name(node: ast.expr) -> str:
+    target = node.func if isinstance(node, ast.Call) else node
+    if isinstance(target, ast.Attribute):
+        return target.attr
+    if isinstance(target, ast.Name):
+        return target.id
+    return ""
+
+
+_COMPOUND_BODIES = ("body", "orelse", "finalbody", "handlers")
+
+
+def _walk(body: list[ast.stmt], prefix: str, block_counter: Iterator[int]) -> Iterator[Definition]:
+    """Yield definitions in `body`, descending into classes and into if/try/with at the same level."""
+    block = next(block_counter)
+    for node in body:
+        if isinstance(node, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            qualname = prefix + node.name
+            yield Definition(
+                qualname=qualname,
+                kind="class" if isinstance(node, ast.ClassDef) else "def",
+                lineno=node.lineno,
+                end_lineno=node.end_lineno or node.lineno,
+                redefines=any(
+                    _decorator_name(d) in _REDEFINING_DECORATORS for d in node.decorator_list
+                ),
+                block=block,
+            )
+            if isinstance(node, ast.ClassDef):
+                yield from _walk(node.body, qualname + ".", block_counter)
+        elif isinstance(node, ast.If | ast.Try | ast.With | ast.AsyncWith | ast.TryStar):
+            for field in _COMPOUND_BODIES:
+                children = getattr(node, field, None) or []
+                if field == "handlers":
+                    for handler in children:
+                        yield from _walk(handler.body, prefix, block_counter)
+                else:
+                    yield from _walk(children, prefix, block_counter)

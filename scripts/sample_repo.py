@@ -1,0 +1,168 @@
+"""Build a small sglang-shaped git repository for the demo, the tests and the benchmarks.
+
+History of `main`:  no-kimi (no kimi_k25.py) -> old (kimi_k25.py added) -> kimi moved upstream
+-> main (another file changed). Branch `upstream-has-methods` adds the three EAGLE-3 methods
+upstream, with type hints and docstrings and at another place in the class.
+
+Usage: python scripts/sample_repo.py DIR [--filler N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+from pathlib import Path
+
+KIMI = "python/sglang/srt/models/kimi_k25.py"
+CLASS = "KimiK25ForConditionalGeneration"
+METHODS = ("set_eagle3_layers_to_capture", "get_embed_and_head", "set_embed_and_head")
+
+KIMI_V1 = f'''"""Kimi-K2.5 multimodal model."""
+
+from torch import nn
+
+from sglang.srt.models.deepseek_v2 import DeepseekV3ForCausalLM
+
+
+class {CLASS}(nn.Module):
+    def __init__(self, config, quant_config=None):
+        super().__init__()
+        self.config = config
+        self.language_model = DeepseekV3ForCausalLM(config.text_config, quant_config)
+
+    def forward(self, input_ids, positions, forward_batch):
+        return self.language_model(input_ids, positions, forward_batch)
+
+    def load_weights(self, weights):
+        self.language_model.load_weights(weights)
+
+
+EntryClass = [{CLASS}]
+'''
+
+# Upstream later moves on: a new helper at the top and a changed forward().
+KIMI_V2 = KIMI_V1.replace(
+    "from torch import nn\n",
+    "from torch import nn\n\nDEFAULT_VISION_TOKENS = 1024\n",
+).replace(
+    "        return self.language_model(input_ids, positions, forward_batch)\n",
+    "        hidden = self.language_model(input_ids, positions, forward_batch)\n"
+    "        return hidden\n",
+)
+
+EAGLE3_METHODS = """
+    def set_eagle3_layers_to_capture(self, layer_ids=None):
+        self.language_model.set_eagle3_layers_to_capture(layer_ids)
+
+    def get_embed_and_head(self):
+        return self.language_model.get_embed_and_head()
+
+    def set_embed_and_head(self, embed, head):
+        self.language_model.set_embed_and_head(embed, head)
+"""
+
+# How upstream might absorb the same methods: typed, documented, and earlier in the class.
+UPSTREAM_METHODS = '''
+    def get_embed_and_head(self) -> tuple:
+        """Expose the base model's embedding and head to an EAGLE-3 draft."""
+        return self.language_model.get_embed_and_head()
+
+    def set_embed_and_head(self, embed, head) -> None:
+        """Share the embedding and head with the draft model."""
+        self.language_model.set_embed_and_head(embed, head)
+
+    def set_eagle3_layers_to_capture(self, layer_ids: list[int] | None = None) -> None:
+        """Choose the hidden layers the EAGLE-3 draft reads."""
+        self.language_model.set_eagle3_layers_to_capture(layer_ids)
+'''
+
+OTHER_FILES = {
+    "README.md": "# sglang (sample)\n",
+    "python/sglang/__init__.py": '"""sglang sample package."""\n',
+    "python/sglang/srt/__init__.py": "",
+    "python/sglang/srt/models/__init__.py": "",
+    "python/sglang/srt/models/deepseek_v2.py": (
+        "class DeepseekV3ForCausalLM:\n"
+        "    def __init__(self, config, quant_config=None):\n"
+        "        self.config = config\n"
+    ),
+    "python/sglang/srt/distributed/__init__.py": "",
+    "python/sglang/srt/distributed/parallel_state.py": "TP_GROUP = None\n",
+}
+
+
+def git(root: Path, *args: str) -> str:
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "sample",
+        "GIT_AUTHOR_EMAIL": "sample@example.invalid",
+        "GIT_COMMITTER_NAME": "sample",
+        "GIT_COMMITTER_EMAIL": "sample@example.invalid",
+    }
+    result = subprocess.run(
+        ["git", *args], cwd=root, env=env, check=True, capture_output=True, text=True
+    )
+    return result.stdout.strip()
+
+
+def write(root: Path, path: str, text: str) -> None:
+    target = root / path
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(text)
+
+
+def commit(root: Path, message: str) -> str:
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", message)
+    return git(root, "rev-parse", "HEAD")
+
+
+def add_eagle3_methods(root: Path) -> None:
+    """The user's local patch: the three methods, inside the class, before EntryClass."""
+    path = root / KIMI
+    text = path.read_text()
+    path.write_text(text.replace("\n\nEntryClass", EAGLE3_METHODS + "\n\nEntryClass", 1))
+
+
+def build(root: Path, filler: int = 0) -> dict[str, str]:
+    """Create the repository at `root`; return the commit ids by name."""
+    root.mkdir(parents=True, exist_ok=True)
+    git(root, "init", "-q", "-b", "main")
+    for path, text in OTHER_FILES.items():
+        write(root, path, text)
+    for number in range(filler):
+        write(root, f"python/sglang/srt/layers/gen/mod_{number:05d}.py", f"VALUE = {number}\n")
+    commits = {"no-kimi": commit(root, "initial sglang layout")}
+    write(root, KIMI, KIMI_V1)
+    commits["old"] = commit(root, "add Kimi-K2.5")
+    write(root, KIMI, KIMI_V2)
+    commits["kimi-moved"] = commit(root, "kimi: vision token default, forward refactor")
+    write(
+        root,
+        "python/sglang/srt/distributed/parallel_state.py",
+        "TP_GROUP = None\nPP_GROUP = None\n",
+    )
+    commits["main"] = commit(root, "distributed: pipeline group")
+    git(root, "checkout", "-q", "-b", "upstream-has-methods")
+    text = (root / KIMI).read_text()
+    marker = "\n    def forward("
+    write(root, KIMI, text.replace(marker, UPSTREAM_METHODS + marker, 1))
+    commits["upstream-has-methods"] = commit(root, "kimi: EAGLE-3 support upstream")
+    git(root, "checkout", "-q", "main")
+    for name in ("no-kimi", "old"):
+        git(root, "tag", name, commits[name])
+    return commits
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("directory", type=Path)
+    parser.add_argument("--filler", type=int, default=0, help="extra small files to add")
+    args = parser.parse_args()
+    print(json.dumps(build(args.directory, args.filler)))
+
+
+if __name__ == "__main__":
+    main()

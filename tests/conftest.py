@@ -1,0 +1,90 @@
+"""Shared fixtures: real git repositories, and the CLI run the way users run it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "scripts"))
+
+import sample_repo  # noqa: E402
+
+from guard.cli import cli  # noqa: E402
+
+GIT_IDENTITY = {
+    "GIT_AUTHOR_NAME": "patchguard tests",
+    "GIT_AUTHOR_EMAIL": "tests@example.invalid",
+    "GIT_COMMITTER_NAME": "patchguard tests",
+    "GIT_COMMITTER_EMAIL": "tests@example.invalid",
+}
+
+
+@pytest.fixture(autouse=True)
+def _git_identity(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Commits in tests must not depend on the machine's git config."""
+    for key, value in GIT_IDENTITY.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.delenv("PATCHGUARD_SKIP", raising=False)
+
+
+def git(
+    root: Path, *args: str, check: bool = True, **kwargs: object
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["git", *args], cwd=root, check=check, capture_output=True, text=True, **kwargs
+    )
+
+
+def patchguard(*args: str | Path) -> Result:
+    """Run the CLI in-process (stdout and stderr kept apart); pass -C for the repository."""
+    return CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
+
+
+@dataclass
+class Sample:
+    """The sglang-shaped repository from scripts/sample_repo.py."""
+
+    root: Path
+    commits: dict[str, str]
+
+    @property
+    def kimi(self) -> Path:
+        return self.root / sample_repo.KIMI
+
+    def pg(self, *args: str | Path) -> Result:
+        return patchguard("-C", self.root, *args)
+
+    def git(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        return git(self.root, *args, check=check)
+
+    def record_eagle3(self) -> Result:
+        sample_repo.add_eagle3_methods(self.root)
+        result = self.pg("record", "eagle3", sample_repo.KIMI, "-m", "EAGLE-3 delegation")
+        assert result.exit_code == 0, result.output
+        return result
+
+
+@pytest.fixture
+def sample(tmp_path: Path) -> Iterator[Sample]:
+    root = tmp_path / "sglang"
+    yield Sample(root, sample_repo.build(root))
+
+
+def method_count(text: str, name: str) -> int:
+    return text.count(f"def {name}(")
+
+
+@pytest.fixture(scope="session")
+def clean_env() -> dict[str, str]:
+    """The environment for subprocesses: the test venv first on PATH."""
+    env = dict(os.environ)
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
+    return env

@@ -1,0 +1,108 @@
+"""The manifest: validated on every read, schema committed, stored where git operations can't reach."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import Sample, git, patchguard
+
+from guard.gitdir import locate
+from guard.manifest import SCHEMA_FILE_NAME, json_schema
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_committed_schema_is_current() -> None:
+    committed = (ROOT / "schemas" / SCHEMA_FILE_NAME).read_text()
+    assert committed == json_schema(), "schemas/ is stale: run `make schema`"
+
+
+def manifest_path(sample: Sample) -> Path:
+    return locate(sample.root).manifest_path
+
+
+@pytest.mark.parametrize(
+    ("mutate", "expected"),
+    [
+        (lambda text: text[: len(text) // 2], "not valid JSON"),
+        (
+            lambda text: text.replace('"schema_version": 1', '"schema_version": 7'),
+            "schema_version 7",
+        ),
+        (
+            lambda text: text.replace('"path": "python/', '"path": "../python/'),
+            "patches.0.files.0.path",
+        ),
+        (lambda text: text.replace('"patched_blob": "', '"patched_blob": "zz'), "patched_blob"),
+        (lambda text: text.replace('"name": "eagle3"', '"nom": "eagle3"'), "patches.0.name"),
+    ],
+)
+def test_broken_manifest_exits_2_naming_file_and_field(sample: Sample, mutate, expected) -> None:
+    sample.record_eagle3()
+    path = manifest_path(sample)
+    path.write_text(mutate(path.read_text()))
+    for command in ("check", "status", "apply", "list"):
+        result = sample.pg(command)
+        assert result.exit_code == 2, (command, result.output)
+        assert str(path) in result.stderr
+        assert expected in result.stderr
+        assert "Traceback" not in result.output
+
+
+def test_no_manifest_is_a_configuration_error(sample: Sample) -> None:
+    result = sample.pg("check")
+    assert result.exit_code == 2
+    assert "patchguard record" in result.stderr
+
+
+def test_not_a_git_repo_is_a_configuration_error(tmp_path: Path) -> None:
+    result = patchguard("-C", tmp_path, "check")
+    assert result.exit_code == 2
+    assert "not inside a git working tree" in result.stderr
+
+
+def test_manifest_and_content_survive_git_operations(sample: Sample) -> None:
+    sample.record_eagle3()
+    path = manifest_path(sample)
+    assert path.parent == sample.root / ".git" / "patchguard"
+    before = path.read_bytes()
+    sample.git("stash")
+    sample.git("checkout", "-q", "old")
+    sample.git("reset", "-q", "--hard", "main")
+    sample.git("checkout", "-q", "main")
+    sample.git("clean", "-fdxq")
+    sample.git("stash", "drop")
+    sample.git("reflog", "expire", "--expire=now", "--all")
+    sample.git("gc", "-q", "--prune=now")
+    assert path.read_bytes() == before
+    assert sample.pg("apply").exit_code == 0
+    assert sample.pg("check").exit_code == 0
+
+
+def test_linked_worktree_shares_the_manifest(sample: Sample, tmp_path: Path) -> None:
+    sample.record_eagle3()
+    other = tmp_path / "wt"
+    sample.git("worktree", "add", "-q", str(other), "old")
+    result = patchguard("-C", other, "check", "--json")
+    assert result.exit_code == 1
+    assert json.loads(result.output)["patches"][0]["state"] == "drifted"
+    assert patchguard("-C", other, "apply").exit_code == 0
+    assert patchguard("-C", other, "check").exit_code == 0
+
+
+def test_works_from_a_subdirectory_with_paths_relative_to_it(git_repo) -> None:
+    """pytest-git's repository: paths given from a subdirectory resolve like git's."""
+    root = Path(str(git_repo.workspace))
+    pkg = root / "pkg"
+    pkg.mkdir()
+    (pkg / "mod.py").write_text("class A:\n    pass\n")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "init")
+    (pkg / "mod.py").write_text("class A:\n    def added(self):\n        return 1\n")
+    result = patchguard("-C", pkg, "record", "p", "mod.py", "--require", "mod.py::A")
+    assert result.exit_code == 0, result.output
+    assert "requires pkg/mod.py::A.added" in result.output
+    assert "requires pkg/mod.py::A\n" in result.output + "\n"
+    assert patchguard("-C", pkg, "check").exit_code == 0

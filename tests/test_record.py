@@ -1,0 +1,111 @@
+"""record, require, list and drop on a real repository."""
+
+from __future__ import annotations
+
+import json
+
+import sample_repo
+from conftest import Sample
+
+KIMI = sample_repo.KIMI
+CLASS = sample_repo.CLASS
+
+
+def test_inferred_symbols_are_exactly_the_added_defs(sample: Sample) -> None:
+    result = sample.record_eagle3()
+    required = sorted(line.split()[-1] for line in result.output.splitlines() if "requires" in line)
+    assert required == sorted(f"{KIMI}::{CLASS}.{m}" for m in sample_repo.METHODS)
+
+
+def test_record_without_paths_takes_changed_tracked_files(sample: Sample) -> None:
+    sample_repo.add_eagle3_methods(sample.root)
+    (sample.root / "untracked.py").write_text("x = 1\n")
+    result = sample.pg("record", "all")
+    assert result.exit_code == 0
+    assert KIMI in result.output
+    assert "untracked.py" not in result.output
+
+
+def test_recording_again_replaces_and_says_so(sample: Sample) -> None:
+    sample.record_eagle3()
+    result = sample.pg("record", "eagle3", KIMI, "-m", "second take")
+    assert result.exit_code == 0
+    assert result.output.startswith("replaced patch eagle3")
+    assert sample.pg("list").output.count("patch eagle3") == 1
+
+
+def test_record_refuses_a_file_that_does_not_parse(sample: Sample) -> None:
+    text = sample.kimi.read_text()
+    broken_line = text.count("\n") + 2
+    sample.kimi.write_text(text + "\n    def broken(:\n")
+    result = sample.pg("record", "bad", KIMI)
+    assert result.exit_code == 1
+    assert f"{KIMI}:{broken_line}: syntax error" in result.stderr
+    assert "bad" not in sample.pg("list").output
+
+
+def test_record_refuses_a_required_symbol_that_is_not_there(sample: Sample) -> None:
+    sample_repo.add_eagle3_methods(sample.root)
+    result = sample.pg("record", "eagle3", KIMI, "--require", f"{KIMI}::{CLASS}.nope")
+    assert result.exit_code == 1
+    assert f"{CLASS}.nope" in result.stderr
+
+
+def test_method_appended_after_entryclass_is_refused_as_not_in_class(sample: Sample) -> None:
+    text = sample.kimi.read_text() + sample_repo.EAGLE3_METHODS.replace("\n    ", "\n")
+    sample.kimi.write_text(text)
+    result = sample.pg("record", "wrong", KIMI, "--require", f"{KIMI}::{CLASS}.get_embed_and_head")
+    assert result.exit_code == 1
+    assert f"not in {CLASS}" in result.stderr
+    assert "module level" in result.stderr
+
+
+def test_malformed_spec_is_a_usage_error(sample: Sample) -> None:
+    sample_repo.add_eagle3_methods(sample.root)
+    result = sample.pg("record", "eagle3", KIMI, "--require", "kimi_k25.py")
+    assert result.exit_code == 2
+    assert "no '::'" in result.stderr
+
+
+def test_require_guards_a_committed_symbol(sample: Sample) -> None:
+    spec = f"{KIMI}::{CLASS}.forward"
+    assert sample.pg("require", spec).exit_code == 0
+    assert sample.pg("check").exit_code == 0
+    sample.git("checkout", "-q", "no-kimi")
+    result = sample.pg("check", "--json")
+    assert result.exit_code == 1
+    report = json.loads(result.output)
+    assert report["symbols"] == [
+        {"spec": spec, "present": False, "detail": f"{KIMI} does not exist", "patch": None}
+    ]
+    assert sample.pg("drop", spec).exit_code == 0
+    assert sample.pg("check").exit_code == 0
+
+
+def test_require_refuses_a_symbol_that_does_not_exist(sample: Sample) -> None:
+    result = sample.pg("require", f"{KIMI}::{CLASS}.missing")
+    assert result.exit_code == 1
+    assert "cannot guard" in result.stderr
+
+
+def test_drop_forgets_patch_without_touching_worktree(sample: Sample) -> None:
+    sample.record_eagle3()
+    before = sample.kimi.read_bytes()
+    assert sample.pg("drop", "eagle3").exit_code == 0
+    assert sample.kimi.read_bytes() == before
+    unknown = sample.pg("drop", "eagle3")
+    assert unknown.exit_code == 2
+    assert "no patch named eagle3" in unknown.stderr
+
+
+def test_check_quiet_prints_nothing_on_success(sample: Sample) -> None:
+    sample.record_eagle3()
+    result = sample.pg("check", "--quiet")
+    assert result.exit_code == 0
+    assert result.output == ""
+
+
+def test_nothing_to_record_is_a_usage_error(sample: Sample) -> None:
+    result = sample.pg("record", "empty")
+    assert result.exit_code == 2
+    assert "no tracked file has uncommitted changes" in result.stderr

@@ -1,0 +1,113 @@
+"""Symbols are found by parsing: a method is only present when it is inside its class."""
+
+from __future__ import annotations
+
+import pytest
+
+from guard.symbols import SourceSyntaxError, Spec, SymbolIndex, describe_miss, parse_spec
+
+CLASS_THEN_ENTRY = b"""\
+class Model:
+    def forward(self):
+        pass
+
+
+EntryClass = [Model]
+
+    def get_embed_and_head(self):
+        pass
+"""
+
+APPENDED_AFTER_ENTRY = b"""\
+class Model:
+    def forward(self):
+        pass
+
+
+EntryClass = [Model]
+
+
+def get_embed_and_head(self):
+    pass
+"""
+
+
+def test_nested_qualified_names_are_found() -> None:
+    source = (
+        b"class Outer:\n    class Inner:\n        def method(self): ...\n\ndef function(): ...\n"
+    )
+    index = SymbolIndex.parse(source, "m.py")
+    assert [d.lineno for d in index.find("Outer.Inner.method")] == [3]
+    assert index.find("function")[0].kind == "def"
+    assert index.find("Outer.method") == []
+
+
+def test_method_appended_after_entryclass_is_not_in_the_class() -> None:
+    index = SymbolIndex.parse(APPENDED_AFTER_ENTRY, "kimi.py")
+    assert index.find("Model.get_embed_and_head") == []
+    reason = describe_miss(index, Spec("kimi.py", "Model.get_embed_and_head"))
+    assert "not in Model" in reason
+    assert "module level (line 9)" in reason
+
+
+def test_syntax_error_reports_its_line() -> None:
+    with pytest.raises(SourceSyntaxError) as caught:
+        SymbolIndex.parse(CLASS_THEN_ENTRY, "kimi.py")
+    assert caught.value.lineno == 8
+    assert str(caught.value).startswith("kimi.py:8:")
+
+
+def test_duplicates_in_one_block_are_reported_but_property_setters_are_not() -> None:
+    source = b"""\
+class A:
+    def f(self): ...
+    def f(self): ...
+
+    @property
+    def p(self): ...
+    @p.setter
+    def p(self, v): ...
+"""
+    index = SymbolIndex.parse(source, "a.py")
+    assert [d.lineno for d in index.duplicates("A.f")] == [2, 3]
+    assert index.duplicates("A.p") == []
+
+
+def test_definitions_under_if_at_class_level_belong_to_the_class() -> None:
+    source = b"import sys\nclass A:\n    if sys.version_info >= (3, 11):\n        def g(self): ...\n    else:\n        def g(self): ...\n"
+    index = SymbolIndex.parse(source, "a.py")
+    assert len(index.find("A.g")) == 2
+    assert index.duplicates("A.g") == []
+
+
+def test_defined_on_lines_lists_only_added_defs() -> None:
+    source = b"class A:\n    def old(self): ...\n    def new(self): ...\n"
+    assert SymbolIndex.parse(source, "a.py").defined_on_lines({3}) == ["A.new"]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("a/b.py::Class.method", Spec("a/b.py", "Class.method")),
+        ("b.py::function", Spec("b.py", "function")),
+        ("b.py::Outer.Inner.method", Spec("b.py", "Outer.Inner.method")),
+    ],
+)
+def test_parse_spec_accepts_pytest_style_ids(text: str, expected: Spec) -> None:
+    assert parse_spec(text) == expected
+    assert str(expected) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "complaint"),
+    [
+        ("b.py", "no '::'"),
+        ("::function", "names no file"),
+        ("b.txt::f", "not one"),
+        ("b.py::Class.", "dotted Python name"),
+        ("b.py::1abc", "dotted Python name"),
+    ],
+)
+def test_parse_spec_rejects_malformed(text: str, complaint: str) -> None:
+    with pytest.raises(ValueError, match=complaint):
+        parse_spec(text)
