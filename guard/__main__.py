@@ -1,5 +1,5 @@
 """`python -m guard` is the `patchguard` command."""
 
-from guard.cli import main
+from guard.entry import main
 
 main()

@@ -13,8 +13,9 @@ from typing import Any
 
 import click
 
-from guard import engine, render
+from guard import engine, install, render
 from guard.errors import EXIT_GUARD_FAILED, EXIT_OK, PatchguardError
+from guard.gitdir import locate
 from guard.repo import Repo
 
 EXIT_CODES_EPILOG = "Exit codes: 0 all good, 1 a guard failed, 2 usage or configuration error."
@@ -213,6 +214,61 @@ def drop(cwd: Path, target: str) -> None:
     """Forget a patch or a guard. The working tree is not touched."""
     dropped = engine.drop(Repo.discover(cwd), target, cwd=cwd)
     click.echo(f"dropped {dropped}")
+
+
+_HOOK_CHOICE = click.Choice(install.HOOK_TYPES)
+
+
+@cli.command(
+    name="install",
+    epilog=_epilog(
+        "patchguard install",
+        "patchguard install -C ~/sglang --hook post-checkout",
+    ),
+)
+@click.option(
+    "--hook",
+    "hook_types",
+    multiple=True,
+    type=_HOOK_CHOICE,
+    help="Install only this hook (repeatable). Default: all four.",
+)
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Create the hooks directory if core.hooksPath names a missing one.",
+)
+@_directory_option
+def install_(cwd: Path, hook_types: tuple[str, ...], force: bool) -> None:
+    """Install the git hooks that re-apply patches after checkout, merge, pull and rebase.
+
+    A hook already in place is kept as NAME.patchguard-legacy and runs first, with the
+    same arguments and stdin. Safe to run again.
+    """
+    lines = install.install(locate(cwd), hook_types or install.HOOK_TYPES, force)
+    click.echo("\n".join(lines))
+
+
+@cli.command(epilog=_epilog("patchguard uninstall"))
+@click.option("--hook", "hook_types", multiple=True, type=_HOOK_CHOICE, help="Only this hook.")
+@_directory_option
+def uninstall(cwd: Path, hook_types: tuple[str, ...]) -> None:
+    """Remove patchguard's hooks and put back the hooks that were there before."""
+    lines = install.uninstall(locate(cwd), hook_types or install.HOOK_TYPES)
+    click.echo("\n".join(lines))
+
+
+@cli.command(epilog=_epilog("patchguard doctor"))
+@_directory_option
+def doctor(cwd: Path) -> None:
+    """Say which hooks are installed, where, with which interpreter, and whether git runs them."""
+    diagnosis = install.doctor(locate(cwd))
+    click.echo("\n".join(diagnosis.lines))
+    for problem in diagnosis.problems:
+        click.echo(f"problem: {problem}", err=True)
+    if diagnosis.ok:
+        click.echo("patchguard: hooks are in place and git will run them")
+    sys.exit(EXIT_OK if diagnosis.ok else EXIT_GUARD_FAILED)
 
 
 def main() -> None:

@@ -1,0 +1,135 @@
+"""What the git hooks do: re-apply after checkout/merge/rewrite, report stashes, fail loudly.
+
+Entered as `patchguard hook NAME ARGS...` from the scripts `patchguard install` writes.
+Nothing heavy is imported until the repository turns out to have something to guard.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from guard.errors import PatchguardError
+from guard.gitdir import locate
+
+if TYPE_CHECKING:
+    from guard.repo import Repo
+
+NULL_OID_CHARS = {"0"}
+STDIN_HOOKS = frozenset({"post-rewrite", "reference-transaction"})
+NEW_WORKTREE_SWITCH = "patchguard.applyOnNewWorktree"
+_AUTOSTASH_FILES = ("rebase-merge/autostash", "rebase-apply/autostash", "MERGE_AUTOSTASH")
+
+
+def say(message: str) -> None:
+    print(f"patchguard: {message}", file=sys.stderr)
+
+
+def main(argv: list[str]) -> int:
+    """`patchguard hook NAME ARGS...`; stdin is read only for hooks that get input from git."""
+    if not argv:
+        say("usage: patchguard hook NAME [ARGS...] (called by the installed git hooks)")
+        return 2
+    name, args = argv[0], argv[1:]
+    stdin = sys.stdin.read() if name in STDIN_HOOKS else ""
+    if os.environ.get("PATCHGUARD_SKIP") == "1":
+        say(f"PATCHGUARD_SKIP=1, {name} hook did nothing")
+        return 0
+    try:
+        return run(name, args, stdin, Path.cwd())
+    except PatchguardError as error:
+        say(f"{name} hook: {error}")
+        return error.exit_code
+
+
+def run(name: str, args: list[str], stdin: str, cwd: Path) -> int:
+    layout = locate(cwd)
+    if not layout.manifest_path.exists():
+        return 0
+    from guard.repo import Repo
+
+    repo = Repo(layout)
+    if name == "reference-transaction":
+        return _report_stash(repo, args, stdin)
+    if name == "post-checkout" and args[2:3] == ["0"]:
+        return _report_restored(repo)
+    if name not in ("post-checkout", "post-merge", "post-rewrite"):
+        say(f"unknown hook {name!r}; nothing done")
+        return 0
+    finished_rebase = name == "post-rewrite" and args[:1] == ["rebase"]
+    if reason := _busy(repo, finished_rebase):
+        say(reason)
+        return 0
+    new_worktree = name == "post-checkout" and set(args[0] if args else "x") <= NULL_OID_CHARS
+    if new_worktree and not _new_worktree_enabled(repo):
+        say(f"new worktree: patches not applied ({NEW_WORKTREE_SWITCH} is false)")
+        return 0
+    return _apply_and_check(repo, name)
+
+
+def _busy(repo: Repo, finished_rebase: bool) -> str | None:
+    """Why patches must stay out of the tree right now: a pick or an autostash would trip on them."""
+    for relative in _AUTOSTASH_FILES:
+        if (repo.layout.git_dir / relative).exists():
+            return "an autostash is pending and brings your changes back; patches not re-applied"
+    operation = repo.operation_in_progress()
+    if operation and not (finished_rebase and operation == "rebase"):
+        return f"{operation} in progress: patches are left out until it finishes"
+    return None
+
+
+def _new_worktree_enabled(repo: Repo) -> bool:
+    try:
+        return repo.git.config.get_bool(NEW_WORKTREE_SWITCH)
+    except KeyError:
+        return True
+
+
+def _apply_and_check(repo: Repo, hook: str) -> int:
+    from guard import engine, render
+
+    for outcome in engine.apply(repo):
+        if outcome.written:
+            say(f"re-applied {outcome.verdict.name} ({', '.join(outcome.written)})")
+    report = engine.check(repo)
+    if report.ok:
+        return 0
+    print(render.banner(f"guard FAILED after {hook}", report.problems()), file=sys.stderr)
+    return 1
+
+
+def _report_restored(repo: Repo) -> int:
+    """A file checkout is an explicit request to restore a file: respect it, and say what it cost."""
+    from guard import engine
+
+    report = engine.check(repo)
+    for verdict in report.patches:
+        if not verdict.ok:
+            files = ", ".join(f.path for f in verdict.files if f.state != engine.State.APPLIED)
+            say(
+                f"patch {verdict.name} is no longer in {files}; "
+                f"bring it back with: patchguard apply {verdict.name}"
+            )
+    return 0
+
+
+def _report_stash(repo: Repo, args: list[str], stdin: str) -> int:
+    """At `git stash` (refs/stash committed, tree still dirty): say where the patches went."""
+    if args[:1] != ["committed"] or not any(
+        line.endswith(" refs/stash") for line in stdin.splitlines()
+    ):
+        return 0
+    from guard import engine
+
+    stashed = [
+        v.name for v in engine.status(repo) if any(f.state is engine.State.APPLIED for f in v.files)
+    ]
+    if stashed:
+        say(
+            f"git stash took patch {', '.join(stashed)} into refs/stash; patchguard keeps its own "
+            "copy and the next checkout re-applies it. To return to exactly this tree later: "
+            "patchguard unapply && git stash pop"
+        )
+    return 0

@@ -1,0 +1,208 @@
+"""Install, uninstall and diagnose the git hooks, in the directory git really runs hooks from.
+
+Unlike pre-commit we follow `core.hooksPath`, and a foreign hook already in place is kept
+as `NAME.patchguard-legacy` and chained: it runs first with the same arguments and stdin.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from guard.atomic import atomic_write
+from guard.errors import ConfigError
+from guard.gitdir import Layout
+
+HOOK_TYPES = ("post-checkout", "post-merge", "post-rewrite", "reference-transaction")
+MARKER = "patchguard-managed-hook"
+LEGACY_SUFFIX = ".patchguard-legacy"
+TEMPLATE_NAME = "patchguard-hook.sh"
+_INTERPRETER_PREFIX = "install_python='"
+
+
+def template_text() -> str:
+    """The hook template: packaged in the wheel, or beside the sources in a checkout."""
+    package = Path(__file__).resolve().parent
+    for candidate in (package / "_data" / "hooks", package.parent / "hooks"):
+        if (candidate / TEMPLATE_NAME).is_file():
+            return (candidate / TEMPLATE_NAME).read_text()
+    raise ConfigError(f"the hook template {TEMPLATE_NAME} is missing from this installation")
+
+
+def _sh_single_quoted(value: str) -> str:
+    """Text to put between single quotes in sh."""
+    return value.replace("'", "'\\''")
+
+
+def render_hook(hook_type: str, python: str) -> str:
+    return (
+        template_text()
+        .replace("@HOOK_NAME@", _sh_single_quoted(hook_type))
+        .replace("@INSTALL_PYTHON@", _sh_single_quoted(python))
+    )
+
+
+def git_hooks_dir(layout: Layout) -> Path:
+    """Ask git itself, so core.hooksPath (absolute, relative, per worktree) is honoured exactly."""
+    try:
+        result = subprocess.run(
+            ["git", "rev-parse", "--git-path", "hooks"],
+            cwd=layout.workdir,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+    except (OSError, subprocess.CalledProcessError) as error:
+        raise ConfigError(f"cannot ask git where hooks live in {layout.workdir}: {error}") from None
+    return (layout.workdir / result.stdout.strip()).resolve()
+
+
+def is_ours(path: Path) -> bool:
+    try:
+        with path.open("rb") as handle:
+            return MARKER.encode() in handle.read(256)
+    except OSError:
+        return False
+
+
+def baked_interpreter(path: Path) -> str | None:
+    """The interpreter an installed hook calls."""
+    for line in path.read_text(errors="replace").splitlines():
+        if line.startswith(_INTERPRETER_PREFIX):
+            return line[len(_INTERPRETER_PREFIX) :].rstrip("'").replace("'\\''", "'")
+    return None
+
+
+def _record_path(layout: Layout) -> Path:
+    return layout.store_dir / "hooks.json"
+
+
+def install(layout: Layout, hook_types: tuple[str, ...], force: bool) -> list[str]:
+    """Write the hooks; re-running changes nothing. Returns one line per hook."""
+    hooks_dir = git_hooks_dir(layout)
+    if not hooks_dir.is_dir():
+        if not force:
+            raise ConfigError(
+                f"git runs hooks from {hooks_dir} (core.hooksPath), which does not exist, so git "
+                "runs no hooks at all. Create it, or pass --force to let patchguard create it."
+            )
+        hooks_dir.mkdir(parents=True)
+    lines = []
+    for hook_type in hook_types:
+        path = hooks_dir / hook_type
+        legacy = hooks_dir / (hook_type + LEGACY_SUFFIX)
+        wanted = render_hook(hook_type, sys.executable)
+        if path.exists() or path.is_symlink():
+            if is_ours(path):
+                if path.read_text() == wanted and os.access(path, os.X_OK):
+                    lines.append(f"{hook_type}: already installed at {path}")
+                    continue
+            elif legacy.exists() or legacy.is_symlink():
+                raise ConfigError(
+                    f"{path} is not patchguard's, and {legacy} already exists: patchguard will not "
+                    "overwrite either. Merge them by hand, then run patchguard install again."
+                )
+            else:
+                os.replace(path, legacy)
+                lines.append(f"{hook_type}: existing hook kept as {legacy.name}, runs first")
+        atomic_write(path, wanted.encode(), mode=0o755)
+        path.chmod(0o755)
+        lines.append(f"{hook_type}: installed at {path}")
+    _write_record(layout, hooks_dir, hook_types)
+    return lines
+
+
+def _write_record(layout: Layout, hooks_dir: Path, hook_types: tuple[str, ...]) -> None:
+    record_path = _record_path(layout)
+    previous = _read_record(layout)
+    types = sorted(set(previous.get("hooks", [])) | set(hook_types))
+    layout.store_dir.mkdir(parents=True, exist_ok=True)
+    record = {"hooks_dir": str(hooks_dir), "python": sys.executable, "hooks": types}
+    atomic_write(record_path, (json.dumps(record, indent=2) + "\n").encode())
+
+
+def _read_record(layout: Layout) -> dict[str, object]:
+    try:
+        data = json.loads(_record_path(layout).read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def uninstall(layout: Layout, hook_types: tuple[str, ...]) -> list[str]:
+    """Remove our hooks and put back exactly what was there before."""
+    hooks_dir = Path(str(_read_record(layout).get("hooks_dir") or git_hooks_dir(layout)))
+    lines = []
+    for hook_type in hook_types:
+        path = hooks_dir / hook_type
+        legacy = hooks_dir / (hook_type + LEGACY_SUFFIX)
+        if not is_ours(path):
+            lines.append(f"{hook_type}: not installed at {path}; left alone")
+            continue
+        if legacy.exists() or legacy.is_symlink():
+            os.replace(legacy, path)
+            lines.append(f"{hook_type}: removed; previous hook restored")
+        else:
+            path.unlink()
+            lines.append(f"{hook_type}: removed")
+    remaining = [t for t in HOOK_TYPES if is_ours(hooks_dir / t)]
+    if remaining:
+        _write_record(layout, hooks_dir, ())
+    else:
+        _record_path(layout).unlink(missing_ok=True)
+    return lines
+
+
+@dataclass
+class Diagnosis:
+    lines: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def doctor(layout: Layout) -> Diagnosis:
+    """Which hooks are installed, where, with which interpreter, and whether git runs them."""
+    diagnosis = Diagnosis()
+    hooks_dir = git_hooks_dir(layout)
+    diagnosis.lines.append(f"git runs hooks from {hooks_dir}")
+    if not hooks_dir.is_dir():
+        diagnosis.problems.append(
+            f"{hooks_dir} does not exist, so git runs no hooks (core.hooksPath?); "
+            "run: patchguard install --force"
+        )
+        return diagnosis
+    recorded_dir = _read_record(layout).get("hooks_dir")
+    if recorded_dir and Path(str(recorded_dir)) != hooks_dir:
+        diagnosis.problems.append(
+            f"hooks were installed in {recorded_dir}, but git now runs hooks from {hooks_dir} "
+            "(core.hooksPath changed?); run: patchguard install"
+        )
+    expected = _read_record(layout).get("hooks") or HOOK_TYPES
+    for hook_type in HOOK_TYPES:
+        path = hooks_dir / hook_type
+        if not is_ours(path):
+            if hook_type not in expected:  # type: ignore[operator]
+                continue
+            diagnosis.problems.append(f"{hook_type}: not installed; run: patchguard install")
+            continue
+        interpreter = baked_interpreter(path) or "?"
+        diagnosis.lines.append(f"{hook_type}: installed at {path}, calls {interpreter}")
+        if not os.access(path, os.X_OK):
+            diagnosis.problems.append(
+                f"{hook_type}: {path} is not executable, so git skips it; run: chmod +x {path}"
+            )
+        if not os.access(interpreter, os.X_OK):
+            diagnosis.problems.append(
+                f"{hook_type}: interpreter {interpreter} is missing; reinstall: patchguard install"
+            )
+        legacy = hooks_dir / (hook_type + LEGACY_SUFFIX)
+        if legacy.exists():
+            diagnosis.lines.append(f"{hook_type}: chains the previous hook {legacy.name} first")
+    return diagnosis

@@ -1,0 +1,51 @@
+#!/bin/sh
+# patchguard-managed-hook: written by `patchguard install`; `patchguard uninstall` removes it
+# and puts back the hook that was here before (kept beside it as @HOOK_NAME@.patchguard-legacy).
+hook_name='@HOOK_NAME@'
+install_python='@INSTALL_PYTHON@'
+here=$(CDPATH= cd -- "$(dirname -- "$0")" && pwd) || exit 1
+legacy="$here/$hook_name.patchguard-legacy"
+
+# Hooks with input get it once; keep a copy so the chained hook and patchguard both see it.
+# Every other hook reads /dev/null, never the terminal.
+input=/dev/null
+case "$hook_name" in
+post-rewrite | reference-transaction)
+    input=$(mktemp "${TMPDIR:-/tmp}/patchguard-stdin.XXXXXX") || exit 1
+    trap 'rm -f "$input"' EXIT
+    trap 'rm -f "$input"; exit 130' INT TERM HUP
+    cat >"$input"
+    ;;
+esac
+
+status=0
+if [ -x "$legacy" ]; then
+    "$legacy" "$@" <"$input"
+    status=$?
+    if [ "$status" -ne 0 ]; then
+        echo "patchguard: the chained $hook_name hook ($legacy) exited $status" >&2
+    fi
+fi
+
+# reference-transaction fires on every ref update: only a committed stash concerns us.
+if [ "$hook_name" = reference-transaction ]; then
+    [ "$1" = committed ] && grep -q ' refs/stash$' "$input" || exit "$status"
+fi
+
+if [ "${PATCHGUARD_SKIP:-}" = 1 ]; then
+    echo "patchguard: PATCHGUARD_SKIP=1, $hook_name hook did nothing" >&2
+    exit "$status"
+fi
+
+if [ -x "$install_python" ]; then
+    "$install_python" -m guard hook "$hook_name" "$@" <"$input"
+elif command -v patchguard >/dev/null 2>&1; then
+    patchguard hook "$hook_name" "$@" <"$input"
+else
+    echo "patchguard: $install_python is gone and patchguard is not on PATH: patches were NOT checked (reinstall with: pip install git-patchguard && patchguard install)" >&2
+    [ "$hook_name" = post-checkout ] && exit 1
+    exit "$status"
+fi
+guard_status=$?
+[ "$status" -ne 0 ] && exit "$status"
+exit "$guard_status"
