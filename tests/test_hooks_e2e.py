@@ -239,7 +239,7 @@ def test_foreign_hooks_keep_working_through_install_and_uninstall(
 
     failing = hooks / ("post-checkout" + LEGACY_SUFFIX)
     failing.write_text(LOGGING_HOOK.format(log=log, status=3))
-    checkout = sample.git("checkout", "-q", "main", check=False)
+    checkout = sample.git("checkout", "-q", "-b", "other", check=False)
     assert checkout.returncode != 0
     assert "exited 3" in checkout.stderr
     failing.write_text(originals["post-checkout"][0].decode())
@@ -252,7 +252,7 @@ def test_foreign_hooks_keep_working_through_install_and_uninstall(
         assert not (hooks / (name + LEGACY_SUFFIX)).exists()
     assert not (hooks / "post-merge").exists()
     log.write_text("")
-    sample.git("checkout", "-q", "old")
+    sample.git("checkout", "-q", "-b", "after-uninstall")
     assert "post-checkout" in log.read_text()
 
 
