@@ -88,26 +88,32 @@ class CheckReport:
         return all(p.ok for p in self.patches) and all(s.ok for s in self.symbols)
 
     def problems(self) -> list[str]:
-        """One line per problem: file, symbol or patch, and the command that fixes it."""
+        """One line per problem: the file, the patch or symbol, and the command that fixes it."""
+        missing: dict[tuple[str | None, str], list[str]] = {}
+        for symbol in self.symbols:
+            if not symbol.ok:
+                spec = parse_spec(symbol.spec)
+                missing.setdefault((symbol.patch, spec.path), []).append(spec.qualname)
         lines = []
         for patch in self.patches:
             for verdict in patch.files:
-                if verdict.state not in GOOD_STATES:
-                    lines.append(
-                        f"{verdict.path}: patch {patch.name} is {verdict.state}: {verdict.detail}"
-                        f" -> {fix_for(patch.name, verdict.state)}"
-                    )
-        bad_patches = {p.name for p in self.patches if not p.ok}
+                if verdict.state in GOOD_STATES:
+                    continue
+                lost = missing.pop((patch.name, verdict.path), [])
+                symbols = f"; missing: {', '.join(lost)}" if lost else ""
+                lines.append(
+                    f"{verdict.path}: patch {patch.name} is {verdict.state} ({verdict.detail})"
+                    f"{symbols} -> {fix_for(patch.name, verdict.state)}"
+                )
         for symbol in self.symbols:
-            if symbol.ok:
+            spec = parse_spec(symbol.spec)
+            if symbol.ok or (symbol.patch, spec.path) not in missing:
                 continue
-            if symbol.patch in bad_patches:
-                fix = f"patchguard apply {symbol.patch}"
-            elif symbol.patch:
+            if symbol.patch:
                 fix = f"restore it, or re-record: patchguard record {symbol.patch}"
             else:
                 fix = f"restore it, or stop guarding it: patchguard drop {symbol.spec}"
-            lines.append(f"{symbol.spec}: missing: {symbol.detail} -> {fix}")
+            lines.append(f"{symbol.spec}: missing ({symbol.detail}) -> {fix}")
         return lines
 
 
