@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from guard.repo import Repo
 
 NULL_OID_CHARS = {"0"}
+PRE_COMMIT_FLAG = "--pre-commit"
 STDIN_HOOKS = frozenset({"post-rewrite", "reference-transaction"})
 NEW_WORKTREE_SWITCH = "patchguard.applyOnNewWorktree"
 _AUTOSTASH_FILES = ("rebase-merge/autostash", "rebase-apply/autostash", "MERGE_AUTOSTASH")
@@ -32,7 +33,10 @@ def main(argv: list[str]) -> int:
     if not argv:
         say("usage: patchguard hook NAME [ARGS...] (called by the installed git hooks)")
         return 2
-    name, args = argv[0], argv[1:]
+    if argv[0] == PRE_COMMIT_FLAG:
+        name, args = argv[1] if len(argv) > 1 else "", _args_from_pre_commit(argv[1:2])
+    else:
+        name, args = argv[0], argv[1:]
     stdin = sys.stdin.read() if name in STDIN_HOOKS else ""
     if os.environ.get("PATCHGUARD_SKIP") == "1":
         say(f"PATCHGUARD_SKIP=1, {name} hook did nothing")
@@ -42,6 +46,16 @@ def main(argv: list[str]) -> int:
     except PatchguardError as error:
         say(f"{name} hook: {error}")
         return error.exit_code
+
+
+def _args_from_pre_commit(name: list[str]) -> list[str]:
+    """The pre-commit framework passes git's hook arguments as environment variables."""
+    names = {
+        "post-checkout": ("PRE_COMMIT_FROM_REF", "PRE_COMMIT_TO_REF", "PRE_COMMIT_CHECKOUT_TYPE"),
+        "post-merge": ("PRE_COMMIT_IS_SQUASH_MERGE",),
+        "post-rewrite": ("PRE_COMMIT_REWRITE_COMMAND",),
+    }.get(name[0] if name else "", ())
+    return [os.environ.get(variable, "") for variable in names]
 
 
 def run(name: str, args: list[str], stdin: str, cwd: Path) -> int:

@@ -5,11 +5,12 @@ from __future__ import annotations
 import json
 import os
 import stat
+import subprocess
 from pathlib import Path
 
 import pytest
 import sample_repo
-from conftest import Sample, git, method_count, patchguard
+from conftest import ROOT, Sample, git, method_count, patchguard
 
 from guard.install import HOOK_TYPES, LEGACY_SUFFIX
 
@@ -320,3 +321,32 @@ def test_hook_falls_back_to_path_then_fails_loudly(sample: Sample) -> None:
     checkout = git(sample.root, "checkout", "-q", "old", env=env, check=False)
     assert checkout.returncode != 0
     assert "patchguard is not on PATH" in checkout.stderr
+
+
+def test_pre_commit_framework_entry_reads_arguments_from_environment(
+    sample: Sample, clean_env: dict[str, str]
+) -> None:
+    """What the pre-commit framework runs for the ids in .pre-commit-hooks.yaml."""
+    declared = (ROOT / ".pre-commit-hooks.yaml").read_text()
+    for stage in ("post-checkout", "post-merge", "post-rewrite"):
+        assert f"entry: patchguard hook --pre-commit {stage}" in declared
+        assert f"stages: [{stage}]" in declared
+    sample.record_eagle3()
+    sample.git("stash")
+    sample.git("checkout", "-q", "old")
+    env = {
+        **clean_env,
+        "PRE_COMMIT_FROM_REF": sample.commits["main"],
+        "PRE_COMMIT_TO_REF": sample.commits["old"],
+        "PRE_COMMIT_CHECKOUT_TYPE": "1",
+    }
+    result = subprocess.run(
+        ["patchguard", "hook", "--pre-commit", "post-checkout"],
+        cwd=sample.root,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "re-applied eagle3" in result.stderr
+    assert methods_in_class(sample.kimi)
