@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test demo lint schema clean
+.PHONY: test demo lint generate clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -19,7 +19,7 @@ test: $(STAMP)
 demo: $(STAMP)
 	PATH="$(CURDIR)/$(BIN):$$PATH" sh scripts/demo.sh
 
-schema: $(STAMP)
+generate: $(STAMP)
 	$(BIN)/python scripts/generate.py
 
 lint: $(STAMP)

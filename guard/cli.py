@@ -124,7 +124,10 @@ def record(
 @click.argument("specs", nargs=-1, required=True, metavar="SPEC...")
 @_directory_option
 def require(cwd: Path, specs: tuple[str, ...]) -> None:
-    """Guard committed symbols: SPEC (file.py::Class.method) must never disappear."""
+    """Guard committed symbols that must never disappear.
+
+    SPEC is written like a pytest node id: path/to/file.py::Class.method. It must exist now.
+    """
     added = engine.require(Repo.discover(cwd), specs, cwd=cwd)
     for spec in added:
         click.echo(f"guarding {spec}")
@@ -141,7 +144,11 @@ def require(cwd: Path, specs: tuple[str, ...]) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the machine-readable report.")
 @_directory_option
 def check(cwd: Path, quiet: bool, as_json: bool) -> None:
-    """Verify (read-only) that every patch is in place and every required symbol exists."""
+    """Verify patches and required symbols (read-only).
+
+    Each file is parsed; a symbol counts only at its qualified place (a method must be
+    inside its class). Prints one line per problem with the command that fixes it.
+    """
     repo = Repo.discover(cwd)
     report = engine.check(repo)
     if as_json:
@@ -157,7 +164,10 @@ def check(cwd: Path, quiet: bool, as_json: bool) -> None:
 @click.argument("names", nargs=-1)
 @_directory_option
 def status(cwd: Path, names: tuple[str, ...]) -> None:
-    """Show each patch's state: applied, unapplied, drifted, upstream, conflict, missing-file."""
+    """Show each patch's state, file by file.
+
+    States: applied, unapplied, drifted, upstream, conflict, missing-file.
+    """
     verdicts = engine.status(Repo.discover(cwd), names)
     click.echo("\n".join(render.status_lines(verdicts)) or "no patches recorded")
 
@@ -170,7 +180,12 @@ def status(cwd: Path, names: tuple[str, ...]) -> None:
 )
 @_directory_option
 def apply(cwd: Path, names: tuple[str, ...], dry_run: bool, merge: bool) -> None:
-    """Re-apply patches (all, or NAMES) by 3-way merge; never writes a conflicted file."""
+    """Re-apply patches (all, or NAMES) by 3-way merge.
+
+    A patch whose file cannot be merged cleanly, or whose merge would leave a required
+    symbol missing or defined twice, is left untouched (exit 1), unless --merge asks for
+    conflict markers. Running it again changes nothing.
+    """
     outcomes = engine.apply(Repo.discover(cwd), names, dry_run=dry_run, merge=merge)
     _finish(outcomes)
 
@@ -180,7 +195,10 @@ def apply(cwd: Path, names: tuple[str, ...], dry_run: bool, merge: bool) -> None
 @click.option("-n", "--dry-run", is_flag=True, help="Show what would change; write nothing.")
 @_directory_option
 def unapply(cwd: Path, names: tuple[str, ...], dry_run: bool) -> None:
-    """Take patches (all, or NAMES) out of the worktree, keeping your other edits."""
+    """Take patches out of the worktree, keeping other edits.
+
+    Use it before `git stash pop` of a stash that holds the same change.
+    """
     outcomes = engine.unapply(Repo.discover(cwd), names, dry_run=dry_run)
     _finish(outcomes)
 
@@ -240,7 +258,10 @@ _HOOK_CHOICE = click.Choice(install.HOOK_TYPES)
 )
 @_directory_option
 def install_(cwd: Path, hook_types: tuple[str, ...], force: bool) -> None:
-    """Install the git hooks that re-apply patches after checkout, merge, pull and rebase.
+    """Install the git hooks that re-apply patches.
+
+    post-checkout, post-merge and post-rewrite re-apply after checkout, merge, pull and
+    rebase; reference-transaction reports `git stash`.
 
     A hook already in place is kept as NAME.patchguard-legacy and runs first, with the
     same arguments and stdin. Safe to run again.
@@ -253,7 +274,7 @@ def install_(cwd: Path, hook_types: tuple[str, ...], force: bool) -> None:
 @click.option("--hook", "hook_types", multiple=True, type=_HOOK_CHOICE, help="Only this hook.")
 @_directory_option
 def uninstall(cwd: Path, hook_types: tuple[str, ...]) -> None:
-    """Remove patchguard's hooks and put back the hooks that were there before."""
+    """Remove the hooks and restore the ones that were there before."""
     lines = install.uninstall(locate(cwd), hook_types or install.HOOK_TYPES)
     click.echo("\n".join(lines))
 
@@ -261,7 +282,11 @@ def uninstall(cwd: Path, hook_types: tuple[str, ...]) -> None:
 @cli.command(epilog=_epilog("patchguard doctor"))
 @_directory_option
 def doctor(cwd: Path) -> None:
-    """Say which hooks are installed, where, with which interpreter, and whether git runs them."""
+    """Check that the hooks are installed and that git will run them.
+
+    Says where git looks for hooks (core.hooksPath included), which interpreter each hook
+    calls, and catches non-executable hooks and missing interpreters.
+    """
     diagnosis = install.doctor(locate(cwd))
     click.echo("\n".join(diagnosis.lines))
     for problem in diagnosis.problems:

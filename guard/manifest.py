@@ -90,10 +90,10 @@ class Patch(_Strict):
     """A named local change that patchguard keeps in the working tree."""
 
     name: PatchName
-    description: str = ""
-    created_at: datetime
+    description: str = Field(default="", description="What the patch is for (record -m).")
+    created_at: datetime = Field(description="When the patch was recorded (UTC).")
     base_commit: ObjectId = Field(description="HEAD when the patch was recorded.")
-    files: list[FileChange] = Field(min_length=1)
+    files: list[FileChange] = Field(min_length=1, description="The files the patch changes.")
     requires: list[SymbolSpec] = Field(
         default_factory=list, description="Symbols that must exist whenever the patch is in place."
     )

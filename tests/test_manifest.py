@@ -9,14 +9,6 @@ import pytest
 from conftest import Sample, git, patchguard
 
 from guard.gitdir import locate
-from guard.manifest import SCHEMA_FILE_NAME, json_schema
-
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def test_committed_schema_is_current() -> None:
-    committed = (ROOT / "schemas" / SCHEMA_FILE_NAME).read_text()
-    assert committed == json_schema(), "schemas/ is stale: run `make schema`"
 
 
 def manifest_path(sample: Sample) -> Path:
