@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test demo lint generate clean
+.PHONY: test demo bench lint generate clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -13,18 +13,21 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 test: $(STAMP)
-	$(BIN)/ruff check guard tests scripts
+	$(BIN)/ruff check guard tests scripts benchmarks
 	$(BIN)/python -m pytest
 
 demo: $(STAMP)
 	PATH="$(CURDIR)/$(BIN):$$PATH" sh scripts/demo.sh
 
+bench: $(STAMP)
+	$(BIN)/python benchmarks/run.py
+
 generate: $(STAMP)
 	$(BIN)/python scripts/generate.py
 
 lint: $(STAMP)
-	$(BIN)/ruff check guard tests scripts
-	$(BIN)/ruff format --check guard tests scripts
+	$(BIN)/ruff check guard tests scripts benchmarks
+	$(BIN)/ruff format --check guard tests scripts benchmarks
 
 clean:
 	rm -rf $(VENV) build dist

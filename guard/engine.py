@@ -15,6 +15,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from guard import fastpath
 from guard.errors import ConfigError, GuardFailure
 from guard.manifest import FileChange, Manifest, Patch, describe_validation
 from guard.repo import Repo, is_binary
@@ -149,6 +150,12 @@ class Worktree:
         if path not in self._head:
             self._head[path] = self.repo.head_file(path)
         return self._head[path]
+
+    def contents_read(self) -> dict[str, bytes] | None:
+        """Every file read so far, or None if one of them was missing."""
+        if any(content is None for content in self._content.values()):
+            return None
+        return {path: content for path, content in self._content.items() if content is not None}
 
     def stage(self, path: str, content: bytes | None) -> None:
         self._content[path] = content
@@ -324,7 +331,23 @@ def check(repo: Repo) -> CheckReport:
     owners += [(spec, None) for spec in manifest.guards]
     symbols = [_check_symbol(tree, spec, owner) for spec, owner in owners]
     head = None if repo.git.head_is_unborn else repo.head_commit_id()
-    return CheckReport(head=head, patches=verdicts, symbols=symbols)
+    report = CheckReport(head=head, patches=verdicts, symbols=symbols)
+    if report.ok and head is not None:
+        _remember_verified(repo, tree, head)
+    return report
+
+
+def _remember_verified(repo: Repo, tree: Worktree, head: str) -> None:
+    """Let the fast path skip this exact content next time (see guard.fastpath)."""
+    contents = tree.contents_read()
+    if contents is not None:
+        fastpath.remember(
+            str(repo.layout.git_dir),
+            str(repo.layout.manifest_path),
+            repo.manifest_bytes,
+            head,
+            contents,
+        )
 
 
 def _check_symbol(tree: Worktree, text: str, owner: str | None) -> SymbolResult:

@@ -131,15 +131,18 @@ def empty_manifest() -> Manifest:
     return Manifest(schema_version=SCHEMA_VERSION)
 
 
-def load_manifest(path: Path) -> Manifest:
-    """Read and validate; any defect becomes a ConfigError naming the file and the field."""
+def read_manifest_bytes(path: Path) -> bytes:
     try:
-        raw = path.read_bytes()
+        return path.read_bytes()
     except FileNotFoundError:
         raise ConfigError(
             f"no manifest at {path}: nothing is guarded in this repository yet. "
             "Run `patchguard record NAME` or `patchguard require SPEC` first."
         ) from None
+
+
+def parse_manifest(raw: bytes, path: Path) -> Manifest:
+    """Validate; any defect becomes a ConfigError naming the file and the field."""
     try:
         data: Any = json.loads(raw)
     except (json.JSONDecodeError, UnicodeDecodeError) as error:

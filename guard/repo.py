@@ -13,7 +13,13 @@ from pygit2.ffi import C, ffi
 from guard.atomic import atomic_write
 from guard.errors import ConfigError
 from guard.gitdir import Layout, locate
-from guard.manifest import Manifest, empty_manifest, load_manifest, save_manifest
+from guard.manifest import (
+    Manifest,
+    empty_manifest,
+    parse_manifest,
+    read_manifest_bytes,
+    save_manifest,
+)
 
 STORE_REF = "refs/patchguard/store"
 _BINARY_SNIFF = 8000
@@ -44,6 +50,7 @@ class Repo:
     def __init__(self, layout: Layout) -> None:
         self.layout = layout
         self.workdir = layout.workdir
+        self.manifest_bytes = b""
         try:
             self.git = pygit2.Repository(str(layout.git_dir))
         except pygit2.GitError as error:
@@ -58,9 +65,12 @@ class Repo:
     # --- the manifest and the content it refers to -------------------------------------------
 
     def load_manifest(self, missing_ok: bool = False) -> Manifest:
-        if missing_ok and not self.layout.manifest_path.exists():
+        """Read and validate; the bytes read are kept in `manifest_bytes` for the verified cache."""
+        path = self.layout.manifest_path
+        if missing_ok and not path.exists():
             return empty_manifest()
-        return load_manifest(self.layout.manifest_path)
+        self.manifest_bytes = read_manifest_bytes(path)
+        return parse_manifest(self.manifest_bytes, path)
 
     def save_manifest(self, manifest: Manifest) -> None:
         """Pin every blob the manifest needs under a ref first, so gc can never prune them."""

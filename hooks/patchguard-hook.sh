@@ -3,8 +3,10 @@
 # and puts back the hook that was here before (kept beside it as @HOOK_NAME@.patchguard-legacy).
 hook_name='@HOOK_NAME@'
 install_python='@INSTALL_PYTHON@'
-here=$(CDPATH= cd -- "$(dirname -- "$0")" && pwd) || exit 1
-legacy="$here/$hook_name.patchguard-legacy"
+case "$0" in
+*/*) legacy="${0%/*}/$hook_name.patchguard-legacy" ;;
+*) legacy="./$hook_name.patchguard-legacy" ;;
+esac
 
 # Hooks with input get it once; keep a copy so the chained hook and patchguard both see it.
 # Every other hook reads /dev/null, never the terminal.
@@ -35,6 +37,25 @@ fi
 if [ "${PATCHGUARD_SKIP:-}" = 1 ]; then
     echo "patchguard: PATCHGUARD_SKIP=1, $hook_name hook did nothing" >&2
     exit "$status"
+fi
+
+# Fast path: if HEAD and every guarded file (by content) are as they were when patchguard last
+# verified them, there is nothing to do. Same key as guard/fastpath.py; any doubt falls through.
+# Builtins only, beyond two git calls: this runs on every checkout.
+if [ "$hook_name" != reference-transaction ] &&
+    found=$(git rev-parse --absolute-git-dir HEAD 2>/dev/null); then
+    cache="${found%%
+*}/patchguard-cache"
+    key="${found#*
+} "
+    if [ -f "$cache/verified" ] && [ -f "$cache/paths" ]; then
+        for blob in $(git hash-object --no-filters --stdin-paths <"$cache/paths" 2>/dev/null); do
+            key="$key$blob "
+        done
+        while IFS= read -r line; do
+            [ "$line" = "$key" ] && exit "$status"
+        done <"$cache/verified"
+    fi
 fi
 
 if [ -x "$install_python" ]; then

@@ -32,10 +32,15 @@ def cli_reference() -> str:
     for name in sorted(cli.list_commands(root)):
         command = cli.get_command(root, name)
         assert command is not None
-        context = click.Context(
-            command, info_name=name, parent=root, terminal_width=88
-        )
-        lines += [f"## patchguard {name}", "", "```text", command.get_help(context).rstrip(), "```", ""]
+        context = click.Context(command, info_name=name, parent=root, terminal_width=88)
+        lines += [
+            f"## patchguard {name}",
+            "",
+            "```text",
+            command.get_help(context).rstrip(),
+            "```",
+            "",
+        ]
     return "\n".join(lines)
 
 

@@ -1,0 +1,220 @@
+"""`make bench`: what patchguard costs per checkout and per check, against the baselines.
+
+Builds its own repositories under benchmarks/work/ (an sglang-shaped one with about 2,000
+files and a synthetic one with 20,000), interleaves the rows so they share the machine's
+state, and reports medians with ratios to (a). Writes benchmarks/results/latest.json and
+latest.md. Timings are measured here only; tests never assert them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "scripts"))
+
+import sample_repo  # noqa: E402
+
+WORK = ROOT / "benchmarks" / "work"
+RESULTS = ROOT / "benchmarks" / "results"
+BIN = Path(sys.executable).parent
+PATCHGUARD = str(BIN / "patchguard")
+NO_HOOKS = ["-c", "core.hooksPath=/nonexistent/patchguard-bench"]
+ENV = {
+    **os.environ,
+    "GIT_AUTHOR_NAME": "bench",
+    "GIT_AUTHOR_EMAIL": "bench@example.invalid",
+    "GIT_COMMITTER_NAME": "bench",
+    "GIT_COMMITTER_EMAIL": "bench@example.invalid",
+}
+
+
+def run(
+    *args: str, cwd: Path | None = None, check: bool = True
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(args, cwd=cwd, env=ENV, capture_output=True, text=True, check=check)
+
+
+def timed(*args: str, cwd: Path | None = None) -> float:
+    """Wall time of one command, in milliseconds."""
+    start = time.perf_counter()
+    subprocess.run(args, cwd=cwd, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return (time.perf_counter() - start) * 1000
+
+
+def build_repo(name: str, filler: int, guarded_extra: int = 0) -> Path:
+    """A sample repository with the EAGLE-3 patch recorded, plus `guarded_extra` guarded files."""
+    root = WORK / name
+    if root.exists():
+        shutil.rmtree(root)
+    commits = sample_repo.build(root, filler=filler)
+    for number in range(guarded_extra):
+        path = root / f"python/sglang/srt/layers/gen/mod_{number:05d}.py"
+        path.write_text(path.read_text() + f"\n\ndef guarded_{number}():\n    return {number}\n")
+    sample_repo.add_eagle3_methods(root)
+    run(PATCHGUARD, "-C", str(root), "record", "eagle3", "-m", "bench")
+    run("git", "branch", "bench-b", commits["kimi-moved"], cwd=root)  # same kimi_k25.py as main
+    return root
+
+
+def with_hooks(root: Path) -> Path:
+    run(PATCHGUARD, "-C", str(root), "install")
+    run(PATCHGUARD, "-C", str(root), "check", "--quiet")  # warm the verified cache
+    return root
+
+
+class Alternating:
+    """Checkouts back and forth between main and bench-b; each call times one checkout."""
+
+    def __init__(self, root: Path, git_args: tuple[str, ...] = ()) -> None:
+        self.root, self.git_args, self.target = root, git_args, "bench-b"
+
+    def __call__(self) -> float:
+        elapsed = timed("git", *self.git_args, "checkout", "-q", self.target, cwd=self.root)
+        self.target = "main" if self.target == "bench-b" else "bench-b"
+        return elapsed
+
+
+class StashThenCheckout(Alternating):
+    """(d): `git stash` (untimed), then the timed checkout whose hook re-applies the patch."""
+
+    def __call__(self) -> float:
+        run("git", "stash", "-q", cwd=self.root)
+        elapsed = super().__call__()
+        run("git", "stash", "drop", "-q", cwd=self.root)
+        return elapsed
+
+
+def pre_commit_repo(source: Path) -> Path | None:
+    """(e): a copy of the repository whose post-checkout hook is the pre-commit framework's."""
+    venv = WORK / "pre-commit-venv"
+    if not (venv / "bin" / "pre-commit").exists():
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        installed = run(str(venv / "bin" / "pip"), "install", "-q", "pre-commit", check=False)
+        if installed.returncode != 0:
+            print(f"(e) skipped: pre-commit could not be installed: {installed.stderr[-200:]}")
+            return None
+    root = WORK / "pre-commit-peer"
+    if root.exists():
+        shutil.rmtree(root)
+    run("git", "clone", "-q", str(source), str(root))
+    run("git", "branch", "bench-b", "origin/bench-b", cwd=root)
+    (root / ".pre-commit-config.yaml").write_text("repos: []\n")
+    run(str(venv / "bin" / "pre-commit"), "install", "-t", "post-checkout", cwd=root)
+    return root
+
+
+def measure(rows: dict[str, Callable[[], float]], runs: int) -> dict[str, list[float]]:
+    samples: dict[str, list[float]] = {name: [] for name in rows}
+    for row in rows.values():  # untimed warm-up: both checkout targets, caches filled
+        row()
+        row()
+    for _ in range(runs):
+        for name, row in rows.items():
+            samples[name].append(row())
+    return samples
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=15, help="samples per row (default 15)")
+    args = parser.parse_args()
+    WORK.mkdir(parents=True, exist_ok=True)
+    print("building repositories ...", flush=True)
+    small = with_hooks(build_repo("sglang-2k", filler=2000))
+    many = with_hooks(build_repo("sglang-2k-50-guarded", filler=2000, guarded_extra=49))
+    large = with_hooks(build_repo("synthetic-20k", filler=20000))
+    stash = with_hooks(build_repo("sglang-2k-stash", filler=2000))
+    peer = pre_commit_repo(small)
+
+    python = sys.executable
+    rows: dict[str, Callable[[], float]] = {
+        "(a) python -c pass": lambda: timed(python, "-c", "pass"),
+        "(b) check, 1 guarded file": lambda: timed(PATCHGUARD, "-C", str(small), "check", "-q"),
+        "(b) check, 50 guarded files": lambda: timed(PATCHGUARD, "-C", str(many), "check", "-q"),
+        "(b') check --json (full path), 1 file": lambda: timed(
+            PATCHGUARD, "-C", str(small), "check", "--json"
+        ),
+        "(c0) git checkout, no hook": Alternating(small, tuple(NO_HOOKS)),
+        "(c) git checkout, hook, nothing to do": Alternating(small),
+        "(d) git checkout, hook re-applies 1 patch": StashThenCheckout(stash),
+        "(f) check, 1 file, 20,000-file repo": lambda: timed(
+            PATCHGUARD, "-C", str(large), "check", "-q"
+        ),
+        "(f') check --json, 20,000-file repo": lambda: timed(
+            PATCHGUARD, "-C", str(large), "check", "--json"
+        ),
+    }
+    if peer is not None:
+        rows["(e) git checkout, pre-commit hook, empty config"] = Alternating(peer)
+    print(f"measuring {len(rows)} rows x {args.runs} runs, interleaved ...", flush=True)
+    samples = measure(rows, args.runs)
+    medians = {name: statistics.median(values) for name, values in samples.items()}
+    report = summarize(medians, args.runs)
+    print(report["table"])
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "latest.json").write_text(
+        json.dumps({**report, "samples_ms": samples}, indent=2) + "\n"
+    )
+    (RESULTS / "latest.md").write_text(report["table"] + "\n")
+    print(f"wrote {RESULTS.relative_to(ROOT)}/latest.json and latest.md")
+
+
+def summarize(medians: dict[str, float], runs: int) -> dict[str, object]:
+    base = medians["(a) python -c pass"]
+    c0 = medians["(c0) git checkout, no hook"]
+    lines = [
+        f"patchguard benchmark, {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, "
+        f"{platform.python_implementation()} {platform.python_version()}, "
+        f"{os.cpu_count()} cores, median of {runs} runs",
+        "",
+        "| row | median ms | x (a) |",
+        "|---|---:|---:|",
+    ]
+    lines += [f"| {name} | {ms:.1f} | {ms / base:.2f} |" for name, ms in medians.items()]
+    added_c = medians["(c) git checkout, hook, nothing to do"] - c0
+    added_d = medians["(d) git checkout, hook re-applies 1 patch"] - c0
+    ratio_f = medians["(f) check, 1 file, 20,000-file repo"] / medians["(b) check, 1 guarded file"]
+    ratio_f_full = (
+        medians["(f') check --json, 20,000-file repo"]
+        / medians["(b') check --json (full path), 1 file"]
+    )
+    targets = {
+        "(c) - (c0) <= 10 ms": (round(added_c, 1), added_c <= 10),
+        "(b) 1 file <= 2 x (a)": (
+            round(medians["(b) check, 1 guarded file"] / base, 2),
+            medians["(b) check, 1 guarded file"] <= 2 * base,
+        ),
+        "(f) 20k / 2k <= 1.2": (round(ratio_f, 2), ratio_f <= 1.2),
+        "(f') full path 20k / 2k <= 1.2": (round(ratio_f_full, 2), ratio_f_full <= 1.2),
+    }
+    if "(e) git checkout, pre-commit hook, empty config" in medians:
+        added_e = medians["(e) git checkout, pre-commit hook, empty config"] - c0
+        targets["(d) - (c0) <= (e) - (c0)"] = (
+            f"{added_d:.1f} vs {added_e:.1f}",
+            added_d <= added_e,
+        )
+    lines += ["", "| target | value | met |", "|---|---|---|"]
+    lines += [
+        f"| {name} | {value} | {'yes' if met else 'NO'} |" for name, (value, met) in targets.items()
+    ]
+    return {
+        "medians_ms": medians,
+        "targets": {name: {"value": value, "met": met} for name, (value, met) in targets.items()},
+        "table": "\n".join(lines),
+    }
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,86 @@
+"""The nearly free path: right answers from a content-keyed cache, and no heavy imports."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import sample_repo
+from conftest import Sample, git
+
+from guard.fastpath import CACHE_DIR_NAME, VERIFIED_FILE
+from guard.gitdir import locate
+
+PROBE = """
+import sys
+from guard.entry import main
+sys.argv = ["patchguard", "-C", sys.argv[1], "check", "-q"]
+try:
+    main()
+except SystemExit as leaving:
+    heavy = sorted(m for m in ("pygit2", "pydantic", "click") if m in sys.modules)
+    print(leaving.code, ",".join(heavy))
+"""
+
+
+def fast_check(sample: Sample) -> tuple[str, str]:
+    """(exit code, heavy modules imported) of `patchguard check -q` in a fresh interpreter."""
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE, str(sample.root)], capture_output=True, text=True, check=True
+    ).stdout.split()
+    return out[0], out[1] if len(out) > 1 else ""
+
+
+def test_unchanged_check_imports_nothing_heavy(sample: Sample) -> None:
+    sample.record_eagle3()
+    assert sample.pg("check").exit_code == 0  # verifies, and fills the cache
+    assert fast_check(sample) == ("0", "")
+
+
+def test_hand_edit_right_after_a_check_is_caught(sample: Sample) -> None:
+    sample.record_eagle3()
+    assert sample.pg("check").exit_code == 0
+    text = sample.kimi.read_text()
+    sample.kimi.write_text(text.replace("def get_embed_and_head", "def get_embed_and_heads"))
+    code, heavy = fast_check(sample)
+    assert code == "1"
+    assert "pygit2" in heavy  # the full path decided
+
+
+def test_corrupt_cache_costs_time_not_truth(sample: Sample) -> None:
+    sample.record_eagle3()
+    assert sample.pg("check").exit_code == 0
+    verified = locate(sample.root).git_dir / CACHE_DIR_NAME / VERIFIED_FILE
+    verified.write_bytes(b"\x00garbage\n\xff\n")
+    assert fast_check(sample)[0] == "0"
+    sample.git("stash")
+    verified.write_bytes(b"\x00garbage\n")
+    assert fast_check(sample)[0] == "1"
+
+
+def test_hook_fast_path_needs_no_python_and_still_fails_loudly(sample: Sample) -> None:
+    sample.record_eagle3()
+    assert sample.pg("install", "--hook", "post-checkout").exit_code == 0
+    hook = sample.root / ".git" / "hooks" / "post-checkout"
+    hook.write_text(hook.read_text().replace("install_python='", "install_python='/gone"))
+    assert sample.pg("check").exit_code == 0
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(sample.root)}
+    switch = git(sample.root, "checkout", "-q", "-b", "topic", env=env, check=False)
+    assert switch.returncode == 0, switch.stderr  # verified in sh: Python was never needed
+    sample.kimi.write_text(sample.kimi.read_text().replace("def set_embed_and_head", "def other"))
+    switch = git(sample.root, "checkout", "-q", "-b", "topic2", env=env, check=False)
+    assert switch.returncode != 0
+    assert "patches were NOT checked" in switch.stderr
+
+
+def test_cache_is_per_worktree(sample: Sample, tmp_path) -> None:
+    sample.record_eagle3()
+    assert sample.pg("check").exit_code == 0
+    other = tmp_path / "wt"
+    sample.git("worktree", "add", "-q", "--detach", str(other), "main")
+    assert not (locate(other).git_dir / CACHE_DIR_NAME).exists()
+    result = subprocess.run(
+        [sys.executable, "-m", "guard", "-C", str(other), "check", "-q"], capture_output=True
+    )
+    assert result.returncode == 1
+    assert sample_repo.KIMI.encode() in result.stderr
