@@ -1,1 +1,37 @@
-"""patchguard: keep local patches in a git checkout, and fail loudly when they are gone."""
+"""patchguard: keep local patches in a git checkout, and fail loudly when they are gone.
+
+The public API is `require()` and `GuardError`, for the top of a Python benchmark script::
+
+    from guard import require
+    require("/path/to/sglang", import_name="sglang")  # raises GuardError listing every problem
+
+This module stays light: the hooks import it on every checkout.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING
+
+from guard.errors import GuardError
+
+if TYPE_CHECKING:
+    from guard.engine import CheckReport
+
+__all__ = ["GuardError", "require"]
+
+
+def require(
+    repo: str | os.PathLike[str] = ".",
+    *,
+    apply: bool = False,
+    import_name: str | None = None,
+) -> CheckReport:
+    """Return the check report when every guard holds; raise GuardError listing all that does not.
+
+    `apply` re-applies patches first. `import_name` also verifies that this interpreter imports
+    that module from the checkout, not from another copy (package code is not executed).
+    """
+    from guard.preflight import require_report
+
+    return require_report(repo, apply=apply, import_name=import_name)

@@ -6,6 +6,7 @@ Exit codes: 0 all good, 1 a guard failed, 2 usage or configuration error.
 from __future__ import annotations
 
 import functools
+import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -13,7 +14,7 @@ from typing import Any
 
 import click
 
-from guard import engine, install, render
+from guard import bundle, engine, install, preflight, render
 from guard.errors import EXIT_GUARD_FAILED, EXIT_OK, PatchguardError
 from guard.gitdir import locate
 from guard.repo import Repo
@@ -35,6 +36,11 @@ class _Group(click.Group):
         except PatchguardError as error:
             click.echo(f"patchguard: {error}", err=True)
             ctx.exit(error.exit_code)
+
+
+_json_option = click.option(
+    "--json", "as_json", is_flag=True, help="Print the machine-readable report (docs/cli.md)."
+)
 
 
 def _directory_option(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -135,22 +141,45 @@ def require(cwd: Path, specs: tuple[str, ...]) -> None:
         click.echo("already guarded; nothing changed")
 
 
+def _with_import_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """--import MODULE and --python PATH, shared by check and run."""
+    func = click.option(
+        "--python",
+        default=None,
+        metavar="PATH",
+        help="The interpreter for --import (default: the one running patchguard).",
+    )(func)
+    return click.option(
+        "--import",
+        "import_names",
+        multiple=True,
+        metavar="MODULE",
+        help="Also verify that the interpreter imports MODULE from this checkout (repeatable).",
+    )(func)
+
+
 @cli.command(
     epilog=_epilog(
-        "patchguard check", "patchguard check --quiet || exit 1", "patchguard check --json"
+        "patchguard check",
+        "patchguard check -C /path/to/sglang --quiet || exit 1",
+        "patchguard check --import sglang --python /opt/venv/bin/python",
+        "patchguard check --json",
     )
 )
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing when everything holds.")
-@click.option("--json", "as_json", is_flag=True, help="Print the machine-readable report.")
+@_json_option
+@_with_import_options
 @_directory_option
-def check(cwd: Path, quiet: bool, as_json: bool) -> None:
+def check(
+    cwd: Path, quiet: bool, as_json: bool, import_names: tuple[str, ...], python: str | None
+) -> None:
     """Verify patches and required symbols (read-only).
 
     Each file is parsed; a symbol counts only at its qualified place (a method must be
     inside its class). Prints one line per problem with the command that fixes it.
     """
     repo = Repo.discover(cwd)
-    report = engine.check(repo)
+    report = preflight.verify(repo, import_names=import_names, python=python, cwd=cwd)
     if as_json:
         click.echo(render.check_json(report, str(repo.workdir)))
     elif not report.ok:
@@ -160,16 +189,93 @@ def check(cwd: Path, quiet: bool, as_json: bool) -> None:
     sys.exit(EXIT_OK if report.ok else EXIT_GUARD_FAILED)
 
 
+@cli.command(
+    context_settings={"ignore_unknown_options": True},
+    epilog=_epilog(
+        "patchguard run -- python -m sglang.launch_server --model-path ...",
+        "patchguard run --apply --import sglang -- python bench.py",
+    ),
+)
+@click.option("--apply", "apply_first", is_flag=True, help="Re-apply patches before checking.")
+@_with_import_options
+@_directory_option
+@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
+def run(
+    cwd: Path,
+    apply_first: bool,
+    import_names: tuple[str, ...],
+    python: str | None,
+    command: tuple[str, ...],
+) -> None:
+    """Run COMMAND only if every guard holds; otherwise exit 1 without running it.
+
+    COMMAND replaces patchguard (exec): its exit status, signals, stdin and stdout pass
+    through untouched. Put `--` before it.
+    """
+    repo = Repo.discover(cwd)
+    report = preflight.verify(
+        repo, apply=apply_first, import_names=import_names, python=python, cwd=cwd
+    )
+    if not report.ok:
+        problems = [*report.problems(), f"not started: {' '.join(command)}"]
+        click.echo(render.banner("guard FAILED, command NOT run", problems), err=True)
+        sys.exit(EXIT_GUARD_FAILED)
+    preflight.execute(command)
+
+
+@cli.command(
+    epilog=_epilog(
+        "patchguard stamp >> results.jsonl",
+        "patchguard stamp --diff before.jsonl after.jsonl",
+        "patchguard stamp | patchguard stamp --diff results.jsonl -",
+    )
+)
+@_json_option
+@click.option(
+    "--diff",
+    "diff_files",
+    nargs=2,
+    type=click.File("r"),
+    default=None,
+    metavar="A B",
+    help="Say in words what changed between two stamps (files, or - for stdin).",
+)
+@_directory_option
+def stamp(cwd: Path, as_json: bool, diff_files: tuple[Any, Any] | None) -> None:
+    """Print one JSON line describing the code about to run, for a results JSONL.
+
+    The line is JSON with or without --json. Keys are documented in docs/benchmarks.md.
+    With --diff, the last stamp of each file is compared.
+    """
+    if diff_files is None:
+        click.echo(json.dumps(preflight.stamp(Repo.discover(cwd)), separators=(",", ":")))
+        return
+    old, new = (preflight.load_stamp(f.name, f.read()) for f in diff_files)
+    lines = preflight.diff_stamps(_repo_or_none(cwd), old, new)
+    click.echo(json.dumps({"changes": lines}) if as_json else "\n".join(lines))
+
+
+def _repo_or_none(cwd: Path) -> Repo | None:
+    try:
+        return Repo.discover(cwd)
+    except PatchguardError:
+        return None
+
+
 @cli.command(epilog=_epilog("patchguard status", "patchguard status eagle3"))
 @click.argument("names", nargs=-1)
+@_json_option
 @_directory_option
-def status(cwd: Path, names: tuple[str, ...]) -> None:
+def status(cwd: Path, names: tuple[str, ...], as_json: bool) -> None:
     """Show each patch's state, file by file.
 
     States: applied, unapplied, drifted, upstream, conflict, missing-file.
     """
     verdicts = engine.status(Repo.discover(cwd), names)
-    click.echo("\n".join(render.status_lines(verdicts)) or "no patches recorded")
+    if as_json:
+        click.echo(render.status_json(verdicts))
+    else:
+        click.echo("\n".join(render.status_lines(verdicts)) or "no patches recorded")
 
 
 @cli.command(epilog=_epilog("patchguard apply", "patchguard apply eagle3 --dry-run"))
@@ -178,8 +284,9 @@ def status(cwd: Path, names: tuple[str, ...]) -> None:
 @click.option(
     "--merge", is_flag=True, help="On conflict, write git-style conflict markers into the file."
 )
+@_json_option
 @_directory_option
-def apply(cwd: Path, names: tuple[str, ...], dry_run: bool, merge: bool) -> None:
+def apply(cwd: Path, names: tuple[str, ...], dry_run: bool, merge: bool, as_json: bool) -> None:
     """Re-apply patches (all, or NAMES) by 3-way merge.
 
     A patch whose file cannot be merged cleanly, or whose merge would leave a required
@@ -187,33 +294,40 @@ def apply(cwd: Path, names: tuple[str, ...], dry_run: bool, merge: bool) -> None
     conflict markers. Running it again changes nothing.
     """
     outcomes = engine.apply(Repo.discover(cwd), names, dry_run=dry_run, merge=merge)
-    _finish(outcomes)
+    _finish(outcomes, as_json)
 
 
 @cli.command(epilog=_epilog("patchguard unapply && git stash pop"))
 @click.argument("names", nargs=-1)
 @click.option("-n", "--dry-run", is_flag=True, help="Show what would change; write nothing.")
+@_json_option
 @_directory_option
-def unapply(cwd: Path, names: tuple[str, ...], dry_run: bool) -> None:
+def unapply(cwd: Path, names: tuple[str, ...], dry_run: bool, as_json: bool) -> None:
     """Take patches out of the worktree, keeping other edits.
 
     Use it before `git stash pop` of a stash that holds the same change.
     """
     outcomes = engine.unapply(Repo.discover(cwd), names, dry_run=dry_run)
-    _finish(outcomes)
+    _finish(outcomes, as_json)
 
 
-def _finish(outcomes: list[engine.PatchOutcome]) -> None:
-    lines = render.outcome_lines(outcomes)
-    click.echo("\n".join(lines) or "no patches recorded")
+def _finish(outcomes: list[engine.PatchOutcome], as_json: bool) -> None:
+    if as_json:
+        click.echo(render.outcomes_json(outcomes))
+    else:
+        click.echo("\n".join(render.outcome_lines(outcomes)) or "no patches recorded")
     sys.exit(EXIT_OK if all(o.ok for o in outcomes) else EXIT_GUARD_FAILED)
 
 
-@cli.command(name="list", epilog=_epilog("patchguard list"))
+@cli.command(name="list", epilog=_epilog("patchguard list", "patchguard list --json"))
+@_json_option
 @_directory_option
-def list_(cwd: Path) -> None:
+def list_(cwd: Path, as_json: bool) -> None:
     """List recorded patches and guards (without computing states)."""
     manifest = Repo.discover(cwd).load_manifest()
+    if as_json:
+        click.echo(manifest.model_dump_json(indent=2))
+        return
     for patch in manifest.patches:
         summary = f" - {patch.description}" if patch.description else ""
         click.echo(f"patch {patch.name}{summary} (base {patch.base_commit[:10]})")
@@ -232,6 +346,35 @@ def drop(cwd: Path, target: str) -> None:
     """Forget a patch or a guard. The working tree is not touched."""
     dropped = engine.drop(Repo.discover(cwd), target, cwd=cwd)
     click.echo(f"dropped {dropped}")
+
+
+@cli.command(
+    name="export",
+    epilog=_epilog(
+        "patchguard export eagle3.bundle.json",
+        "patchguard export | ssh gpu2 patchguard -C sglang import -",
+    ),
+)
+@click.argument("file", type=click.File("w"), default="-")
+@_directory_option
+def export_(cwd: Path, file: Any) -> None:
+    """Write every patch, with its content, to one self-contained bundle (default: stdout)."""
+    file.write(bundle.export_bundle(Repo.discover(cwd)))
+
+
+@cli.command(
+    name="import", epilog=_epilog("patchguard import eagle3.bundle.json && patchguard apply")
+)
+@click.argument("file", type=click.File("r"))
+@_directory_option
+def import_(cwd: Path, file: Any) -> None:
+    """Add the patches and guards of a bundle from `patchguard export` (- for stdin).
+
+    The bundle is validated first; a path that would land outside the repository, or an
+    unknown schema version, is refused and nothing is written.
+    """
+    lines = bundle.import_bundle(Repo.discover(cwd), file.name, file.read())
+    click.echo("\n".join(lines) or "the bundle holds nothing")
 
 
 _HOOK_CHOICE = click.Choice(install.HOOK_TYPES)
@@ -279,15 +422,20 @@ def uninstall(cwd: Path, hook_types: tuple[str, ...]) -> None:
     click.echo("\n".join(lines))
 
 
-@cli.command(epilog=_epilog("patchguard doctor"))
+@cli.command(epilog=_epilog("patchguard doctor", "patchguard doctor --json"))
+@_json_option
 @_directory_option
-def doctor(cwd: Path) -> None:
+def doctor(cwd: Path, as_json: bool) -> None:
     """Check that the hooks are installed and that git will run them.
 
     Says where git looks for hooks (core.hooksPath included), which interpreter each hook
     calls, and catches non-executable hooks and missing interpreters.
     """
     diagnosis = install.doctor(locate(cwd))
+    if as_json:
+        payload = {"ok": diagnosis.ok, "lines": diagnosis.lines, "problems": diagnosis.problems}
+        click.echo(json.dumps(payload, indent=2))
+        sys.exit(EXIT_OK if diagnosis.ok else EXIT_GUARD_FAILED)
     click.echo("\n".join(diagnosis.lines))
     for problem in diagnosis.problems:
         click.echo(f"problem: {problem}", err=True)

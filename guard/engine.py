@@ -77,16 +77,29 @@ class SymbolResult:
 
 
 @dataclass
+class ImportResult:
+    """Where an interpreter imports a module from, and whether that is this checkout."""
+
+    module: str
+    python: str
+    location: str | None
+    ok: bool
+    detail: str
+
+
+@dataclass
 class CheckReport:
-    """What `check` and the hooks report: patch states and required symbols."""
+    """What `check` and the hooks report: patch states, required symbols, import locations."""
 
     head: str | None
     patches: list[PatchVerdict]
     symbols: list[SymbolResult]
+    imports: list[ImportResult] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
-        return all(p.ok for p in self.patches) and all(s.ok for s in self.symbols)
+        parts = (*self.patches, *self.symbols, *self.imports)
+        return all(part.ok for part in parts)
 
     def problems(self) -> list[str]:
         """One line per problem: the file, the patch or symbol, and the command that fixes it."""
@@ -115,6 +128,7 @@ class CheckReport:
             else:
                 fix = f"restore it, or stop guarding it: patchguard drop {symbol.spec}"
             lines.append(f"{symbol.spec}: missing ({symbol.detail}) -> {fix}")
+        lines += [f"import {i.module}: {i.detail}" for i in self.imports if not i.ok]
         return lines
 
 

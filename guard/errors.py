@@ -23,3 +23,12 @@ class GuardFailure(PatchguardError):
     """A guard does not hold: a symbol is missing, a patch cannot be applied or recorded."""
 
     exit_code = EXIT_GUARD_FAILED
+
+
+class GuardError(PatchguardError):
+    """Raised by `guard.require()`: the code is not as guarded. `problems` lists every reason."""
+
+    def __init__(self, message: str, problems: list[str], exit_code: int = EXIT_GUARD_FAILED):
+        super().__init__(message)
+        self.problems = problems
+        self.exit_code = exit_code

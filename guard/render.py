@@ -33,7 +33,31 @@ def check_json(report: CheckReport, repository: str) -> str:
                 {"spec": s.spec, "present": s.ok, "detail": s.detail, "patch": s.patch}
                 for s in report.symbols
             ],
+            "imports": [
+                {"module": i.module, "python": i.python, "location": i.location, "ok": i.ok}
+                for i in report.imports
+            ],
             "problems": report.problems(),
+        },
+        indent=2,
+    )
+
+
+def status_json(verdicts: Sequence[PatchVerdict]) -> str:
+    return json.dumps(
+        {"format": "patchguard.status/1", "patches": [verdict_json(v) for v in verdicts]}, indent=2
+    )
+
+
+def outcomes_json(outcomes: Sequence[PatchOutcome]) -> str:
+    return json.dumps(
+        {
+            "format": "patchguard.apply/1",
+            "ok": all(o.ok for o in outcomes),
+            "patches": [
+                {**verdict_json(o.verdict), "ok": o.ok, "message": o.message, "written": o.written}
+                for o in outcomes
+            ],
         },
         indent=2,
     )

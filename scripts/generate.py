@@ -10,6 +10,7 @@ from typing import Any
 
 import click
 
+from guard.bundle import BUNDLE_SCHEMA_FILE_NAME, bundle_schema
 from guard.cli import cli
 from guard.manifest import SCHEMA_FILE_NAME, json_schema
 
@@ -85,6 +86,7 @@ def _type_of(spec: dict[str, Any]) -> str:
 def outputs() -> dict[Path, str]:
     return {
         ROOT / "schemas" / SCHEMA_FILE_NAME: json_schema(),
+        ROOT / "schemas" / BUNDLE_SCHEMA_FILE_NAME: bundle_schema(),
         ROOT / "docs" / "cli.md": cli_reference(),
         ROOT / "docs" / "manifest.md": manifest_reference(),
     }

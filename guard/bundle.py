@@ -1,0 +1,90 @@
+"""Bundles: every patch and its content in one validated JSON file, to carry to another clone."""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from guard.errors import ConfigError
+from guard.fastpath import blob_id
+from guard.manifest import SCHEMA_VERSION, Manifest, ObjectId, describe_validation
+from guard.repo import Repo
+
+BUNDLE_FORMAT = "patchguard.bundle"
+BUNDLE_SCHEMA_FILE_NAME = "bundle.schema.json"
+
+
+class Bundle(BaseModel):
+    """A self-contained export: the manifest, and the bytes of every blob it refers to."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    format: Literal["patchguard.bundle"] = Field(description="Always 'patchguard.bundle'.")
+    schema_version: int = Field(
+        ge=SCHEMA_VERSION, le=SCHEMA_VERSION, description=f"This patchguard reads {SCHEMA_VERSION}."
+    )
+    manifest: Manifest
+    blobs: dict[ObjectId, str] = Field(description="Blob id -> content, base64.")
+
+
+def export_bundle(repo: Repo) -> str:
+    manifest = repo.load_manifest()
+    blobs = {oid: base64.b64encode(repo.blob(oid)).decode() for oid in sorted(manifest.blob_ids())}
+    bundle = Bundle(
+        format=BUNDLE_FORMAT, schema_version=SCHEMA_VERSION, manifest=manifest, blobs=blobs
+    )
+    return bundle.model_dump_json(indent=2) + "\n"
+
+
+def parse_bundle(source: str, text: str) -> Bundle:
+    """Validate everything before anything is written: schema, blob integrity, completeness."""
+    try:
+        data: Any = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ConfigError(f"bundle {source} is not valid JSON ({error})") from None
+    version = data.get("schema_version") if isinstance(data, dict) else None
+    if isinstance(version, int) and version != SCHEMA_VERSION:
+        raise ConfigError(
+            f"bundle {source} has schema_version {version}; this patchguard reads "
+            f"{SCHEMA_VERSION}. Export it again with this version, or upgrade patchguard."
+        )
+    try:
+        bundle = Bundle.model_validate(data)
+    except ValidationError as error:
+        raise ConfigError(f"bundle {source} is invalid: {describe_validation(error)}") from None
+    for oid, encoded in bundle.blobs.items():
+        if blob_id(base64.b64decode(encoded)) != oid:
+            raise ConfigError(f"bundle {source}: the content of blob {oid} does not match its id")
+    missing = bundle.manifest.blob_ids() - set(bundle.blobs)
+    if missing:
+        raise ConfigError(f"bundle {source} lacks the content of {len(missing)} blob(s)")
+    return bundle
+
+
+def import_bundle(repo: Repo, source: str, text: str) -> list[str]:
+    """Add the bundle's patches and guards; same-named patches are replaced (and said so)."""
+    bundle = parse_bundle(source, text)
+    for patch in bundle.manifest.patches:
+        for change in patch.files:
+            repo.worktree_path(change.path)  # refuses paths that escape through symlinks
+    for encoded in bundle.blobs.values():
+        repo.store_blob(base64.b64decode(encoded))
+    current = repo.load_manifest(missing_ok=True)
+    incoming = {p.name: p for p in bundle.manifest.patches}
+    lines = [
+        f"{'replaced' if current.patch(name) else 'imported'} patch {name}" for name in incoming
+    ]
+    patches = [incoming.pop(p.name, p) for p in current.patches] + list(incoming.values())
+    guards = list(dict.fromkeys([*current.guards, *bundle.manifest.guards]))
+    lines += [f"imported guard {g}" for g in bundle.manifest.guards if g not in current.guards]
+    repo.save_manifest(current.model_copy(update={"patches": patches, "guards": guards}))
+    return lines
+
+
+def bundle_schema() -> str:
+    schema = Bundle.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    return json.dumps(schema, indent=2, sort_keys=True) + "\n"

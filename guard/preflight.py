@@ -1,0 +1,256 @@
+"""Pre-flight for benchmarks: refuse to start on the wrong code, and stamp the code that ran.
+
+`verify` is what `check --import`, `run` and the Python API `require()` share: apply (on
+request), check, and make sure the interpreter imports this checkout and not a stale copy.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import pygit2
+
+from guard import engine, fastpath
+from guard.engine import CheckReport, ImportResult
+from guard.errors import ConfigError, GuardError, PatchguardError
+from guard.repo import Repo
+
+STAMP_FORMAT = "patchguard.stamp/1"
+
+# Resolves MODULE the way `import` would, without executing any package code: the top level
+# through sys.path, each submodule through its parent's search locations only.
+_RESOLVE = r"""
+import importlib.machinery, importlib.util, json, sys
+parts = sys.argv[1].split(".")
+spec = importlib.util.find_spec(parts[0])
+for part in parts[1:]:
+    locations = list(spec.submodule_search_locations or []) if spec else []
+    spec = importlib.machinery.PathFinder.find_spec(part, locations) if locations else None
+found = None
+if spec is not None:
+    found = {"origin": spec.origin, "locations": list(spec.submodule_search_locations or [])}
+print(json.dumps({"executable": sys.executable, "spec": found}))
+"""
+
+
+def patchguard_version() -> str:
+    try:
+        return version("git-patchguard")
+    except PackageNotFoundError:  # pragma: no cover - running from an uninstalled tree
+        return "unknown"
+
+
+def resolve_import(module: str, python: str, workdir: Path, cwd: Path) -> ImportResult:
+    """Does `python` import `module` from this checkout? Package code is never run."""
+    try:
+        probe = subprocess.run(
+            [python, "-c", _RESOLVE, module],
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    except OSError as error:
+        raise ConfigError(f"cannot run the interpreter {python}: {error}") from None
+    if probe.returncode != 0:
+        last = (probe.stderr.strip().splitlines() or ["(no output)"])[-1]
+        return ImportResult(module, python, None, False, f"{python} could not resolve it: {last}")
+    found = json.loads(probe.stdout)["spec"]
+    if found is None:
+        return ImportResult(module, python, None, False, f"{python} cannot import {module} at all")
+    location = found["origin"] if found["origin"] not in (None, "namespace") else None
+    location = location or (found["locations"] or [None])[0]
+    if location is None:
+        return ImportResult(module, python, None, False, f"{module} has no file location")
+    resolved = Path(location).resolve()
+    if resolved.is_relative_to(workdir.resolve()):
+        return ImportResult(module, python, str(resolved), True, f"imported from {resolved}")
+    return ImportResult(
+        module,
+        python,
+        str(resolved),
+        False,
+        f"{python} imports {module} from {resolved}, not from this checkout {workdir}: "
+        "the patched code is not the code that runs (a non-editable install?). "
+        f"Fix: pip uninstall {module.split('.')[0]} && pip install -e <checkout's package dir>",
+    )
+
+
+def verify(
+    repo: Repo,
+    *,
+    apply: bool = False,
+    import_names: Sequence[str] = (),
+    python: str | None = None,
+    cwd: Path,
+) -> CheckReport:
+    """Apply if asked, then check everything; the report says whether the code is right."""
+    if apply:
+        engine.apply(repo)
+    report = engine.check(repo)
+    interpreter = python or sys.executable
+    report.imports = [resolve_import(name, interpreter, repo.workdir, cwd) for name in import_names]
+    return report
+
+
+def require_report(
+    repo: str | os.PathLike[str], *, apply: bool, import_name: str | None
+) -> CheckReport:
+    """The body of `guard.require()`: every failure becomes one GuardError."""
+    try:
+        report = verify(
+            Repo.discover(Path(repo)),
+            apply=apply,
+            import_names=[import_name] if import_name else [],
+            cwd=Path.cwd(),
+        )
+    except PatchguardError as error:
+        raise GuardError(f"patchguard: {error}", [str(error)], error.exit_code) from None
+    if not report.ok:
+        problems = report.problems()
+        listing = "\n".join(f"  - {problem}" for problem in problems)
+        raise GuardError(f"patchguard: the code is not as guarded:\n{listing}", problems)
+    return report
+
+
+# --- stamp ---------------------------------------------------------------------------------
+
+
+def stamp(repo: Repo) -> dict[str, Any]:
+    """One JSON object that says exactly which code is about to run (keys in docs/benchmarks.md)."""
+    report = engine.check(repo) if repo.layout.manifest_path.exists() else None
+    git = repo.git
+    branch = None if git.head_is_detached or git.head_is_unborn else git.head.shorthand
+    upstream = None
+    if branch is not None:
+        tracking = git.branches.local[branch].upstream
+        if tracking is not None:
+            ahead, behind = git.ahead_behind(git.head.target, tracking.target)
+            upstream = {"ref": tracking.shorthand, "ahead": ahead, "behind": behind}
+    manifest = repo.load_manifest() if report is not None else None
+    guarded = sorted(
+        {c.path for p in manifest.patches for c in p.files}
+        | {spec.split("::", 1)[0] for spec in manifest.guards}
+        if manifest
+        else set()
+    )
+    files = {}
+    for path in guarded:
+        content = repo.read_file(path)
+        files[path] = None if content is None else fastpath.blob_id(content)
+    return {
+        "format": STAMP_FORMAT,
+        "repository": str(repo.workdir),
+        "head": None if git.head_is_unborn else str(git.head.target),
+        "branch": branch,
+        "upstream": upstream,
+        "dirty": repo.changed_tracked_files(),
+        "patches": {v.name: str(v.state) for v in report.patches} if report else {},
+        "files": files,
+        "symbols": {s.spec: s.ok for s in report.symbols} if report else {},
+        "ok": report.ok if report else True,
+        "patchguard": patchguard_version(),
+        "timestamp": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+
+
+def load_stamp(source: str, text: str) -> dict[str, Any]:
+    """The last stamp line of a file (a results JSONL may hold many)."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    for line in reversed(lines):
+        try:
+            data = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(data, dict) and data.get("format") == STAMP_FORMAT:
+            return data
+    raise ConfigError(
+        f"{source} holds no patchguard stamp (a JSON line with format {STAMP_FORMAT})"
+    )
+
+
+def diff_stamps(repo: Repo | None, old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """What changed between two stamps, in plain words: the first question of a regression hunt."""
+    lines = []
+    if old.get("head") != new.get("head"):
+        lines.append(_head_moved(repo, old.get("head"), new.get("head")))
+    if old.get("branch") != new.get("branch"):
+        lines.append(f"branch: {old.get('branch')} -> {new.get('branch')}")
+    if old.get("upstream") != new.get("upstream"):
+        lines.append(f"upstream: {_upstream(old)} -> {_upstream(new)}")
+    for key, label in (("patches", "patch"), ("symbols", "symbol"), ("files", "guarded file")):
+        before, after = old.get(key) or {}, new.get(key) or {}
+        for name in sorted(set(before) | set(after)):
+            if before.get(name) != after.get(name):
+                lines.append(
+                    f"{label} {name}: {_word(key, before.get(name))} -> {_word(key, after.get(name))}"
+                )
+    old_dirty, new_dirty = set(old.get("dirty") or []), set(new.get("dirty") or [])
+    if old_dirty != new_dirty:
+        added = ", ".join(sorted(new_dirty - old_dirty)) or "none"
+        gone = ", ".join(sorted(old_dirty - new_dirty)) or "none"
+        lines.append(f"uncommitted changes: newly dirty {added}; no longer dirty {gone}")
+    if old.get("patchguard") != new.get("patchguard"):
+        lines.append(f"patchguard: {old.get('patchguard')} -> {new.get('patchguard')}")
+    return lines or ["same code: HEAD, patches, guarded files and symbols are unchanged"]
+
+
+def _word(key: str, value: Any) -> str:
+    if key == "symbols":
+        return {True: "present", False: "missing", None: "not guarded"}[value]
+    if key == "files":
+        return "absent" if value is None else str(value)[:10]
+    return "not recorded" if value is None else str(value)
+
+
+def _upstream(stamp_data: dict[str, Any]) -> str:
+    upstream = stamp_data.get("upstream")
+    if not upstream:
+        return "none"
+    return f"{upstream['ref']} (ahead {upstream['ahead']}, behind {upstream['behind']})"
+
+
+def _head_moved(repo: Repo | None, old: str | None, new: str | None) -> str:
+    span = f"({(old or 'none')[:7]}..{(new or 'none')[:7]})"
+    if repo is None or old is None or new is None:
+        return f"HEAD changed {span}"
+    try:
+        ahead, behind = repo.git.ahead_behind(new, old)
+        old_tree = repo.git.revparse_single(old).peel(pygit2.Commit).tree
+        new_tree = repo.git.revparse_single(new).peel(pygit2.Commit).tree
+    except (KeyError, ValueError):
+        return f"HEAD changed {span}; these commits are not in {repo.workdir}"
+    touched = [delta.new_file.path for delta in repo.git.diff(old_tree, new_tree).deltas]
+    if not behind:
+        moved = f"HEAD moved {ahead} commit{'s' if ahead != 1 else ''} {span}"
+    elif not ahead:
+        moved = f"HEAD moved back {behind} commit{'s' if behind != 1 else ''} {span}"
+    else:
+        moved = f"HEAD moved to another line of history: {ahead} ahead, {behind} behind {span}"
+    by_directory: dict[str, int] = {}
+    for path in touched:
+        directory = str(PurePosixPath(path).parent)
+        by_directory[directory] = by_directory.get(directory, 0) + 1
+    where = ", ".join(
+        f"{count} file{'s' if count > 1 else ''} touched under {directory}/"
+        for directory, count in sorted(by_directory.items())
+    )
+    return f"{moved}, {where}" if where else moved
+
+
+def execute(command: Sequence[str]) -> None:
+    """Replace this process with the benchmark: its status, signals and stdio pass through."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    try:
+        os.execvp(command[0], list(command))
+    except OSError as error:
+        raise ConfigError(f"cannot run {command[0]}: {error.strerror}") from None

@@ -1,0 +1,227 @@
+"""Pre-flight for benchmarks: run, stamp, --import, the Python API, export/import, --json."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import sample_repo
+from conftest import Sample, git, patchguard
+
+import guard
+from guard import GuardError, require
+
+
+def pg_process(
+    env: dict[str, str], *args: str | Path, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "guard", *map(str, args)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd,
+    )
+
+
+def test_run_passes_arguments_and_exit_status_through(sample: Sample, clean_env) -> None:
+    sample.record_eagle3()
+    script = "import sys; print(sys.argv[1:]); sys.exit(7)"
+    result = pg_process(
+        clean_env, "-C", sample.root, "run", "--", sys.executable, "-c", script, "a", "b c", "--x"
+    )
+    assert result.returncode == 7
+    assert result.stdout.strip() == "['a', 'b c', '--x']"
+
+
+def test_run_does_not_start_the_command_when_red(sample: Sample, clean_env, tmp_path) -> None:
+    sample.record_eagle3()
+    sample.git("stash")
+    marker = tmp_path / "started"
+    result = pg_process(clean_env, "-C", sample.root, "run", "--", "touch", str(marker))
+    assert result.returncode == 1
+    assert not marker.exists()
+    assert "command NOT run" in result.stderr
+    assert "patchguard apply eagle3" in result.stderr
+    applied = pg_process(clean_env, "-C", sample.root, "run", "--apply", "--", "touch", str(marker))
+    assert applied.returncode == 0
+    assert marker.exists()
+
+
+def test_set_e_script_prints_ok_only_when_green(sample: Sample, clean_env) -> None:
+    sample.record_eagle3()
+    script = f"set -e\ncd '{sample.root}'\npatchguard run -- echo ok\necho after\n"
+    green = subprocess.run(["sh", "-c", script], capture_output=True, text=True, env=clean_env)
+    assert green.stdout == "ok\nafter\n"
+    sample.git("stash")
+    red = subprocess.run(["sh", "-c", script], capture_output=True, text=True, env=clean_env)
+    assert red.returncode == 1
+    assert red.stdout == ""
+
+
+def test_stamp_diff_names_moved_head_and_lost_patch(sample: Sample, clean_env, tmp_path) -> None:
+    sample.record_eagle3()
+    before = tmp_path / "before.jsonl"
+    before.write_text(pg_process(clean_env, "-C", sample.root, "stamp").stdout)
+    stamp = json.loads(before.read_text())
+    assert stamp["patches"] == {"eagle3": "applied"}
+    assert stamp["branch"] == "main"
+    assert set(stamp) >= {"repository", "head", "upstream", "dirty", "files", "symbols"}
+    sample.git("stash")
+    for number in range(7):
+        state = sample.root / "python/sglang/srt/distributed/parallel_state.py"
+        state.write_text(state.read_text() + f"X{number} = {number}\n")
+        sample.git("commit", "-qam", f"upstream {number}")
+    after = pg_process(clean_env, "-C", sample.root, "stamp").stdout
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "guard",
+            "-C",
+            str(sample.root),
+            "stamp",
+            "--diff",
+            str(before),
+            "-",
+        ],
+        input=after,
+        capture_output=True,
+        text=True,
+        env=clean_env,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "HEAD moved 7 commits (" in result.stdout
+    assert "1 file touched under python/sglang/srt/distributed/" in result.stdout
+    assert "patch eagle3: applied -> unapplied" in result.stdout
+
+
+@pytest.fixture
+def importable(sample: Sample, tmp_path: Path) -> tuple[Sample, Path]:
+    """The sample's package, importable from python/, whose __init__ must never run."""
+    marker = tmp_path / "package-code-ran"
+    init = sample.root / "python/sglang/__init__.py"
+    init.write_text(f"open({str(marker)!r}, 'w').close()\nraise SystemExit('torch!')\n")
+    sample.git("commit", "-qam", "heavy __init__")
+    stale = tmp_path / "site-packages" / "sglang"
+    stale.mkdir(parents=True)
+    (stale / "__init__.py").write_text("")
+    return sample, marker
+
+
+def test_import_check_accepts_the_checkout(importable, clean_env) -> None:
+    sample, marker = importable
+    sample.record_eagle3()
+    env = {**clean_env, "PYTHONPATH": str(sample.root / "python")}
+    result = pg_process(env, "-C", sample.root, "check", "--import", "sglang.srt.models")
+    assert result.returncode == 0, result.stderr
+    assert not marker.exists()
+
+
+def test_import_check_catches_another_copy_and_names_both_paths(
+    importable, clean_env, tmp_path
+) -> None:
+    sample, marker = importable
+    sample.record_eagle3()
+    env = {**clean_env, "PYTHONPATH": str(tmp_path / "site-packages")}
+    result = pg_process(env, "-C", sample.root, "check", "--import", "sglang")
+    assert result.returncode == 1
+    assert str(tmp_path / "site-packages" / "sglang") in result.stderr
+    assert str(sample.root) in result.stderr
+    run = pg_process(env, "-C", sample.root, "run", "--import", "sglang", "--", "true")
+    assert run.returncode == 1
+    assert not marker.exists()
+
+
+def test_python_api_returns_report_or_raises_listing_everything(sample: Sample) -> None:
+    assert guard.__all__ == ["GuardError", "require"]
+    sample.record_eagle3()
+    assert require(sample.root).ok
+    sample.git("stash")
+    with pytest.raises(GuardError) as caught:
+        require(sample.root)
+    assert len(caught.value.problems) == 1
+    assert "get_embed_and_head" in str(caught.value)
+    assert require(sample.root, apply=True).ok
+    with pytest.raises(GuardError) as not_a_repo:
+        require(sample.root.parent)
+    assert not_a_repo.value.exit_code == 2
+
+
+def test_export_import_round_trip_into_a_fresh_clone(sample: Sample, tmp_path: Path) -> None:
+    sample.record_eagle3()
+    assert sample.pg("require", f"{sample_repo.KIMI}::{sample_repo.CLASS}.forward").exit_code == 0
+    bundle = tmp_path / "eagle3.bundle.json"
+    assert sample.pg("export", str(bundle)).exit_code == 0
+    clone = tmp_path / "node2"
+    git(tmp_path, "clone", "-q", str(sample.root), str(clone))
+    imported = patchguard("-C", clone, "import", bundle)
+    assert imported.exit_code == 0, imported.stderr
+    assert "imported patch eagle3" in imported.output
+    assert patchguard("-C", clone, "check").exit_code == 1
+    assert patchguard("-C", clone, "apply").exit_code == 0
+    assert patchguard("-C", clone, "check").exit_code == 0
+    assert (clone / sample_repo.KIMI).read_bytes() == sample.kimi.read_bytes()
+
+
+@pytest.mark.parametrize(
+    ("mutate", "complaint"),
+    [
+        (lambda b: b.replace('"path": "python/', '"path": "../python/'), "path"),
+        (lambda b: b.replace('"path": "python/', '"path": "/tmp/python/'), "path"),
+        (lambda b: b.replace('"schema_version": 1', '"schema_version": 9', 1), "schema_version 9"),
+    ],
+)
+def test_import_refuses_escaping_paths_and_unknown_versions(
+    sample: Sample, tmp_path: Path, mutate, complaint
+) -> None:
+    sample.record_eagle3()
+    bundle = tmp_path / "b.json"
+    assert sample.pg("export", str(bundle)).exit_code == 0
+    bundle.write_text(mutate(bundle.read_text()))
+    assert sample.pg("drop", "eagle3").exit_code == 0
+    result = sample.pg("import", str(bundle))
+    assert result.exit_code == 2
+    assert complaint in result.stderr
+    assert sample.pg("list", "--json").output.count('"name"') == 0
+
+
+def test_import_refuses_a_path_through_a_symlink_leaving_the_repo(
+    sample: Sample, tmp_path: Path
+) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (sample.root / "linked").symlink_to(outside)
+    (outside / "evil.py").write_text("x = 1\n")
+    sample.git("add", "linked")
+    sample.git("commit", "-qm", "a symlink")
+    sample.record_eagle3()
+    bundle = tmp_path / "b.json"
+    assert sample.pg("export", str(bundle)).exit_code == 0
+    bundle.write_text(
+        bundle.read_text().replace(f'"path": "{sample_repo.KIMI}"', '"path": "linked/evil.py"')
+    )
+    result = sample.pg("import", str(bundle))
+    assert result.exit_code == 2
+    assert "outside the worktree" in result.stderr
+
+
+def test_every_report_has_json_and_no_colour(sample: Sample) -> None:
+    sample.record_eagle3()
+    sample.pg("install")
+    for args in (
+        ("check", "--json"),
+        ("status", "--json"),
+        ("apply", "--json"),
+        ("unapply", "--json", "--dry-run"),
+        ("list", "--json"),
+        ("doctor", "--json"),
+        ("stamp", "--json"),
+    ):
+        result = sample.pg(*args)
+        assert result.exit_code == 0, (args, result.stderr)
+        json.loads(result.output)
+        assert "\x1b" not in result.output + result.stderr
