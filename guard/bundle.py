@@ -67,6 +67,11 @@ def parse_bundle(source: str, text: str) -> Bundle:
 def import_bundle(repo: Repo, source: str, text: str) -> list[str]:
     """Add the bundle's patches and guards; same-named patches are replaced (and said so)."""
     bundle = parse_bundle(source, text)
+    with repo.lock("import"):
+        return _merge_bundle(repo, bundle)
+
+
+def _merge_bundle(repo: Repo, bundle: Bundle) -> list[str]:
     for patch in bundle.manifest.patches:
         for change in patch.files:
             repo.worktree_path(change.path)  # refuses paths that escape through symlinks

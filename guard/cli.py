@@ -14,7 +14,7 @@ from typing import Any
 
 import click
 
-from guard import bundle, engine, install, preflight, render
+from guard import bundle, engine, install, journal, preflight, render
 from guard.errors import EXIT_GUARD_FAILED, EXIT_OK, PatchguardError
 from guard.gitdir import locate
 from guard.repo import Repo
@@ -309,6 +309,17 @@ def unapply(cwd: Path, names: tuple[str, ...], dry_run: bool, as_json: bool) -> 
     """
     outcomes = engine.unapply(Repo.discover(cwd), names, dry_run=dry_run)
     _finish(outcomes, as_json)
+
+
+@cli.command(epilog=_epilog("patchguard undo"))
+@_directory_option
+def undo(cwd: Path) -> None:
+    """Put back the files exactly as they were before the last apply or unapply.
+
+    Refuses (exit 1) if a file was edited since, rather than lose that edit.
+    """
+    operation, paths = journal.undo(Repo.discover(cwd))
+    click.echo(f"undid the last {operation}: restored {', '.join(paths)}")
 
 
 def _finish(outcomes: list[engine.PatchOutcome], as_json: bool) -> None:

@@ -7,19 +7,38 @@ A state is never decided by searching for a string. Text is compared by 3-way me
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import functools
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
+from typing import Any, TypeVar, cast
 
 from pydantic import ValidationError
 
 from guard import fastpath
 from guard.errors import ConfigError, GuardFailure
+from guard.journal import Journal
 from guard.manifest import FileChange, Manifest, Patch, describe_validation
 from guard.repo import Repo, is_binary
 from guard.symbols import SourceSyntaxError, Spec, SymbolIndex, describe_miss, parse_spec
+
+_Operation = TypeVar("_Operation", bound=Callable[..., Any])
+
+
+def _locked(operation: str) -> Callable[[_Operation], _Operation]:
+    """Run an operation that writes under the repository's lock (see guard.lock)."""
+
+    def decorate(function: _Operation) -> _Operation:
+        @functools.wraps(function)
+        def locked(repo: Repo, *args: Any, **kwargs: Any) -> Any:
+            with repo.lock(operation):
+                return function(repo, *args, **kwargs)
+
+        return cast(_Operation, locked)
+
+    return decorate
 
 
 class State(StrEnum):
@@ -389,16 +408,25 @@ class PatchOutcome:
     message: str = ""
 
 
+@_locked("apply")
 def apply(
-    repo: Repo, names: Sequence[str] = (), *, dry_run: bool = False, merge: bool = False
+    repo: Repo,
+    names: Sequence[str] = (),
+    *,
+    dry_run: bool = False,
+    merge: bool = False,
+    allow_mid_operation: bool = False,
 ) -> list[PatchOutcome]:
     """Bring every selected patch to `applied` (or leave it `upstream`), patch by patch.
 
     A patch is written whole or not at all: one file that cannot merge cleanly leaves all
     of that patch's files untouched, unless `merge` asks for conflict markers.
     """
+    if not (dry_run or allow_mid_operation):
+        repo.refuse_mid_operation("apply")
     manifest = repo.load_manifest()
     tree = Worktree(repo)
+    journal = Journal(repo.layout.git_dir, "apply")
     outcomes = []
     for patch in select_patches(manifest, names):
         verdict = assess_patch(repo, tree, patch)
@@ -416,15 +444,25 @@ def apply(
                 outcome.message = "conflict markers written; resolve them, then patchguard record"
             else:
                 outcome.message = "would apply" if dry_run else "applied"
-            outcome.written = _write(repo, tree, writes, dry_run)
+            outcome.written = _write(repo, tree, writes, None if dry_run else journal)
         outcomes.append(outcome)
     return outcomes
 
 
-def unapply(repo: Repo, names: Sequence[str] = (), *, dry_run: bool = False) -> list[PatchOutcome]:
+@_locked("unapply")
+def unapply(
+    repo: Repo,
+    names: Sequence[str] = (),
+    *,
+    dry_run: bool = False,
+    allow_mid_operation: bool = False,
+) -> list[PatchOutcome]:
     """Take applied patches out of the worktree (last first), keeping every other edit."""
+    if not (dry_run or allow_mid_operation):
+        repo.refuse_mid_operation("unapply")
     manifest = repo.load_manifest()
     tree = Worktree(repo)
+    journal = Journal(repo.layout.git_dir, "unapply")
     outcomes = []
     for patch in reversed(select_patches(manifest, names)):
         verdict = assess_patch(repo, tree, patch)
@@ -445,7 +483,7 @@ def unapply(repo: Repo, names: Sequence[str] = (), *, dry_run: bool = False) -> 
             created_by_patch = change.base_blob is None and reverse.content == b""
             writes[change.path] = None if created_by_patch else reverse.content
         if outcome.ok:
-            outcome.written = _write(repo, tree, writes, dry_run)
+            outcome.written = _write(repo, tree, writes, None if dry_run else journal)
             if verdict.state is State.UPSTREAM:
                 outcome.message = "absorbed upstream; nothing to take out"
             elif outcome.written:
@@ -456,11 +494,16 @@ def unapply(repo: Repo, names: Sequence[str] = (), *, dry_run: bool = False) -> 
     return list(reversed(outcomes))
 
 
-def _write(repo: Repo, tree: Worktree, writes: dict[str, bytes | None], dry_run: bool) -> list[str]:
+def _write(
+    repo: Repo, tree: Worktree, writes: dict[str, bytes | None], journal: Journal | None
+) -> list[str]:
+    """Stage `writes` for later patches; with a journal, keep old bytes, then replace each file."""
     for path, content in writes.items():
+        before = tree.read(path)
         tree.stage(path, content)
-        if dry_run:
+        if journal is None:
             continue
+        journal.before_write(path, before, content)
         if content is None:
             repo.delete_file(path)
         else:
@@ -478,6 +521,7 @@ class RecordOutcome:
     skipped: list[str]
 
 
+@_locked("record")
 def record(
     repo: Repo,
     name: str,
@@ -576,6 +620,7 @@ def _resolve_spec(repo: Repo, text: str, cwd: Path) -> Spec:
     return Spec(repo.relpath(spec.path, cwd), spec.qualname)
 
 
+@_locked("require")
 def require(repo: Repo, specs: Sequence[str], *, cwd: Path) -> list[str]:
     """Guard symbols that are already committed; each must exist now. Returns the new guards."""
     manifest = repo.load_manifest(missing_ok=True)
@@ -590,6 +635,7 @@ def require(repo: Repo, specs: Sequence[str], *, cwd: Path) -> list[str]:
     return added
 
 
+@_locked("drop")
 def drop(repo: Repo, target: str, *, cwd: Path) -> str:
     """Forget a patch (by name) or a guard (by SPEC); the worktree is not touched."""
     manifest = repo.load_manifest()

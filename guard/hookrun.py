@@ -106,7 +106,7 @@ def _new_worktree_enabled(repo: Repo) -> bool:
 def _apply_and_check(repo: Repo, hook: str) -> int:
     from guard import engine, render
 
-    for outcome in engine.apply(repo):
+    for outcome in engine.apply(repo, allow_mid_operation=True):
         if outcome.written:
             say(f"re-applied {outcome.verdict.name} ({', '.join(outcome.written)})")
     report = engine.check(repo)

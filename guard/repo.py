@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from pygit2.ffi import C, ffi
 from guard.atomic import atomic_write
 from guard.errors import ConfigError
 from guard.gitdir import Layout, locate
+from guard.lock import exclusive
 from guard.manifest import (
     Manifest,
     empty_manifest,
@@ -98,6 +100,19 @@ class Repo:
         if not isinstance(obj, pygit2.Blob):
             raise ConfigError(f"object {oid} is not a blob; the manifest is damaged")
         return obj.data
+
+    def lock(self, operation: str) -> AbstractContextManager[None]:
+        """The repository-wide writer lock (shared by linked worktrees)."""
+        return exclusive(self.layout.store_dir / "lock", operation)
+
+    def refuse_mid_operation(self, action: str) -> None:
+        """Writing patches into the tree mid-rebase/merge would break the next step."""
+        operation = self.operation_in_progress()
+        if operation:
+            raise ConfigError(
+                f"a {operation} is in progress in {self.workdir}: {action} would get in its way. "
+                f"Finish it (git {operation} --continue) or abort it, then run patchguard {action}."
+            )
 
     # --- HEAD and the worktree ---------------------------------------------------------------
 
