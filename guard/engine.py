@@ -8,6 +8,7 @@ A state is never decided by searching for a string. Text is compared by 3-way me
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -173,6 +174,21 @@ class Worktree:
         self._content: dict[str, bytes | None] = {}
         self._head: dict[str, bytes | None] = {}
         self._indexes: dict[bytes, SymbolIndex | SourceSyntaxError] = {}
+        self._renames: dict[str, str] = {}
+
+    def followed_path(self, path: str, base_commit: str, existed_at_base: bool) -> str:
+        """Where a recorded file is now: itself, or where git's rename detection says it went."""
+        if path in self._renames:
+            return self._renames[path]
+        followed = path
+        if existed_at_base and self.read(path) is None and self.head(path) is None:
+            followed = self.repo.follow_rename(path, base_commit) or path
+        self._renames[path] = followed
+        return followed
+
+    def renamed(self, path: str) -> str:
+        """The followed path of a file assessed earlier (symbols move with their file)."""
+        return self._renames.get(path, path)
 
     def read(self, path: str) -> bytes | None:
         if path not in self._content:
@@ -212,6 +228,14 @@ class Worktree:
         qualnames = list(qualnames)
         if not qualnames:
             return {}
+        # A name with no `def NAME`/`class NAME` anywhere in the text is certainly missing:
+        # say so without parsing (parsing a large file takes seconds). Presence is decided
+        # by parsing only.
+        absent = {
+            q: f"not defined in {path}" for q in qualnames if not _mentions_definition(content, q)
+        }
+        if len(absent) == len(qualnames):
+            return absent
         try:
             index = self.symbols(content, path)
         except SourceSyntaxError as error:
@@ -229,6 +253,11 @@ class Worktree:
         return problems
 
 
+def _mentions_definition(content: bytes, qualname: str) -> bool:
+    leaf = re.escape(qualname.rsplit(".", 1)[-1].encode())
+    return re.search(rb"\b(?:def|class)\s+" + leaf + rb"\b", content) is not None
+
+
 def _required_in(patch: Patch, path: str) -> list[str]:
     return [spec.qualname for spec in map(parse_spec, patch.requires) if spec.path == path]
 
@@ -239,7 +268,16 @@ def _labels(patch: Patch) -> tuple[str, str, str]:
 
 def assess_file(repo: Repo, tree: Worktree, patch: Patch, change: FileChange) -> FileVerdict:
     """Decide one file's state by content; see docs/concepts.md for the rules."""
-    path = change.path
+    path = tree.followed_path(change.path, patch.base_commit, change.base_blob is not None)
+    verdict = _assess_at(repo, tree, patch, change, path)
+    if path != change.path:
+        verdict.detail += f" (followed the rename {change.path} -> {path})"
+    return verdict
+
+
+def _assess_at(
+    repo: Repo, tree: Worktree, patch: Patch, change: FileChange, path: str
+) -> FileVerdict:
     base = repo.blob(change.base_blob) if change.base_blob else b""
     patched = repo.blob(change.patched_blob)
     current = tree.read(path)
@@ -273,7 +311,7 @@ def assess_file(repo: Repo, tree: Worktree, patch: Patch, change: FileChange) ->
             "the change does not merge cleanly with this file",
             forward.content,
         )
-    problems = tree.symbol_problems(forward.content, path, _required_in(patch, path))
+    problems = tree.symbol_problems(forward.content, path, _required_in(patch, change.path))
     if problems:
         return FileVerdict(
             path,
@@ -385,6 +423,7 @@ def _remember_verified(repo: Repo, tree: Worktree, head: str) -> None:
 
 def _check_symbol(tree: Worktree, text: str, owner: str | None) -> SymbolResult:
     spec = parse_spec(text)
+    spec = Spec(tree.renamed(spec.path), spec.qualname)
     content = tree.read(spec.path)
     if content is None:
         return SymbolResult(text, False, f"{spec.path} does not exist", owner)

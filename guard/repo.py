@@ -174,6 +174,20 @@ class Repo:
             changed.append(path)
         return sorted(changed)
 
+    def follow_rename(self, path: str, base_commit: str) -> str | None:
+        """The path `path` was renamed to between `base_commit` and HEAD, by git's detection."""
+        try:
+            base_tree = self.git.get(base_commit).peel(pygit2.Tree)
+            head_tree = self.git.head.peel(pygit2.Tree)
+        except (AttributeError, KeyError, ValueError, pygit2.GitError):
+            return None
+        diff = self.git.diff(base_tree, head_tree)
+        diff.find_similar()
+        for delta in diff.deltas:
+            if delta.status_char() == "R" and delta.old_file.path == path:
+                return str(delta.new_file.path)
+        return None
+
     def operation_in_progress(self) -> str | None:
         """The name of a rebase, merge, cherry-pick, revert or am under way, if any."""
         markers = {

@@ -1,0 +1,87 @@
+"""One writer at a time; a dead holder never blocks; waiting is bounded and explained."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import sample_repo
+from conftest import Sample, method_count
+
+from guard.gitdir import locate
+
+HOLD = """
+import sys, time
+from pathlib import Path
+from guard.lock import exclusive
+with exclusive(Path(sys.argv[1]), "test holder"):
+    print("held", flush=True)
+    time.sleep(60)
+"""
+
+
+def test_concurrent_applies_and_record_keep_manifest_and_files_valid(
+    sample: Sample, clean_env: dict[str, str]
+) -> None:
+    sample.record_eagle3()
+    sample.git("stash")
+    other = sample.root / "python/sglang/srt/distributed/parallel_state.py"
+    other.write_text(other.read_text() + "EP_GROUP = None\n")
+    commands = [
+        ["apply"],
+        ["apply"],
+        ["record", "ep", str(other)],
+    ]
+    processes = [
+        subprocess.Popen(
+            [sys.executable, "-m", "guard", "-C", str(sample.root), *command],
+            env=clean_env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        for command in commands
+    ]
+    codes = [p.wait(timeout=120) for p in processes]
+    assert codes == [0, 0, 0], [p.stderr.read() for p in processes]
+    manifest = json.loads(locate(sample.root).manifest_path.read_text())
+    assert [p["name"] for p in manifest["patches"]] == ["eagle3", "ep"]
+    text = sample.kimi.read_text()
+    assert all(method_count(text, m) == 1 for m in sample_repo.METHODS)
+    assert sample.pg("check").exit_code == 0
+
+
+def test_lock_of_a_killed_process_is_stale(sample: Sample, clean_env: dict[str, str]) -> None:
+    sample.record_eagle3()
+    lock = locate(sample.root).store_dir / "lock"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(lock)], env=clean_env, stdout=subprocess.PIPE, text=True
+    )
+    assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+    os.kill(holder.pid, signal.SIGKILL)
+    holder.wait()
+    assert "test holder" in lock.read_text()  # its note is left, its lock is not
+    started = time.monotonic()
+    assert sample.pg("apply").exit_code == 0
+    assert time.monotonic() - started < 10
+
+
+def test_lock_held_too_long_gives_a_clear_message(sample: Sample, clean_env, monkeypatch) -> None:
+    sample.record_eagle3()
+    lock = locate(sample.root).store_dir / "lock"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(lock)], env=clean_env, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        monkeypatch.setenv("PATCHGUARD_LOCK_TIMEOUT", "0.3")
+        result = sample.pg("apply")
+        assert result.exit_code == 2
+        assert "held for more than 0.3s" in result.stderr
+        assert "test holder" in result.stderr
+    finally:
+        holder.kill()
+        holder.wait()

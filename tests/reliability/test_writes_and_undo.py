@@ -1,0 +1,91 @@
+"""Atomic writes, undo, and SIGKILL in the middle of an apply that writes several files."""
+
+from __future__ import annotations
+
+import os
+import signal
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import Sample
+
+
+def many_file_patch(sample: Sample, count: int = 4, size: int = 400_000) -> list[Path]:
+    """One patch over `count` large files, recorded, then stashed away."""
+    paths = []
+    for number in range(count):
+        path = sample.root / f"python/sglang/srt/big_{number}.py"
+        path.write_text("".join(f"VALUE_{i} = {i}\n" for i in range(size // 16)))
+        paths.append(path)
+    sample.git("add", "-A")
+    sample.git("commit", "-qm", "big files")
+    for path in paths:
+        path.write_text(path.read_text() + "\n\ndef patched():\n    return 1\n")
+    assert sample.pg("record", "big", *map(str, paths)).exit_code == 0
+    sample.git("stash")
+    return paths
+
+
+def test_apply_keeps_file_mode(sample: Sample) -> None:
+    sample.record_eagle3()
+    sample.git("stash")
+    sample.kimi.chmod(0o755)
+    assert sample.pg("apply").exit_code == 0
+    assert stat.S_IMODE(sample.kimi.stat().st_mode) == 0o755
+
+
+def test_undo_restores_exactly_and_refuses_to_lose_edits(sample: Sample) -> None:
+    sample.record_eagle3()
+    sample.git("stash")
+    original = sample.kimi.read_bytes()
+    assert sample.pg("apply").exit_code == 0
+    applied = sample.kimi.read_bytes()
+    result = sample.pg("undo")
+    assert result.exit_code == 0, result.stderr
+    assert sample.kimi.read_bytes() == original
+    assert sample.pg("apply").exit_code == 0
+    sample.kimi.write_bytes(applied + b"# my later edit\n")
+    refused = sample.pg("undo")
+    assert refused.exit_code == 1
+    assert "would lose those edits" in refused.stderr
+    assert sample.kimi.read_bytes() == applied + b"# my later edit\n"
+
+
+def test_undo_with_nothing_recorded_is_a_clear_error(sample: Sample) -> None:
+    sample.record_eagle3()
+    result = sample.pg("undo")
+    assert result.exit_code == 2
+    assert "nothing to undo" in result.stderr
+
+
+@pytest.mark.parametrize("delay", [0.0, 0.3, 0.45, 0.6, 0.9])
+def test_sigkill_during_apply_leaves_whole_files_and_recovers(
+    sample: Sample, clean_env: dict[str, str], delay: float
+) -> None:
+    paths = many_file_patch(sample)
+    originals = {p: p.read_bytes() for p in paths}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "guard", "-C", str(sample.root), "apply"],
+        env=clean_env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    time.sleep(delay)
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait()
+    for path in paths:
+        content = path.read_bytes()
+        assert content == originals[path] or content.endswith(b"def patched():\n    return 1\n")
+    leftovers = [p for p in paths[0].parent.iterdir() if p.name.endswith(".patchguard-tmp")]
+    for leftover in leftovers:  # a killed writer may leave its temp file, never a half file
+        leftover.unlink()
+    assert sample.pg("apply").exit_code == 0
+    assert all(p.read_bytes().endswith(b"def patched():\n    return 1\n") for p in paths)
+    assert sample.pg("undo").exit_code == 0
+    if delay == 0.0:
+        return
+    assert sample.pg("check").exit_code in (0, 1)
