@@ -254,7 +254,11 @@ class Worktree:
 
 
 def _mentions_definition(content: bytes, qualname: str) -> bool:
-    leaf = re.escape(qualname.rsplit(".", 1)[-1].encode())
+    """Could `content` define `qualname`? Only a plain ASCII name can be ruled out as bytes."""
+    name = qualname.rsplit(".", 1)[-1]
+    if not name.isascii():
+        return True
+    leaf = re.escape(name.encode())
     return re.search(rb"\b(?:def|class)\s+" + leaf + rb"\b", content) is not None
 
 

@@ -1,0 +1,246 @@
+"""Bad input: each case gets a clear error (2, or 1 for a failed guard), no traceback, nothing written.
+
+The CLI runs in-process with catch_exceptions=False, so any traceback fails the test itself.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+import sample_repo
+from conftest import Sample, git, patchguard
+
+from guard.gitdir import locate
+
+KIMI = sample_repo.KIMI
+
+
+def snapshot(root: Path) -> dict[str, bytes]:
+    """Every file of the worktree and of patchguard's store, to prove nothing was written."""
+    files = {}
+    for path in sorted(root.rglob("*")):
+        relative = path.relative_to(root).as_posix()
+        ours = not relative.startswith(".git/") or "/patchguard/" in relative
+        if path.is_file() and ours and not relative.endswith("/lock"):
+            files[relative] = path.read_bytes()
+    return files
+
+
+def assert_clear_failure(result, code: int, *needles: str) -> None:
+    """Exit code as the contract says; the reason in the output (errors on stderr)."""
+    assert result.exit_code == code, (result.output, result.stderr)
+    assert "Traceback" not in result.output + result.stderr
+    for needle in needles:
+        assert needle in result.output + result.stderr
+
+
+@pytest.mark.parametrize(
+    ("mutate", "needle"),
+    [
+        (lambda text: text[:40], "not valid JSON"),
+        (lambda text: "{", "not valid JSON"),
+        (
+            lambda text: text.replace('"schema_version": 1', '"schema_version": 2'),
+            "schema_version 2",
+        ),
+        (lambda text: text.replace(f'"path": "{KIMI}"', '"path": "../outside.py"'), "path"),
+        (lambda text: text.replace(f'"path": "{KIMI}"', '"path": "/etc/passwd"'), "path"),
+    ],
+    ids=["truncated", "invalid-json", "unknown-version", "dotdot-path", "absolute-path"],
+)
+def test_broken_manifest_writes_nothing(sample: Sample, mutate, needle: str) -> None:
+    sample.record_eagle3()
+    sample.git("stash")
+    manifest = locate(sample.root).manifest_path
+    manifest.write_text(mutate(manifest.read_text()))
+    before = snapshot(sample.root)
+    for command in (["apply"], ["unapply"], ["check"], ["record", "x", KIMI]):
+        assert_clear_failure(sample.pg(*command), 2, needle)
+    assert snapshot(sample.root) == before
+
+
+def test_manifest_path_through_symlink_out_of_the_repo(sample: Sample, tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "evil.py").write_text("x = 1\n")
+    sample.record_eagle3()
+    sample.git("stash")
+    (sample.root / "escape").symlink_to(outside)
+    manifest = locate(sample.root).manifest_path
+    manifest.write_text(
+        manifest.read_text().replace(f'"path": "{KIMI}"', '"path": "escape/evil.py"')
+    )
+    assert_clear_failure(sample.pg("apply"), 2, "outside the worktree")
+    assert (outside / "evil.py").read_text() == "x = 1\n"
+
+
+@pytest.mark.parametrize(
+    "name", ["with space.py", "quote'\"s.py", "new\nline.py", "ünïcødé.py"], ids=repr
+)
+def test_awkward_path_names_round_trip(sample: Sample, name: str) -> None:
+    path = sample.root / "python" / name
+    path.write_text("class A:\n    pass\n")
+    sample.git("add", "-A")
+    sample.git("commit", "-qm", "awkward name")
+    path.write_text("class A:\n    def added(self):\n        return 1\n")
+    result = sample.pg("record", "awkward", str(path))
+    assert result.exit_code == 0, result.stderr
+    sample.git("stash")
+    assert sample.pg("check").exit_code == 1
+    assert sample.pg("apply").exit_code == 0
+    assert "def added" in path.read_text()
+    assert sample.pg("check").exit_code == 0
+
+
+def test_binary_file_is_refused(sample: Sample) -> None:
+    blob = sample.root / "weights.bin"
+    blob.write_bytes(b"\x00\x01" * 100)
+    sample.git("add", "-A")
+    sample.git("commit", "-qm", "binary")
+    blob.write_bytes(b"\x00\x02" * 100)
+    before = snapshot(sample.root)
+    assert_clear_failure(sample.pg("record", "bin", str(blob)), 2, "binary file")
+    assert snapshot(sample.root) == before
+
+
+def test_non_utf8_source_with_coding_cookie_keeps_its_bytes(sample: Sample) -> None:
+    path = sample.root / "python/latin.py"
+    base = "# -*- coding: latin-1 -*-\nNAME = 'café'\n\nclass A:\n    pass\n".encode("latin-1")
+    path.write_bytes(base)
+    sample.git("add", "-A")
+    sample.git("commit", "-qm", "latin-1")
+    patched = base + "    def résumé(self):\n        return 'é'\n".encode("latin-1")
+    path.write_bytes(patched)
+    assert sample.pg("record", "latin", str(path)).exit_code == 0
+    sample.git("stash")
+    assert sample.pg("apply").exit_code == 0
+    assert path.read_bytes() == patched
+    assert sample.pg("check").exit_code == 0
+
+
+def test_non_utf8_source_without_cookie_is_a_clear_syntax_error(sample: Sample) -> None:
+    path = sample.root / "python/broken_encoding.py"
+    path.write_bytes(b"X = 1\n")
+    sample.git("add", "-A")
+    sample.git("commit", "-qm", "ascii")
+    path.write_bytes(b"X = '\xe9'\n")
+    assert_clear_failure(sample.pg("record", "enc", str(path)), 1, "broken_encoding.py:")
+
+
+def test_crlf_line_endings_are_kept(sample: Sample) -> None:
+    path = sample.root / "python/windows.py"
+    path.write_bytes(b"class A:\r\n    def a(self):\r\n        return 1\r\n")
+    sample.git("add", "-A")
+    sample.git("commit", "-qm", "crlf")
+    patched = path.read_bytes() + b"\r\n    def b(self):\r\n        return 2\r\n"
+    path.write_bytes(patched)
+    assert sample.pg("record", "crlf", str(path)).exit_code == 0
+    sample.git("stash")
+    assert sample.pg("apply").exit_code == 0
+    assert path.read_bytes() == patched
+
+
+def test_ten_megabyte_file(sample: Sample) -> None:
+    path = sample.root / "data/table.txt"
+    path.parent.mkdir()
+    line = b"0123456789" * 9 + b"\n"
+    path.write_bytes(line * 100_000)  # 10 MB
+    sample.git("add", "-A")
+    sample.git("commit", "-qm", "big")
+    patched = path.read_bytes() + b"appended by the patch\n"
+    path.write_bytes(patched)
+    assert sample.pg("record", "big", str(path)).exit_code == 0
+    sample.git("stash")
+    assert sample.pg("apply").exit_code == 0
+    assert path.read_bytes() == patched
+
+
+def test_file_deleted_upstream_is_missing_and_untouched(sample: Sample) -> None:
+    sample.record_eagle3()
+    sample.git("stash")
+    sample.git("rm", "-q", KIMI)
+    sample.git("commit", "-qm", "upstream deletes it")
+    before = snapshot(sample.root)
+    assert_clear_failure(sample.pg("apply"), 1, "missing-file")
+    assert snapshot(sample.root) == before
+
+
+def test_file_renamed_upstream_is_followed_and_reported(sample: Sample) -> None:
+    sample.record_eagle3()
+    sample.git("stash")
+    renamed = "python/sglang/srt/models/kimi_k2_5.py"
+    sample.git("mv", KIMI, renamed)
+    sample.git("commit", "-qm", "upstream renames it")
+    status = sample.pg("status")
+    assert f"followed the rename {KIMI} -> {renamed}" in status.output
+    assert sample.pg("apply").exit_code == 0
+    assert "def set_embed_and_head" in (sample.root / renamed).read_text()
+    assert not sample.kimi.exists()
+    assert sample.pg("check").exit_code == 0
+
+
+def test_spec_for_missing_file_and_malformed_spec(sample: Sample) -> None:
+    assert_clear_failure(sample.pg("require", "python/nope.py::f"), 1, "does not exist")
+    assert_clear_failure(sample.pg("require", "python/nope.py:f"), 2, "no '::'")
+
+
+def test_repository_with_no_commits(tmp_path: Path) -> None:
+    git(tmp_path, "init", "-q")
+    (tmp_path / "a.py").write_text("x = 1\n")
+    assert_clear_failure(patchguard("-C", tmp_path, "record", "p", "a.py"), 2, "no commits yet")
+    assert_clear_failure(patchguard("-C", tmp_path, "check"), 2, "no manifest")
+
+
+def test_bare_repository(tmp_path: Path) -> None:
+    git(tmp_path, "init", "-q", "--bare", "bare.git")
+    assert_clear_failure(patchguard("-C", tmp_path / "bare.git", "check"), 2, "bare repository")
+
+
+def test_detached_head_works(sample: Sample) -> None:
+    sample.record_eagle3()
+    sample.git("stash")
+    sample.git("checkout", "-q", "--detach", "main")
+    assert sample.pg("apply").exit_code == 0
+    assert sample.pg("check").exit_code == 0
+
+
+def test_mid_merge_does_nothing_then_acts_after(sample: Sample) -> None:
+    sample.record_eagle3()
+    sample.git("stash")
+    sample.git("checkout", "-q", "-b", "side", "old")
+    sample.kimi.write_text(sample.kimi.read_text().replace("multimodal", "side"))
+    sample.git("commit", "-qam", "side edit")
+    sample.git("checkout", "-q", "main")
+    sample.kimi.write_text(sample.kimi.read_text().replace("multimodal", "main"))
+    sample.git("commit", "-qam", "main edit")
+    merge = sample.git("merge", "side", check=False)
+    assert merge.returncode != 0  # a real conflict: the merge stops
+    before = snapshot(sample.root)
+    assert_clear_failure(sample.pg("apply"), 2, "merge is in progress")
+    assert snapshot(sample.root) == before
+    sample.git("merge", "--abort")
+    assert sample.pg("apply").exit_code == 0
+    assert sample.pg("check").exit_code == 0
+
+
+def test_no_traceback_from_a_real_process(sample: Sample, clean_env: dict[str, str]) -> None:
+    sample.record_eagle3()
+    manifest = locate(sample.root).manifest_path
+    manifest.write_text("{")
+    for args in (["check"], ["apply"], ["hook", "post-checkout", "0", "0", "1"], ["stamp"]):
+        result = subprocess.run(
+            ["python", "-m", "guard", *args],
+            cwd=sample.root,
+            env=clean_env,
+            capture_output=True,
+            text=True,
+        )
+        assert result.returncode == 2, args
+        assert "Traceback" not in result.stderr
+        assert "not valid JSON" in result.stderr
+    assert json.loads("{}") == {}
+    assert os.path.exists(manifest)
