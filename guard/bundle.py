@@ -44,7 +44,9 @@ def parse_bundle(source: str, text: str) -> Bundle:
     try:
         data: Any = json.loads(text)
     except json.JSONDecodeError as error:
-        raise ConfigError(f"bundle {source} is not valid JSON ({error})") from None
+        raise ConfigError(
+            f"bundle {source} is not valid JSON ({error}); export it again with `patchguard export`"
+        ) from None
     version = data.get("schema_version") if isinstance(data, dict) else None
     if isinstance(version, int) and version != SCHEMA_VERSION:
         raise ConfigError(
@@ -57,10 +59,16 @@ def parse_bundle(source: str, text: str) -> Bundle:
         raise ConfigError(f"bundle {source} is invalid: {describe_validation(error)}") from None
     for oid, encoded in bundle.blobs.items():
         if blob_id(base64.b64decode(encoded)) != oid:
-            raise ConfigError(f"bundle {source}: the content of blob {oid} does not match its id")
+            raise ConfigError(
+                f"bundle {source}: the content of blob {oid} does not match its id; the bundle "
+                "is damaged, export it again with `patchguard export`"
+            )
     missing = bundle.manifest.blob_ids() - set(bundle.blobs)
     if missing:
-        raise ConfigError(f"bundle {source} lacks the content of {len(missing)} blob(s)")
+        raise ConfigError(
+            f"bundle {source} lacks the content of {len(missing)} blob(s); export it again "
+            "with `patchguard export`"
+        )
     return bundle
 
 

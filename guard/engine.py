@@ -600,7 +600,10 @@ def record(
     for text in sorted(specs):
         result = _check_symbol(tree, text, name)
         if not result.ok:
-            raise GuardFailure(f"cannot record {name}: {text}: {result.detail}")
+            raise GuardFailure(
+                f"cannot record {name}: {text}: {result.detail}. Fix the file or the --require "
+                "SPEC, then record again."
+            )
     try:
         patch = Patch(
             name=name,
@@ -630,9 +633,15 @@ def _record_file(repo: Repo, tree: Worktree, path: str) -> FileChange:
             "not deletions. Restore it (git restore) or leave it out."
         )
     if current == head:
-        raise ConfigError(f"{path} has no changes against HEAD; nothing to record for it")
+        raise ConfigError(
+            f"{path} has no changes against HEAD; nothing to record for it. Leave it out, or "
+            "edit it first."
+        )
     if is_binary(current) or (head is not None and is_binary(head)):
-        raise ConfigError(f"{path} is a binary file; patchguard records text patches only")
+        raise ConfigError(
+            f"{path} is a binary file; patchguard records text patches only. Leave it out of "
+            "the patch."
+        )
     base = head or b""
     added_symbols: list[str] = []
     diff = repo.diff(base, current, path)
@@ -672,7 +681,10 @@ def require(repo: Repo, specs: Sequence[str], *, cwd: Path) -> list[str]:
     for text in resolved:
         result = _check_symbol(tree, text, None)
         if not result.ok:
-            raise GuardFailure(f"cannot guard {text}: {result.detail}")
+            raise GuardFailure(
+                f"cannot guard {text}: {result.detail}. A guard must exist when you add it; "
+                "check the file and the SPEC."
+            )
     added = [text for text in dict.fromkeys(resolved) if text not in manifest.guards]
     repo.save_manifest(manifest.model_copy(update={"guards": [*manifest.guards, *added]}))
     return added

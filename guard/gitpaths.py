@@ -40,7 +40,10 @@ def _follow_gitfile(dot_git: str) -> str:
     with open(dot_git, encoding="utf-8", errors="replace") as handle:
         text = handle.read().strip()
     if not text.startswith("gitdir:"):
-        raise ConfigError(f"{dot_git} is not a valid gitfile (expected 'gitdir: PATH')")
+        raise ConfigError(
+            f"{dot_git} is not a valid gitfile (expected 'gitdir: PATH'); repair it with "
+            "`git worktree repair`"
+        )
     target = text[len("gitdir:") :].strip()
     return os.path.realpath(os.path.join(os.path.dirname(dot_git), target))
 

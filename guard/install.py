@@ -30,7 +30,10 @@ def template_text() -> str:
     for candidate in (package / "_data" / "hooks", package.parent / "hooks"):
         if (candidate / TEMPLATE_NAME).is_file():
             return (candidate / TEMPLATE_NAME).read_text()
-    raise ConfigError(f"the hook template {TEMPLATE_NAME} is missing from this installation")
+    raise ConfigError(
+        f"the hook template {TEMPLATE_NAME} is missing from this installation; reinstall "
+        "patchguard (pip install --force-reinstall git-patchguard)"
+    )
 
 
 def _sh_single_quoted(value: str) -> str:
@@ -57,7 +60,9 @@ def git_hooks_dir(layout: Layout) -> Path:
             check=True,
         )
     except (OSError, subprocess.CalledProcessError) as error:
-        raise ConfigError(f"cannot ask git where hooks live in {layout.workdir}: {error}") from None
+        raise ConfigError(
+            f"cannot ask git where hooks live in {layout.workdir}: {error}. Is git on PATH?"
+        ) from None
     return (layout.workdir / result.stdout.strip()).resolve()
 
 

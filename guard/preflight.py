@@ -59,7 +59,9 @@ def resolve_import(module: str, python: str, workdir: Path, cwd: Path) -> Import
             timeout=60,
         )
     except OSError as error:
-        raise ConfigError(f"cannot run the interpreter {python}: {error}") from None
+        raise ConfigError(
+            f"cannot run the interpreter {python}: {error}. Pass an existing one with --python PATH."
+        ) from None
     if probe.returncode != 0:
         last = (probe.stderr.strip().splitlines() or ["(no output)"])[-1]
         return ImportResult(module, python, None, False, f"{python} could not resolve it: {last}")
@@ -173,7 +175,8 @@ def load_stamp(source: str, text: str) -> dict[str, Any]:
         if isinstance(data, dict) and data.get("format") == STAMP_FORMAT:
             return data
     raise ConfigError(
-        f"{source} holds no patchguard stamp (a JSON line with format {STAMP_FORMAT})"
+        f"{source} holds no patchguard stamp (a JSON line with format {STAMP_FORMAT}); "
+        "write one with `patchguard stamp >> FILE`"
     )
 
 
@@ -253,4 +256,6 @@ def execute(command: Sequence[str]) -> None:
     try:
         os.execvp(command[0], list(command))
     except OSError as error:
-        raise ConfigError(f"cannot run {command[0]}: {error.strerror}") from None
+        raise ConfigError(
+            f"cannot run {command[0]}: {error.strerror}; check the command and PATH"
+        ) from None

@@ -57,7 +57,8 @@ class Repo:
             self.git = pygit2.Repository(str(layout.git_dir))
         except pygit2.GitError as error:
             raise ConfigError(
-                f"cannot open the git repository at {layout.git_dir}: {error}"
+                f"cannot open the git repository at {layout.git_dir}: {error}. Check it with "
+                "`git status` there."
             ) from None
 
     @classmethod
@@ -98,7 +99,10 @@ class Repo:
                 f"(was {STORE_REF} deleted?). Re-import the patch with `patchguard import`."
             ) from None
         if not isinstance(obj, pygit2.Blob):
-            raise ConfigError(f"object {oid} is not a blob; the manifest is damaged")
+            raise ConfigError(
+                f"object {oid} is not a blob; the manifest is damaged. Re-import the patch "
+                "(`patchguard import`) or record it again."
+            )
         return obj.data
 
     def lock(self, operation: str) -> AbstractContextManager[None]:
@@ -138,7 +142,10 @@ class Repo:
         full = self.workdir / path
         resolved = full.resolve()
         if resolved != self.workdir and self.workdir not in resolved.parents:
-            raise ConfigError(f"{path} resolves to {resolved}, outside the worktree {self.workdir}")
+            raise ConfigError(
+                f"{path} resolves to {resolved}, outside the worktree {self.workdir}; patchguard "
+                "never reads or writes there. Remove that patch (`patchguard drop NAME`)."
+            )
         return full
 
     def read_file(self, path: str) -> bytes | None:
@@ -147,7 +154,10 @@ class Repo:
         except (FileNotFoundError, NotADirectoryError):
             return None
         except IsADirectoryError:
-            raise ConfigError(f"{path} is a directory in the worktree, not a file") from None
+            raise ConfigError(
+                f"{path} is a directory in the worktree, not a file; move it away, or stop "
+                "guarding it with `patchguard drop NAME`"
+            ) from None
 
     def write_file(self, path: str, data: bytes) -> None:
         full = self.worktree_path(path)
@@ -163,7 +173,9 @@ class Repo:
         try:
             return absolute.relative_to(self.workdir).as_posix()
         except ValueError:
-            raise ConfigError(f"{user_path} is outside the worktree {self.workdir}") from None
+            raise ConfigError(
+                f"{user_path} is outside the worktree {self.workdir}; name a path inside it"
+            ) from None
 
     def changed_tracked_files(self) -> list[str]:
         """Tracked files whose worktree content differs from HEAD (staged or not)."""
@@ -230,7 +242,10 @@ class Repo:
         result = ffi.new("git_merge_file_result *")
         error = C.git_merge_file_from_index(result, self.git._repo, *c_entries, options)
         if error < 0:
-            raise ConfigError(f"libgit2 could not merge {labels[1]}: error {error}")
+            raise ConfigError(
+                f"libgit2 could not merge {labels[1]} (error {error}); leave the file as it is "
+                "and run `patchguard status` to see which patch is involved"
+            )
         try:
             return MergeResult(
                 clean=bool(result.automergeable), content=bytes(ffi.buffer(result.ptr, result.len))

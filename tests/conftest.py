@@ -85,6 +85,6 @@ def method_count(text: str, name: str) -> int:
 @pytest.fixture(scope="session")
 def clean_env() -> dict[str, str]:
     """The environment for subprocesses: the test venv first on PATH."""
-    env = dict(os.environ)
+    env = {**os.environ, **GIT_IDENTITY}
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
     return env

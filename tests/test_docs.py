@@ -1,0 +1,101 @@
+"""The docs stay true: every error message has a troubleshooting entry, the Quickstart runs."""
+
+from __future__ import annotations
+
+import ast
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import ROOT
+
+ERROR_TYPES = {"ConfigError", "GuardFailure", "GuardError"}
+MIN_FRAGMENT = 12
+# Calls whose N-th argument is a message shown to users (a state's reason, an import verdict).
+DETAIL_ARGUMENT = {"FileVerdict": 2, "ImportResult": 4, "banner": 0}
+REASON_FUNCTIONS = {"_busy", "fix_for", "describe_miss"}
+
+
+def _fragment(node: ast.expr) -> str | None:
+    """The longest literal piece of a message (f-string holes removed), as the entry's key."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        pieces = [node.value]
+    elif isinstance(node, ast.JoinedStr):
+        pieces = [v.value for v in node.values if isinstance(v, ast.Constant)]
+    elif isinstance(node, ast.BinOp):
+        pieces = [p for side in (node.left, node.right) if (p := _fragment(side))]
+    else:
+        return None
+    best = max((p.strip() for p in pieces), key=len, default="")
+    return best if len(best) >= MIN_FRAGMENT else None
+
+
+def error_messages() -> list[tuple[str, int, str]]:
+    """(file, line, key) for every message patchguard can print as an error or hook notice."""
+    found = []
+    for path in sorted((ROOT / "guard").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.Call) or not node.args:
+                continue
+            func = node.func
+            name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")
+            is_problem = name == "append" and "problems" in ast.unparse(func)
+            message = None
+            if name in ERROR_TYPES or name == "say" or is_problem:
+                message = node.args[0]
+            elif name in DETAIL_ARGUMENT and len(node.args) > DETAIL_ARGUMENT[name]:
+                message = node.args[DETAIL_ARGUMENT[name]]
+            key = _fragment(message) if message is not None else None
+            if key:
+                found.append((path.name, node.lineno, key))
+        for node in ast.walk(ast.parse(path.read_text())):  # reasons returned as text
+            if isinstance(node, ast.FunctionDef) and node.name in REASON_FUNCTIONS:
+                for inner in ast.walk(node):
+                    if isinstance(inner, ast.Return) and inner.value is not None:
+                        key = _fragment(inner.value)
+                        if key:
+                            found.append((path.name, inner.lineno, key))
+    template = (ROOT / "hooks" / "patchguard-hook.sh").read_text()
+    for number, line in enumerate(template.splitlines(), 1):
+        if match := re.search(r'echo "patchguard: (.*?)" >&2', line):
+            key = max(re.split(r"\$\w+|\$\{\w+[^}]*\}", match.group(1)), key=len).strip()
+            found.append(("patchguard-hook.sh", number, key))
+    return found
+
+
+def test_catalogue_finds_messages() -> None:
+    assert len(error_messages()) > 30
+
+
+@pytest.mark.parametrize("where", error_messages(), ids=lambda w: f"{w[0]}:{w[1]}")
+def test_every_error_message_has_a_troubleshooting_entry(where: tuple[str, int, str]) -> None:
+    text = " ".join((ROOT / "docs" / "troubleshooting.md").read_text().split())
+    key = " ".join(where[2].split())
+    assert key in text, (
+        f"docs/troubleshooting.md has no entry quoting {key!r} ({where[0]}:{where[1]})"
+    )
+
+
+def quickstart_commands() -> str:
+    """The ```sh blocks of the Quickstart marked `<!-- tested -->`, in order."""
+    text = (ROOT / "docs" / "quickstart.md").read_text()
+    blocks = re.findall(r"<!-- tested -->\n```sh\n(.*?)```", text, flags=re.S)
+    return "".join(blocks)
+
+
+def test_quickstart_ends_with_a_guarded_sample_checkout(tmp_path: Path, clean_env) -> None:
+    script = quickstart_commands()
+    assert "patchguard install" in script
+    env = {**clean_env, "HOME": str(tmp_path)}
+    result = subprocess.run(
+        ["sh", "-ec", script], cwd=ROOT, env=env, capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    checkout = tmp_path / "sglang-sample"
+    doctor = subprocess.run(
+        ["patchguard", "-C", str(checkout), "doctor"], env=env, capture_output=True, text=True
+    )
+    assert doctor.returncode == 0, doctor.stderr
+    check = subprocess.run(["patchguard", "-C", str(checkout), "check"], env=env)
+    assert check.returncode == 0
