@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import base64
 import json
-from typing import Any, Literal
+from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from guard.errors import ConfigError
 from guard.fastpath import blob_id
-from guard.manifest import SCHEMA_VERSION, Manifest, ObjectId, describe_validation
+from guard.manifest import SCHEMA_VERSION, Manifest, ObjectId, parse_versioned
 from guard.repo import Repo
 
 BUNDLE_FORMAT = "patchguard.bundle"
@@ -41,22 +41,9 @@ def export_bundle(repo: Repo) -> str:
 
 def parse_bundle(source: str, text: str) -> Bundle:
     """Validate everything before anything is written: schema, blob integrity, completeness."""
-    try:
-        data: Any = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise ConfigError(
-            f"bundle {source} is not valid JSON ({error}); export it again with `patchguard export`"
-        ) from None
-    version = data.get("schema_version") if isinstance(data, dict) else None
-    if isinstance(version, int) and version != SCHEMA_VERSION:
-        raise ConfigError(
-            f"bundle {source} has schema_version {version}; this patchguard reads "
-            f"{SCHEMA_VERSION}. Export it again with this version, or upgrade patchguard."
-        )
-    try:
-        bundle = Bundle.model_validate(data)
-    except ValidationError as error:
-        raise ConfigError(f"bundle {source} is invalid: {describe_validation(error)}") from None
+    bundle = parse_versioned(
+        text, f"bundle {source}", Bundle, "export it again with `patchguard export`"
+    )
     for oid, encoded in bundle.blobs.items():
         if blob_id(base64.b64decode(encoded)) != oid:
             raise ConfigError(

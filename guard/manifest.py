@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from datetime import datetime
 from pathlib import Path, PurePosixPath
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
@@ -65,6 +65,9 @@ PatchName = Annotated[
         description="Letters, digits, '.', '_' and '-'; starts with a letter or digit.",
     ),
 ]
+
+
+_Model = TypeVar("_Model", bound=BaseModel)
 
 
 class _Strict(BaseModel):
@@ -142,24 +145,31 @@ def read_manifest_bytes(path: Path) -> bytes:
 
 
 def parse_manifest(raw: bytes, path: Path) -> Manifest:
-    """Validate; any defect becomes a ConfigError naming the file and the field."""
+    return parse_versioned(
+        raw,
+        f"manifest {path}",
+        Manifest,
+        "restore it from a bundle (`patchguard import`) or remove it and record again",
+    )
+
+
+def parse_versioned(raw: bytes | str, source: str, model: type[_Model], remedy: str) -> _Model:
+    """JSON to a validated model; bad JSON, an unknown schema_version or a bad field becomes
+    a ConfigError naming `source` (and the field), with `remedy` as the next step."""
     try:
         data: Any = json.loads(raw)
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        raise ConfigError(
-            f"manifest {path} is not valid JSON ({error}). Restore it from a bundle "
-            "(`patchguard import`) or remove it and record again."
-        ) from None
+        raise ConfigError(f"{source} is not valid JSON ({error}); {remedy}") from None
     version = data.get("schema_version") if isinstance(data, dict) else None
     if isinstance(version, int) and version != SCHEMA_VERSION:
         raise ConfigError(
-            f"manifest {path} has schema_version {version}; this patchguard reads version "
+            f"{source} has schema_version {version}; this patchguard reads version "
             f"{SCHEMA_VERSION}. Use the patchguard that wrote it, or upgrade."
         )
     try:
-        return Manifest.model_validate(data)
+        return model.model_validate(data)
     except ValidationError as error:
-        raise ConfigError(f"manifest {path} is invalid: {describe_validation(error)}") from None
+        raise ConfigError(f"{source} is invalid: {describe_validation(error)}; {remedy}") from None
 
 
 def describe_validation(error: ValidationError) -> str:
