@@ -207,7 +207,9 @@ def run(
     python: str | None,
     command: tuple[str, ...],
 ) -> None:
-    """Run COMMAND only if every guard holds; otherwise exit 1 without running it.
+    """Run COMMAND only if every guard holds.
+
+    Otherwise exit 1 without running it, and say why.
 
     COMMAND replaces patchguard (exec): its exit status, signals, stdin and stdout pass
     through untouched. Put `--` before it.
@@ -242,7 +244,9 @@ def run(
 )
 @_directory_option
 def stamp(cwd: Path, as_json: bool, diff_files: tuple[Any, Any] | None) -> None:
-    """Print one JSON line describing the code about to run, for a results JSONL.
+    """Print a JSON line describing the code about to run.
+
+    Append it to a results JSONL.
 
     The line is JSON with or without --json. Keys are documented in docs/benchmarks.md.
     With --diff, the last stamp of each file is compared.
@@ -314,7 +318,9 @@ def unapply(cwd: Path, names: tuple[str, ...], dry_run: bool, as_json: bool) -> 
 @cli.command(epilog=_epilog("patchguard undo"))
 @_directory_option
 def undo(cwd: Path) -> None:
-    """Put back the files exactly as they were before the last apply or unapply.
+    """Undo the last apply or unapply.
+
+    Puts the files back exactly as they were before it.
 
     Refuses (exit 1) if a file was edited since, rather than lose that edit.
     """
@@ -369,7 +375,10 @@ def drop(cwd: Path, target: str) -> None:
 @click.argument("file", type=click.File("w"), default="-")
 @_directory_option
 def export_(cwd: Path, file: Any) -> None:
-    """Write every patch, with its content, to one self-contained bundle (default: stdout)."""
+    """Write all patches, with their content, to a bundle.
+
+    The bundle is one self-contained, schema-validated JSON file (default: stdout).
+    """
     file.write(bundle.export_bundle(Repo.discover(cwd)))
 
 
@@ -379,7 +388,9 @@ def export_(cwd: Path, file: Any) -> None:
 @click.argument("file", type=click.File("r"))
 @_directory_option
 def import_(cwd: Path, file: Any) -> None:
-    """Add the patches and guards of a bundle from `patchguard export` (- for stdin).
+    """Add the patches and guards of a bundle.
+
+    FILE comes from `patchguard export` (- for stdin).
 
     The bundle is validated first; a path that would land outside the repository, or an
     unknown schema version, is refused and nothing is written.

@@ -11,10 +11,13 @@ but os and _sha1. A missing, corrupt or outdated cache only means a miss, so the
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
 
 from guard.errors import PatchguardError
 from guard.gitpaths import find_repository, read_head
+
+TYPE_CHECKING = False  # importing typing or collections would cost this path more than its work
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping
 
 try:  # the bare C module: hashlib would cost more than the whole fast path
     from _sha1 import sha1
