@@ -43,11 +43,17 @@ fi
 # verified them, there is nothing to do. Same key as guard/fastpath.py; any doubt falls through.
 # Builtins only, beyond two git calls: this runs on every checkout.
 if [ "$hook_name" != reference-transaction ] &&
-    found=$(git rev-parse --absolute-git-dir HEAD 2>/dev/null); then
+    found=$(git rev-parse --absolute-git-dir --git-common-dir HEAD 2>/dev/null); then
     cache="${found%%
 *}/patchguard-cache"
-    key="${found#*
+    rest="${found#*
+}"
+    common="${rest%%
+*}"
+    key="${rest#*
 } "
+    # Nothing recorded in this repository yet: nothing to guard.
+    [ -f "$common/patchguard/manifest.json" ] || exit "$status"
     if [ -f "$cache/verified" ] && [ -f "$cache/paths" ]; then
         for blob in $(git hash-object --no-filters --stdin-paths <"$cache/paths" 2>/dev/null); do
             key="$key$blob "

@@ -84,3 +84,13 @@ def test_cache_is_per_worktree(sample: Sample, tmp_path) -> None:
     )
     assert result.returncode == 1
     assert sample_repo.KIMI.encode() in result.stderr
+
+
+def test_hook_in_a_repository_with_nothing_recorded_exits_in_sh(sample: Sample) -> None:
+    assert sample.pg("install", "--hook", "post-checkout").exit_code == 0
+    hook = sample.root / ".git" / "hooks" / "post-checkout"
+    hook.write_text(hook.read_text().replace("install_python='", "install_python='/gone"))
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(sample.root)}
+    switch = git(sample.root, "checkout", "-q", "old", env=env, check=False)
+    assert switch.returncode == 0, switch.stderr
+    assert switch.stderr == ""
