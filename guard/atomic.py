@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import glob
 import os
 import stat
 import tempfile
 from pathlib import Path
+
+TEMP_SUFFIX = ".patchguard-tmp"
 
 
 def atomic_write(path: Path, data: bytes, mode: int | None = None) -> None:
@@ -36,6 +39,12 @@ def atomic_write(path: Path, data: bytes, mode: int | None = None) -> None:
         Path(tmp_name).unlink(missing_ok=True)
         raise
     _fsync_directory(path.parent)
+
+
+def remove_stale_temporaries(path: Path) -> None:
+    """Temp files a killed writer left beside `path`; call only while holding the writers' lock."""
+    for leftover in path.parent.glob(f".{glob.escape(path.name)}.*{TEMP_SUFFIX}"):
+        leftover.unlink(missing_ok=True)
 
 
 def _fsync_directory(directory: Path) -> None:

@@ -11,7 +11,7 @@ import pygit2
 from pygit2.enums import FileMode, FileStatus
 from pygit2.ffi import C, ffi
 
-from guard.atomic import atomic_write
+from guard.atomic import atomic_write, remove_stale_temporaries
 from guard.errors import ConfigError
 from guard.gitdir import Layout, locate
 from guard.lock import exclusive
@@ -160,8 +160,10 @@ class Repo:
             ) from None
 
     def write_file(self, path: str, data: bytes) -> None:
+        """Atomic replacement; callers hold the repository lock, so older temp files are stale."""
         full = self.worktree_path(path)
         full.parent.mkdir(parents=True, exist_ok=True)
+        remove_stale_temporaries(full)
         atomic_write(full, data)
 
     def delete_file(self, path: str) -> None:

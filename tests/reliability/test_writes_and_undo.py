@@ -55,6 +55,15 @@ def test_undo_restores_exactly_and_refuses_to_lose_edits(sample: Sample) -> None
     assert sample.kimi.read_bytes() == applied + b"# my later edit\n"
 
 
+def test_temp_file_of_a_killed_writer_is_swept_by_the_next_write(sample: Sample) -> None:
+    sample.record_eagle3()
+    sample.git("stash")
+    stale = sample.kimi.parent / f".{sample.kimi.name}.k1ll3d.patchguard-tmp"
+    stale.write_bytes(b"half a file")
+    assert sample.pg("apply").exit_code == 0
+    assert not stale.exists()
+
+
 def test_undo_with_nothing_recorded_is_a_clear_error(sample: Sample) -> None:
     sample.record_eagle3()
     result = sample.pg("undo")
@@ -80,11 +89,11 @@ def test_sigkill_during_apply_leaves_whole_files_and_recovers(
     for path in paths:
         content = path.read_bytes()
         assert content == originals[path] or content.endswith(b"def patched():\n    return 1\n")
-    leftovers = [p for p in paths[0].parent.iterdir() if p.name.endswith(".patchguard-tmp")]
-    for leftover in leftovers:  # a killed writer may leave its temp file, never a half file
-        leftover.unlink()
     assert sample.pg("apply").exit_code == 0
     assert all(p.read_bytes().endswith(b"def patched():\n    return 1\n") for p in paths)
+    assert sample.pg("unapply").exit_code == 0 and sample.pg("apply").exit_code == 0
+    leftovers = [p for p in paths[0].parent.iterdir() if p.name.endswith(".patchguard-tmp")]
+    assert leftovers == []  # a killed writer's temp files are swept by the next write
     assert sample.pg("undo").exit_code == 0
     if delay == 0.0:
         return
