@@ -514,17 +514,18 @@ def unapply(
         for change, file_verdict in zip(patch.files, verdict.files, strict=True):
             if file_verdict.state is not State.APPLIED:
                 continue
-            current = tree.read(change.path)
+            path = file_verdict.path  # where the file is now, renames followed
+            current = tree.read(path)
             assert current is not None
             base = repo.blob(change.base_blob) if change.base_blob else b""
             patched = repo.blob(change.patched_blob)
             reverse = repo.merge3(patched, current, base, _labels(patch))
             if not reverse.clean:
                 outcome.ok = False
-                outcome.message = f"{change.path}: the change cannot be taken out cleanly"
+                outcome.message = f"{path}: the change cannot be taken out cleanly"
                 break
             created_by_patch = change.base_blob is None and reverse.content == b""
-            writes[change.path] = None if created_by_patch else reverse.content
+            writes[path] = None if created_by_patch else reverse.content
         if outcome.ok:
             outcome.written = _write(repo, tree, writes, None if dry_run else journal)
             if verdict.state is State.UPSTREAM:

@@ -244,3 +244,16 @@ def test_no_traceback_from_a_real_process(sample: Sample, clean_env: dict[str, s
         assert "not valid JSON" in result.stderr
     assert json.loads("{}") == {}
     assert os.path.exists(manifest)
+
+
+def test_unapply_follows_a_rename_too(sample: Sample) -> None:
+    sample.record_eagle3()
+    sample.git("stash")
+    renamed = "python/sglang/srt/models/kimi_k2_5.py"
+    sample.git("mv", KIMI, renamed)
+    sample.git("commit", "-qm", "upstream renames it")
+    before = (sample.root / renamed).read_bytes()
+    assert sample.pg("apply").exit_code == 0
+    result = sample.pg("unapply")
+    assert result.exit_code == 0, result.output
+    assert (sample.root / renamed).read_bytes() == before
