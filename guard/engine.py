@@ -465,13 +465,9 @@ def apply(
     A patch is written whole or not at all: one file that cannot merge cleanly leaves all
     of that patch's files untouched, unless `merge` asks for conflict markers.
     """
-    if not (dry_run or allow_mid_operation):
-        repo.refuse_mid_operation("apply")
-    manifest = repo.load_manifest()
-    tree = Worktree(repo)
-    journal = Journal(repo.layout.git_dir, "apply")
+    patches, tree, journal = _begin_writing(repo, "apply", names, dry_run, allow_mid_operation)
     outcomes = []
-    for patch in select_patches(manifest, names):
+    for patch in patches:
         verdict = assess_patch(repo, tree, patch)
         outcome = PatchOutcome(verdict)
         state = verdict.state
@@ -487,7 +483,7 @@ def apply(
                 outcome.message = "conflict markers written; resolve them, then patchguard record"
             else:
                 outcome.message = "would apply" if dry_run else "applied"
-            outcome.written = _write(repo, tree, writes, None if dry_run else journal)
+            outcome.written = _write(repo, tree, writes, journal)
         outcomes.append(outcome)
     return outcomes
 
@@ -501,13 +497,9 @@ def unapply(
     allow_mid_operation: bool = False,
 ) -> list[PatchOutcome]:
     """Take applied patches out of the worktree (last first), keeping every other edit."""
-    if not (dry_run or allow_mid_operation):
-        repo.refuse_mid_operation("unapply")
-    manifest = repo.load_manifest()
-    tree = Worktree(repo)
-    journal = Journal(repo.layout.git_dir, "unapply")
+    patches, tree, journal = _begin_writing(repo, "unapply", names, dry_run, allow_mid_operation)
     outcomes = []
-    for patch in reversed(select_patches(manifest, names)):
+    for patch in reversed(patches):
         verdict = assess_patch(repo, tree, patch)
         outcome = PatchOutcome(verdict)
         writes: dict[str, bytes | None] = {}
@@ -527,7 +519,7 @@ def unapply(
             created_by_patch = change.base_blob is None and reverse.content == b""
             writes[path] = None if created_by_patch else reverse.content
         if outcome.ok:
-            outcome.written = _write(repo, tree, writes, None if dry_run else journal)
+            outcome.written = _write(repo, tree, writes, journal)
             if verdict.state is State.UPSTREAM:
                 outcome.message = "absorbed upstream; nothing to take out"
             elif outcome.written:
@@ -536,6 +528,17 @@ def unapply(
                 outcome.message = "not applied; nothing to take out"
         outcomes.append(outcome)
     return list(reversed(outcomes))
+
+
+def _begin_writing(
+    repo: Repo, operation: str, names: Sequence[str], dry_run: bool, allow_mid_operation: bool
+) -> tuple[list[Patch], Worktree, Journal | None]:
+    """What apply and unapply share before their first write (no journal for a dry run)."""
+    if not (dry_run or allow_mid_operation):
+        repo.refuse_mid_operation(operation)
+    patches = select_patches(repo.load_manifest(), names)
+    journal = None if dry_run else Journal(repo.layout.git_dir, operation)
+    return patches, Worktree(repo), journal
 
 
 def _write(

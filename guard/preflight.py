@@ -22,6 +22,7 @@ from guard import engine, fastpath
 from guard.engine import CheckReport, ImportResult
 from guard.errors import ConfigError, GuardError, PatchguardError
 from guard.repo import Repo
+from guard.symbols import parse_spec
 
 STAMP_FORMAT = "patchguard.stamp/1"
 
@@ -137,11 +138,10 @@ def stamp(repo: Repo) -> dict[str, Any]:
         if tracking is not None:
             ahead, behind = git.ahead_behind(git.head.target, tracking.target)
             upstream = {"ref": tracking.shorthand, "ahead": ahead, "behind": behind}
-    manifest = repo.load_manifest() if report is not None else None
     guarded = sorted(
-        {c.path for p in manifest.patches for c in p.files}
-        | {spec.split("::", 1)[0] for spec in manifest.guards}
-        if manifest
+        {f.path for v in report.patches for f in v.files}
+        | {parse_spec(s.spec).path for s in report.symbols if s.patch is None}
+        if report
         else set()
     )
     files = {}
