@@ -14,7 +14,7 @@ from typing import Any
 
 import click
 
-from guard import bundle, engine, install, journal, preflight, render
+from guard import bundle, engine, install, journal, moves, preflight, render
 from guard.errors import EXIT_GUARD_FAILED, EXIT_OK, PatchguardError
 from guard.gitdir import locate
 from guard.repo import Repo
@@ -22,8 +22,8 @@ from guard.repo import Repo
 EXIT_CODES_EPILOG = "Exit codes: 0 all good, 1 a guard failed, 2 usage or configuration error."
 
 
-def _epilog(*examples: str) -> str:
-    lines = ["\b", "Examples:", *(f"  {e}" for e in examples), "", EXIT_CODES_EPILOG]
+def _epilog(*examples: str, exit_codes: str = EXIT_CODES_EPILOG) -> str:
+    lines = ["\b", "Examples:", *(f"  {e}" for e in examples), "", exit_codes]
     return "\n".join(lines)
 
 
@@ -326,6 +326,107 @@ def undo(cwd: Path) -> None:
     """
     operation, paths = journal.undo(Repo.discover(cwd))
     click.echo(f"undid the last {operation}: restored {', '.join(paths)}")
+
+
+_PASS_THROUGH = {"ignore_unknown_options": True, "allow_interspersed_args": False}
+
+
+@cli.command(
+    name="git",
+    context_settings=_PASS_THROUGH,
+    epilog=_epilog(
+        "patchguard git checkout v0.5.9",
+        "patchguard git pull",
+        "patchguard git stash pop",
+        "patchguard git rebase origin/main",
+        "patchguard git bisect start v0.5.10 v0.5.9",
+        "patchguard git bisect good",
+        exit_codes="Exit codes: git's own when git fails; otherwise 0, or 1 when a guard fails "
+        "afterwards; 2 usage or configuration error.",
+    ),
+)
+@click.argument("args", nargs=-1, required=True, type=click.UNPROCESSED, metavar="GIT_ARGS...")
+@click.pass_context
+def git_(ctx: click.Context, args: tuple[str, ...]) -> None:
+    """Run any git command with the patches lifted out of the tree, then put them back.
+
+    Every applied patch is taken out (as `unapply`, undoable), git runs with your terminal
+    and with patchguard's hooks quiet, then every patch is re-applied by 3-way merge and
+    checked. So git never refuses to move over a patched file, and a stash pop never
+    doubles a method. Every word after `git` goes to git (`patchguard git checkout --help`
+    is git's help).
+
+    Exit status: git's own when git fails (the tree is put back as it was); otherwise 0,
+    or 1 when a guard fails afterwards. When git stops halfway (a conflicted merge, rebase,
+    cherry-pick or stash pop), the patches stay out until it is finished.
+    """
+    cwd: Path = ctx.obj
+    status, lift = moves.run_git_lifted(Repo.discover(cwd), args, cwd)
+    _report_lift(lift, "git " + " ".join(args))
+    sys.exit(status or (EXIT_OK if lift.ok or lift.stopped else EXIT_GUARD_FAILED))
+
+
+def _report_lift(lift: moves.Lift, what: str) -> None:
+    for line in render.lift_lines(lift):
+        click.echo(f"patchguard: {line}", err=True)
+    if lift.report is not None and not lift.report.ok:
+        click.echo(render.banner(f"guard FAILED after {what}", lift.report.problems()), err=True)
+
+
+@cli.group(epilog=_epilog("patchguard bisect run --log hunt.jsonl python bench.py"))
+def bisect() -> None:
+    """Bisect a regression with the patches in place at every commit."""
+
+
+@bisect.command(
+    name="run",
+    context_settings=_PASS_THROUGH,
+    epilog=_epilog(
+        "patchguard git bisect start v0.5.10 v0.5.9",
+        "patchguard bisect run --log hunt.jsonl python bench.py --quick",
+        "patchguard git bisect reset",
+        exit_codes="Exit codes: git bisect run's own (0 when it found the commit); 1 when no "
+        "bisect is in progress or a guard fails afterwards; 2 usage or configuration error.",
+    ),
+)
+@click.option(
+    "--log",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Append one JSON line per step: the stamp of the tree measured and COMMAND's exit.",
+)
+@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
+@click.pass_context
+def bisect_run(ctx: click.Context, log: Path | None, command: tuple[str, ...]) -> None:
+    """Drive `git bisect run COMMAND` with the patches applied at each commit.
+
+    At each commit the patches are applied and checked; where they cannot be applied or
+    a guard fails, the commit is skipped (exit 125) and the reason printed. Otherwise
+    COMMAND runs with the patches in place, and they are lifted again before git moves
+    on. COMMAND's status means what it means to git bisect: 0 good, 1-127 bad, 125 skip.
+    A failure of patchguard itself aborts the bisect rather than mark a commit bad.
+    Options end at COMMAND: everything after its first word is COMMAND's.
+    """
+    cwd: Path = ctx.obj
+    status, lift = moves.bisect_run(Repo.discover(cwd), command, log)
+    _report_lift(lift, "bisect run")
+    sys.exit(status or (EXIT_OK if lift.ok or lift.stopped else EXIT_GUARD_FAILED))
+
+
+@bisect.command(name="step", hidden=True, context_settings=_PASS_THROUGH)
+@click.option("--log", type=click.Path(dir_okay=False, path_type=Path), default=None)
+@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
+def bisect_step(log: Path | None, command: tuple[str, ...]) -> None:
+    """One step of `patchguard bisect run` (run by git bisect, not by hand)."""
+    if command[:1] == ("--",):
+        command = command[1:]
+    try:
+        result = moves.bisect_step(Repo.discover(Path.cwd()), command, log)
+    except PatchguardError as error:
+        result = moves.StepResult(moves.BISECT_ABORT, "", None, [str(error)])
+    for line in render.step_lines(result):
+        click.echo(f"patchguard: {line}", err=True)
+    sys.exit(result.status)
 
 
 def _finish(outcomes: list[engine.PatchOutcome], as_json: bool) -> None:

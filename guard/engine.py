@@ -48,6 +48,7 @@ class State(StrEnum):
     DRIFTED = "drifted"
     UPSTREAM = "upstream"
     CONFLICT = "conflict"
+    DOUBLED = "doubled"
     MISSING_FILE = "missing-file"
 
 
@@ -56,6 +57,7 @@ GOOD_STATES = frozenset({State.APPLIED, State.UPSTREAM})
 _SEVERITY = [
     State.MISSING_FILE,
     State.CONFLICT,
+    State.DOUBLED,
     State.DRIFTED,
     State.UNAPPLIED,
     State.APPLIED,
@@ -65,12 +67,18 @@ _SEVERITY = [
 
 @dataclass
 class FileVerdict:
-    """One file of one patch: its state, why, and what `apply` would write."""
+    """One file of one patch: its state, why, and what `apply` would write.
+
+    `patched` is the change that still stands for this file, as the patched text: the recorded
+    one, or only its rest when HEAD already defines everything the patch adds (unapply reverses
+    exactly that).
+    """
 
     path: str
     state: State
     detail: str
     merged: bytes | None = None
+    patched: bytes | None = None
 
 
 @dataclass
@@ -123,25 +131,26 @@ class CheckReport:
 
     def problems(self) -> list[str]:
         """One line per problem: the file, the patch or symbol, and the command that fixes it."""
-        missing: dict[tuple[str | None, str], list[str]] = {}
+        broken: dict[tuple[str | None, str], list[str]] = {}
         for symbol in self.symbols:
             if not symbol.ok:
                 spec = parse_spec(symbol.spec)
-                missing.setdefault((symbol.patch, spec.path), []).append(spec.qualname)
+                broken.setdefault((symbol.patch, spec.path), []).append(spec.qualname)
         lines = []
         for patch in self.patches:
             for verdict in patch.files:
                 if verdict.state in GOOD_STATES:
                     continue
-                lost = missing.pop((patch.name, verdict.path), [])
-                symbols = f"; missing: {', '.join(lost)}" if lost else ""
+                lost = broken.pop((patch.name, verdict.path), [])
+                label = "defined twice" if verdict.state is State.DOUBLED else "missing"
+                symbols = f"; {label}: {', '.join(lost)}" if lost else ""
                 lines.append(
                     f"{verdict.path}: patch {patch.name} is {verdict.state} ({verdict.detail})"
                     f"{symbols} -> {fix_for(patch.name, verdict.state)}"
                 )
         for symbol in self.symbols:
             spec = parse_spec(symbol.spec)
-            if symbol.ok or (symbol.patch, spec.path) not in missing:
+            if symbol.ok or (symbol.patch, spec.path) not in broken:
                 continue
             if symbol.patch:
                 fix = f"restore it, or re-record: patchguard record {symbol.patch}"
@@ -156,6 +165,8 @@ def fix_for(patch_name: str, state: State) -> str:
     """The next command for a patch in a bad state."""
     if state in (State.UNAPPLIED, State.DRIFTED):
         return f"patchguard apply {patch_name}"
+    if state is State.DOUBLED:
+        return f"patchguard apply {patch_name} (takes the patch's copy out; HEAD's stays)"
     if state is State.CONFLICT:
         return (
             f"resolve by hand (patchguard apply --merge {patch_name} writes conflict markers), "
@@ -284,29 +295,117 @@ def _assess_at(
 ) -> FileVerdict:
     base = repo.blob(change.base_blob) if change.base_blob else b""
     patched = repo.blob(change.patched_blob)
+    head = tree.head(path)
+    if head is not None and _contains_change(repo, base, head, patched, _labels(patch)):
+        return FileVerdict(path, State.UPSTREAM, "HEAD already contains this change")
+    if (
+        head is not None
+        and change.added_symbols
+        and not tree.symbol_problems(head, path, change.added_symbols)
+    ):
+        return _assess_absorbed(repo, tree, patch, change, path, base, patched)
+    return _assess_change(repo, tree, patch, change, path, base, patched, change.added_symbols)
+
+
+def _assess_absorbed(
+    repo: Repo,
+    tree: Worktree,
+    patch: Patch,
+    change: FileChange,
+    path: str,
+    base: bytes,
+    patched: bytes,
+) -> FileVerdict:
+    """HEAD defines every symbol the patch adds: what stands is the rest of the patch, if any.
+
+    The worktree may still carry the patch's own copy of those definitions (a stash or an
+    autostash merged back by git): that is `doubled`, and apply takes the copy out.
+    """
+    labels = _labels(patch)
+    rest = _without_definitions(repo, tree, change, base, patched)
     current = tree.read(path)
     head = tree.head(path)
-    labels = _labels(patch)
-
-    if head is not None and _contains_change(repo, base, head, patched, labels):
-        return FileVerdict(path, State.UPSTREAM, "HEAD already contains this change")
-    if head is not None and change.added_symbols:
-        missing = tree.symbol_problems(head, path, change.added_symbols)
-        if not missing:
+    assert head is not None
+    names = ", ".join(q.rsplit(".", 1)[-1] for q in change.added_symbols)
+    if current is not None and _defines_twice(tree, current, path, change.added_symbols):
+        repaired = _take_copy_out(repo, base, patched, rest, current, labels)
+        if repaired is None or tree.symbol_problems(
+            repaired, path, _required_in(patch, change.path)
+        ):
             return FileVerdict(
-                path, State.UPSTREAM, "HEAD already defines every symbol this patch adds"
+                path,
+                State.CONFLICT,
+                f"HEAD already defines {names} and the worktree carries the patch's copy too; "
+                "the copy cannot be taken out cleanly",
             )
+        return FileVerdict(
+            path,
+            State.DOUBLED,
+            f"HEAD already defines {names}, and the worktree carries the patch's own copy too "
+            "(git merged a stash back), so each is defined twice",
+            repaired,
+            rest,
+        )
+    if _contains_change(repo, base, head, rest, labels):
+        detail = "HEAD already defines every symbol this patch adds"
+        if rest != base:
+            detail += ", and has the rest of the patch"
+        return FileVerdict(path, State.UPSTREAM, detail)
+    verdict = _assess_change(repo, tree, patch, change, path, base, rest, ())
+    verdict.detail = f"HEAD defines {names}; the rest of the patch: {verdict.detail}"
+    return verdict
+
+
+def _take_copy_out(
+    repo: Repo,
+    base: bytes,
+    patched: bytes,
+    rest: bytes,
+    current: bytes,
+    labels: tuple[str, str, str],
+) -> bytes | None:
+    """`current` without the patch's own definitions but with the rest; None if not clean."""
+    cleaned = repo.merge3(patched, current, rest, labels)
+    if not cleaned.clean:
+        return None
+    if _contains_change(repo, base, cleaned.content, rest, labels):
+        return cleaned.content
+    forward = repo.merge3(base, cleaned.content, rest, labels)
+    return forward.content if forward.clean else None
+
+
+def _assess_change(
+    repo: Repo,
+    tree: Worktree,
+    patch: Patch,
+    change: FileChange,
+    path: str,
+    base: bytes,
+    patched: bytes,
+    added_symbols: Sequence[str],
+) -> FileVerdict:
+    """The state of the change base -> patched in the worktree (HEAD does not hold it)."""
+    labels = _labels(patch)
+    current = tree.read(path)
+    head = tree.head(path)
     if current is None:
         if change.base_blob is None:
             return FileVerdict(path, State.UNAPPLIED, "the patch creates this file", patched)
         return FileVerdict(path, State.MISSING_FILE, "the file does not exist in the worktree")
     if _contains_change(repo, base, current, patched, labels):
-        return FileVerdict(path, State.APPLIED, "the worktree contains the change")
-    if _definitions_in_place(repo, tree, change, base, patched, current):
+        return FileVerdict(path, State.APPLIED, "the worktree contains the change", None, patched)
+    if (
+        added_symbols
+        and not tree.symbol_problems(current, path, added_symbols)
+        and _without_definitions(repo, tree, change, base, patched) == base
+    ):
         return FileVerdict(
-            path, State.APPLIED, "every definition the patch adds is in place (text edited since)"
+            path,
+            State.APPLIED,
+            "every definition the patch adds is in place (text edited since)",
+            None,
+            patched,
         )
-
     forward = repo.merge3(base, current, patched, labels)
     if not forward.clean:
         return FileVerdict(
@@ -324,12 +423,13 @@ def _assess_at(
             + "; ".join(f"{name}: {why}" for name, why in problems.items()),
         )
     if head == (base if change.base_blob else None):
-        return FileVerdict(path, State.UNAPPLIED, "applies cleanly", forward.content)
+        return FileVerdict(path, State.UNAPPLIED, "applies cleanly", forward.content, patched)
     return FileVerdict(
         path,
         State.DRIFTED,
         "the file moved on since the patch's base; merges cleanly",
         forward.content,
+        patched,
     )
 
 
@@ -351,26 +451,42 @@ def _contains_change(
     return again.clean and again.content == text
 
 
-def _definitions_in_place(
-    repo: Repo, tree: Worktree, change: FileChange, base: bytes, patched: bytes, current: bytes
-) -> bool:
-    """For a patch that only adds definitions: are they all in `current`, once, at their place?
+def _without_definitions(
+    repo: Repo, tree: Worktree, change: FileChange, base: bytes, patched: bytes
+) -> bytes:
+    """`patched` less the definitions the patch adds (with their blank and comment lines).
 
-    This recognises an applied patch next to which the user has edited since, where a text
-    merge reports a conflict only because the two edits touch.
+    What remains is the rest of the patch; it equals `base` for a patch that only adds
+    definitions. A run of added lines that holds a definition loses its blank and comment-only
+    lines too, so a header comment above a method goes with the method.
     """
-    if not change.added_symbols or tree.symbol_problems(current, change.path, change.added_symbols):
-        return False
+    if not change.added_symbols:
+        return patched
     index = tree.symbols(patched, change.path)
     spans = {
         line
         for qualname in change.added_symbols
         for d in index.find(qualname)
-        for line in range(d.lineno, d.end_lineno + 1)
+        for line in range(d.start_lineno, d.end_lineno + 1)
     }
-    patched_lines = patched.splitlines()
-    added = repo.diff(base, patched, change.path).added_lines
-    return all(n in spans or not patched_lines[n - 1].strip() for n in added)
+    lines = patched.splitlines(keepends=True)
+    drop: set[int] = set()
+    run: list[int] = []
+    for number in [*sorted(repo.diff(base, patched, change.path).added_lines), -1]:
+        if run and number != run[-1] + 1:
+            if spans.intersection(run):
+                drop.update(n for n in run if n in spans or lines[n - 1].strip()[:1] in (b"", b"#"))
+            run = []
+        run.append(number)
+    return b"".join(line for n, line in enumerate(lines, 1) if n not in drop)
+
+
+def _defines_twice(tree: Worktree, content: bytes, path: str, qualnames: Sequence[str]) -> bool:
+    try:
+        index = tree.symbols(content, path)
+    except SourceSyntaxError:
+        return False
+    return any(index.duplicates(q) for q in qualnames)
 
 
 def assess_patch(repo: Repo, tree: Worktree, patch: Patch) -> PatchVerdict:
@@ -481,6 +597,10 @@ def apply(
             if state is State.CONFLICT:
                 outcome.ok = False
                 outcome.message = "conflict markers written; resolve them, then patchguard record"
+            elif state is State.DOUBLED:
+                outcome.message = (
+                    "would take the patch's copy out" if dry_run else "took the patch's copy out"
+                ) + " (HEAD's definitions stay)"
             else:
                 outcome.message = "would apply" if dry_run else "applied"
             outcome.written = _write(repo, tree, writes, journal)
@@ -510,8 +630,8 @@ def unapply(
             current = tree.read(path)
             assert current is not None
             base = repo.blob(change.base_blob) if change.base_blob else b""
-            patched = repo.blob(change.patched_blob)
-            reverse = repo.merge3(patched, current, base, _labels(patch))
+            assert file_verdict.patched is not None
+            reverse = repo.merge3(file_verdict.patched, current, base, _labels(patch))
             if not reverse.clean:
                 outcome.ok = False
                 outcome.message = f"{path}: the change cannot be taken out cleanly"

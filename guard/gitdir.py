@@ -8,6 +8,7 @@ from pathlib import Path
 from guard.gitpaths import find_repository
 
 STORE_DIR_NAME = "patchguard"
+PENDING_FILE_NAME = "patchguard-pending"
 
 
 @dataclass(frozen=True)
@@ -26,6 +27,15 @@ class Layout:
     @property
     def manifest_path(self) -> Path:
         return self.store_dir / "manifest.json"
+
+    @property
+    def pending_path(self) -> Path:
+        """Present while patches are out for an unfinished merge or rebase of this worktree.
+
+        The post-commit hook looks for it by name (hooks/patchguard-hook.sh) and re-applies
+        when the commit that concludes the operation is made.
+        """
+        return self.git_dir / PENDING_FILE_NAME
 
 
 def locate(start: Path) -> Layout:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from guard.errors import PatchguardError
 from guard.gitdir import locate
+from guard.lock import HELD_VARIABLE
 
 if TYPE_CHECKING:
     from guard.repo import Repo
@@ -40,6 +41,8 @@ def main(argv: list[str]) -> int:
     stdin = sys.stdin.read() if name in STDIN_HOOKS else ""
     if os.environ.get("PATCHGUARD_SKIP") == "1":
         say(f"PATCHGUARD_SKIP=1, {name} hook did nothing")
+        return 0
+    if HELD_VARIABLE in os.environ:  # under `patchguard git`, which puts the patches back itself
         return 0
     try:
         return run(name, args, stdin, Path.cwd())
@@ -71,11 +74,12 @@ def run(name: str, args: list[str], stdin: str, cwd: Path) -> int:
         return _report_stash(repo, args, stdin)
     if name == "post-checkout" and args[2:3] == ["0"]:
         return _report_restored(repo)
-    if name not in ("post-checkout", "post-merge", "post-rewrite"):
+    if name not in ("post-checkout", "post-merge", "post-rewrite", "post-commit"):
         say(f"unknown hook {name!r}; nothing done")
         return 0
-    finished_rebase = name == "post-rewrite" and args[:1] == ["rebase"]
-    if reason := _busy(repo, finished_rebase):
+    if name == "post-commit" and not repo.layout.pending_path.exists():
+        return 0
+    if reason := _busy(repo, name, args):
         say(reason)
         return 0
     new_worktree = name == "post-checkout" and set(args[0] if args else "x") <= NULL_OID_CHARS
@@ -85,13 +89,24 @@ def run(name: str, args: list[str], stdin: str, cwd: Path) -> int:
     return _apply_and_check(repo, name)
 
 
-def _busy(repo: Repo, finished_rebase: bool) -> str | None:
-    """Why patches must stay out of the tree right now: a pick or an autostash would trip on them."""
+def _busy(repo: Repo, hook: str, args: list[str]) -> str | None:
+    """Why patches must stay out of the tree right now: a pick or an autostash would trip on them.
+
+    Patches left out for a merge or rebase come back with the hook that fires when it
+    concludes (post-commit for `git commit` or `merge --continue`, post-rewrite for a rebase).
+    """
     for relative in _AUTOSTASH_FILES:
         if (repo.layout.git_dir / relative).exists():
             return "an autostash is pending and brings your changes back; patches not re-applied"
     operation = repo.operation_in_progress()
-    if operation and not (finished_rebase and operation == "rebase"):
+    finished_rebase = hook == "post-rewrite" and args[:1] == ["rebase"]
+    if operation == "rebase" and finished_rebase:
+        return None
+    # git removes MERGE_HEAD only after post-merge: there it means the merge just finished.
+    if operation == "merge" and hook == "post-merge":
+        return None
+    if operation:
+        repo.layout.pending_path.touch()
         return f"{operation} in progress: patches are left out until it finishes"
     return None
 
@@ -109,6 +124,7 @@ def _apply_and_check(repo: Repo, hook: str) -> int:
     for outcome in engine.apply(repo, allow_mid_operation=True):
         if outcome.written:
             say(f"re-applied {outcome.verdict.name} ({', '.join(outcome.written)})")
+    repo.layout.pending_path.unlink(missing_ok=True)
     report = engine.check(repo)
     if report.ok:
         return 0
@@ -132,20 +148,32 @@ def _report_restored(repo: Repo) -> int:
 
 
 def _report_stash(repo: Repo, args: list[str], stdin: str) -> int:
-    """At `git stash` (refs/stash committed, tree still dirty): say where the patches went."""
-    if args[:1] != ["committed"] or not any(
-        line.endswith(" refs/stash") for line in stdin.splitlines()
-    ):
+    """At `git stash` push (refs/stash committed, tree still dirty): say which patches it took.
+
+    Only a push creates a stash commit here; pop, drop and clear delete or move the ref. A
+    patch counts as taken only if the stash commit holds its file changed against HEAD, so
+    `git stash push -- OTHER_FILE` says nothing.
+    """
+    if args[:1] != ["committed"]:
+        return 0
+    stashes = [
+        fields[1]
+        for fields in (line.split() for line in stdin.splitlines())
+        if len(fields) == 3 and fields[2] == "refs/stash" and set(fields[1]) - NULL_OID_CHARS
+    ]
+    if not stashes:
         return 0
     from guard import engine
 
-    stashed = [
-        v.name for v in engine.status(repo) if any(f.state is engine.State.APPLIED for f in v.files)
-    ]
-    if stashed:
+    taken = []
+    for verdict in engine.status(repo):
+        paths = [f.path for f in verdict.files if f.state is engine.State.APPLIED]
+        if any(repo.file_at(stashes[-1], p) != repo.head_file(p) for p in paths):
+            taken.append(verdict.name)
+    if taken:
         say(
-            f"git stash took patch {', '.join(stashed)} into refs/stash; patchguard keeps its own "
-            "copy and the next checkout re-applies it. To return to exactly this tree later: "
-            "patchguard unapply && git stash pop"
+            f"git stash took patch {', '.join(taken)} into refs/stash; patchguard keeps its own "
+            "copy and the next checkout re-applies it. To get this exact tree back later: "
+            "patchguard git stash pop"
         )
     return 0

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,8 +15,15 @@ from pathlib import Path
 from guard.atomic import atomic_write
 from guard.errors import ConfigError
 from guard.gitdir import Layout
+from guard.repo import run_git
 
-HOOK_TYPES = ("post-checkout", "post-merge", "post-rewrite", "reference-transaction")
+HOOK_TYPES = (
+    "post-checkout",
+    "post-merge",
+    "post-rewrite",
+    "post-commit",
+    "reference-transaction",
+)
 MARKER = "patchguard-managed-hook"
 LEGACY_SUFFIX = ".patchguard-legacy"
 TEMPLATE_NAME = "patchguard-hook.sh"
@@ -51,18 +57,7 @@ def render_hook(hook_type: str, python: str) -> str:
 
 def git_hooks_dir(layout: Layout) -> Path:
     """Ask git itself, so core.hooksPath (absolute, relative, per worktree) is honoured exactly."""
-    try:
-        result = subprocess.run(
-            ["git", "rev-parse", "--git-path", "hooks"],
-            cwd=layout.workdir,
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-    except (OSError, subprocess.CalledProcessError) as error:
-        raise ConfigError(
-            f"cannot ask git where hooks live in {layout.workdir}: {error}. Is git on PATH?"
-        ) from None
+    result = run_git(["rev-parse", "--git-path", "hooks"], layout.workdir)
     return (layout.workdir / result.stdout.strip()).resolve()
 
 

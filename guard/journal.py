@@ -66,13 +66,20 @@ def _entries(root: Path) -> list[Path]:
     return sorted(p for p in root.iterdir() if (p / "journal.json").is_file())
 
 
-def undo(repo: Repo) -> tuple[str, list[str]]:
-    """Put back the files of the last apply/unapply; refuse if any was edited since."""
+def latest_entry(repo: Repo) -> Path | None:
     entries = _entries(repo.layout.git_dir / UNDO_DIR_NAME)
-    if not entries:
+    return entries[-1] if entries else None
+
+
+def undo(repo: Repo, entry: Path | None = None) -> tuple[str, list[str]]:
+    """Put back the files of the last apply/unapply (or of `entry`); refuse if any was edited since."""
+    entry = entry or latest_entry(repo)
+    if entry is None:
         raise ConfigError("nothing to undo: no apply or unapply is recorded for this worktree")
-    entry = entries[-1]
-    record = json.loads((entry / "journal.json").read_text())
+    try:
+        record = json.loads((entry / "journal.json").read_text())
+    except (OSError, ValueError):
+        raise GuardFailure(f"the undo entry {entry.name} is gone or damaged") from None
     restores: list[tuple[str, bytes | None]] = []
     edited = []
     for item in record["files"]:

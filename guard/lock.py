@@ -2,6 +2,11 @@
 
 flock(2) on a file in the shared git dir: the kernel drops the lock when its holder dies, so a
 lock left by a killed process is stale by construction and taken over at once.
+
+An operation that composes others (`patchguard git`: lift, run git, put back) holds the lock
+once, at its edge. Inside that process the lock is re-entrant; the processes it starts while
+holding it (a `git bisect run` step) inherit the hold through HELD_VARIABLE, since the holder is
+waiting on them and would otherwise deadlock against its own children.
 """
 
 from __future__ import annotations
@@ -16,14 +21,44 @@ from pathlib import Path
 from guard.errors import ConfigError
 
 TIMEOUT_VARIABLE = "PATCHGUARD_LOCK_TIMEOUT"
+HELD_VARIABLE = "PATCHGUARD_LOCK_HELD"
 DEFAULT_TIMEOUT_SECONDS = 30.0
+
+_depth: dict[Path, int] = {}
+
+
+def _timeout() -> float:
+    text = os.environ.get(TIMEOUT_VARIABLE, "")
+    if not text:
+        return DEFAULT_TIMEOUT_SECONDS
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value >= 0:  # also rejects nan
+        raise ConfigError(
+            f"{TIMEOUT_VARIABLE}={text!r} is not a number of seconds; set it to e.g. 30, or unset it"
+        )
+    return value
+
+
+def held_by_parent(lock_path: Path) -> bool:
+    """True in a process started by the holder of this lock (see HELD_VARIABLE)."""
+    return os.environ.get(HELD_VARIABLE) == str(lock_path)
 
 
 @contextmanager
 def exclusive(lock_path: Path, operation: str) -> Iterator[None]:
     """Hold the repository's lock while `operation` writes; wait a bounded time for it."""
+    if _depth.get(lock_path) or held_by_parent(lock_path):
+        _depth[lock_path] = _depth.get(lock_path, 0) + 1
+        try:
+            yield
+        finally:
+            _depth[lock_path] -= 1
+        return
     lock_path.parent.mkdir(parents=True, exist_ok=True)
-    timeout = float(os.environ.get(TIMEOUT_VARIABLE, DEFAULT_TIMEOUT_SECONDS))
+    timeout = _timeout()
     fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
         deadline = time.monotonic() + timeout
@@ -42,9 +77,11 @@ def exclusive(lock_path: Path, operation: str) -> Iterator[None]:
                 time.sleep(0.05)
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"pid {os.getpid()}, {operation}, since {time.ctime()}\n".encode(), 0)
+        _depth[lock_path] = 1
         try:
             yield
         finally:
+            _depth[lock_path] = 0
             os.ftruncate(fd, 0)
     finally:
         os.close(fd)  # closing releases the flock

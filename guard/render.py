@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from guard.engine import GOOD_STATES, CheckReport, PatchOutcome, PatchVerdict
+from guard.moves import BISECT_ABORT, BISECT_SKIP, Lift, StepResult
 
 CHECK_JSON_FORMAT = "patchguard.check/1"
 
@@ -96,3 +97,35 @@ def banner(title: str, problems: Sequence[str]) -> str:
     rule = "=" * 72
     body = "\n".join(f"  - {p}" for p in problems)
     return f"{rule}\npatchguard: {title}\n{body}\n{rule}"
+
+
+def lift_lines(lift: Lift) -> list[str]:
+    """What `patchguard git` and `bisect run` did with the patches around git."""
+    names = ", ".join(lift.lifted)
+    if lift.stopped and not lift.lifted:
+        return []
+    if lift.stopped == "conflicted stash pop":
+        return [
+            f"the stash pop stopped on a conflict; patches {names} are out of the tree. Resolve "
+            "the conflict (and git stash drop), then: patchguard apply"
+        ]
+    if lift.stopped:
+        return [
+            f"git stopped in the middle of a {lift.stopped}; patches {names} are out of the "
+            f"tree and come back when it is finished (git commit, git {lift.stopped} "
+            "--continue). If you abort it instead, run: patchguard apply"
+        ]
+    return [
+        f"re-applied {o.verdict.name} ({', '.join(o.written)})" for o in lift.put_back if o.written
+    ] + [f"{o.verdict.name}: {o.message}" for o in lift.put_back if not o.ok]
+
+
+def step_lines(result: StepResult) -> list[str]:
+    commit = result.head[:10]
+    if result.status == BISECT_ABORT and result.skipped is None:
+        return [
+            f"bisect step at {commit} failed, aborting the bisect: {p}" for p in result.problems
+        ]
+    if result.status == BISECT_SKIP and result.skipped:
+        return [f"skipping {commit}: {result.skipped}", *(f"  - {p}" for p in result.problems)]
+    return []

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import os
-from contextlib import AbstractContextManager
+import signal
+import subprocess
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,6 +42,45 @@ class MergeResult:
 class FileDiff:
     text: str
     added_lines: set[int]
+
+
+def run_git(
+    args: Sequence[str],
+    cwd: Path,
+    *,
+    passthrough: bool = False,
+    env: Mapping[str, str] | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """Every `git` command patchguard runs goes through here.
+
+    Captured (the default), a failure raises ConfigError carrying the command and git's stderr.
+    With `passthrough`, git gets the terminal, stdin, stdout and stderr, its status is returned
+    as it is, and Ctrl-C goes to git alone: patchguard waits to put the patches back.
+    """
+    command = ["git", *args]
+    full_env = {**os.environ, **env} if env else None
+    try:
+        if passthrough:
+            with _interrupts_to_child():
+                return subprocess.run(command, cwd=cwd, env=full_env, text=True)
+        result = subprocess.run(command, cwd=cwd, env=full_env, capture_output=True, text=True)
+    except OSError as error:
+        raise ConfigError(f"cannot run `{' '.join(command)}`: {error}. Is git on PATH?") from None
+    if result.returncode != 0:
+        said = result.stderr.strip().splitlines()[-1:] or [f"exit {result.returncode}"]
+        raise ConfigError(f"`{' '.join(command)}` failed in {cwd}: {said[0]}")
+    return result
+
+
+@contextmanager
+def _interrupts_to_child() -> Iterator[None]:
+    """The terminal sends SIGINT/SIGQUIT to the child as well; we outlive it to clean up."""
+    previous = [(s, signal.signal(s, signal.SIG_IGN)) for s in (signal.SIGINT, signal.SIGQUIT)]
+    try:
+        yield
+    finally:
+        for number, handler in previous:
+            signal.signal(number, handler)
 
 
 def is_binary(data: bytes) -> bool:
@@ -136,6 +178,19 @@ class Repo:
         except KeyError:
             return None
         return entry.data if isinstance(entry, pygit2.Blob) else None
+
+    def file_at(self, commit_id: str, path: str) -> bytes | None:
+        """The file in a commit's tree, or None when it has no such file."""
+        try:
+            entry = self.git.get(commit_id).peel(pygit2.Tree)[path]
+        except (AttributeError, KeyError, ValueError, pygit2.GitError):
+            return None
+        return entry.data if isinstance(entry, pygit2.Blob) else None
+
+    def has_conflicts(self) -> bool:
+        """Does the index hold unmerged entries (a `stash pop` that stopped on a conflict)?"""
+        self.git.index.read()
+        return self.git.index.conflicts is not None
 
     def worktree_path(self, path: str) -> Path:
         """The absolute path of a repository path, refusing anything that leaves the worktree."""

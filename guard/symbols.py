@@ -46,6 +46,7 @@ class Definition:
     kind: str
     lineno: int
     end_lineno: int
+    start_lineno: int  # the first decorator's line, or lineno
     redefines: bool
     block: int
 
@@ -144,6 +145,7 @@ def _walk(body: list[ast.stmt], prefix: str, block_counter: Iterator[int]) -> It
                 kind="class" if isinstance(node, ast.ClassDef) else "def",
                 lineno=node.lineno,
                 end_lineno=node.end_lineno or node.lineno,
+                start_lineno=min([node.lineno, *(d.lineno for d in node.decorator_list)]),
                 redefines=any(
                     _decorator_name(d) in _REDEFINING_DECORATORS for d in node.decorator_list
                 ),

@@ -8,21 +8,33 @@ case "$0" in
 *) legacy="./$hook_name.patchguard-legacy" ;;
 esac
 
-# Hooks with input get it once; keep a copy so the chained hook and patchguard both see it.
+# Hooks with input get it once, read by the shell itself (no temporary file, no process: this
+# runs on every ref update, whatever TMPDIR is); the chained hook and patchguard get a copy.
 # Every other hook reads /dev/null, never the terminal.
-input=/dev/null
+has_input=
+input=
 case "$hook_name" in
 post-rewrite | reference-transaction)
-    input=$(mktemp "${TMPDIR:-/tmp}/patchguard-stdin.XXXXXX") || exit 1
-    trap 'rm -f "$input"' EXIT
-    trap 'rm -f "$input"; exit 130' INT TERM HUP
-    cat >"$input"
+    has_input=1
+    while IFS= read -r line || [ -n "$line" ]; do
+        input="$input$line
+"
+    done
     ;;
 esac
 
+# Runs "$@" with the hook's input on stdin.
+with_input() {
+    if [ -n "$has_input" ]; then
+        printf '%s' "$input" | "$@"
+    else
+        "$@" </dev/null
+    fi
+}
+
 status=0
 if [ -x "$legacy" ]; then
-    "$legacy" "$@" <"$input"
+    with_input "$legacy" "$@"
     status=$?
     if [ "$status" -ne 0 ]; then
         echo "patchguard: the chained $hook_name hook ($legacy) exited $status" >&2
@@ -31,12 +43,33 @@ fi
 
 # reference-transaction fires on every ref update: only a committed stash concerns us.
 if [ "$hook_name" = reference-transaction ]; then
-    [ "$1" = committed ] && grep -q ' refs/stash$' "$input" || exit "$status"
+    [ "$1" = committed ] || exit "$status"
+    case "$input" in
+    *" refs/stash
+"*) ;;
+    *) exit "$status" ;;
+    esac
 fi
 
 if [ "${PATCHGUARD_SKIP:-}" = 1 ]; then
     echo "patchguard: PATCHGUARD_SKIP=1, $hook_name hook did nothing" >&2
     exit "$status"
+fi
+# `patchguard git` and `patchguard bisect run` have lifted the patches and put them back
+# themselves when git is done: stand aside, quietly.
+[ -n "${PATCHGUARD_LOCK_HELD:-}" ] && exit "$status"
+
+# post-commit fires on every commit; it matters only when patches were left out for a merge or
+# rebase that this commit concludes, which a marker in this worktree's git dir says.
+if [ "$hook_name" = post-commit ]; then
+    git_dir=${GIT_DIR:-.git}
+    if [ -f "$git_dir" ]; then
+        IFS= read -r line <"$git_dir"
+        git_dir=${line#gitdir: }
+    fi
+    [ -f "$git_dir/patchguard-pending" ] || exit "$status"
+    # Each pick of a rebase commits too; the rebase's own post-rewrite puts the patches back.
+    [ -d "$git_dir/rebase-merge" ] || [ -d "$git_dir/rebase-apply" ] && exit "$status"
 fi
 
 # Fast path: if HEAD and every guarded file (by content) are as they were when patchguard last
@@ -65,9 +98,9 @@ if [ "$hook_name" != reference-transaction ] &&
 fi
 
 if [ -x "$install_python" ]; then
-    "$install_python" -m guard hook "$hook_name" "$@" <"$input"
+    with_input "$install_python" -P -m guard hook "$hook_name" "$@"
 elif command -v patchguard >/dev/null 2>&1; then
-    patchguard hook "$hook_name" "$@" <"$input"
+    with_input patchguard hook "$hook_name" "$@"
 else
     echo "patchguard: $install_python is gone and patchguard is not on PATH: patches were NOT checked (reinstall with: pip install git-patchguard && patchguard install)" >&2
     [ "$hook_name" = post-checkout ] && exit 1

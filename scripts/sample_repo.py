@@ -4,7 +4,12 @@ History of `main`:  no-kimi (no kimi_k25.py) -> old (kimi_k25.py added) -> kimi 
 -> main (another file changed). Branch `upstream-has-methods` adds the three EAGLE-3 methods
 upstream, with type hints and docstrings and at another place in the class.
 
-Usage: python scripts/sample_repo.py DIR [--filler N]
+`build_hunt` makes the history of a regression hunt instead: c0 (the model without the methods),
+c1 (an unrelated change), c2 (upstream edits the model file elsewhere), c3 (upstream adds the
+same methods, typed, documented, at another place in the class), c4 (a later change that brings
+a real regression: the all-reduce slows down).
+
+Usage: python scripts/sample_repo.py DIR [--filler N] [--hunt]
 """
 
 from __future__ import annotations
@@ -156,12 +161,61 @@ def build(root: Path, filler: int = 0) -> dict[str, str]:
     return commits
 
 
+REGRESSION_FILE = "python/sglang/srt/distributed/parallel_state.py"
+HUNT_BENCH = "bench_eagle3.py"
+# The benchmark of the hunt: it needs the EAGLE-3 methods in the class, and fails (exit 1) on the
+# regression. torch is not needed: the model module gets a stand-in.
+HUNT_BENCH_TEXT = f'''"""Fails without the EAGLE-3 methods, and on the slow all-reduce."""
+import sys
+import types
+
+sys.path.insert(0, "python")
+torch = types.ModuleType("torch")
+torch.nn = types.SimpleNamespace(Module=object)
+sys.modules["torch"] = torch
+
+from sglang.srt.distributed import parallel_state  # noqa: E402
+from sglang.srt.models.kimi_k25 import {CLASS}  # noqa: E402
+
+missing = [m for m in {METHODS!r} if not callable(getattr({CLASS}, m, None))]
+if missing:
+    sys.exit(f"bench: the model lacks {{', '.join(missing)}}")
+if getattr(parallel_state, "SLOW_ALLREDUCE", False):
+    sys.exit("bench: regression: all-reduce is slow")
+print("bench: ok")
+'''
+
+
+def build_hunt(root: Path) -> dict[str, str]:
+    """The regression hunt's history on `main` (c0..c4, each also a tag); returns ids by name."""
+    root.mkdir(parents=True, exist_ok=True)
+    git(root, "init", "-q", "-b", "main")
+    for path, text in OTHER_FILES.items():
+        write(root, path, text)
+    write(root, KIMI, KIMI_V1)
+    commits = {"c0": commit(root, "c0: sglang with Kimi-K2.5")}
+    write(root, "README.md", "# sglang (sample)\n\nServing framework.\n")
+    commits["c1"] = commit(root, "c1: docs")
+    write(root, KIMI, KIMI_V2)
+    commits["c2"] = commit(root, "c2: kimi: vision token default, forward refactor")
+    marker = "\n    def forward("
+    write(root, KIMI, KIMI_V2.replace(marker, UPSTREAM_METHODS + marker, 1))
+    commits["c3"] = commit(root, "c3: kimi: EAGLE-3 support upstream")
+    write(root, REGRESSION_FILE, "TP_GROUP = None\nSLOW_ALLREDUCE = True\n")
+    commits["c4"] = commit(root, "c4: distributed: new all-reduce (slow)")
+    for name, commit_id in commits.items():
+        git(root, "tag", name, commit_id)
+    return commits
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("directory", type=Path)
     parser.add_argument("--filler", type=int, default=0, help="extra small files to add")
+    parser.add_argument("--hunt", action="store_true", help="the regression hunt's history")
     args = parser.parse_args()
-    print(json.dumps(build(args.directory, args.filler)))
+    commits = build_hunt(args.directory) if args.hunt else build(args.directory, args.filler)
+    print(json.dumps(commits))
 
 
 if __name__ == "__main__":

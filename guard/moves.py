@@ -1,0 +1,211 @@
+"""Moves between commits with the patches lifted: `patchguard git ARGS` and `patchguard bisect run`.
+
+git refuses to move when a patched file differs between commits, and a stash of the patch merges
+back as a second copy. So, like StGit's pop-move-push: take every applied patch out (journaled,
+as `unapply`), let git move over a clean file, and put the patches back by the usual 3-way apply.
+One repository lock is held across all three; the hooks git fires meanwhile see HELD_VARIABLE
+and stand aside.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+
+from guard import engine, journal
+from guard.errors import GuardFailure, PatchguardError
+from guard.lock import HELD_VARIABLE
+from guard.repo import Repo, run_git
+
+BISECT_SKIP = 125
+BISECT_ABORT = 128  # `git bisect run` aborts on any status above 127
+STEP_COMMAND = ("bisect", "step")
+
+
+@dataclass
+class Lift:
+    """What happened to the patches around one git command."""
+
+    lifted: list[str] = field(default_factory=list)
+    entry: Path | None = None  # the lift's undo entry
+    stopped: str | None = None
+    restored_exactly: bool = False
+    put_back: list[engine.PatchOutcome] = field(default_factory=list)
+    report: engine.CheckReport | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.stopped is None and self.report is not None and self.report.ok
+
+
+@contextmanager
+def lifted(repo: Repo, operation: str) -> Iterator[Lift]:
+    """Hold the lock, take the applied patches out, yield, then put them back and check.
+
+    When git stops in the middle of an operation, the patches stay out (the pending marker
+    lets the hook that fires when it concludes put them back). An exception on the way still
+    puts the patches back before it propagates.
+    """
+    lift = Lift()
+    with repo.lock(operation):
+        if not repo.layout.manifest_path.exists():
+            yield lift
+            return
+        _refuse_unliftable(repo)
+        outcomes = engine.unapply(repo, allow_mid_operation=True)
+        lift.lifted = [o.verdict.name for o in outcomes if o.written]
+        lift.entry = journal.latest_entry(repo) if lift.lifted else None
+        try:
+            yield lift
+        finally:
+            _put_back(repo, lift)
+
+
+def _refuse_unliftable(repo: Repo) -> None:
+    """Before git runs: every applied patch must come out cleanly, or nothing is touched."""
+    trial = engine.unapply(repo, dry_run=True, allow_mid_operation=True)
+    stuck = [o for o in trial if not o.ok]
+    if stuck:
+        reasons = "; ".join(f"patch {o.verdict.name}: {o.message}" for o in stuck)
+        raise GuardFailure(
+            f"cannot lift the patches, so git was not run and nothing changed: {reasons}. "
+            "Your own edits touch the patch there: record them into it (patchguard record NAME "
+            "FILE) or save them elsewhere, then run the command again."
+        )
+
+
+def _put_back(repo: Repo, lift: Lift) -> None:
+    operation = repo.operation_in_progress() or (
+        "conflicted stash pop" if repo.has_conflicts() else None
+    )
+    if operation:
+        lift.stopped = operation
+        if lift.lifted:
+            repo.layout.pending_path.write_text(" ".join(lift.lifted) + "\n")
+        return
+    if lift.entry is not None:
+        try:
+            journal.undo(repo, lift.entry)  # byte for byte, when git left the lifted files alone
+            lift.restored_exactly = True
+        except GuardFailure:
+            pass  # git changed a lifted file (or the entry was pruned): the 3-way apply decides
+    lift.put_back = engine.apply(repo, allow_mid_operation=True)
+    repo.layout.pending_path.unlink(missing_ok=True)
+    lift.report = engine.check(repo)
+
+
+def run_git_lifted(repo: Repo, args: Sequence[str], cwd: Path) -> tuple[int, Lift]:
+    """`git ARGS` with the patches lifted; returns git's status and what happened around it."""
+    with lifted(repo, "git " + " ".join(args[:2])) as lift:
+        status = run_git(args, cwd, passthrough=True, env=_hold(repo)).returncode
+    return status, lift
+
+
+def _hold(repo: Repo) -> dict[str, str]:
+    """The environment that tells hooks and nested patchguard calls that we hold the lock."""
+    return {HELD_VARIABLE: str(repo.layout.store_dir / "lock")}
+
+
+# --- bisect ------------------------------------------------------------------------------------
+
+
+def bisect_run(repo: Repo, command: Sequence[str], log: Path | None) -> tuple[int, Lift]:
+    """`git bisect run` where each step applies the patches, runs COMMAND, and lifts them again."""
+    if not (repo.layout.git_dir / "BISECT_START").exists():
+        raise GuardFailure(
+            "no bisect is in progress; start one first: patchguard git bisect start BAD GOOD"
+        )
+    step = [sys.executable, "-P", "-m", "guard", *STEP_COMMAND]
+    if log is not None:
+        step += ["--log", str(log.resolve())]
+    with lifted(repo, "bisect run") as lift:
+        status = run_git(
+            ["bisect", "run", *step, "--", *command],
+            repo.workdir,
+            passthrough=True,
+            env=_hold(repo),
+        ).returncode
+    return status, lift
+
+
+@dataclass
+class StepResult:
+    status: int
+    head: str
+    skipped: str | None = None
+    problems: list[str] = field(default_factory=list)
+
+
+def bisect_step(repo: Repo, command: Sequence[str], log: Path | None) -> StepResult:
+    """One commit of `patchguard bisect run`: apply, check, run, lift; a status for git.
+
+    A commit where the patches cannot be applied, or the guard is red, is skipped (125): it
+    says nothing about the regression. A failure of patchguard itself aborts the bisect (128),
+    never marks a commit bad.
+    """
+    head = repo.head_commit_id()
+    try:
+        engine.apply(repo, allow_mid_operation=True)
+        report = engine.check(repo)
+        if report.ok:
+            result = StepResult(_run_forwarding_signals(command, repo.workdir), head)
+        else:
+            result = StepResult(
+                BISECT_SKIP, head, "the patches do not hold here", report.problems()
+            )
+        if log is not None:
+            _log_step(repo, log, result)
+        leftover = [o for o in engine.unapply(repo, allow_mid_operation=True) if not o.ok]
+        if leftover:
+            result.problems += [f"patch {o.verdict.name}: {o.message}" for o in leftover]
+            result.status = BISECT_ABORT
+    except PatchguardError as error:
+        return StepResult(BISECT_ABORT, head, None, [str(error)])
+    return result
+
+
+def _log_step(repo: Repo, log: Path, result: StepResult) -> None:
+    """One JSON line: the stamp of the tree that was measured, and what the command said."""
+    from guard.preflight import stamp
+
+    line = {**stamp(repo), "exit": result.status, "skipped": result.skipped}
+    with log.open("a", encoding="utf-8") as handle:
+        handle.write(json.dumps(line, separators=(",", ":")) + "\n")
+
+
+def _run_forwarding_signals(command: Sequence[str], cwd: Path) -> int:
+    """Run the user's command and wait; SIGTERM/SIGHUP are passed on, Ctrl-C reaches it itself.
+
+    A status from a signal is reported as 128+N, which aborts the bisect.
+    """
+    try:
+        child = subprocess.Popen(list(command), cwd=cwd)
+    except OSError as error:
+        raise GuardFailure(f"cannot start {command[0]}: {error}") from None
+
+    def forward(number: int, _frame: FrameType | None) -> None:
+        child.send_signal(number)
+
+    previous = {
+        number: signal.signal(number, forward) for number in (signal.SIGTERM, signal.SIGHUP)
+    }
+    previous[signal.SIGINT] = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        status = child.wait()
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+    return status if status >= 0 else 128 - status
+
+
+def step_environment_ok() -> bool:
+    """A step runs only under `patchguard bisect run`, which holds the lock for it."""
+    return HELD_VARIABLE in os.environ

@@ -1,0 +1,442 @@
+"""Moves between commits where upstream edits the patched file, then absorbs the patch.
+
+The history (scripts/sample_repo.py, build_hunt): c0 without the methods; c1 an unrelated change;
+c2 upstream edits the patched file elsewhere; c3 upstream adds the same methods (typed,
+documented, elsewhere in the class); c4 a later commit with a real regression. The user works
+on branch `work` at c0 with the three EAGLE-3 methods recorded and the hooks installed. Every
+command runs as users run it: the installed `patchguard` and the real git CLI.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import sample_repo
+from conftest import git
+
+KIMI = sample_repo.KIMI
+METHODS = sample_repo.METHODS
+AUX_LINE = "        self.capture_aux_hidden_states = True\n"
+
+
+@dataclass
+class Hunt:
+    root: Path
+    commits: dict[str, str]
+    env: dict[str, str]
+
+    @property
+    def kimi(self) -> Path:
+        return self.root / KIMI
+
+    def pg(self, *args: str, check: int | None = None) -> subprocess.CompletedProcess[str]:
+        result = subprocess.run(
+            ["patchguard", *args],
+            cwd=self.root,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            stdin=subprocess.DEVNULL,
+        )
+        assert "Traceback" not in result.stderr, result.stderr
+        if check is not None:
+            assert result.returncode == check, result.stdout + result.stderr
+        return result
+
+    def git(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        return git(self.root, *args, check=check, env=self.env)
+
+    def head(self) -> str:
+        return self.git("rev-parse", "HEAD").stdout.strip()
+
+    def head_file(self) -> str:
+        return self.git("show", f"HEAD:{KIMI}").stdout
+
+    def stash_count(self) -> int:
+        return len(self.git("stash", "list").stdout.splitlines())
+
+
+def record_patch(hunt: Hunt, *, aux_line: bool = False) -> None:
+    sample_repo.add_eagle3_methods(hunt.root)
+    if aux_line:
+        text = hunt.kimi.read_text()
+        hunt.kimi.write_text(
+            text.replace(
+                "        self.config = config\n", "        self.config = config\n" + AUX_LINE
+            )
+        )
+    hunt.pg("record", "eagle3", KIMI, check=0)
+    hunt.pg("install", check=0)
+
+
+@pytest.fixture
+def hunt(tmp_path: Path, clean_env: dict[str, str]) -> Hunt:
+    root = tmp_path / "sglang"
+    commits = sample_repo.build_hunt(root)
+    result = Hunt(root, commits, clean_env)
+    result.git("checkout", "-q", "-b", "work", "c0")
+    record_patch(result)
+    return result
+
+
+def methods_once_in_class(path: Path) -> bool:
+    text = path.read_text()
+    cls = text.index(f"class {sample_repo.CLASS}")
+    entry = text.index("EntryClass")
+    return all(
+        text.count(f"def {m}(") == 1 and cls < text.index(f"def {m}(") < entry for m in METHODS
+    )
+
+
+# --- patchguard git -------------------------------------------------------------------------------
+
+
+def test_checkout_to_every_commit_and_back(hunt: Hunt) -> None:
+    for name in ("c0", "c1", "c2", "c3", "c4", "c2", "c0", "work"):
+        result = hunt.pg("git", "checkout", "-q", name)
+        assert result.returncode == 0, result.stderr
+        assert hunt.head() == hunt.commits.get(name, hunt.commits["c0"])
+        assert methods_once_in_class(hunt.kimi), name
+        hunt.pg("check", check=0)
+        if name in ("c3", "c4"):
+            assert hunt.kimi.read_text() == hunt.head_file()  # upstream's copy, untouched
+    assert hunt.git("symbolic-ref", "--short", "HEAD").stdout.strip() == "work"
+
+
+def test_plain_git_checkout_refuses_where_the_wrapper_moves(hunt: Hunt) -> None:
+    """The problem the wrapper solves: git will not move over the patched file."""
+    plain = hunt.git("checkout", "-q", "c2", check=False)
+    assert plain.returncode != 0
+    assert "would be overwritten" in plain.stderr
+    hunt.pg("git", "checkout", "-q", "c2", check=0)
+
+
+def test_failed_git_puts_the_tree_back_byte_for_byte(hunt: Hunt) -> None:
+    other = hunt.root / "README.md"
+    other.write_text(other.read_text() + "my notes\n")
+    before = {p: p.read_bytes() for p in (hunt.kimi, other)}
+    result = hunt.pg("git", "checkout", "no-such-commit")
+    assert result.returncode == 1  # git's own status
+    assert "did not match" in result.stderr
+    assert {p: p.read_bytes() for p in before} == before
+    assert hunt.head() == hunt.commits["c0"]
+
+
+def test_patch_that_cannot_be_lifted_stops_before_git(hunt: Hunt) -> None:
+    text = hunt.kimi.read_text()
+    edited = text.replace(
+        "        self.language_model.set_embed_and_head(embed, head)\n",
+        "        self.language_model.set_embed_and_head(embed, head)\n        self.shared = True\n",
+    )
+    hunt.kimi.write_text(edited)
+    result = hunt.pg("git", "checkout", "-q", "c2")
+    assert result.returncode == 1
+    assert "cannot lift the patches, so git was not run" in result.stderr
+    assert KIMI in result.stderr
+    assert hunt.head() == hunt.commits["c0"]
+    assert hunt.kimi.read_text() == edited
+
+
+def test_stash_pop_after_stash_and_checkout_old(hunt: Hunt) -> None:
+    hunt.pg("git", "checkout", "-q", "c2", check=0)
+    hunt.git("stash")
+    hunt.git("checkout", "-q", "c0")  # the hook re-applies on the old commit
+    assert methods_once_in_class(hunt.kimi)
+    result = hunt.pg("git", "stash", "pop")
+    assert result.returncode == 0, result.stderr
+    assert hunt.stash_count() == 0
+    assert methods_once_in_class(hunt.kimi)
+    hunt.pg("check", check=0)
+
+
+def test_stash_pop_onto_a_commit_that_absorbed_the_patch(hunt: Hunt) -> None:
+    hunt.git("stash")
+    hunt.git("checkout", "-q", "c3")
+    result = hunt.pg("git", "stash", "pop")
+    assert result.returncode == 0, result.stderr
+    assert hunt.stash_count() == 0
+    assert methods_once_in_class(hunt.kimi)
+    hunt.pg("check", check=0)
+
+
+@pytest.fixture
+def clone(hunt: Hunt, tmp_path: Path) -> Hunt:
+    """The user's clone of upstream (which is at c4), on main reset to c2, patched, hooks in."""
+    work = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(hunt.root), str(work))
+    user = Hunt(work, hunt.commits, hunt.env)
+    user.git("checkout", "-q", "main")
+    user.git("reset", "-q", "--hard", "c0")
+    record_patch(user)
+    user.pg("git", "reset", "-q", "--hard", "c2", check=0)
+    assert methods_once_in_class(user.kimi)
+    return user
+
+
+def test_pull_to_c4_leaves_upstreams_file(clone: Hunt) -> None:
+    result = clone.pg("git", "pull", "-q", "--ff-only")
+    assert result.returncode == 0, result.stderr
+    assert clone.head() == clone.commits["c4"]
+    assert clone.kimi.read_text() == clone.head_file()
+    clone.pg("check", check=0)
+
+
+def test_pull_rebase_autostash_doubles_and_apply_repairs(clone: Hunt) -> None:
+    clone.git("commit", "-q", "--allow-empty", "-m", "local commit")
+    pull = clone.git("pull", "-q", "--rebase", "--autostash", check=False)
+    assert pull.returncode == 0, pull.stderr
+    assert clone.kimi.read_text().count("def get_embed_and_head(") == 2  # git's clean merge
+    check = clone.pg("check")
+    assert check.returncode == 1
+    assert "doubled" in check.stderr
+    assert "defined twice" in check.stderr
+    assert "missing" not in check.stderr
+    assert "patchguard apply eagle3" in check.stderr
+    clone.pg("apply", check=0)
+    assert methods_once_in_class(clone.kimi)
+    assert clone.kimi.read_text() == clone.head_file()
+    clone.pg("check", check=0)
+
+
+def test_doubled_repair_keeps_the_users_other_edits(hunt: Hunt) -> None:
+    hunt.git("stash")
+    hunt.git("checkout", "-q", "c3")
+    hunt.git("stash", "pop")
+    text = hunt.kimi.read_text()
+    hunt.kimi.write_text(text.replace("Kimi-K2.5 multimodal model.", "Kimi-K2.5 (my note)."))
+    status = hunt.pg("status")
+    assert "doubled" in status.stdout
+    dry = hunt.pg("apply", "--dry-run")
+    assert "would take the patch's copy out" in dry.stdout
+    hunt.pg("apply", "eagle3", check=0)
+    repaired = hunt.kimi.read_text()
+    assert methods_once_in_class(hunt.kimi)
+    assert "(my note)" in repaired
+    assert "-> tuple" in repaired  # HEAD's definitions stay
+    assert repaired == hunt.head_file().replace(
+        "Kimi-K2.5 multimodal model.", "Kimi-K2.5 (my note)."
+    )
+
+
+def test_conflicted_merge_keeps_patches_out_until_commit(hunt: Hunt) -> None:
+    hunt.git("branch", "side", "c1")
+    hunt.pg("git", "checkout", "-q", "side", check=0)
+    (hunt.root / "README.md").write_text("# side\n")
+    hunt.git("commit", "-q", "-m", "side readme", "README.md")
+    hunt.pg("git", "checkout", "-q", "work", check=0)
+    (hunt.root / "README.md").write_text("# work\n")
+    hunt.git("commit", "-q", "-m", "work readme", "README.md")
+    assert methods_once_in_class(hunt.kimi)
+
+    merge = hunt.pg("git", "merge", "side")
+    assert merge.returncode == 1  # git's status for a conflict
+    assert "patches eagle3 are out of the tree" in merge.stderr
+    assert hunt.kimi.read_text() == hunt.head_file()
+    (hunt.root / "README.md").write_text("# resolved\n")
+    hunt.git("add", "README.md")
+    commit = hunt.git("commit", "-q", "--no-edit", check=False)
+    assert commit.returncode == 0, commit.stderr
+    assert "re-applied eagle3" in commit.stderr
+    assert methods_once_in_class(hunt.kimi)
+    hunt.pg("check", check=0)
+    # and the next plain commit pays nothing: the marker is gone
+    assert "re-applied" not in hunt.git("commit", "-q", "--allow-empty", "-m", "x").stderr
+
+
+def test_conflicted_rebase_keeps_patches_out_until_continue(hunt: Hunt) -> None:
+    (hunt.root / "README.md").write_text("# work\n")
+    hunt.git("commit", "-q", "-m", "work readme", "README.md")
+    rebase = hunt.pg("git", "rebase", "c1")
+    assert rebase.returncode != 0
+    assert "middle of a rebase" in rebase.stderr
+    (hunt.root / "README.md").write_text("# resolved\n")
+    hunt.git("add", "README.md")
+    done = git(
+        hunt.root, "-c", "core.editor=true", "rebase", "--continue", check=False, env=hunt.env
+    )
+    assert done.returncode == 0, done.stderr
+    assert "re-applied eagle3" in done.stderr
+    assert methods_once_in_class(hunt.kimi)
+    hunt.pg("check", check=0)
+
+
+# --- hooks: real merges, stash notices ---------------------------------------------------------
+
+
+def test_merge_commit_reapplies_in_post_merge(hunt: Hunt) -> None:
+    (hunt.root / "NOTES.md").write_text("local notes\n")
+    hunt.git("add", "NOTES.md")
+    hunt.git("commit", "-q", "-m", "notes", "NOTES.md")
+    hunt.git("stash")  # the patch is out of the tree, as after any stash
+    merge = hunt.git("merge", "--no-ff", "-m", "merge c2", "c2", check=False)
+    assert merge.returncode == 0, merge.stderr
+    assert len(hunt.git("log", "-1", "--format=%P").stdout.split()) == 2
+    assert "in progress" not in merge.stderr
+    assert "re-applied eagle3" in merge.stderr
+    assert methods_once_in_class(hunt.kimi)
+    hunt.pg("check", check=0)
+
+
+def test_pull_no_rebase_with_merge_commit_reapplies(clone: Hunt) -> None:
+    (clone.root / "README.md").write_text("# local\n")
+    clone.git("commit", "-q", "-m", "local readme", "README.md")
+    clone.git("stash")
+    pull = clone.git("pull", "--no-rebase", "--no-edit", check=False)
+    assert pull.returncode == 0, pull.stderr
+    assert len(clone.git("log", "-1", "--format=%P").stdout.split()) == 2  # a real merge commit
+    assert "re-applied" not in pull.stderr  # c4 absorbed the patch: nothing to write
+    assert "in progress" not in pull.stderr
+    assert clone.kimi.read_text() == clone.head_file()
+    clone.pg("check", check=0)
+
+
+def test_stash_notice_only_when_a_push_takes_the_patch(hunt: Hunt) -> None:
+    readme = hunt.root / "README.md"
+    readme.write_text("# notes\n")
+    assert "patchguard" not in hunt.git("stash", "push", "--", "README.md").stderr
+    assert "patchguard" not in hunt.git("stash", "pop").stderr
+    took = hunt.git("stash")
+    assert "took patch eagle3 into refs/stash" in took.stderr
+    assert "patchguard git stash pop" in took.stderr
+    readme.write_text("# again\n")
+    hunt.git("stash", "push", "--", "README.md")
+    assert "patchguard" not in hunt.git("stash", "drop").stderr
+    assert "patchguard" not in hunt.git("stash", "pop").stderr
+    assert methods_once_in_class(hunt.kimi)
+    hunt.git("stash", "push", "--", "README.md")
+    assert "patchguard" not in hunt.git("stash", "clear").stderr
+    assert hunt.stash_count() == 0
+
+
+# --- upstream means the whole patch --------------------------------------------------------------
+
+
+def test_patch_with_more_than_definitions_is_not_upstream_until_all_is(
+    tmp_path: Path, clean_env: dict[str, str]
+) -> None:
+    root = tmp_path / "sglang"
+    hunt = Hunt(root, sample_repo.build_hunt(root), clean_env)
+    hunt.git("checkout", "-q", "-b", "work", "c0")
+    record_patch(hunt, aux_line=True)
+    hunt.pg("unapply", check=0)
+    moved = hunt.git("checkout", "-q", "c3")
+    assert "re-applied eagle3" in moved.stderr  # the hook merged the rest in
+    assert AUX_LINE in hunt.kimi.read_text()
+    assert methods_once_in_class(hunt.kimi)
+    hunt.pg("unapply", check=0)
+    assert hunt.kimi.read_text() == hunt.head_file()
+    check = hunt.pg("check")
+    assert check.returncode == 1  # the methods are upstream, the aux line is not
+    assert json.loads(hunt.pg("status", "--json").stdout)["patches"][0]["state"] == "drifted"
+    hunt.pg("apply", check=0)
+    text = hunt.kimi.read_text()
+    assert AUX_LINE in text
+    assert methods_once_in_class(hunt.kimi)
+    assert "-> tuple" in text  # upstream's definitions kept
+    hunt.pg("check", check=0)
+    hunt.pg("unapply", check=0)
+    assert hunt.kimi.read_text() == hunt.head_file()
+
+
+def test_rest_of_patch_that_cannot_merge_is_a_conflict(hunt: Hunt) -> None:
+    hunt.pg("drop", "eagle3", check=0)
+    hunt.git("checkout", "-q", "--", KIMI)
+    record_patch(hunt, aux_line=True)
+    hunt.pg("git", "checkout", "-q", "-b", "clash", "c3", check=0)
+    hunt.kimi.write_text(
+        hunt.head_file().replace(
+            "        self.config = config\n",
+            "        self.config = config\n        self.capture_aux_hidden_states = False\n",
+        )
+    )
+    hunt.git("commit", "-q", "-am", "upstream sets it differently")
+    status = json.loads(hunt.pg("status", "--json").stdout)["patches"][0]
+    assert status["state"] == "conflict"
+    assert hunt.pg("check").returncode == 1
+    assert hunt.pg("apply").returncode == 1
+    assert hunt.kimi.read_text() == hunt.head_file()  # nothing written
+
+
+# --- bisect --------------------------------------------------------------------------------------
+
+
+def write_bench(tmp_path: Path) -> Path:
+    bench = tmp_path / "bench.py"
+    bench.write_text(sample_repo.HUNT_BENCH_TEXT)
+    return bench
+
+
+def test_bisect_run_finds_the_real_regression(hunt: Hunt, tmp_path: Path) -> None:
+    bench = write_bench(tmp_path)
+    plain = subprocess.run(
+        ["python", str(bench)], cwd=hunt.root, env=hunt.env, capture_output=True, text=True
+    )
+    assert plain.returncode == 0, plain.stdout + plain.stderr  # at c0 with the patch: good
+    start = hunt.pg("git", "bisect", "start", "c4", "c0")
+    assert start.returncode == 0, start.stderr
+    assert methods_once_in_class(hunt.kimi)
+    log = tmp_path / "hunt.jsonl"
+    run = hunt.pg("bisect", "run", "--log", str(log), "python", str(bench))
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert f"{hunt.commits['c4']} is the first bad commit" in run.stdout
+    steps = [json.loads(line) for line in log.read_text().splitlines()]
+    assert {s["head"] for s in steps} <= {hunt.commits[c] for c in ("c1", "c2", "c3")}
+    assert all(s["exit"] == 0 and s["ok"] for s in steps)
+    assert steps and all(s["patches"]["eagle3"] in ("applied", "upstream") for s in steps)
+    reset = hunt.pg("git", "bisect", "reset")
+    assert reset.returncode == 0, reset.stderr
+    assert hunt.git("symbolic-ref", "--short", "HEAD").stdout.strip() == "work"
+    assert methods_once_in_class(hunt.kimi)
+    hunt.pg("check", check=0)
+
+
+def test_bisect_run_needs_a_bisect(hunt: Hunt) -> None:
+    result = hunt.pg("bisect", "run", "true")
+    assert result.returncode == 1
+    assert "patchguard git bisect start" in result.stderr
+
+
+def step(hunt: Hunt, *command: str) -> subprocess.CompletedProcess[str]:
+    """One bisect step, as `git bisect run` starts it under `patchguard bisect run`."""
+    lock = hunt.root / ".git" / "patchguard" / "lock"
+    env = {**hunt.env, "PATCHGUARD_LOCK_HELD": str(lock)}
+    return subprocess.run(
+        ["patchguard", "bisect", "step", "--", *command],
+        cwd=hunt.root,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+
+
+def test_step_skips_a_commit_where_the_patch_cannot_hold(hunt: Hunt) -> None:
+    hunt.pg("unapply", check=0)
+    hunt.git("checkout", "-q", "--detach", "c0")
+    hunt.git("rm", "-qf", KIMI)
+    hunt.git("commit", "-q", "-m", "kimi removed")
+    result = step(hunt, "false")
+    assert result.returncode == 125
+    assert "skipping" in result.stderr
+    assert KIMI in result.stderr
+
+
+def test_step_runs_the_command_with_the_patch_and_lifts_it(hunt: Hunt, tmp_path: Path) -> None:
+    hunt.pg("unapply", check=0)
+    probe = tmp_path / "probe.sh"
+    probe.write_text(f"grep -c 'def get_embed_and_head' {KIMI} > {tmp_path / 'seen'}; exit 3\n")
+    result = step(hunt, "sh", str(probe))
+    assert result.returncode == 3  # the command's status, for git bisect to read
+    assert (tmp_path / "seen").read_text().strip() == "1"
+    assert hunt.git("status", "--porcelain").stdout == ""  # lifted again
+
+
+def test_step_aborts_the_bisect_when_patchguard_fails(hunt: Hunt) -> None:
+    manifest = hunt.root / ".git" / "patchguard" / "manifest.json"
+    manifest.write_text("{")
+    result = step(hunt, "true")
+    assert result.returncode == 128
+    assert "aborting the bisect" in result.stderr
