@@ -6,7 +6,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from guard.engine import GOOD_STATES, CheckReport, PatchOutcome, PatchVerdict
+from guard.engine import GOOD_STATES, CheckReport, PatchOutcome, PatchVerdict, State
 from guard.moves import BISECT_ABORT, BISECT_SKIP, Lift, StepResult
 
 CHECK_JSON_FORMAT = "patchguard.check/1"
@@ -115,9 +115,16 @@ def lift_lines(lift: Lift) -> list[str]:
             f"tree and come back when it is finished (git commit, git {lift.stopped} "
             "--continue). If you abort it instead, run: patchguard apply"
         ]
-    return [
-        f"re-applied {o.verdict.name} ({', '.join(o.written)})" for o in lift.put_back if o.written
-    ] + [f"{o.verdict.name}: {o.message}" for o in lift.put_back if not o.ok]
+    lines = []
+    for outcome in lift.put_back:
+        name = outcome.verdict.name
+        if outcome.written:
+            lines.append(f"re-applied {name} ({', '.join(outcome.written)})")
+        elif not outcome.ok:
+            lines.append(f"{name}: {outcome.message}")
+        elif name in lift.lifted and outcome.verdict.state is State.UPSTREAM:
+            lines.append(f"{name} is upstream here (HEAD has all of it); nothing to put back")
+    return lines
 
 
 def step_lines(result: StepResult) -> list[str]:

@@ -57,7 +57,30 @@ expect 0 "grep -n 'def ' $kimi"
 expect 0 "patchguard check"
 
 step "And git checkout itself fails when the file is gone"
-expect 0 "patchguard unapply && git checkout -q main"
+expect 0 "patchguard git checkout -q main"
 expect 1 "git stash -q && git checkout -q no-kimi"
+
+step "Act 3, a regression hunt: upstream edits kimi_k25.py (c2), absorbs the methods (c3), then c4 regresses"
+python "$here/sample_repo.py" "$work/upstream" --hunt >/dev/null || exit 1
+git clone -q "$work/upstream" "$work/hunt" || exit 1
+repo="$work/hunt"
+python -c "import sys; sys.path.insert(0, sys.argv[1]); import sample_repo; open(sys.argv[2], 'w').write(sample_repo.HUNT_BENCH_TEXT)" "$here" "$work/bench.py" || exit 1
+expect 0 "git log --oneline --decorate"
+expect 0 "git reset -q --hard c0"
+python -c "import sys; sys.path.insert(0, sys.argv[1]); import sample_repo, pathlib; sample_repo.add_eagle3_methods(pathlib.Path(sys.argv[2]))" "$here" "$repo" || exit 1
+expect 0 "patchguard record eagle3 $kimi >/dev/null && patchguard install >/dev/null"
+step "Plain git refuses to move over the patched file; patchguard git lifts the patch, moves, puts it back"
+expect 1 "git checkout -q c2"
+expect 0 "patchguard git checkout -q c2"
+expect 0 "grep -c 'def get_embed_and_head' $kimi"
+expect 0 "patchguard git checkout -q main"
+step "patchguard git pull: upstream absorbed the methods, so the file is exactly upstream's"
+expect 0 "patchguard git pull -q --ff-only"
+expect 0 "git status --short && patchguard check"
+step "patchguard bisect run: the patch at every commit, so the benchmark blames the real regression"
+expect 0 "patchguard git bisect start c4 c0"
+expect 0 "patchguard bisect run --log ../hunt.jsonl python ../bench.py"
+expect 0 "patchguard git bisect reset"
+expect 0 "patchguard check"
 
 printf '\n%sdemo: every step behaved as the story says.%s\n' "$bold" "$plain"
