@@ -16,7 +16,7 @@ from guard.errors import GuardError
 
 TYPE_CHECKING = False  # not `from typing import ...`: typing costs the hooks' fast path ~10 ms
 if TYPE_CHECKING:
-    from guard.engine import CheckReport
+    from guard.assess import CheckReport
 
 __all__ = ["GuardError", "require"]
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import click
 
-from guard import bundle, engine, install, journal, moves, preflight, render
+from guard import assess, bundle, install, journal, moves, patching, preflight, recording, render
 from guard.errors import EXIT_GUARD_FAILED, EXIT_OK, PatchguardError
 from guard.gitdir import locate
 from guard.repo import Repo
@@ -110,7 +110,7 @@ def record(
     patch are skipped). Symbols whose def/class line the patch adds are required
     automatically. Recording NAME again replaces it.
     """
-    outcome = engine.record(
+    outcome = recording.record(
         Repo.discover(cwd), name, paths, requires=requires, description=message, cwd=cwd
     )
     verb = "replaced" if outcome.replaced else "recorded"
@@ -134,7 +134,7 @@ def require(cwd: Path, specs: tuple[str, ...]) -> None:
 
     SPEC is written like a pytest node id: path/to/file.py::Class.method. It must exist now.
     """
-    added = engine.require(Repo.discover(cwd), specs, cwd=cwd)
+    added = recording.require(Repo.discover(cwd), specs, cwd=cwd)
     for spec in added:
         click.echo(f"guarding {spec}")
     if not added:
@@ -275,7 +275,7 @@ def status(cwd: Path, names: tuple[str, ...], as_json: bool) -> None:
 
     States: applied, unapplied, drifted, upstream, conflict, missing-file.
     """
-    verdicts = engine.status(Repo.discover(cwd), names)
+    verdicts = assess.status(Repo.discover(cwd), names)
     if as_json:
         click.echo(render.status_json(verdicts))
     else:
@@ -297,7 +297,7 @@ def apply(cwd: Path, names: tuple[str, ...], dry_run: bool, merge: bool, as_json
     symbol missing or defined twice, is left untouched (exit 1), unless --merge asks for
     conflict markers. Running it again changes nothing.
     """
-    outcomes = engine.apply(Repo.discover(cwd), names, dry_run=dry_run, merge=merge)
+    outcomes = patching.apply(Repo.discover(cwd), names, dry_run=dry_run, merge=merge)
     _finish(outcomes, as_json)
 
 
@@ -311,7 +311,7 @@ def unapply(cwd: Path, names: tuple[str, ...], dry_run: bool, as_json: bool) -> 
 
     Use it before `git stash pop` of a stash that holds the same change.
     """
-    outcomes = engine.unapply(Repo.discover(cwd), names, dry_run=dry_run)
+    outcomes = patching.unapply(Repo.discover(cwd), names, dry_run=dry_run)
     _finish(outcomes, as_json)
 
 
@@ -429,7 +429,7 @@ def bisect_step(log: Path | None, command: tuple[str, ...]) -> None:
     sys.exit(result.status)
 
 
-def _finish(outcomes: list[engine.PatchOutcome], as_json: bool) -> None:
+def _finish(outcomes: list[patching.PatchOutcome], as_json: bool) -> None:
     if as_json:
         click.echo(render.outcomes_json(outcomes))
     else:
@@ -462,7 +462,7 @@ def list_(cwd: Path, as_json: bool) -> None:
 @_directory_option
 def drop(cwd: Path, target: str) -> None:
     """Forget a patch or a guard. The working tree is not touched."""
-    dropped = engine.drop(Repo.discover(cwd), target, cwd=cwd)
+    dropped = recording.drop(Repo.discover(cwd), target, cwd=cwd)
     click.echo(f"dropped {dropped}")
 
 

@@ -119,13 +119,13 @@ def _new_worktree_enabled(repo: Repo) -> bool:
 
 
 def _apply_and_check(repo: Repo, hook: str) -> int:
-    from guard import engine, render
+    from guard import assess, patching, render
 
-    for outcome in engine.apply(repo, allow_mid_operation=True):
+    for outcome in patching.apply(repo, allow_mid_operation=True):
         if outcome.written:
             say(f"re-applied {outcome.verdict.name} ({', '.join(outcome.written)})")
     repo.layout.pending_path.unlink(missing_ok=True)
-    report = engine.check(repo)
+    report = assess.check(repo)
     if report.ok:
         return 0
     print(render.banner(f"guard FAILED after {hook}", report.problems()), file=sys.stderr)
@@ -134,12 +134,12 @@ def _apply_and_check(repo: Repo, hook: str) -> int:
 
 def _report_restored(repo: Repo) -> int:
     """A file checkout is an explicit request to restore a file: respect it, and say what it cost."""
-    from guard import engine
+    from guard import assess
 
-    report = engine.check(repo)
+    report = assess.check(repo)
     for verdict in report.patches:
         if not verdict.ok:
-            files = ", ".join(f.path for f in verdict.files if f.state != engine.State.APPLIED)
+            files = ", ".join(f.path for f in verdict.files if f.state != assess.State.APPLIED)
             say(
                 f"patch {verdict.name} is no longer in {files}; "
                 f"bring it back with: patchguard apply {verdict.name}"
@@ -163,11 +163,11 @@ def _report_stash(repo: Repo, args: list[str], stdin: str) -> int:
     ]
     if not stashes:
         return 0
-    from guard import engine
+    from guard import assess
 
     taken = []
-    for verdict in engine.status(repo):
-        paths = [f.path for f in verdict.files if f.state is engine.State.APPLIED]
+    for verdict in assess.status(repo):
+        paths = [f.path for f in verdict.files if f.state is assess.State.APPLIED]
         if any(repo.file_at(stashes[-1], p) != repo.head_file(p) for p in paths):
             taken.append(verdict.name)
     if taken:

@@ -12,11 +12,13 @@ waiting on them and would otherwise deadlock against its own children.
 from __future__ import annotations
 
 import fcntl
+import functools
 import os
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
+from typing import Any, Protocol, TypeVar, cast
 
 from guard.errors import ConfigError
 
@@ -85,3 +87,24 @@ def exclusive(lock_path: Path, operation: str) -> Iterator[None]:
             os.ftruncate(fd, 0)
     finally:
         os.close(fd)  # closing releases the flock
+
+
+class _Lockable(Protocol):
+    def lock(self, operation: str) -> AbstractContextManager[None]: ...
+
+
+_Operation = TypeVar("_Operation", bound=Callable[..., Any])
+
+
+def locked(operation: str) -> Callable[[_Operation], _Operation]:
+    """Run a library call that writes under its repository's lock (its first argument's)."""
+
+    def decorate(function: _Operation) -> _Operation:
+        @functools.wraps(function)
+        def run_locked(repo: _Lockable, *args: Any, **kwargs: Any) -> Any:
+            with repo.lock(operation):
+                return function(repo, *args, **kwargs)
+
+        return cast(_Operation, run_locked)
+
+    return decorate

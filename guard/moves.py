@@ -10,19 +10,18 @@ and stand aside.
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
 
-from guard import engine, journal
+from guard import assess, journal, patching
 from guard.errors import GuardFailure, PatchguardError
-from guard.lock import HELD_VARIABLE
+from guard.lock import HELD_VARIABLE, exclusive
 from guard.repo import Repo, run_git
 
 BISECT_SKIP = 125
@@ -38,8 +37,8 @@ class Lift:
     entry: Path | None = None  # the lift's undo entry
     stopped: str | None = None
     restored_exactly: bool = False
-    put_back: list[engine.PatchOutcome] = field(default_factory=list)
-    report: engine.CheckReport | None = None
+    put_back: list[patching.PatchOutcome] = field(default_factory=list)
+    report: assess.CheckReport | None = None
 
     @property
     def ok(self) -> bool:
@@ -60,7 +59,7 @@ def lifted(repo: Repo, operation: str) -> Iterator[Lift]:
             yield lift
             return
         _refuse_unliftable(repo)
-        outcomes = engine.unapply(repo, allow_mid_operation=True)
+        outcomes = patching.unapply(repo, allow_mid_operation=True)
         lift.lifted = [o.verdict.name for o in outcomes if o.written]
         lift.entry = journal.latest_entry(repo) if lift.lifted else None
         try:
@@ -71,7 +70,7 @@ def lifted(repo: Repo, operation: str) -> Iterator[Lift]:
 
 def _refuse_unliftable(repo: Repo) -> None:
     """Before git runs: every applied patch must come out cleanly, or nothing is touched."""
-    trial = engine.unapply(repo, dry_run=True, allow_mid_operation=True)
+    trial = patching.unapply(repo, dry_run=True, allow_mid_operation=True)
     stuck = [o for o in trial if not o.ok]
     if stuck:
         reasons = "; ".join(f"patch {o.verdict.name}: {o.message}" for o in stuck)
@@ -97,9 +96,9 @@ def _put_back(repo: Repo, lift: Lift) -> None:
             lift.restored_exactly = True
         except GuardFailure:
             pass  # git changed a lifted file (or the entry was pruned): the 3-way apply decides
-    lift.put_back = engine.apply(repo, allow_mid_operation=True)
+    lift.put_back = patching.apply(repo, allow_mid_operation=True)
     repo.layout.pending_path.unlink(missing_ok=True)
-    lift.report = engine.check(repo)
+    lift.report = assess.check(repo)
 
 
 def run_git_lifted(repo: Repo, args: Sequence[str], cwd: Path) -> tuple[int, Lift]:
@@ -133,7 +132,13 @@ def bisect_run(repo: Repo, command: Sequence[str], log: Path | None) -> tuple[in
             passthrough=True,
             env=_hold(repo),
         ).returncode
+        with _step_lock(repo, "bisect run"):
+            pass  # after a Ctrl-C git is gone at once; a step may still be lifting: wait for it
     return status, lift
+
+
+def _step_lock(repo: Repo, operation: str) -> AbstractContextManager[None]:
+    return exclusive(repo.layout.store_dir / "bisect-step.lock", operation)
 
 
 @dataclass
@@ -153,22 +158,25 @@ def bisect_step(repo: Repo, command: Sequence[str], log: Path | None) -> StepRes
     """
     head = repo.head_commit_id()
     try:
-        engine.apply(repo, allow_mid_operation=True)
-        report = engine.check(repo)
-        if report.ok:
-            result = StepResult(_run_forwarding_signals(command, repo.workdir), head)
-        else:
-            result = StepResult(
-                BISECT_SKIP, head, "the patches do not hold here", report.problems()
-            )
-        if log is not None:
-            _log_step(repo, log, result)
-        leftover = [o for o in engine.unapply(repo, allow_mid_operation=True) if not o.ok]
-        if leftover:
-            result.problems += [f"patch {o.verdict.name}: {o.message}" for o in leftover]
-            result.status = BISECT_ABORT
+        with _step_lock(repo, "bisect step"):
+            return _step(repo, head, command, log)
     except PatchguardError as error:
         return StepResult(BISECT_ABORT, head, None, [str(error)])
+
+
+def _step(repo: Repo, head: str, command: Sequence[str], log: Path | None) -> StepResult:
+    patching.apply(repo, allow_mid_operation=True)
+    report = assess.check(repo)
+    if report.ok:
+        result = StepResult(_run_forwarding_signals(command, repo.workdir), head)
+    else:
+        result = StepResult(BISECT_SKIP, head, "the patches do not hold here", report.problems())
+    if log is not None:
+        _log_step(repo, log, result)
+    leftover = [o for o in patching.unapply(repo, allow_mid_operation=True) if not o.ok]
+    if leftover:
+        result.problems += [f"patch {o.verdict.name}: {o.message}" for o in leftover]
+        result.status = BISECT_ABORT
     return result
 
 
@@ -197,7 +205,7 @@ def _run_forwarding_signals(command: Sequence[str], cwd: Path) -> int:
     previous = {
         number: signal.signal(number, forward) for number in (signal.SIGTERM, signal.SIGHUP)
     }
-    previous[signal.SIGINT] = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    previous[signal.SIGINT] = signal.signal(signal.SIGINT, _let_the_command_answer)
     try:
         status = child.wait()
     finally:
@@ -206,6 +214,5 @@ def _run_forwarding_signals(command: Sequence[str], cwd: Path) -> int:
     return status if status >= 0 else 128 - status
 
 
-def step_environment_ok() -> bool:
-    """A step runs only under `patchguard bisect run`, which holds the lock for it."""
-    return HELD_VARIABLE in os.environ
+def _let_the_command_answer(_number: int, _frame: FrameType | None) -> None:
+    """Ctrl-C reaches the command from the terminal; the step waits for it, then lifts."""

@@ -18,8 +18,8 @@ from typing import Any
 
 import pygit2
 
-from guard import engine, fastpath
-from guard.engine import CheckReport, ImportResult
+from guard import assess, fastpath, patching
+from guard.assess import CheckReport, ImportResult
 from guard.errors import ConfigError, GuardError, PatchguardError
 from guard.repo import Repo
 from guard.symbols import parse_spec
@@ -97,8 +97,8 @@ def verify(
 ) -> CheckReport:
     """Apply if asked, then check everything; the report says whether the code is right."""
     if apply:
-        engine.apply(repo)
-    report = engine.check(repo)
+        patching.apply(repo)
+    report = assess.check(repo)
     interpreter = python or sys.executable
     report.imports = [resolve_import(name, interpreter, repo.workdir, cwd) for name in import_names]
     return report
@@ -129,7 +129,7 @@ def require_report(
 
 def stamp(repo: Repo) -> dict[str, Any]:
     """One JSON object that says exactly which code is about to run (keys in docs/benchmarks.md)."""
-    report = engine.check(repo) if repo.layout.manifest_path.exists() else None
+    report = assess.check(repo) if repo.layout.manifest_path.exists() else None
     git = repo.git
     branch = None if git.head_is_detached or git.head_is_unborn else git.head.shorthand
     upstream = None

@@ -6,8 +6,9 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from guard.engine import GOOD_STATES, CheckReport, PatchOutcome, PatchVerdict, State
+from guard.assess import GOOD_STATES, CheckReport, PatchVerdict, State
 from guard.moves import BISECT_ABORT, BISECT_SKIP, Lift, StepResult
+from guard.patching import PatchOutcome
 
 CHECK_JSON_FORMAT = "patchguard.check/1"
 

@@ -55,14 +55,18 @@ def run_git(
 
     Captured (the default), a failure raises ConfigError carrying the command and git's stderr.
     With `passthrough`, git gets the terminal, stdin, stdout and stderr, its status is returned
-    as it is, and Ctrl-C goes to git alone: patchguard waits to put the patches back.
+    as a shell would report it (128+N when a signal ended it), and Ctrl-C goes to git alone:
+    patchguard waits to put the patches back.
     """
     command = ["git", *args]
     full_env = {**os.environ, **env} if env else None
     try:
         if passthrough:
             with _interrupts_to_child():
-                return subprocess.run(command, cwd=cwd, env=full_env, text=True)
+                result = subprocess.run(command, cwd=cwd, env=full_env, text=True)
+            if result.returncode < 0:
+                result.returncode = 128 - result.returncode
+            return result
         result = subprocess.run(command, cwd=cwd, env=full_env, capture_output=True, text=True)
     except OSError as error:
         raise ConfigError(f"cannot run `{' '.join(command)}`: {error}. Is git on PATH?") from None
@@ -72,10 +76,14 @@ def run_git(
     return result
 
 
+def _outlive_child(_number: int, _frame: object) -> None:
+    """A handler, not SIG_IGN: an ignored signal stays ignored in the child across exec."""
+
+
 @contextmanager
 def _interrupts_to_child() -> Iterator[None]:
     """The terminal sends SIGINT/SIGQUIT to the child as well; we outlive it to clean up."""
-    previous = [(s, signal.signal(s, signal.SIG_IGN)) for s in (signal.SIGINT, signal.SIGQUIT)]
+    previous = [(s, signal.signal(s, _outlive_child)) for s in (signal.SIGINT, signal.SIGQUIT)]
     try:
         yield
     finally:

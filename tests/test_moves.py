@@ -10,7 +10,10 @@ command runs as users run it: the installed `patchguard` and the real git CLI.
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -440,3 +443,74 @@ def test_step_aborts_the_bisect_when_patchguard_fails(hunt: Hunt) -> None:
     result = step(hunt, "true")
     assert result.returncode == 128
     assert "aborting the bisect" in result.stderr
+
+
+# --- the terminal, stdin, signals ----------------------------------------------------------------
+
+
+def test_stdin_reaches_git_and_hooks_stay_quiet(hunt: Hunt) -> None:
+    blob = subprocess.run(
+        ["patchguard", "git", "hash-object", "--stdin"],
+        cwd=hunt.root,
+        env=hunt.env,
+        input="hello\n",
+        capture_output=True,
+        text=True,
+    )
+    assert blob.returncode == 0, blob.stderr
+    assert blob.stdout.strip() == "ce013625030ba8dba906f756967f9e9ca394464a"
+    assert blob.stderr == ""  # lifted and put back byte for byte: nothing to say
+    moved = hunt.pg("git", "checkout", "-q", "c2", check=0)
+    assert moved.stderr.count("re-applied eagle3") == 1  # ours; the hook stood aside
+
+
+def test_interrupt_reaches_git_and_the_patch_comes_back(hunt: Hunt) -> None:
+    before = hunt.kimi.read_bytes()
+    child = subprocess.Popen(
+        ["patchguard", "git", "hash-object", "--stdin"],
+        cwd=hunt.root,
+        env=hunt.env,
+        stdin=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 30
+    while hunt.kimi.read_text() != hunt.head_file():  # wait until the patch is lifted
+        assert time.monotonic() < deadline, "the patch was never lifted"
+        time.sleep(0.05)
+    time.sleep(0.2)  # git is reading stdin now
+    os.killpg(child.pid, signal.SIGINT)  # what Ctrl-C does: the whole foreground group
+    _, stderr = child.communicate(timeout=30)
+    assert child.returncode == 130
+    assert "Traceback" not in stderr
+    assert hunt.kimi.read_bytes() == before
+    hunt.pg("check", check=0)
+
+
+def test_interrupt_during_a_bisect_step_leaves_the_patch_applied(
+    hunt: Hunt, tmp_path: Path
+) -> None:
+    hunt.pg("git", "bisect", "start", "c4", "c0", check=0)
+    started = tmp_path / "started"
+    child = subprocess.Popen(
+        ["patchguard", "bisect", "run", "sh", "-c", f"touch {started}; sleep 60"],
+        cwd=hunt.root,
+        env=hunt.env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 30
+    while not started.exists():
+        assert time.monotonic() < deadline, "the step never ran the command"
+        time.sleep(0.05)
+    os.killpg(child.pid, signal.SIGINT)
+    _, stderr = child.communicate(timeout=30)
+    assert child.returncode >= 128
+    assert "Traceback" not in stderr
+    assert methods_once_in_class(hunt.kimi)
+    hunt.pg("check", check=0)
+    hunt.pg("git", "bisect", "reset", check=0)
+    assert methods_once_in_class(hunt.kimi)

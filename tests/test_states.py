@@ -7,7 +7,7 @@ import json
 import sample_repo
 from conftest import Sample, method_count
 
-from guard.engine import State
+from guard.assess import State
 
 METHODS = sample_repo.METHODS
 

@@ -1,45 +1,23 @@
-"""The apply engine: decide each patch's state by content, and apply, unapply, record and check.
+"""Decide each patch's state by content, and check required symbols: the read-only half.
 
 A state is never decided by searching for a string. Text is compared by 3-way merges
-(libgit2), symbols by parsing (guard.symbols). A merge is only written when it is clean
-*and* every required symbol sits exactly once at its qualified place in the result.
+(libgit2), symbols by parsing (guard.symbols). guard.patching writes only what this module
+decided, so a merge is only written when it is clean *and* every required symbol sits exactly
+once at its qualified place in the result.
 """
 
 from __future__ import annotations
 
-import functools
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from enum import StrEnum
-from pathlib import Path
-from typing import Any, TypeVar, cast
-
-from pydantic import ValidationError
 
 from guard import fastpath
-from guard.errors import ConfigError, GuardFailure
-from guard.journal import Journal
-from guard.manifest import FileChange, Manifest, Patch, describe_validation
-from guard.repo import Repo, is_binary
+from guard.errors import ConfigError
+from guard.manifest import FileChange, Manifest, Patch
+from guard.repo import Repo
 from guard.symbols import SourceSyntaxError, Spec, SymbolIndex, describe_miss, parse_spec
-
-_Operation = TypeVar("_Operation", bound=Callable[..., Any])
-
-
-def _locked(operation: str) -> Callable[[_Operation], _Operation]:
-    """Run an operation that writes under the repository's lock (see guard.lock)."""
-
-    def decorate(function: _Operation) -> _Operation:
-        @functools.wraps(function)
-        def locked(repo: Repo, *args: Any, **kwargs: Any) -> Any:
-            with repo.lock(operation):
-                return function(repo, *args, **kwargs)
-
-        return cast(_Operation, locked)
-
-    return decorate
 
 
 class State(StrEnum):
@@ -277,7 +255,7 @@ def _required_in(patch: Patch, path: str) -> list[str]:
     return [spec.qualname for spec in map(parse_spec, patch.requires) if spec.path == path]
 
 
-def _labels(patch: Patch) -> tuple[str, str, str]:
+def merge_labels(patch: Patch) -> tuple[str, str, str]:
     return ("recorded base", "working tree", f"patch {patch.name}")
 
 
@@ -296,7 +274,7 @@ def _assess_at(
     base = repo.blob(change.base_blob) if change.base_blob else b""
     patched = repo.blob(change.patched_blob)
     head = tree.head(path)
-    if head is not None and _contains_change(repo, base, head, patched, _labels(patch)):
+    if head is not None and _contains_change(repo, base, head, patched, merge_labels(patch)):
         return FileVerdict(path, State.UPSTREAM, "HEAD already contains this change")
     if (
         head is not None
@@ -321,7 +299,7 @@ def _assess_absorbed(
     The worktree may still carry the patch's own copy of those definitions (a stash or an
     autostash merged back by git): that is `doubled`, and apply takes the copy out.
     """
-    labels = _labels(patch)
+    labels = merge_labels(patch)
     rest = _without_definitions(repo, tree, change, base, patched)
     current = tree.read(path)
     head = tree.head(path)
@@ -385,7 +363,7 @@ def _assess_change(
     added_symbols: Sequence[str],
 ) -> FileVerdict:
     """The state of the change base -> patched in the worktree (HEAD does not hold it)."""
-    labels = _labels(patch)
+    labels = merge_labels(patch)
     current = tree.read(path)
     head = tree.head(path)
     if current is None:
@@ -504,9 +482,6 @@ def select_patches(manifest: Manifest, names: Sequence[str]) -> list[Patch]:
     return [p for p in manifest.patches if not names or p.name in names]
 
 
-# --- status and check --------------------------------------------------------------------------
-
-
 def status(repo: Repo, names: Sequence[str] = ()) -> list[PatchVerdict]:
     manifest = repo.load_manifest()
     tree = Worktree(repo)
@@ -520,7 +495,7 @@ def check(repo: Repo) -> CheckReport:
     verdicts = [assess_patch(repo, tree, p) for p in manifest.patches]
     owners = [(spec, p.name) for p in manifest.patches for spec in p.requires]
     owners += [(spec, None) for spec in manifest.guards]
-    symbols = [_check_symbol(tree, spec, owner) for spec, owner in owners]
+    symbols = [check_symbol(tree, spec, owner) for spec, owner in owners]
     head = None if repo.git.head_is_unborn else repo.head_commit_id()
     report = CheckReport(head=head, patches=verdicts, symbols=symbols)
     if report.ok and head is not None:
@@ -541,7 +516,7 @@ def _remember_verified(repo: Repo, tree: Worktree, head: str) -> None:
         )
 
 
-def _check_symbol(tree: Worktree, text: str, owner: str | None) -> SymbolResult:
+def check_symbol(tree: Worktree, text: str, owner: str | None) -> SymbolResult:
     spec = parse_spec(text)
     spec = Spec(tree.renamed(spec.path), spec.qualname)
     content = tree.read(spec.path)
@@ -552,281 +527,3 @@ def _check_symbol(tree: Worktree, text: str, owner: str | None) -> SymbolResult:
         return SymbolResult(text, False, problems[spec.qualname], owner)
     line = tree.symbols(content, spec.path).find(spec.qualname)[0].lineno
     return SymbolResult(text, True, f"{spec.path}:{line}", owner)
-
-
-# --- apply and unapply -------------------------------------------------------------------------
-
-
-@dataclass
-class PatchOutcome:
-    """What apply/unapply did to one patch; `ok` is False when the patch is left not as asked."""
-
-    verdict: PatchVerdict
-    written: list[str] = field(default_factory=list)
-    ok: bool = True
-    message: str = ""
-
-
-@_locked("apply")
-def apply(
-    repo: Repo,
-    names: Sequence[str] = (),
-    *,
-    dry_run: bool = False,
-    merge: bool = False,
-    allow_mid_operation: bool = False,
-) -> list[PatchOutcome]:
-    """Bring every selected patch to `applied` (or leave it `upstream`), patch by patch.
-
-    A patch is written whole or not at all: one file that cannot merge cleanly leaves all
-    of that patch's files untouched, unless `merge` asks for conflict markers.
-    """
-    patches, tree, journal = _begin_writing(repo, "apply", names, dry_run, allow_mid_operation)
-    outcomes = []
-    for patch in patches:
-        verdict = assess_patch(repo, tree, patch)
-        outcome = PatchOutcome(verdict)
-        state = verdict.state
-        if state in GOOD_STATES:
-            outcome.message = "nothing to do"
-        elif state is State.MISSING_FILE or (state is State.CONFLICT and not merge):
-            outcome.ok = False
-            outcome.message = "left untouched -> " + fix_for(patch.name, state)
-        else:
-            writes = {f.path: f.merged for f in verdict.files if f.merged is not None}
-            if state is State.CONFLICT:
-                outcome.ok = False
-                outcome.message = "conflict markers written; resolve them, then patchguard record"
-            elif state is State.DOUBLED:
-                outcome.message = (
-                    "would take the patch's copy out" if dry_run else "took the patch's copy out"
-                ) + " (HEAD's definitions stay)"
-            else:
-                outcome.message = "would apply" if dry_run else "applied"
-            outcome.written = _write(repo, tree, writes, journal)
-        outcomes.append(outcome)
-    return outcomes
-
-
-@_locked("unapply")
-def unapply(
-    repo: Repo,
-    names: Sequence[str] = (),
-    *,
-    dry_run: bool = False,
-    allow_mid_operation: bool = False,
-) -> list[PatchOutcome]:
-    """Take applied patches out of the worktree (last first), keeping every other edit."""
-    patches, tree, journal = _begin_writing(repo, "unapply", names, dry_run, allow_mid_operation)
-    outcomes = []
-    for patch in reversed(patches):
-        verdict = assess_patch(repo, tree, patch)
-        outcome = PatchOutcome(verdict)
-        writes: dict[str, bytes | None] = {}
-        for change, file_verdict in zip(patch.files, verdict.files, strict=True):
-            if file_verdict.state is not State.APPLIED:
-                continue
-            path = file_verdict.path  # where the file is now, renames followed
-            current = tree.read(path)
-            assert current is not None
-            base = repo.blob(change.base_blob) if change.base_blob else b""
-            assert file_verdict.patched is not None
-            reverse = repo.merge3(file_verdict.patched, current, base, _labels(patch))
-            if not reverse.clean:
-                outcome.ok = False
-                outcome.message = f"{path}: the change cannot be taken out cleanly"
-                break
-            created_by_patch = change.base_blob is None and reverse.content == b""
-            writes[path] = None if created_by_patch else reverse.content
-        if outcome.ok:
-            outcome.written = _write(repo, tree, writes, journal)
-            if verdict.state is State.UPSTREAM:
-                outcome.message = "absorbed upstream; nothing to take out"
-            elif outcome.written:
-                outcome.message = "would unapply" if dry_run else "unapplied"
-            else:
-                outcome.message = "not applied; nothing to take out"
-        outcomes.append(outcome)
-    return list(reversed(outcomes))
-
-
-def _begin_writing(
-    repo: Repo, operation: str, names: Sequence[str], dry_run: bool, allow_mid_operation: bool
-) -> tuple[list[Patch], Worktree, Journal | None]:
-    """What apply and unapply share before their first write (no journal for a dry run)."""
-    if not (dry_run or allow_mid_operation):
-        repo.refuse_mid_operation(operation)
-    patches = select_patches(repo.load_manifest(), names)
-    journal = None if dry_run else Journal(repo.layout.git_dir, operation)
-    return patches, Worktree(repo), journal
-
-
-def _write(
-    repo: Repo, tree: Worktree, writes: dict[str, bytes | None], journal: Journal | None
-) -> list[str]:
-    """Stage `writes` for later patches; with a journal, keep old bytes, then replace each file."""
-    for path, content in writes.items():
-        before = tree.read(path)
-        tree.stage(path, content)
-        if journal is None:
-            continue
-        journal.before_write(path, before, content)
-        if content is None:
-            repo.delete_file(path)
-        else:
-            repo.write_file(path, content)
-    return sorted(writes)
-
-
-# --- record and require ------------------------------------------------------------------------
-
-
-@dataclass
-class RecordOutcome:
-    patch: Patch
-    replaced: bool
-    skipped: list[str]
-
-
-@_locked("record")
-def record(
-    repo: Repo,
-    name: str,
-    paths: Sequence[str],
-    *,
-    requires: Sequence[str] = (),
-    description: str = "",
-    cwd: Path,
-) -> RecordOutcome:
-    """Record the uncommitted changes of `paths` (default: every changed tracked file) as NAME."""
-    head_commit = repo.head_commit_id()
-    manifest = repo.load_manifest(missing_ok=True)
-    previous = manifest.patch(name)
-    skipped: list[str] = []
-    if paths:
-        repo_paths = sorted({repo.relpath(p, cwd) for p in paths})
-    else:
-        owned = {c.path for p in manifest.patches if p.name != name for c in p.files}
-        changed = repo.changed_tracked_files()
-        skipped = [p for p in changed if p in owned]
-        repo_paths = [p for p in changed if p not in owned]
-        if not repo_paths:
-            raise ConfigError(
-                "no tracked file has uncommitted changes"
-                + (f" outside other patches ({', '.join(skipped)})" if skipped else "")
-                + "; edit files first, or name the paths: patchguard record NAME PATH..."
-            )
-    tree = Worktree(repo)
-    files = [_record_file(repo, tree, path) for path in repo_paths]
-    specs = {f"{c.path}::{q}" for c in files for q in c.added_symbols}
-    for text in requires:
-        specs.add(str(_resolve_spec(repo, text, cwd)))
-    for text in sorted(specs):
-        result = _check_symbol(tree, text, name)
-        if not result.ok:
-            raise GuardFailure(
-                f"cannot record {name}: {text}: {result.detail}. Fix the file or the --require "
-                "SPEC, then record again."
-            )
-    try:
-        patch = Patch(
-            name=name,
-            description=description,
-            created_at=datetime.now(UTC),
-            base_commit=head_commit,
-            files=files,
-            requires=sorted(specs),
-        )
-    except ValidationError as error:
-        raise ConfigError(f"cannot record {name!r}: {describe_validation(error)}") from None
-    patches = [patch if p.name == name else p for p in manifest.patches]
-    if previous is None:
-        patches.append(patch)
-    repo.save_manifest(manifest.model_copy(update={"patches": patches}))
-    return RecordOutcome(patch=patch, replaced=previous is not None, skipped=skipped)
-
-
-def _record_file(repo: Repo, tree: Worktree, path: str) -> FileChange:
-    current = tree.read(path)
-    head = tree.head(path)
-    if current is None:
-        if head is None:
-            raise ConfigError(f"{path} does not exist; name files that the patch edits or adds")
-        raise ConfigError(
-            f"{path} is deleted in the worktree; patchguard records edits and new files, "
-            "not deletions. Restore it (git restore) or leave it out."
-        )
-    if current == head:
-        raise ConfigError(
-            f"{path} has no changes against HEAD; nothing to record for it. Leave it out, or "
-            "edit it first."
-        )
-    if is_binary(current) or (head is not None and is_binary(head)):
-        raise ConfigError(
-            f"{path} is a binary file; patchguard records text patches only. Leave it out of "
-            "the patch."
-        )
-    base = head or b""
-    added_symbols: list[str] = []
-    diff = repo.diff(base, current, path)
-    if path.endswith(".py"):
-        try:
-            index = tree.symbols(current, path)
-        except SourceSyntaxError as error:
-            raise GuardFailure(
-                f"cannot record: {error.path}:{error.lineno}: syntax error: {error.message}. "
-                "Fix the file, then record again."
-            ) from None
-        added_symbols = index.defined_on_lines(diff.added_lines)
-    return FileChange(
-        path=path,
-        base_blob=repo.store_blob(head) if head is not None else None,
-        patched_blob=repo.store_blob(current),
-        diff=diff.text,
-        added_symbols=added_symbols,
-    )
-
-
-def _resolve_spec(repo: Repo, text: str, cwd: Path) -> Spec:
-    """A SPEC from the command line; its path is relative to cwd, as git paths are."""
-    try:
-        spec = parse_spec(text)
-    except ValueError as error:
-        raise ConfigError(f"bad symbol spec: {error}") from None
-    return Spec(repo.relpath(spec.path, cwd), spec.qualname)
-
-
-@_locked("require")
-def require(repo: Repo, specs: Sequence[str], *, cwd: Path) -> list[str]:
-    """Guard symbols that are already committed; each must exist now. Returns the new guards."""
-    manifest = repo.load_manifest(missing_ok=True)
-    resolved = [str(_resolve_spec(repo, text, cwd)) for text in specs]
-    tree = Worktree(repo)
-    for text in resolved:
-        result = _check_symbol(tree, text, None)
-        if not result.ok:
-            raise GuardFailure(
-                f"cannot guard {text}: {result.detail}. A guard must exist when you add it; "
-                "check the file and the SPEC."
-            )
-    added = [text for text in dict.fromkeys(resolved) if text not in manifest.guards]
-    repo.save_manifest(manifest.model_copy(update={"guards": [*manifest.guards, *added]}))
-    return added
-
-
-@_locked("drop")
-def drop(repo: Repo, target: str, *, cwd: Path) -> str:
-    """Forget a patch (by name) or a guard (by SPEC); the worktree is not touched."""
-    manifest = repo.load_manifest()
-    if "::" in target:
-        spec = str(_resolve_spec(repo, target, cwd))
-        if spec not in manifest.guards:
-            raise ConfigError(f"{spec} is not a guard; see `patchguard list`")
-        repo.save_manifest(
-            manifest.model_copy(update={"guards": [g for g in manifest.guards if g != spec]})
-        )
-        return f"guard {spec}"
-    select_patches(manifest, [target])
-    patches = [p for p in manifest.patches if p.name != target]
-    repo.save_manifest(manifest.model_copy(update={"patches": patches}))
-    return f"patch {target}"

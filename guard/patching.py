@@ -1,0 +1,142 @@
+"""Apply and unapply: write what guard.assess decided, journaled, a patch whole or not at all."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from guard.assess import (
+    GOOD_STATES,
+    PatchVerdict,
+    State,
+    Worktree,
+    assess_patch,
+    fix_for,
+    merge_labels,
+    select_patches,
+)
+from guard.journal import Journal
+from guard.lock import locked
+from guard.manifest import Patch
+from guard.repo import Repo
+
+
+@dataclass
+class PatchOutcome:
+    """What apply/unapply did to one patch; `ok` is False when the patch is left not as asked."""
+
+    verdict: PatchVerdict
+    written: list[str] = field(default_factory=list)
+    ok: bool = True
+    message: str = ""
+
+
+@locked("apply")
+def apply(
+    repo: Repo,
+    names: Sequence[str] = (),
+    *,
+    dry_run: bool = False,
+    merge: bool = False,
+    allow_mid_operation: bool = False,
+) -> list[PatchOutcome]:
+    """Bring every selected patch to `applied` (or leave it `upstream`), patch by patch.
+
+    A patch is written whole or not at all: one file that cannot merge cleanly leaves all
+    of that patch's files untouched, unless `merge` asks for conflict markers.
+    """
+    patches, tree, journal = _begin_writing(repo, "apply", names, dry_run, allow_mid_operation)
+    outcomes = []
+    for patch in patches:
+        verdict = assess_patch(repo, tree, patch)
+        outcome = PatchOutcome(verdict)
+        state = verdict.state
+        if state in GOOD_STATES:
+            outcome.message = "nothing to do"
+        elif state is State.MISSING_FILE or (state is State.CONFLICT and not merge):
+            outcome.ok = False
+            outcome.message = "left untouched -> " + fix_for(patch.name, state)
+        else:
+            writes = {f.path: f.merged for f in verdict.files if f.merged is not None}
+            if state is State.CONFLICT:
+                outcome.ok = False
+                outcome.message = "conflict markers written; resolve them, then patchguard record"
+            elif state is State.DOUBLED:
+                outcome.message = (
+                    "would take the patch's copy out" if dry_run else "took the patch's copy out"
+                ) + " (HEAD's definitions stay)"
+            else:
+                outcome.message = "would apply" if dry_run else "applied"
+            outcome.written = _write(repo, tree, writes, journal)
+        outcomes.append(outcome)
+    return outcomes
+
+
+@locked("unapply")
+def unapply(
+    repo: Repo,
+    names: Sequence[str] = (),
+    *,
+    dry_run: bool = False,
+    allow_mid_operation: bool = False,
+) -> list[PatchOutcome]:
+    """Take applied patches out of the worktree (last first), keeping every other edit."""
+    patches, tree, journal = _begin_writing(repo, "unapply", names, dry_run, allow_mid_operation)
+    outcomes = []
+    for patch in reversed(patches):
+        verdict = assess_patch(repo, tree, patch)
+        outcome = PatchOutcome(verdict)
+        writes: dict[str, bytes | None] = {}
+        for change, file_verdict in zip(patch.files, verdict.files, strict=True):
+            if file_verdict.state is not State.APPLIED:
+                continue
+            path = file_verdict.path  # where the file is now, renames followed
+            current = tree.read(path)
+            assert current is not None
+            base = repo.blob(change.base_blob) if change.base_blob else b""
+            assert file_verdict.patched is not None
+            reverse = repo.merge3(file_verdict.patched, current, base, merge_labels(patch))
+            if not reverse.clean:
+                outcome.ok = False
+                outcome.message = f"{path}: the change cannot be taken out cleanly"
+                break
+            created_by_patch = change.base_blob is None and reverse.content == b""
+            writes[path] = None if created_by_patch else reverse.content
+        if outcome.ok:
+            outcome.written = _write(repo, tree, writes, journal)
+            if verdict.state is State.UPSTREAM:
+                outcome.message = "absorbed upstream; nothing to take out"
+            elif outcome.written:
+                outcome.message = "would unapply" if dry_run else "unapplied"
+            else:
+                outcome.message = "not applied; nothing to take out"
+        outcomes.append(outcome)
+    return list(reversed(outcomes))
+
+
+def _begin_writing(
+    repo: Repo, operation: str, names: Sequence[str], dry_run: bool, allow_mid_operation: bool
+) -> tuple[list[Patch], Worktree, Journal | None]:
+    """What apply and unapply share before their first write (no journal for a dry run)."""
+    if not (dry_run or allow_mid_operation):
+        repo.refuse_mid_operation(operation)
+    patches = select_patches(repo.load_manifest(), names)
+    journal = None if dry_run else Journal(repo.layout.git_dir, operation)
+    return patches, Worktree(repo), journal
+
+
+def _write(
+    repo: Repo, tree: Worktree, writes: dict[str, bytes | None], journal: Journal | None
+) -> list[str]:
+    """Stage `writes` for later patches; with a journal, keep old bytes, then replace each file."""
+    for path, content in writes.items():
+        before = tree.read(path)
+        tree.stage(path, content)
+        if journal is None:
+            continue
+        journal.before_write(path, before, content)
+        if content is None:
+            repo.delete_file(path)
+        else:
+            repo.write_file(path, content)
+    return sorted(writes)

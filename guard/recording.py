@@ -1,0 +1,168 @@
+"""Record patches, add guards, drop them: what writes the manifest."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from guard.assess import Worktree, check_symbol, select_patches
+from guard.errors import ConfigError, GuardFailure
+from guard.lock import locked
+from guard.manifest import FileChange, Patch, describe_validation
+from guard.repo import Repo, is_binary
+from guard.symbols import SourceSyntaxError, Spec, parse_spec
+
+
+@dataclass
+class RecordOutcome:
+    patch: Patch
+    replaced: bool
+    skipped: list[str]
+
+
+@locked("record")
+def record(
+    repo: Repo,
+    name: str,
+    paths: Sequence[str],
+    *,
+    requires: Sequence[str] = (),
+    description: str = "",
+    cwd: Path,
+) -> RecordOutcome:
+    """Record the uncommitted changes of `paths` (default: every changed tracked file) as NAME."""
+    head_commit = repo.head_commit_id()
+    manifest = repo.load_manifest(missing_ok=True)
+    previous = manifest.patch(name)
+    skipped: list[str] = []
+    if paths:
+        repo_paths = sorted({repo.relpath(p, cwd) for p in paths})
+    else:
+        owned = {c.path for p in manifest.patches if p.name != name for c in p.files}
+        changed = repo.changed_tracked_files()
+        skipped = [p for p in changed if p in owned]
+        repo_paths = [p for p in changed if p not in owned]
+        if not repo_paths:
+            raise ConfigError(
+                "no tracked file has uncommitted changes"
+                + (f" outside other patches ({', '.join(skipped)})" if skipped else "")
+                + "; edit files first, or name the paths: patchguard record NAME PATH..."
+            )
+    tree = Worktree(repo)
+    files = [_record_file(repo, tree, path) for path in repo_paths]
+    specs = {f"{c.path}::{q}" for c in files for q in c.added_symbols}
+    for text in requires:
+        specs.add(str(_resolve_spec(repo, text, cwd)))
+    for text in sorted(specs):
+        result = check_symbol(tree, text, name)
+        if not result.ok:
+            raise GuardFailure(
+                f"cannot record {name}: {text}: {result.detail}. Fix the file or the --require "
+                "SPEC, then record again."
+            )
+    try:
+        patch = Patch(
+            name=name,
+            description=description,
+            created_at=datetime.now(UTC),
+            base_commit=head_commit,
+            files=files,
+            requires=sorted(specs),
+        )
+    except ValidationError as error:
+        raise ConfigError(f"cannot record {name!r}: {describe_validation(error)}") from None
+    patches = [patch if p.name == name else p for p in manifest.patches]
+    if previous is None:
+        patches.append(patch)
+    repo.save_manifest(manifest.model_copy(update={"patches": patches}))
+    return RecordOutcome(patch=patch, replaced=previous is not None, skipped=skipped)
+
+
+def _record_file(repo: Repo, tree: Worktree, path: str) -> FileChange:
+    current = tree.read(path)
+    head = tree.head(path)
+    if current is None:
+        if head is None:
+            raise ConfigError(f"{path} does not exist; name files that the patch edits or adds")
+        raise ConfigError(
+            f"{path} is deleted in the worktree; patchguard records edits and new files, "
+            "not deletions. Restore it (git restore) or leave it out."
+        )
+    if current == head:
+        raise ConfigError(
+            f"{path} has no changes against HEAD; nothing to record for it. Leave it out, or "
+            "edit it first."
+        )
+    if is_binary(current) or (head is not None and is_binary(head)):
+        raise ConfigError(
+            f"{path} is a binary file; patchguard records text patches only. Leave it out of "
+            "the patch."
+        )
+    base = head or b""
+    added_symbols: list[str] = []
+    diff = repo.diff(base, current, path)
+    if path.endswith(".py"):
+        try:
+            index = tree.symbols(current, path)
+        except SourceSyntaxError as error:
+            raise GuardFailure(
+                f"cannot record: {error.path}:{error.lineno}: syntax error: {error.message}. "
+                "Fix the file, then record again."
+            ) from None
+        added_symbols = index.defined_on_lines(diff.added_lines)
+    return FileChange(
+        path=path,
+        base_blob=repo.store_blob(head) if head is not None else None,
+        patched_blob=repo.store_blob(current),
+        diff=diff.text,
+        added_symbols=added_symbols,
+    )
+
+
+def _resolve_spec(repo: Repo, text: str, cwd: Path) -> Spec:
+    """A SPEC from the command line; its path is relative to cwd, as git paths are."""
+    try:
+        spec = parse_spec(text)
+    except ValueError as error:
+        raise ConfigError(f"bad symbol spec: {error}") from None
+    return Spec(repo.relpath(spec.path, cwd), spec.qualname)
+
+
+@locked("require")
+def require(repo: Repo, specs: Sequence[str], *, cwd: Path) -> list[str]:
+    """Guard symbols that are already committed; each must exist now. Returns the new guards."""
+    manifest = repo.load_manifest(missing_ok=True)
+    resolved = [str(_resolve_spec(repo, text, cwd)) for text in specs]
+    tree = Worktree(repo)
+    for text in resolved:
+        result = check_symbol(tree, text, None)
+        if not result.ok:
+            raise GuardFailure(
+                f"cannot guard {text}: {result.detail}. A guard must exist when you add it; "
+                "check the file and the SPEC."
+            )
+    added = [text for text in dict.fromkeys(resolved) if text not in manifest.guards]
+    repo.save_manifest(manifest.model_copy(update={"guards": [*manifest.guards, *added]}))
+    return added
+
+
+@locked("drop")
+def drop(repo: Repo, target: str, *, cwd: Path) -> str:
+    """Forget a patch (by name) or a guard (by SPEC); the worktree is not touched."""
+    manifest = repo.load_manifest()
+    if "::" in target:
+        spec = str(_resolve_spec(repo, target, cwd))
+        if spec not in manifest.guards:
+            raise ConfigError(f"{spec} is not a guard; see `patchguard list`")
+        repo.save_manifest(
+            manifest.model_copy(update={"guards": [g for g in manifest.guards if g != spec]})
+        )
+        return f"guard {spec}"
+    select_patches(manifest, [target])
+    patches = [p for p in manifest.patches if p.name != target]
+    repo.save_manifest(manifest.model_copy(update={"patches": patches}))
+    return f"patch {target}"
