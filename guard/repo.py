@@ -190,8 +190,9 @@ class Repo:
     def file_at(self, commit_id: str, path: str) -> bytes | None:
         """The file in a commit's tree, or None when it has no such file."""
         try:
-            entry = self.git.get(commit_id).peel(pygit2.Tree)[path]
-        except (AttributeError, KeyError, ValueError, pygit2.GitError):
+            commit = self.git.get(commit_id)
+            entry = commit.peel(pygit2.Tree)[path] if commit is not None else None
+        except (KeyError, ValueError, pygit2.GitError):
             return None
         return entry.data if isinstance(entry, pygit2.Blob) else None
 

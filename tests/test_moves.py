@@ -181,7 +181,7 @@ def clone(hunt: Hunt, tmp_path: Path) -> Hunt:
 
 
 def test_pull_to_c4_leaves_upstreams_file(clone: Hunt) -> None:
-    result = clone.pg("git", "pull", "-q", "--ff-only")
+    result = clone.pg("git", "pull", "-q")
     assert result.returncode == 0, result.stderr
     assert clone.head() == clone.commits["c4"]
     assert clone.kimi.read_text() == clone.head_file()
@@ -225,7 +225,14 @@ def test_doubled_repair_keeps_the_users_other_edits(hunt: Hunt) -> None:
     )
 
 
-def test_conflicted_merge_keeps_patches_out_until_commit(hunt: Hunt) -> None:
+@pytest.mark.parametrize(
+    "conclude",
+    [("commit", "-q", "--no-edit"), ("-c", "core.editor=true", "merge", "--continue")],
+    ids=["commit", "merge-continue"],
+)
+def test_conflicted_merge_keeps_patches_out_until_concluded(
+    hunt: Hunt, conclude: tuple[str, ...]
+) -> None:
     hunt.git("branch", "side", "c1")
     hunt.pg("git", "checkout", "-q", "side", check=0)
     (hunt.root / "README.md").write_text("# side\n")
@@ -241,7 +248,7 @@ def test_conflicted_merge_keeps_patches_out_until_commit(hunt: Hunt) -> None:
     assert hunt.kimi.read_text() == hunt.head_file()
     (hunt.root / "README.md").write_text("# resolved\n")
     hunt.git("add", "README.md")
-    commit = hunt.git("commit", "-q", "--no-edit", check=False)
+    commit = hunt.git(*conclude, check=False)
     assert commit.returncode == 0, commit.stderr
     assert "re-applied eagle3" in commit.stderr
     assert methods_once_in_class(hunt.kimi)
@@ -263,6 +270,23 @@ def test_conflicted_rebase_keeps_patches_out_until_continue(hunt: Hunt) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert "re-applied eagle3" in done.stderr
+    assert methods_once_in_class(hunt.kimi)
+    hunt.pg("check", check=0)
+
+
+def test_conflicted_stash_pop_says_how_to_get_the_patch_back(hunt: Hunt) -> None:
+    readme = hunt.root / "README.md"
+    readme.write_text("# mine\n")
+    hunt.pg("git", "stash", "push", "--", "README.md", check=0)
+    readme.write_text("# theirs\n")
+    hunt.git("commit", "-q", "-m", "readme", "README.md")
+    pop = hunt.pg("git", "stash", "pop")
+    assert pop.returncode == 1
+    assert "the stash pop stopped on a conflict; patches eagle3 are out" in pop.stderr
+    readme.write_text("# resolved\n")
+    hunt.git("add", "README.md")
+    hunt.git("stash", "drop")
+    hunt.pg("apply", check=0)
     assert methods_once_in_class(hunt.kimi)
     hunt.pg("check", check=0)
 
@@ -513,4 +537,23 @@ def test_interrupt_during_a_bisect_step_leaves_the_patch_applied(
     assert methods_once_in_class(hunt.kimi)
     hunt.pg("check", check=0)
     hunt.pg("git", "bisect", "reset", check=0)
+    assert methods_once_in_class(hunt.kimi)
+
+
+def test_manual_bisect_steps_carry_the_patch(hunt: Hunt) -> None:
+    hunt.pg("git", "bisect", "start", "c4", "c0", check=0)
+    seen = []
+    while True:
+        assert methods_once_in_class(hunt.kimi)
+        hunt.pg("check", check=0)
+        seen.append(hunt.head())
+        verdict = "bad" if hunt.head() == hunt.commits["c4"] else "good"
+        step = hunt.pg("git", "bisect", verdict)
+        assert step.returncode == 0, step.stderr
+        if "is the first bad commit" in step.stdout:
+            break
+        assert len(seen) < 5
+    assert f"{hunt.commits['c4']} is the first bad commit" in step.stdout
+    hunt.pg("git", "bisect", "reset", check=0)
+    assert hunt.git("symbolic-ref", "--short", "HEAD").stdout.strip() == "work"
     assert methods_once_in_class(hunt.kimi)
