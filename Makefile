@@ -14,6 +14,8 @@ $(STAMP): pyproject.toml
 
 test: $(STAMP)
 	$(BIN)/ruff check guard tests scripts benchmarks
+	$(BIN)/ruff format --check guard tests scripts benchmarks
+	$(BIN)/mypy
 	$(BIN)/python -m pytest
 
 demo: $(STAMP)
@@ -28,6 +30,7 @@ generate: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check guard tests scripts benchmarks
 	$(BIN)/ruff format --check guard tests scripts benchmarks
+	$(BIN)/mypy
 
 clean:
 	rm -rf $(VENV) build dist

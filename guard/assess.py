@@ -31,6 +31,7 @@ class State(StrEnum):
 
 
 GOOD_STATES = frozenset({State.APPLIED, State.UPSTREAM})
+UPSTREAM_AS_TEXT = "HEAD already contains this change"
 # A patch is as bad as its worst file; mixed applied/upstream files make it "applied".
 _SEVERITY = [
     State.MISSING_FILE,
@@ -59,10 +60,19 @@ class FileVerdict:
     patched: bytes | None = None
 
 
+@dataclass(frozen=True)
+class CommittedPatch:
+    """HEAD's own commit brought the patch (a `git commit -a` that swept it in)."""
+
+    summary: str  # "abc1234 subject"
+    only_the_patch: bool  # the commit changed nothing else
+
+
 @dataclass
 class PatchVerdict:
     name: str
     files: list[FileVerdict]
+    committed_in_head: CommittedPatch | None = None
 
     @property
     def state(self) -> State:
@@ -104,7 +114,11 @@ class CheckReport:
 
     @property
     def ok(self) -> bool:
-        parts = (*self.patches, *self.symbols, *self.imports)
+        parts: tuple[PatchVerdict | SymbolResult | ImportResult, ...] = (
+            *self.patches,
+            *self.symbols,
+            *self.imports,
+        )
         return all(part.ok for part in parts)
 
     def problems(self) -> list[str]:
@@ -275,7 +289,7 @@ def _assess_at(
     patched = repo.blob(change.patched_blob)
     head = tree.head(path)
     if head is not None and _contains_change(repo, base, head, patched, merge_labels(patch)):
-        return FileVerdict(path, State.UPSTREAM, "HEAD already contains this change")
+        return FileVerdict(path, State.UPSTREAM, UPSTREAM_AS_TEXT)
     if (
         head is not None
         and change.added_symbols
@@ -485,7 +499,33 @@ def select_patches(manifest: Manifest, names: Sequence[str]) -> list[Patch]:
 def status(repo: Repo, names: Sequence[str] = ()) -> list[PatchVerdict]:
     manifest = repo.load_manifest()
     tree = Worktree(repo)
-    return [assess_patch(repo, tree, p) for p in select_patches(manifest, names)]
+    verdicts = []
+    for patch in select_patches(manifest, names):
+        verdict = assess_patch(repo, tree, patch)
+        verdict.committed_in_head = _committed_in_head(repo, patch, verdict)
+        verdicts.append(verdict)
+    return verdicts
+
+
+def _committed_in_head(repo: Repo, patch: Patch, verdict: PatchVerdict) -> CommittedPatch | None:
+    """Did HEAD's own commit bring this exact change (a `git commit -a` that swept it in)?
+
+    Only for a change HEAD holds as text; upstream absorbing it with other text is not that.
+    """
+    if any(f.detail != UPSTREAM_AS_TEXT for f in verdict.files):
+        return None
+    parent = repo.head_parent()
+    only_the_patch = repo.head_commit_paths() <= {c.path for c in patch.files}
+    for change in patch.files:
+        before = repo.file_at(parent, change.path) if parent else None
+        base = repo.blob(change.base_blob) if change.base_blob else b""
+        patched = repo.blob(change.patched_blob)
+        labels = merge_labels(patch)
+        if before is not None and _contains_change(repo, base, before, patched, labels):
+            return None
+        after = repo.merge3(base, before or b"", patched, labels)
+        only_the_patch = only_the_patch and after.content == repo.head_file(change.path)
+    return CommittedPatch(repo.head_summary(), only_the_patch)
 
 
 def check(repo: Repo) -> CheckReport:
@@ -493,7 +533,9 @@ def check(repo: Repo) -> CheckReport:
     manifest = repo.load_manifest()
     tree = Worktree(repo)
     verdicts = [assess_patch(repo, tree, p) for p in manifest.patches]
-    owners = [(spec, p.name) for p in manifest.patches for spec in p.requires]
+    owners: list[tuple[str, str | None]] = [
+        (spec, p.name) for p in manifest.patches for spec in p.requires
+    ]
     owners += [(spec, None) for spec in manifest.guards]
     symbols = [check_symbol(tree, spec, owner) for spec, owner in owners]
     head = None if repo.git.head_is_unborn else repo.head_commit_id()

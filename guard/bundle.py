@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
-from typing import Literal
+from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -13,7 +13,7 @@ from guard.fastpath import blob_id
 from guard.manifest import SCHEMA_VERSION, Manifest, ObjectId, parse_versioned
 from guard.repo import Repo
 
-BUNDLE_FORMAT = "patchguard.bundle"
+BUNDLE_FORMAT: Final = "patchguard.bundle"
 BUNDLE_SCHEMA_FILE_NAME = "bundle.schema.json"
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -38,6 +39,9 @@ class _Group(click.Group):
             ctx.exit(error.exit_code)
 
 
+# Everything from the first word of a command on belongs to that command (git's, or the user's).
+_PASS_THROUGH = {"ignore_unknown_options": True, "allow_interspersed_args": False}
+
 _json_option = click.option(
     "--json", "as_json", is_flag=True, help="Print the machine-readable report (docs/cli.md)."
 )
@@ -46,25 +50,24 @@ _json_option = click.option(
 def _directory_option(func: Callable[..., Any]) -> Callable[..., Any]:
     """`-C DIR` on a command, relative to the group's `-C`, as git resolves repeated -C."""
 
-    @click.option(
+    def wrapper(ctx: click.Context, /, directory: Path | None, **kwargs: Any) -> Any:
+        base: Path = ctx.obj or Path.cwd()
+        cwd = base / directory if directory else base
+        return ctx.invoke(func, cwd=cwd, **kwargs)
+
+    functools.update_wrapper(wrapper, func)  # the command's name, help and options
+    return click.option(
         "-C",
         "directory",
         type=click.Path(file_okay=False, path_type=Path),
         default=None,
         help="Run as if started in DIR.",
-    )
-    @click.pass_context
-    @functools.wraps(func)
-    def wrapper(ctx: click.Context, directory: Path | None, **kwargs: Any) -> Any:
-        base: Path = ctx.obj or Path.cwd()
-        cwd = base / directory if directory else base
-        return ctx.invoke(func, cwd=cwd, **kwargs)
-
-    return wrapper
+    )(click.pass_context(wrapper))
 
 
 @click.group(
     cls=_Group,
+    context_settings={"help_option_names": ["-h", "--help"]},
     epilog=_epilog(
         "patchguard record eagle3 python/sglang/srt/models/kimi_k25.py",
         "patchguard check --quiet || exit 1",
@@ -122,6 +125,12 @@ def record(
         click.echo(f"  requires {spec}")
     for path in outcome.skipped:
         click.echo(f"  skipped {path}: it belongs to another patch (name it to include it)")
+    for other in outcome.same_as:
+        click.echo(
+            f"patchguard: warning: patch {other} records exactly this change; keep one name "
+            f"(patchguard drop {other}, or patchguard drop {patch.name})",
+            err=True,
+        )
 
 
 @cli.command(
@@ -147,7 +156,8 @@ def _with_import_options(func: Callable[..., Any]) -> Callable[..., Any]:
         "--python",
         default=None,
         metavar="PATH",
-        help="The interpreter for --import (default: the one running patchguard).",
+        help="The interpreter for --import (default: for run, the one COMMAND runs: itself, its "
+        "script's #! line, or python3 on PATH; for check, python3 on PATH).",
     )(func)
     return click.option(
         "--import",
@@ -190,10 +200,11 @@ def check(
 
 
 @cli.command(
-    context_settings={"ignore_unknown_options": True},
+    context_settings=_PASS_THROUGH,
     epilog=_epilog(
         "patchguard run -- python -m sglang.launch_server --model-path ...",
-        "patchguard run --apply --import sglang -- python bench.py",
+        "patchguard run --apply --import sglang python bench.py --apply x",
+        "patchguard run --import sglang -- /opt/other-venv/bin/python bench.py",
     ),
 )
 @click.option("--apply", "apply_first", is_flag=True, help="Re-apply patches before checking.")
@@ -212,11 +223,20 @@ def run(
     Otherwise exit 1 without running it, and say why.
 
     COMMAND replaces patchguard (exec): its exit status, signals, stdin and stdout pass
-    through untouched. Put `--` before it.
+    through untouched. patchguard's options end at COMMAND's first word: everything after
+    it is COMMAND's (`--` before COMMAND works too). --import checks the interpreter
+    COMMAND runs (see --python).
     """
+    if command[:1] == ("--",):
+        command = command[1:]
     repo = Repo.discover(cwd)
     report = preflight.verify(
-        repo, apply=apply_first, import_names=import_names, python=python, cwd=cwd
+        repo,
+        apply=apply_first,
+        import_names=import_names,
+        python=python,
+        command=command,
+        cwd=cwd,
     )
     if not report.ok:
         problems = [*report.problems(), f"not started: {' '.join(command)}"]
@@ -315,20 +335,23 @@ def unapply(cwd: Path, names: tuple[str, ...], dry_run: bool, as_json: bool) -> 
     _finish(outcomes, as_json)
 
 
-@cli.command(epilog=_epilog("patchguard undo"))
+@cli.command(epilog=_epilog("patchguard undo", "patchguard undo --list"))
+@click.option("--list", "as_list", is_flag=True, help="List what can be undone, newest first.")
 @_directory_option
-def undo(cwd: Path) -> None:
-    """Undo the last apply or unapply.
+def undo(cwd: Path, as_list: bool) -> None:
+    """Undo the last apply or unapply (patchguard git lifts count as unapply).
 
-    Puts the files back exactly as they were before it.
+    Puts the files back exactly as they were before it, and says which operation that
+    was. Run it again to step further back (the last 10 are kept).
 
     Refuses (exit 1) if a file was edited since, rather than lose that edit.
     """
-    operation, paths = journal.undo(Repo.discover(cwd))
-    click.echo(f"undid the last {operation}: restored {', '.join(paths)}")
-
-
-_PASS_THROUGH = {"ignore_unknown_options": True, "allow_interspersed_args": False}
+    repo = Repo.discover(cwd)
+    if as_list:
+        listed = [f"{n}. {e.describe()}" for n, e in enumerate(journal.entries(repo), 1)]
+        click.echo("\n".join(listed) or "nothing to undo")
+        return
+    click.echo(f"undid {journal.undo(repo).describe()}")
 
 
 @cli.command(
@@ -453,6 +476,24 @@ def list_(cwd: Path, as_json: bool) -> None:
             click.echo(f"  {change.path}")
     for spec in manifest.guards:
         click.echo(f"guard {spec}")
+
+
+@cli.command(epilog=_epilog("patchguard show", "patchguard show eagle3"))
+@click.argument("names", nargs=-1)
+@_directory_option
+def show(cwd: Path, names: tuple[str, ...]) -> None:
+    """Show recorded patches: description, base commit, files, required symbols and diff.
+
+    Coloured and paged (like git show) on a terminal; plain text otherwise.
+    """
+    repo = Repo.discover(cwd)
+    patches = assess.select_patches(repo.load_manifest(), names)
+    on_terminal = sys.stdout.isatty()
+    text = "\n".join(render.show_lines(patches, color=on_terminal and "NO_COLOR" not in os.environ))
+    if on_terminal:
+        click.echo_via_pager(text + "\n")
+    else:
+        click.echo(text or "no patches recorded")
 
 
 @cli.command(

@@ -32,7 +32,7 @@ MAX_VERIFIED = 32
 
 def blob_id(data: bytes) -> str:
     """The id git gives these bytes as a blob (what `git hash-object --no-filters` prints)."""
-    return sha1(b"blob %d\0" % len(data) + data).hexdigest()
+    return str(sha1(b"blob %d\0" % len(data) + data).hexdigest())
 
 
 def make_key(head: str, blobs: Iterable[str]) -> str:

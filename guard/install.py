@@ -85,7 +85,8 @@ def install(layout: Layout, hook_types: tuple[str, ...], force: bool) -> list[st
     """Write the hooks; re-running changes nothing. Returns one line per hook."""
     hooks_dir = git_hooks_dir(layout)
     if not hooks_dir.is_dir():
-        if not force:
+        default = hooks_dir == (layout.common_dir / "hooks").resolve()  # git init --template=
+        if not (force or default):
             raise ConfigError(
                 f"git runs hooks from {hooks_dir} (core.hooksPath), which does not exist, so git "
                 "runs no hooks at all. Create it, or pass --force to let patchguard create it."
@@ -119,7 +120,8 @@ def install(layout: Layout, hook_types: tuple[str, ...], force: bool) -> list[st
 def _write_record(layout: Layout, hooks_dir: Path, hook_types: tuple[str, ...]) -> None:
     record_path = _record_path(layout)
     previous = _read_record(layout)
-    types = sorted(set(previous.get("hooks", [])) | set(hook_types))
+    recorded = previous.get("hooks")
+    types = sorted(set(recorded if isinstance(recorded, list) else []) | set(hook_types))
     layout.store_dir.mkdir(parents=True, exist_ok=True)
     record = {"hooks_dir": str(hooks_dir), "python": sys.executable, "hooks": types}
     atomic_write(record_path, (json.dumps(record, indent=2) + "\n").encode())

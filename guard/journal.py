@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import shutil
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -32,11 +33,16 @@ class Journal:
         self.operation = operation
         self.entry: Path | None = None
         self.files: list[dict[str, str | None]] = []
+        self.patches: list[str] = []
 
-    def before_write(self, path: str, before: bytes | None, after: bytes | None) -> None:
+    def before_write(
+        self, path: str, before: bytes | None, after: bytes | None, patch: str
+    ) -> None:
         """Keep `before` durably; only then may the caller replace the file."""
         if self.entry is None:
             self.entry = self._new_entry()
+        if patch not in self.patches:
+            self.patches.append(patch)
         after_blob = None if after is None else blob_id(after)
         known = next((f for f in self.files if f["path"] == path), None)
         if known is not None:  # a second patch on the same file: the first `before` stands
@@ -47,7 +53,12 @@ class Journal:
                 saved = f"before-{len(self.files)}"
                 atomic_write(self.entry / saved, before)
             self.files.append({"path": path, "before": saved, "after_blob": after_blob})
-        record = {"operation": self.operation, "created": time.time(), "files": self.files}
+        record = {
+            "operation": self.operation,
+            "patches": self.patches,
+            "created": time.time(),
+            "files": self.files,
+        }
         atomic_write(self.entry / "journal.json", json.dumps(record, indent=2).encode())
 
     def _new_entry(self) -> Path:
@@ -66,24 +77,64 @@ def _entries(root: Path) -> list[Path]:
     return sorted(p for p in root.iterdir() if (p / "journal.json").is_file())
 
 
+@dataclass(frozen=True)
+class Entry:
+    """One apply or unapply that `undo` can revert."""
+
+    path: Path
+    operation: str
+    patches: list[str]
+    created: float
+    files: list[str]
+
+    def describe(self) -> str:
+        """e.g. "the unapply of eagle3 at 2026-12-01 03:59:12 (path/to/file.py)"."""
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(self.created))
+        names = ", ".join(self.patches) or "patches"
+        return f"the {self.operation} of {names} at {when} ({', '.join(self.files)})"
+
+
+def entries(repo: Repo) -> list[Entry]:
+    """What `undo` can revert, newest first; a damaged entry is left out."""
+    found = []
+    for path in reversed(_entries(repo.layout.git_dir / UNDO_DIR_NAME)):
+        try:
+            found.append(_read(path))
+        except GuardFailure:
+            continue
+    return found
+
+
 def latest_entry(repo: Repo) -> Path | None:
-    entries = _entries(repo.layout.git_dir / UNDO_DIR_NAME)
-    return entries[-1] if entries else None
+    found = _entries(repo.layout.git_dir / UNDO_DIR_NAME)
+    return found[-1] if found else None
 
 
-def undo(repo: Repo, entry: Path | None = None) -> tuple[str, list[str]]:
-    """Put back the files of the last apply/unapply (or of `entry`); refuse if any was edited since."""
-    entry = entry or latest_entry(repo)
-    if entry is None:
-        raise ConfigError("nothing to undo: no apply or unapply is recorded for this worktree")
+def _read(path: Path) -> Entry:
     try:
-        record = json.loads((entry / "journal.json").read_text())
-    except (OSError, ValueError):
-        raise GuardFailure(f"the undo entry {entry.name} is gone or damaged") from None
+        record = json.loads((path / "journal.json").read_text())
+        return Entry(
+            path,
+            str(record["operation"]),
+            [str(name) for name in record.get("patches", [])],
+            float(record["created"]),
+            [str(item["path"]) for item in record["files"]],
+        )
+    except (OSError, ValueError, KeyError, TypeError):
+        raise GuardFailure(f"the undo entry {path.name} is gone or damaged") from None
+
+
+def undo(repo: Repo, entry_path: Path | None = None) -> Entry:
+    """Put back the files of the last apply/unapply (or of one entry); refuse if any was edited since."""
+    entry_path = entry_path or latest_entry(repo)
+    if entry_path is None:
+        raise ConfigError("nothing to undo: no apply or unapply is recorded for this worktree")
+    entry = _read(entry_path)
+    record = json.loads((entry_path / "journal.json").read_text())
     restores: list[tuple[str, bytes | None]] = []
     edited = []
     for item in record["files"]:
-        before = (entry / item["before"]).read_bytes() if item["before"] else None
+        before = (entry_path / item["before"]).read_bytes() if item["before"] else None
         current = repo.read_file(item["path"])
         current_blob = None if current is None else blob_id(current)
         if current_blob != item["after_blob"] and current != before:
@@ -91,7 +142,7 @@ def undo(repo: Repo, entry: Path | None = None) -> tuple[str, list[str]]:
         restores.append((item["path"], before))
     if edited:
         raise GuardFailure(
-            f"not undone: {', '.join(edited)} changed after the last {record['operation']}, and "
+            f"not undone: {', '.join(edited)} changed after the last {entry.operation}, and "
             "undo would lose those edits. Save them elsewhere, then run patchguard undo again."
         )
     for path, before in reversed(restores):
@@ -99,5 +150,5 @@ def undo(repo: Repo, entry: Path | None = None) -> tuple[str, list[str]]:
             repo.delete_file(path)
         else:
             repo.write_file(path, before)
-    shutil.rmtree(entry)
-    return record["operation"], [path for path, _ in restores]
+    shutil.rmtree(entry_path)
+    return entry

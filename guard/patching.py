@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from guard.assess import (
@@ -67,7 +67,7 @@ def apply(
                 ) + " (HEAD's definitions stay)"
             else:
                 outcome.message = "would apply" if dry_run else "applied"
-            outcome.written = _write(repo, tree, writes, journal)
+            outcome.written = _write(repo, tree, writes, journal, patch.name)
         outcomes.append(outcome)
     return outcomes
 
@@ -103,7 +103,7 @@ def unapply(
             created_by_patch = change.base_blob is None and reverse.content == b""
             writes[path] = None if created_by_patch else reverse.content
         if outcome.ok:
-            outcome.written = _write(repo, tree, writes, journal)
+            outcome.written = _write(repo, tree, writes, journal, patch.name)
             if verdict.state is State.UPSTREAM:
                 outcome.message = "absorbed upstream; nothing to take out"
             elif outcome.written:
@@ -126,7 +126,11 @@ def _begin_writing(
 
 
 def _write(
-    repo: Repo, tree: Worktree, writes: dict[str, bytes | None], journal: Journal | None
+    repo: Repo,
+    tree: Worktree,
+    writes: Mapping[str, bytes | None],
+    journal: Journal | None,
+    patch: str,
 ) -> list[str]:
     """Stage `writes` for later patches; with a journal, keep old bytes, then replace each file."""
     for path, content in writes.items():
@@ -134,7 +138,7 @@ def _write(
         tree.stage(path, content)
         if journal is None:
             continue
-        journal.before_write(path, before, content)
+        journal.before_write(path, before, content, patch)
         if content is None:
             repo.delete_file(path)
         else:

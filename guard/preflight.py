@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -49,6 +51,67 @@ def patchguard_version() -> str:
         return "unknown"
 
 
+_PYTHON_NAME = re.compile(r"(python|pypy)(\d+(\.\d+)*)?[a-z]?")
+# Words that start another command, with how many option words of their own they take.
+_WRAPPERS = {"env": 0, "nice": 0, "nohup": 0, "time": 0, "uv": 1, "poetry": 1, "pipenv": 1}
+_HINT = "to check another interpreter, pass --python PATH"
+
+
+def command_interpreter(command: Sequence[str], cwd: Path) -> str:
+    """The Python that COMMAND will run, so `--import` checks the code that really runs.
+
+    The command itself when it is a Python interpreter; the interpreter of a script's `#!`
+    line; the command after a wrapper (`env`, `nice`, `uv run`); otherwise python3 on PATH.
+    """
+    words = list(command)
+    while words and words[0] in _WRAPPERS:
+        words = _after_wrapper(words)
+    found = _which(words[0], cwd) if words else None
+    if found and _PYTHON_NAME.fullmatch(os.path.basename(found)):
+        return found
+    if found:
+        shebang = _shebang_interpreter(found, cwd)
+        if shebang:
+            return shebang
+    fallback = shutil.which("python3")
+    if fallback is None:
+        raise ConfigError(f"no python3 on PATH to check --import with; {_HINT}")
+    return fallback
+
+
+def _after_wrapper(words: list[str]) -> list[str]:
+    """The command a wrapper runs: past its options, VAR=value words and subcommand."""
+    rest = words[1 + _WRAPPERS[words[0]] :]
+    while rest and (rest[0].startswith("-") or ("=" in rest[0] and words[0] == "env")):
+        takes_value = rest[0] in ("-n", "--adjustment", "-u", "--unset", "-C", "--chdir")
+        rest = rest[2:] if takes_value else rest[1:]
+    return rest
+
+
+def _which(word: str, cwd: Path) -> str | None:
+    if "/" in word:
+        path = cwd / word
+        return str(path) if path.is_file() else None
+    return shutil.which(word)
+
+
+def _shebang_interpreter(path: str, cwd: Path) -> str | None:
+    """The Python named on a script's `#!` line (directly or through env), if any."""
+    try:
+        with open(path, "rb") as handle:
+            first = handle.readline(256)
+    except OSError:
+        return None
+    if not first.startswith(b"#!"):
+        return None
+    words = first[2:].decode(errors="replace").split()
+    if words and os.path.basename(words[0]) == "env":
+        words = [w for w in words[1:] if not w.startswith("-")]
+    if not words or not _PYTHON_NAME.fullmatch(os.path.basename(words[0])):
+        return None
+    return _which(words[0], cwd) if "/" not in words[0] else words[0]
+
+
 def resolve_import(module: str, python: str, workdir: Path, cwd: Path) -> ImportResult:
     """Does `python` import `module` from this checkout? Package code is never run."""
     try:
@@ -65,14 +128,20 @@ def resolve_import(module: str, python: str, workdir: Path, cwd: Path) -> Import
         ) from None
     if probe.returncode != 0:
         last = (probe.stderr.strip().splitlines() or ["(no output)"])[-1]
-        return ImportResult(module, python, None, False, f"{python} could not resolve it: {last}")
+        return ImportResult(
+            module, python, None, False, f"{python} could not resolve it: {last}; {_HINT}"
+        )
     found = json.loads(probe.stdout)["spec"]
     if found is None:
-        return ImportResult(module, python, None, False, f"{python} cannot import {module} at all")
+        return ImportResult(
+            module, python, None, False, f"{python} cannot import {module} at all; {_HINT}"
+        )
     location = found["origin"] if found["origin"] not in (None, "namespace") else None
     location = location or (found["locations"] or [None])[0]
     if location is None:
-        return ImportResult(module, python, None, False, f"{module} has no file location")
+        return ImportResult(
+            module, python, None, False, f"{module} has no file location for {python}; {_HINT}"
+        )
     resolved = Path(location).resolve()
     if resolved.is_relative_to(workdir.resolve()):
         return ImportResult(module, python, str(resolved), True, f"imported from {resolved}")
@@ -83,7 +152,8 @@ def resolve_import(module: str, python: str, workdir: Path, cwd: Path) -> Import
         False,
         f"{python} imports {module} from {resolved}, not from this checkout {workdir}: "
         "the patched code is not the code that runs (a non-editable install?). "
-        f"Fix: pip uninstall {module.split('.')[0]} && pip install -e <checkout's package dir>",
+        f"Fix: pip uninstall {module.split('.')[0]} && pip install -e <checkout's package dir> "
+        f"(or {_HINT})",
     )
 
 
@@ -93,13 +163,19 @@ def verify(
     apply: bool = False,
     import_names: Sequence[str] = (),
     python: str | None = None,
+    command: Sequence[str] = (),
     cwd: Path,
 ) -> CheckReport:
-    """Apply if asked, then check everything; the report says whether the code is right."""
+    """Apply if asked, then check everything; the report says whether the code is right.
+
+    `--import` is checked with `python`, else with the interpreter COMMAND will run.
+    """
     if apply:
         patching.apply(repo)
     report = assess.check(repo)
-    interpreter = python or sys.executable
+    if not import_names:
+        return report
+    interpreter = python or command_interpreter(command, cwd)
     report.imports = [resolve_import(name, interpreter, repo.workdir, cwd) for name in import_names]
     return report
 
@@ -113,6 +189,7 @@ def require_report(
             Repo.discover(Path(repo)),
             apply=apply,
             import_names=[import_name] if import_name else [],
+            python=sys.executable,  # the interpreter that called require() is the one that runs
             cwd=Path.cwd(),
         )
     except PatchguardError as error:
@@ -231,7 +308,7 @@ def _head_moved(repo: Repo | None, old: str | None, new: str | None) -> str:
         new_tree = repo.git.revparse_single(new).peel(pygit2.Commit).tree
     except (KeyError, ValueError):
         return f"HEAD changed {span}; these commits are not in {repo.workdir}"
-    touched = [delta.new_file.path for delta in repo.git.diff(old_tree, new_tree).deltas]
+    touched = [delta.new_file.path for delta in old_tree.diff_to_tree(new_tree).deltas]
     if not behind:
         moved = f"HEAD moved {ahead} commit{'s' if ahead != 1 else ''} {span}"
     elif not ahead:

@@ -14,7 +14,7 @@ from guard.errors import ConfigError, GuardFailure
 from guard.lock import locked
 from guard.manifest import FileChange, Patch, describe_validation
 from guard.repo import Repo, is_binary
-from guard.symbols import SourceSyntaxError, Spec, parse_spec
+from guard.symbols import SourceSyntaxError, Spec, did_you_mean, parse_spec
 
 
 @dataclass
@@ -22,6 +22,7 @@ class RecordOutcome:
     patch: Patch
     replaced: bool
     skipped: list[str]
+    same_as: list[str]  # other patches that record exactly this change
 
 
 @locked("record")
@@ -60,7 +61,7 @@ def record(
     for text in sorted(specs):
         result = check_symbol(tree, text, name)
         if not result.ok:
-            raise GuardFailure(
+            raise _symbol_error(tree, text)(
                 f"cannot record {name}: {text}: {result.detail}. Fix the file or the --require "
                 "SPEC, then record again."
             )
@@ -79,7 +80,15 @@ def record(
     if previous is None:
         patches.append(patch)
     repo.save_manifest(manifest.model_copy(update={"patches": patches}))
-    return RecordOutcome(patch=patch, replaced=previous is not None, skipped=skipped)
+    change = _change_key(patch)
+    same_as = [p.name for p in manifest.patches if p.name != name and _change_key(p) == change]
+    return RecordOutcome(
+        patch=patch, replaced=previous is not None, skipped=skipped, same_as=same_as
+    )
+
+
+def _change_key(patch: Patch) -> set[tuple[str, str | None, str]]:
+    return {(c.path, c.base_blob, c.patched_blob) for c in patch.files}
 
 
 def _record_file(repo: Repo, tree: Worktree, path: str) -> FileChange:
@@ -141,13 +150,30 @@ def require(repo: Repo, specs: Sequence[str], *, cwd: Path) -> list[str]:
     for text in resolved:
         result = check_symbol(tree, text, None)
         if not result.ok:
-            raise GuardFailure(
+            raise _symbol_error(tree, text)(
                 f"cannot guard {text}: {result.detail}. A guard must exist when you add it; "
                 "check the file and the SPEC."
             )
     added = [text for text in dict.fromkeys(resolved) if text not in manifest.guards]
     repo.save_manifest(manifest.model_copy(update={"guards": [*manifest.guards, *added]}))
     return added
+
+
+def _symbol_error(tree: Worktree, text: str) -> type[ConfigError] | type[GuardFailure]:
+    """A SPEC naming nothing of that name in the file is mistyped: a usage error (exit 2).
+
+    One whose name is defined at another place (a method outside its class) is code that is
+    not as required: a failed guard (exit 1).
+    """
+    spec = parse_spec(text)
+    content = tree.read(spec.path)
+    try:
+        misplaced = content is not None and tree.symbols(content, spec.path).elsewhere(
+            spec.qualname
+        )
+    except SourceSyntaxError:
+        return GuardFailure
+    return GuardFailure if misplaced else ConfigError
 
 
 @locked("drop")
@@ -157,7 +183,9 @@ def drop(repo: Repo, target: str, *, cwd: Path) -> str:
     if "::" in target:
         spec = str(_resolve_spec(repo, target, cwd))
         if spec not in manifest.guards:
-            raise ConfigError(f"{spec} is not a guard; see `patchguard list`")
+            raise ConfigError(
+                f"{spec} is not a guard{did_you_mean(spec, manifest.guards)} (see `patchguard list`)"
+            )
         repo.save_manifest(
             manifest.model_copy(update={"guards": [g for g in manifest.guards if g != spec]})
         )

@@ -6,7 +6,10 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+import click
+
 from guard.assess import GOOD_STATES, CheckReport, PatchVerdict, State
+from guard.manifest import Patch
 from guard.moves import BISECT_ABORT, BISECT_SKIP, Lift, StepResult
 from guard.patching import PatchOutcome
 
@@ -71,6 +74,20 @@ def status_lines(verdicts: Sequence[PatchVerdict]) -> list[str]:
         lines.append(f"{verdict.name}: {verdict.state}")
         for f in verdict.files:
             lines.append(f"  {f.path}: {f.state} ({f.detail})")
+        committed = verdict.committed_in_head
+        if committed:
+            files = " ".join(f.path for f in verdict.files)
+            undo = (
+                f"git reset -q --soft HEAD~1 && git restore --staged {files}"
+                if committed.only_the_patch
+                else f"git reset -q HEAD~1 -- {files} && git commit -q --amend --no-edit"
+            )
+            lines += [
+                f"  the patch is committed in HEAD: {committed.summary}",
+                "  if that was an accident (git commit -a), take it back out of the commit, "
+                "keeping it in your working tree:",
+                f"    {undo}",
+            ]
     return lines
 
 
@@ -91,6 +108,35 @@ def outcome_lines(outcomes: Sequence[PatchOutcome]) -> list[str]:
             if f.state not in GOOD_STATES and not outcome.ok:
                 lines.append(f"  {f.path}: {f.state}: {f.detail}")
     return lines
+
+
+def show_lines(patches: Sequence[Patch], color: bool) -> list[str]:
+    """`patchguard show`: what each patch is, what it requires, and its diff as recorded."""
+    lines: list[str] = []
+    for patch in patches:
+        title = f"patch {patch.name}"
+        lines += [click.style(title, fg="yellow") if color else title]
+        if patch.description:
+            lines.append(f"    {patch.description}")
+        lines.append(f"base:     {patch.base_commit}")
+        lines.append(f"recorded: {patch.created_at.isoformat(timespec='seconds')}")
+        lines += [f"file:     {change.path}" for change in patch.files]
+        lines += [f"requires: {spec}" for spec in patch.requires]
+        for change in patch.files:
+            lines.append("")
+            lines += [_diff_line(line, color) for line in change.diff.splitlines()]
+        lines.append("")
+    return lines[:-1]
+
+
+_DIFF_COLORS = (("+++", "bold"), ("---", "bold"), ("+", "green"), ("-", "red"), ("@@", "cyan"))
+
+
+def _diff_line(line: str, color: bool) -> str:
+    for prefix, style in _DIFF_COLORS if color else ():
+        if line.startswith(prefix):
+            return click.style(line, bold=True) if style == "bold" else click.style(line, fg=style)
+    return line
 
 
 def banner(title: str, problems: Sequence[str]) -> str:

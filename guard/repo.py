@@ -177,6 +177,27 @@ class Repo:
             )
         return str(self.git.head.target)
 
+    def head_parent(self) -> str | None:
+        """HEAD's first parent, or None for a root commit (or no commit)."""
+        if self.git.head_is_unborn:
+            return None
+        parents = self.git.head.peel(pygit2.Commit).parent_ids
+        return str(parents[0]) if parents else None
+
+    def head_commit_paths(self) -> set[str]:
+        """The paths HEAD's own commit changed (against its first parent)."""
+        commit = self.git.head.peel(pygit2.Commit)
+        if commit.parents:
+            diff = commit.parents[0].tree.diff_to_tree(commit.tree)
+        else:
+            diff = commit.tree.diff_to_tree(swap=True)  # against the empty tree
+        return {str(p) for d in diff.deltas for p in (d.old_file.path, d.new_file.path)}
+
+    def head_summary(self) -> str:
+        """HEAD's short id and subject, as `git log --oneline` shows it."""
+        commit = self.git.head.peel(pygit2.Commit)
+        return f"{commit.short_id} {commit.message.splitlines()[0] if commit.message else ''}"
+
     def head_file(self, path: str) -> bytes | None:
         """The file as HEAD has it, or None when HEAD has no such file."""
         if self.git.head_is_unborn:
@@ -255,11 +276,14 @@ class Repo:
     def follow_rename(self, path: str, base_commit: str) -> str | None:
         """The path `path` was renamed to between `base_commit` and HEAD, by git's detection."""
         try:
-            base_tree = self.git.get(base_commit).peel(pygit2.Tree)
+            base = self.git.get(base_commit)
+            if base is None:
+                return None
+            base_tree = base.peel(pygit2.Tree)
             head_tree = self.git.head.peel(pygit2.Tree)
-        except (AttributeError, KeyError, ValueError, pygit2.GitError):
+        except (KeyError, ValueError, pygit2.GitError):
             return None
-        diff = self.git.diff(base_tree, head_tree)
+        diff = base_tree.diff_to_tree(head_tree)
         diff.find_similar()
         for delta in diff.deltas:
             if delta.status_char() == "R" and delta.old_file.path == path:

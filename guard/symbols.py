@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import difflib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
@@ -112,7 +113,7 @@ def describe_miss(index: SymbolIndex, spec: Spec) -> str:
     """Say why `spec` is not where it should be, pointing at a same-named definition if any."""
     others = index.elsewhere(spec.qualname)
     if not others:
-        return f"not defined in {spec.path}"
+        return f"not defined in {spec.path}{did_you_mean(spec.qualname, index.by_qualname)}"
     where = ", ".join(
         f"{'module level' if '.' not in d.qualname else d.qualname.rsplit('.', 1)[0]} "
         f"(line {d.lineno})"
@@ -120,6 +121,12 @@ def describe_miss(index: SymbolIndex, spec: Spec) -> str:
     )
     owner = spec.qualname.rsplit(".", 1)[0] if "." in spec.qualname else "module level"
     return f"not in {owner}; a definition of that name is at {where}"
+
+
+def did_you_mean(typed: str, known: Iterable[str]) -> str:
+    """ "; did you mean X?" with the closest known names, or nothing when none is close."""
+    close = difflib.get_close_matches(typed, list(known), n=3, cutoff=0.6)
+    return f"; did you mean {' or '.join(close)}?" if close else ""
 
 
 def _decorator_name(node: ast.expr) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,6 +15,24 @@ from click.testing import CliRunner, Result
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
+
+
+def _isolate_from_the_machines_git_config() -> None:
+    """Every git the tests start, directly or through patchguard, sees no user or system config.
+
+    A global core.hooksPath, a template dir with hooks, or init.defaultBranch would otherwise
+    change what the tests exercise (and could let a hook land in the user's own directory).
+    Set at import, before any fixture reads os.environ, so subprocess environments inherit it.
+    """
+    home = Path(tempfile.mkdtemp(prefix="patchguard-tests-git-"))
+    (home / "gitconfig").write_text("")
+    (home / "templates").mkdir()
+    os.environ["GIT_CONFIG_GLOBAL"] = str(home / "gitconfig")
+    os.environ["GIT_CONFIG_NOSYSTEM"] = "1"
+    os.environ["GIT_TEMPLATE_DIR"] = str(home / "templates")
+
+
+_isolate_from_the_machines_git_config()
 
 import sample_repo  # noqa: E402
 

@@ -211,6 +211,7 @@ def test_foreign_hooks_keep_working_through_install_and_uninstall(
 ) -> None:
     log = tmp_path / "hook.log"
     hooks = sample.root / ".git" / "hooks"
+    hooks.mkdir(exist_ok=True)  # the tests' git has an empty template dir
     originals = {}
     for name in ("post-checkout", "post-rewrite"):
         path = hooks / name

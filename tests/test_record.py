@@ -47,7 +47,7 @@ def test_record_refuses_a_file_that_does_not_parse(sample: Sample) -> None:
 def test_record_refuses_a_required_symbol_that_is_not_there(sample: Sample) -> None:
     sample_repo.add_eagle3_methods(sample.root)
     result = sample.pg("record", "eagle3", KIMI, "--require", f"{KIMI}::{CLASS}.nope")
-    assert result.exit_code == 1
+    assert result.exit_code == 2  # a SPEC that names nothing in the file is mistyped
     assert f"{CLASS}.nope" in result.stderr
 
 
