@@ -90,7 +90,8 @@ def cli(ctx: click.Context, directory: Path | None) -> None:
 @cli.command(
     epilog=_epilog(
         "patchguard record eagle3 python/sglang/srt/models/kimi_k25.py -m 'EAGLE-3 delegation'",
-        "patchguard record eagle3 --require python/sglang/srt/models/kimi_k25.py::Model.forward",
+        "patchguard record eagle3 python/sglang/srt/models/kimi_k25.py "
+        "--require python/sglang/srt/models/kimi_k25.py::KimiK25ForConditionalGeneration.forward",
     )
 )
 @click.argument("name")
@@ -113,9 +114,8 @@ def record(
     patch are skipped). Symbols whose def/class line the patch adds are required
     automatically. Recording NAME again replaces it.
     """
-    outcome = recording.record(
-        Repo.discover(cwd), name, paths, requires=requires, description=message, cwd=cwd
-    )
+    repo = Repo.discover(cwd)
+    outcome = recording.record(repo, name, paths, requires=requires, description=message, cwd=cwd)
     verb = "replaced" if outcome.replaced else "recorded"
     patch = outcome.patch
     click.echo(f"{verb} patch {patch.name}: {len(patch.files)} file(s)")
@@ -125,6 +125,12 @@ def record(
         click.echo(f"  requires {spec}")
     for path in outcome.skipped:
         click.echo(f"  skipped {path}: it belongs to another patch (name it to include it)")
+    if not install.hooks_installed(repo.layout):
+        click.echo(
+            "patchguard: hooks are not installed, so a checkout will not re-apply it; "
+            "run: patchguard install",
+            err=True,
+        )
     for other in outcome.same_as:
         click.echo(
             f"patchguard: warning: patch {other} records exactly this change; keep one name "
@@ -134,7 +140,10 @@ def record(
 
 
 @cli.command(
-    epilog=_epilog("patchguard require python/sglang/srt/models/kimi_k25.py::EntryClass.load")
+    epilog=_epilog(
+        "patchguard require "
+        "python/sglang/srt/models/kimi_k25.py::KimiK25ForConditionalGeneration.load_weights"
+    )
 )
 @click.argument("specs", nargs=-1, required=True, metavar="SPEC...")
 @_directory_option
@@ -171,8 +180,8 @@ def _with_import_options(func: Callable[..., Any]) -> Callable[..., Any]:
 @cli.command(
     epilog=_epilog(
         "patchguard check",
-        "patchguard check -C /path/to/sglang --quiet || exit 1",
-        "patchguard check --import sglang --python /opt/venv/bin/python",
+        "patchguard check -C ~/sglang --quiet || exit 1",
+        "patchguard check --import sglang --python ~/venvs/serve/bin/python",
         "patchguard check --json",
     )
 )
@@ -193,7 +202,7 @@ def check(
     if as_json:
         click.echo(render.check_json(report, str(repo.workdir)))
     elif not report.ok:
-        click.echo(render.banner("guard FAILED", report.problems()), err=True)
+        click.echo(render.banner("guard FAILED", _with_hook_advice(repo, report)), err=True)
     elif not quiet:
         click.echo("\n".join([*render.check_lines(report), "patchguard: all guards hold"]))
     sys.exit(EXIT_OK if report.ok else EXIT_GUARD_FAILED)
@@ -202,9 +211,9 @@ def check(
 @cli.command(
     context_settings=_PASS_THROUGH,
     epilog=_epilog(
-        "patchguard run -- python -m sglang.launch_server --model-path ...",
-        "patchguard run --apply --import sglang python bench.py --apply x",
-        "patchguard run --import sglang -- /opt/other-venv/bin/python bench.py",
+        "patchguard run -- python ~/bench.py --model-path /models/kimi-k2.5",
+        "patchguard run --apply --import sglang python ~/bench.py --apply x",
+        "patchguard run --import sglang -- ~/venvs/serve/bin/python ~/bench.py",
     ),
 )
 @click.option("--apply", "apply_first", is_flag=True, help="Re-apply patches before checking.")
@@ -239,7 +248,7 @@ def run(
         cwd=cwd,
     )
     if not report.ok:
-        problems = [*report.problems(), f"not started: {' '.join(command)}"]
+        problems = [*_with_hook_advice(repo, report), f"not started: {' '.join(command)}"]
         click.echo(render.banner("guard FAILED, command NOT run", problems), err=True)
         sys.exit(EXIT_GUARD_FAILED)
     preflight.execute(command)
@@ -248,8 +257,8 @@ def run(
 @cli.command(
     epilog=_epilog(
         "patchguard stamp >> results.jsonl",
-        "patchguard stamp --diff before.jsonl after.jsonl",
         "patchguard stamp | patchguard stamp --diff results.jsonl -",
+        "patchguard stamp --diff results.jsonl results.jsonl",
     )
 )
 @_json_option
@@ -277,6 +286,16 @@ def stamp(cwd: Path, as_json: bool, diff_files: tuple[Any, Any] | None) -> None:
     old, new = (preflight.load_stamp(f.name, f.read()) for f in diff_files)
     lines = preflight.diff_stamps(_repo_or_none(cwd), old, new)
     click.echo(json.dumps({"changes": lines}) if as_json else "\n".join(lines))
+
+
+def _with_hook_advice(repo: Repo, report: assess.CheckReport) -> list[str]:
+    """The problems, and, when the hooks are missing, that they would have prevented some."""
+    if install.hooks_installed(repo.layout):
+        return report.problems()
+    return [
+        *report.problems(),
+        "hooks are not installed, so checkouts do not re-apply patches: patchguard install",
+    ]
 
 
 def _repo_or_none(cwd: Path) -> Repo | None:
@@ -321,7 +340,7 @@ def apply(cwd: Path, names: tuple[str, ...], dry_run: bool, merge: bool, as_json
     _finish(outcomes, as_json)
 
 
-@cli.command(epilog=_epilog("patchguard unapply && git stash pop"))
+@cli.command(epilog=_epilog("patchguard unapply --dry-run", "patchguard unapply eagle3"))
 @click.argument("names", nargs=-1)
 @click.option("-n", "--dry-run", is_flag=True, help="Show what would change; write nothing.")
 @_json_option
@@ -358,10 +377,10 @@ def undo(cwd: Path, as_list: bool) -> None:
     name="git",
     context_settings=_PASS_THROUGH,
     epilog=_epilog(
-        "patchguard git checkout v0.5.9",
         "patchguard git pull",
-        "patchguard git stash pop",
         "patchguard git rebase origin/main",
+        "patchguard git checkout v0.5.9",
+        "patchguard git stash pop",
         "patchguard git bisect start v0.5.10 v0.5.9",
         "patchguard git bisect good",
         exit_codes="Exit codes: git's own when git fails; otherwise 0, or 1 when a guard fails "
@@ -396,7 +415,7 @@ def _report_lift(lift: moves.Lift, what: str) -> None:
         click.echo(render.banner(f"guard FAILED after {what}", lift.report.problems()), err=True)
 
 
-@cli.group(epilog=_epilog("patchguard bisect run --log hunt.jsonl python bench.py"))
+@cli.group(epilog=_epilog("patchguard bisect run --log hunt.jsonl python ~/bench.py"))
 def bisect() -> None:
     """Bisect a regression with the patches in place at every commit."""
 
@@ -406,7 +425,7 @@ def bisect() -> None:
     context_settings=_PASS_THROUGH,
     epilog=_epilog(
         "patchguard git bisect start v0.5.10 v0.5.9",
-        "patchguard bisect run --log hunt.jsonl python bench.py --quick",
+        "patchguard bisect run --log hunt.jsonl python ~/bench.py --quick",
         "patchguard git bisect reset",
         exit_codes="Exit codes: git bisect run's own (0 when it found the commit); 1 when no "
         "bisect is in progress or a guard fails afterwards; 2 usage or configuration error.",
@@ -497,7 +516,11 @@ def show(cwd: Path, names: tuple[str, ...]) -> None:
 
 
 @cli.command(
-    epilog=_epilog("patchguard drop eagle3", "patchguard drop path/to/file.py::Class.method")
+    epilog=_epilog(
+        "patchguard drop eagle3",
+        "patchguard drop "
+        "python/sglang/srt/models/kimi_k25.py::KimiK25ForConditionalGeneration.load_weights",
+    )
 )
 @click.argument("target", metavar="NAME|SPEC")
 @_directory_option
@@ -511,7 +534,7 @@ def drop(cwd: Path, target: str) -> None:
     name="export",
     epilog=_epilog(
         "patchguard export eagle3.bundle.json",
-        "patchguard export | ssh gpu2 patchguard -C sglang import -",
+        "patchguard export | patchguard -C ~/sglang-gpu2 import -",
     ),
 )
 @click.argument("file", type=click.File("w"), default="-")

@@ -61,6 +61,11 @@ def git_hooks_dir(layout: Layout) -> Path:
     return (layout.workdir / result.stdout.strip()).resolve()
 
 
+def hooks_installed(layout: Layout) -> bool:
+    """Are patchguard's hooks where git runs them? (For advice; asks git once.)"""
+    return is_ours(git_hooks_dir(layout) / "post-checkout")
+
+
 def is_ours(path: Path) -> bool:
     try:
         with path.open("rb") as handle:

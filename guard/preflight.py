@@ -263,7 +263,7 @@ def diff_stamps(repo: Repo | None, old: dict[str, Any], new: dict[str, Any]) -> 
     if old.get("head") != new.get("head"):
         lines.append(_head_moved(repo, old.get("head"), new.get("head")))
     if old.get("branch") != new.get("branch"):
-        lines.append(f"branch: {old.get('branch')} -> {new.get('branch')}")
+        lines.append(f"branch: {_branch(old)} -> {_branch(new)}")
     if old.get("upstream") != new.get("upstream"):
         lines.append(f"upstream: {_upstream(old)} -> {_upstream(new)}")
     for key, label in (("patches", "patch"), ("symbols", "symbol"), ("files", "guarded file")):
@@ -279,7 +279,9 @@ def diff_stamps(repo: Repo | None, old: dict[str, Any], new: dict[str, Any]) -> 
         gone = ", ".join(sorted(old_dirty - new_dirty)) or "none"
         lines.append(f"uncommitted changes: newly dirty {added}; no longer dirty {gone}")
     if old.get("patchguard") != new.get("patchguard"):
-        lines.append(f"patchguard: {old.get('patchguard')} -> {new.get('patchguard')}")
+        lines.append(
+            f"patchguard: {old.get('patchguard') or 'unknown'} -> {new.get('patchguard') or 'unknown'}"
+        )
     return lines or ["same code: HEAD, patches, guarded files and symbols are unchanged"]
 
 
@@ -289,6 +291,10 @@ def _word(key: str, value: Any) -> str:
     if key == "files":
         return "absent" if value is None else str(value)[:10]
     return "not recorded" if value is None else str(value)
+
+
+def _branch(stamp_data: dict[str, Any]) -> str:
+    return str(stamp_data.get("branch") or "(detached HEAD)")
 
 
 def _upstream(stamp_data: dict[str, Any]) -> str:

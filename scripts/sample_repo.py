@@ -205,6 +205,9 @@ def build_hunt(root: Path) -> dict[str, str]:
     commits["c4"] = commit(root, "c4: distributed: new all-reduce (slow)")
     for name, commit_id in commits.items():
         git(root, "tag", name, commit_id)
+    # As in sglang: 0.5.10 absorbed the methods (and, here, brought the regression).
+    git(root, "tag", "v0.5.9", commits["c1"])
+    git(root, "tag", "v0.5.10", commits["c4"])
     return commits
 
 

@@ -84,8 +84,18 @@ def test_require_guards_a_committed_symbol(sample: Sample) -> None:
 
 def test_require_refuses_a_symbol_that_does_not_exist(sample: Sample) -> None:
     result = sample.pg("require", f"{KIMI}::{CLASS}.missing")
-    assert result.exit_code == 1
+    assert result.exit_code == 2  # a SPEC naming nothing in the file is a usage error
     assert "cannot guard" in result.stderr
+
+
+def test_mistyped_spec_gets_the_closest_names(sample: Sample) -> None:
+    result = sample.pg("require", f"{KIMI}::{CLASS}.load_weight")
+    assert result.exit_code == 2
+    assert f"did you mean {CLASS}.load_weights?" in result.stderr
+    sample.pg("require", f"{KIMI}::{CLASS}.forward")
+    dropped = sample.pg("drop", f"{KIMI}::{CLASS}.forwrd")
+    assert dropped.exit_code == 2
+    assert f"did you mean {KIMI}::{CLASS}.forward?" in dropped.stderr
 
 
 def test_drop_forgets_patch_without_touching_worktree(sample: Sample) -> None:

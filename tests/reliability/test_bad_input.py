@@ -184,7 +184,7 @@ def test_file_renamed_upstream_is_followed_and_reported(sample: Sample) -> None:
 
 
 def test_spec_for_missing_file_and_malformed_spec(sample: Sample) -> None:
-    assert_clear_failure(sample.pg("require", "python/nope.py::f"), 1, "does not exist")
+    assert_clear_failure(sample.pg("require", "python/nope.py::f"), 2, "does not exist")
     assert_clear_failure(sample.pg("require", "python/nope.py:f"), 2, "no '::'")
 
 
