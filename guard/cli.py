@@ -508,9 +508,11 @@ def show(cwd: Path, names: tuple[str, ...]) -> None:
     repo = Repo.discover(cwd)
     patches = assess.select_patches(repo.load_manifest(), names)
     on_terminal = sys.stdout.isatty()
-    text = "\n".join(render.show_lines(patches, color=on_terminal and "NO_COLOR" not in os.environ))
+    color = on_terminal and "NO_COLOR" not in os.environ
+    text = "\n".join(render.show_lines(patches, color=color))
     if on_terminal:
-        click.echo_via_pager(text + "\n")
+        os.environ.setdefault("LESS", "FRX")  # as git does: quit if one screen, keep colours
+        click.echo_via_pager(text + "\n", color=color)
     else:
         click.echo(text or "no patches recorded")
 

@@ -61,9 +61,10 @@ def record(
     for text in sorted(specs):
         result = check_symbol(tree, text, name)
         if not result.ok:
-            raise _symbol_error(tree, text)(
-                f"cannot record {name}: {text}: {result.detail}. Fix the file or the --require "
-                "SPEC, then record again."
+            error, hint = _symbol_error(tree, text, result.detail)
+            raise error(
+                f"cannot record {name}: {text}: {result.detail}{hint}. Fix the file or the "
+                "--require SPEC, then record again."
             )
     try:
         patch = Patch(
@@ -150,30 +151,37 @@ def require(repo: Repo, specs: Sequence[str], *, cwd: Path) -> list[str]:
     for text in resolved:
         result = check_symbol(tree, text, None)
         if not result.ok:
-            raise _symbol_error(tree, text)(
-                f"cannot guard {text}: {result.detail}. A guard must exist when you add it; "
-                "check the file and the SPEC."
+            error, hint = _symbol_error(tree, text, result.detail)
+            raise error(
+                f"cannot guard {text}: {result.detail}{hint}. A guard must exist when you add "
+                "it; check the file and the SPEC."
             )
     added = [text for text in dict.fromkeys(resolved) if text not in manifest.guards]
     repo.save_manifest(manifest.model_copy(update={"guards": [*manifest.guards, *added]}))
     return added
 
 
-def _symbol_error(tree: Worktree, text: str) -> type[ConfigError] | type[GuardFailure]:
-    """A SPEC naming nothing of that name in the file is mistyped: a usage error (exit 2).
+def _symbol_error(
+    tree: Worktree, text: str, detail: str
+) -> tuple[type[ConfigError] | type[GuardFailure], str]:
+    """How to refuse a SPEC that does not hold, and the closest names when it looks mistyped.
 
-    One whose name is defined at another place (a method outside its class) is code that is
-    not as required: a failed guard (exit 1).
+    A SPEC naming nothing of that name in the file is mistyped: a usage error (exit 2). One
+    whose name is defined at another place (a method outside its class) is code that is not
+    as required: a failed guard (exit 1).
     """
     spec = parse_spec(text)
     content = tree.read(spec.path)
+    if content is None:
+        return ConfigError, ""
     try:
-        misplaced = content is not None and tree.symbols(content, spec.path).elsewhere(
-            spec.qualname
-        )
+        index = tree.symbols(content, spec.path)
     except SourceSyntaxError:
-        return GuardFailure
-    return GuardFailure if misplaced else ConfigError
+        return GuardFailure, ""
+    if index.elsewhere(spec.qualname):
+        return GuardFailure, ""
+    hint = did_you_mean(spec.qualname, index.by_qualname)
+    return ConfigError, "" if hint in detail else hint
 
 
 @locked("drop")

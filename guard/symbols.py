@@ -124,8 +124,16 @@ def describe_miss(index: SymbolIndex, spec: Spec) -> str:
 
 
 def did_you_mean(typed: str, known: Iterable[str]) -> str:
-    """ "; did you mean X?" with the closest known names, or nothing when none is close."""
-    close = difflib.get_close_matches(typed, list(known), n=3, cutoff=0.6)
+    """ "; did you mean X?" with the closest known names, or nothing when none is close.
+
+    Names beside the typed one (same class, same file) are compared by their last part, so a
+    long shared prefix does not make every method of a class look close.
+    """
+    known = list(known)
+    owner, _, leaf = typed.rpartition(".")
+    siblings = {k.rpartition(".")[2]: k for k in known if k.rpartition(".")[0] == owner}
+    close = [siblings[n] for n in difflib.get_close_matches(leaf, list(siblings), n=3)]
+    close = close or difflib.get_close_matches(typed, known, n=3)
     return f"; did you mean {' or '.join(close)}?" if close else ""
 
 

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import os
+import pty
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import sample_repo
 from conftest import Sample
+
+KIMI = sample_repo.KIMI
+CLASS = sample_repo.CLASS
 
 ARGS_PRINTER = "import sys; print(sys.argv[1:])"
 
@@ -101,3 +107,141 @@ def test_import_failure_names_the_interpreter_and_the_flag(
     assert f"{sys.executable} cannot import sglang at all" in result.stderr
     assert "--python PATH" in result.stderr
     assert "command NOT run" in result.stderr
+
+
+# --- 5. -h everywhere; show --------------------------------------------------------------------
+
+
+def test_dash_h_works_for_every_command() -> None:
+    from click.testing import CliRunner
+
+    from guard.cli import cli
+
+    def helped(*args: str) -> str:
+        result = CliRunner().invoke(cli, [*args, "-h"], prog_name="patchguard")
+        assert result.exit_code == 0, (args, result.output)
+        return result.output
+
+    assert "Usage: patchguard [OPTIONS] COMMAND" in helped()
+    for name in cli.commands:
+        assert f"Usage: patchguard {name}" in helped(name)
+    assert "Usage: patchguard bisect run" in helped("bisect", "run")
+
+
+def test_show_prints_the_patch_plain_when_piped(sample: Sample) -> None:
+    sample.record_eagle3()
+    result = sample.pg("show", "eagle3")
+    assert result.exit_code == 0
+    assert "patch eagle3\n    EAGLE-3 delegation" in result.output
+    assert f"base:     {sample.commits['main']}" in result.output
+    assert f"file:     {KIMI}" in result.output
+    assert f"requires: {KIMI}::{CLASS}.get_embed_and_head" in result.output
+    assert "+    def set_embed_and_head(self, embed, head):" in result.output
+    assert "\x1b[" not in result.output
+    assert sample.pg("show", "nope").exit_code == 2
+
+
+def test_show_is_coloured_and_paged_on_a_terminal(
+    sample: Sample, clean_env: dict[str, str]
+) -> None:
+    sample.record_eagle3()
+    env = {**clean_env, "PAGER": "cat", "TERM": "xterm"}
+    env.pop("NO_COLOR", None)
+    main, secondary = pty.openpty()
+    child = subprocess.Popen(
+        ["patchguard", "-C", str(sample.root), "show"],
+        stdin=secondary,
+        stdout=secondary,
+        env=env,
+    )
+    os.close(secondary)
+    shown = b""
+    while True:
+        try:
+            chunk = os.read(main, 65536)
+        except OSError:  # the terminal closed with the last writer
+            break
+        if not chunk:
+            break
+        shown += chunk
+    assert child.wait(timeout=30) == 0
+    os.close(main)
+    assert b"\x1b[32m+    def get_embed_and_head(self):" in shown  # green, through the pager
+
+
+# --- 7. duplicate record, undo says what it undid -------------------------------------------------
+
+
+def test_record_warns_when_the_same_change_is_already_a_patch(sample: Sample) -> None:
+    sample.record_eagle3()
+    again = sample.pg("record", "eagle3-copy", KIMI)
+    assert again.exit_code == 0
+    assert "patch eagle3 records exactly this change" in again.stderr
+
+
+def test_undo_names_each_operation_and_lists_the_journal(sample: Sample) -> None:
+    sample.record_eagle3()
+    sample.git("stash")
+    assert sample.pg("apply").exit_code == 0
+    assert sample.pg("unapply").exit_code == 0
+    listed = sample.pg("undo", "--list").output.splitlines()
+    assert listed[0].startswith("1. the unapply of eagle3 at ")
+    assert listed[1].startswith("2. the apply of eagle3 at ")
+    first = sample.pg("undo")
+    assert first.output.startswith("undid the unapply of eagle3 at ")
+    second = sample.pg("undo")
+    assert second.output.startswith("undid the apply of eagle3 at ")
+    assert KIMI in second.output
+    assert sample.pg("undo", "--list").output.strip() == "nothing to undo"
+
+
+# --- 8. a patch swept into HEAD's commit ---------------------------------------------------------
+
+
+def test_status_says_when_the_patch_was_committed_in_head(sample: Sample) -> None:
+    sample.record_eagle3()
+    sample.git("commit", "-qam", "my experiment")
+    status = sample.pg("status")
+    head = sample.git("log", "-1", "--format=%h my experiment").stdout.strip()
+    assert f"the patch is committed in HEAD: {head}" in status.output
+    undo_line = status.output.splitlines()[-1].strip()
+    assert undo_line == f"git reset -q --soft HEAD~1 && git restore --staged {KIMI}"
+    subprocess.run(["sh", "-c", undo_line], cwd=sample.root, check=True)
+    assert sample.git("rev-parse", "HEAD").stdout.strip() == sample.commits["main"]
+    assert sample.pg("check").exit_code == 0  # the patch is back in the working tree only
+
+
+def test_upstream_absorbing_the_patch_is_not_called_committed(sample: Sample) -> None:
+    sample.record_eagle3()
+    sample.git("stash")
+    sample.git("checkout", "-q", "upstream-has-methods")
+    assert "committed in HEAD" not in sample.pg("status").output
+
+
+# --- 9. hooks advice ----------------------------------------------------------------------------
+
+
+def test_record_and_check_mention_install_until_hooks_are_installed(sample: Sample) -> None:
+    recorded = sample.record_eagle3()
+    assert "run: patchguard install" in recorded.stderr
+    sample.git("stash")
+    check = sample.pg("check")
+    assert "hooks are not installed" in check.stderr
+    sample.pg("install")
+    assert "hooks are not installed" not in sample.pg("check").stderr
+
+
+# --- 10. no Python None in human output ----------------------------------------------------------
+
+
+def test_stamp_diff_says_detached_not_none(sample: Sample, tmp_path: Path) -> None:
+    sample.record_eagle3()
+    before = tmp_path / "before.jsonl"
+    before.write_text(sample.pg("stamp").output)
+    sample.git("stash")
+    sample.git("checkout", "-q", "--detach")
+    after = tmp_path / "after.jsonl"
+    after.write_text(sample.pg("stamp").output)
+    diff = sample.pg("stamp", "--diff", before, after).output
+    assert "branch: main -> (detached HEAD)" in diff
+    assert "None" not in diff
