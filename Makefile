@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test demo bench lint generate clean
+.PHONY: test demo bench lint generate docs clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -23,6 +23,9 @@ demo: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run.py
+
+docs: $(STAMP)
+	$(BIN)/mkdocs build --strict --site-dir site
 
 generate: $(STAMP)
 	$(BIN)/python scripts/generate.py

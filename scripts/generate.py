@@ -62,7 +62,8 @@ def manifest_reference() -> str:
     lines = [GENERATED, "", "# Manifest reference", ""]
     lines += [
         f"The manifest lives at `<git common dir>/patchguard/manifest.json`. Its JSON Schema is "
-        f"[`schemas/{SCHEMA_FILE_NAME}`](../schemas/{SCHEMA_FILE_NAME}). It is validated on every "
+        f"`schemas/{SCHEMA_FILE_NAME}` in patchguard's repository (installed as "
+        f"`guard/_data/schemas/{SCHEMA_FILE_NAME}`). It is validated on every "
         "read: a broken file is reported with its path and the bad field, and the command exits 2.",
         "",
     ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -99,3 +100,18 @@ def test_quickstart_ends_with_a_guarded_sample_checkout(tmp_path: Path, clean_en
     assert doctor.returncode == 0, doctor.stderr
     check = subprocess.run(["patchguard", "-C", str(checkout), "check"], env=env)
     assert check.returncode == 0
+
+
+def test_docs_site_builds_strictly_with_the_diagram(tmp_path: Path) -> None:
+    """`make docs`: no warning (a broken link fails), and mermaid is a diagram, not code."""
+    site = tmp_path / "site"
+    built = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert built.returncode == 0, built.stderr
+    design = (site / "design" / "index.html").read_text()
+    assert '<pre class="mermaid"><code>flowchart' in design
+    assert "language-mermaid" not in design
