@@ -29,7 +29,15 @@ def cli_reference() -> str:
         "unapplied patch, conflict), **2** usage or configuration error.",
         "",
     ]
-    root = click.Context(cli, info_name="patchguard", terminal_width=88, max_content_width=88)
+    # With the group's context_settings, as the real command line has them (-h, --help):
+    # click caches each command's help option from the first context that asks.
+    root = click.Context(
+        cli,
+        info_name="patchguard",
+        terminal_width=88,
+        max_content_width=88,
+        **cli.context_settings,
+    )
     lines += ["## patchguard", "", "```text", cli.get_help(root).rstrip(), "```", ""]
     lines += _command_sections(cli, root, "patchguard")
     return "\n".join(lines)
