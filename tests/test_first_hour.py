@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import os
 import pty
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 import sample_repo
-from conftest import Sample
+from conftest import ROOT, Sample
 
 KIMI = sample_repo.KIMI
 CLASS = sample_repo.CLASS
@@ -245,3 +246,38 @@ def test_stamp_diff_says_detached_not_none(sample: Sample, tmp_path: Path) -> No
     diff = sample.pg("stamp", "--diff", before, after).output
     assert "branch: main -> (detached HEAD)" in diff
     assert "None" not in diff
+
+
+def test_no_python_none_in_human_output(sample: Sample, tmp_path: Path) -> None:
+    sample.record_eagle3()
+    sample.git("stash")
+    sample.git("checkout", "-q", "--detach")
+    stamp = tmp_path / "stamp.jsonl"
+    stamp.write_text(sample.pg("stamp").output)
+    for args in (
+        ("status",),
+        ("check",),
+        ("list",),  # not `show`: its diff is the user's code, where None is legitimate
+        ("apply",),
+        ("undo", "--list"),
+        ("stamp", "--diff", str(stamp), str(stamp)),
+    ):
+        result = sample.pg(*args)
+        assert "None" not in result.output + result.stderr, args
+
+
+def test_pre_commit_docs_pin_something_that_exists() -> None:
+    """docs/hooks.md once told users `rev: v0.1.0`, a tag that never existed."""
+    text = (ROOT / "docs" / "hooks.md").read_text()
+    revs = re.findall(r"^\s*rev:\s*(\S+)", text, flags=re.M)
+    assert revs
+    for rev in revs:
+        placeholder = rev.startswith("<")
+        exists = (
+            subprocess.run(
+                ["git", "rev-parse", "--verify", "-q", f"{rev}^{{commit}}"], cwd=ROOT
+            ).returncode
+            == 0
+        )
+        assert placeholder or exists, rev
+    assert "git ls-remote" in text
