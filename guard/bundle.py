@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import base64
 import json
+from dataclasses import replace
 from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from guard import manifest as runtime
 from guard.errors import ConfigError
 from guard.fastpath import blob_id
-from guard.manifest import SCHEMA_VERSION, Manifest, ObjectId, parse_versioned
 from guard.repo import Repo
+from guard.schema import SCHEMA_VERSION, Manifest, ObjectId, parse_versioned
 
 BUNDLE_FORMAT: Final = "patchguard.bundle"
 BUNDLE_SCHEMA_FILE_NAME = "bundle.schema.json"
@@ -33,13 +35,18 @@ class Bundle(BaseModel):
 def export_bundle(repo: Repo) -> str:
     manifest = repo.load_manifest()
     blobs = {oid: base64.b64encode(repo.blob(oid)).decode() for oid in sorted(manifest.blob_ids())}
-    bundle = Bundle(
-        format=BUNDLE_FORMAT, schema_version=SCHEMA_VERSION, manifest=manifest, blobs=blobs
+    bundle = Bundle.model_validate(
+        {
+            "format": BUNDLE_FORMAT,
+            "schema_version": SCHEMA_VERSION,
+            "manifest": manifest.to_dict(),
+            "blobs": blobs,
+        }
     )
     return bundle.model_dump_json(indent=2) + "\n"
 
 
-def parse_bundle(source: str, text: str) -> Bundle:
+def parse_bundle(source: str, text: str) -> tuple[runtime.Manifest, dict[str, str]]:
     """Validate everything before anything is written: schema, blob integrity, completeness."""
     bundle = parse_versioned(
         text, f"bundle {source}", Bundle, "export it again with `patchguard export`"
@@ -50,37 +57,38 @@ def parse_bundle(source: str, text: str) -> Bundle:
                 f"bundle {source}: the content of blob {oid} does not match its id; the bundle "
                 "is damaged, export it again with `patchguard export`"
             )
-    missing = bundle.manifest.blob_ids() - set(bundle.blobs)
+    manifest = runtime.Manifest.from_dict(bundle.manifest.model_dump(mode="json"))
+    missing = manifest.blob_ids() - set(bundle.blobs)
     if missing:
         raise ConfigError(
             f"bundle {source} lacks the content of {len(missing)} blob(s); export it again "
             "with `patchguard export`"
         )
-    return bundle
+    return manifest, bundle.blobs
 
 
 def import_bundle(repo: Repo, source: str, text: str) -> list[str]:
     """Add the bundle's patches and guards; same-named patches are replaced (and said so)."""
-    bundle = parse_bundle(source, text)
+    manifest, blobs = parse_bundle(source, text)
     with repo.lock("import"):
-        return _merge_bundle(repo, bundle)
+        return _merge_bundle(repo, manifest, blobs)
 
 
-def _merge_bundle(repo: Repo, bundle: Bundle) -> list[str]:
-    for patch in bundle.manifest.patches:
+def _merge_bundle(repo: Repo, bundled: runtime.Manifest, blobs: dict[str, str]) -> list[str]:
+    for patch in bundled.patches:
         for change in patch.files:
             repo.worktree_path(change.path)  # refuses paths that escape through symlinks
-    for encoded in bundle.blobs.values():
+    for encoded in blobs.values():
         repo.store_blob(base64.b64decode(encoded))
     current = repo.load_manifest(missing_ok=True)
-    incoming = {p.name: p for p in bundle.manifest.patches}
+    incoming = {p.name: p for p in bundled.patches}
     lines = [
         f"{'replaced' if current.patch(name) else 'imported'} patch {name}" for name in incoming
     ]
     patches = [incoming.pop(p.name, p) for p in current.patches] + list(incoming.values())
-    guards = list(dict.fromkeys([*current.guards, *bundle.manifest.guards]))
-    lines += [f"imported guard {g}" for g in bundle.manifest.guards if g not in current.guards]
-    repo.save_manifest(current.model_copy(update={"patches": patches, "guards": guards}))
+    guards = list(dict.fromkeys([*current.guards, *bundled.guards]))
+    lines += [f"imported guard {g}" for g in bundled.guards if g not in current.guards]
+    repo.save_manifest(replace(current, patches=patches, guards=guards))
     return lines
 
 

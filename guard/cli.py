@@ -486,7 +486,7 @@ def list_(cwd: Path, as_json: bool) -> None:
     """List recorded patches and guards (without computing states)."""
     manifest = Repo.discover(cwd).load_manifest()
     if as_json:
-        click.echo(manifest.model_dump_json(indent=2))
+        click.echo(json.dumps(manifest.to_dict(), indent=2))
         return
     for patch in manifest.patches:
         summary = f" - {patch.description}" if patch.description else ""

@@ -1,120 +1,75 @@
 """The manifest: which patches exist, what they change, and which symbols they guarantee.
 
-It is validated on every read, so a hand-broken file is reported by name and field, never
-half-used. Its JSON Schema is generated from these models into `schemas/`.
+These are the runtime records, plain frozen dataclasses. Their fields mirror the pydantic
+models in guard.schema, which validate every manifest before it is used (a test keeps the two
+in step). Validating costs more than a whole hook should (importing pydantic alone is ~100 ms),
+so the content hash of every byte string that passed is remembered beside the manifest: the
+same bytes are then read with json alone. Keyed by content, never by mtime or path.
 """
 
 from __future__ import annotations
 
 import json
-from datetime import datetime
-from pathlib import Path, PurePosixPath
-from typing import Annotated, Any, TypeVar
-
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+from contextlib import suppress
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
 
 from guard.atomic import atomic_write
 from guard.errors import ConfigError
-from guard.symbols import parse_spec
+from guard.fastpath import blob_id
 
 SCHEMA_VERSION = 1
-SCHEMA_FILE_NAME = "manifest.schema.json"
+VALIDATED_FILE = "validated"  # beside manifest.json: content hashes that passed the schema
+_KEEP_VALIDATED = 16
 
 
-def _repo_path(value: str) -> str:
-    """A path inside the worktree: relative, POSIX, no `..`, nothing inside `.git`."""
-    if not value or "\0" in value or "\\" in value:
-        raise ValueError("must be a non-empty POSIX path without NUL or backslash")
-    pure = PurePosixPath(value)
-    if pure.is_absolute():
-        raise ValueError("must be relative to the repository root, not absolute")
-    if any(part in ("..", ".") for part in value.split("/")) or str(pure) != value:
-        raise ValueError("must be a normalised path with no '.' or '..' components")
-    if pure.parts[0] == ".git":
-        raise ValueError("must not point inside .git")
-    return value
-
-
-def _spec(value: str) -> str:
-    spec = parse_spec(value)
-    _repo_path(spec.path)
-    return value
-
-
-ObjectId = Annotated[
-    str,
-    Field(pattern=r"^[0-9a-f]{40}([0-9a-f]{24})?$", description="A git object id (hex)."),
-]
-RepoPath = Annotated[
-    str,
-    AfterValidator(_repo_path),
-    Field(description="A path relative to the repository root, with '/' separators."),
-]
-SymbolSpec = Annotated[
-    str,
-    AfterValidator(_spec),
-    Field(
-        description="A required symbol, like a pytest node id: path/to/file.py::Class.method",
-        examples=["python/sglang/srt/models/kimi_k25.py::KimiK25ForConditionalGeneration.forward"],
-    ),
-]
-PatchName = Annotated[
-    str,
-    Field(
-        pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$",
-        description="Letters, digits, '.', '_' and '-'; starts with a letter or digit.",
-    ),
-]
-
-
-_Model = TypeVar("_Model", bound=BaseModel)
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class FileChange(_Strict):
+@dataclass(frozen=True)
+class FileChange:
     """One file of a patch, as recorded: enough to re-apply it by 3-way merge."""
 
-    path: RepoPath
-    base_blob: ObjectId | None = Field(
-        description="Blob id of the file at the base commit; null when the patch adds the file."
-    )
-    patched_blob: ObjectId = Field(description="Blob id of the file with the patch applied.")
-    diff: str = Field(description="Unified diff from base to patched, for people to read.")
-    added_symbols: list[str] = Field(
-        default_factory=list,
-        description="Qualified names whose def/class line the patch adds (decides 'upstream').",
-    )
+    path: str
+    base_blob: str | None
+    patched_blob: str
+    diff: str
+    added_symbols: list[str] = field(default_factory=list)
 
 
-class Patch(_Strict):
+@dataclass(frozen=True)
+class Patch:
     """A named local change that patchguard keeps in the working tree."""
 
-    name: PatchName
-    description: str = Field(default="", description="What the patch is for (record -m).")
-    created_at: datetime = Field(description="When the patch was recorded (UTC).")
-    base_commit: ObjectId = Field(description="HEAD when the patch was recorded.")
-    files: list[FileChange] = Field(min_length=1, description="The files the patch changes.")
-    requires: list[SymbolSpec] = Field(
-        default_factory=list, description="Symbols that must exist whenever the patch is in place."
-    )
+    name: str
+    description: str
+    created_at: str  # ISO 8601, UTC
+    base_commit: str
+    files: list[FileChange]
+    requires: list[str] = field(default_factory=list)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Patch:
+        files = [FileChange(**change) for change in data["files"]]
+        return cls(**{**data, "files": files})
 
 
-class Manifest(_Strict):
+@dataclass(frozen=True)
+class Manifest:
     """Everything patchguard guards in one repository (shared by its linked worktrees)."""
 
-    schema_version: int = Field(
-        description=f"Format version; this patchguard reads {SCHEMA_VERSION}.",
-        ge=SCHEMA_VERSION,
-        le=SCHEMA_VERSION,
-    )
-    patches: list[Patch] = Field(default_factory=list, description="Applied in this order.")
-    guards: list[SymbolSpec] = Field(
-        default_factory=list,
-        description="Symbols that must not disappear, with no patch behind them.",
-    )
+    schema_version: int = SCHEMA_VERSION
+    patches: list[Patch] = field(default_factory=list)
+    guards: list[str] = field(default_factory=list)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Manifest:
+        return cls(
+            schema_version=data["schema_version"],
+            patches=[Patch.from_dict(patch) for patch in data.get("patches", [])],
+            guards=list(data.get("guards", [])),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
 
     def patch(self, name: str) -> Patch | None:
         return next((p for p in self.patches if p.name == name), None)
@@ -130,10 +85,6 @@ class Manifest(_Strict):
         }
 
 
-def empty_manifest() -> Manifest:
-    return Manifest(schema_version=SCHEMA_VERSION)
-
-
 def read_manifest_bytes(path: Path) -> bytes:
     try:
         return path.read_bytes()
@@ -145,50 +96,48 @@ def read_manifest_bytes(path: Path) -> bytes:
 
 
 def parse_manifest(raw: bytes, path: Path) -> Manifest:
-    return parse_versioned(
-        raw,
-        f"manifest {path}",
-        Manifest,
-        "restore it from a bundle (`patchguard import`) or remove it and record again",
-    )
+    """Validated on first sight (guard.schema); the same bytes later with json alone."""
+    digest = blob_id(raw)
+    if digest in _validated(path):
+        return Manifest.from_dict(json.loads(raw))
+    from guard.schema import validate_manifest
 
-
-def parse_versioned(raw: bytes | str, source: str, model: type[_Model], remedy: str) -> _Model:
-    """JSON to a validated model; bad JSON, an unknown schema_version or a bad field becomes
-    a ConfigError naming `source` (and the field), with `remedy` as the next step."""
-    try:
-        data: Any = json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        raise ConfigError(f"{source} is not valid JSON ({error}); {remedy}") from None
-    version = data.get("schema_version") if isinstance(data, dict) else None
-    if isinstance(version, int) and version != SCHEMA_VERSION:
-        raise ConfigError(
-            f"{source} has schema_version {version}; this patchguard reads version "
-            f"{SCHEMA_VERSION}. Use the patchguard that wrote it, or upgrade."
-        )
-    try:
-        return model.model_validate(data)
-    except ValidationError as error:
-        raise ConfigError(f"{source} is invalid: {describe_validation(error)}; {remedy}") from None
-
-
-def describe_validation(error: ValidationError) -> str:
-    """'patches.0.files.1.path: must be relative ...' for the first few errors."""
-    parts = []
-    for item in error.errors()[:5]:
-        field = ".".join(str(loc) for loc in item["loc"]) or "(top level)"
-        parts.append(f"field {field}: {item['msg']}")
-    more = error.error_count() - len(parts)
-    return "; ".join(parts) + (f"; and {more} more" if more > 0 else "")
+    data = validate_manifest(raw, path)
+    _remember_validated(path, digest)
+    return Manifest.from_dict(data)
 
 
 def save_manifest(path: Path, manifest: Manifest) -> None:
+    """Validate what is about to be written, write it atomically, remember it as valid."""
+    from guard import schema
+
+    data = manifest.to_dict()
+    schema.validate_data(schema.Manifest, data, "refusing to write an invalid manifest")
+    raw = (json.dumps(data, indent=2) + "\n").encode()
     path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(path, (manifest.model_dump_json(indent=2) + "\n").encode())
+    atomic_write(path, raw)
+    _remember_validated(path, blob_id(raw))
 
 
-def json_schema() -> str:
-    """The JSON Schema of the manifest, as committed in schemas/."""
-    schema = Manifest.model_json_schema()
-    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
-    return json.dumps(schema, indent=2, sort_keys=True) + "\n"
+def _validated(manifest_path: Path) -> list[str]:
+    try:
+        return (manifest_path.parent / VALIDATED_FILE).read_text().split()
+    except (OSError, UnicodeDecodeError):
+        return []
+
+
+def _remember_validated(manifest_path: Path, digest: str) -> None:
+    """A cache: when it cannot be written (read-only checkout), the next read validates again."""
+    known = [d for d in _validated(manifest_path) if d != digest][-(_KEEP_VALIDATED - 1) :]
+    with suppress(OSError):
+        atomic_write(
+            manifest_path.parent / VALIDATED_FILE,
+            "".join(f"{d}\n" for d in [*known, digest]).encode(),
+        )
+
+
+def now_utc() -> str:
+    """A record's timestamp, as the schema's date-time reads it."""
+    from datetime import UTC, datetime
+
+    return datetime.now(UTC).isoformat().replace("+00:00", "Z")

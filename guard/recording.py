@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from datetime import UTC, datetime
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-
-from pydantic import ValidationError
 
 from guard.assess import Worktree, check_symbol, select_patches
 from guard.errors import ConfigError, GuardFailure
 from guard.lock import locked
-from guard.manifest import FileChange, Patch, describe_validation
+from guard.manifest import FileChange, Patch, now_utc
 from guard.repo import Repo, is_binary
 from guard.symbols import SourceSyntaxError, Spec, did_you_mean, parse_spec
 
@@ -66,21 +63,21 @@ def record(
                 f"cannot record {name}: {text}: {result.detail}{hint}. Fix the file or the "
                 "--require SPEC, then record again."
             )
-    try:
-        patch = Patch(
-            name=name,
-            description=description,
-            created_at=datetime.now(UTC),
-            base_commit=head_commit,
-            files=files,
-            requires=sorted(specs),
-        )
-    except ValidationError as error:
-        raise ConfigError(f"cannot record {name!r}: {describe_validation(error)}") from None
+    patch = Patch(
+        name=name,
+        description=description,
+        created_at=now_utc(),
+        base_commit=head_commit,
+        files=files,
+        requires=sorted(specs),
+    )
+    from guard import schema  # pydantic: only where a new patch is checked
+
+    schema.validate_data(schema.Patch, asdict(patch), f"cannot record {name!r}")
     patches = [patch if p.name == name else p for p in manifest.patches]
     if previous is None:
         patches.append(patch)
-    repo.save_manifest(manifest.model_copy(update={"patches": patches}))
+    repo.save_manifest(replace(manifest, patches=patches))
     change = _change_key(patch)
     same_as = [p.name for p in manifest.patches if p.name != name and _change_key(p) == change]
     return RecordOutcome(
@@ -157,7 +154,7 @@ def require(repo: Repo, specs: Sequence[str], *, cwd: Path) -> list[str]:
                 "it; check the file and the SPEC."
             )
     added = [text for text in dict.fromkeys(resolved) if text not in manifest.guards]
-    repo.save_manifest(manifest.model_copy(update={"guards": [*manifest.guards, *added]}))
+    repo.save_manifest(replace(manifest, guards=[*manifest.guards, *added]))
     return added
 
 
@@ -194,11 +191,9 @@ def drop(repo: Repo, target: str, *, cwd: Path) -> str:
             raise ConfigError(
                 f"{spec} is not a guard{did_you_mean(spec, manifest.guards)} (see `patchguard list`)"
             )
-        repo.save_manifest(
-            manifest.model_copy(update={"guards": [g for g in manifest.guards if g != spec]})
-        )
+        repo.save_manifest(replace(manifest, guards=[g for g in manifest.guards if g != spec]))
         return f"guard {spec}"
     select_patches(manifest, [target])
     patches = [p for p in manifest.patches if p.name != target]
-    repo.save_manifest(manifest.model_copy(update={"patches": patches}))
+    repo.save_manifest(replace(manifest, patches=patches))
     return f"patch {target}"

@@ -119,7 +119,7 @@ def show_lines(patches: Sequence[Patch], color: bool) -> list[str]:
         if patch.description:
             lines.append(f"    {patch.description}")
         lines.append(f"base:     {patch.base_commit}")
-        lines.append(f"recorded: {patch.created_at.isoformat(timespec='seconds')}")
+        lines.append(f"recorded: {patch.created_at[:19].replace('T', ' ')} UTC")
         lines += [f"file:     {change.path}" for change in patch.files]
         lines += [f"requires: {spec}" for spec in patch.requires]
         for change in patch.files:

@@ -18,13 +18,7 @@ from guard.atomic import atomic_write, remove_stale_temporaries
 from guard.errors import ConfigError
 from guard.gitdir import Layout, locate
 from guard.lock import exclusive
-from guard.manifest import (
-    Manifest,
-    empty_manifest,
-    parse_manifest,
-    read_manifest_bytes,
-    save_manifest,
-)
+from guard.manifest import Manifest, parse_manifest, read_manifest_bytes, save_manifest
 
 STORE_REF = "refs/patchguard/store"
 _BINARY_SNIFF = 8000
@@ -121,7 +115,7 @@ class Repo:
         """Read and validate; the bytes read are kept in `manifest_bytes` for the verified cache."""
         path = self.layout.manifest_path
         if missing_ok and not path.exists():
-            return empty_manifest()
+            return Manifest()
         self.manifest_bytes = read_manifest_bytes(path)
         return parse_manifest(self.manifest_bytes, path)
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -98,3 +100,42 @@ def test_works_from_a_subdirectory_with_paths_relative_to_it(git_repo) -> None:
     assert "requires pkg/mod.py::A.added" in result.output
     assert "requires pkg/mod.py::A\n" in result.output + "\n"
     assert patchguard("-C", pkg, "check").exit_code == 0
+
+
+def test_runtime_records_have_exactly_the_schemas_fields() -> None:
+    from dataclasses import fields
+
+    from guard import manifest, schema
+
+    for name in ("FileChange", "Patch", "Manifest"):
+        runtime = [f.name for f in fields(getattr(manifest, name))]
+        assert runtime == list(getattr(schema, name).model_fields), name
+
+
+LOAD_AND_REPORT = """
+import sys
+from pathlib import Path
+from guard.repo import Repo
+manifest = Repo.discover(Path(sys.argv[1])).load_manifest()
+print(len(manifest.patches), "pydantic" in sys.modules)
+"""
+
+
+def test_validated_bytes_load_without_pydantic_and_edits_are_validated_again(
+    sample: Sample,
+) -> None:
+    sample.record_eagle3()
+
+    def load() -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-c", LOAD_AND_REPORT, str(sample.root)],
+            capture_output=True,
+            text=True,
+        )
+
+    assert load().stdout.split() == ["1", "False"]  # recorded bytes are known-valid
+    path = locate(sample.root).manifest_path
+    path.write_text(path.read_text().replace('"name": "eagle3"', '"name": "bad name!"'))
+    edited = load()
+    assert edited.returncode != 0
+    assert "patches.0.name" in edited.stderr  # validated again, and refused
