@@ -538,7 +538,7 @@ def check(repo: Repo) -> CheckReport:
     ]
     owners += [(spec, None) for spec in manifest.guards]
     symbols = [check_symbol(tree, spec, owner) for spec, owner in owners]
-    head = None if repo.git.head_is_unborn else repo.head_commit_id()
+    head = repo.head_commit()
     report = CheckReport(head=head, patches=verdicts, symbols=symbols)
     if report.ok and head is not None:
         _remember_verified(repo, tree, head)

@@ -6,8 +6,6 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-import click
-
 from guard.assess import GOOD_STATES, CheckReport, PatchVerdict, State
 from guard.manifest import Patch
 from guard.moves import BISECT_ABORT, BISECT_SKIP, Lift, StepResult
@@ -112,6 +110,8 @@ def outcome_lines(outcomes: Sequence[PatchOutcome]) -> list[str]:
 
 def show_lines(patches: Sequence[Patch], color: bool) -> list[str]:
     """`patchguard show`: what each patch is, what it requires, and its diff as recorded."""
+    import click  # only here: the hooks import this module for the banner
+
     lines: list[str] = []
     for patch in patches:
         title = f"patch {patch.name}"
@@ -133,6 +133,8 @@ _DIFF_COLORS = (("+++", "bold"), ("---", "bold"), ("+", "green"), ("-", "red"), 
 
 
 def _diff_line(line: str, color: bool) -> str:
+    import click
+
     for prefix, style in _DIFF_COLORS if color else ():
         if line.startswith(prefix):
             return click.style(line, bold=True) if style == "bold" else click.style(line, fg=style)

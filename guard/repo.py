@@ -5,22 +5,27 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import weakref
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, contextmanager, suppress
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
-
-import pygit2
-from pygit2.enums import FileMode, FileStatus
-from pygit2.ffi import C, ffi
+from typing import TYPE_CHECKING
 
 from guard.atomic import atomic_write, remove_stale_temporaries
 from guard.errors import ConfigError
+from guard.fastpath import blob_id
 from guard.gitdir import Layout, locate
 from guard.lock import exclusive
 from guard.manifest import Manifest, parse_manifest, read_manifest_bytes, save_manifest
 
+if TYPE_CHECKING:
+    import pygit2
+
 STORE_REF = "refs/patchguard/store"
+MERGE_CACHE_DIR = "patchguard-cache/merges"  # in the worktree's git dir
+_MERGE_CACHE_KEEP = 256
 _BINARY_SNIFF = 8000
 
 
@@ -90,19 +95,84 @@ def is_binary(data: bytes) -> bool:
     return b"\0" in data[:_BINARY_SNIFF]
 
 
+class _Objects:
+    """Reads git objects through one `git cat-file --batch`, started on first use.
+
+    The hooks need a few blobs; loading libgit2 for them would cost ~60 ms, this ~2 ms.
+    """
+
+    def __init__(self, workdir: Path) -> None:
+        self._workdir = workdir
+        self._process: subprocess.Popen[bytes] | None = None
+
+    def read(self, name: str) -> tuple[str, str, bytes] | None:
+        """(object id, type, content) for `HEAD`, `HEAD:path`, `<commit>:path` or an id."""
+        process = self._process or self._start()
+        assert process.stdin is not None and process.stdout is not None
+        process.stdin.write(name.encode("utf-8", "surrogateescape") + b"\0")
+        process.stdin.flush()
+        line = process.stdout.readline()
+        if not line:
+            raise ConfigError(
+                f"`git cat-file` stopped while reading {name} in {self._workdir}; run "
+                "`git status` there to see what is wrong with the repository"
+            )
+        header = line.split()
+        if len(header) != 3 or not header[2].isdigit():
+            return None  # "<name> missing" or "ambiguous"
+        content = process.stdout.read(int(header[2]))
+        process.stdout.read(1)  # the newline after the content
+        return header[0].decode(), header[1].decode(), content
+
+    def _start(self) -> subprocess.Popen[bytes]:
+        command = ["git", "cat-file", "--batch", "-z"]
+        try:
+            self._process = subprocess.Popen(
+                command,
+                cwd=self._workdir,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,  # Ctrl-C meant for git must not end our reader
+            )
+        except OSError as error:
+            raise ConfigError(
+                f"cannot run `{' '.join(command)}`: {error}. Is git on PATH?"
+            ) from None
+        weakref.finalize(self, _stop, self._process)
+        return self._process
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    with suppress(OSError):
+        if process.stdin is not None:
+            process.stdin.close()
+        process.wait(timeout=5)
+
+
 class Repo:
-    """One worktree of a git repository, as patchguard needs to see it."""
+    """One worktree of a git repository, as patchguard needs to see it.
+
+    Reads go through `git cat-file` (guard hooks stay light); libgit2 (pygit2) is loaded on
+    first use of `git`, for merges that are not known yet, diffs, status and writes.
+    """
 
     def __init__(self, layout: Layout) -> None:
         self.layout = layout
         self.workdir = layout.workdir
         self.manifest_bytes = b""
+        self._objects = _Objects(layout.workdir)
+
+    @cached_property
+    def git(self) -> pygit2.Repository:
+        import pygit2
+
         try:
-            self.git = pygit2.Repository(str(layout.git_dir))
+            return pygit2.Repository(str(self.layout.git_dir))
         except pygit2.GitError as error:
             raise ConfigError(
-                f"cannot open the git repository at {layout.git_dir}: {error}. Check it with "
-                "`git status` there."
+                f"cannot open the git repository at {self.layout.git_dir}: {error}. Check it "
+                "with `git status` there."
             ) from None
 
     @classmethod
@@ -125,6 +195,9 @@ class Repo:
         save_manifest(self.layout.manifest_path, manifest)
 
     def _pin(self, oids: set[str]) -> None:
+        import pygit2
+        from pygit2.enums import FileMode
+
         builder = self.git.TreeBuilder()
         for oid in sorted(oids):
             builder.insert(oid, pygit2.Oid(hex=oid), FileMode.BLOB)
@@ -135,19 +208,18 @@ class Repo:
         return str(self.git.create_blob(data))
 
     def blob(self, oid: str) -> bytes:
-        try:
-            obj = self.git[oid]
-        except (KeyError, ValueError):
+        found = self._objects.read(oid)
+        if found is None:
             raise ConfigError(
                 f"blob {oid} is missing from the object store of {self.layout.common_dir} "
                 f"(was {STORE_REF} deleted?). Re-import the patch with `patchguard import`."
-            ) from None
-        if not isinstance(obj, pygit2.Blob):
+            )
+        if found[1] != "blob":
             raise ConfigError(
                 f"object {oid} is not a blob; the manifest is damaged. Re-import the patch "
                 "(`patchguard import`) or record it again."
             )
-        return obj.data
+        return found[2]
 
     def lock(self, operation: str) -> AbstractContextManager[None]:
         """The repository-wide writer lock (shared by linked worktrees)."""
@@ -164,22 +236,33 @@ class Repo:
 
     # --- HEAD and the worktree ---------------------------------------------------------------
 
+    def head_commit(self) -> str | None:
+        """HEAD's commit id; None in a repository with no commits yet."""
+        found = self._objects.read("HEAD")
+        return found[0] if found is not None and found[1] == "commit" else None
+
     def head_commit_id(self) -> str:
-        if self.git.head_is_unborn:
+        head = self.head_commit()
+        if head is None:
             raise ConfigError(
                 f"{self.workdir} has no commits yet; commit once, then record patches on top."
             )
-        return str(self.git.head.target)
+        return head
 
     def head_parent(self) -> str | None:
         """HEAD's first parent, or None for a root commit (or no commit)."""
-        if self.git.head_is_unborn:
-            return None
-        parents = self.git.head.peel(pygit2.Commit).parent_ids
-        return str(parents[0]) if parents else None
+        found = self._objects.read("HEAD")
+        for line in found[2].splitlines() if found else []:
+            if not line:
+                break  # the headers end at the first blank line
+            if line.startswith(b"parent "):
+                return line.split()[1].decode()
+        return None
 
     def head_commit_paths(self) -> set[str]:
         """The paths HEAD's own commit changed (against its first parent)."""
+        import pygit2
+
         commit = self.git.head.peel(pygit2.Commit)
         if commit.parents:
             diff = commit.parents[0].tree.diff_to_tree(commit.tree)
@@ -189,27 +272,19 @@ class Repo:
 
     def head_summary(self) -> str:
         """HEAD's short id and subject, as `git log --oneline` shows it."""
+        import pygit2
+
         commit = self.git.head.peel(pygit2.Commit)
         return f"{commit.short_id} {commit.message.splitlines()[0] if commit.message else ''}"
 
     def head_file(self, path: str) -> bytes | None:
         """The file as HEAD has it, or None when HEAD has no such file."""
-        if self.git.head_is_unborn:
-            return None
-        try:
-            entry = self.git.head.peel(pygit2.Commit).tree[path]
-        except KeyError:
-            return None
-        return entry.data if isinstance(entry, pygit2.Blob) else None
+        return self.file_at("HEAD", path)
 
-    def file_at(self, commit_id: str, path: str) -> bytes | None:
-        """The file in a commit's tree, or None when it has no such file."""
-        try:
-            commit = self.git.get(commit_id)
-            entry = commit.peel(pygit2.Tree)[path] if commit is not None else None
-        except (KeyError, ValueError, pygit2.GitError):
-            return None
-        return entry.data if isinstance(entry, pygit2.Blob) else None
+    def file_at(self, commit: str, path: str) -> bytes | None:
+        """The file in a commit's tree, or None when it has no such file (or is no file)."""
+        found = self._objects.read(f"{commit}:{path}")
+        return found[2] if found is not None and found[1] == "blob" else None
 
     def has_conflicts(self) -> bool:
         """Does the index hold unmerged entries (a `stash pop` that stopped on a conflict)?"""
@@ -260,6 +335,8 @@ class Repo:
 
     def changed_tracked_files(self) -> list[str]:
         """Tracked files whose worktree content differs from HEAD (staged or not)."""
+        from pygit2.enums import FileStatus
+
         changed = []
         for path, flags in self.git.status(untracked_files="no").items():
             if flags & (FileStatus.IGNORED | FileStatus.CURRENT) or flags == FileStatus.WT_NEW:
@@ -269,6 +346,8 @@ class Repo:
 
     def follow_rename(self, path: str, base_commit: str) -> str | None:
         """The path `path` was renamed to between `base_commit` and HEAD, by git's detection."""
+        import pygit2
+
         try:
             base = self.git.get(base_commit)
             if base is None:
@@ -301,6 +380,8 @@ class Repo:
     # --- libgit2's diff and merge ------------------------------------------------------------
 
     def diff(self, old: bytes, new: bytes, path: str) -> FileDiff:
+        import pygit2
+
         patch = pygit2.Patch.create_from(old, new, old_as_path=path, new_as_path=path)
         added = {
             line.new_lineno for hunk in patch.hunks for line in hunk.lines if line.origin == "+"
@@ -310,8 +391,45 @@ class Repo:
     def merge3(
         self, base: bytes, ours: bytes, theirs: bytes, labels: tuple[str, str, str]
     ) -> MergeResult:
+        """A 3-way merge of one file: exact identities first, then a merge seen before (by
+        content), and libgit2 only for a new one."""
+        if ours == theirs or theirs == base:
+            return MergeResult(clean=True, content=ours)
+        if ours == base:
+            return MergeResult(clean=True, content=theirs)
+        cache = self.layout.git_dir / MERGE_CACHE_DIR
+        key = blob_id(
+            b"\0".join(
+                [
+                    *(blob_id(x).encode() for x in (base, ours, theirs)),
+                    *(label.encode() for label in labels),
+                ]
+            )
+        )
+        with suppress(OSError):
+            known = (cache / key).read_bytes()
+            return MergeResult(clean=known[:1] == b"1", content=known[1:])
+        result = self._libgit2_merge(base, ours, theirs, labels)
+        with suppress(OSError):  # a cache: a read-only git dir only means merging again
+            cache.mkdir(parents=True, exist_ok=True)
+            entries = sorted(cache.iterdir(), key=lambda p: p.stat().st_mtime)
+            for stale in entries[: max(0, len(entries) - _MERGE_CACHE_KEEP)]:
+                stale.unlink(missing_ok=True)
+            atomic_write(cache / key, (b"1" if result.clean else b"0") + result.content)
+        return result
+
+    def _libgit2_merge(
+        self, base: bytes, ours: bytes, theirs: bytes, labels: tuple[str, str, str]
+    ) -> MergeResult:
         """libgit2's git_merge_file on raw bytes (pygit2's wrapper decodes to str and drops labels)."""
-        entries = [self._index_entry(data) for data in (base, ours, theirs)]
+        import pygit2
+        from pygit2.enums import FileMode
+        from pygit2.ffi import C, ffi
+
+        entries = [
+            pygit2.IndexEntry("file", self.git.create_blob(data), FileMode.BLOB)
+            for data in (base, ours, theirs)
+        ]
         keep_alive = []
         c_entries = []
         for entry in entries:
@@ -336,6 +454,3 @@ class Repo:
             )
         finally:
             C.git_merge_file_result_free(result)
-
-    def _index_entry(self, data: bytes) -> pygit2.IndexEntry:
-        return pygit2.IndexEntry("file", self.git.create_blob(data), FileMode.BLOB)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-import difflib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
@@ -129,6 +128,8 @@ def did_you_mean(typed: str, known: Iterable[str]) -> str:
     Names beside the typed one (same class, same file) are compared by their last part, so a
     long shared prefix does not make every method of a class look close.
     """
+    import difflib  # only on a miss
+
     known = list(known)
     owner, _, leaf = typed.rpartition(".")
     siblings = {k.rpartition(".")[2]: k for k in known if k.rpartition(".")[0] == owner}

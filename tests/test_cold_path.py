@@ -1,0 +1,101 @@
+"""The cold path avoids libgit2 where it can; it must never decide differently.
+
+merge3 answers the exact identities of a 3-way merge itself, and a merge it has made before
+from the cache (keyed by content). Both must equal what libgit2 says, and `check` must reach
+the same verdict with the cache as without it.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+
+import pytest
+from conftest import Sample, git
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from guard.gitdir import locate
+from guard.repo import MERGE_CACHE_DIR, Repo
+
+LABELS = ("base", "ours", "theirs")
+lines = st.lists(st.sampled_from([b"a\n", b"b\n", b"c\n", b"\n", b"d"]), max_size=6).map(b"".join)
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory: pytest.TempPathFactory) -> Repo:
+    root = tmp_path_factory.mktemp("merges")
+    git(root, "init", "-q")
+    return Repo.discover(root)
+
+
+@settings(max_examples=150, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(base=lines, ours=lines, theirs=lines, which=st.sampled_from(["ours", "theirs", "both"]))
+def test_identities_agree_with_libgit2(
+    repo: Repo, base: bytes, ours: bytes, theirs: bytes, which: str
+) -> None:
+    if which == "ours":
+        ours = base
+    elif which == "theirs":
+        theirs = base
+    else:
+        theirs = ours
+    assert repo.merge3(base, ours, theirs, LABELS) == repo._libgit2_merge(
+        base, ours, theirs, LABELS
+    )
+
+
+def test_a_cached_merge_is_the_merge(repo: Repo) -> None:
+    base, ours, theirs = b"a\nb\nc\n", b"A\nb\nc\n", b"a\nb\nC\n"
+    first = repo.merge3(base, ours, theirs, LABELS)
+    cache = repo.layout.git_dir / MERGE_CACHE_DIR
+    assert len(list(cache.iterdir())) >= 1
+    assert (
+        repo.merge3(base, ours, theirs, LABELS)
+        == first
+        == repo._libgit2_merge(base, ours, theirs, LABELS)
+    )
+    conflicted = repo.merge3(base, b"X\nb\nc\n", b"Y\nb\nc\n", LABELS)
+    assert not conflicted.clean
+    assert repo.merge3(base, b"X\nb\nc\n", b"Y\nb\nc\n", LABELS) == conflicted
+
+
+def test_check_reaches_the_same_verdict_with_and_without_the_caches(sample: Sample) -> None:
+    from conftest import patchguard
+
+    sample.record_eagle3()
+    sample.git("stash")
+    sample.git("checkout", "-q", "old")  # drifted: a real merge decides
+    layout = locate(sample.root)
+
+    def report() -> dict[str, object]:  # --json always takes the full path
+        data = json.loads(patchguard("-C", sample.root, "check", "--json").output)
+        data.pop("head")
+        return data
+
+    cold = report()
+    assert (layout.git_dir / MERGE_CACHE_DIR).is_dir()
+    warm = report()
+    shutil.rmtree(layout.git_dir / MERGE_CACHE_DIR)
+    (layout.store_dir / "validated").unlink()
+    assert cold == warm == report()
+    assert cold["patches"][0]["state"] == "drifted"  # type: ignore[index]
+
+
+def test_the_hook_path_loads_neither_pydantic_nor_libgit2_nor_click(sample: Sample) -> None:
+    import subprocess
+
+    sample.record_eagle3()
+    sample.git("stash")
+    probe = (
+        "import sys; from pathlib import Path; from guard import hookrun; "
+        "status = hookrun.run('post-checkout', ['a', 'b', '1'], '', Path.cwd()); "
+        "print(status, sorted({m.split('.')[0] for m in sys.modules} "
+        "& {'pydantic', 'pygit2', 'click'}))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], cwd=sample.root, capture_output=True, text=True
+    )
+    assert result.stdout.strip() == "0 []", result.stderr
+    assert "re-applied eagle3" in result.stderr
