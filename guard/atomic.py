@@ -5,7 +5,6 @@ from __future__ import annotations
 import glob
 import os
 import stat
-import tempfile
 from pathlib import Path
 
 TEMP_SUFFIX = ".patchguard-tmp"
@@ -20,6 +19,8 @@ def atomic_write(path: Path, data: bytes, mode: int | None = None) -> None:
         keep_mode: int | None = stat.S_IMODE(path.stat().st_mode)
     except FileNotFoundError:
         keep_mode = mode
+    import tempfile  # ~3 ms: only when something is written
+
     fd, tmp_name = tempfile.mkstemp(
         prefix=f".{path.name}.", suffix=".patchguard-tmp", dir=path.parent
     )

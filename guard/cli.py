@@ -11,14 +11,17 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from guard import assess, bundle, install, journal, moves, patching, preflight, recording, render
+from guard import assess, install, preflight, render
 from guard.errors import EXIT_GUARD_FAILED, EXIT_OK, PatchguardError
 from guard.gitdir import locate
 from guard.repo import Repo
+
+if TYPE_CHECKING:
+    from guard import moves, patching
 
 EXIT_CODES_EPILOG = "Exit codes: 0 all good, 1 a guard failed, 2 usage or configuration error."
 
@@ -115,6 +118,8 @@ def record(
     automatically. Recording NAME again replaces it.
     """
     repo = Repo.discover(cwd)
+    from guard import recording
+
     outcome = recording.record(repo, name, paths, requires=requires, description=message, cwd=cwd)
     verb = "replaced" if outcome.replaced else "recorded"
     patch = outcome.patch
@@ -152,6 +157,8 @@ def require(cwd: Path, specs: tuple[str, ...]) -> None:
 
     SPEC is written like a pytest node id: path/to/file.py::Class.method. It must exist now.
     """
+    from guard import recording
+
     added = recording.require(Repo.discover(cwd), specs, cwd=cwd)
     for spec in added:
         click.echo(f"guarding {spec}")
@@ -197,15 +204,11 @@ def check(
     Each file is parsed; a symbol counts only at its qualified place (a method must be
     inside its class). Prints one line per problem with the command that fixes it.
     """
-    repo = Repo.discover(cwd)
-    report = preflight.verify(repo, import_names=import_names, python=python, cwd=cwd)
-    if as_json:
-        click.echo(render.check_json(report, str(repo.workdir)))
-    elif not report.ok:
-        click.echo(render.banner("guard FAILED", _with_hook_advice(repo, report)), err=True)
-    elif not quiet:
-        click.echo("\n".join([*render.check_lines(report), "patchguard: all guards hold"]))
-    sys.exit(EXIT_OK if report.ok else EXIT_GUARD_FAILED)
+    sys.exit(
+        preflight.report_check(
+            cwd, quiet=quiet, as_json=as_json, import_names=import_names, python=python
+        )
+    )
 
 
 @cli.command(
@@ -248,7 +251,7 @@ def run(
         cwd=cwd,
     )
     if not report.ok:
-        problems = [*_with_hook_advice(repo, report), f"not started: {' '.join(command)}"]
+        problems = [*preflight.with_hook_advice(repo, report), f"not started: {' '.join(command)}"]
         click.echo(render.banner("guard FAILED, command NOT run", problems), err=True)
         sys.exit(EXIT_GUARD_FAILED)
     preflight.execute(command)
@@ -286,16 +289,6 @@ def stamp(cwd: Path, as_json: bool, diff_files: tuple[Any, Any] | None) -> None:
     old, new = (preflight.load_stamp(f.name, f.read()) for f in diff_files)
     lines = preflight.diff_stamps(_repo_or_none(cwd), old, new)
     click.echo(json.dumps({"changes": lines}) if as_json else "\n".join(lines))
-
-
-def _with_hook_advice(repo: Repo, report: assess.CheckReport) -> list[str]:
-    """The problems, and, when the hooks are missing, that they would have prevented some."""
-    if install.hooks_installed(repo.layout):
-        return report.problems()
-    return [
-        *report.problems(),
-        "hooks are not installed, so checkouts do not re-apply patches: patchguard install",
-    ]
 
 
 def _repo_or_none(cwd: Path) -> Repo | None:
@@ -336,6 +329,8 @@ def apply(cwd: Path, names: tuple[str, ...], dry_run: bool, merge: bool, as_json
     symbol missing or defined twice, is left untouched (exit 1), unless --merge asks for
     conflict markers. Running it again changes nothing.
     """
+    from guard import patching
+
     outcomes = patching.apply(Repo.discover(cwd), names, dry_run=dry_run, merge=merge)
     _finish(outcomes, as_json)
 
@@ -350,6 +345,8 @@ def unapply(cwd: Path, names: tuple[str, ...], dry_run: bool, as_json: bool) -> 
 
     Use it before `git stash pop` of a stash that holds the same change.
     """
+    from guard import patching
+
     outcomes = patching.unapply(Repo.discover(cwd), names, dry_run=dry_run)
     _finish(outcomes, as_json)
 
@@ -365,6 +362,8 @@ def undo(cwd: Path, as_list: bool) -> None:
 
     Refuses (exit 1) if a file was edited since, rather than lose that edit.
     """
+    from guard import journal
+
     repo = Repo.discover(cwd)
     if as_list:
         listed = [f"{n}. {e.describe()}" for n, e in enumerate(journal.entries(repo), 1)]
@@ -403,6 +402,8 @@ def git_(ctx: click.Context, args: tuple[str, ...]) -> None:
     cherry-pick or stash pop), the patches stay out until it is finished.
     """
     cwd: Path = ctx.obj
+    from guard import moves
+
     status, lift = moves.run_git_lifted(Repo.discover(cwd), args, cwd)
     _report_lift(lift, "git " + " ".join(args))
     sys.exit(status or (EXIT_OK if lift.ok or lift.stopped else EXIT_GUARD_FAILED))
@@ -450,6 +451,8 @@ def bisect_run(ctx: click.Context, log: Path | None, command: tuple[str, ...]) -
     Options end at COMMAND: everything after its first word is COMMAND's.
     """
     cwd: Path = ctx.obj
+    from guard import moves
+
     status, lift = moves.bisect_run(Repo.discover(cwd), command, log)
     _report_lift(lift, "bisect run")
     sys.exit(status or (EXIT_OK if lift.ok or lift.stopped else EXIT_GUARD_FAILED))
@@ -460,6 +463,8 @@ def bisect_run(ctx: click.Context, log: Path | None, command: tuple[str, ...]) -
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 def bisect_step(log: Path | None, command: tuple[str, ...]) -> None:
     """One step of `patchguard bisect run` (run by git bisect, not by hand)."""
+    from guard import moves
+
     if command[:1] == ("--",):
         command = command[1:]
     try:
@@ -528,6 +533,8 @@ def show(cwd: Path, names: tuple[str, ...]) -> None:
 @_directory_option
 def drop(cwd: Path, target: str) -> None:
     """Forget a patch or a guard. The working tree is not touched."""
+    from guard import recording
+
     dropped = recording.drop(Repo.discover(cwd), target, cwd=cwd)
     click.echo(f"dropped {dropped}")
 
@@ -546,6 +553,8 @@ def export_(cwd: Path, file: Any) -> None:
 
     The bundle is one self-contained, schema-validated JSON file (default: stdout).
     """
+    from guard import bundle  # pydantic: only for bundles
+
     file.write(bundle.export_bundle(Repo.discover(cwd)))
 
 
@@ -562,6 +571,8 @@ def import_(cwd: Path, file: Any) -> None:
     The bundle is validated first; a path that would land outside the repository, or an
     unknown schema version, is refused and nothing is written.
     """
+    from guard import bundle  # pydantic: only for bundles
+
     lines = bundle.import_bundle(Repo.discover(cwd), file.name, file.read())
     click.echo("\n".join(lines) or "the bundle holds nothing")
 

@@ -17,29 +17,45 @@ def main() -> None:
         sys.exit(run_hook(argv[1:]))
     request = _plain_check(argv)
     if request is not None:
-        from guard.fastpath import is_verified
-
-        directory, quiet = request
-        if is_verified(directory):
-            if not quiet:
-                print(VERIFIED_MESSAGE)
-            sys.exit(0)
+        sys.exit(_check(*request))
     from guard.cli import main as run_cli
 
     run_cli()
 
 
-def _plain_check(argv: list[str]) -> tuple[str, bool] | None:
-    """(directory, quiet) for `[-C DIR] check [-q] [-C DIR]`; None for anything else."""
-    directory, quiet, seen_check = os.getcwd(), False, False
+def _check(directory: str, quiet: bool, as_json: bool) -> int:
+    """A plain check: the verified cache first, then the full check, neither through click."""
+    from guard.errors import PatchguardError
+    from guard.fastpath import is_verified
+
+    if not as_json and is_verified(directory):
+        if not quiet:
+            print(VERIFIED_MESSAGE)
+        return 0
+    from pathlib import Path
+
+    from guard.preflight import report_check
+
+    try:
+        return report_check(Path(directory), quiet=quiet, as_json=as_json)
+    except PatchguardError as error:
+        print(f"patchguard: {error}", file=sys.stderr)
+        return error.exit_code
+
+
+def _plain_check(argv: list[str]) -> tuple[str, bool, bool] | None:
+    """(directory, quiet, json) for `[-C DIR] check [-q] [--json] [-C DIR]`; None otherwise."""
+    directory, quiet, as_json, seen_check = os.getcwd(), False, False, False
     tokens = iter(argv)
     for token in tokens:
         if token == "-C":
             directory = os.path.join(directory, next(tokens, ""))
         elif token in ("-q", "--quiet") and seen_check:
             quiet = True
+        elif token == "--json" and seen_check:
+            as_json = True
         elif token == "check" and not seen_check:
             seen_check = True
         else:
             return None
-    return (directory, quiet) if seen_check else None
+    return (directory, quiet, as_json) if seen_check else None

@@ -14,15 +14,12 @@ import subprocess
 import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-import pygit2
-
 from guard import assess, fastpath, patching
 from guard.assess import CheckReport, ImportResult
-from guard.errors import ConfigError, GuardError, PatchguardError
+from guard.errors import EXIT_GUARD_FAILED, EXIT_OK, ConfigError, GuardError, PatchguardError
 from guard.repo import Repo
 from guard.symbols import parse_spec
 
@@ -45,6 +42,8 @@ print(json.dumps({"executable": sys.executable, "spec": found}))
 
 
 def patchguard_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version  # ~10 ms; stamps only
+
     try:
         return version("git-patchguard")
     except PackageNotFoundError:  # pragma: no cover - running from an uninstalled tree
@@ -180,6 +179,44 @@ def verify(
     return report
 
 
+def report_check(
+    cwd: Path,
+    *,
+    quiet: bool = False,
+    as_json: bool = False,
+    import_names: Sequence[str] = (),
+    python: str | None = None,
+) -> int:
+    """`patchguard check`: print the report (JSON, the banner, or a summary); the exit code.
+
+    Shared by the click command and the entry point, which serves a plain `check` without
+    importing click when the verified cache misses.
+    """
+    from guard import render
+
+    repo = Repo.discover(cwd)
+    report = verify(repo, import_names=import_names, python=python, cwd=cwd)
+    if as_json:
+        print(render.check_json(report, str(repo.workdir)))
+    elif not report.ok:
+        print(render.banner("guard FAILED", with_hook_advice(repo, report)), file=sys.stderr)
+    elif not quiet:
+        print("\n".join([*render.check_lines(report), "patchguard: all guards hold"]))
+    return EXIT_OK if report.ok else EXIT_GUARD_FAILED
+
+
+def with_hook_advice(repo: Repo, report: CheckReport) -> list[str]:
+    """The problems, and, when the hooks are missing, that they would have prevented some."""
+    from guard.install import hooks_installed
+
+    if hooks_installed(repo.layout):
+        return report.problems()
+    return [
+        *report.problems(),
+        "hooks are not installed, so checkouts do not re-apply patches: patchguard install",
+    ]
+
+
 def require_report(
     repo: str | os.PathLike[str], *, apply: bool, import_name: str | None
 ) -> CheckReport:
@@ -308,6 +345,8 @@ def _head_moved(repo: Repo | None, old: str | None, new: str | None) -> str:
     span = f"({(old or 'none')[:7]}..{(new or 'none')[:7]})"
     if repo is None or old is None or new is None:
         return f"HEAD changed {span}"
+    import pygit2  # only here: the checks that share this module stay light
+
     try:
         ahead, behind = repo.git.ahead_behind(new, old)
         old_tree = repo.git.revparse_single(old).peel(pygit2.Commit).tree

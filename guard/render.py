@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from guard.assess import GOOD_STATES, CheckReport, PatchVerdict, State
-from guard.manifest import Patch
-from guard.moves import BISECT_ABORT, BISECT_SKIP, Lift, StepResult
-from guard.patching import PatchOutcome
+
+if TYPE_CHECKING:
+    from guard.manifest import Patch
+    from guard.moves import Lift, StepResult
+    from guard.patching import PatchOutcome
 
 CHECK_JSON_FORMAT = "patchguard.check/1"
 
@@ -177,6 +179,8 @@ def lift_lines(lift: Lift) -> list[str]:
 
 
 def step_lines(result: StepResult) -> list[str]:
+    from guard.moves import BISECT_ABORT, BISECT_SKIP
+
     commit = result.head[:10]
     if result.status == BISECT_ABORT and result.skipped is None:
         return [

@@ -8,6 +8,12 @@ case "$0" in
 *) legacy="./$hook_name.patchguard-legacy" ;;
 esac
 
+# reference-transaction runs twice on every ref update (every commit, fetch and rebase step):
+# only a committed stash concerns us, and with no chained hook nothing else needs its input.
+if [ "$hook_name" = reference-transaction ] && [ "$1" != committed ] && [ ! -x "$legacy" ]; then
+    exit 0
+fi
+
 # Hooks with input get it once, read by the shell itself (no temporary file, no process: this
 # runs on every ref update, whatever TMPDIR is); the chained hook and patchguard get a copy.
 # Every other hook reads /dev/null, never the terminal.
@@ -49,6 +55,9 @@ if [ "$hook_name" = reference-transaction ]; then
 "*) ;;
     *) exit "$status" ;;
     esac
+    # Nothing recorded in this repository: nothing to report (one git call, on stashes only).
+    common=$(git rev-parse --git-common-dir 2>/dev/null) &&
+        [ -f "$common/patchguard/manifest.json" ] || exit "$status"
 fi
 
 if [ "${PATCHGUARD_SKIP:-}" = 1 ]; then

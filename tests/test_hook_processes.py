@@ -1,0 +1,81 @@
+"""The hooks' nothing-to-do paths start no process beyond the git calls they are allowed.
+
+Counted, not timed: git runs each hook with PATH = git's exec-path + ours; ours holds nothing
+here, so any other program (cat, mktemp, grep, ...) would not even be found. GIT_TRACE logs
+every git process, and the interpreter baked into the hooks is a shim that logs each start.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import Sample
+
+GIT = shutil.which("git") or "git"
+
+
+@pytest.fixture
+def traced(sample: Sample, tmp_path: Path):  # type: ignore[no-untyped-def]
+    sample.record_eagle3()
+    assert sample.pg("install").exit_code == 0
+    python_log = tmp_path / "python.log"
+    shim = tmp_path / "python-shim"
+    shim.write_text(f'#!/bin/sh\necho "$*" >> {python_log}\nexec {sys.executable} "$@"\n')
+    shim.chmod(0o755)
+    hooks = sample.root / ".git" / "hooks"
+    for hook in hooks.iterdir():
+        text = hook.read_text()
+        hook.write_text(re.sub(r"install_python='[^']*'", f"install_python='{shim}'", text))
+    empty_path = tmp_path / "no-programs"
+    empty_path.mkdir()
+    trace = tmp_path / "git.trace"
+
+    def run(*args: str) -> tuple[int, int]:
+        """Run one git command; return (git processes started beyond it, python starts)."""
+        trace.write_text("")
+        python_log.write_text("")
+        env = {**os.environ, "PATH": str(empty_path), "GIT_TRACE": str(trace)}
+        result = subprocess.run(  # git's own `maintenance run --auto` is not ours to count
+            [GIT, "-c", "maintenance.auto=false", *args],
+            cwd=sample.root,
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+        assert result.returncode == 0, result.stderr
+        assert "not found" not in result.stderr, result.stderr
+        gits = trace.read_text().count("trace: built-in: git ")
+        starts = len(python_log.read_text().splitlines())
+        return gits - 1, starts
+
+    return sample, run
+
+
+def test_a_commit_costs_no_process(traced) -> None:  # type: ignore[no-untyped-def]
+    _, run = traced
+    assert run("commit", "-q", "--allow-empty", "-m", "x") == (0, 0)  # RT x2 and post-commit
+
+
+def test_a_ref_update_costs_no_process(traced) -> None:  # type: ignore[no-untyped-def]
+    _, run = traced
+    assert run("update-ref", "refs/heads/elsewhere", "HEAD") == (0, 0)
+    assert run("branch", "-q", "-D", "elsewhere") == (0, 0)
+
+
+def test_a_checkout_with_nothing_to_do_costs_two_git_calls(traced) -> None:  # type: ignore[no-untyped-def]
+    sample, run = traced
+    sample.git("branch", "same", "HEAD")
+    assert sample.pg("check", "-q").exit_code == 0  # verified: the key is in the cache
+    assert run("checkout", "-q", "same") == (2, 0)  # rev-parse and hash-object, no Python
+    assert run("checkout", "-q", "main") == (2, 0)
+
+
+def test_a_stash_is_the_only_ref_update_that_reaches_python(traced) -> None:  # type: ignore[no-untyped-def]
+    _, run = traced
+    assert run("stash", "-q")[1] == 1  # the notice, from Python
