@@ -31,8 +31,9 @@ RESULTS = ROOT / "benchmarks" / "results"
 BIN = Path(sys.executable).parent
 PATCHGUARD = str(BIN / "patchguard")
 NO_HOOKS = ["-c", "core.hooksPath=/nonexistent/patchguard-bench"]
+# As users run it: with bytecode caches (a session may set PYTHONDONTWRITEBYTECODE).
 ENV = {
-    **os.environ,
+    **{k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"},
     "GIT_AUTHOR_NAME": "bench",
     "GIT_AUTHOR_EMAIL": "bench@example.invalid",
     "GIT_COMMITTER_NAME": "bench",
@@ -119,6 +120,16 @@ class LiftedCheckout:
         return elapsed
 
 
+def empty_hooks() -> Path:
+    """(g1): hooks of the same names that do nothing: git's own cost of running them."""
+    hooks = WORK / "empty-hooks"
+    hooks.mkdir(parents=True, exist_ok=True)
+    for name in ("reference-transaction", "post-commit", "post-checkout", "post-merge"):
+        (hooks / name).write_text("#!/bin/sh\nexit 0\n")
+        (hooks / name).chmod(0o755)
+    return hooks
+
+
 def pre_commit_repo(source: Path) -> Path | None:
     """(e): a copy of the repository whose post-checkout hook is the pre-commit framework's."""
     venv = WORK / "pre-commit-venv"
@@ -154,6 +165,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=15, help="samples per row (default 15)")
     args = parser.parse_args()
     WORK.mkdir(parents=True, exist_ok=True)
+    run(sys.executable, "-m", "compileall", "-q", str(ROOT / "guard"))  # caches, as installed
     print("building repositories ...", flush=True)
     small = with_hooks(build_repo("sglang-2k", filler=2000))
     many = with_hooks(build_repo("sglang-2k-50-guarded", filler=2000, guarded_extra=49))
@@ -182,6 +194,9 @@ def main() -> None:
         ),
         "(g0) 5 commits, no hooks": Commits(commits, tuple(NO_HOOKS)),
         "(g) 5 commits, all hooks": Commits(commits),
+        "(g1) 5 commits, empty hooks of the same names": Commits(
+            commits, ("-c", f"core.hooksPath={empty_hooks()}")
+        ),
         "(i) patchguard git checkout, patched file differs": LiftedCheckout(moves),
     }
     if peer is not None:
@@ -219,11 +234,18 @@ def summarize(medians: dict[str, float], runs: int) -> dict[str, object]:
         / medians["(b') check --json (full path), 1 file"]
     )
     per_commit = (medians["(g) 5 commits, all hooks"] - medians["(g0) 5 commits, no hooks"]) / 5
+    floor = (
+        medians["(g1) 5 commits, empty hooks of the same names"]
+        - medians["(g0) 5 commits, no hooks"]
+    ) / 5
     check_ratio = medians["(b) check, 1 guarded file"] / base
     full_ratio = medians["(b') check --json (full path), 1 file"] / base
     targets = {
         "hook cost per checkout (c) - (c0) <= 5 ms": (round(added_c, 1), added_c <= 5),
-        "hook cost per commit ((g) - (g0)) / 5 <= 2 ms": (round(per_commit, 2), per_commit <= 2),
+        "hook cost per commit ((g) - (g0)) / 5 <= 2 ms": (
+            f"{per_commit:.2f} (git's own cost of running empty hooks, (g1): {floor:.2f})",
+            per_commit <= 2,
+        ),
         "check, unchanged tree (b) <= 1.5 x (a)": (round(check_ratio, 2), check_ratio <= 1.5),
         "check, full path (b') <= 8 x (a)": (round(full_ratio, 2), full_ratio <= 8),
         "(f) 20k / 2k <= 1.2": (round(ratio_f, 2), ratio_f <= 1.2),

@@ -9,11 +9,12 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from guard.errors import PatchguardError
 from guard.gitdir import locate
 from guard.lock import HELD_VARIABLE
+
+TYPE_CHECKING = False  # not `from typing import ...`: typing costs the hooks ~3 ms
 
 if TYPE_CHECKING:
     from guard.repo import Repo

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import weakref
 from collections.abc import Iterator, Mapping, Sequence
@@ -11,7 +10,6 @@ from contextlib import AbstractContextManager, contextmanager, suppress
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from guard.atomic import atomic_write, remove_stale_temporaries
 from guard.errors import ConfigError
@@ -20,6 +18,7 @@ from guard.gitdir import Layout, locate
 from guard.lock import exclusive
 from guard.manifest import Manifest, parse_manifest, read_manifest_bytes, save_manifest
 
+TYPE_CHECKING = False  # not `from typing import ...`: typing costs the hooks ~3 ms
 if TYPE_CHECKING:
     import pygit2
 
@@ -82,6 +81,8 @@ def _outlive_child(_number: int, _frame: object) -> None:
 @contextmanager
 def _interrupts_to_child() -> Iterator[None]:
     """The terminal sends SIGINT/SIGQUIT to the child as well; we outlive it to clean up."""
+    import signal
+
     previous = [(s, signal.signal(s, _outlive_child)) for s in (signal.SIGINT, signal.SIGQUIT)]
     try:
         yield
@@ -147,7 +148,7 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
     with suppress(OSError):
         if process.stdin is not None:
             process.stdin.close()
-        process.wait(timeout=5)
+        process.wait()  # it ends at once on end of input; a timeout would poll with sleeps
 
 
 class Repo:
