@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
@@ -55,14 +55,15 @@ def record(
     specs = {f"{c.path}::{q}" for c in files for q in c.added_symbols}
     for text in requires:
         specs.add(str(_resolve_spec(repo, text, cwd)))
-    for text in sorted(specs):
-        result = check_symbol(tree, text, name)
-        if not result.ok:
-            error, hint = _symbol_error(tree, text, result.detail)
-            raise error(
-                f"cannot record {name}: {text}: {result.detail}{hint}. Fix the file or the "
-                "--require SPEC, then record again."
-            )
+    _require_present(
+        tree,
+        sorted(specs),
+        name,
+        lambda spec, why: (
+            f"cannot record {name}: {spec}: {why}. Fix the file or the "
+            "--require SPEC, then record again."
+        ),
+    )
     patch = Patch(
         name=name,
         description=description,
@@ -145,40 +146,51 @@ def require(repo: Repo, specs: Sequence[str], *, cwd: Path) -> list[str]:
     manifest = repo.load_manifest(missing_ok=True)
     resolved = [str(_resolve_spec(repo, text, cwd)) for text in specs]
     tree = Worktree(repo)
-    for text in resolved:
-        result = check_symbol(tree, text, None)
-        if not result.ok:
-            error, hint = _symbol_error(tree, text, result.detail)
-            raise error(
-                f"cannot guard {text}: {result.detail}{hint}. A guard must exist when you add "
-                "it; check the file and the SPEC."
-            )
+    _require_present(
+        tree,
+        resolved,
+        None,
+        lambda spec, why: (
+            f"cannot guard {spec}: {why}. A guard must exist when you add it; "
+            "check the file and the SPEC."
+        ),
+    )
     added = [text for text in dict.fromkeys(resolved) if text not in manifest.guards]
     repo.save_manifest(replace(manifest, guards=[*manifest.guards, *added]))
     return added
 
 
-def _symbol_error(
-    tree: Worktree, text: str, detail: str
-) -> tuple[type[ConfigError] | type[GuardFailure], str]:
-    """How to refuse a SPEC that does not hold, and the closest names when it looks mistyped.
+def _require_present(
+    tree: Worktree,
+    specs: Sequence[str],
+    owner: str | None,
+    refusal: Callable[[str, str], str],
+) -> None:
+    """Each SPEC must hold now; otherwise refuse, saying why (and the closest names).
 
     A SPEC naming nothing of that name in the file is mistyped: a usage error (exit 2). One
     whose name is defined at another place (a method outside its class) is code that is not
     as required: a failed guard (exit 1).
     """
-    spec = parse_spec(text)
-    content = tree.read(spec.path)
-    if content is None:
-        return ConfigError, ""
-    try:
-        index = tree.symbols(content, spec.path)
-    except SourceSyntaxError:
-        return GuardFailure, ""
-    if index.elsewhere(spec.qualname):
-        return GuardFailure, ""
-    hint = did_you_mean(spec.qualname, index.by_qualname)
-    return ConfigError, "" if hint in detail else hint
+    for text in specs:
+        result = check_symbol(tree, text, owner)
+        if result.ok:
+            continue
+        spec = parse_spec(text)
+        content = tree.read(spec.path)
+        error: type[ConfigError] | type[GuardFailure] = ConfigError
+        hint = ""
+        if content is not None:
+            try:
+                index = tree.symbols(content, spec.path)
+            except SourceSyntaxError:
+                error = GuardFailure
+            else:
+                if index.elsewhere(spec.qualname):
+                    error = GuardFailure
+                elif "did you mean" not in result.detail:
+                    hint = did_you_mean(spec.qualname, index.by_qualname)
+        raise error(refusal(text, result.detail + hint))
 
 
 @locked("drop")
