@@ -406,7 +406,7 @@ def git_(ctx: click.Context, args: tuple[str, ...]) -> None:
 
     status, lift = moves.run_git_lifted(Repo.discover(cwd), args, cwd)
     _report_lift(lift, "git " + " ".join(args))
-    sys.exit(status or (EXIT_OK if lift.ok or lift.stopped else EXIT_GUARD_FAILED))
+    sys.exit(status or (EXIT_OK if lift.ok else EXIT_GUARD_FAILED))
 
 
 def _report_lift(lift: moves.Lift, what: str) -> None:
@@ -455,7 +455,7 @@ def bisect_run(ctx: click.Context, log: Path | None, command: tuple[str, ...]) -
 
     status, lift = moves.bisect_run(Repo.discover(cwd), command, log)
     _report_lift(lift, "bisect run")
-    sys.exit(status or (EXIT_OK if lift.ok or lift.stopped else EXIT_GUARD_FAILED))
+    sys.exit(status or (EXIT_OK if lift.ok else EXIT_GUARD_FAILED))
 
 
 @bisect.command(name="step", hidden=True, context_settings=_PASS_THROUGH)

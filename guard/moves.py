@@ -14,7 +14,7 @@ import signal
 import subprocess
 import sys
 from collections.abc import Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
@@ -36,13 +36,13 @@ class Lift:
     lifted: list[str] = field(default_factory=list)
     entry: Path | None = None  # the lift's undo entry
     stopped: str | None = None
-    restored_exactly: bool = False
     put_back: list[patching.PatchOutcome] = field(default_factory=list)
     report: assess.CheckReport | None = None
 
     @property
     def ok(self) -> bool:
-        return self.stopped is None and self.report is not None and self.report.ok
+        """No red check afterwards (none runs when nothing is recorded or git stopped halfway)."""
+        return self.report is None or self.report.ok
 
 
 @contextmanager
@@ -54,10 +54,10 @@ def lifted(repo: Repo, operation: str) -> Iterator[Lift]:
     puts the patches back before it propagates.
     """
     lift = Lift()
+    if not repo.layout.manifest_path.exists():  # nothing recorded: plain git, nothing written
+        yield lift
+        return
     with repo.lock(operation):
-        if not repo.layout.manifest_path.exists():
-            yield lift
-            return
         _refuse_unliftable(repo)
         outcomes = patching.unapply(repo, allow_mid_operation=True)
         lift.lifted = [o.verdict.name for o in outcomes if o.written]
@@ -91,11 +91,10 @@ def _put_back(repo: Repo, lift: Lift) -> None:
             repo.layout.pending_path.write_text(" ".join(lift.lifted) + "\n")
         return
     if lift.entry is not None:
-        try:
-            journal.undo(repo, lift.entry)  # byte for byte, when git left the lifted files alone
-            lift.restored_exactly = True
-        except GuardFailure:
-            pass  # git changed a lifted file (or the entry was pruned): the 3-way apply decides
+        # Byte for byte when git left the lifted files alone; otherwise (or when the entry was
+        # pruned by a long bisect) the 3-way apply below decides.
+        with suppress(GuardFailure):
+            journal.undo(repo, lift.entry)
     lift.put_back = patching.apply(repo, allow_mid_operation=True)
     repo.layout.pending_path.unlink(missing_ok=True)
     lift.report = assess.check(repo)

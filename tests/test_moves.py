@@ -557,3 +557,22 @@ def test_manual_bisect_steps_carry_the_patch(hunt: Hunt) -> None:
     hunt.pg("git", "bisect", "reset", check=0)
     assert hunt.git("symbolic-ref", "--short", "HEAD").stdout.strip() == "work"
     assert methods_once_in_class(hunt.kimi)
+
+
+def test_without_a_manifest_it_is_plain_git_and_writes_nothing(
+    tmp_path: Path, clean_env: dict[str, str]
+) -> None:
+    root = tmp_path / "plain"
+    sample_repo.build_hunt(root)
+    result = subprocess.run(
+        ["patchguard", "git", "checkout", "-q", "c2"],
+        cwd=root,
+        env=clean_env,
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, result.stderr
+    assert (
+        git(root, "rev-parse", "HEAD").stdout.strip() == git(root, "rev-parse", "c2").stdout.strip()
+    )
+    assert not (root / ".git" / "patchguard").exists()
