@@ -576,3 +576,16 @@ def test_without_a_manifest_it_is_plain_git_and_writes_nothing(
         git(root, "rev-parse", "HEAD").stdout.strip() == git(root, "rev-parse", "c2").stdout.strip()
     )
     assert not (root / ".git" / "patchguard").exists()
+
+
+def test_stash_through_the_wrapper_holds_only_the_users_own_edits(hunt: Hunt) -> None:
+    readme = hunt.root / "README.md"
+    readme.write_text("# my notes\n")
+    hunt.pg("git", "stash", "-q", check=0)
+    assert hunt.git("stash", "show", "--name-only").stdout.split() == ["README.md"]
+    assert methods_once_in_class(hunt.kimi)  # the patch stayed in the tree
+    hunt.pg("git", "checkout", "-q", "c2", check=0)
+    hunt.pg("git", "stash", "pop", "-q", check=0)
+    assert readme.read_text() == "# my notes\n"
+    assert methods_once_in_class(hunt.kimi)
+    hunt.pg("check", check=0)
