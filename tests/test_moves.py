@@ -579,13 +579,16 @@ def test_without_a_manifest_it_is_plain_git_and_writes_nothing(
 
 
 def test_stash_through_the_wrapper_holds_only_the_users_own_edits(hunt: Hunt) -> None:
-    readme = hunt.root / "README.md"
-    readme.write_text("# my notes\n")
+    mine = hunt.root / "python/sglang/srt/models/deepseek_v2.py"
+    edited = mine.read_text() + "# my experiment\n"
+    mine.write_text(edited)
     hunt.pg("git", "stash", "-q", check=0)
-    assert hunt.git("stash", "show", "--name-only").stdout.split() == ["README.md"]
+    assert hunt.git("stash", "show", "--name-only").stdout.split() == [
+        "python/sglang/srt/models/deepseek_v2.py"
+    ]
     assert methods_once_in_class(hunt.kimi)  # the patch stayed in the tree
     hunt.pg("git", "checkout", "-q", "c2", check=0)
     hunt.pg("git", "stash", "pop", "-q", check=0)
-    assert readme.read_text() == "# my notes\n"
+    assert mine.read_text() == edited
     assert methods_once_in_class(hunt.kimi)
     hunt.pg("check", check=0)
