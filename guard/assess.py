@@ -121,6 +121,11 @@ class CheckReport:
         )
         return all(part.ok for part in parts)
 
+    @property
+    def checks_nothing(self) -> bool:
+        """No patch and no guard: `ok` would be vacuous, so it is never remembered or trusted."""
+        return not self.patches and not self.symbols
+
     def problems(self) -> list[str]:
         """One line per problem: the file, the patch or symbol, and the command that fixes it."""
         broken: dict[tuple[str | None, str], list[str]] = {}
@@ -165,7 +170,10 @@ def fix_for(patch_name: str, state: State) -> str:
             f"then patchguard record {patch_name}"
         )
     if state is State.MISSING_FILE:
-        return f"check out a commit that has the file, or patchguard drop {patch_name}"
+        return (
+            "check out a commit that has the file (patchguard git checkout COMMIT); "
+            f"only if you no longer want this patch: patchguard drop {patch_name}"
+        )
     return "nothing to do"
 
 
@@ -540,7 +548,7 @@ def check(repo: Repo) -> CheckReport:
     symbols = [check_symbol(tree, spec, owner) for spec, owner in owners]
     head = repo.head_commit()
     report = CheckReport(head=head, patches=verdicts, symbols=symbols)
-    if report.ok and head is not None:
+    if report.ok and head is not None and not report.checks_nothing:
         _remember_verified(repo, tree, head)
     return report
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -164,6 +165,23 @@ def uninstall(layout: Layout, hook_types: tuple[str, ...]) -> list[str]:
     return lines
 
 
+def _cannot_import_patchguard(interpreter: str, seen: dict[str, str | None]) -> str | None:
+    """Why `interpreter` cannot run the hooks' code (as the hooks run it: -P), or None."""
+    if interpreter not in seen:
+        try:
+            probe = subprocess.run(
+                [interpreter, "-P", "-c", "import guard.hookrun"],
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
+            lines = probe.stderr.strip().splitlines() or [f"exit {probe.returncode}"]
+            seen[interpreter] = None if probe.returncode == 0 else lines[-1]
+        except (OSError, subprocess.TimeoutExpired) as error:
+            seen[interpreter] = str(error)
+    return seen[interpreter]
+
+
 @dataclass
 class Diagnosis:
     lines: list[str] = field(default_factory=list)
@@ -192,6 +210,7 @@ def doctor(layout: Layout) -> Diagnosis:
             "(core.hooksPath changed?); run: patchguard install"
         )
     expected = _read_record(layout).get("hooks") or HOOK_TYPES
+    imports: dict[str, str | None] = {}  # one probe per interpreter
     for hook_type in HOOK_TYPES:
         path = hooks_dir / hook_type
         if not is_ours(path):
@@ -208,6 +227,11 @@ def doctor(layout: Layout) -> Diagnosis:
         if not os.access(interpreter, os.X_OK):
             diagnosis.problems.append(
                 f"{hook_type}: interpreter {interpreter} is missing; reinstall: patchguard install"
+            )
+        elif reason := _cannot_import_patchguard(interpreter, imports):
+            diagnosis.problems.append(
+                f"{hook_type}: {interpreter} cannot import patchguard ({reason}), so the hook "
+                "checks nothing; run patchguard install with the patchguard you use"
             )
         legacy = hooks_dir / (hook_type + LEGACY_SUFFIX)
         if legacy.exists():

@@ -172,6 +172,12 @@ def verify(
     if apply:
         patching.apply(repo)
     report = assess.check(repo)
+    if report.checks_nothing:
+        raise ConfigError(
+            f"{repo.layout.manifest_path} guards nothing (no patch, no guard), so a check would "
+            "pass without checking anything. Record a patch (patchguard record NAME) or guard a "
+            "symbol (patchguard require SPEC)."
+        )
     if not import_names:
         return report
     interpreter = python or command_interpreter(command, cwd)

@@ -281,3 +281,24 @@ def test_pre_commit_docs_pin_something_that_exists() -> None:
         )
         assert placeholder or exists, rev
     assert "git ls-remote" in text
+
+
+def test_a_manifest_that_guards_nothing_never_passes(
+    sample: Sample, clean_env: dict[str, str]
+) -> None:
+    """Issue 11 (nothing guarded is not green): after dropping everything, no gate passes."""
+    sample.record_eagle3()
+    assert sample.pg("drop", "eagle3").exit_code == 0
+    check = sample.pg("check")
+    assert check.exit_code == 2
+    assert "guards nothing" in check.stderr
+    marker = sample.root.parent / "ran"
+    run = pg_process(clean_env, "-C", sample.root, "run", "touch", marker)
+    assert run.returncode == 2
+    assert not marker.exists()
+    assert pg_process(clean_env, "-C", sample.root, "check", "-q").returncode == 2
+    sample.pg("install")
+    sample.git("checkout", "-q", "--", KIMI)  # drop left the edit in the tree
+    moved = sample.git("checkout", "-q", "old")  # the hooks: nothing to guard, nothing said
+    assert moved.returncode == 0
+    assert moved.stderr == ""

@@ -351,3 +351,55 @@ def test_pre_commit_framework_entry_reads_arguments_from_environment(
     assert result.returncode == 0, result.stderr
     assert "re-applied eagle3" in result.stderr
     assert methods_in_class(sample.kimi)
+
+
+def test_doctor_fails_when_the_baked_interpreter_cannot_import_patchguard(
+    sample: Sample, tmp_path: Path
+) -> None:
+    """Issue 11: the hooks run patchguard, so the interpreter they call must import it."""
+    import sys
+    import venv
+
+    installed(sample, "--hook", "post-checkout")
+    assert sample.pg("doctor").exit_code == 0
+    bare = tmp_path / "bare-venv"
+    venv.create(bare, with_pip=False)
+    hook = sample.root / ".git" / "hooks" / "post-checkout"
+    text = hook.read_text().replace(
+        f"install_python='{sys.executable}'", f"install_python='{bare}/bin/python'"
+    )
+    hook.write_text(text)
+    result = sample.pg("doctor")
+    assert result.exit_code == 1
+    assert "cannot import patchguard" in result.stderr
+    assert "ModuleNotFoundError" in result.stderr
+
+
+def test_a_repositorys_own_guard_package_never_runs_in_the_hooks(sample: Sample) -> None:
+    """Issue 11: the hooks run patchguard, never the repository's code (python -P)."""
+    installed(sample)
+    evil = sample.root / "guard"
+    evil.mkdir()
+    (evil / "__init__.py").write_text("raise SystemExit('the repository code ran')\n")
+    (evil / "__main__.py").write_text("raise SystemExit('the repository code ran')\n")
+    sample.git("stash")
+    checkout = sample.git("checkout", "-q", "old", check=False)
+    assert checkout.returncode == 0, checkout.stderr
+    assert "the repository code ran" not in checkout.stderr
+    assert "re-applied eagle3" in checkout.stderr
+
+
+@pytest.mark.parametrize("tmpdir", ["/nonexistent/patchguard", "/dev/null"])
+def test_ref_updates_never_fail_whatever_tmpdir_is(sample: Sample, tmpdir: str) -> None:
+    """Issue 11: reference-transaction reads its input without temporary files."""
+    installed(sample)
+    env = {**os.environ, "TMPDIR": tmpdir}
+    for args in (
+        ("commit", "-q", "--allow-empty", "-m", "x"),
+        ("branch", "elsewhere"),
+        ("stash",),
+        ("stash", "pop"),
+    ):
+        result = git(sample.root, *args, env=env, check=False)
+        assert result.returncode == 0, (args, result.stderr)
+    assert methods_in_class(sample.kimi)

@@ -79,7 +79,7 @@ def test_require_guards_a_committed_symbol(sample: Sample) -> None:
         {"spec": spec, "present": False, "detail": f"{KIMI} does not exist", "patch": None}
     ]
     assert sample.pg("drop", spec).exit_code == 0
-    assert sample.pg("check").exit_code == 0
+    assert sample.pg("check").exit_code == 2  # nothing guarded any more: never a vacuous pass
 
 
 def test_require_refuses_a_symbol_that_does_not_exist(sample: Sample) -> None:
