@@ -30,9 +30,15 @@ def _repo_path(value: str) -> str:
         raise ValueError("must be relative to the repository root, not absolute")
     if any(part in ("..", ".") for part in value.split("/")) or str(pure) != value:
         raise ValueError("must be a normalised path with no '.' or '..' components")
-    if pure.parts[0] == ".git":
-        raise ValueError("must not point inside .git")
+    if any(_is_git_dir_name(part) for part in pure.parts):
+        raise ValueError("must not have a .git component (a repository's own files)")
     return value
+
+
+def _is_git_dir_name(part: str) -> bool:
+    """As git's verify_path: `.git` in any case, with trailing dots or spaces, or NTFS `git~1`."""
+    name = part.lower()
+    return name.rstrip(". ") == ".git" or name == "git~1"
 
 
 def _spec(value: str) -> str:

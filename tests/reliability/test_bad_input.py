@@ -49,8 +49,26 @@ def assert_clear_failure(result, code: int, *needles: str) -> None:
         ),
         (lambda text: text.replace(f'"path": "{KIMI}"', '"path": "../outside.py"'), "path"),
         (lambda text: text.replace(f'"path": "{KIMI}"', '"path": "/etc/passwd"'), "path"),
+        (
+            lambda text: text.replace(f'"path": "{KIMI}"', '"path": ".GIT/hooks/post-checkout"'),
+            ".git",
+        ),
+        (
+            lambda text: text.replace(f'"path": "{KIMI}"', '"path": "vendor/lib/.Git/config"'),
+            ".git",
+        ),
+        (lambda text: text.replace(f'"path": "{KIMI}"', '"path": "a/.git. /config"'), ".git"),
     ],
-    ids=["truncated", "invalid-json", "unknown-version", "dotdot-path", "absolute-path"],
+    ids=[
+        "truncated",
+        "invalid-json",
+        "unknown-version",
+        "dotdot-path",
+        "absolute-path",
+        "dot-git-upper",
+        "nested-dot-git",
+        "dot-git-trailing-dot",
+    ],
 )
 def test_broken_manifest_writes_nothing(sample: Sample, mutate, needle: str) -> None:
     sample.record_eagle3()
