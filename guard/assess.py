@@ -557,13 +557,7 @@ def _remember_verified(repo: Repo, tree: Worktree, head: str) -> None:
     """Let the fast path skip this exact content next time (see guard.fastpath)."""
     contents = tree.contents_read()
     if contents is not None:
-        fastpath.remember(
-            str(repo.layout.git_dir),
-            str(repo.layout.manifest_path),
-            repo.manifest_bytes,
-            head,
-            contents,
-        )
+        fastpath.remember(str(repo.layout.git_dir), repo.manifest_bytes, head, contents)
 
 
 def check_symbol(tree: Worktree, text: str, owner: str | None) -> SymbolResult:

@@ -51,8 +51,8 @@ def is_verified(start: str) -> bool:
         with open(os.path.join(cache, PATHS_FILE), encoding="utf-8") as handle:
             paths = handle.read().split("\n")[:-1]
         blobs = []
-        for path in paths:
-            with open(os.path.join(workdir, path), "rb") as handle:
+        for path in [manifest_path(common_dir), *(os.path.join(workdir, p) for p in paths)]:
+            with open(path, "rb") as handle:
                 blobs.append(blob_id(handle.read()))
         key = make_key(head, blobs)
         with open(os.path.join(cache, VERIFIED_FILE), encoding="utf-8") as handle:
@@ -61,23 +61,37 @@ def is_verified(start: str) -> bool:
         return False
 
 
+def manifest_path(common_dir: str) -> str:
+    """This checkout's own manifest: never named in the cache, so a copied checkout (cp -a)
+    hashes its own manifest, not the one it was copied from."""
+    return os.path.join(common_dir, "patchguard", "manifest.json")
+
+
 def remember(
     git_dir: str,
-    manifest_path: str,
     manifest_bytes: bytes,
     head: str,
     contents: Mapping[str, bytes],
 ) -> None:
-    """Record that this content passed `check`; skipped when a path cannot be listed safely."""
-    if any("\n" in path or "\r" in path for path in (manifest_path, *contents)):
+    """Record that this content passed `check`; skipped when a path cannot be listed safely.
+
+    The cache lists worktree-relative paths only; a cache that cannot be written is skipped.
+    """
+    if any("\n" in path or "\r" in path for path in contents):
         return
+    try:
+        _write_key(os.path.join(git_dir, CACHE_DIR_NAME), manifest_bytes, head, contents)
+    except OSError:
+        return  # a read-only git dir: the next check takes the full path again
+
+
+def _write_key(cache: str, manifest_bytes: bytes, head: str, contents: Mapping[str, bytes]) -> None:
     from pathlib import Path
 
     from guard.atomic import atomic_write
 
-    cache = os.path.join(git_dir, CACHE_DIR_NAME)
     os.makedirs(cache, exist_ok=True)
-    paths = [manifest_path, *sorted(contents)]
+    paths = sorted(contents)
     listing = "".join(path + "\n" for path in paths)
     paths_file = os.path.join(cache, PATHS_FILE)
     verified_file = os.path.join(cache, VERIFIED_FILE)
@@ -88,7 +102,7 @@ def remember(
             keys = [line for line in handle.read().split("\n") if line] if same_paths else []
     except (OSError, UnicodeDecodeError):
         same_paths, keys = False, []
-    key = make_key(head, [blob_id(manifest_bytes), *(blob_id(contents[p]) for p in paths[1:])])
+    key = make_key(head, [blob_id(manifest_bytes), *(blob_id(contents[p]) for p in paths)])
     keys = [*[k for k in keys if k != key][-(MAX_VERIFIED - 1) :], key]
     if not same_paths:
         # Old keys go before the new listing does, so no reader pairs a stale key with new paths.

@@ -97,7 +97,15 @@ if [ "$hook_name" != reference-transaction ] &&
     # Nothing recorded in this repository yet: nothing to guard.
     [ -f "$common/patchguard/manifest.json" ] || exit "$status"
     if [ -f "$cache/verified" ] && [ -f "$cache/paths" ]; then
-        for blob in $(git hash-object --no-filters --stdin-paths <"$cache/paths" 2>/dev/null); do
+        # This checkout's own manifest first (never named in the cache: a copy has its own),
+        # then the guarded files, relative to the worktree root.
+        list="$common/patchguard/manifest.json
+"
+        while IFS= read -r line; do
+            list="$list$line
+"
+        done <"$cache/paths"
+        for blob in $(printf '%s' "$list" | git hash-object --no-filters --stdin-paths 2>/dev/null); do
             key="$key$blob "
         done
         while IFS= read -r line; do

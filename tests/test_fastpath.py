@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import sample_repo
-from conftest import Sample, git
+from conftest import Sample, git, patchguard
 
 from guard.fastpath import CACHE_DIR_NAME, VERIFIED_FILE
 from guard.gitdir import locate
 
 PROBE = """
 import sys
+from pathlib import Path
 from guard.entry import main
 sys.argv = ["patchguard", "-C", sys.argv[1], "check", "-q"]
 try:
@@ -94,3 +96,36 @@ def test_hook_in_a_repository_with_nothing_recorded_exits_in_sh(sample: Sample) 
     switch = git(sample.root, "checkout", "-q", "old", env=env, check=False)
     assert switch.returncode == 0, switch.stderr
     assert switch.stderr == ""
+
+
+def test_a_copied_checkout_never_trusts_the_originals_cache(
+    sample: Sample, tmp_path: Path, clean_env: dict[str, str]
+) -> None:
+    """Issue 11: the cache names no absolute path; a `cp -a` copy hashes its own files."""
+    import json
+    import shutil
+
+    sample.record_eagle3()
+    assert sample.pg("install").exit_code == 0
+    assert sample.pg("check", "-q").exit_code == 0  # verified: the key is cached
+    renamed = tmp_path / "renamed"
+    shutil.copytree(sample.root, renamed, symlinks=True)
+    kimi = renamed / sample_repo.KIMI
+    kimi.write_text(kimi.read_text().replace("def get_embed_and_head", "def get_embed_and_tail"))
+    assert patchguard("-C", renamed, "check").exit_code == 1
+    moved = subprocess.run(
+        ["git", "checkout", "-q", "-b", "elsewhere"], cwd=renamed, capture_output=True, text=True
+    )
+    assert "guard FAILED after post-checkout" in moved.stderr
+
+    guarded = tmp_path / "guarded"
+    shutil.copytree(sample.root, guarded, symlinks=True)
+    manifest = guarded / ".git" / "patchguard" / "manifest.json"
+    data = json.loads(manifest.read_text())
+    data["guards"].append(f"{sample_repo.KIMI}::{sample_repo.CLASS}.not_there")
+    manifest.write_text(json.dumps(data, indent=2) + "\n")  # the copy's own manifest changed
+    entry = subprocess.run(  # the entry point's own fast path, as users run it
+        ["patchguard", "-C", str(guarded), "check"], capture_output=True, text=True, env=clean_env
+    )
+    assert entry.returncode == 1, entry.stdout
+    assert "not_there" in entry.stderr
