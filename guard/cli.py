@@ -1,6 +1,7 @@
 """The `patchguard` command: each command parses, calls one library function, maps the result.
 
-Exit codes: 0 all good, 1 a guard failed, 2 usage or configuration error.
+Exit codes: 0 all good, 1 a guard failed, 2 usage or configuration error, 3 a bug in
+patchguard (guard.errors.handled), 130 interrupted.
 """
 
 from __future__ import annotations
@@ -23,7 +24,10 @@ from guard.repo import Repo
 if TYPE_CHECKING:
     from guard import moves, patching
 
-EXIT_CODES_EPILOG = "Exit codes: 0 all good, 1 a guard failed, 2 usage or configuration error."
+EXIT_CODES_EPILOG = (
+    "Exit codes: 0 all good, 1 a guard failed, 2 usage or configuration error, "
+    "3 internal error (a bug; the message names its log), 130 interrupted."
+)
 
 
 def _epilog(*examples: str, exit_codes: str = EXIT_CODES_EPILOG) -> str:
@@ -644,5 +648,13 @@ def doctor(cwd: Path, as_json: bool) -> None:
     sys.exit(EXIT_OK if diagnosis.ok else EXIT_GUARD_FAILED)
 
 
-def main() -> None:
-    cli(prog_name="patchguard")
+def main() -> int:
+    """The click command line, with its exit code returned (errors: guard.errors.handled)."""
+    try:
+        result = cli.main(prog_name="patchguard", standalone_mode=False)
+    except click.ClickException as error:  # usage errors: click's own message, exit 2
+        error.show()
+        return error.exit_code
+    except click.Abort:  # click turns Ctrl-C into Abort
+        raise KeyboardInterrupt from None
+    return result if isinstance(result, int) else EXIT_OK

@@ -10,22 +10,39 @@ VERIFIED_MESSAGE = "patchguard: all guards hold (content unchanged since it was 
 
 
 def main() -> None:
+    from guard.errors import handled
+
+    sys.exit(handled(_dispatch, _start_directory(sys.argv[1:])))
+
+
+def _dispatch() -> int:
     argv = sys.argv[1:]
     if argv[:1] == ["hook"]:
         from guard.hookrun import main as run_hook
 
-        sys.exit(run_hook(argv[1:]))
+        return run_hook(argv[1:])
     request = _plain_check(argv)
     if request is not None:
-        sys.exit(_check(*request))
+        return _check(*request)
     from guard.cli import main as run_cli
 
-    run_cli()
+    return run_cli()
+
+
+def _start_directory(argv: list[str]) -> str:
+    """Where the command runs (`-C DIR`, repeatable like git's): for a crash log's place."""
+    directory = os.getcwd()
+    tokens = iter(argv)
+    for token in tokens:
+        if token == "-C":
+            directory = os.path.join(directory, next(tokens, ""))
+        elif token in ("--", "git", "run", "bisect", "hook"):  # the rest is someone else's
+            break
+    return directory
 
 
 def _check(directory: str, quiet: bool, as_json: bool) -> int:
     """A plain check: the verified cache first, then the full check, neither through click."""
-    from guard.errors import PatchguardError
     from guard.fastpath import is_verified
 
     if not as_json and is_verified(directory):
@@ -36,11 +53,7 @@ def _check(directory: str, quiet: bool, as_json: bool) -> int:
 
     from guard.preflight import report_check
 
-    try:
-        return report_check(Path(directory), quiet=quiet, as_json=as_json)
-    except PatchguardError as error:
-        print(f"patchguard: {error}", file=sys.stderr)
-        return error.exit_code
+    return report_check(Path(directory), quiet=quiet, as_json=as_json)
 
 
 def _plain_check(argv: list[str]) -> tuple[str, bool, bool] | None:

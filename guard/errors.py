@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+TYPE_CHECKING = False  # typing costs the hooks ~3 ms
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
 EXIT_OK = 0
 EXIT_GUARD_FAILED = 1
 EXIT_USAGE = 2
+EXIT_INTERNAL = 3  # a bug in patchguard: never 1, which means a guard failed
+EXIT_INTERRUPTED = 130
+CRASH_LOG_NAME = "patchguard-crash.log"
+INTERRUPTED_MESSAGE = "patchguard: interrupted; nothing half-written; run patchguard status"
 
 
 class PatchguardError(Exception):
@@ -32,3 +40,71 @@ class GuardError(PatchguardError):
         super().__init__(message)
         self.problems = problems
         self.exit_code = exit_code
+
+
+def handled(run: Callable[[], int], start: str = ".") -> int:
+    """Run a command or hook under the exit-code contract: never a traceback.
+
+    A PatchguardError is one line and its code; Ctrl-C is one line and 130 (writes are atomic
+    and journaled, so nothing is half-written); anything else is a bug: one line naming a log
+    that holds the traceback and versions, and exit 3.
+    """
+    import sys
+
+    try:
+        return run()
+    except PatchguardError as error:
+        print(f"patchguard: {error}", file=sys.stderr)
+        return error.exit_code
+    except KeyboardInterrupt:
+        print(INTERRUPTED_MESSAGE, file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:  # `patchguard show | head -1`: the reader had enough
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no noise at exit
+        return EXIT_OK
+    except Exception as error:  # the one place that catches everything, to report it
+        where = _write_crash_log(error, start)
+        print(
+            f"patchguard: internal error ({type(error).__name__}: {error}); the traceback is in "
+            f"{where}. Please report it with that file.",
+            file=sys.stderr,
+        )
+        return EXIT_INTERNAL
+
+
+def _write_crash_log(error: Exception, start: str) -> str:
+    """The traceback, argv and versions, under the git dir of `start` when there is one."""
+    import os
+    import platform
+    import sys
+    import tempfile
+    import time
+    import traceback
+
+    from guard.gitpaths import find_repository
+
+    try:
+        directory = find_repository(start)[1]
+    except (PatchguardError, OSError):
+        directory = tempfile.gettempdir()
+    try:
+        from importlib.metadata import version
+
+        ours = version("git-patchguard")
+    except Exception:  # the log must be written whatever is broken
+        ours = "unknown"
+    text = (
+        f"time: {time.strftime('%Y-%m-%d %H:%M:%S %z')}\n"
+        f"argv: {sys.argv}\n"
+        f"patchguard: {ours}; python: {sys.version.split()[0]}; {platform.platform()}\n\n"
+        + "".join(traceback.format_exception(error))
+    )
+    path = os.path.join(directory, CRASH_LOG_NAME)
+    try:
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(text)
+    except OSError:
+        return "(no writable place for the log)"
+    return path
