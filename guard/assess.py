@@ -90,6 +90,7 @@ class SymbolResult:
     ok: bool
     detail: str
     patch: str | None
+    condition: str | None = None  # present only when this `if` test holds at runtime
 
 
 @dataclass
@@ -111,6 +112,7 @@ class CheckReport:
     patches: list[PatchVerdict]
     symbols: list[SymbolResult]
     imports: list[ImportResult] = field(default_factory=list)
+    strict: bool = False  # a symbol defined only under a runtime condition fails too
 
     @property
     def ok(self) -> bool:
@@ -119,7 +121,12 @@ class CheckReport:
             *self.symbols,
             *self.imports,
         )
-        return all(part.ok for part in parts)
+        return all(part.ok for part in parts) and not (self.strict and self.conditional)
+
+    @property
+    def conditional(self) -> list[SymbolResult]:
+        """Symbols present only when an `if` test that is not decided statically holds."""
+        return [s for s in self.symbols if s.ok and s.condition]
 
     @property
     def checks_nothing(self) -> bool:
@@ -154,6 +161,12 @@ class CheckReport:
             else:
                 fix = f"restore it, or stop guarding it: patchguard drop {symbol.spec}"
             lines.append(f"{symbol.spec}: missing ({symbol.detail}) -> {fix}")
+        if self.strict:
+            lines += [
+                f"{s.spec}: {s.detail} (--strict) -> define it unconditionally, or check without "
+                "--strict"
+                for s in self.conditional
+            ]
         lines += [f"import {i.module}: {i.detail}" for i in self.imports if not i.ok]
         return lines
 
@@ -239,9 +252,8 @@ class Worktree:
         qualnames = list(qualnames)
         if not qualnames:
             return {}
-        # A name with no `def NAME`/`class NAME` anywhere in the text is certainly missing:
-        # say so without parsing (parsing a large file takes seconds). Presence is decided
-        # by parsing only.
+        # A name that appears nowhere in the text is certainly missing: say so without parsing
+        # (parsing a large file takes seconds). Presence is decided by parsing only.
         absent = {
             q: f"not defined in {path}" for q in qualnames if not _mentions_definition(content, q)
         }
@@ -254,8 +266,9 @@ class Worktree:
             return dict.fromkeys(qualnames, reason)
         problems = {}
         for qualname in qualnames:
-            if not index.find(qualname):
-                problems[qualname] = describe_miss(index, Spec(path, qualname))
+            found = index.resolve(qualname)
+            if found.lineno is None:
+                problems[qualname] = _why_absent(index, Spec(path, qualname), found.reason)
             elif duplicates := index.duplicates(qualname):
                 lines = ", ".join(str(d.lineno) for d in duplicates)
                 problems[qualname] = (
@@ -265,12 +278,25 @@ class Worktree:
 
 
 def _mentions_definition(content: bytes, qualname: str) -> bool:
-    """Could `content` define `qualname`? Only a plain ASCII name can be ruled out as bytes."""
+    """Could `content` bind `qualname`? Only a plain ASCII name can be ruled out as bytes."""
     name = qualname.rsplit(".", 1)[-1]
     if not name.isascii():
         return True
-    leaf = re.escape(name.encode())
-    return re.search(rb"\b(?:def|class)\s+" + leaf + rb"\b", content) is not None
+    return re.search(rb"\b" + re.escape(name.encode()) + rb"\b", content) is not None
+
+
+def _why_absent(index: SymbolIndex, spec: Spec, reason: str) -> str:
+    """The resolution's reason, or, for a name defined but not where Python looks, which."""
+    if reason != "not defined":
+        return reason
+    defined = index.find(spec.qualname)
+    if defined:
+        return (
+            f"defined at line {defined[-1].lineno}, but not where Python finds it at runtime: "
+            "a later binding of its class replaces it, or it sits under `if TYPE_CHECKING:` "
+            "or a test that is always false"
+        )
+    return describe_miss(index, spec)
 
 
 def _required_in(patch: Patch, path: str) -> list[str]:
@@ -569,5 +595,10 @@ def check_symbol(tree: Worktree, text: str, owner: str | None) -> SymbolResult:
     problems = tree.symbol_problems(content, spec.path, [spec.qualname])
     if problems:
         return SymbolResult(text, False, problems[spec.qualname], owner)
-    line = tree.symbols(content, spec.path).find(spec.qualname)[0].lineno
-    return SymbolResult(text, True, f"{spec.path}:{line}", owner)
+    found = tree.symbols(content, spec.path).resolve(spec.qualname)
+    where = f"{spec.path}:{found.lineno}"
+    if found.condition:
+        return SymbolResult(
+            text, True, f"{where}, defined only when {found.condition}", owner, found.condition
+        )
+    return SymbolResult(text, True, where, owner)

@@ -194,23 +194,43 @@ def _with_import_options(func: Callable[..., Any]) -> Callable[..., Any]:
         "patchguard check -C ~/sglang --quiet || exit 1",
         "patchguard check --import sglang --python ~/venvs/serve/bin/python",
         "patchguard check --json",
+        "patchguard check --strict",
     )
 )
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing when everything holds.")
+@click.option(
+    "--strict",
+    is_flag=True,
+    help="Also fail on a symbol defined only under a runtime condition (e.g. `if _is_npu:`).",
+)
 @_json_option
 @_with_import_options
 @_directory_option
 def check(
-    cwd: Path, quiet: bool, as_json: bool, import_names: tuple[str, ...], python: str | None
+    cwd: Path,
+    quiet: bool,
+    strict: bool,
+    as_json: bool,
+    import_names: tuple[str, ...],
+    python: str | None,
 ) -> None:
     """Verify patches and required symbols (read-only).
 
-    Each file is parsed; a symbol counts only at its qualified place (a method must be
-    inside its class). Prints one line per problem with the command that fixes it.
+    Each file is parsed, and a symbol counts only where Python would find it at runtime: at
+    its qualified place (a method inside its class), by the last binding of its name (a
+    later `name = None`, `del name` or second `class` removes it), and not under
+    `if TYPE_CHECKING:` or a test that is always false. A symbol defined only under a
+    condition decided at runtime is a warning (--strict: a failure). Prints one line per
+    problem with the command that fixes it.
     """
     sys.exit(
         preflight.report_check(
-            cwd, quiet=quiet, as_json=as_json, import_names=import_names, python=python
+            cwd,
+            quiet=quiet,
+            strict=strict,
+            as_json=as_json,
+            import_names=import_names,
+            python=python,
         )
     )
 

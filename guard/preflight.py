@@ -163,6 +163,7 @@ def verify(
     import_names: Sequence[str] = (),
     python: str | None = None,
     command: Sequence[str] = (),
+    strict: bool = False,
     cwd: Path,
 ) -> CheckReport:
     """Apply if asked, then check everything; the report says whether the code is right.
@@ -172,6 +173,7 @@ def verify(
     if apply:
         patching.apply(repo)
     report = assess.check(repo)
+    report.strict = strict
     if report.checks_nothing:
         raise ConfigError(
             f"{repo.layout.manifest_path} guards nothing (no patch, no guard), so a check would "
@@ -192,6 +194,7 @@ def report_check(
     as_json: bool = False,
     import_names: Sequence[str] = (),
     python: str | None = None,
+    strict: bool = False,
 ) -> int:
     """`patchguard check`: print the report (JSON, the banner, or a summary); the exit code.
 
@@ -201,7 +204,7 @@ def report_check(
     from guard import render
 
     repo = Repo.discover(cwd)
-    report = verify(repo, import_names=import_names, python=python, cwd=cwd)
+    report = verify(repo, import_names=import_names, python=python, strict=strict, cwd=cwd)
     if as_json:
         print(render.check_json(report, str(repo.workdir)))
     elif not report.ok:

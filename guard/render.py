@@ -37,7 +37,13 @@ def check_json(report: CheckReport, repository: str) -> str:
             "head": report.head,
             "patches": [verdict_json(v) for v in report.patches],
             "symbols": [
-                {"spec": s.spec, "present": s.ok, "detail": s.detail, "patch": s.patch}
+                {
+                    "spec": s.spec,
+                    "present": s.ok,
+                    "detail": s.detail,
+                    "patch": s.patch,
+                    "condition": s.condition,
+                }
                 for s in report.symbols
             ],
             "imports": [
@@ -98,6 +104,9 @@ def check_lines(report: CheckReport) -> list[str]:
     lines = [f"patch {v.name}: {v.state}" for v in report.patches]
     present = sum(1 for s in report.symbols if s.ok)
     lines.append(f"symbols: {present}/{len(report.symbols)} present")
+    lines += [
+        f"warning: {s.spec}: {s.detail}; check --strict fails on it" for s in report.conditional
+    ]
     return lines
 
 

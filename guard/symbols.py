@@ -61,13 +61,40 @@ class SourceSyntaxError(Exception):
         super().__init__(f"{path}:{self.lineno}: {message}")
 
 
-class SymbolIndex:
-    """All definitions of one source file, by qualified name."""
+@dataclass(frozen=True)
+class Binding:
+    """One statement that binds a name in a scope (module or class body), in source order."""
 
-    def __init__(self, definitions: Iterable[Definition]) -> None:
+    kind: str  # "def", "class", "value" (a literal), "other" (call, name, import...), "del"
+    lineno: int
+    condition: str | None  # the `if` test it runs under, when that is not decided statically
+    scope: int | None = None  # for a class: the scope of its body
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """Where Python would find a qualified name at runtime, or why it would not."""
+
+    lineno: int | None  # None: absent
+    reason: str = ""  # why absent
+    condition: str | None = None  # present only when this holds
+
+
+_MODULE_SCOPE = 0
+
+
+class SymbolIndex:
+    """All definitions of one source file, by qualified name, and every scope's bindings."""
+
+    def __init__(
+        self,
+        definitions: Iterable[Definition],
+        scopes: dict[int, dict[str, list[Binding]]] | None = None,
+    ) -> None:
         self.by_qualname: dict[str, list[Definition]] = {}
         for definition in definitions:
             self.by_qualname.setdefault(definition.qualname, []).append(definition)
+        self.scopes = scopes or {}
 
     @classmethod
     def parse(cls, source: bytes, path: str) -> SymbolIndex:
@@ -77,7 +104,34 @@ class SymbolIndex:
             raise SourceSyntaxError(path, error.lineno, error.msg) from None
         except ValueError as error:  # e.g. NUL bytes in the source
             raise SourceSyntaxError(path, None, str(error)) from None
-        return cls(_walk(tree.body, prefix="", block_counter=iter(range(1 << 62))))
+        scopes: dict[int, dict[str, list[Binding]]] = {}
+        _bind(tree.body, _MODULE_SCOPE, None, scopes, iter(range(1, 1 << 62)))
+        return cls(_walk(tree.body, prefix="", block_counter=iter(range(1 << 62))), scopes)
+
+    def resolve(self, qualname: str) -> Resolution:
+        """Follow the last binding of each part, as Python would: `Class.method` is looked up in
+        the body of the class that `Class` names last; a name rebound to a literal or deleted
+        after its definition is gone; code under `if TYPE_CHECKING:` or a constant false test
+        never ran."""
+        scope, condition = _MODULE_SCOPE, None
+        parts = qualname.split(".")
+        for depth, name in enumerate(parts):
+            bindings = self.scopes.get(scope, {}).get(name, [])
+            last = depth == len(parts) - 1
+            found = _last_binding(bindings, expect_callable=not last or _has_def(bindings))
+            if found.lineno is None:
+                return found
+            condition = found.condition or condition
+            if last:
+                return Resolution(found.lineno, condition=condition)
+            binding = next(b for b in reversed(bindings) if b.lineno == found.lineno)
+            if binding.kind != "class" or binding.scope is None:
+                return Resolution(
+                    None,
+                    f"{name} is bound at line {binding.lineno} to something other than a class",
+                )
+            scope = binding.scope
+        return Resolution(None, "empty name")
 
     def find(self, qualname: str) -> list[Definition]:
         return self.by_qualname.get(qualname, [])
@@ -177,3 +231,120 @@ def _walk(body: list[ast.stmt], prefix: str, block_counter: Iterator[int]) -> It
                         yield from _walk(handler.body, prefix, block_counter)
                 else:
                     yield from _walk(children, prefix, block_counter)
+
+
+def _has_def(bindings: list[Binding]) -> bool:
+    return any(b.kind in ("def", "class") for b in bindings)
+
+
+def _last_binding(bindings: list[Binding], expect_callable: bool) -> Resolution:
+    """The name's state after its block ran: the last unconditional binding decides; a
+    conditional one makes it present only under its condition."""
+    present: Binding | None = None
+    condition: str | None = None
+    gone = ""
+    for binding in bindings:
+        removes = binding.kind == "del" or (binding.kind == "value" and expect_callable)
+        if binding.condition is None:
+            present, condition = (None, None) if removes else (binding, None)
+            if removes:
+                gone = (
+                    f"deleted at line {binding.lineno}"
+                    if binding.kind == "del"
+                    else f"rebound to a value at line {binding.lineno} (the last binding wins)"
+                )
+        elif not removes and present is None:
+            present, condition = binding, binding.condition
+        elif removes and present is not None and condition is None:
+            condition = f"not ({binding.condition})"
+    if present is None:
+        return Resolution(None, gone or "not defined")
+    return Resolution(present.lineno, condition=condition)
+
+
+def _static_truth(test: ast.expr) -> bool | None:
+    """True/False when an `if` test is decided before the code runs; None otherwise."""
+    if isinstance(test, ast.Name) and test.id == "TYPE_CHECKING":
+        return False
+    if isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING":
+        return False
+    if isinstance(test, ast.Constant):
+        return bool(test.value)
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        inner = _static_truth(test.operand)
+        return None if inner is None else not inner
+    return None
+
+
+_LITERALS = (
+    ast.Constant,
+    ast.List,
+    ast.Tuple,
+    ast.Dict,
+    ast.Set,
+    ast.JoinedStr,
+    ast.ListComp,
+    ast.DictComp,
+    ast.SetComp,
+)
+
+
+def _bind(
+    body: list[ast.stmt],
+    scope: int,
+    condition: str | None,
+    scopes: dict[int, dict[str, list[Binding]]],
+    counter: Iterator[int],
+) -> None:
+    """Record, in order, every binding `body` makes in `scope` (see SymbolIndex.resolve)."""
+    names = scopes.setdefault(scope, {})
+
+    def add(name: str, kind: str, node: ast.stmt, inner: int | None = None) -> None:
+        names.setdefault(name, []).append(Binding(kind, node.lineno, condition, inner))
+
+    for node in body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            add(node.name, "def", node)
+        elif isinstance(node, ast.ClassDef):
+            inner = next(counter)
+            _bind(node.body, inner, None, scopes, counter)
+            add(node.name, "class", node, inner)
+        elif isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign):
+            if node.value is None:
+                continue  # an annotation alone binds nothing
+            kind = "value" if isinstance(node.value, _LITERALS) else "other"
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                for leaf in ast.walk(target):
+                    if isinstance(leaf, ast.Name):
+                        add(leaf.id, kind, node)
+        elif isinstance(node, ast.Delete):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    add(target.id, "del", node)
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            for alias in node.names:
+                add((alias.asname or alias.name).split(".")[0], "other", node)
+        elif isinstance(node, ast.If):
+            truth = _static_truth(node.test)
+            test = ast.unparse(node.test)
+            if truth is not False:
+                when = condition if truth else _joined(condition, test)
+                _bind(node.body, scope, when, scopes, counter)
+            if truth is not True:
+                when = condition if truth is False else _joined(condition, f"not ({test})")
+                _bind(node.orelse, scope, when, scopes, counter)
+        elif isinstance(node, ast.Try | ast.TryStar | ast.With | ast.AsyncWith):
+            for field in _COMPOUND_BODIES:  # as before: try and with bodies count as run
+                for child in getattr(node, field, None) or []:
+                    _bind(
+                        child.body if isinstance(child, ast.ExceptHandler) else [child],
+                        scope,
+                        condition,
+                        scopes,
+                        counter,
+                    )
+
+
+def _joined(outer: str | None, test: str) -> str:
+    return test if outer is None else f"{outer} and {test}"

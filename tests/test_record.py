@@ -76,7 +76,13 @@ def test_require_guards_a_committed_symbol(sample: Sample) -> None:
     assert result.exit_code == 1
     report = json.loads(result.output)
     assert report["symbols"] == [
-        {"spec": spec, "present": False, "detail": f"{KIMI} does not exist", "patch": None}
+        {
+            "spec": spec,
+            "present": False,
+            "detail": f"{KIMI} does not exist",
+            "patch": None,
+            "condition": None,
+        }
     ]
     assert sample.pg("drop", spec).exit_code == 0
     assert sample.pg("check").exit_code == 2  # nothing guarded any more: never a vacuous pass
