@@ -379,7 +379,7 @@ def unapply(cwd: Path, names: tuple[str, ...], dry_run: bool, as_json: bool) -> 
 @click.option("--list", "as_list", is_flag=True, help="List what can be undone, newest first.")
 @_directory_option
 def undo(cwd: Path, as_list: bool) -> None:
-    """Undo the last apply or unapply (patchguard git lifts count as unapply).
+    """Undo the last apply, unapply or drop (patchguard git lifts count as unapply).
 
     Puts the files back exactly as they were before it, and says which operation that
     was. Run it again to step further back (the last 10 are kept).
@@ -556,7 +556,10 @@ def show(cwd: Path, names: tuple[str, ...]) -> None:
 @click.argument("target", metavar="NAME|SPEC")
 @_directory_option
 def drop(cwd: Path, target: str) -> None:
-    """Forget a patch or a guard. The working tree is not touched."""
+    """Forget a patch or a guard. The working tree is not touched.
+
+    `patchguard undo` brings a dropped patch back.
+    """
     from guard import recording
 
     dropped = recording.drop(Repo.discover(cwd), target, cwd=cwd)

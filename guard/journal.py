@@ -15,6 +15,7 @@ from pathlib import Path
 from guard.atomic import atomic_write
 from guard.errors import ConfigError, GuardFailure
 from guard.fastpath import blob_id
+from guard.manifest import parse_manifest
 
 TYPE_CHECKING = False  # not `from typing import ...`: typing costs the hooks ~3 ms
 if TYPE_CHECKING:
@@ -33,6 +34,7 @@ class Journal:
         self.entry: Path | None = None
         self.files: list[dict[str, str | None]] = []
         self.patches: list[str] = []
+        self.manifest: dict[str, str] | None = None  # for `drop`: the manifest before it
 
     def before_write(
         self, path: str, before: bytes | None, after: bytes | None, patch: str
@@ -52,11 +54,24 @@ class Journal:
                 saved = f"before-{len(self.files)}"
                 atomic_write(self.entry / saved, before)
             self.files.append({"path": path, "before": saved, "after_blob": after_blob})
+        self._save()
+
+    def before_manifest(self, before: bytes, after: bytes, dropped: str) -> None:
+        """Keep the manifest as it was before `drop`, so `undo` can bring the patch back."""
+        self.entry = self.entry or self._new_entry()
+        self.patches.append(dropped)
+        atomic_write(self.entry / "manifest-before.json", before)
+        self.manifest = {"before": "manifest-before.json", "after_blob": blob_id(after)}
+        self._save()
+
+    def _save(self) -> None:
+        assert self.entry is not None
         record = {
             "operation": self.operation,
             "patches": self.patches,
             "created": time.time(),
             "files": self.files,
+            "manifest": self.manifest,
         }
         atomic_write(self.entry / "journal.json", json.dumps(record, indent=2).encode())
 
@@ -90,7 +105,8 @@ class Entry:
         """e.g. "the unapply of eagle3 at 2026-12-01 03:59:12 (path/to/file.py)"."""
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(self.created))
         names = ", ".join(self.patches) or "patches"
-        return f"the {self.operation} of {names} at {when} ({', '.join(self.files)})"
+        files = f" ({', '.join(self.files)})" if self.files else ""
+        return f"the {self.operation} of {names} at {when}{files}"
 
 
 def entries(repo: Repo) -> list[Entry]:
@@ -127,7 +143,9 @@ def undo(repo: Repo, entry_path: Path | None = None) -> Entry:
     """Put back the files of the last apply/unapply (or of one entry); refuse if any was edited since."""
     entry_path = entry_path or latest_entry(repo)
     if entry_path is None:
-        raise ConfigError("nothing to undo: no apply or unapply is recorded for this worktree")
+        raise ConfigError(
+            "nothing to undo: no apply, unapply or drop is recorded for this worktree"
+        )
     entry = _read(entry_path)
     record = json.loads((entry_path / "journal.json").read_text())
     restores: list[tuple[str, bytes | None]] = []
@@ -139,11 +157,17 @@ def undo(repo: Repo, entry_path: Path | None = None) -> Entry:
         if current_blob != item["after_blob"] and current != before:
             edited.append(item["path"])
         restores.append((item["path"], before))
+    manifest = record.get("manifest")
+    if manifest and blob_id(repo.layout.manifest_path.read_bytes()) != manifest["after_blob"]:
+        edited.append(str(repo.layout.manifest_path))
     if edited:
         raise GuardFailure(
             f"not undone: {', '.join(edited)} changed after the last {entry.operation}, and "
             "undo would lose those edits. Save them elsewhere, then run patchguard undo again."
         )
+    if manifest:  # through save_manifest: validated, and its blobs pinned against gc again
+        saved = (entry_path / manifest["before"]).read_bytes()
+        repo.save_manifest(parse_manifest(saved, repo.layout.manifest_path))
     for path, before in reversed(restores):
         if before is None:
             repo.delete_file(path)

@@ -116,10 +116,15 @@ def save_manifest(path: Path, manifest: Manifest) -> None:
 
     data = manifest.to_dict()
     schema.validate_data(schema.Manifest, data, "refusing to write an invalid manifest")
-    raw = (json.dumps(data, indent=2) + "\n").encode()
+    raw = serialize(manifest)
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(path, raw)
     _remember_validated(path, blob_id(raw))
+
+
+def serialize(manifest: Manifest) -> bytes:
+    """The manifest's bytes as save_manifest writes them."""
+    return (json.dumps(manifest.to_dict(), indent=2) + "\n").encode()
 
 
 def _validated(manifest_path: Path) -> list[str]:

@@ -8,8 +8,9 @@ from pathlib import Path
 
 from guard.assess import Worktree, check_symbol, select_patches
 from guard.errors import ConfigError, GuardFailure
+from guard.journal import Journal
 from guard.lock import locked
-from guard.manifest import FileChange, Patch, now_utc
+from guard.manifest import FileChange, Patch, now_utc, serialize
 from guard.repo import Repo, is_binary
 from guard.symbols import SourceSyntaxError, Spec, did_you_mean, parse_spec
 
@@ -206,6 +207,8 @@ def drop(repo: Repo, target: str, *, cwd: Path) -> str:
         repo.save_manifest(replace(manifest, guards=[g for g in manifest.guards if g != spec]))
         return f"guard {spec}"
     select_patches(manifest, [target])
-    patches = [p for p in manifest.patches if p.name != target]
-    repo.save_manifest(replace(manifest, patches=patches))
+    remaining = replace(manifest, patches=[p for p in manifest.patches if p.name != target])
+    journal = Journal(repo.layout.git_dir, "drop")  # first: `patchguard undo` brings it back
+    journal.before_manifest(repo.manifest_bytes, serialize(remaining), target)
+    repo.save_manifest(remaining)
     return f"patch {target}"

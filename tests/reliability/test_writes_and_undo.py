@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+import sample_repo
 from conftest import Sample
 
 
@@ -98,3 +99,29 @@ def test_sigkill_during_apply_leaves_whole_files_and_recovers(
     if delay == 0.0:
         return
     assert sample.pg("check").exit_code in (0, 1)
+
+
+def test_drop_can_be_undone(sample: Sample) -> None:
+    """Issue 11: `drop` is journaled like apply and unapply; undo brings the patch back."""
+    sample.record_eagle3()
+    dropped = sample.pg("drop", "eagle3")
+    assert dropped.exit_code == 0
+    assert "eagle3" not in sample.pg("list").output
+    listed = sample.pg("undo", "--list").output
+    assert listed.startswith("1. the drop of eagle3 at ")
+    undone = sample.pg("undo")
+    assert undone.output.startswith("undid the drop of eagle3 at ")
+    assert "patch eagle3" in sample.pg("list").output
+    sample.git("gc", "-q", "--prune=now")  # its blobs are pinned again
+    sample.git("stash")
+    assert sample.pg("apply").exit_code == 0
+    assert sample.pg("check").exit_code == 0
+
+
+def test_undo_of_drop_refuses_when_the_manifest_changed_since(sample: Sample) -> None:
+    sample.record_eagle3()
+    assert sample.pg("drop", "eagle3").exit_code == 0
+    assert sample.pg("require", f"{sample_repo.KIMI}::{sample_repo.CLASS}.forward").exit_code == 0
+    refused = sample.pg("undo")
+    assert refused.exit_code == 1
+    assert "changed after the last drop" in refused.stderr
