@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from guard.errors import ConfigError
 from guard.gitpaths import find_repository
 
 STORE_DIR_NAME = "patchguard"
@@ -41,4 +43,18 @@ class Layout:
 def locate(start: Path) -> Layout:
     """Walk up from `start` to the worktree root, as git does (without GIT_DIR tricks)."""
     workdir, git_dir, common_dir = find_repository(str(start))
+    _refuse_sha256(Path(common_dir))
     return Layout(workdir=Path(workdir), git_dir=Path(git_dir), common_dir=Path(common_dir))
+
+
+def _refuse_sha256(common_dir: Path) -> None:
+    """Every command says so up front, install included (libgit2 reads SHA-1 repositories)."""
+    try:
+        config = (common_dir / "config").read_text(errors="replace")
+    except OSError:
+        return
+    if re.search(r"^\s*objectformat\s*=\s*sha256\s*$", config, flags=re.M | re.I):
+        raise ConfigError(
+            f"{common_dir.parent} uses SHA-256 object ids, which patchguard does not support "
+            "yet; nothing was changed. Use a SHA-1 clone of the repository."
+        )

@@ -90,6 +90,12 @@ def _record_path(layout: Layout) -> Path:
 def install(layout: Layout, hook_types: tuple[str, ...], force: bool) -> list[str]:
     """Write the hooks; re-running changes nothing. Returns one line per hook."""
     hooks_dir = git_hooks_dir(layout)
+    if hooks_dir.exists() and not hooks_dir.is_dir():
+        raise ConfigError(
+            f"git runs hooks from {hooks_dir} (core.hooksPath), which is not a directory, so "
+            "git runs no hooks at all. Point core.hooksPath at a directory, or unset it: "
+            "git config --unset core.hooksPath"
+        )
     if not hooks_dir.is_dir():
         default = hooks_dir == (layout.common_dir / "hooks").resolve()  # git init --template=
         if not (force or default):

@@ -275,3 +275,25 @@ def test_unapply_follows_a_rename_too(sample: Sample) -> None:
     result = sample.pg("unapply")
     assert result.exit_code == 0, result.output
     assert (sample.root / renamed).read_bytes() == before
+
+
+def test_sha256_repository_is_refused_by_every_command(tmp_path: Path) -> None:
+    """Issue 11: one clear line, exit 2, nothing written, install included."""
+    root = tmp_path / "sha256"
+    git(tmp_path, "init", "-q", "--object-format=sha256", str(root))
+    (root / "a.py").write_text("def f():\n    pass\n")
+    git(root, "add", "a.py")
+    git(root, "commit", "-qm", "a")
+    (root / "a.py").write_text("def f():\n    pass\n\n\ndef g():\n    pass\n")
+    before = snapshot(root)
+    for args in (("record", "p", "a.py"), ("install",), ("check",), ("status",), ("doctor",)):
+        assert_clear_failure(patchguard("-C", root, *args), 2, "SHA-256")
+    assert snapshot(root) == before
+    assert not (root / ".git" / "hooks" / "post-checkout").exists()
+
+
+def test_hooks_path_that_is_not_a_directory(sample: Sample) -> None:
+    sample.record_eagle3()
+    sample.git("config", "core.hooksPath", "/dev/null")
+    for args in (("install",), ("install", "--force")):
+        assert_clear_failure(sample.pg(*args), 2, "not a directory")
