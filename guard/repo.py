@@ -325,14 +325,31 @@ class Repo:
         self.worktree_path(path).unlink(missing_ok=True)
 
     def relpath(self, user_path: str, cwd: Path) -> str:
-        """A user's path (relative to their cwd, like git's) as a repository path."""
+        """A user's path (relative to their cwd, like git's) as a repository path.
+
+        The directories it goes through are resolved (a checkout reached through a symlink),
+        the last component is not (it names the file itself).
+        """
         absolute = Path(os.path.normpath(cwd / user_path))
-        try:
-            return absolute.relative_to(self.workdir).as_posix()
-        except ValueError:
-            raise ConfigError(
-                f"{user_path} is outside the worktree {self.workdir}; name a path inside it"
-            ) from None
+        for candidate in (absolute, Path(os.path.realpath(absolute.parent)) / absolute.name):
+            with suppress(ValueError):
+                relative = candidate.relative_to(self.workdir).as_posix()
+                self._refuse_nested_repository(relative, user_path)
+                return relative
+        raise ConfigError(
+            f"{user_path} is outside the worktree {self.workdir}; name a path inside it"
+        )
+
+    def _refuse_nested_repository(self, relative: str, user_path: str) -> None:
+        """As `git add` does: a file of a submodule (or any nested repository) is not ours."""
+        parts = relative.split("/")[:-1]
+        for depth in range(1, len(parts) + 1):
+            inner = "/".join(parts[:depth])
+            if (self.workdir / inner / ".git").exists():
+                raise ConfigError(
+                    f"{user_path} is in submodule {inner}, another repository: record it from "
+                    f"there (cd {inner} && patchguard record NAME PATH), as git add would"
+                )
 
     def changed_tracked_files(self) -> list[str]:
         """Tracked files whose worktree content differs from HEAD (staged or not)."""

@@ -297,3 +297,31 @@ def test_hooks_path_that_is_not_a_directory(sample: Sample) -> None:
     sample.git("config", "core.hooksPath", "/dev/null")
     for args in (("install",), ("install", "--force")):
         assert_clear_failure(sample.pg(*args), 2, "not a directory")
+
+
+def test_record_refuses_a_path_inside_a_submodule(sample: Sample, tmp_path: Path) -> None:
+    """Issue 11: as `git add` does, a submodule's file belongs to the submodule."""
+    inner = tmp_path / "inner"
+    git(tmp_path, "init", "-q", str(inner))
+    (inner / "m.py").write_text("def f():\n    pass\n")
+    git(inner, "add", "m.py")
+    git(inner, "commit", "-qm", "inner")
+    sample.git(
+        "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(inner), "vendor/inner"
+    )
+    sample.git("commit", "-qm", "add a submodule")
+    (sample.root / "vendor/inner/m.py").write_text("def f():\n    pass\n\n\ndef g():\n    pass\n")
+    result = sample.pg("record", "p", "vendor/inner/m.py")
+    assert_clear_failure(result, 2, "is in submodule vendor/inner")
+    assert not locate(sample.root).manifest_path.exists()
+
+
+def test_absolute_paths_through_a_symlinked_checkout_resolve(
+    sample: Sample, tmp_path: Path
+) -> None:
+    link = tmp_path / "via-link"
+    link.symlink_to(sample.root)
+    sample_repo.add_eagle3_methods(sample.root)
+    result = patchguard("-C", link, "record", "eagle3", str(link / KIMI))
+    assert result.exit_code == 0, result.stderr
+    assert f"  {KIMI}" in result.output
