@@ -223,7 +223,13 @@ class Repo:
         return found[2]
 
     def lock(self, operation: str) -> AbstractContextManager[None]:
-        """The repository-wide writer lock (shared by linked worktrees)."""
+        """The repository-wide writer lock (shared by linked worktrees).
+
+        Only `record` and `require` may start a store; every other writer needs a manifest, and
+        without one it refuses before creating anything.
+        """
+        if operation not in ("record", "require", "import"):
+            read_manifest_bytes(self.layout.manifest_path)  # "no manifest ..." when there is none
         return exclusive(self.layout.store_dir / "lock", operation)
 
     def refuse_mid_operation(self, action: str) -> None:
@@ -427,7 +433,14 @@ class Repo:
         with suppress(OSError):
             known = (cache / key).read_bytes()
             return MergeResult(clean=known[:1] == b"1", content=known[1:])
-        result = self._libgit2_merge(base, ours, theirs, labels)
+        from guard.inmemory_merge import merge_file
+
+        found = merge_file(base, ours, theirs, labels)  # writes nothing, not even objects
+        result = (
+            MergeResult(clean=found[0], content=found[1])
+            if found is not None
+            else self._libgit2_merge(base, ours, theirs, labels)
+        )
         with suppress(OSError):  # a cache: a read-only git dir only means merging again
             cache.mkdir(parents=True, exist_ok=True)
             entries = sorted(cache.iterdir(), key=lambda p: p.stat().st_mtime)

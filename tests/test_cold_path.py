@@ -99,3 +99,22 @@ def test_the_hook_path_loads_neither_pydantic_nor_libgit2_nor_click(sample: Samp
     )
     assert result.stdout.strip() == "0 []", result.stderr
     assert "re-applied eagle3" in result.stderr
+
+
+conflicting = st.lists(st.sampled_from([b"a\n", b"b\n", b"c\n", b"x\n", b"\n"]), max_size=8).map(
+    b"".join
+)
+
+
+@settings(max_examples=200, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(base=conflicting, ours=conflicting, theirs=conflicting)
+def test_the_in_memory_merge_is_libgit2s_merge(
+    repo: Repo, base: bytes, ours: bytes, theirs: bytes
+) -> None:
+    """The buffer merge (no object written) answers exactly as the object-store one."""
+    from guard.inmemory_merge import merge_file
+
+    found = merge_file(base, ours, theirs, LABELS)
+    assert found is not None
+    expected = repo._libgit2_merge(base, ours, theirs, LABELS)
+    assert found == (expected.clean, expected.content)
