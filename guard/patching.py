@@ -15,6 +15,7 @@ from guard.assess import (
     merge_labels,
     select_patches,
 )
+from guard.errors import ConfigError
 from guard.journal import Journal
 from guard.lock import locked
 from guard.manifest import Patch
@@ -138,9 +139,22 @@ def _write(
         tree.stage(path, content)
         if journal is None:
             continue
-        journal.before_write(path, before, content, patch)
-        if content is None:
-            repo.delete_file(path)
-        else:
-            repo.write_file(path, content)
+        try:
+            journal.before_write(path, before, content, patch)
+        except OSError as error:
+            raise ConfigError(
+                f"cannot keep the undo copy of {path} in {journal.root}: {error.strerror}; "
+                f"{path} was not touched (free space, or make the git dir writable)"
+            ) from None
+        try:
+            if content is None:
+                repo.delete_file(path)
+            else:
+                repo.write_file(path, content)
+        except OSError as error:
+            raise ConfigError(
+                f"cannot write {path}: {error.strerror}; it is as it was (writes are atomic). "
+                "Free space or make it writable, then run the command again; anything written "
+                "before it can be taken back with patchguard undo"
+            ) from None
     return sorted(writes)

@@ -99,3 +99,74 @@ def test_a_closed_pipe_is_not_an_error(sample: Sample, clean_env: dict[str, str]
     )
     assert shown.stdout == "patch eagle3\n"
     assert shown.stderr == ""
+
+
+def _limit_file_size() -> None:
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_FSIZE, (600, 600))  # writes past 600 bytes fail: EFBIG
+
+
+def test_a_write_that_fails_midway_is_one_line_and_loses_nothing(
+    sample: Sample, clean_env: dict[str, str]
+) -> None:
+    """A full disk, simulated by a file-size limit: the same OSError path (EFBIG, not ENOSPC)."""
+    sample.record_eagle3()
+    sample.git("stash")
+    sample.git("checkout", "-q", "old")
+    before = sample.kimi.read_bytes()
+    result = subprocess.run(
+        ["patchguard", "-C", str(sample.root), "apply"],
+        env=clean_env,
+        capture_output=True,
+        text=True,
+        preexec_fn=_limit_file_size,
+    )
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert "was not touched" in result.stderr or "it is as it was" in result.stderr
+    assert sample.kimi.read_bytes() == before
+    assert sample.pg("apply").exit_code == 0  # with room again, it simply works
+
+
+def test_a_read_only_directory_during_apply_is_one_line(clean_env: dict[str, str]) -> None:
+    import shutil
+    import sys
+    import tempfile
+
+    import pytest
+    import sample_repo
+
+    setpriv = shutil.which("setpriv")
+    if os.geteuid() != 0 or setpriv is None:
+        pytest.skip("needs root and setpriv to run as a user who cannot write a directory")
+    prefix = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", "--"]
+    if subprocess.run([*prefix, sys.executable, "-c", "import guard"]).returncode != 0:
+        pytest.skip("this checkout of patchguard is not readable by another user")
+    home = Path(tempfile.mkdtemp(prefix="patchguard-rodir-"))
+    try:
+        home.chmod(0o755)
+        root = home / "sglang"
+        sample = Sample(root, sample_repo.build(root))
+        sample.record_eagle3()
+        sample.git("stash")
+        sample.git("checkout", "-q", "old")
+        subprocess.run(["chown", "-R", "65534:65534", str(root)], check=True)
+        models = root / "python/sglang/srt/models"
+        subprocess.run(["chown", "root:root", str(models)], check=True)
+        models.chmod(0o755)  # the user may read it, not write in it
+        before = sample.kimi.read_bytes()
+        env = {**clean_env, "HOME": str(home), "GIT_CONFIG_GLOBAL": "/dev/null"}
+        result = subprocess.run(
+            [*prefix, str(Path(sys.executable).parent / "patchguard"), "-C", str(root), "apply"],
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+        assert result.returncode == 2, result.stderr
+        assert "Permission denied" in result.stderr
+        assert "Traceback" not in result.stderr
+        assert sample.kimi.read_bytes() == before
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
