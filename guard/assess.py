@@ -28,12 +28,14 @@ class State(StrEnum):
     CONFLICT = "conflict"
     DOUBLED = "doubled"
     MISSING_FILE = "missing-file"
+    OUTSIDE_SPARSE = "outside-sparse"
 
 
 GOOD_STATES = frozenset({State.APPLIED, State.UPSTREAM})
 UPSTREAM_AS_TEXT = "HEAD already contains this change"
 # A patch is as bad as its worst file; mixed applied/upstream files make it "applied".
 _SEVERITY = [
+    State.OUTSIDE_SPARSE,
     State.MISSING_FILE,
     State.CONFLICT,
     State.DOUBLED,
@@ -150,7 +152,7 @@ class CheckReport:
                 symbols = f"; {label}: {', '.join(lost)}" if lost else ""
                 lines.append(
                     f"{verdict.path}: patch {patch.name} is {verdict.state} ({verdict.detail})"
-                    f"{symbols} -> {fix_for(patch.name, verdict.state)}"
+                    f"{symbols} -> {fix_for(patch.name, verdict.state, verdict.path)}"
                 )
         for symbol in self.symbols:
             spec = parse_spec(symbol.spec)
@@ -171,8 +173,8 @@ class CheckReport:
         return lines
 
 
-def fix_for(patch_name: str, state: State) -> str:
-    """The next command for a patch in a bad state."""
+def fix_for(patch_name: str, state: State, path: str = "") -> str:
+    """The next command for a patch in a bad state (`path`: the file it is about)."""
     if state in (State.UNAPPLIED, State.DRIFTED):
         return f"patchguard apply {patch_name}"
     if state is State.DOUBLED:
@@ -182,6 +184,9 @@ def fix_for(patch_name: str, state: State) -> str:
             f"resolve by hand (patchguard apply --merge {patch_name} writes conflict markers), "
             f"then patchguard record {patch_name}"
         )
+    if state is State.OUTSIDE_SPARSE:
+        directory = path.rpartition("/")[0] or "."
+        return f"bring it into the sparse checkout: git sparse-checkout add {directory}"
     if state is State.MISSING_FILE:
         return (
             "check out a commit that has the file (patchguard git checkout COMMIT); "
@@ -417,6 +422,10 @@ def _assess_change(
     if current is None:
         if change.base_blob is None:
             return FileVerdict(path, State.UNAPPLIED, "the patch creates this file", patched)
+        if head is not None and path in repo.outside_sparse_checkout():
+            return FileVerdict(
+                path, State.OUTSIDE_SPARSE, "the sparse checkout leaves this file out"
+            )
         return FileVerdict(path, State.MISSING_FILE, "the file does not exist in the worktree")
     if _contains_change(repo, base, current, patched, labels):
         return FileVerdict(path, State.APPLIED, "the worktree contains the change", None, patched)

@@ -54,9 +54,12 @@ def apply(
         state = verdict.state
         if state in GOOD_STATES:
             outcome.message = "nothing to do"
-        elif state is State.MISSING_FILE or (state is State.CONFLICT and not merge):
+        elif state in (State.MISSING_FILE, State.OUTSIDE_SPARSE) or (
+            state is State.CONFLICT and not merge
+        ):
+            worst = next(f for f in verdict.files if f.state is state)
             outcome.ok = False
-            outcome.message = "left untouched -> " + fix_for(patch.name, state)
+            outcome.message = "left untouched -> " + fix_for(patch.name, state, worst.path)
         else:
             writes = {f.path: f.merged for f in verdict.files if f.merged is not None}
             if state is State.CONFLICT:

@@ -358,7 +358,11 @@ class Repo:
                 )
 
     def changed_tracked_files(self) -> list[str]:
-        """Tracked files whose worktree content differs from HEAD (staged or not)."""
+        """Tracked files whose worktree content differs from HEAD (staged or not).
+
+        A file a sparse checkout leaves out (skip-worktree) is not a change, as `git status`
+        says; libgit2 would call it deleted.
+        """
         from pygit2.enums import FileStatus
 
         changed = []
@@ -366,7 +370,15 @@ class Repo:
             if flags & (FileStatus.IGNORED | FileStatus.CURRENT) or flags == FileStatus.WT_NEW:
                 continue
             changed.append(path)
+        if any(not (self.workdir / path).exists() for path in changed):
+            outside = self.outside_sparse_checkout()
+            changed = [path for path in changed if path not in outside]
         return sorted(changed)
+
+    def outside_sparse_checkout(self) -> set[str]:
+        """Tracked paths a sparse checkout leaves out of the worktree (skip-worktree)."""
+        listing = run_git(["ls-files", "-t", "-z"], self.workdir).stdout
+        return {entry[2:] for entry in listing.split("\0") if entry.startswith("S ")}
 
     def follow_rename(self, path: str, base_commit: str) -> str | None:
         """The path `path` was renamed to between `base_commit` and HEAD, by git's detection."""

@@ -325,3 +325,26 @@ def test_absolute_paths_through_a_symlinked_checkout_resolve(
     result = patchguard("-C", link, "record", "eagle3", str(link / KIMI))
     assert result.exit_code == 0, result.stderr
     assert f"  {KIMI}" in result.output
+
+
+def test_sparse_checkout_is_reported_as_such(sample: Sample) -> None:
+    """Issue 11: a guarded file outside the sparse cone; record and stamp ignore such files."""
+    sample.record_eagle3()
+    sample.git("stash")
+    sample.git("sparse-checkout", "set", "python/sglang/srt/distributed")
+    check = sample.pg("check")
+    assert_clear_failure(
+        check, 1, "outside-sparse", "git sparse-checkout add python/sglang/srt/models"
+    )
+    assert "check out a commit" not in check.stderr
+    other = sample.root / "python/sglang/srt/distributed/parallel_state.py"
+    other.write_text(other.read_text() + "EXTRA = 1\n")
+    assert json.loads(sample.pg("stamp").output)["dirty"] == [
+        "python/sglang/srt/distributed/parallel_state.py"
+    ]
+    recorded = sample.pg("record", "extra")
+    assert recorded.exit_code == 0, recorded.stderr
+    assert "parallel_state.py" in recorded.output
+    sample.git("sparse-checkout", "add", "python/sglang/srt/models")  # the advice
+    assert sample.pg("apply").exit_code == 0
+    assert sample.pg("check").exit_code == 0
