@@ -51,6 +51,8 @@ def record(
                 + (f" outside other patches ({', '.join(skipped)})" if skipped else "")
                 + "; edit files first, or name the paths: patchguard record NAME PATH..."
             )
+    for path in repo_paths:
+        _refuse_non_utf8_name(path)
     tree = Worktree(repo)
     files = [_record_file(repo, tree, path) for path in repo_paths]
     specs = {f"{c.path}::{q}" for c in files for q in c.added_symbols}
@@ -89,6 +91,18 @@ def record(
 
 def _change_key(patch: Patch) -> set[tuple[str, str | None, str]]:
     return {(c.path, c.base_blob, c.patched_blob) for c in patch.files}
+
+
+def _refuse_non_utf8_name(path: str) -> None:
+    """git stores any bytes as a name; the manifest and libgit2's diff need UTF-8."""
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        shown = path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+        raise ConfigError(
+            f"{shown} is not a UTF-8 file name; patchguard records files with UTF-8 names "
+            "only. Rename it, or name the other paths: patchguard record NAME PATH..."
+        ) from None
 
 
 def _record_file(repo: Repo, tree: Worktree, path: str) -> FileChange:

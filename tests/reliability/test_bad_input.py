@@ -348,3 +348,18 @@ def test_sparse_checkout_is_reported_as_such(sample: Sample) -> None:
     sample.git("sparse-checkout", "add", "python/sglang/srt/models")  # the advice
     assert sample.pg("apply").exit_code == 0
     assert sample.pg("check").exit_code == 0
+
+
+def test_non_utf8_tracked_file_name(sample: Sample) -> None:
+    """Issue 11: git allows any bytes in a name; patchguard says no in one line."""
+    name = os.path.join(os.fsencode(sample.root), b"python", b"caf\xe9.py")
+    with open(name, "wb") as handle:
+        handle.write(b"def f():\n    pass\n")
+    sample.git("add", "-A")
+    sample.git("commit", "-qm", "a latin-1 name")
+    with open(name, "ab") as handle:
+        handle.write(b"\n\ndef g():\n    pass\n")
+    assert_clear_failure(sample.pg("record", "p"), 2, "caf\\xe9.py is not a UTF-8 file name")
+    assert not locate(sample.root).manifest_path.exists()
+    sample.record_eagle3()  # naming other paths still works
+    assert sample.pg("check").exit_code == 0
