@@ -9,6 +9,8 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
+import sample_repo
 from conftest import Sample
 
 from guard.errors import CRASH_LOG_NAME, INTERRUPTED_MESSAGE
@@ -135,9 +137,6 @@ def test_a_read_only_directory_during_apply_is_one_line(clean_env: dict[str, str
     import sys
     import tempfile
 
-    import pytest
-    import sample_repo
-
     setpriv = shutil.which("setpriv")
     if os.geteuid() != 0 or setpriv is None:
         pytest.skip("needs root and setpriv to run as a user who cannot write a directory")
@@ -170,3 +169,77 @@ def test_a_read_only_directory_during_apply_is_one_line(clean_env: dict[str, str
         assert sample.kimi.read_bytes() == before
     finally:
         shutil.rmtree(home, ignore_errors=True)
+
+
+# One plausible invocation per command; the sweep fails if a command is missing here.
+INVOCATIONS = {
+    "apply": ["apply"],
+    "bisect run": ["bisect", "run", "true"],
+    "check": ["check"],
+    "doctor": ["doctor"],
+    "drop": ["drop", "eagle3"],
+    "export": ["export"],
+    "git": ["git", "status", "--short"],
+    "import": ["import", "no-such-bundle.json"],
+    "install": ["install"],
+    "list": ["list"],
+    "record": ["record", "p"],
+    "require": ["require", f"{sample_repo.KIMI}::{sample_repo.CLASS}.forward"],
+    "run": ["run", "true"],
+    "show": ["show"],
+    "stamp": ["stamp"],
+    "status": ["status"],
+    "unapply": ["unapply"],
+    "undo": ["undo"],
+    "uninstall": ["uninstall"],
+}
+
+
+def _all_commands() -> set[str]:
+    import click
+
+    from guard.cli import cli
+
+    found = set()
+    for name, command in cli.commands.items():
+        if isinstance(command, click.Group):
+            found |= {f"{name} {sub}" for sub, c in command.commands.items() if not c.hidden}
+        else:
+            found.add(name)
+    return found
+
+
+def test_the_sweep_knows_every_command() -> None:
+    assert set(INVOCATIONS) == _all_commands()
+
+
+@pytest.mark.parametrize("state", ["no-repository", "broken-manifest", "bad-lock-timeout"])
+def test_no_command_ever_prints_a_traceback(
+    state: str, sample: Sample, tmp_path: Path, clean_env: dict[str, str]
+) -> None:
+    env = dict(clean_env)
+    where = sample.root
+    if state == "no-repository":
+        where = tmp_path / "not-a-repository"
+        where.mkdir()
+    else:
+        sample.record_eagle3()
+    if state == "broken-manifest":
+        locate(sample.root).manifest_path.write_text("{")
+    if state == "bad-lock-timeout":
+        env["PATCHGUARD_LOCK_TIMEOUT"] = "soon"
+    for name, args in INVOCATIONS.items():
+        result = subprocess.run(
+            ["patchguard", "-C", str(where), *args],
+            env=env,
+            capture_output=True,
+            text=True,
+            stdin=subprocess.DEVNULL,
+            timeout=120,
+        )
+        said = f"{state} {name}: {result.stderr}"
+        assert "Traceback" not in result.stderr, said
+        assert result.returncode in (0, 1, 2), said  # never 3: no bug reached
+        if state == "bad-lock-timeout" and name in ("apply", "record", "drop"):
+            assert result.returncode == 2, said
+            assert "PATCHGUARD_LOCK_TIMEOUT='soon' is not a number of seconds" in result.stderr
