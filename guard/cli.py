@@ -140,12 +140,6 @@ def record(
             "run: patchguard install",
             err=True,
         )
-    for other in outcome.same_as:
-        click.echo(
-            f"patchguard: warning: patch {other} records exactly this change; keep one name "
-            f"(patchguard drop {other}, or patchguard drop {patch.name})",
-            err=True,
-        )
 
 
 @cli.command(

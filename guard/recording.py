@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
-from guard.assess import Worktree, check_symbol, select_patches
+from guard.assess import State, Worktree, assess_patch, check_symbol, merge_labels, select_patches
 from guard.errors import ConfigError, GuardFailure
 from guard.journal import Journal
 from guard.lock import locked
@@ -20,7 +20,6 @@ class RecordOutcome:
     patch: Patch
     replaced: bool
     skipped: list[str]
-    same_as: list[str]  # other patches that record exactly this change
 
 
 @locked("record")
@@ -54,7 +53,8 @@ def record(
     for path in repo_paths:
         _refuse_non_utf8_name(path)
     tree = Worktree(repo)
-    files = [_record_file(repo, tree, path) for path in repo_paths]
+    below = [p for p in manifest.patches if p.name != name]
+    files = [_record_file(repo, tree, path, below) for path in repo_paths]
     specs = {f"{c.path}::{q}" for c in files for q in c.added_symbols}
     for text in requires:
         specs.add(str(_resolve_spec(repo, text, cwd)))
@@ -82,15 +82,7 @@ def record(
     if previous is None:
         patches.append(patch)
     repo.save_manifest(replace(manifest, patches=patches))
-    change = _change_key(patch)
-    same_as = [p.name for p in manifest.patches if p.name != name and _change_key(p) == change]
-    return RecordOutcome(
-        patch=patch, replaced=previous is not None, skipped=skipped, same_as=same_as
-    )
-
-
-def _change_key(patch: Patch) -> set[tuple[str, str | None, str]]:
-    return {(c.path, c.base_blob, c.patched_blob) for c in patch.files}
+    return RecordOutcome(patch=patch, replaced=previous is not None, skipped=skipped)
 
 
 def _refuse_non_utf8_name(path: str) -> None:
@@ -105,7 +97,8 @@ def _refuse_non_utf8_name(path: str) -> None:
         ) from None
 
 
-def _record_file(repo: Repo, tree: Worktree, path: str) -> FileChange:
+def _record_file(repo: Repo, tree: Worktree, path: str, below: Sequence[Patch]) -> FileChange:
+    """The change of `path` on top of HEAD, and on top of the other patches applied to it."""
     current = tree.read(path)
     head = tree.head(path)
     if current is None:
@@ -125,9 +118,14 @@ def _record_file(repo: Repo, tree: Worktree, path: str) -> FileChange:
             f"{path} is a binary file; patchguard records text patches only. Leave it out of "
             "the patch."
         )
-    base = head or b""
+    base, stacked = _with_patches_below(repo, tree, path, head, below)
+    if current == base:
+        raise ConfigError(
+            f"{path} holds no change beyond patch {', '.join(stacked)}, already recorded on it; "
+            "nothing new to record. Edit it first, or see: patchguard status"
+        )
     added_symbols: list[str] = []
-    diff = repo.diff(base, current, path)
+    diff = repo.diff(base or b"", current, path)
     if path.endswith(".py"):
         try:
             index = tree.symbols(current, path)
@@ -139,11 +137,36 @@ def _record_file(repo: Repo, tree: Worktree, path: str) -> FileChange:
         added_symbols = index.defined_on_lines(diff.added_lines)
     return FileChange(
         path=path,
-        base_blob=repo.store_blob(head) if head is not None else None,
+        base_blob=repo.store_blob(base) if base is not None else None,
         patched_blob=repo.store_blob(current),
         diff=diff.text,
         added_symbols=added_symbols,
     )
+
+
+def _with_patches_below(
+    repo: Repo, tree: Worktree, path: str, head: bytes | None, below: Sequence[Patch]
+) -> tuple[bytes | None, list[str]]:
+    """HEAD's file with every other patch that is applied to it put on, in manifest order.
+
+    A second patch on a file then records only its own change: `unapply SECOND` leaves the
+    first in place, and `apply` puts them on in order.
+    """
+    base, stacked = head, []
+    for patch in below:
+        for change, verdict in zip(patch.files, assess_patch(repo, tree, patch).files, strict=True):
+            if change.path != path or verdict.state is not State.APPLIED:
+                continue
+            merged = repo.merge3(
+                repo.blob(change.base_blob) if change.base_blob else b"",
+                base or b"",
+                verdict.patched or repo.blob(change.patched_blob),
+                merge_labels(patch),
+            )
+            if merged.clean:
+                base = merged.content
+                stacked.append(patch.name)
+    return base, stacked
 
 
 def _resolve_spec(repo: Repo, text: str, cwd: Path) -> Spec:

@@ -175,9 +175,10 @@ def test_show_is_coloured_and_paged_on_a_terminal(
 
 def test_record_warns_when_the_same_change_is_already_a_patch(sample: Sample) -> None:
     sample.record_eagle3()
-    again = sample.pg("record", "eagle3-copy", KIMI)
-    assert again.exit_code == 0
-    assert "patch eagle3 records exactly this change" in again.stderr
+    twin = sample.pg("record", "eagle3-copy", KIMI)  # stacks on eagle3: nothing new
+    assert twin.exit_code == 2
+    assert "holds no change beyond patch eagle3, already recorded on it" in twin.stderr
+    assert "eagle3-copy" not in sample.pg("list").output
 
 
 def test_undo_names_each_operation_and_lists_the_journal(sample: Sample) -> None:

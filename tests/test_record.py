@@ -125,3 +125,35 @@ def test_nothing_to_record_is_a_usage_error(sample: Sample) -> None:
     result = sample.pg("record", "empty")
     assert result.exit_code == 2
     assert "no tracked file has uncommitted changes" in result.stderr
+
+
+def test_a_second_patch_on_the_same_file_stacks(sample: Sample) -> None:
+    """Issue 11: the second patch records only its own change, on top of the first."""
+    sample.record_eagle3()
+    text = sample.kimi.read_text()
+    sample.kimi.write_text(
+        text.replace(
+            "\n\nEntryClass",
+            "\n    def draft_vocab(self):\n        return 32000\n\n\nEntryClass",
+            1,
+        )
+    )
+    second = sample.pg("record", "draft", KIMI)
+    assert second.exit_code == 0, second.stderr
+    assert f"requires {KIMI}::{CLASS}.draft_vocab" in second.output
+    assert "get_embed_and_head" not in second.output  # the first patch's change is not in it
+    shown = sample.pg("show", "draft").output
+    assert "+    def draft_vocab(self):" in shown
+    assert "+    def get_embed_and_head(self):" not in shown
+
+    assert sample.pg("unapply", "draft").exit_code == 0
+    after = sample.kimi.read_text()
+    assert "def draft_vocab" not in after
+    assert after.count("def get_embed_and_head(") == 1  # the first patch stays
+    assert sample.pg("unapply").exit_code == 0
+    assert sample.kimi.read_text() == sample.git("show", f"HEAD:{KIMI}").stdout
+    assert sample.pg("apply").exit_code == 0  # both, in order
+    both = sample.kimi.read_text()
+    assert "def draft_vocab" in both and both.count("def get_embed_and_head(") == 1
+    assert sample.pg("check").exit_code == 0
+    assert sample.pg("record", "draft", KIMI).exit_code == 0  # recording it again is the same
