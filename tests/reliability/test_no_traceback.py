@@ -6,12 +6,14 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 import sample_repo
 from conftest import Sample
+from helpers import NOBODY, as_another_user, home_others_can_read
 
 from guard.errors import CRASH_LOG_NAME, INTERRUPTED_MESSAGE
 from guard.fastpath import blob_id
@@ -133,25 +135,14 @@ def test_a_write_that_fails_midway_is_one_line_and_loses_nothing(
 
 
 def test_a_read_only_directory_during_apply_is_one_line(clean_env: dict[str, str]) -> None:
-    import shutil
-    import sys
-    import tempfile
-
-    setpriv = shutil.which("setpriv")
-    if os.geteuid() != 0 or setpriv is None:
-        pytest.skip("needs root and setpriv to run as a user who cannot write a directory")
-    prefix = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", "--"]
-    if subprocess.run([*prefix, sys.executable, "-c", "import guard"]).returncode != 0:
-        pytest.skip("this checkout of patchguard is not readable by another user")
-    home = Path(tempfile.mkdtemp(prefix="patchguard-rodir-"))
-    try:
-        home.chmod(0o755)
+    prefix = as_another_user()
+    with home_others_can_read() as home:
         root = home / "sglang"
         sample = Sample(root, sample_repo.build(root))
         sample.record_eagle3()
         sample.git("stash")
         sample.git("checkout", "-q", "old")
-        subprocess.run(["chown", "-R", "65534:65534", str(root)], check=True)
+        subprocess.run(["chown", "-R", f"{NOBODY}:{NOBODY}", str(root)], check=True)
         models = root / "python/sglang/srt/models"
         subprocess.run(["chown", "root:root", str(models)], check=True)
         models.chmod(0o755)  # the user may read it, not write in it
@@ -167,8 +158,6 @@ def test_a_read_only_directory_during_apply_is_one_line(clean_env: dict[str, str
         assert "Permission denied" in result.stderr
         assert "Traceback" not in result.stderr
         assert sample.kimi.read_bytes() == before
-    finally:
-        shutil.rmtree(home, ignore_errors=True)
 
 
 # One plausible invocation per command; the sweep fails if a command is missing here.

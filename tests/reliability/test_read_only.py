@@ -7,12 +7,11 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
-import pytest
 import sample_repo
 from conftest import Sample, patchguard
+from helpers import as_another_user, home_others_can_read
 
 from guard.repo import MERGE_CACHE_DIR
 
@@ -48,23 +47,9 @@ def test_read_only_commands_write_no_object(sample: Sample, tmp_path: Path) -> N
     assert sample.kimi.read_bytes() == before_tree
 
 
-def _as_nobody() -> list[str] | None:
-    setpriv = shutil.which("setpriv")
-    if os.geteuid() != 0 or setpriv is None:
-        return None
-    return [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", "--"]
-
-
-@pytest.mark.skipif(_as_nobody() is None, reason="needs root and setpriv to run as another user")
 def test_check_works_for_a_user_who_cannot_write_the_repository(clean_env: dict[str, str]) -> None:
-    prefix = _as_nobody()
-    assert prefix is not None
-    probe = subprocess.run([*prefix, sys.executable, "-c", "import guard"], capture_output=True)
-    if probe.returncode != 0:
-        pytest.skip("this checkout of patchguard is not readable by another user")
-    home = Path(tempfile.mkdtemp(prefix="patchguard-ro-"))
-    try:
-        home.chmod(0o755)
+    prefix = as_another_user()
+    with home_others_can_read() as home:
         root = home / "sglang"
         sample = Sample(root, sample_repo.build(root))
         drifted(sample)
@@ -88,8 +73,6 @@ def test_check_works_for_a_user_who_cannot_write_the_repository(clean_env: dict[
             assert result.returncode == 0, (args, result.stdout, result.stderr)
             assert "Traceback" not in result.stderr
         assert objects(root) == before
-    finally:
-        shutil.rmtree(home, ignore_errors=True)
 
 
 def test_writers_without_a_manifest_create_nothing(tmp_path: Path) -> None:

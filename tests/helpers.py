@@ -1,0 +1,38 @@
+"""Helpers shared by test files (fixtures stay in conftest)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+NOBODY = 65534
+
+
+def as_another_user() -> list[str]:
+    """The command prefix that runs a program as `nobody`; skips the test where it cannot."""
+    setpriv = shutil.which("setpriv")
+    if os.geteuid() != 0 or setpriv is None:
+        pytest.skip("needs root and setpriv to run as another user")
+    prefix = [setpriv, f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--"]
+    if subprocess.run([*prefix, sys.executable, "-c", "import guard"]).returncode != 0:
+        pytest.skip("this checkout of patchguard is not readable by another user")
+    return prefix
+
+
+@contextmanager
+def home_others_can_read() -> Iterator[Path]:
+    """A directory outside pytest's private temp tree, which another user may enter."""
+    home = Path(tempfile.mkdtemp(prefix="patchguard-other-user-"))
+    try:
+        home.chmod(0o755)
+        yield home
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
