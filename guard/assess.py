@@ -571,10 +571,13 @@ def _committed_in_head(repo: Repo, patch: Patch, verdict: PatchVerdict) -> Commi
     return CommittedPatch(repo.head_summary(), only_the_patch)
 
 
-def check(repo: Repo) -> CheckReport:
-    """Read-only: every patch's state, and every required symbol at its qualified place."""
+def check(repo: Repo, tree: Worktree | None = None) -> CheckReport:
+    """Read-only: every patch's state, and every required symbol at its qualified place.
+
+    `tree`: a view already holding the files (patching.apply_then_check), read once.
+    """
     manifest = repo.load_manifest()
-    tree = Worktree(repo)
+    tree = tree or Worktree(repo)
     verdicts = [assess_patch(repo, tree, p) for p in manifest.patches]
     owners: list[tuple[str, str | None]] = [
         (spec, p.name) for p in manifest.patches for spec in p.requires

@@ -12,25 +12,27 @@ VERIFIED_MESSAGE = "patchguard: all guards hold (content unchanged since it was 
 def main() -> None:
     from guard.errors import handled
 
-    sys.exit(handled(_dispatch, _start_directory(sys.argv[1:])))
-
-
-def _dispatch() -> int:
     argv = sys.argv[1:]
+    directory = _start_directory(argv)
+    sys.exit(handled(lambda: _dispatch(argv, directory), directory))
+
+
+def _dispatch(argv: list[str], directory: str) -> int:
     if argv[:1] == ["hook"]:
         from guard.hookrun import main as run_hook
 
         return run_hook(argv[1:])
-    request = _plain_check(argv)
-    if request is not None:
-        return _check(*request)
+    flags = _plain_check(argv)
+    if flags is not None:
+        return _check(directory, *flags)
     from guard.cli import main as run_cli
 
     return run_cli()
 
 
 def _start_directory(argv: list[str]) -> str:
-    """Where the command runs (`-C DIR`, repeatable like git's): for a crash log's place."""
+    """Where the command runs (`-C DIR`, repeatable like git's, before or after the command
+    name; the words after `git`, `run`, `bisect` or `hook` are not ours)."""
     directory = os.getcwd()
     tokens = iter(argv)
     for token in tokens:
@@ -56,13 +58,13 @@ def _check(directory: str, quiet: bool, as_json: bool) -> int:
     return report_check(Path(directory), quiet=quiet, as_json=as_json)
 
 
-def _plain_check(argv: list[str]) -> tuple[str, bool, bool] | None:
-    """(directory, quiet, json) for `[-C DIR] check [-q] [--json] [-C DIR]`; None otherwise."""
-    directory, quiet, as_json, seen_check = os.getcwd(), False, False, False
+def _plain_check(argv: list[str]) -> tuple[bool, bool] | None:
+    """(quiet, json) for `[-C DIR] check [-q] [--json] [-C DIR]`; None for anything else."""
+    quiet, as_json, seen_check = False, False, False
     tokens = iter(argv)
     for token in tokens:
         if token == "-C":
-            directory = os.path.join(directory, next(tokens, ""))
+            next(tokens, "")  # the directory: see _start_directory
         elif token in ("-q", "--quiet") and seen_check:
             quiet = True
         elif token == "--json" and seen_check:
@@ -71,4 +73,4 @@ def _plain_check(argv: list[str]) -> tuple[str, bool, bool] | None:
             seen_check = True
         else:
             return None
-    return (directory, quiet, as_json) if seen_check else None
+    return (quiet, as_json) if seen_check else None

@@ -120,13 +120,13 @@ def _new_worktree_enabled(repo: Repo) -> bool:
 
 
 def _apply_and_check(repo: Repo, hook: str) -> int:
-    from guard import assess, patching, render
+    from guard import patching, render
 
-    for outcome in patching.apply(repo, allow_mid_operation=True):
+    outcomes, report = patching.apply_then_check(repo, allow_mid_operation=True)
+    for outcome in outcomes:
         if outcome.written:
             say(f"re-applied {outcome.verdict.name} ({', '.join(outcome.written)})")
     repo.layout.pending_path.unlink(missing_ok=True)
-    report = assess.check(repo)
     if report.ok:
         return 0
     print(render.banner(f"guard FAILED after {hook}", report.problems()), file=sys.stderr)

@@ -8,6 +8,7 @@ cffi's ABI mode, with the few declarations this needs (libgit2 1.x, include/git2
 
 from __future__ import annotations
 
+import ctypes.util
 import glob
 import os
 from functools import cache
@@ -50,13 +51,16 @@ int git_libgit2_init(void);
 
 @cache
 def _library() -> tuple[Any, Any] | None:
-    """(ffi, lib) for the libgit2 pygit2 loaded; None when it cannot be found."""
+    """(ffi, lib) for the libgit2 pygit2 uses; None when it cannot be found, and then merge3
+    falls back to libgit2's index variant (correct, but it writes the inputs as objects)."""
     import cffi
     import pygit2
 
     package = os.path.dirname(pygit2.__file__)
     candidates = sorted(glob.glob(os.path.join(package, os.pardir, "pygit2.libs", "libgit2*.so*")))
     candidates += sorted(glob.glob(os.path.join(package, "libgit2*.so*")))
+    system = ctypes.util.find_library("git2")  # a pygit2 built against the system's libgit2
+    candidates += [system] if system else []
     ffi = cffi.FFI()
     ffi.cdef(_DECLARATIONS)
     for candidate in candidates:

@@ -95,9 +95,8 @@ def _put_back(repo: Repo, lift: Lift) -> None:
         # pruned by a long bisect) the 3-way apply below decides.
         with suppress(GuardFailure):
             journal.undo(repo, lift.entry)
-    lift.put_back = patching.apply(repo, allow_mid_operation=True)
+    lift.put_back, lift.report = patching.apply_then_check(repo, allow_mid_operation=True)
     repo.layout.pending_path.unlink(missing_ok=True)
-    lift.report = assess.check(repo)
 
 
 def run_git_lifted(repo: Repo, args: Sequence[str], cwd: Path) -> tuple[int, Lift]:
@@ -164,8 +163,7 @@ def bisect_step(repo: Repo, command: Sequence[str], log: Path | None) -> StepRes
 
 
 def _step(repo: Repo, head: str, command: Sequence[str], log: Path | None) -> StepResult:
-    patching.apply(repo, allow_mid_operation=True)
-    report = assess.check(repo)
+    _, report = patching.apply_then_check(repo, allow_mid_operation=True)
     if report.ok:
         result = StepResult(_run_forwarding_signals(command, repo.workdir), head)
     else:

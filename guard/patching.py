@@ -7,10 +7,12 @@ from dataclasses import dataclass, field
 
 from guard.assess import (
     GOOD_STATES,
+    CheckReport,
     PatchVerdict,
     State,
     Worktree,
     assess_patch,
+    check,
     fix_for,
     merge_labels,
     select_patches,
@@ -40,13 +42,16 @@ def apply(
     dry_run: bool = False,
     merge: bool = False,
     allow_mid_operation: bool = False,
+    tree: Worktree | None = None,
 ) -> list[PatchOutcome]:
     """Bring every selected patch to `applied` (or leave it `upstream`), patch by patch.
 
     A patch is written whole or not at all: one file that cannot merge cleanly leaves all
     of that patch's files untouched, unless `merge` asks for conflict markers.
     """
-    patches, tree, journal = _begin_writing(repo, "apply", names, dry_run, allow_mid_operation)
+    patches, tree, journal = _begin_writing(
+        repo, "apply", names, dry_run, allow_mid_operation, tree
+    )
     outcomes = []
     for patch in patches:
         verdict = assess_patch(repo, tree, patch)
@@ -85,7 +90,9 @@ def unapply(
     allow_mid_operation: bool = False,
 ) -> list[PatchOutcome]:
     """Take applied patches out of the worktree (last first), keeping every other edit."""
-    patches, tree, journal = _begin_writing(repo, "unapply", names, dry_run, allow_mid_operation)
+    patches, tree, journal = _begin_writing(
+        repo, "unapply", names, dry_run, allow_mid_operation, None
+    )
     outcomes = []
     for patch in reversed(patches):
         verdict = assess_patch(repo, tree, patch)
@@ -119,14 +126,29 @@ def unapply(
 
 
 def _begin_writing(
-    repo: Repo, operation: str, names: Sequence[str], dry_run: bool, allow_mid_operation: bool
+    repo: Repo,
+    operation: str,
+    names: Sequence[str],
+    dry_run: bool,
+    allow_mid_operation: bool,
+    tree: Worktree | None,
 ) -> tuple[list[Patch], Worktree, Journal | None]:
     """What apply and unapply share before their first write (no journal for a dry run)."""
     if not (dry_run or allow_mid_operation):
         repo.refuse_mid_operation(operation)
     patches = select_patches(repo.load_manifest(), names)
     journal = None if dry_run else Journal(repo.layout.git_dir, operation)
-    return patches, Worktree(repo), journal
+    return patches, tree or Worktree(repo), journal
+
+
+def apply_then_check(
+    repo: Repo, *, allow_mid_operation: bool = False
+) -> tuple[list[PatchOutcome], CheckReport]:
+    """Apply every patch, then check the result from the same view of the files, so each is
+    read and parsed once (hooks, `patchguard git`, bisect steps, `run --apply`)."""
+    tree = Worktree(repo)
+    outcomes = apply(repo, allow_mid_operation=allow_mid_operation, tree=tree)
+    return outcomes, check(repo, tree)
 
 
 def _write(

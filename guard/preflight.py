@@ -170,9 +170,7 @@ def verify(
 
     `--import` is checked with `python`, else with the interpreter COMMAND will run.
     """
-    if apply:
-        patching.apply(repo)
-    report = assess.check(repo)
+    report = patching.apply_then_check(repo)[1] if apply else assess.check(repo)
     report.strict = strict
     if report.checks_nothing:
         raise ConfigError(
