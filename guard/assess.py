@@ -200,7 +200,8 @@ class Worktree:
 
     def __init__(self, repo: Repo) -> None:
         self.repo = repo
-        self._content: dict[str, bytes | None] = {}
+        self._content: dict[str, bytes | None] = {}  # as git sees them (`git diff`'s view)
+        self._raw: dict[str, bytes | None] = {}  # the bytes on disk, when known
         self._head: dict[str, bytes | None] = {}
         self._indexes: dict[bytes, SymbolIndex | SourceSyntaxError] = {}
         self._renames: dict[str, str] = {}
@@ -220,23 +221,36 @@ class Worktree:
         return self._renames.get(path, path)
 
     def read(self, path: str) -> bytes | None:
+        """The file as git sees it: what patches are recorded, merged and checked against."""
         if path not in self._content:
-            self._content[path] = self.repo.read_file(path)
+            raw = self._raw[path] = self.repo.read_raw(path)
+            self._content[path] = None if raw is None else self.repo.to_git(path, raw)
         return self._content[path]
+
+    def raw(self, path: str) -> bytes | None:
+        """The file's bytes on disk (what undo keeps)."""
+        self.read(path)
+        return self._raw[path]
 
     def head(self, path: str) -> bytes | None:
         if path not in self._head:
             self._head[path] = self.repo.head_file(path)
         return self._head[path]
 
-    def contents_read(self) -> dict[str, bytes] | None:
-        """Every file read so far, or None if one of them was missing."""
-        if any(content is None for content in self._content.values()):
+    def bytes_on_disk(self) -> dict[str, bytes] | None:
+        """Every file read so far as it is on disk (the fast path hashes those), or None if one
+        is missing or not written yet."""
+        if self._raw.keys() != self._content.keys() or None in self._raw.values():
             return None
-        return {path: content for path, content in self._content.items() if content is not None}
+        return {path: raw for path, raw in self._raw.items() if raw is not None}
 
-    def stage(self, path: str, content: bytes | None) -> None:
+    def stage(self, path: str, content: bytes | None, raw: bytes | None = None) -> None:
+        """A file's new content (as git sees it); `raw` once it is written to disk."""
         self._content[path] = content
+        if raw is None and content is not None:
+            self._raw.pop(path, None)
+        else:
+            self._raw[path] = raw
 
     def symbols(self, content: bytes, path: str) -> SymbolIndex:
         """Parse once per distinct content; raises SourceSyntaxError."""
@@ -593,7 +607,7 @@ def check(repo: Repo, tree: Worktree | None = None) -> CheckReport:
 
 def _remember_verified(repo: Repo, tree: Worktree, head: str) -> None:
     """Let the fast path skip this exact content next time (see guard.fastpath)."""
-    contents = tree.contents_read()
+    contents = tree.bytes_on_disk()
     if contents is not None:
         fastpath.remember(str(repo.layout.git_dir), repo.manifest_bytes, head, contents)
 

@@ -152,7 +152,7 @@ def undo(repo: Repo, entry_path: Path | None = None) -> Entry:
     edited = []
     for item in record["files"]:
         before = (entry_path / item["before"]).read_bytes() if item["before"] else None
-        current = repo.read_file(item["path"])
+        current = repo.read_raw(item["path"])
         current_blob = None if current is None else blob_id(current)
         if current_blob != item["after_blob"] and current != before:
             edited.append(item["path"])
@@ -172,7 +172,7 @@ def undo(repo: Repo, entry_path: Path | None = None) -> Entry:
         if before is None:
             repo.delete_file(path)
         else:
-            repo.write_file(path, before)
+            repo.write_raw(path, before)
     _remove_tree(entry_path)
     return entry
 

@@ -160,22 +160,24 @@ def _write(
 ) -> list[str]:
     """Stage `writes` for later patches; with a journal, keep old bytes, then replace each file."""
     for path, content in writes.items():
-        before = tree.read(path)
-        tree.stage(path, content)
+        before = tree.raw(path)
         if journal is None:
+            tree.stage(path, content)
             continue
+        raw = None if content is None else repo.to_worktree(path, content, before)
+        tree.stage(path, content, raw)
         try:
-            journal.before_write(path, before, content, patch)
+            journal.before_write(path, before, raw, patch)
         except OSError as error:
             raise ConfigError(
                 f"cannot keep the undo copy of {path} in {journal.root}: {error.strerror}; "
                 f"{path} was not touched (free space, or make the git dir writable)"
             ) from None
         try:
-            if content is None:
+            if raw is None:
                 repo.delete_file(path)
             else:
-                repo.write_file(path, content)
+                repo.write_raw(path, raw)
         except OSError as error:
             raise ConfigError(
                 f"cannot write {path}: {error.strerror}; it is as it was (writes are atomic). "

@@ -22,6 +22,8 @@ TYPE_CHECKING = False  # not `from typing import ...`: typing costs the hooks ~3
 if TYPE_CHECKING:
     import pygit2
 
+    from guard.eol import Conversion
+
 STORE_REF = "refs/patchguard/store"
 MERGE_CACHE_DIR = "patchguard-cache/merges"  # in the worktree's git dir
 _MERGE_CACHE_KEEP = 256
@@ -163,6 +165,7 @@ class Repo:
         self.workdir = layout.workdir
         self.manifest_bytes = b""
         self._objects = _Objects(layout.workdir)
+        self._conversions: dict[str, Conversion] = {}
 
     @cached_property
     def git(self) -> pygit2.Repository:
@@ -310,6 +313,12 @@ class Repo:
         return full
 
     def read_file(self, path: str) -> bytes | None:
+        """The file as git sees it (what `git diff` compares): line endings converted back."""
+        raw = self.read_raw(path)
+        return None if raw is None else self.to_git(path, raw)
+
+    def read_raw(self, path: str) -> bytes | None:
+        """The file's bytes on disk."""
         try:
             return self.worktree_path(path).read_bytes()
         except (FileNotFoundError, NotADirectoryError):
@@ -320,12 +329,53 @@ class Repo:
                 "guarding it with `patchguard drop NAME`"
             ) from None
 
-    def write_file(self, path: str, data: bytes) -> None:
+    def to_git(self, path: str, raw: bytes) -> bytes:
+        """A working file's bytes as git would store them; without a CR there is nothing to ask."""
+        if b"\r" not in raw:
+            return raw
+        return self.conversion(path).to_git(raw, lambda: self._index_has_cr(path))
+
+    def to_worktree(self, path: str, data: bytes, on_disk: bytes | None = None) -> bytes:
+        """Content as git stores it, as `git checkout` would write it (line endings converted).
+
+        A file whose bytes on disk hold no CR keeps its LF endings: git reads it back the same
+        either way, and the common case asks git nothing.
+        """
+        if on_disk is not None and b"\r" not in on_disk:
+            return data
+        return self.conversion(path).to_worktree(data)
+
+    def forget_conversions(self) -> None:
+        """git ran (a checkout may bring another .gitattributes): ask again."""
+        self._conversions.clear()
+
+    def write_raw(self, path: str, data: bytes) -> None:
         """Atomic replacement; callers hold the repository lock, so older temp files are stale."""
         full = self.worktree_path(path)
         full.parent.mkdir(parents=True, exist_ok=True)
         remove_stale_temporaries(full)
         atomic_write(full, data)
+
+    def conversion(self, path: str) -> Conversion:
+        """git's line-ending conversion for this path (attributes and config, asked once)."""
+        from guard.eol import ATTRIBUTES, decide, parse_check_attr
+
+        if path not in self._conversions:
+            listing = run_git(["check-attr", "-z", *ATTRIBUTES, "--", path], self.workdir)
+            attributes = parse_check_attr(listing.stdout)
+            self._conversions[path] = decide(attributes, self._config)
+        return self._conversions[path]
+
+    @cached_property
+    def _config(self) -> dict[str, str]:
+        from guard.eol import parse_config
+
+        return parse_config(run_git(["config", "-z", "--list"], self.workdir).stdout)
+
+    def _index_has_cr(self, path: str) -> bool:
+        """git leaves a CRLF file alone when the index holds it with CRs ("safer autocrlf")."""
+        found = self._objects.read(f":{path}")
+        return found is not None and b"\r" in found[2]
 
     def delete_file(self, path: str) -> None:
         self.worktree_path(path).unlink(missing_ok=True)

@@ -1,0 +1,149 @@
+"""git's line-ending conversion, so patchguard sees files as `git diff` does.
+
+With `core.autocrlf`, `core.eol` or the `text`/`eol` attributes, a working file can end its
+lines in CRLF while git stores LF. patchguard records, merges and checks the stored form (a
+patch is then its three methods, not every line of the file) and writes files back as
+`git checkout` would. The rules are git's own (convert.c): which setting wins, "auto" text
+detection, and the "safer autocrlf" exceptions that leave a file alone when it already holds
+CRs. git resolves the attributes (`git check-attr`) and the configuration (`git config`);
+only the per-file decision and the byte rewriting happen here, and a test holds them to what
+git itself writes and stores.
+
+A filter driver or `working-tree-encoding` is a conversion only git can run; `ident` changes
+file text too. Recording such a file is refused rather than done wrong.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+TYPE_CHECKING = False  # not `from typing import ...`: typing costs the hooks ~3 ms
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+
+ATTRIBUTES = ("text", "eol", "crlf", "ident", "filter", "working-tree-encoding")
+
+# Bytes git's text detection counts as non-printable: controls other than BS, TAB, ESC, FF
+# (CR and LF are counted apart), and DEL.
+_CONTROL = bytes(set(range(32)) - set(b"\b\t\x1b\x0c\r\n")) + b"\x7f"
+_LONE_LF = re.compile(rb"(?<!\r)\n")
+
+
+@dataclass(frozen=True)
+class Conversion:
+    """How one path's bytes differ between the worktree and git's object store."""
+
+    text: bool  # git converts line endings for this path at all
+    auto: bool  # only when git detects text, and never a file that already holds CRs
+    crlf: bool  # checked out with CRLF line endings (else LF)
+    refusal: str | None = None  # a conversion patchguard cannot reproduce, in words
+
+    def to_git(self, data: bytes, index_has_cr: Callable[[], bool]) -> bytes:
+        """The bytes git would store for this working file (`git diff`'s view)."""
+        if not self.text or b"\r\n" not in data:
+            return data
+        if self.auto and (looks_binary(data) or index_has_cr()):
+            return data
+        return data.replace(b"\r\n", b"\n")
+
+    def to_worktree(self, data: bytes) -> bytes:
+        """The bytes `git checkout` would write for this stored content."""
+        if not (self.text and self.crlf) or data.count(b"\n") == data.count(b"\r\n"):
+            return data
+        if self.auto and (b"\r" in data or looks_binary(data)):
+            return data
+        return _LONE_LF.sub(b"\r\n", data)
+
+
+def looks_binary(data: bytes) -> bool:
+    """git's text detection: a NUL, a CR not before LF, or over 1/128 control bytes."""
+    if b"\0" in data or data.count(b"\r") != data.count(b"\r\n"):
+        return True
+    control = len(data) - len(data.translate(None, _CONTROL))
+    if data.endswith(b"\x1a"):  # a DOS end-of-file mark is allowed
+        control -= 1
+    printable = len(data) - control - data.count(b"\r") - data.count(b"\n")
+    return (printable >> 7) < control
+
+
+def decide(attributes: Mapping[str, str], config: Mapping[str, str]) -> Conversion:
+    """The conversion git applies, from `git check-attr` values and the `git config` lines."""
+    refusal = _refusal(attributes, config)
+    autocrlf = _autocrlf(config.get("core.autocrlf", "false"))
+    if autocrlf is not None:
+        eol_is_crlf = autocrlf == "true"
+    else:
+        eol_is_crlf = config.get("core.eol", "").lower() == "crlf"
+    action = _action(attributes.get("text", "unspecified"))
+    if action == "unspecified":
+        action = _action(attributes.get("crlf", "unspecified"))
+    if action != "binary":
+        eol = attributes.get("eol")
+        if eol in ("lf", "crlf"):
+            action = ("auto-" if action == "auto" else "text-") + eol
+    if action == "text":
+        action = "text-crlf" if eol_is_crlf else "text-lf"
+    if action == "auto":
+        action = "auto-crlf" if eol_is_crlf else "auto-lf"
+    if action == "unspecified":
+        action = {"true": "auto-crlf", "input": "auto-lf"}.get(autocrlf or "", "binary")
+    if action == "binary":
+        return Conversion(text=False, auto=False, crlf=False, refusal=refusal)
+    return Conversion(
+        text=True,
+        auto=action.startswith("auto-"),
+        crlf=action.endswith("-crlf"),
+        refusal=refusal,
+    )
+
+
+def _action(value: str) -> str:
+    """One `text` (or legacy `crlf`) attribute value, as git reads it."""
+    return {
+        "set": "text",
+        "unset": "binary",
+        "input": "text-lf",
+        "auto": "auto",
+    }.get(value, "unspecified")
+
+
+def _autocrlf(value: str) -> str | None:
+    """core.autocrlf: "true", "input", or None for false (git's boolean spellings)."""
+    value = value.strip().lower()
+    if value == "input":
+        return "input"
+    if value in ("true", "yes", "on") or (value.lstrip("-").isdigit() and int(value) != 0):
+        return "true"
+    return None
+
+
+def _refusal(attributes: Mapping[str, str], config: Mapping[str, str]) -> str | None:
+    driver = attributes.get("filter", "unspecified")
+    if driver not in ("unspecified", "set", "unset") and any(
+        f"filter.{driver}.{kind}" in config for kind in ("clean", "smudge", "process")
+    ):
+        return f"goes through the filter driver {driver!r} (gitattributes filter={driver})"
+    encoding = attributes.get("working-tree-encoding", "unspecified")
+    if encoding not in ("unspecified", "set", "unset"):
+        return f"is checked out as {encoding} (gitattributes working-tree-encoding)"
+    if attributes.get("ident") == "set":
+        return "has $Id$ expanded by git (gitattributes ident)"
+    return None
+
+
+def parse_check_attr(output: str) -> dict[str, str]:
+    """`git check-attr -z` output for one path: path NUL attribute NUL value NUL ..."""
+    fields = output.split("\0")
+    return {fields[i + 1]: fields[i + 2] for i in range(0, len(fields) - 2, 3)}
+
+
+def parse_config(output: str) -> dict[str, str]:
+    """`git config -z --list` output (keys as git spells them, a driver's name kept);
+    a later value wins, a bare key means true."""
+    found = {}
+    for entry in output.split("\0"):
+        if entry:
+            key, _, value = entry.partition("\n")
+            found[key] = value if "\n" in entry else "true"
+    return found
