@@ -181,29 +181,6 @@ def test_the_fast_path_knows_a_crlf_tree(checkout: Checkout) -> None:
     checkout.pg("check", check=1)
 
 
-@pytest.mark.parametrize(
-    ("attribute", "config", "named"),
-    [
-        ("filter=strip", {"filter.strip.clean": "cat", "filter.strip.smudge": "cat"}, "filter"),
-        ("working-tree-encoding=latin-1", {}, "working-tree-encoding"),
-        ("ident", {}, "ident"),
-    ],
-)
-def test_conversions_only_git_can_make_are_refused(
-    tmp_path: Path, clean_env: dict[str, str], attribute: str, config: dict[str, str], named: str
-) -> None:
-    root = tmp_path / "sglang"
-    sample_repo.build_hunt(root)
-    for key, value in config.items():
-        git(root, "config", key, value)
-    set_attributes(root, f"*.py {attribute}\n")
-    checkout = Checkout(root, clean_env, crlf=False)
-    sample_repo.add_eagle3_methods(root)
-    result = checkout.pg("record", "eagle3", KIMI, check=2)
-    assert named in result.stderr and len(result.stderr.strip().splitlines()) == 1
-    assert not (root / ".git" / "patchguard" / "manifest.json").exists()
-
-
 # --- the rules, held to git's own conversions ---------------------------------------------------
 
 CONTENTS = [

@@ -149,7 +149,11 @@ def test_non_utf8_source_without_cookie_is_a_clear_syntax_error(sample: Sample) 
     assert_clear_failure(sample.pg("record", "enc", str(path)), 1, "broken_encoding.py:")
 
 
-def test_crlf_line_endings_are_kept(sample: Sample) -> None:
+@pytest.mark.parametrize("autocrlf", [None, "true"])
+def test_crlf_line_endings_are_kept(sample: Sample, autocrlf: str | None) -> None:
+    """Committed with CRLF, or stored LF and checked out CRLF: the patch is its own lines."""
+    if autocrlf:
+        sample.git("config", "core.autocrlf", autocrlf)
     path = sample.root / "python/windows.py"
     path.write_bytes(b"class A:\r\n    def a(self):\r\n        return 1\r\n")
     sample.git("add", "-A")
@@ -157,9 +161,39 @@ def test_crlf_line_endings_are_kept(sample: Sample) -> None:
     patched = path.read_bytes() + b"\r\n    def b(self):\r\n        return 2\r\n"
     path.write_bytes(patched)
     assert sample.pg("record", "crlf", str(path)).exit_code == 0
+    shown = [line.rstrip("\r") for line in sample.pg("show", "crlf").output.splitlines()]
+    changed = [line for line in shown if line[:1] in ("+", "-") and line[:3] not in ("+++", "---")]
+    assert changed == ["+", "+    def b(self):", "+        return 2"]
+    manifest = json.loads((locate(sample.root).common_dir / "patchguard/manifest.json").read_text())
+    oid = manifest["patches"][0]["files"][0]["patched_blob"]
+    stored = subprocess.run(["git", "cat-file", "blob", oid], cwd=sample.root, capture_output=True)
+    assert stored.stdout == (patched if not autocrlf else patched.replace(b"\r\n", b"\n"))
     sample.git("stash")
     assert sample.pg("apply").exit_code == 0
     assert path.read_bytes() == patched
+
+
+@pytest.mark.parametrize(
+    ("attribute", "config", "named"),
+    [
+        ("filter=strip", {"filter.strip.clean": "cat", "filter.strip.smudge": "cat"}, "filter"),
+        ("working-tree-encoding=latin-1", {}, "working-tree-encoding"),
+        ("ident", {}, "ident"),
+    ],
+)
+def test_conversions_only_git_can_make_are_refused(
+    sample: Sample, attribute: str, config: dict[str, str], named: str
+) -> None:
+    for key, value in config.items():
+        sample.git("config", key, value)
+    (sample.root / ".git" / "info").mkdir(exist_ok=True)
+    (sample.root / ".git" / "info" / "attributes").write_text(f"*.py {attribute}\n")
+    sample_repo.add_eagle3_methods(sample.root)
+    before = snapshot(sample.root)
+    result = sample.pg("record", "eagle3", KIMI)
+    assert_clear_failure(result, 2, named, "only git itself can make")
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert snapshot(sample.root) == before
 
 
 def test_ten_megabyte_file(sample: Sample) -> None:
