@@ -82,7 +82,6 @@ def _refuse_unliftable(repo: Repo) -> None:
 
 
 def _put_back(repo: Repo, lift: Lift) -> None:
-    repo.forget_conversions()
     operation = repo.operation_in_progress() or (
         "conflicted stash pop" if repo.has_conflicts() else None
     )

@@ -165,7 +165,6 @@ class Repo:
         self.workdir = layout.workdir
         self.manifest_bytes = b""
         self._objects = _Objects(layout.workdir)
-        self._conversions: dict[str, Conversion] = {}
 
     @cached_property
     def git(self) -> pygit2.Repository:
@@ -345,10 +344,6 @@ class Repo:
             return data
         return self.conversion(path).to_worktree(data)
 
-    def forget_conversions(self) -> None:
-        """git ran (a checkout may bring another .gitattributes): ask again."""
-        self._conversions.clear()
-
     def write_raw(self, path: str, data: bytes) -> None:
         """Atomic replacement; callers hold the repository lock, so older temp files are stale."""
         full = self.worktree_path(path)
@@ -357,14 +352,12 @@ class Repo:
         atomic_write(full, data)
 
     def conversion(self, path: str) -> Conversion:
-        """git's line-ending conversion for this path (attributes and config, asked once)."""
+        """git's line-ending conversion for this path, asked each time: a checkout in between
+        can bring another .gitattributes."""
         from guard.eol import ATTRIBUTES, decide, parse_check_attr
 
-        if path not in self._conversions:
-            listing = run_git(["check-attr", "-z", *ATTRIBUTES, "--", path], self.workdir)
-            attributes = parse_check_attr(listing.stdout)
-            self._conversions[path] = decide(attributes, self._config)
-        return self._conversions[path]
+        listing = run_git(["check-attr", "-z", *ATTRIBUTES, "--", path], self.workdir)
+        return decide(parse_check_attr(listing.stdout), self._config)
 
     @cached_property
     def _config(self) -> dict[str, str]:
