@@ -230,8 +230,8 @@ def _require_present(
             except SourceSyntaxError:
                 error = GuardFailure
             else:
-                if index.elsewhere(spec.qualname):
-                    error = GuardFailure
+                if spec.qualname in index.by_qualname or index.elsewhere(spec.qualname):
+                    error = GuardFailure  # the name is there, the code is not as required
                 elif "did you mean" not in result.detail:
                     hint = did_you_mean(spec.qualname, index.by_qualname)
         raise error(refusal(text, result.detail + hint))

@@ -184,7 +184,7 @@ def did_you_mean(typed: str, known: Iterable[str]) -> str:
     """
     import difflib  # only on a miss
 
-    known = list(known)
+    known = [name for name in known if name != typed]  # the typed name itself is no suggestion
     owner, _, leaf = typed.rpartition(".")
     siblings = {k.rpartition(".")[2]: k for k in known if k.rpartition(".")[0] == owner}
     close = [siblings[n] for n in difflib.get_close_matches(leaf, list(siblings), n=3)]

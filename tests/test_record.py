@@ -104,6 +104,18 @@ def test_mistyped_spec_gets_the_closest_names(sample: Sample) -> None:
     assert f"did you mean {KIMI}::{CLASS}.forward?" in dropped.stderr
 
 
+def test_a_method_defined_twice_is_a_failed_guard_not_a_typo(sample: Sample) -> None:
+    sample_repo.add_eagle3_methods(sample.root)
+    text = sample.kimi.read_text()
+    sample.kimi.write_text(
+        text.replace("\n\nEntryClass", sample_repo.EAGLE3_METHODS + "\n\nEntryClass")
+    )
+    result = sample.pg("record", "eagle3", KIMI)
+    assert result.exit_code == 1  # the name is right; the code is not as required
+    assert "defined 2 times" in result.stderr
+    assert "did you mean" not in result.stderr
+
+
 def test_drop_forgets_patch_without_touching_worktree(sample: Sample) -> None:
     sample.record_eagle3()
     before = sample.kimi.read_bytes()
