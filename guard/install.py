@@ -25,6 +25,8 @@ HOOK_TYPES = (
     "post-commit",
     "reference-transaction",
 )
+# What a whole install wrote before post-commit existed: such a record means "every hook".
+_WHOLE_BEFORE_POST_COMMIT = {"post-checkout", "post-merge", "post-rewrite", "reference-transaction"}
 MARKER = "patchguard-managed-hook"
 LEGACY_SUFFIX = ".patchguard-legacy"
 TEMPLATE_NAME = "patchguard-hook.sh"
@@ -139,6 +141,15 @@ def _write_record(layout: Layout, hooks_dir: Path, hook_types: tuple[str, ...]) 
     atomic_write(record_path, (json.dumps(record, indent=2) + "\n").encode())
 
 
+def _expected_hooks(record: dict[str, object]) -> set[str]:
+    """The hooks `install` was asked for: every one, unless `--hook` chose some. A whole install
+    by an earlier patchguard lacks the hooks added since, and `doctor` says so."""
+    recorded = record.get("hooks")
+    if not isinstance(recorded, list) or set(recorded) >= _WHOLE_BEFORE_POST_COMMIT:
+        return set(HOOK_TYPES)
+    return {str(hook) for hook in recorded}
+
+
 def _read_record(layout: Layout) -> dict[str, object]:
     try:
         data = json.loads(_record_path(layout).read_text())
@@ -215,14 +226,18 @@ def doctor(layout: Layout) -> Diagnosis:
             f"hooks were installed in {recorded_dir}, but git now runs hooks from {hooks_dir} "
             "(core.hooksPath changed?); run: patchguard install"
         )
-    expected = _read_record(layout).get("hooks") or HOOK_TYPES
+    expected = _expected_hooks(_read_record(layout))
     imports: dict[str, str | None] = {}  # one probe per interpreter
     for hook_type in HOOK_TYPES:
         path = hooks_dir / hook_type
         if not is_ours(path):
-            if hook_type not in expected:  # type: ignore[operator]
+            if hook_type not in expected:
                 continue
-            diagnosis.problems.append(f"{hook_type}: not installed; run: patchguard install")
+            why = " (this patchguard re-applies with it when a merge that stopped is committed)"
+            diagnosis.problems.append(
+                f"{hook_type}: not installed{why if hook_type == 'post-commit' else ''}; "
+                "run: patchguard install"
+            )
             continue
         interpreter = baked_interpreter(path) or "?"
         diagnosis.lines.append(f"{hook_type}: installed at {path}, calls {interpreter}")

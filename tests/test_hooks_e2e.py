@@ -283,6 +283,27 @@ def test_missing_hooks_path_is_refused_then_created_with_force(sample: Sample) -
     assert (sample.root / ".missing-hooks" / "post-checkout").exists()
 
 
+def test_doctor_names_a_hook_an_earlier_install_lacks(sample: Sample) -> None:
+    """Installed by a patchguard from before post-commit existed: doctor says to reinstall."""
+    installed(sample)
+    (sample.root / ".git" / "hooks" / "post-commit").unlink()
+    record = sample.root / ".git" / "patchguard" / "hooks.json"
+    old = json.loads(record.read_text())
+    old["hooks"] = [h for h in old["hooks"] if h != "post-commit"]
+    record.write_text(json.dumps(old))
+    result = sample.pg("doctor")
+    assert result.exit_code == 1
+    assert "post-commit: not installed" in result.stderr
+    assert sample.pg("install").exit_code == 0
+    assert sample.pg("doctor").exit_code == 0
+
+
+def test_doctor_leaves_alone_hooks_install_was_not_asked_for(sample: Sample) -> None:
+    sample.record_eagle3()
+    assert sample.pg("install", "--hook", "post-checkout").exit_code == 0
+    assert sample.pg("doctor").exit_code == 0
+
+
 def test_doctor_catches_non_executable_hook_and_moved_hooks_path(sample: Sample) -> None:
     installed(sample)
     hook = sample.root / ".git" / "hooks" / "post-merge"
