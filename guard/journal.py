@@ -40,8 +40,20 @@ class Journal:
         self, path: str, before: bytes | None, after: bytes | None, patch: str
     ) -> None:
         """Keep `before` durably; only then may the caller replace the file."""
-        if self.entry is None:
-            self.entry = self._new_entry()
+        if self.entry is not None:
+            self._keep(self.entry, path, before, after, patch)
+            return
+        self.entry = self._new_entry()
+        try:
+            self._keep(self.entry, path, before, after, patch)
+        except OSError:  # nothing was kept: leave no half-made entry behind
+            _remove_tree(self.entry)
+            self.entry, self.files, self.patches = None, [], []
+            raise
+
+    def _keep(
+        self, entry: Path, path: str, before: bytes | None, after: bytes | None, patch: str
+    ) -> None:
         if patch not in self.patches:
             self.patches.append(patch)
         after_blob = None if after is None else blob_id(after)
@@ -52,7 +64,7 @@ class Journal:
             saved = None
             if before is not None:
                 saved = f"before-{len(self.files)}"
-                atomic_write(self.entry / saved, before)
+                atomic_write(entry / saved, before)
             self.files.append({"path": path, "before": saved, "after_blob": after_blob})
         self._save()
 
