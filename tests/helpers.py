@@ -36,3 +36,21 @@ def home_others_can_read() -> Iterator[Path]:
         yield home
     finally:
         shutil.rmtree(home, ignore_errors=True)
+
+
+def run_patchguard(
+    root: Path, env: dict[str, str], args: tuple[str, ...], check: int | None
+) -> subprocess.CompletedProcess[str]:
+    """The installed CLI, as a user runs it in `root`: never a traceback; `check` is the exit."""
+    result = subprocess.run(
+        ["patchguard", *args],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+    )
+    assert "Traceback" not in result.stderr, result.stderr
+    if check is not None:
+        assert result.returncode == check, result.stdout + result.stderr
+    return result

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 import sample_repo
 from conftest import git
+from helpers import run_patchguard
 
 from guard.fastpath import blob_id, is_verified
 from guard.repo import Repo
@@ -42,18 +43,7 @@ class Checkout:
         return self.root / KIMI
 
     def pg(self, *args: str, check: int | None = 0) -> subprocess.CompletedProcess[str]:
-        result = subprocess.run(
-            ["patchguard", *args],
-            cwd=self.root,
-            env=self.env,
-            capture_output=True,
-            text=True,
-            stdin=subprocess.DEVNULL,
-        )
-        assert "Traceback" not in result.stderr, result.stderr
-        if check is not None:
-            assert result.returncode == check, result.stdout + result.stderr
-        return result
+        return run_patchguard(self.root, self.env, args, check)
 
     def git(self, *args: str) -> subprocess.CompletedProcess[str]:
         return git(self.root, *args, env=self.env)

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 import sample_repo
 from conftest import git
+from helpers import run_patchguard
 
 KIMI = sample_repo.KIMI
 METHODS = sample_repo.METHODS
@@ -37,18 +38,7 @@ class Hunt:
         return self.root / KIMI
 
     def pg(self, *args: str, check: int | None = None) -> subprocess.CompletedProcess[str]:
-        result = subprocess.run(
-            ["patchguard", *args],
-            cwd=self.root,
-            env=self.env,
-            capture_output=True,
-            text=True,
-            stdin=subprocess.DEVNULL,
-        )
-        assert "Traceback" not in result.stderr, result.stderr
-        if check is not None:
-            assert result.returncode == check, result.stdout + result.stderr
-        return result
+        return run_patchguard(self.root, self.env, args, check)
 
     def git(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         return git(self.root, *args, check=check, env=self.env)
