@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import sample_repo
 from conftest import Sample, patchguard
 from helpers import as_another_user, home_others_can_read
@@ -29,8 +30,12 @@ def drifted(sample: Sample) -> None:
     shutil.rmtree(sample.root / ".git" / MERGE_CACHE_DIR, ignore_errors=True)
 
 
-def test_read_only_commands_write_no_object(sample: Sample, tmp_path: Path) -> None:
+@pytest.mark.parametrize("crlf", [False, True])
+def test_read_only_commands_write_no_object(sample: Sample, tmp_path: Path, crlf: bool) -> None:
     drifted(sample)
+    if crlf:  # a CRLF checkout: git's conversion is asked for, and still nothing is written
+        sample.git("config", "core.autocrlf", "true")
+        sample.kimi.write_bytes(sample.kimi.read_bytes().replace(b"\n", b"\r\n"))
     before_objects = objects(sample.root)
     before_tree = sample.kimi.read_bytes()
     for args in (("check",), ("status",), ("stamp",), ("check", "--json")):
