@@ -9,8 +9,8 @@ CRs. git resolves the attributes (`git check-attr`) and the configuration (`git 
 only the per-file decision and the byte rewriting happen here, and a test holds them to what
 git itself writes and stores.
 
-A filter driver or `working-tree-encoding` is a conversion only git can run; `ident` changes
-file text too. Recording such a file is refused rather than done wrong.
+A filter driver or `working-tree-encoding` is a conversion only git can run, and so is `ident`
+in a file that holds `$Id`. Recording such a file is refused rather than done wrong.
 """
 
 from __future__ import annotations
@@ -38,6 +38,13 @@ class Conversion:
     auto: bool  # only when git detects text, and never a file that already holds CRs
     crlf: bool  # checked out with CRLF line endings (else LF)
     refusal: str | None = None  # a conversion patchguard cannot reproduce, in words
+    ident: bool = False  # git expands `$Id$` (a refusal for a file that holds one)
+
+    def refuses(self, *contents: bytes | None) -> str | None:
+        """Why patchguard cannot rebuild these contents as git would, if it cannot."""
+        if self.refusal is None and self.ident and any(b"$Id" in c for c in contents if c):
+            return "has $Id$ expanded by git (gitattributes ident)"
+        return self.refusal
 
     def to_git(self, data: bytes, index_has_cr: Callable[[], bool]) -> bytes:
         """The bytes git would store for this working file (`git diff`'s view)."""
@@ -88,13 +95,15 @@ def decide(attributes: Mapping[str, str], config: Mapping[str, str]) -> Conversi
         action = "auto-crlf" if eol_is_crlf else "auto-lf"
     if action == "unspecified":
         action = {"true": "auto-crlf", "input": "auto-lf"}.get(autocrlf or "", "binary")
+    ident = attributes.get("ident") == "set"
     if action == "binary":
-        return Conversion(text=False, auto=False, crlf=False, refusal=refusal)
+        return Conversion(text=False, auto=False, crlf=False, refusal=refusal, ident=ident)
     return Conversion(
         text=True,
         auto=action.startswith("auto-"),
         crlf=action.endswith("-crlf"),
         refusal=refusal,
+        ident=ident,
     )
 
 
@@ -127,8 +136,6 @@ def _refusal(attributes: Mapping[str, str], config: Mapping[str, str]) -> str | 
     encoding = attributes.get("working-tree-encoding", "unspecified")
     if encoding not in ("unspecified", "set", "unset"):
         return f"is checked out as {encoding} (gitattributes working-tree-encoding)"
-    if attributes.get("ident") == "set":
-        return "has $Id$ expanded by git (gitattributes ident)"
     return None
 
 

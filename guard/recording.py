@@ -99,14 +99,14 @@ def _refuse_non_utf8_name(path: str) -> None:
 
 def _record_file(repo: Repo, tree: Worktree, path: str, below: Sequence[Patch]) -> FileChange:
     """The change of `path` on top of HEAD, and on top of the other patches applied to it."""
-    refusal = repo.conversion(path).refusal
+    current = tree.read(path)
+    head = tree.head(path)
+    refusal = repo.conversion(path).refuses(current, head)
     if refusal is not None:
         raise ConfigError(
             f"{path} {refusal}, a conversion only git itself can make; patchguard records "
             "files whose stored form it can rebuild (line endings included). Leave it out."
         )
-    current = tree.read(path)
-    head = tree.head(path)
     if current is None:
         if head is None:
             raise ConfigError(f"{path} does not exist; name files that the patch edits or adds")

@@ -173,6 +173,12 @@ def test_crlf_line_endings_are_kept(sample: Sample, autocrlf: str | None) -> Non
     assert path.read_bytes() == patched
 
 
+def test_ident_without_an_id_records(sample: Sample) -> None:
+    (sample.root / ".git" / "info").mkdir(exist_ok=True)
+    (sample.root / ".git" / "info" / "attributes").write_text("* ident\n")
+    sample.record_eagle3()
+
+
 @pytest.mark.parametrize(
     ("attribute", "config", "named"),
     [
@@ -189,6 +195,8 @@ def test_conversions_only_git_can_make_are_refused(
     (sample.root / ".git" / "info").mkdir(exist_ok=True)
     (sample.root / ".git" / "info" / "attributes").write_text(f"*.py {attribute}\n")
     sample_repo.add_eagle3_methods(sample.root)
+    if named == "ident":  # only a file that holds $Id is changed by it
+        sample.kimi.write_text(sample.kimi.read_text() + "# $Id$\n")
     before = snapshot(sample.root)
     result = sample.pg("record", "eagle3", KIMI)
     assert_clear_failure(result, 2, named, "only git itself can make")
