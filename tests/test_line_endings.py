@@ -137,6 +137,19 @@ def test_hunt_round_trips_without_a_conflict(checkout: Checkout) -> None:
     assert "<<<<<<<" not in checkout.kimi.read_text()
 
 
+def test_bisect_finds_the_regression_on_a_crlf_checkout(checkout: Checkout, tmp_path: Path) -> None:
+    bench = tmp_path / "bench.py"
+    bench.write_text(sample_repo.HUNT_BENCH_TEXT)
+    patched = checkout.kimi.read_bytes()
+    checkout.pg("git", "bisect", "start", "c4", "c0")
+    run = checkout.pg("bisect", "run", "python", str(bench))
+    c4 = checkout.git("rev-parse", "c4").stdout.strip()
+    assert f"{c4} is the first bad commit" in run.stdout  # every step measured the patched code
+    assert "skip" not in run.stdout + run.stderr
+    checkout.pg("git", "bisect", "reset")
+    assert checkout.kimi.read_bytes() == checkout.as_checked_out(patched)
+
+
 def test_unapply_apply_undo_are_exact(checkout: Checkout) -> None:
     patched = checkout.kimi.read_bytes()
     checkout.pg("unapply", "eagle3")
