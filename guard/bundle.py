@@ -10,6 +10,7 @@ from typing import Final, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from guard import manifest as runtime
+from guard.eol import cannot_rebuild
 from guard.errors import ConfigError
 from guard.fastpath import blob_id
 from guard.repo import Repo
@@ -78,6 +79,16 @@ def _merge_bundle(repo: Repo, bundled: runtime.Manifest, blobs: dict[str, str]) 
     for patch in bundled.patches:
         for change in patch.files:
             repo.worktree_path(change.path)  # refuses paths that escape through symlinks
+            oids = [oid for oid in (change.base_blob, change.patched_blob) if oid]
+            contents = [base64.b64decode(blobs[oid]) for oid in oids]
+            refusal = repo.conversion(change.path).refuses(*contents)
+            if refusal is not None:
+                raise ConfigError(
+                    f"cannot import patch {patch.name}: "
+                    + cannot_rebuild(change.path, refusal)
+                    + " in this checkout; nothing was imported. Import it where that "
+                    "attribute is not set."
+                )
     for encoded in blobs.values():
         repo.store_blob(base64.b64decode(encoded))
     current = repo.load_manifest(missing_ok=True)

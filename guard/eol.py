@@ -63,6 +63,11 @@ class Conversion:
         return _LONE_LF.sub(b"\r\n", data)
 
 
+def cannot_rebuild(path: str, why: str) -> str:
+    """The one wording for a file patchguard will not take: why, and that git alone could."""
+    return f"{path} {why}, a conversion only git itself can make"
+
+
 def looks_binary(data: bytes) -> bool:
     """git's text detection: a NUL, a CR not before LF, or over 1/128 control bytes."""
     if b"\0" in data or data.count(b"\r") != data.count(b"\r\n"):

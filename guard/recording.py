@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from guard.assess import State, Worktree, assess_patch, check_symbol, merge_labels, select_patches
+from guard.eol import cannot_rebuild
 from guard.errors import ConfigError, GuardFailure
 from guard.journal import Journal
 from guard.lock import locked
@@ -104,8 +105,8 @@ def _record_file(repo: Repo, tree: Worktree, path: str, below: Sequence[Patch]) 
     refusal = repo.conversion(path).refuses(current, head)
     if refusal is not None:
         raise ConfigError(
-            f"{path} {refusal}, a conversion only git itself can make; patchguard records "
-            "files whose stored form it can rebuild (line endings included). Leave it out."
+            cannot_rebuild(path, refusal) + "; patchguard records files whose stored form it "
+            "can rebuild (line endings included). Leave it out."
         )
     if current is None:
         if head is None:

@@ -167,6 +167,44 @@ def test_export_import_round_trip_into_a_fresh_clone(sample: Sample, tmp_path: P
     assert (clone / sample_repo.KIMI).read_bytes() == sample.kimi.read_bytes()
 
 
+def test_a_bundle_from_a_crlf_checkout_applies_in_an_lf_one(sample: Sample, tmp_path: Path) -> None:
+    """Patches are stored as git stores files, so line endings do not travel with them."""
+    sample.git("config", "core.autocrlf", "true")
+    sample.kimi.unlink()
+    sample.git("checkout", "--", sample_repo.KIMI)
+    assert b"\r\n" in sample.kimi.read_bytes()
+    methods = sample_repo.EAGLE3_METHODS.replace("\n", "\r\n").encode()
+    sample.kimi.write_bytes(
+        sample.kimi.read_bytes().replace(b"\r\n\r\nEntryClass", methods + b"\r\n\r\nEntryClass")
+    )
+    assert sample.pg("record", "eagle3", sample_repo.KIMI).exit_code == 0
+    bundle = tmp_path / "eagle3.bundle.json"
+    assert sample.pg("export", str(bundle)).exit_code == 0
+    clone = tmp_path / "lf-node"
+    git(tmp_path, "clone", "-q", str(sample.root), str(clone))
+    assert patchguard("-C", clone, "import", bundle).exit_code == 0
+    assert patchguard("-C", clone, "apply").exit_code == 0
+    assert (clone / sample_repo.KIMI).read_bytes() == sample.kimi.read_bytes().replace(
+        b"\r\n", b"\n"
+    )
+    assert patchguard("-C", clone, "check").exit_code == 0
+
+
+def test_import_refuses_a_file_only_git_can_convert_here(sample: Sample, tmp_path: Path) -> None:
+    sample.record_eagle3()
+    bundle = tmp_path / "eagle3.bundle.json"
+    assert sample.pg("export", str(bundle)).exit_code == 0
+    clone = tmp_path / "lfs-node"
+    git(tmp_path, "clone", "-q", str(sample.root), str(clone))
+    git(clone, "config", "filter.lfs.clean", "cat")
+    (clone / ".git" / "info").mkdir(exist_ok=True)
+    (clone / ".git" / "info" / "attributes").write_text("*.py filter=lfs\n")
+    result = patchguard("-C", clone, "import", bundle)
+    assert result.exit_code == 2
+    assert "filter driver 'lfs'" in result.stderr and "nothing was imported" in result.stderr
+    assert not (clone / ".git" / "patchguard" / "manifest.json").exists()
+
+
 @pytest.mark.parametrize(
     ("mutate", "complaint"),
     [
