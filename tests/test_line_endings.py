@@ -9,6 +9,7 @@ must round-trip: record, stash, checkout, apply, unapply, undo, check.
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
@@ -172,6 +173,12 @@ def test_a_line_the_user_ended_differently_is_kept_by_undo(checkout: Checkout) -
     assert b"# mine" in checkout.kimi.read_bytes()
     checkout.pg("undo")
     assert checkout.kimi.read_bytes() == data
+
+
+def test_stamp_names_the_file_as_git_does(checkout: Checkout) -> None:
+    stamp = json.loads(checkout.pg("stamp").stdout)
+    assert stamp["files"][KIMI] == checkout.git("hash-object", KIMI).stdout.strip()
+    assert stamp["dirty"] == [KIMI] and stamp["ok"]
 
 
 def test_the_fast_path_knows_a_crlf_tree(checkout: Checkout) -> None:
