@@ -18,6 +18,7 @@ from guard.errors import ConfigError
 from guard.manifest import FileChange, Manifest, Patch
 from guard.repo import Repo
 from guard.symbols import SourceSyntaxError, Spec, SymbolIndex, describe_miss, parse_spec
+from guard.worktree_paths import UnsafePath
 
 
 class State(StrEnum):
@@ -29,12 +30,14 @@ class State(StrEnum):
     DOUBLED = "doubled"
     MISSING_FILE = "missing-file"
     OUTSIDE_SPARSE = "outside-sparse"
+    UNSAFE_PATH = "unsafe-path"
 
 
 GOOD_STATES = frozenset({State.APPLIED, State.UPSTREAM})
 UPSTREAM_AS_TEXT = "HEAD already contains this change"
 # A patch is as bad as its worst file; mixed applied/upstream files make it "applied".
 _SEVERITY = [
+    State.UNSAFE_PATH,
     State.OUTSIDE_SPARSE,
     State.MISSING_FILE,
     State.CONFLICT,
@@ -187,6 +190,11 @@ def fix_for(patch_name: str, state: State, path: str = "") -> str:
     if state is State.OUTSIDE_SPARSE:
         directory = path.rpartition("/")[0] or "."
         return f"bring it into the sparse checkout: git sparse-checkout add {directory}"
+    if state is State.UNSAFE_PATH:
+        return (
+            "nothing was written there; if upstream made the file a link, record the change on "
+            f"the file it points to (patchguard record NAME FILE), or: patchguard drop {patch_name}"
+        )
     if state is State.MISSING_FILE:
         return (
             "check out a commit that has the file (patchguard git checkout COMMIT); "
@@ -205,6 +213,7 @@ class Worktree:
         self._head: dict[str, bytes | None] = {}
         self._indexes: dict[bytes, SymbolIndex | SourceSyntaxError] = {}
         self._renames: dict[str, str] = {}
+        self.unsafe: dict[str, str] = {}  # path -> why patchguard may not read or write it
 
     def followed_path(self, path: str, base_commit: str, existed_at_base: bool) -> str:
         """Where a recorded file is now: itself, or where git's rename detection says it went."""
@@ -223,7 +232,12 @@ class Worktree:
     def read(self, path: str) -> bytes | None:
         """The file as git sees it: what patches are recorded, merged and checked against."""
         if path not in self._content:
-            raw = self._raw[path] = self.repo.read_raw(path)
+            try:
+                raw = self.repo.read_raw(path)
+            except UnsafePath as refusal:
+                self.unsafe[path] = str(refusal)
+                raw = None
+            self._raw[path] = raw
             self._content[path] = None if raw is None else self.repo.to_git(path, raw)
         return self._content[path]
 
@@ -338,6 +352,9 @@ def assess_file(repo: Repo, tree: Worktree, patch: Patch, change: FileChange) ->
 def _assess_at(
     repo: Repo, tree: Worktree, patch: Patch, change: FileChange, path: str
 ) -> FileVerdict:
+    tree.read(path)
+    if path in tree.unsafe:
+        return FileVerdict(path, State.UNSAFE_PATH, tree.unsafe[path])
     base = repo.blob(change.base_blob) if change.base_blob else b""
     patched = repo.blob(change.patched_blob)
     head = tree.head(path)

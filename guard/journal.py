@@ -16,6 +16,7 @@ from guard.atomic import atomic_write
 from guard.errors import ConfigError, GuardFailure
 from guard.fastpath import blob_id
 from guard.manifest import parse_manifest
+from guard.worktree_paths import UnsafePath
 
 TYPE_CHECKING = False  # not `from typing import ...`: typing costs the hooks ~3 ms
 if TYPE_CHECKING:
@@ -164,7 +165,11 @@ def undo(repo: Repo, entry_path: Path | None = None) -> Entry:
     edited = []
     for item in record["files"]:
         before = (entry_path / item["before"]).read_bytes() if item["before"] else None
-        current = repo.read_raw(item["path"])
+        try:
+            current = repo.read_raw(item["path"])
+        except UnsafePath:  # a link now (a checkout since): never restored through
+            edited.append(item["path"])
+            continue
         current_blob = None if current is None else blob_id(current)
         if current_blob != item["after_blob"] and current != before:
             edited.append(item["path"])

@@ -59,7 +59,7 @@ def apply(
         state = verdict.state
         if state in GOOD_STATES:
             outcome.message = "nothing to do"
-        elif state in (State.MISSING_FILE, State.OUTSIDE_SPARSE) or (
+        elif state in (State.MISSING_FILE, State.OUTSIDE_SPARSE, State.UNSAFE_PATH) or (
             state is State.CONFLICT and not merge
         ):
             worst = next(f for f in verdict.files if f.state is state)

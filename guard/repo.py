@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     import pygit2
 
     from guard.eol import Conversion
+    from guard.worktree_paths import UnsafePath
 
 STORE_REF = "refs/patchguard/store"
 MERGE_CACHE_DIR = "patchguard-cache/merges"  # in the worktree's git dir
@@ -91,6 +92,17 @@ def _interrupts_to_child() -> Iterator[None]:
     finally:
         for number, handler in previous:
             signal.signal(number, handler)
+
+
+def _record_instead(path: str, refusal: UnsafePath) -> str:
+    """What to record instead of a path patchguard could not write back."""
+    if refusal.link_target is not None:
+        target = os.path.normpath(os.path.join(os.path.dirname(path), refusal.link_target))
+        return f"record the file it points to: patchguard record NAME {target}"
+    if refusal.repository is not None:
+        inner = path[len(refusal.repository) + 1 :]
+        return f"record it from there, as git add would: cd {refusal.repository} && patchguard record NAME {inner}"
+    return "record a file git checks out in this worktree"
 
 
 def is_binary(data: bytes) -> bool:
@@ -301,15 +313,16 @@ class Repo:
         return self.git.index.conflicts is not None
 
     def worktree_path(self, path: str) -> Path:
-        """The absolute path of a repository path, refusing anything that leaves the worktree."""
-        full = self.workdir / path
-        resolved = full.resolve()
-        if resolved != self.workdir and self.workdir not in resolved.parents:
-            raise ConfigError(
-                f"{path} resolves to {resolved}, outside the worktree {self.workdir}; patchguard "
-                "never reads or writes there. Remove that patch (`patchguard drop NAME`)."
-            )
-        return full
+        """The absolute path of a repository path, where git itself would write it.
+
+        Refuses (UnsafePath) a path beyond a symbolic link, a link itself, a path into a nested
+        repository or into this repository's git directories: guard.worktree_paths.
+        """
+        from guard.worktree_paths import checked_path
+
+        layout = self.layout
+        git_dirs = (str(layout.git_dir), str(layout.common_dir))
+        return Path(checked_path(str(self.workdir), path, git_dirs))
 
     def read_file(self, path: str) -> bytes | None:
         """The file as git sees it (what `git diff` compares): line endings converted back."""
@@ -377,28 +390,23 @@ class Repo:
         """A user's path (relative to their cwd, like git's) as a repository path.
 
         The directories it goes through are resolved (a checkout reached through a symlink),
-        the last component is not (it names the file itself).
+        the last component is not (it names the file itself). As `git add`, a file beyond a
+        symbolic link or inside a submodule is refused: patchguard could never write it back.
         """
+        from guard.worktree_paths import UnsafePath
+
         absolute = Path(os.path.normpath(cwd / user_path))
         for candidate in (absolute, Path(os.path.realpath(absolute.parent)) / absolute.name):
             with suppress(ValueError):
                 relative = candidate.relative_to(self.workdir).as_posix()
-                self._refuse_nested_repository(relative, user_path)
+                try:
+                    self.worktree_path(relative)
+                except UnsafePath as error:
+                    raise UnsafePath(f"{error}; {_record_instead(relative, error)}") from None
                 return relative
         raise ConfigError(
             f"{user_path} is outside the worktree {self.workdir}; name a path inside it"
         )
-
-    def _refuse_nested_repository(self, relative: str, user_path: str) -> None:
-        """As `git add` does: a file of a submodule (or any nested repository) is not ours."""
-        parts = relative.split("/")[:-1]
-        for depth in range(1, len(parts) + 1):
-            inner = "/".join(parts[:depth])
-            if (self.workdir / inner / ".git").exists():
-                raise ConfigError(
-                    f"{user_path} is in submodule {inner}, another repository: record it from "
-                    f"there (cd {inner} && patchguard record NAME PATH), as git add would"
-                )
 
     def changed_tracked_files(self) -> list[str]:
         """Tracked files whose worktree content differs from HEAD (staged or not).

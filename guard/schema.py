@@ -9,36 +9,25 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from guard.errors import ConfigError
 from guard.symbols import parse_spec
+from guard.worktree_paths import name_problem
 
 SCHEMA_VERSION = 1
 SCHEMA_FILE_NAME = "manifest.schema.json"
 
 
 def _repo_path(value: str) -> str:
-    """A path inside the worktree: relative, POSIX, no `..`, nothing inside `.git`."""
-    if not value or "\0" in value or "\\" in value:
-        raise ValueError("must be a non-empty POSIX path without NUL or backslash")
-    pure = PurePosixPath(value)
-    if pure.is_absolute():
-        raise ValueError("must be relative to the repository root, not absolute")
-    if any(part in ("..", ".") for part in value.split("/")) or str(pure) != value:
-        raise ValueError("must be a normalised path with no '.' or '..' components")
-    if any(_is_git_dir_name(part) for part in pure.parts):
-        raise ValueError("must not have a .git component (a repository's own files)")
+    """A path inside the worktree as git's verify_path allows it (guard.worktree_paths)."""
+    problem = name_problem(value)
+    if problem is not None:
+        raise ValueError(problem)
     return value
-
-
-def _is_git_dir_name(part: str) -> bool:
-    """As git's verify_path: `.git` in any case, with trailing dots or spaces, or NTFS `git~1`."""
-    name = part.lower()
-    return name.rstrip(". ") == ".git" or name == "git~1"
 
 
 def _spec(value: str) -> str:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT
 
-ERROR_TYPES = {"ConfigError", "GuardFailure", "GuardError"}
+ERROR_TYPES = {"ConfigError", "GuardFailure", "GuardError", "UnsafePath"}
 MIN_FRAGMENT = 12
 # Calls whose N-th argument is a message shown to users (a state's reason, an import verdict).
 DETAIL_ARGUMENT = {"FileVerdict": 2, "ImportResult": 4, "banner": 0}

@@ -244,7 +244,7 @@ def test_import_refuses_a_path_through_a_symlink_leaving_the_repo(
     )
     result = sample.pg("import", str(bundle))
     assert result.exit_code == 2
-    assert "outside the worktree" in result.stderr
+    assert "beyond a symbolic link (linked -> " in result.stderr
 
 
 def test_every_report_has_json_and_no_colour(sample: Sample) -> None:

@@ -1,0 +1,251 @@
+"""Issue 20, items 1 and 4: patchguard never writes into a git directory or through a symlink.
+
+A hostile bundle names `tools/config` where the repository has `tools -> .git` committed: the
+name passes every check of names alone and lies inside the worktree. These tests build the
+attack as it was reported (a bundle whose patch adds `fsmonitor` to `[core]`, then an ordinary
+checkout) and hold the rule to git's own: git refuses to add or check out a path beyond a
+symbolic link.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+import sample_repo
+from conftest import Sample, git, patchguard
+
+from guard.gitdir import locate
+from guard.repo import Repo
+from guard.worktree_paths import UnsafePath
+
+KIMI = sample_repo.KIMI
+GIT_CONFIG = "[core]\n\trepositoryformatversion = 0\n\tbare = false\n"
+
+
+def hostile_bundle(tmp_path: Path, path: str, marker: Path) -> Path:
+    """A bundle made the honest way (record, export) in a repository where `path` is a plain
+    file, whose patch adds a command to run; only its path is aimed at another checkout."""
+    attacker = tmp_path / "attacker"
+    attacker.mkdir()
+    git(attacker, "init", "-q")
+    target = attacker / path
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(GIT_CONFIG)
+    git(attacker, "add", "-A")
+    git(attacker, "commit", "-qm", "a config file")
+    target.write_text(GIT_CONFIG.replace("[core]\n", f"[core]\n\tfsmonitor = touch {marker}\n"))
+    recorded = patchguard("-C", attacker, "record", "cfg", path)
+    assert recorded.exit_code == 0, recorded.output + recorded.stderr
+    bundle = tmp_path / "evil.json"
+    assert patchguard("-C", attacker, "export", bundle).exit_code == 0
+    return bundle
+
+
+def commit_symlink(sample: Sample, name: str, target: str) -> None:
+    (sample.root / name).symlink_to(target)
+    sample.git("add", name)
+    sample.git("commit", "-qm", f"add the link {name} -> {target}")
+
+
+def git_dir_files(sample: Sample) -> dict[str, bytes]:
+    git_dir = sample.root / ".git"
+    return {
+        p.relative_to(git_dir).as_posix(): p.read_bytes()
+        for p in [git_dir / "config", *(git_dir / "hooks").glob("*")]
+        if p.is_file()
+    }
+
+
+@pytest.mark.parametrize("path", ["tools/config", "tools/hooks/post-merge"])
+def test_a_bundle_aimed_through_a_committed_link_into_git_is_refused(
+    sample: Sample, tmp_path: Path, path: str
+) -> None:
+    marker = tmp_path / "a-command-ran"
+    bundle = hostile_bundle(tmp_path, path, marker)
+    commit_symlink(sample, "tools", ".git")
+    before = git_dir_files(sample)
+    result = sample.pg("import", bundle)
+    assert result.exit_code == 2, result.output + result.stderr
+    assert "beyond a symbolic link (tools -> .git)" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert sample.pg("list", "--json").output.count('"name"') == 0  # nothing imported
+    sample.git("checkout", "-q", "HEAD~1")
+    sample.git("status")
+    assert git_dir_files(sample) == before
+    assert not marker.exists()
+
+
+def test_a_manifest_that_already_holds_such_a_path_never_writes_it(
+    sample: Sample, tmp_path: Path
+) -> None:
+    """Imported while `tools` did not exist; then upstream commits `tools -> .git`."""
+    marker = tmp_path / "a-command-ran"
+    bundle = hostile_bundle(tmp_path, "tools/config", marker)
+    assert sample.pg("import", bundle).exit_code == 0
+    assert sample.pg("install").exit_code == 0
+    commit_symlink(sample, "tools", ".git")
+    before = git_dir_files(sample)
+    checkout = sample.git("checkout", "-q", "HEAD~1", check=False)
+    back = sample.git("checkout", "-q", "-", check=False)
+    assert "re-applied cfg" not in checkout.stderr + back.stderr
+    applied = sample.pg("apply")
+    assert applied.exit_code == 1
+    assert "unsafe-path" in applied.output + applied.stderr
+    assert "beyond a symbolic link (tools -> .git)" in applied.output + applied.stderr
+    status = sample.pg("check")
+    assert status.exit_code == 1
+    assert "Traceback" not in status.output + status.stderr
+    sample.git("status")
+    assert git_dir_files(sample) == before
+    assert not marker.exists()
+
+
+def test_a_link_back_inside_the_worktree_is_refused_too(sample: Sample, tmp_path: Path) -> None:
+    """`link -> python/sglang` resolves inside the worktree; git still refuses it, so do we."""
+    sample.record_eagle3()
+    bundle = tmp_path / "b.json"
+    assert sample.pg("export", bundle).exit_code == 0
+    sample.pg("drop", "eagle3")
+    commit_symlink(sample, "link", "python/sglang")
+    aimed = KIMI.replace("python/sglang/", "link/")
+    bundle.write_text(bundle.read_text().replace(f'"path": "{KIMI}"', f'"path": "{aimed}"'))
+    result = sample.pg("import", bundle)
+    assert result.exit_code == 2
+    assert "beyond a symbolic link (link -> python/sglang)" in result.stderr
+
+
+def test_a_nested_repository_is_refused(sample: Sample, tmp_path: Path) -> None:
+    sample.record_eagle3()
+    bundle = tmp_path / "b.json"
+    assert sample.pg("export", bundle).exit_code == 0
+    sample.pg("drop", "eagle3")
+    inner = sample.root / "vendor" / "inner"
+    inner.mkdir(parents=True)
+    git(inner, "init", "-q")
+    bundle.write_text(
+        bundle.read_text().replace(f'"path": "{KIMI}"', '"path": "vendor/inner/kimi_k25.py"')
+    )
+    result = sample.pg("import", bundle)
+    assert result.exit_code == 2
+    assert "is in submodule vendor/inner, another repository" in result.stderr
+    assert not (inner / "kimi_k25.py").exists()
+
+
+def test_a_git_dir_kept_in_the_worktree_under_another_name_is_refused(tmp_path: Path) -> None:
+    root = tmp_path / "checkout"
+    subprocess.run(
+        ["git", "init", "-q", f"--separate-git-dir={root / 'gitdata'}", str(root)], check=True
+    )
+    repo = Repo.discover(root)
+    with pytest.raises(UnsafePath, match="lies in the git directory"):
+        repo.worktree_path("gitdata/config")
+    assert repo.worktree_path("src/ok.py") == root / "src" / "ok.py"
+
+
+def test_the_leading_link_rule_is_git_s_own(tmp_path: Path) -> None:
+    """For each path, patchguard refuses exactly where `git add` says "beyond a symbolic link"."""
+    root = tmp_path / "r"
+    (root / "real" / "deep").mkdir(parents=True)
+    git(root, "init", "-q")
+    (root / "real" / "a.py").write_text("a = 1\n")
+    (root / "real" / "deep" / "b.py").write_text("b = 1\n")
+    (root / "link").symlink_to("real")
+    (root / "real" / "up").symlink_to("..")
+    (root / "tools").symlink_to(".git")
+    (root / "dangling").symlink_to("nowhere")
+    candidates = [
+        "real/a.py",
+        "real/deep/b.py",
+        "link/a.py",
+        "link/deep/b.py",
+        "real/up/real/a.py",
+        "tools/config",
+        "dangling/x.py",
+        "real/new.py",
+    ]
+    repo = Repo.discover(root)
+    for path in candidates:
+        said = git(root, "add", "--", path, check=False)
+        git_refuses = "beyond a symbolic link" in said.stderr
+        try:
+            repo.worktree_path(path)
+            ours = False
+        except UnsafePath as refusal:
+            ours = "beyond a symbolic link" in str(refusal)
+        assert ours == git_refuses, (path, said.stderr)
+
+
+# --- item 4: a guarded file that is (or becomes) a symbolic link ---------------------------
+
+
+def upstream_links_the_file(sample: Sample) -> str:
+    """Upstream moves the model to kimi_k25_impl.py and leaves a link at the old name."""
+    kimi = sample.kimi
+    impl = kimi.with_name("kimi_k25_impl.py")
+    impl.write_text(kimi.read_text())
+    kimi.unlink()
+    kimi.symlink_to(impl.name)
+    sample.git("add", "-A")
+    sample.git("commit", "-qm", "upstream: kimi_k25.py becomes a link to kimi_k25_impl.py")
+    return sample.git("rev-parse", "HEAD").stdout.strip()
+
+
+def test_a_move_onto_a_commit_where_the_file_is_a_link_keeps_the_link(sample: Sample) -> None:
+    sample.git("checkout", "-q", "-b", "work")
+    sample.git("checkout", "-q", "-b", "linked")
+    upstream_links_the_file(sample)
+    impl = sample.kimi.with_name("kimi_k25_impl.py")
+    impl_text = impl.read_text()
+    sample.git("checkout", "-q", "work")
+    sample.record_eagle3()
+    patched = sample.kimi.read_bytes()
+    moved = sample.pg("git", "checkout", "-q", "linked")
+    assert moved.exit_code == 1, moved.output + moved.stderr
+    assert "is a symbolic link (to kimi_k25_impl.py)" in moved.output + moved.stderr
+    assert sample.kimi.is_symlink()
+    assert impl.read_text() == impl_text
+    unapplied = sample.pg("unapply")
+    assert unapplied.exit_code == 0 and sample.kimi.is_symlink()
+    back = sample.pg("git", "checkout", "-q", "work")
+    assert back.exit_code == 0, back.output + back.stderr
+    assert not sample.kimi.is_symlink()
+    assert sample.kimi.read_bytes() == patched
+    assert sample.pg("check").exit_code == 0
+
+
+def test_recording_through_a_link_names_the_file_it_points_to(sample: Sample) -> None:
+    upstream_links_the_file(sample)
+    impl = sample.kimi.with_name("kimi_k25_impl.py")
+    sample_repo.add_eagle3_methods(sample.root)  # writes through the link, as an editor does
+    assert not sample.kimi.read_text().startswith("link")
+    result = sample.pg("record", "eagle3", KIMI)
+    assert result.exit_code == 2
+    assert "is a symbolic link (to kimi_k25_impl.py)" in result.stderr
+    target = os.path.relpath(impl, sample.root)
+    assert f"patchguard record NAME {target}" in result.stderr
+    assert sample.pg("list", "--json").output.count('"name"') == 0
+    recorded = sample.pg("record", "eagle3", target)
+    assert recorded.exit_code == 0, recorded.output + recorded.stderr
+    manifest = json.loads(locate(sample.root).manifest_path.read_text())
+    (change,) = manifest["patches"][0]["files"]
+    assert change["path"] == target
+    removed = [
+        line
+        for line in change["diff"].splitlines()
+        if line.startswith("-") and not line.startswith("---")
+    ]
+    assert removed == []  # the methods added to the target, not a whole file replaced
+
+
+def test_writes_refuse_a_repository_path_of_the_worktree_s_own_git_dir(sample: Sample) -> None:
+    repo = Repo.discover(sample.root)
+    layout = locate(sample.root)
+    assert layout.git_dir == sample.root / ".git"
+    with pytest.raises(UnsafePath):
+        repo.write_raw(".git/config", b"[core]\n")
+    with pytest.raises(UnsafePath):
+        repo.write_raw("../escape.py", b"x = 1\n")
