@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 from guard import fastpath
 from guard.errors import ConfigError
-from guard.manifest import FileChange, Manifest, Patch
+from guard.manifest import FileChange, Manifest, Patch, Resolution
 from guard.repo import Repo
 from guard.symbols import SourceSyntaxError, Spec, SymbolIndex, describe_miss, parse_spec
 from guard.worktree_paths import UnsafePath
@@ -63,6 +63,7 @@ class FileVerdict:
     detail: str
     merged: bytes | None = None
     patched: bytes | None = None
+    version: FileChange | None = None  # the version decided from: the recording or a resolution
 
 
 @dataclass(frozen=True)
@@ -184,8 +185,9 @@ def fix_for(patch_name: str, state: State, path: str = "") -> str:
         return f"patchguard apply {patch_name} (takes the patch's copy out; HEAD's stays)"
     if state is State.CONFLICT:
         return (
-            f"resolve by hand (patchguard apply --merge {patch_name} writes conflict markers), "
-            f"then patchguard record {patch_name}"
+            "the patch does not merge with this version of the file: edit it into the right "
+            f"shape here (patchguard apply --merge {patch_name} writes conflict markers to "
+            f"start from), then keep that for this version: patchguard resolve {patch_name}"
         )
     if state is State.OUTSIDE_SPARSE:
         directory = path.rpartition("/")[0] or "."
@@ -332,7 +334,7 @@ def _why_absent(index: SymbolIndex, spec: Spec, reason: str) -> str:
     return describe_miss(index, spec)
 
 
-def _required_in(patch: Patch, path: str) -> list[str]:
+def required_in(patch: Patch, path: str) -> list[str]:
     return [spec.qualname for spec in map(parse_spec, patch.requires) if spec.path == path]
 
 
@@ -343,10 +345,64 @@ def merge_labels(patch: Patch) -> tuple[str, str, str]:
 def assess_file(repo: Repo, tree: Worktree, patch: Patch, change: FileChange) -> FileVerdict:
     """Decide one file's state by content; see docs/concepts.md for the rules."""
     path = tree.followed_path(change.path, patch.base_commit, change.base_blob is not None)
-    verdict = _assess_at(repo, tree, patch, change, path)
+    verdict = _assess_versions(repo, tree, patch, change, path)
     if path != change.path:
         verdict.detail += f" (followed the rename {change.path} -> {path})"
     return verdict
+
+
+def _assess_versions(
+    repo: Repo, tree: Worktree, patch: Patch, change: FileChange, path: str
+) -> FileVerdict:
+    """The recording, or a resolution of it, nearest first: the first that merges decides.
+
+    Nearest means the version whose base is closest to HEAD's file: on the recorded base that
+    is the recording itself (byte for byte as recorded), on a commit resolved by hand that
+    resolution, and between them whichever upstream moved least from.
+    """
+    first = None
+    for version, resolution in _nearest_first(repo, tree, change, path):
+        verdict = _assess_at(repo, tree, patch, version, path)
+        verdict.version = version
+        if resolution is not None:
+            verdict.detail += f" (from the resolution made at {resolution.commit[:7]})"
+        if verdict.state is not State.CONFLICT:
+            return verdict
+        first = first or verdict
+    assert first is not None
+    return first
+
+
+def _nearest_first(
+    repo: Repo, tree: Worktree, change: FileChange, path: str
+) -> list[tuple[FileChange, Resolution | None]]:
+    """Every version of one file's change, the one whose base is nearest HEAD's file first."""
+    versions: list[tuple[FileChange, Resolution | None]] = [(change, None)]
+    versions += [
+        (
+            replace(
+                change,
+                base_blob=r.base_blob,
+                patched_blob=r.patched_blob,
+                diff=r.diff,
+                resolutions=[],
+            ),
+            r,
+        )
+        for r in change.resolutions
+    ]
+    head = tree.head(path)
+    if len(versions) == 1 or head is None:
+        return versions
+
+    def distance(version: FileChange) -> int:
+        base = repo.blob(version.base_blob) if version.base_blob else b""
+        if base == head:
+            return 0
+        text = repo.diff(base, head, path).text
+        return 1 + text.count("\n+") + text.count("\n-")
+
+    return sorted(versions, key=lambda item: distance(item[0]))  # stable: a tie keeps order
 
 
 def _assess_at(
@@ -392,7 +448,7 @@ def _assess_absorbed(
     if current is not None and _defines_twice(tree, current, path, change.added_symbols):
         repaired = _take_copy_out(repo, base, patched, rest, current, labels)
         if repaired is None or tree.symbol_problems(
-            repaired, path, _required_in(patch, change.path)
+            repaired, path, required_in(patch, change.path)
         ):
             return FileVerdict(
                 path,
@@ -480,7 +536,7 @@ def _assess_change(
             "the change does not merge cleanly with this file",
             forward.content,
         )
-    problems = tree.symbol_problems(forward.content, path, _required_in(patch, change.path))
+    problems = tree.symbol_problems(forward.content, path, required_in(patch, change.path))
     if problems:
         return FileVerdict(
             path,

@@ -419,7 +419,10 @@ def git_(ctx: click.Context, args: tuple[str, ...]) -> None:
     or 1 when a guard fails afterwards. When git stops halfway (a conflicted merge, rebase,
     cherry-pick or stash pop), the patches stay out until it is finished.
     """
-    cwd: Path = ctx.obj
+    _git_lifted(ctx.obj, args)
+
+
+def _git_lifted(cwd: Path, args: tuple[str, ...]) -> None:
     from guard import moves
 
     status, lift = moves.run_git_lifted(Repo.discover(cwd), args, cwd)
@@ -474,6 +477,26 @@ def bisect_run(ctx: click.Context, log: Path | None, command: tuple[str, ...]) -
     status, lift = moves.bisect_run(Repo.discover(cwd), command, log)
     _report_lift(lift, "bisect run")
     sys.exit(status or (EXIT_OK if lift.ok else EXIT_GUARD_FAILED))
+
+
+def _bisect_shorthand(word: str) -> None:
+    """`patchguard bisect WORD ...` is `patchguard git bisect WORD ...`: the words users try."""
+
+    @bisect.command(
+        name=word,
+        context_settings=_PASS_THROUGH,
+        short_help=f"patchguard git bisect {word}, the patches carried.",
+        help=f"Same as `patchguard git bisect {word} ...`: git moves with the patches lifted, "
+        "then puts them back and checks.",
+    )
+    @click.argument("args", nargs=-1, type=click.UNPROCESSED)
+    @click.pass_context
+    def shorthand(ctx: click.Context, args: tuple[str, ...]) -> None:
+        _git_lifted(ctx.obj, ("bisect", word, *args))
+
+
+for _word in ("start", "good", "bad", "skip", "reset", "log"):
+    _bisect_shorthand(_word)
 
 
 @bisect.command(name="step", hidden=True, context_settings=_PASS_THROUGH)
@@ -538,6 +561,46 @@ def show(cwd: Path, names: tuple[str, ...]) -> None:
         click.echo_via_pager(text + "\n", color=color)
     else:
         click.echo(text or "no patches recorded")
+
+
+@cli.command(
+    epilog=_epilog(
+        "patchguard resolve eagle3",
+    )
+)
+@click.argument("name")
+@click.option(
+    "--drop",
+    "forget",
+    type=int,
+    metavar="N",
+    default=None,
+    help="Forget resolution N of the patch (as `patchguard show NAME` numbers them).",
+)
+@_directory_option
+def resolve(cwd: Path, name: str, forget: int | None) -> None:
+    """Keep the patch as you shaped it by hand at this commit, for this version of upstream.
+
+    Where patch NAME does not merge (upstream changed the lines it touches), edit the file
+    into the right shape here and run this. The recording stays as it was (base, diff,
+    description, required symbols); the file as it is now is kept beside it as a resolution
+    for this version of upstream's file. From then on every move (hooks, `patchguard git`,
+    bisect steps, apply) merges from the version whose base is nearest to the file at hand,
+    so the commits around this one are carried too, and the recorded base gets the recorded
+    file back byte for byte. `patchguard undo` takes a resolution back.
+    """
+    from guard import recording
+
+    outcome = recording.resolve(Repo.discover(cwd), name, forget=forget)
+    if forget is not None:
+        click.echo(f"forgot resolution {forget} of patch {name}")
+    elif outcome.resolved:
+        for path in outcome.resolved:
+            click.echo(f"resolved patch {name}: {path} kept as it is for this version of upstream")
+    else:
+        click.echo(
+            f"nothing to resolve: patch {name} merges here as it is (patchguard status {name})"
+        )
 
 
 @cli.command(

@@ -28,6 +28,22 @@ _KEEP_VALIDATED = 16
 
 
 @dataclass(frozen=True)
+class Resolution:
+    """The same change, made by hand on another version of upstream's file (`resolve`).
+
+    Where the recorded change does not merge with upstream's file, the user puts the file into
+    the right shape once; from then on moves carry the patch from whichever version (the
+    recording or a resolution) has the base nearest to the file at hand.
+    """
+
+    base_blob: str  # upstream's file where it was resolved (HEAD's, at `commit`)
+    patched_blob: str
+    diff: str
+    commit: str
+    created_at: str
+
+
+@dataclass(frozen=True)
 class FileChange:
     """One file of a patch, as recorded: enough to re-apply it by 3-way merge."""
 
@@ -36,6 +52,12 @@ class FileChange:
     patched_blob: str
     diff: str
     added_symbols: list[str] = field(default_factory=list)
+    resolutions: list[Resolution] = field(default_factory=list)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> FileChange:
+        resolutions = [Resolution(**r) for r in data.get("resolutions", [])]
+        return cls(**{**data, "resolutions": resolutions})
 
 
 @dataclass(frozen=True)
@@ -51,7 +73,7 @@ class Patch:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Patch:
-        files = [FileChange(**change) for change in data["files"]]
+        files = [FileChange.from_dict(change) for change in data["files"]]
         return cls(**{**data, "files": files})
 
 
@@ -83,7 +105,11 @@ class Manifest:
             oid
             for patch in self.patches
             for change in patch.files
-            for oid in (change.base_blob, change.patched_blob)
+            for oid in (
+                change.base_blob,
+                change.patched_blob,
+                *(blob for r in change.resolutions for blob in (r.base_blob, r.patched_blob)),
+            )
             if oid is not None
         }
 

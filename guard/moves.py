@@ -38,6 +38,7 @@ class Lift:
     stopped: str | None = None
     put_back: list[patching.PatchOutcome] = field(default_factory=list)
     report: assess.CheckReport | None = None
+    skipped: list[str] = field(default_factory=list)  # commits bisect skipped: "abbrev subject"
 
     @property
     def ok(self) -> bool:
@@ -132,7 +133,19 @@ def bisect_run(repo: Repo, command: Sequence[str], log: Path | None) -> tuple[in
         ).returncode
         with _step_lock(repo, "bisect run"):
             pass  # after a Ctrl-C git is gone at once; a step may still be lifting: wait for it
+        lift.skipped = _skipped_by_bisect(repo)
     return status, lift
+
+
+def _skipped_by_bisect(repo: Repo) -> list[str]:
+    """The commits this bisect skipped, as `git bisect log` lists them ("abbrev subject")."""
+    if not (repo.layout.git_dir / "BISECT_START").exists():
+        return []  # it ended (git bisect run --no-reset or a reset from the command)
+    said = run_git(["bisect", "log"], repo.workdir).stdout.splitlines()
+    skips = [
+        line[len("# skip: [") :].split("] ", 1) for line in said if line.startswith("# skip: [")
+    ]
+    return [f"{commit[:10]} {subject}" for commit, subject in skips]
 
 
 def _step_lock(repo: Repo, operation: str) -> AbstractContextManager[None]:

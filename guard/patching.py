@@ -69,7 +69,9 @@ def apply(
             writes = {f.path: f.merged for f in verdict.files if f.merged is not None}
             if state is State.CONFLICT:
                 outcome.ok = False
-                outcome.message = "conflict markers written; resolve them, then patchguard record"
+                outcome.message = (
+                    f"conflict markers written; resolve them, then patchguard resolve {patch.name}"
+                )
             elif state is State.DOUBLED:
                 outcome.message = (
                     "would take the patch's copy out" if dry_run else "took the patch's copy out"
@@ -98,9 +100,10 @@ def unapply(
         verdict = assess_patch(repo, tree, patch)
         outcome = PatchOutcome(verdict)
         writes: dict[str, bytes | None] = {}
-        for change, file_verdict in zip(patch.files, verdict.files, strict=True):
+        for recorded, file_verdict in zip(patch.files, verdict.files, strict=True):
             if file_verdict.state is not State.APPLIED:
                 continue
+            change = file_verdict.version or recorded  # a resolution, where one decided
             path = file_verdict.path  # where the file is now, renames followed
             current = tree.read(path)
             assert current is not None

@@ -6,12 +6,20 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
-from guard.assess import State, Worktree, assess_patch, check_symbol, merge_labels, select_patches
+from guard.assess import (
+    State,
+    Worktree,
+    assess_patch,
+    check_symbol,
+    merge_labels,
+    required_in,
+    select_patches,
+)
 from guard.eol import cannot_rebuild
 from guard.errors import ConfigError, GuardFailure
 from guard.journal import Journal
 from guard.lock import locked
-from guard.manifest import FileChange, Patch, now_utc, serialize
+from guard.manifest import FileChange, Patch, Resolution, now_utc, serialize
 from guard.repo import Repo, is_binary
 from guard.symbols import SourceSyntaxError, Spec, did_you_mean, parse_spec
 
@@ -161,9 +169,12 @@ def _with_patches_below(
     """
     base, stacked = head, []
     for patch in below:
-        for change, verdict in zip(patch.files, assess_patch(repo, tree, patch).files, strict=True):
-            if change.path != path or verdict.state is not State.APPLIED:
+        for recorded, verdict in zip(
+            patch.files, assess_patch(repo, tree, patch).files, strict=True
+        ):
+            if recorded.path != path or verdict.state is not State.APPLIED:
                 continue
+            change = verdict.version or recorded  # a resolution, where one decided
             merged = repo.merge3(
                 repo.blob(change.base_blob) if change.base_blob else b"",
                 base or b"",
@@ -256,3 +267,120 @@ def drop(repo: Repo, target: str, *, cwd: Path) -> str:
     journal.before_manifest(repo.manifest_bytes, serialize(remaining), target)
     repo.save_manifest(remaining)
     return f"patch {target}"
+
+
+@dataclass
+class ResolveOutcome:
+    """What `resolve` kept: the paths given a new resolution (empty: the patch merges here)."""
+
+    patch: Patch
+    resolved: list[str]
+
+
+@locked("resolve")
+def resolve(repo: Repo, name: str, *, forget: int | None = None) -> ResolveOutcome:
+    """Keep each file of NAME as the user shaped it at this commit, as another version of it.
+
+    The recording stays as it was (base, diff, description, required symbols); a resolution is
+    kept beside it for this version of upstream's file, so a move carries the patch from the
+    version whose base is nearest. Only files that no version carries here get one: a file the
+    recorded change (or an earlier resolution) already merges into as it stands is left alone.
+    `forget` drops resolution N instead (numbered as `patchguard show` lists them).
+    """
+    repo.refuse_mid_operation("resolve")
+    manifest = repo.load_manifest()
+    (patch,) = select_patches(manifest, [name])
+    resolved: list[str] = []
+    if forget is not None:
+        updated = _forget_resolution(patch, forget)
+    else:
+        updated, resolved = _resolve_here(repo, patch)
+        if not resolved:
+            return ResolveOutcome(patch, [])
+    from guard import schema  # pydantic: only where a changed patch is checked
+
+    schema.validate_data(schema.Patch, asdict(updated), f"cannot resolve {name!r}")
+    after = replace(manifest, patches=[updated if p.name == name else p for p in manifest.patches])
+    journal = Journal(repo.layout.git_dir, "resolve")  # first: `patchguard undo` takes it back
+    journal.before_manifest(repo.manifest_bytes, serialize(after), name)
+    repo.save_manifest(after)
+    return ResolveOutcome(updated, resolved)
+
+
+def _resolve_here(repo: Repo, patch: Patch) -> tuple[Patch, list[str]]:
+    if repo.has_conflicts():
+        raise ConfigError(
+            "the index has unmerged entries: finish what git stopped on first (patchguard "
+            f"apply {patch.name} gets a patched file out of a conflict), then resolve"
+        )
+    head_commit = repo.head_commit_id()
+    tree = Worktree(repo)
+    verdict = assess_patch(repo, tree, patch)
+    files, resolved = [], []
+    for change, file_verdict in zip(patch.files, verdict.files, strict=True):
+        path = file_verdict.path
+        current, head = tree.read(path), tree.head(path)
+        if current is None or head is None:
+            raise ConfigError(
+                f"cannot resolve {patch.name}: {path} does not exist "
+                f"{'in the worktree' if current is None else 'at HEAD'}; a resolution is the "
+                "patched file on top of upstream's. Check out a commit that has it."
+            )
+        if current == head or _carried(repo, change, head, current, merge_labels(patch)):
+            if file_verdict.state is State.CONFLICT:
+                raise ConfigError(
+                    f"cannot resolve {patch.name}: {path} does not carry the patch yet. Edit it "
+                    f"into the shape the patch should have at this commit (patchguard apply "
+                    f"--merge {patch.name} writes conflict markers to start from), then resolve"
+                )
+            files.append(change)
+            continue
+        problems = tree.symbol_problems(current, path, required_in(patch, change.path))
+        if problems:
+            raise GuardFailure(
+                f"cannot resolve {patch.name}: {path}: "
+                + "; ".join(f"{q}: {why}" for q, why in problems.items())
+                + ". A resolution must hold every symbol the patch requires; fix the file, then "
+                "resolve again."
+            )
+        resolution = Resolution(
+            base_blob=repo.store_blob(head),
+            patched_blob=repo.store_blob(current),
+            diff=repo.diff(head, current, path).text,
+            commit=head_commit,
+            created_at=now_utc(),
+        )
+        others = [r for r in change.resolutions if r.base_blob != resolution.base_blob]
+        files.append(replace(change, resolutions=[*others, resolution]))
+        resolved.append(path)
+    return replace(patch, files=files), resolved
+
+
+def _carried(
+    repo: Repo, change: FileChange, head: bytes, current: bytes, labels: tuple[str, str, str]
+) -> bool:
+    """Would a move put exactly `current` here from a version already kept?"""
+    versions = [(change.base_blob, change.patched_blob)]
+    versions += [(r.base_blob, r.patched_blob) for r in change.resolutions]
+    for base_blob, patched_blob in versions:
+        base = repo.blob(base_blob) if base_blob else b""
+        merged = repo.merge3(base, head, repo.blob(patched_blob), labels)
+        if merged.clean and merged.content == current:
+            return True
+    return False
+
+
+def _forget_resolution(patch: Patch, number: int) -> Patch:
+    """The patch without resolution `number` (1-based, in file order, as `show` lists them)."""
+    numbered = [(c.path, r) for c in patch.files for r in c.resolutions]
+    if not 1 <= number <= len(numbered):
+        raise ConfigError(
+            f"patch {patch.name} has no resolution {number} (it has {len(numbered)}); "
+            f"see: patchguard show {patch.name}"
+        )
+    path, gone = numbered[number - 1]
+    files = [
+        replace(c, resolutions=[r for r in c.resolutions if r is not gone]) if c.path == path else c
+        for c in patch.files
+    ]
+    return replace(patch, files=files)

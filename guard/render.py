@@ -135,9 +135,18 @@ def show_lines(patches: Sequence[Patch], color: bool) -> list[str]:
         lines.append(f"recorded: {patch.created_at[:19].replace('T', ' ')} UTC")
         lines += [f"file:     {change.path}" for change in patch.files]
         lines += [f"requires: {spec}" for spec in patch.requires]
+        resolutions = [(c.path, r) for c in patch.files for r in c.resolutions]
+        lines += [
+            f"resolution {number}: {path} at {r.commit[:10]}, "
+            f"{r.created_at[:19].replace('T', ' ')} UTC (patchguard resolve {patch.name} --drop {number})"
+            for number, (path, r) in enumerate(resolutions, 1)
+        ]
         for change in patch.files:
             lines.append("")
             lines += [_diff_line(line, color) for line in change.diff.splitlines()]
+        for number, (path, r) in enumerate(resolutions, 1):
+            lines += ["", f"resolution {number} ({path} at {r.commit[:10]}):"]
+            lines += [_diff_line(line, color) for line in r.diff.splitlines()]
         lines.append("")
     return lines[:-1]
 
@@ -186,6 +195,14 @@ def lift_lines(lift: Lift) -> list[str]:
             lines.append(f"{name}: {outcome.message}")
         elif name in lift.lifted and outcome.verdict.state is State.UPSTREAM:
             lines.append(f"{name} is upstream here (HEAD has all of it); nothing to put back")
+    if lift.skipped:
+        names = " ".join(sorted({o.verdict.name for o in lift.put_back})) or "NAME"
+        lines.append(
+            f"bisect skipped {len(lift.skipped)} commit(s) where the patches did not hold: "
+            + "; ".join(lift.skipped)
+            + ". To measure one: patchguard git checkout COMMIT, shape the file there, "
+            f"patchguard resolve {names}; then run patchguard bisect run again"
+        )
     return lines
 
 

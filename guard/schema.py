@@ -69,6 +69,16 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+class Resolution(_Strict):
+    """The same change made by hand on another version of upstream's file (`patchguard resolve`)."""
+
+    base_blob: ObjectId = Field(description="Blob id of upstream's file where it was resolved.")
+    patched_blob: ObjectId = Field(description="Blob id of that file with the change made by hand.")
+    diff: str = Field(description="Unified diff from base to patched, for people to read.")
+    commit: ObjectId = Field(description="HEAD when the resolution was made.")
+    created_at: datetime = Field(description="When the resolution was made (UTC).")
+
+
 class FileChange(_Strict):
     """One file of a patch, as recorded: enough to re-apply it by 3-way merge."""
 
@@ -81,6 +91,11 @@ class FileChange(_Strict):
     added_symbols: list[str] = Field(
         default_factory=list,
         description="Qualified names whose def/class line the patch adds (decides 'upstream').",
+    )
+    resolutions: list[Resolution] = Field(
+        default_factory=list,
+        description="The change made by hand on other versions of upstream's file; moves merge "
+        "from the version whose base is nearest to the file at hand.",
     )
 
 

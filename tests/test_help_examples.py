@@ -43,6 +43,7 @@ ORDER = [
     "git",
     "bisect",
     "bisect run",
+    "resolve",
     "drop",
     "uninstall",
 ]

@@ -1,0 +1,191 @@
+"""Issue 17, items 4 and 6: a patch that does not merge is resolved once, then carried.
+
+The history has the real shape: the user types the three methods right after the last method
+of the class (no comment, one blank line before EntryClass); upstream then adds a method of its
+own at exactly that spot, so git cannot merge the patch at any commit after it; then upstream
+edits the file elsewhere, a regression lands in another file, and the release absorbs the
+methods (typed, documented, at the same spot).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+import sample_repo
+from conftest import method_count
+from helpers import run_patchguard
+
+from guard.gitdir import locate
+
+KIMI = sample_repo.KIMI
+UPSTREAM_METHOD = """
+    def get_input_embeddings(self):
+        return self.language_model.get_input_embeddings()
+"""
+
+
+class Hunt:
+    def __init__(self, root: Path, env: dict[str, str]) -> None:
+        self.root, self.env = root, env
+        self.kimi = root / KIMI
+
+    def git(self, *args: str) -> str:
+        return sample_repo.git(self.root, *args)
+
+    def pg(self, *args: str, check: int | None = 0) -> subprocess.CompletedProcess[str]:
+        return run_patchguard(self.root, self.env, args, check)
+
+    def methods_once(self) -> bool:
+        text = self.kimi.read_text()
+        return all(method_count(text, m) == 1 for m in sample_repo.METHODS)
+
+
+def build(root: Path) -> None:
+    """r0 .. r4 on main (each tagged): see the module's docstring."""
+    root.mkdir()
+    sample_repo.git(root, "init", "-q", "-b", "main")
+    for path, text in sample_repo.OTHER_FILES.items():
+        sample_repo.write(root, path, text)
+    sample_repo.write(root, sample_repo.HUNT_BENCH, sample_repo.HUNT_BENCH_TEXT)
+    sample_repo.write(root, KIMI, sample_repo.KIMI_V1)
+    versions = [sample_repo.commit(root, "r0: Kimi-K2.5")]
+    with_method = sample_repo.KIMI_V1.replace("\n\nEntryClass", UPSTREAM_METHOD + "\n\nEntryClass")
+    sample_repo.write(root, KIMI, with_method)
+    versions.append(sample_repo.commit(root, "r1: kimi: input embeddings, at the end of the class"))
+    moved = with_method.replace("from torch import nn\n", "from torch import nn\n\nVISION = 1\n")
+    sample_repo.write(root, KIMI, moved)
+    versions.append(sample_repo.commit(root, "r2: kimi: a vision constant"))
+    sample_repo.write(root, sample_repo.REGRESSION_FILE, "TP_GROUP = None\nSLOW_ALLREDUCE = True\n")
+    versions.append(sample_repo.commit(root, "r3: distributed: a slower all-reduce"))
+    absorbed = moved.replace("\n\nEntryClass", sample_repo.UPSTREAM_METHODS + "\n\nEntryClass")
+    sample_repo.write(root, KIMI, absorbed)
+    versions.append(sample_repo.commit(root, "r4: release: EAGLE-3 upstream"))
+    for number, commit in enumerate(versions):
+        sample_repo.git(root, "tag", f"r{number}", commit)
+
+
+@pytest.fixture
+def hunt(tmp_path: Path, clean_env: dict[str, str]) -> Hunt:
+    """The user's branch `work` at r0, the methods typed in and recorded, hooks installed."""
+    build(tmp_path / "sglang")
+    hunt = Hunt(tmp_path / "sglang", clean_env)
+    hunt.git("checkout", "-q", "-b", "work", "r0")
+    sample_repo.add_eagle3_methods(hunt.root)
+    hunt.pg("record", "eagle3", KIMI, "-m", "EAGLE-3 delegation")
+    hunt.pg("install")
+    return hunt
+
+
+def resolve_at_r1(hunt: Hunt) -> bytes:
+    """The first conflicting commit: the move says so; the user types the methods there."""
+    patched = hunt.kimi.read_bytes()
+    moved = hunt.pg("git", "checkout", "-q", "r1", check=1)
+    assert "conflict" in moved.stderr
+    assert "patchguard record" not in moved.stderr  # never advice that re-bases the patch
+    assert hunt.kimi.read_text() == hunt.git("show", f"r1:{KIMI}") + "\n"
+    sample_repo.add_eagle3_methods(hunt.root)
+    resolved = hunt.pg("resolve", "eagle3")
+    assert f"resolved patch eagle3: {KIMI}" in resolved.stdout
+    hunt.pg("check")
+    return patched
+
+
+def test_a_resolution_carries_the_patch_across_the_range_and_back(hunt: Hunt) -> None:
+    patched = resolve_at_r1(hunt)
+    hunt.pg("git", "checkout", "-q", "r2")
+    assert hunt.methods_once()
+    assert "VISION = 1" in hunt.kimi.read_text()
+    assert "def get_input_embeddings" in hunt.kimi.read_text()
+    hunt.pg("check")
+    hunt.pg("git", "checkout", "-q", "r3")
+    assert hunt.methods_once()
+    hunt.pg("git", "checkout", "-q", "work")
+    assert hunt.kimi.read_bytes() == patched
+    shown = hunt.pg("show", "eagle3").stdout
+    assert "EAGLE-3 delegation" in shown
+    assert "+    def set_embed_and_head(self, embed, head):" in shown
+    assert f"resolution 1: {KIMI} at {hunt.git('rev-parse', 'r1')[:10]}" in shown
+
+
+def test_plain_git_moves_through_the_hooks_use_the_resolution(hunt: Hunt) -> None:
+    resolve_at_r1(hunt)
+    hunt.git("stash", "-q")
+    hunt.git("checkout", "-q", "r2")  # the post-checkout hook re-applies
+    assert hunt.methods_once()
+    hunt.pg("check")
+
+
+def test_bisect_across_the_range_measures_every_commit(hunt: Hunt) -> None:
+    resolve_at_r1(hunt)
+    hunt.pg("git", "checkout", "-q", "work")
+    hunt.pg("git", "bisect", "start", "r4", "r0")
+    found = hunt.pg("bisect", "run", "python3", sample_repo.HUNT_BENCH)
+    output = found.stdout + found.stderr
+    assert f"{hunt.git('rev-parse', 'r3')} is the first bad commit" in output
+    assert "skip" not in output.lower()
+    hunt.pg("bisect", "reset")
+    assert hunt.git("rev-parse", "--abbrev-ref", "HEAD") == "work"
+    assert hunt.methods_once()
+
+
+def test_without_a_resolution_the_bisect_skips_and_says_how_to_resolve(hunt: Hunt) -> None:
+    started = hunt.pg("bisect", "start", "r4", "r0", check=1)  # lands on r2: red, and says so
+    assert "patchguard resolve eagle3" in started.stderr
+    found = hunt.pg("bisect", "run", "python3", sample_repo.HUNT_BENCH, check=None)
+    output = found.stdout + found.stderr
+    assert "bisect skipped" in output
+    assert "r2: kimi: a vision constant" in output
+    assert "patchguard resolve eagle3; then run patchguard bisect run again" in output
+    hunt.pg("bisect", "reset")
+
+
+def test_resolve_is_undone_and_a_resolution_can_be_dropped(hunt: Hunt) -> None:
+    resolve_at_r1(hunt)
+    manifest = locate(hunt.root).manifest_path
+
+    def resolutions() -> int:
+        data = json.loads(manifest.read_text())
+        return sum(len(f["resolutions"]) for p in data["patches"] for f in p["files"])
+
+    assert resolutions() == 1
+    undone = hunt.pg("undo")
+    assert "resolve of eagle3" in undone.stdout + undone.stderr
+    assert resolutions() == 0
+    hunt.pg("resolve", "eagle3")
+    assert resolutions() == 1
+    hunt.pg("resolve", "eagle3", "--drop", "1")
+    assert resolutions() == 0
+    missing = hunt.pg("resolve", "eagle3", "--drop", "1", check=2)
+    assert "has no resolution 1" in missing.stderr
+
+
+def test_resolve_refuses_a_file_that_does_not_carry_the_patch_yet(hunt: Hunt) -> None:
+    hunt.pg("git", "checkout", "-q", "r1", check=1)
+    refused = hunt.pg("resolve", "eagle3", check=2)
+    assert "does not carry the patch yet" in refused.stderr
+    assert "patchguard apply --merge eagle3" in refused.stderr
+
+
+def test_resolve_refuses_a_file_that_lost_a_required_method(hunt: Hunt) -> None:
+    hunt.pg("git", "checkout", "-q", "r1", check=1)
+    sample_repo.add_eagle3_methods(hunt.root)
+    text = hunt.kimi.read_text()
+    hunt.kimi.write_text(text.replace("def get_embed_and_head(self):", "def get_embed(self):"))
+    refused = hunt.pg("resolve", "eagle3", check=1)
+    assert "get_embed_and_head" in refused.stderr
+
+
+def test_resolutions_travel_in_bundles(hunt: Hunt, tmp_path: Path) -> None:
+    resolve_at_r1(hunt)
+    bundle = tmp_path / "eagle3.json"
+    hunt.pg("export", str(bundle))
+    node2 = Hunt(tmp_path / "node2", hunt.env)
+    subprocess.run(["git", "clone", "-q", str(hunt.root), str(node2.root)], check=True)
+    node2.git("checkout", "-q", "r2")
+    node2.pg("import", str(bundle))
+    node2.pg("apply")
+    assert node2.methods_once()
+    node2.pg("check")
