@@ -97,6 +97,7 @@ def run_quickstart(home: Path, env: dict[str, str]) -> list[str]:
     script = "exec 2>&1\n" + "".join(
         f"{commands}echo {marker}\n" for commands, _ in quickstart_steps()
     )
+    script += 'command -v python3 >"$HOME/python3-after-quickstart"\n'  # issue 21, item 3
     result = subprocess.run(
         ["sh", "-ec", script], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600
     )
@@ -121,6 +122,8 @@ def test_quickstart_runs_as_written_and_prints_what_it_shows(
     printed = run_quickstart(tmp_path, env)
     for (commands, shown), output in zip(steps, printed, strict=True):
         assert output == shown, f"step:\n{commands}"
+    python3 = (tmp_path / "python3-after-quickstart").read_text()
+    assert not python3.startswith(str(tmp_path / ".venvs")), "the install shadows python3"
 
 
 def test_docs_site_builds_strictly_with_the_diagram(tmp_path: Path) -> None:
