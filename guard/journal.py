@@ -15,6 +15,7 @@ from pathlib import Path
 from guard.atomic import atomic_write
 from guard.errors import ConfigError, GuardFailure
 from guard.fastpath import blob_id
+from guard.lock import locked
 from guard.manifest import parse_manifest
 
 TYPE_CHECKING = False  # not `from typing import ...`: typing costs the hooks ~3 ms
@@ -151,6 +152,7 @@ def _read(path: Path) -> Entry:
         raise GuardFailure(f"the undo entry {path.name} is gone or damaged") from None
 
 
+@locked("undo")  # the worktree's lock, and the store's: undoing a drop rewrites the manifest
 def undo(repo: Repo, entry_path: Path | None = None) -> Entry:
     """Put back the files of the last apply/unapply (or of one entry); refuse if any was edited since."""
     entry_path = entry_path or latest_entry(repo)
