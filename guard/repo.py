@@ -6,7 +6,7 @@ import os
 import subprocess
 import weakref
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager, nullcontext, suppress
+from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -28,7 +28,7 @@ STORE_REF = "refs/patchguard/store"
 MERGE_CACHE_DIR = "patchguard-cache/merges"  # in the worktree's git dir
 _MERGE_CACHE_KEEP = 256
 _BINARY_SNIFF = 8000
-MANIFEST_WRITERS = frozenset({"record", "require", "drop", "import", "undo"})
+MANIFEST_WRITERS = frozenset({"record", "require", "drop", "import"})  # undo: when it must
 
 
 @dataclass(frozen=True)
@@ -239,13 +239,13 @@ class Repo:
         """
         if operation not in ("record", "require", "import"):
             read_manifest_bytes(self.layout.manifest_path)  # "no manifest ..." when there is none
-        store = (
-            exclusive(self.layout.store_lock_path, operation)
-            if operation in MANIFEST_WRITERS
-            else nullcontext()
-        )
+        store = self.store_lock(operation) if operation in MANIFEST_WRITERS else nullcontext()
         with exclusive(self.layout.worktree_lock_path, operation), store:
             yield
+
+    def store_lock(self, operation: str) -> AbstractContextManager[None]:
+        """The lock of the shared manifest alone; take it inside this worktree's (`lock`)."""
+        return exclusive(self.layout.store_lock_path, operation)
 
     def refuse_mid_operation(self, action: str) -> None:
         """Writing patches into the tree mid-rebase/merge would break the next step."""

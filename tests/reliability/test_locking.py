@@ -108,3 +108,27 @@ def test_undo_of_a_drop_waits_for_the_store_lock(sample: Sample, clean_env, monk
         holder.wait()
     assert sample.pg("undo").exit_code == 0
     assert "patch eagle3" in sample.pg("list").stdout
+
+
+def test_undo_of_an_unapply_never_waits_for_the_store_lock(
+    sample: Sample, clean_env, monkeypatch
+) -> None:
+    """Only the manifest needs the store: a move's put-back (an undo) never waits for a record."""
+    sample.record_eagle3()
+    applied = sample.kimi.read_bytes()
+    assert sample.pg("unapply").exit_code == 0
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(locate(sample.root).store_lock_path)],
+        env=clean_env,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        monkeypatch.setenv("PATCHGUARD_LOCK_TIMEOUT", "0.3")
+        result = sample.pg("undo")
+        assert result.exit_code == 0, result.stderr
+        assert sample.kimi.read_bytes() == applied
+    finally:
+        holder.kill()
+        holder.wait()
