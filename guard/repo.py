@@ -28,7 +28,8 @@ STORE_REF = "refs/patchguard/store"
 MERGE_CACHE_DIR = "patchguard-cache/merges"  # in the worktree's git dir
 _MERGE_CACHE_KEEP = 256
 _BINARY_SNIFF = 8000
-MANIFEST_WRITERS = frozenset({"record", "require", "drop", "import"})  # undo: when it must
+# Also take the store's lock (Repo.lock); undo takes it itself, for the undo of a drop only.
+MANIFEST_WRITERS = frozenset({"record", "require", "drop", "import"})
 
 
 @dataclass(frozen=True)
