@@ -413,7 +413,10 @@ def git_(ctx: click.Context, args: tuple[str, ...]) -> None:
     and with patchguard's hooks quiet, then every patch is re-applied by 3-way merge and
     checked. So git never refuses to move over a patched file, and a stash pop never
     doubles a method. Every word after `git` goes to git (`patchguard git checkout --help`
-    is git's help).
+    is git's help). The patches lifted are those of the worktree git works in: `patchguard
+    git -C DIR ...` lifts DIR's (git's --git-dir, --work-tree and --bare are refused). A
+    worktree git creates (`patchguard git worktree add PATH`) gets the patches from its
+    post-checkout hook, as with plain git.
 
     Exit status: git's own when git fails (the tree is put back as it was); otherwise 0,
     or 1 when a guard fails afterwards. When git stops halfway (a conflicted merge, rebase,
@@ -424,8 +427,10 @@ def git_(ctx: click.Context, args: tuple[str, ...]) -> None:
 
 def _git_lifted(cwd: Path, args: tuple[str, ...]) -> None:
     from guard import moves
+    from guard.gitpaths import git_start_directory
 
-    status, lift = moves.run_git_lifted(Repo.discover(cwd), args, cwd)
+    repo = Repo.discover(Path(git_start_directory(args, str(cwd))))  # git's own -C DIR
+    status, lift = moves.run_git_lifted(repo, args, cwd)
     _report_lift(lift, "git " + " ".join(args))
     sys.exit(status or (EXIT_OK if lift.ok else EXIT_GUARD_FAILED))
 

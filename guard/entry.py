@@ -32,13 +32,22 @@ def _dispatch(argv: list[str], directory: str) -> int:
 
 def _start_directory(argv: list[str]) -> str:
     """Where the command runs (`-C DIR`, repeatable like git's, before or after the command
-    name; the words after `git`, `run`, `bisect` or `hook` are not ours)."""
+    name; the words after `git`, `run`, `bisect` or `hook` are not ours, but git's own -C
+    says where `patchguard git` works)."""
+    from guard.errors import ConfigError
+    from guard.gitpaths import git_start_directory
+
     directory = os.getcwd()
     tokens = iter(argv)
     for token in tokens:
         if token == "-C":
             directory = os.path.join(directory, next(tokens, ""))
-        elif token in ("--", "git", "run", "bisect", "hook"):  # the rest is someone else's
+        elif token == "git":
+            try:
+                return git_start_directory(list(tokens), directory)
+            except ConfigError:  # `patchguard git` itself refuses it, in one line
+                return directory
+        elif token in ("--", "run", "bisect", "hook"):  # the rest is someone else's
             break
     return directory
 

@@ -11,6 +11,7 @@ from guard.gitpaths import find_repository
 
 STORE_DIR_NAME = "patchguard"
 PENDING_FILE_NAME = "patchguard-pending"
+LOCK_FILE_NAME = "patchguard-lock"  # in each worktree's own git dir; the hooks know it by name
 
 
 @dataclass(frozen=True)
@@ -29,6 +30,20 @@ class Layout:
     @property
     def manifest_path(self) -> Path:
         return self.store_dir / "manifest.json"
+
+    @property
+    def worktree_lock_path(self) -> Path:
+        """The lock of what touches this worktree alone: apply, unapply, moves, bisect steps.
+
+        In the worktree's own git dir, so a long move in one worktree never keeps another's hook
+        waiting. The hook script compares PATCHGUARD_LOCK_HELD with it by name.
+        """
+        return self.git_dir / LOCK_FILE_NAME
+
+    @property
+    def store_lock_path(self) -> Path:
+        """The lock of the shared manifest and its blobs, held only while they are rewritten."""
+        return self.store_dir / "lock"
 
     @property
     def pending_path(self) -> Path:

@@ -6,6 +6,17 @@ import os
 
 from guard.errors import ConfigError
 
+TYPE_CHECKING = False  # typing costs the hooks ~3 ms
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+# git's global options that take the next word as their value (git.c, handle_options).
+_GIT_OPTIONS_WITH_VALUE = frozenset(
+    {"-C", "-c", "--config-env", "--namespace", "--shallow-file", "--attr-source"}
+)
+# Global options that point git at another git dir or worktree than the directory it runs in.
+_GIT_ELSEWHERE = ("--git-dir", "--work-tree", "--bare")
+
 
 def find_repository(start: str) -> tuple[str, str, str]:
     """(worktree root, its git dir, the common git dir), walking up from `start` as git does."""
@@ -34,6 +45,32 @@ def find_repository(start: str) -> tuple[str, str, str]:
                 "or pass -C DIR."
             )
         directory = parent
+
+
+def git_start_directory(args: Sequence[str], start: str) -> str:
+    """The directory `git ARGS`, started in `start`, works in: git's own global options before
+    the subcommand are followed, each `-C DIR` relative to the one before, as git does.
+
+    `patchguard git -C OTHER stash pop` must lift OTHER's patches, not those of the directory
+    it was typed in. `--git-dir`, `--work-tree` and `--bare` would make git act on another
+    repository or worktree than that directory holds: refused rather than guessed.
+    """
+    directory = start
+    words = iter(args)
+    for word in words:
+        if not word.startswith("-"):
+            break  # the subcommand: the rest is its own
+        name = word.split("=", 1)[0]
+        if name in _GIT_ELSEWHERE:
+            raise ConfigError(
+                f"patchguard git does not take git's {name}: it lifts the patches of the "
+                f"worktree git runs in. Use -C DIR instead (patchguard git -C DIR ...)"
+            )
+        if word in _GIT_OPTIONS_WITH_VALUE:
+            value = next(words, "")
+            if word == "-C":
+                directory = os.path.join(directory, value)
+    return directory
 
 
 def _follow_gitfile(dot_git: str) -> str:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from guard.errors import PatchguardError
 from guard.gitdir import locate
-from guard.lock import HELD_VARIABLE
+from guard.lock import held_by_parent
 
 TYPE_CHECKING = False  # not `from typing import ...`: typing costs the hooks ~3 ms
 
@@ -43,8 +43,6 @@ def main(argv: list[str]) -> int:
     if os.environ.get("PATCHGUARD_SKIP") == "1":
         say(f"PATCHGUARD_SKIP=1, {name} hook did nothing")
         return 0
-    if HELD_VARIABLE in os.environ:  # under `patchguard git`, which puts the patches back itself
-        return 0
     try:
         return run(name, args, stdin, Path.cwd())
     except PatchguardError as error:
@@ -64,6 +62,8 @@ def _args_from_pre_commit(name: list[str]) -> list[str]:
 
 def run(name: str, args: list[str], stdin: str, cwd: Path) -> int:
     layout = locate(cwd)
+    if held_by_parent(layout.worktree_lock_path):  # under `patchguard git`, which puts back
+        return 0  # this worktree's patches itself (another worktree's hook does its own work)
     if not layout.manifest_path.exists():
         return 0
     # Entry-point plugins of pydantic are never needed here, and looking for them costs ~40 ms.

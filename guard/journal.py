@@ -9,17 +9,21 @@ from __future__ import annotations
 
 import json
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
 from guard.atomic import atomic_write
 from guard.errors import ConfigError, GuardFailure
 from guard.fastpath import blob_id
+from guard.lock import locked
 from guard.manifest import parse_manifest
 from guard.worktree_paths import UnsafePath
 
 TYPE_CHECKING = False  # not `from typing import ...`: typing costs the hooks ~3 ms
 if TYPE_CHECKING:
+    from typing import Any
+
     from guard.repo import Repo
 
 UNDO_DIR_NAME = "patchguard-undo"
@@ -152,6 +156,7 @@ def _read(path: Path) -> Entry:
         raise GuardFailure(f"the undo entry {path.name} is gone or damaged") from None
 
 
+@locked("undo")
 def undo(repo: Repo, entry_path: Path | None = None) -> Entry:
     """Put back the files of the last apply/unapply (or of one entry); refuse if any was edited since."""
     entry_path = entry_path or latest_entry(repo)
@@ -161,6 +166,13 @@ def undo(repo: Repo, entry_path: Path | None = None) -> Entry:
         )
     entry = _read(entry_path)
     record = json.loads((entry_path / "journal.json").read_text())
+    # Undoing a drop rewrites the shared manifest: the store's lock too, as drop took it. A
+    # move's own put-back (an unapply's entry) never waits for another worktree's record.
+    with repo.store_lock("undo") if record.get("manifest") else nullcontext():
+        return _restore(repo, entry_path, entry, record)
+
+
+def _restore(repo: Repo, entry_path: Path, entry: Entry, record: dict[str, Any]) -> Entry:
     restores: list[tuple[str, bytes | None]] = []
     edited = []
     for item in record["files"]:

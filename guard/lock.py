@@ -1,12 +1,13 @@
-"""One writer at a time per repository: hooks of two worktrees, or a hook racing a manual apply.
+"""One writer at a time per worktree, and per manifest: a hook racing a manual apply, two records.
 
-flock(2) on a file in the shared git dir: the kernel drops the lock when its holder dies, so a
-lock left by a killed process is stale by construction and taken over at once.
+flock(2) on a file (which ones: `Repo.lock`): the kernel drops the lock when its holder dies, so
+a lock left by a killed process is stale by construction and taken over at once.
 
-An operation that composes others (`patchguard git`: lift, run git, put back) holds the lock
-once, at its edge. Inside that process the lock is re-entrant; the processes it starts while
-holding it (a `git bisect run` step) inherit the hold through HELD_VARIABLE, since the holder is
-waiting on them and would otherwise deadlock against its own children.
+An operation that composes others (`patchguard git`: lift, run git, put back) holds its
+worktree's lock once, at its edge. Inside that process a lock is re-entrant; the processes it
+starts while holding it (a `git bisect run` step) inherit the hold of that one lock through
+HELD_VARIABLE, since the holder is waiting on them and would otherwise deadlock against its own
+children. Any other lock (another worktree's, the store's) they take as anyone would.
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ def held_by_parent(lock_path: Path) -> bool:
 
 @contextmanager
 def exclusive(lock_path: Path, operation: str) -> Iterator[None]:
-    """Hold the repository's lock while `operation` writes; wait a bounded time for it."""
+    """Hold `lock_path` while `operation` writes; wait a bounded time for it."""
     if _depth.get(lock_path) or held_by_parent(lock_path):
         _depth[lock_path] = _depth.get(lock_path, 0) + 1
         try:
@@ -100,7 +101,7 @@ if TYPE_CHECKING:
 
 
 def locked(operation: str) -> Callable[[_Operation], _Operation]:
-    """Run a library call that writes under its repository's lock (its first argument's)."""
+    """Run a library call that writes under its repository's locks (its first argument's)."""
 
     def decorate(function: _Operation) -> _Operation:
         @functools.wraps(function)

@@ -3,8 +3,9 @@
 git refuses to move when a patched file differs between commits, and a stash of the patch merges
 back as a second copy. So, like StGit's pop-move-push: take every applied patch out (journaled,
 as `unapply`), let git move over a clean file, and put the patches back by the usual 3-way apply.
-One repository lock is held across all three; the hooks git fires meanwhile see HELD_VARIABLE
-and stand aside.
+The worktree's lock is held across all three; the hooks git fires in that worktree meanwhile
+see HELD_VARIABLE and stand aside. Other worktrees (and a worktree git creates) are not held:
+their hooks do their own work.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ class Lift:
 
 @contextmanager
 def lifted(repo: Repo, operation: str) -> Iterator[Lift]:
-    """Hold the lock, take the applied patches out, yield, then put them back and check.
+    """Hold the worktree's lock, take the applied patches out, yield, put them back, check.
 
     When git stops in the middle of an operation, the patches stay out (the pending marker
     lets the hook that fires when it concludes put them back). An exception on the way still
@@ -108,8 +109,9 @@ def run_git_lifted(repo: Repo, args: Sequence[str], cwd: Path) -> tuple[int, Lif
 
 
 def _hold(repo: Repo) -> dict[str, str]:
-    """The environment that tells hooks and nested patchguard calls that we hold the lock."""
-    return {HELD_VARIABLE: str(repo.layout.store_dir / "lock")}
+    """The environment that tells this worktree's hooks and nested patchguard calls that we
+    hold its lock."""
+    return {HELD_VARIABLE: str(repo.layout.worktree_lock_path)}
 
 
 # --- bisect ------------------------------------------------------------------------------------
@@ -149,7 +151,8 @@ def _skipped_by_bisect(repo: Repo) -> list[str]:
 
 
 def _step_lock(repo: Repo, operation: str) -> AbstractContextManager[None]:
-    return exclusive(repo.layout.store_dir / "bisect-step.lock", operation)
+    """Per worktree, as the bisect is: a bisect in another worktree steps on its own."""
+    return exclusive(repo.layout.git_dir / "patchguard-bisect-step.lock", operation)
 
 
 @dataclass

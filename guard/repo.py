@@ -6,7 +6,7 @@ import os
 import subprocess
 import weakref
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, contextmanager, suppress
+from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -29,6 +29,8 @@ STORE_REF = "refs/patchguard/store"
 MERGE_CACHE_DIR = "patchguard-cache/merges"  # in the worktree's git dir
 _MERGE_CACHE_KEEP = 256
 _BINARY_SNIFF = 8000
+# Also take the store's lock (Repo.lock); undo takes it itself, for the undo of a drop only.
+MANIFEST_WRITERS = frozenset({"record", "require", "drop", "import", "resolve"})
 
 
 @dataclass(frozen=True)
@@ -236,15 +238,27 @@ class Repo:
             )
         return found[2]
 
-    def lock(self, operation: str) -> AbstractContextManager[None]:
-        """The repository-wide writer lock (shared by linked worktrees).
+    @contextmanager
+    def lock(self, operation: str) -> Iterator[None]:
+        """This worktree's writer lock; for a change of the manifest, the store's lock as well.
+
+        A move or a bisect holds its worktree's lock for as long as git runs, and a hook of
+        another worktree takes only its own: it is never kept waiting. The manifest and its
+        blobs are shared by every worktree, so rewriting them also holds the store's lock,
+        always taken second (one order, no deadlock) and only while that short command runs.
 
         Only `record` and `require` may start a store; every other writer needs a manifest, and
         without one it refuses before creating anything.
         """
         if operation not in ("record", "require", "import"):
             read_manifest_bytes(self.layout.manifest_path)  # "no manifest ..." when there is none
-        return exclusive(self.layout.store_dir / "lock", operation)
+        store = self.store_lock(operation) if operation in MANIFEST_WRITERS else nullcontext()
+        with exclusive(self.layout.worktree_lock_path, operation), store:
+            yield
+
+    def store_lock(self, operation: str) -> AbstractContextManager[None]:
+        """The lock of the shared manifest alone; take it inside this worktree's (`lock`)."""
+        return exclusive(self.layout.store_lock_path, operation)
 
     def refuse_mid_operation(self, action: str) -> None:
         """Writing patches into the tree mid-rebase/merge would break the next step."""
@@ -358,7 +372,7 @@ class Repo:
         return self.conversion(path).to_worktree(data)
 
     def write_raw(self, path: str, data: bytes) -> None:
-        """Atomic replacement; callers hold the repository lock, so older temp files are stale."""
+        """Atomic replacement; callers hold the worktree's lock, so older temp files are stale."""
         full = self.worktree_path(path)
         full.parent.mkdir(parents=True, exist_ok=True)
         remove_stale_temporaries(full)

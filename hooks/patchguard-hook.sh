@@ -64,9 +64,15 @@ if [ "${PATCHGUARD_SKIP:-}" = 1 ]; then
     echo "patchguard: PATCHGUARD_SKIP=1, $hook_name hook did nothing" >&2
     exit "$status"
 fi
-# `patchguard git` and `patchguard bisect run` have lifted the patches and put them back
-# themselves when git is done: stand aside, quietly.
-[ -n "${PATCHGUARD_LOCK_HELD:-}" ] && exit "$status"
+# `patchguard git` and `patchguard bisect run` have lifted the patches of the worktree whose
+# lock they hold, and put them back themselves when git is done: there, stand aside, quietly.
+# A hook of another worktree (one `git worktree add` creates) or repository does its own work.
+# The name is Layout.worktree_lock_path's; a path spelled otherwise is decided in Python.
+if [ -n "${PATCHGUARD_LOCK_HELD:-}" ] &&
+    held_git_dir=$(git rev-parse --absolute-git-dir 2>/dev/null) &&
+    [ "$PATCHGUARD_LOCK_HELD" = "$held_git_dir/patchguard-lock" ]; then
+    exit "$status"
+fi
 
 # post-commit fires on every commit; it matters only when patches were left out for a merge or
 # rebase that this commit concludes, which a marker in this worktree's git dir says.

@@ -17,6 +17,8 @@ from pathlib import Path
 import pytest
 from conftest import Sample
 
+from guard.gitdir import locate
+
 GIT = shutil.which("git") or "git"
 
 
@@ -79,3 +81,14 @@ def test_a_checkout_with_nothing_to_do_costs_two_git_calls(traced) -> None:  # t
 def test_a_stash_is_the_only_ref_update_that_reaches_python(traced) -> None:  # type: ignore[no-untyped-def]
     _, run = traced
     assert run("stash", "-q")[1] == 1  # the notice, from Python
+
+
+def test_under_patchguard_git_the_hook_stands_aside_in_sh(traced, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """git's hooks in the worktree `patchguard git` holds: one git call to know it, no Python
+    (the lock's name is the one the hook script spells)."""
+    sample, run = traced
+    sample.git("stash")  # the patch is out: without the hold, the hook would re-apply it
+    sample.git("branch", "same", "HEAD")
+    monkeypatch.setenv("PATCHGUARD_LOCK_HELD", str(locate(sample.root).worktree_lock_path))
+    assert run("checkout", "-q", "same") == (1, 0)
+    assert "def get_embed_and_head" not in sample.kimi.read_text()

@@ -22,6 +22,8 @@ import sample_repo
 from conftest import git
 from helpers import run_patchguard
 
+from guard.gitdir import locate
+
 KIMI = sample_repo.KIMI
 METHODS = sample_repo.METHODS
 AUX_LINE = "        self.capture_aux_hidden_states = True\n"
@@ -419,7 +421,7 @@ def test_bisect_run_needs_a_bisect(hunt: Hunt) -> None:
 
 def step(hunt: Hunt, *command: str) -> subprocess.CompletedProcess[str]:
     """One bisect step, as `git bisect run` starts it under `patchguard bisect run`."""
-    lock = hunt.root / ".git" / "patchguard" / "lock"
+    lock = locate(hunt.root).worktree_lock_path
     env = {**hunt.env, "PATCHGUARD_LOCK_HELD": str(lock)}
     return subprocess.run(
         ["patchguard", "bisect", "step", "--", *command],

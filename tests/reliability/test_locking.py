@@ -1,4 +1,5 @@
-"""One writer at a time; a dead holder never blocks; waiting is bounded and explained."""
+"""One writer at a time per worktree (and per manifest); a dead holder never blocks; waiting is
+bounded and explained. Worktrees against each other: tests/test_worktrees.py."""
 
 from __future__ import annotations
 
@@ -56,7 +57,7 @@ def test_concurrent_applies_and_record_keep_manifest_and_files_valid(
 
 def test_lock_of_a_killed_process_is_stale(sample: Sample, clean_env: dict[str, str]) -> None:
     sample.record_eagle3()
-    lock = locate(sample.root).store_dir / "lock"
+    lock = locate(sample.root).worktree_lock_path  # the lock apply takes
     holder = subprocess.Popen(
         [sys.executable, "-c", HOLD, str(lock)], env=clean_env, stdout=subprocess.PIPE, text=True
     )
@@ -71,7 +72,7 @@ def test_lock_of_a_killed_process_is_stale(sample: Sample, clean_env: dict[str, 
 
 def test_lock_held_too_long_gives_a_clear_message(sample: Sample, clean_env, monkeypatch) -> None:
     sample.record_eagle3()
-    lock = locate(sample.root).store_dir / "lock"
+    lock = locate(sample.root).worktree_lock_path  # the lock apply takes
     holder = subprocess.Popen(
         [sys.executable, "-c", HOLD, str(lock)], env=clean_env, stdout=subprocess.PIPE, text=True
     )
@@ -82,6 +83,52 @@ def test_lock_held_too_long_gives_a_clear_message(sample: Sample, clean_env, mon
         assert result.exit_code == 2
         assert "held for more than 0.3s" in result.stderr
         assert "test holder" in result.stderr
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_undo_of_a_drop_waits_for_the_store_lock(sample: Sample, clean_env, monkeypatch) -> None:
+    """Undoing a drop rewrites the shared manifest: it takes the store's lock as drop did."""
+    sample.record_eagle3()
+    assert sample.pg("drop", "eagle3").exit_code == 0
+    lock = locate(sample.root).store_lock_path
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(lock)], env=clean_env, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        monkeypatch.setenv("PATCHGUARD_LOCK_TIMEOUT", "0.3")
+        result = sample.pg("undo")
+        assert result.exit_code == 2
+        assert "held for more than 0.3s" in result.stderr
+        assert sample.pg("list").stdout == ""  # still dropped: nothing was half-undone
+    finally:
+        holder.kill()
+        holder.wait()
+    assert sample.pg("undo").exit_code == 0
+    assert "patch eagle3" in sample.pg("list").stdout
+
+
+def test_undo_of_an_unapply_never_waits_for_the_store_lock(
+    sample: Sample, clean_env, monkeypatch
+) -> None:
+    """Only the manifest needs the store: a move's put-back (an undo) never waits for a record."""
+    sample.record_eagle3()
+    applied = sample.kimi.read_bytes()
+    assert sample.pg("unapply").exit_code == 0
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(locate(sample.root).store_lock_path)],
+        env=clean_env,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        monkeypatch.setenv("PATCHGUARD_LOCK_TIMEOUT", "0.3")
+        result = sample.pg("undo")
+        assert result.exit_code == 0, result.stderr
+        assert sample.kimi.read_bytes() == applied
     finally:
         holder.kill()
         holder.wait()
