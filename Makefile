@@ -6,9 +6,16 @@ STAMP := $(VENV)/.installed
 
 .PHONY: test demo bench lint generate docs clean
 
-$(STAMP): pyproject.toml
+RUNTIME_STAMP := $(VENV)/.installed-runtime
+
+# The demo needs patchguard alone; tests, lint and docs need the whole toolchain.
+$(RUNTIME_STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e .
+	touch $(RUNTIME_STAMP)
+
+$(STAMP): $(RUNTIME_STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
@@ -18,7 +25,7 @@ test: $(STAMP)
 	$(BIN)/mypy
 	$(BIN)/python -m pytest
 
-demo: $(STAMP)
+demo: $(RUNTIME_STAMP)
 	PATH="$(CURDIR)/$(BIN):$$PATH" sh scripts/demo.sh
 
 bench: $(STAMP)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -25,6 +27,7 @@ def _isolate_from_the_machines_git_config() -> None:
     Set at import, before any fixture reads os.environ, so subprocess environments inherit it.
     """
     home = Path(tempfile.mkdtemp(prefix="patchguard-tests-git-"))
+    atexit.register(shutil.rmtree, home, ignore_errors=True)  # a run leaves nothing in /tmp
     (home / "gitconfig").write_text("")
     (home / "templates").mkdir()
     os.environ["GIT_CONFIG_GLOBAL"] = str(home / "gitconfig")
