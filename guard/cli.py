@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import shlex
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -44,6 +45,23 @@ class _Group(click.Group):
         except PatchguardError as error:
             click.echo(f"patchguard: {error}", err=True)
             ctx.exit(error.exit_code)
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        """A git command typed where a patchguard one goes gets the command that works."""
+        if args and args[0] in _GIT_MOVES and self.get_command(ctx, args[0]) is None:
+            ctx.fail(
+                f"'{args[0]}' is a git command: run it with the patches carried as "
+                f"`patchguard git {shlex.join(args)}`"
+            )
+        return super().resolve_command(ctx, args)
+
+
+# git commands users type after `patchguard` (issue 21): each is `patchguard git COMMAND`.
+_GIT_MOVES = frozenset(
+    {"checkout", "switch", "pull", "stash", "rebase", "merge", "cherry-pick", "reset", "restore"}
+)
 
 
 # Everything from the first word of a command on belongs to that command (git's, or the user's).
