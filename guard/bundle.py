@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Sequence
 from dataclasses import replace
+from pathlib import Path
 from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from guard import manifest as runtime
+from guard.assess import select_patches
+from guard.atomic import atomic_write
 from guard.eol import cannot_rebuild
 from guard.errors import ConfigError
 from guard.fastpath import blob_id
@@ -33,8 +37,18 @@ class Bundle(BaseModel):
     blobs: dict[ObjectId, str] = Field(description="Blob id -> content, base64.")
 
 
-def export_bundle(repo: Repo) -> str:
+def export_bundle(repo: Repo, names: Sequence[str] = ()) -> str:
+    """Every patch and guard, or only the patches named (their guards are the patches' own)."""
     manifest = repo.load_manifest()
+    if names:
+        unknown = [n for n in names if manifest.patch(n) is None]
+        if unknown:
+            raise ConfigError(
+                f"no patch named {', '.join(unknown)} (recorded: "
+                f"{', '.join(p.name for p in manifest.patches) or 'none'}); to write the "
+                f"bundle to a file: patchguard export -o {unknown[0]}"
+            )
+        manifest = replace(manifest, patches=select_patches(manifest, names), guards=[])
     blobs = {oid: base64.b64encode(repo.blob(oid)).decode() for oid in sorted(manifest.blob_ids())}
     bundle = Bundle.model_validate(
         {
@@ -45,6 +59,22 @@ def export_bundle(repo: Repo) -> str:
         }
     )
     return bundle.model_dump_json(indent=2) + "\n"
+
+
+def write_bundle(path: Path, text: str) -> None:
+    try:
+        atomic_write(path, text.encode())
+    except OSError as error:
+        raise ConfigError(f"cannot write the bundle to {path}: {error.strerror}") from None
+
+
+def read_bundle(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"no bundle at {path}; name the file `patchguard export` wrote") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise ConfigError(f"cannot read the bundle {path}: {error}") from None
 
 
 def parse_bundle(source: str, text: str) -> tuple[runtime.Manifest, dict[str, str]]:

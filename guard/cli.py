@@ -649,38 +649,53 @@ def drop(cwd: Path, target: str) -> None:
 @cli.command(
     name="export",
     epilog=_epilog(
-        "patchguard export eagle3.bundle.json",
+        "patchguard export -o eagle3.bundle.json",
+        "patchguard export eagle3 > eagle3-only.bundle.json",
         "patchguard export | patchguard -C ~/sglang-gpu2 import -",
     ),
 )
-@click.argument("file", type=click.File("w"), default="-")
+@click.argument("names", nargs=-1)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    metavar="FILE",
+    help="Write the bundle to FILE (relative to -C DIR, as git's paths are), not stdout.",
+)
 @_directory_option
-def export_(cwd: Path, file: Any) -> None:
-    """Write all patches, with their content, to a bundle.
+def export_(cwd: Path, names: tuple[str, ...], output: Path | None) -> None:
+    """Write patches NAME... (default: all patches and guards), with their content, to a bundle.
 
-    The bundle is one self-contained, schema-validated JSON file (default: stdout).
+    The bundle is one self-contained, schema-validated JSON file, on stdout unless -o FILE.
     """
     from guard import bundle  # pydantic: only for bundles
 
-    file.write(bundle.export_bundle(Repo.discover(cwd)))
+    text = bundle.export_bundle(Repo.discover(cwd), names)
+    if output is None:
+        click.echo(text, nl=False)
+    else:
+        bundle.write_bundle(cwd / output, text)
 
 
 @cli.command(
     name="import", epilog=_epilog("patchguard import eagle3.bundle.json && patchguard apply")
 )
-@click.argument("file", type=click.File("r"))
+@click.argument("file")
 @_directory_option
-def import_(cwd: Path, file: Any) -> None:
+def import_(cwd: Path, file: str) -> None:
     """Add the patches and guards of a bundle.
 
-    FILE comes from `patchguard export` (- for stdin).
+    FILE comes from `patchguard export` (- for stdin); a relative FILE is read from -C DIR,
+    as git reads its paths.
 
     The bundle is validated first; a path that would land outside the repository, or an
     unknown schema version, is refused and nothing is written.
     """
     from guard import bundle  # pydantic: only for bundles
 
-    lines = bundle.import_bundle(Repo.discover(cwd), file.name, file.read())
+    text = sys.stdin.read() if file == "-" else bundle.read_bundle(cwd / file)
+    lines = bundle.import_bundle(Repo.discover(cwd), file, text)
     click.echo("\n".join(lines) or "the bundle holds nothing")
 
 

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from conftest import Sample, patchguard
+import json
+import subprocess
+from pathlib import Path
+
+from conftest import Sample, git, patchguard
 
 
 def test_a_git_command_typed_after_patchguard_names_the_command_that_works(
@@ -18,3 +22,48 @@ def test_a_typo_of_a_patchguard_command_still_gets_did_you_mean() -> None:
     result = patchguard("chek")
     assert result.exit_code == 2
     assert "Did you mean 'check'?" in result.stderr
+
+
+def test_export_of_one_patch_goes_to_stdout_and_never_to_a_file_named_after_it(
+    sample: Sample, tmp_path: Path, clean_env: dict[str, str]
+) -> None:
+    """`patchguard export eagle3 > e.json` wrote a file named eagle3 and left e.json empty."""
+    sample.record_eagle3()
+    other = sample.root / "python/sglang/srt/models/deepseek_v2.py"
+    other.write_text(other.read_text() + "# another patch\n")
+    assert sample.pg("record", "other", str(other)).exit_code == 0
+    shell = subprocess.run(
+        "patchguard export eagle3 > e.json",
+        shell=True,
+        cwd=sample.root,
+        env=clean_env,
+        capture_output=True,
+        text=True,
+    )
+    assert shell.returncode == 0, shell.stderr
+    assert not (sample.root / "eagle3").exists()
+    names = [
+        p["name"] for p in json.loads((sample.root / "e.json").read_text())["manifest"]["patches"]
+    ]
+    assert names == ["eagle3"]
+
+
+def test_export_and_import_paths_are_relative_to_dash_c_as_git_s_are(
+    sample: Sample, tmp_path: Path
+) -> None:
+    sample.record_eagle3()
+    assert patchguard("-C", sample.root, "export", "-o", "all.json").exit_code == 0
+    assert (sample.root / "all.json").exists()
+    node2 = tmp_path / "node2"
+    git(tmp_path, "clone", "-q", str(sample.root), str(node2))
+    (node2 / "all.json").write_text((sample.root / "all.json").read_text())
+    imported = patchguard("-C", node2, "import", "all.json")
+    assert imported.exit_code == 0, imported.output + imported.stderr
+    assert "imported patch eagle3" in imported.output
+
+
+def test_export_of_an_unknown_name_suggests_dash_o(sample: Sample) -> None:
+    sample.record_eagle3()
+    result = sample.pg("export", "eagle3.bundle.json")
+    assert result.exit_code == 2
+    assert "to write the bundle to a file: patchguard export -o eagle3.bundle.json" in result.stderr

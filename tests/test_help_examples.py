@@ -126,9 +126,12 @@ EFFECTS: dict[str, Callable[[Path, str], bool]] = {
     "patchguard stamp >> results.jsonl": lambda home, out: (
         (home / "sglang" / "results.jsonl").read_text().count("patchguard.stamp/1") == 1
     ),
-    "patchguard export eagle3.bundle.json": lambda home, out: (
+    "patchguard export -o eagle3.bundle.json": lambda home, out: (
         home / "sglang" / "eagle3.bundle.json"
     ).exists(),
+    "patchguard export eagle3 > eagle3-only.bundle.json": lambda home, out: (
+        '"name": "eagle3"' in (home / "sglang" / "eagle3-only.bundle.json").read_text()
+    ),
     "patchguard export | patchguard -C ~/sglang-gpu2 import -": lambda home, out: (
         "eagle3" in (home / "sglang-gpu2" / ".git" / "patchguard" / "manifest.json").read_text()
     ),

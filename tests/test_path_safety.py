@@ -41,7 +41,7 @@ def hostile_bundle(tmp_path: Path, path: str, marker: Path) -> Path:
     recorded = patchguard("-C", attacker, "record", "cfg", path)
     assert recorded.exit_code == 0, recorded.output + recorded.stderr
     bundle = tmp_path / "evil.json"
-    assert patchguard("-C", attacker, "export", bundle).exit_code == 0
+    assert patchguard("-C", attacker, "export", "-o", bundle).exit_code == 0
     return bundle
 
 
@@ -108,7 +108,7 @@ def test_a_link_back_inside_the_worktree_is_refused_too(sample: Sample, tmp_path
     """`link -> python/sglang` resolves inside the worktree; git still refuses it, so do we."""
     sample.record_eagle3()
     bundle = tmp_path / "b.json"
-    assert sample.pg("export", bundle).exit_code == 0
+    assert sample.pg("export", "-o", bundle).exit_code == 0
     sample.pg("drop", "eagle3")
     commit_symlink(sample, "link", "python/sglang")
     aimed = KIMI.replace("python/sglang/", "link/")
@@ -121,7 +121,7 @@ def test_a_link_back_inside_the_worktree_is_refused_too(sample: Sample, tmp_path
 def test_a_nested_repository_is_refused(sample: Sample, tmp_path: Path) -> None:
     sample.record_eagle3()
     bundle = tmp_path / "b.json"
-    assert sample.pg("export", bundle).exit_code == 0
+    assert sample.pg("export", "-o", bundle).exit_code == 0
     sample.pg("drop", "eagle3")
     inner = sample.root / "vendor" / "inner"
     inner.mkdir(parents=True)

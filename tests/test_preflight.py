@@ -155,7 +155,7 @@ def test_export_import_round_trip_into_a_fresh_clone(sample: Sample, tmp_path: P
     sample.record_eagle3()
     assert sample.pg("require", f"{sample_repo.KIMI}::{sample_repo.CLASS}.forward").exit_code == 0
     bundle = tmp_path / "eagle3.bundle.json"
-    assert sample.pg("export", str(bundle)).exit_code == 0
+    assert sample.pg("export", "-o", str(bundle)).exit_code == 0
     clone = tmp_path / "node2"
     git(tmp_path, "clone", "-q", str(sample.root), str(clone))
     imported = patchguard("-C", clone, "import", bundle)
@@ -179,7 +179,7 @@ def test_a_bundle_from_a_crlf_checkout_applies_in_an_lf_one(sample: Sample, tmp_
     )
     assert sample.pg("record", "eagle3", sample_repo.KIMI).exit_code == 0
     bundle = tmp_path / "eagle3.bundle.json"
-    assert sample.pg("export", str(bundle)).exit_code == 0
+    assert sample.pg("export", "-o", str(bundle)).exit_code == 0
     clone = tmp_path / "lf-node"
     git(tmp_path, "clone", "-q", str(sample.root), str(clone))
     assert patchguard("-C", clone, "import", bundle).exit_code == 0
@@ -193,7 +193,7 @@ def test_a_bundle_from_a_crlf_checkout_applies_in_an_lf_one(sample: Sample, tmp_
 def test_import_refuses_a_file_only_git_can_convert_here(sample: Sample, tmp_path: Path) -> None:
     sample.record_eagle3()
     bundle = tmp_path / "eagle3.bundle.json"
-    assert sample.pg("export", str(bundle)).exit_code == 0
+    assert sample.pg("export", "-o", str(bundle)).exit_code == 0
     clone = tmp_path / "lfs-node"
     git(tmp_path, "clone", "-q", str(sample.root), str(clone))
     git(clone, "config", "filter.lfs.clean", "cat")
@@ -218,7 +218,7 @@ def test_import_refuses_escaping_paths_and_unknown_versions(
 ) -> None:
     sample.record_eagle3()
     bundle = tmp_path / "b.json"
-    assert sample.pg("export", str(bundle)).exit_code == 0
+    assert sample.pg("export", "-o", str(bundle)).exit_code == 0
     bundle.write_text(mutate(bundle.read_text()))
     assert sample.pg("drop", "eagle3").exit_code == 0
     result = sample.pg("import", str(bundle))
@@ -238,7 +238,7 @@ def test_import_refuses_a_path_through_a_symlink_leaving_the_repo(
     sample.git("commit", "-qm", "a symlink")
     sample.record_eagle3()
     bundle = tmp_path / "b.json"
-    assert sample.pg("export", str(bundle)).exit_code == 0
+    assert sample.pg("export", "-o", str(bundle)).exit_code == 0
     bundle.write_text(
         bundle.read_text().replace(f'"path": "{sample_repo.KIMI}"', '"path": "linked/evil.py"')
     )

@@ -181,7 +181,7 @@ def test_resolve_refuses_a_file_that_lost_a_required_method(hunt: Hunt) -> None:
 def test_resolutions_travel_in_bundles(hunt: Hunt, tmp_path: Path) -> None:
     resolve_at_r1(hunt)
     bundle = tmp_path / "eagle3.json"
-    hunt.pg("export", str(bundle))
+    hunt.pg("export", "-o", str(bundle))
     node2 = Hunt(tmp_path / "node2", hunt.env)
     subprocess.run(["git", "clone", "-q", str(hunt.root), str(node2.root)], check=True)
     node2.git("checkout", "-q", "r2")
