@@ -557,6 +557,8 @@ def list_(cwd: Path, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(manifest.to_dict(), indent=2))
         return
+    if not manifest.patches and not manifest.guards:
+        click.echo("nothing recorded: no patches and no guards (patchguard record NAME)")
     for patch in manifest.patches:
         summary = f" - {patch.description}" if patch.description else ""
         click.echo(f"patch {patch.name}{summary} (base {patch.base_commit[:10]})")

@@ -224,9 +224,9 @@ def _require_present(
 ) -> None:
     """Each SPEC must hold now; otherwise refuse, saying why (and the closest names).
 
-    A SPEC naming nothing of that name in the file is mistyped: a usage error (exit 2). One
-    whose name is defined at another place (a method outside its class) is code that is not
-    as required: a failed guard (exit 1).
+    A SPEC naming nothing of that name in the file, or a class the file does not define, is
+    mistyped: a usage error (exit 2). One whose name is defined at another place (a method
+    outside its class) is code that is not as required: a failed guard (exit 1).
     """
     for text in specs:
         result = check_symbol(tree, text, owner)
@@ -242,7 +242,11 @@ def _require_present(
             except SourceSyntaxError:
                 error = GuardFailure
             else:
-                if spec.qualname in index.by_qualname or index.elsewhere(spec.qualname):
+                owner_name = spec.qualname.rpartition(".")[0]
+                mistyped_owner = bool(owner_name) and owner_name not in index.by_qualname
+                if not mistyped_owner and (
+                    spec.qualname in index.by_qualname or index.elsewhere(spec.qualname)
+                ):
                     error = GuardFailure  # the name is there, the code is not as required
                 elif "did you mean" not in result.detail:
                     hint = did_you_mean(spec.qualname, index.by_qualname)

@@ -6,6 +6,7 @@ import json
 import subprocess
 from pathlib import Path
 
+import sample_repo
 from conftest import Sample, git, patchguard
 
 
@@ -67,3 +68,19 @@ def test_export_of_an_unknown_name_suggests_dash_o(sample: Sample) -> None:
     result = sample.pg("export", "eagle3.bundle.json")
     assert result.exit_code == 2
     assert "to write the bundle to a file: patchguard export -o eagle3.bundle.json" in result.stderr
+
+
+def test_a_class_name_typo_in_require_is_a_usage_error(sample: Sample) -> None:
+    spec = f"{sample_repo.KIMI}::KimiK25ForConditionalGeneratio.forward"
+    result = sample.pg("require", spec)
+    assert result.exit_code == 2, result.output + result.stderr
+    assert f"did you mean {sample_repo.CLASS}." in result.stderr
+    assert "?." not in result.stderr
+
+
+def test_list_with_nothing_recorded_says_so(sample: Sample) -> None:
+    sample.record_eagle3()
+    assert sample.pg("drop", "eagle3").exit_code == 0
+    listed = sample.pg("list")
+    assert listed.exit_code == 0
+    assert "nothing recorded" in listed.output
