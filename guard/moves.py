@@ -21,6 +21,7 @@ from types import FrameType
 
 from guard import assess, journal, patching
 from guard.errors import GuardFailure, PatchguardError
+from guard.install import isolated_command
 from guard.lock import HELD_VARIABLE, exclusive
 from guard.repo import Repo, run_git
 
@@ -120,7 +121,7 @@ def bisect_run(repo: Repo, command: Sequence[str], log: Path | None) -> tuple[in
         raise GuardFailure(
             "no bisect is in progress; start one first: patchguard git bisect start BAD GOOD"
         )
-    step = [sys.executable, "-P", "-m", "guard", *STEP_COMMAND]
+    step = [*isolated_command(sys.executable), *STEP_COMMAND]
     if log is not None:
         step += ["--log", str(log.resolve())]
     with lifted(repo, "bisect run") as lift:
