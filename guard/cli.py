@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from guard import assess, install, preflight, render
-from guard.errors import EXIT_GUARD_FAILED, EXIT_OK, PatchguardError
+from guard.errors import EXIT_GUARD_FAILED, EXIT_OK, PatchguardError, silence_stdout
 from guard.gitdir import locate
 from guard.repo import Repo
 
@@ -36,7 +36,18 @@ def _epilog(*examples: str, exit_codes: str = EXIT_CODES_EPILOG) -> str:
 
 
 class _Group(click.Group):
-    """Turns library errors into one clear line on stderr and the contract's exit code."""
+    """Turns library errors into one clear line on stderr and the contract's exit code.
+
+    A closed stdout ends the command with exit 0: click's own handler would exit 1, which the
+    contract reserves for a failed guard (`patchguard list | head -c0` under pipefail).
+    """
+
+    def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
+        try:  # --help and --version print here
+            return super().make_context(*args, **kwargs)
+        except BrokenPipeError:
+            silence_stdout()
+            raise click.exceptions.Exit(EXIT_OK) from None
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -44,6 +55,9 @@ class _Group(click.Group):
         except PatchguardError as error:
             click.echo(f"patchguard: {error}", err=True)
             ctx.exit(error.exit_code)
+        except BrokenPipeError:
+            silence_stdout()
+            ctx.exit(EXIT_OK)
 
 
 # Everything from the first word of a command on belongs to that command (git's, or the user's).

@@ -52,7 +52,12 @@ def handled(run: Callable[[], int], start: str = ".") -> int:
     import sys
 
     try:
-        return run()
+        code = run()
+        try:
+            sys.stdout.flush()  # a reader that left shows here, not as noise at exit
+        except BrokenPipeError:
+            silence_stdout()
+        return code
     except PatchguardError as error:
         print(f"patchguard: {error}", file=sys.stderr)
         return error.exit_code
@@ -60,9 +65,7 @@ def handled(run: Callable[[], int], start: str = ".") -> int:
         print(INTERRUPTED_MESSAGE, file=sys.stderr)
         return EXIT_INTERRUPTED
     except BrokenPipeError:  # `patchguard show | head -1`: the reader had enough
-        import os
-
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no noise at exit
+        silence_stdout()
         return EXIT_OK
     except Exception as error:  # the one place that catches everything, to report it
         where = _write_crash_log(error, start)
@@ -72,6 +75,16 @@ def handled(run: Callable[[], int], start: str = ".") -> int:
             file=sys.stderr,
         )
         return EXIT_INTERNAL
+
+
+def silence_stdout() -> None:
+    """After a reader closed stdout: what is still buffered goes nowhere, without an error at
+    exit (Python's documented recipe for SIGPIPE). The command then ends with exit 0: a reader
+    that had enough is not a failed guard, even under `set -o pipefail`."""
+    import os
+    import sys
+
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 def _write_crash_log(error: Exception, start: str) -> str:

@@ -19,7 +19,14 @@ from typing import Any
 
 from guard import assess, fastpath, patching
 from guard.assess import CheckReport, ImportResult
-from guard.errors import EXIT_GUARD_FAILED, EXIT_OK, ConfigError, GuardError, PatchguardError
+from guard.errors import (
+    EXIT_GUARD_FAILED,
+    EXIT_OK,
+    ConfigError,
+    GuardError,
+    PatchguardError,
+    silence_stdout,
+)
 from guard.repo import Repo
 from guard.symbols import parse_spec
 
@@ -203,12 +210,15 @@ def report_check(
 
     repo = Repo.discover(cwd)
     report = verify(repo, import_names=import_names, python=python, strict=strict, cwd=cwd)
-    if as_json:
-        print(render.check_json(report, str(repo.workdir)))
-    elif not report.ok:
-        print(render.banner("guard FAILED", with_hook_advice(repo, report)), file=sys.stderr)
-    elif not quiet:
-        print("\n".join([*render.check_lines(report), "patchguard: all guards hold"]))
+    try:
+        if as_json:
+            print(render.check_json(report, str(repo.workdir)))
+        elif not report.ok:
+            print(render.banner("guard FAILED", with_hook_advice(repo, report)), file=sys.stderr)
+        elif not quiet:
+            print("\n".join([*render.check_lines(report), "patchguard: all guards hold"]))
+    except BrokenPipeError:  # the reader left early: the verdict stands, a failed guard stays 1
+        silence_stdout()
     return EXIT_OK if report.ok else EXIT_GUARD_FAILED
 
 

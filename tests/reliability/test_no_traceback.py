@@ -105,6 +105,67 @@ def test_a_closed_pipe_is_not_an_error(sample: Sample, clean_env: dict[str, str]
     assert shown.stderr == ""
 
 
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("list",),
+        ("status",),
+        ("status", "--json"),
+        ("show",),
+        ("check",),
+        ("stamp",),
+        ("export",),
+        ("--help",),
+        ("status", "--help"),
+        ("git", "--help"),
+        ("--version",),
+    ],
+    ids=" ".join,
+)
+def test_a_reader_that_closed_the_pipe_first_is_exit_0(
+    sample: Sample, clean_env: dict[str, str], args: tuple[str, ...]
+) -> None:
+    """`patchguard list | head -c0` under `set -o pipefail`: the reader had enough, no guard
+    failed. The pipe's read end is closed before patchguard starts, so every write fails."""
+    sample.record_eagle3()
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        result = subprocess.run(
+            ["patchguard", "-C", str(sample.root), *args],
+            env=clean_env,
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+    finally:
+        os.close(write_end)
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr
+    assert "Broken pipe" not in result.stderr and "BrokenPipe" not in result.stderr
+
+
+def test_a_closed_pipe_keeps_a_failed_guard_failed(
+    sample: Sample, clean_env: dict[str, str]
+) -> None:
+    sample.record_eagle3()
+    sample.git("stash")
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        result = subprocess.run(
+            ["patchguard", "-C", str(sample.root), "check", "--json"],
+            env=clean_env,
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+    finally:
+        os.close(write_end)
+    assert result.returncode == 1, result.stderr  # the report was decided before the write
+    assert "Traceback" not in result.stderr
+
+
 def _limit_file_size() -> None:
     import resource
 
