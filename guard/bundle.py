@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import binascii
 import json
 from dataclasses import replace
 from typing import Final, Literal
@@ -47,13 +48,20 @@ def export_bundle(repo: Repo) -> str:
     return bundle.model_dump_json(indent=2) + "\n"
 
 
-def parse_bundle(source: str, text: str) -> tuple[runtime.Manifest, dict[str, str]]:
+def parse_bundle(source: str, raw: bytes) -> tuple[runtime.Manifest, dict[str, str]]:
     """Validate everything before anything is written: schema, blob integrity, completeness."""
     bundle = parse_versioned(
-        text, f"bundle {source}", Bundle, "export it again with `patchguard export`"
+        raw, f"bundle {source}", Bundle, "export it again with `patchguard export`"
     )
     for oid, encoded in bundle.blobs.items():
-        if blob_id(base64.b64decode(encoded)) != oid:
+        try:
+            content = base64.b64decode(encoded, validate=True)
+        except binascii.Error as error:
+            raise ConfigError(
+                f"bundle {source}: the content of blob {oid} is not base64 ({error}); the bundle "
+                "is damaged, export it again with `patchguard export`"
+            ) from None
+        if blob_id(content) != oid:
             raise ConfigError(
                 f"bundle {source}: the content of blob {oid} does not match its id; the bundle "
                 "is damaged, export it again with `patchguard export`"
@@ -68,9 +76,9 @@ def parse_bundle(source: str, text: str) -> tuple[runtime.Manifest, dict[str, st
     return manifest, bundle.blobs
 
 
-def import_bundle(repo: Repo, source: str, text: str) -> list[str]:
+def import_bundle(repo: Repo, source: str, raw: bytes) -> list[str]:
     """Add the bundle's patches and guards; same-named patches are replaced (and said so)."""
-    manifest, blobs = parse_bundle(source, text)
+    manifest, blobs = parse_bundle(source, raw)
     with repo.lock("import"):
         return _merge_bundle(repo, manifest, blobs)
 

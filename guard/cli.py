@@ -301,7 +301,7 @@ def run(
     "--diff",
     "diff_files",
     nargs=2,
-    type=click.File("r"),
+    type=click.File("rb"),
     default=None,
     metavar="A B",
     help="Say in words what changed between two stamps (files, or - for stdin).",
@@ -596,7 +596,7 @@ def export_(cwd: Path, file: Any) -> None:
 @cli.command(
     name="import", epilog=_epilog("patchguard import eagle3.bundle.json && patchguard apply")
 )
-@click.argument("file", type=click.File("r"))
+@click.argument("file", type=click.File("rb"))
 @_directory_option
 def import_(cwd: Path, file: Any) -> None:
     """Add the patches and guards of a bundle.

@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 import sys
 
+from guard.errors import ConfigError
+
 VERIFIED_MESSAGE = "patchguard: all guards hold (content unchanged since it was last verified)"
 
 
@@ -13,11 +15,11 @@ def main() -> None:
     from guard.errors import handled
 
     argv = sys.argv[1:]
+    sys.exit(handled(lambda: _dispatch(argv), lambda: _start_directory(argv)))
+
+
+def _dispatch(argv: list[str]) -> int:
     directory = _start_directory(argv)
-    sys.exit(handled(lambda: _dispatch(argv, directory), directory))
-
-
-def _dispatch(argv: list[str], directory: str) -> int:
     if argv[:1] == ["hook"]:
         from guard.hookrun import main as run_hook
 
@@ -33,7 +35,13 @@ def _dispatch(argv: list[str], directory: str) -> int:
 def _start_directory(argv: list[str]) -> str:
     """Where the command runs (`-C DIR`, repeatable like git's, before or after the command
     name; the words after `git`, `run`, `bisect` or `hook` are not ours)."""
-    directory = os.getcwd()
+    try:
+        directory = os.getcwd()
+    except FileNotFoundError:
+        raise ConfigError(
+            "the current directory no longer exists (deleted, or replaced by a checkout); "
+            "cd into your checkout and run patchguard again"
+        ) from None
     tokens = iter(argv)
     for token in tokens:
         if token == "-C":

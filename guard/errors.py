@@ -42,7 +42,7 @@ class GuardError(PatchguardError):
         self.exit_code = exit_code
 
 
-def handled(run: Callable[[], int], start: str = ".") -> int:
+def handled(run: Callable[[], int], start: Callable[[], str] = lambda: ".") -> int:
     """Run a command or hook under the exit-code contract: never a traceback.
 
     A PatchguardError is one line and its code; Ctrl-C is one line and 130 (writes are atomic
@@ -87,8 +87,8 @@ def silence_stdout() -> None:
     os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
-def _write_crash_log(error: Exception, start: str) -> str:
-    """The traceback, argv and versions, under the git dir of `start` when there is one."""
+def _write_crash_log(error: Exception, start: Callable[[], str]) -> str:
+    """The traceback, argv and versions, under the git dir of `start()` when there is one."""
     import os
     import platform
     import sys
@@ -99,7 +99,7 @@ def _write_crash_log(error: Exception, start: str) -> str:
     from guard.gitpaths import find_repository
 
     try:
-        directory = find_repository(start)[1]
+        directory = find_repository(start())[1]
     except (PatchguardError, OSError):
         directory = tempfile.gettempdir()
     try:

@@ -295,13 +295,17 @@ def stamp(repo: Repo) -> dict[str, Any]:
     }
 
 
-def load_stamp(source: str, text: str) -> dict[str, Any]:
-    """The last stamp line of a file (a results JSONL may hold many)."""
-    lines = [line for line in text.splitlines() if line.strip()]
+def load_stamp(source: str, raw: bytes) -> dict[str, Any]:
+    """The last stamp line of a file (a results JSONL may hold many).
+
+    Stamps are ASCII JSON; other lines (a log's bytes in any encoding, nested too deeply for
+    json) are simply not stamps.
+    """
+    lines = [line for line in raw.decode(errors="replace").splitlines() if line.strip()]
     for line in reversed(lines):
         try:
             data = json.loads(line)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):
             continue
         if isinstance(data, dict) and data.get("format") == STAMP_FORMAT:
             return data

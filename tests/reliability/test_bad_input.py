@@ -405,3 +405,49 @@ def test_non_utf8_tracked_file_name(sample: Sample) -> None:
     assert not locate(sample.root).manifest_path.exists()
     sample.record_eagle3()  # naming other paths still works
     assert sample.pg("check").exit_code == 0
+
+
+def _damaged_bundle(sample: Sample, tmp_path: Path, kind: str) -> Path:
+    """A bundle as a broken transfer or a hostile sender could leave it."""
+    bundle = tmp_path / f"{kind}.json"
+    if kind == "non-utf8":
+        bundle.write_bytes(b'{"format": "patchguard.bundle", "note": "\xff\xfe"}')
+    elif kind == "not-base64":
+        data = json.loads(sample.pg("export").stdout)
+        data["blobs"] = {oid: "!!not base64**" for oid in data["blobs"]}
+        bundle.write_text(json.dumps(data))
+    else:
+        bundle.write_text("[" * 100_000 + "]" * 100_000)
+    return bundle
+
+
+@pytest.mark.parametrize(
+    ("kind", "needle"),
+    [
+        ("non-utf8", "not valid JSON ('utf-8' codec"),
+        ("not-base64", "is not base64"),
+        ("nested", "nested too deeply"),
+    ],
+)
+def test_a_damaged_bundle_is_refused_in_one_line(
+    sample: Sample, tmp_path: Path, kind: str, needle: str
+) -> None:
+    sample.record_eagle3()
+    bundle = _damaged_bundle(sample, tmp_path, kind)
+    before = snapshot(sample.root)
+    result = sample.pg("import", bundle)
+    assert_clear_failure(result, 2, needle)
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert snapshot(sample.root) == before
+
+
+def test_stamp_diff_of_a_file_that_is_not_utf8(sample: Sample, tmp_path: Path) -> None:
+    sample.record_eagle3()
+    noise = tmp_path / "noise.jsonl"
+    noise.write_bytes(b"\xff\xfe\x00binary log\n" + b"[" * 100_000 + b"\n")
+    assert_clear_failure(sample.pg("stamp", "--diff", noise, noise), 2, "holds no patchguard stamp")
+    results = tmp_path / "results.jsonl"  # a stamp among a log's bytes is still found
+    results.write_bytes(b"\xff log line\n" + sample.pg("stamp").stdout.encode())
+    same = sample.pg("stamp", "--diff", results, results)
+    assert same.exit_code == 0, same.output
+    assert same.output.startswith("same code")
