@@ -289,7 +289,8 @@ def stamp(repo: Repo) -> dict[str, Any]:
         "patches": {v.name: str(v.state) for v in report.patches} if report else {},
         "files": files,
         "symbols": {s.spec: s.ok for s in report.symbols} if report else {},
-        "ok": report.ok if report else True,
+        # As `check` refuses to pass on nothing: a stamp that guards nothing vouches for nothing.
+        "ok": bool(report and report.ok and not report.checks_nothing),
         "patchguard": patchguard_version(),
         "timestamp": datetime.now(UTC).isoformat(timespec="seconds"),
     }
