@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from guard import assess, install, preflight, render
+from guard import assess, install, preflight, provenance, render
 from guard.errors import EXIT_GUARD_FAILED, EXIT_OK, PatchguardError, silence_stdout
 from guard.gitdir import locate
 from guard.repo import Repo
@@ -316,10 +316,10 @@ def stamp(cwd: Path, as_json: bool, diff_files: tuple[Any, Any] | None) -> None:
     With --diff, the last stamp of each file is compared.
     """
     if diff_files is None:
-        click.echo(json.dumps(preflight.stamp(Repo.discover(cwd)), separators=(",", ":")))
+        click.echo(json.dumps(provenance.stamp(Repo.discover(cwd)), separators=(",", ":")))
         return
-    old, new = (preflight.load_stamp(f.name, f.read()) for f in diff_files)
-    lines = preflight.diff_stamps(_repo_or_none(cwd), old, new)
+    old, new = (provenance.load_stamp(f.name, f.read()) for f in diff_files)
+    lines = provenance.diff_stamps(_repo_or_none(cwd), old, new)
     click.echo(json.dumps({"changes": lines}) if as_json else "\n".join(lines))
 
 
@@ -496,13 +496,14 @@ def bisect_run(ctx: click.Context, log: Path | None, command: tuple[str, ...]) -
 def bisect_step(log: Path | None, command: tuple[str, ...]) -> None:
     """One step of `patchguard bisect run` (run by git bisect, not by hand)."""
     from guard import moves
+    from guard.bisect_status import BISECT_ABORT, StepResult
 
     if command[:1] == ("--",):
         command = command[1:]
     try:
         result = moves.bisect_step(Repo.discover(Path.cwd()), command, log)
     except PatchguardError as error:
-        result = moves.StepResult(moves.BISECT_ABORT, "", None, [str(error)])
+        result = StepResult(BISECT_ABORT, "", None, [str(error)])
     for line in render.step_lines(result):
         click.echo(f"patchguard: {line}", err=True)
     sys.exit(result.status)

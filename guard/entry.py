@@ -15,7 +15,7 @@ def main() -> None:
     from guard.errors import handled
 
     argv = sys.argv[1:]
-    sys.exit(handled(lambda: _dispatch(argv), lambda: _start_directory(argv)))
+    sys.exit(handled(lambda: _dispatch(argv), lambda: _crash_dir(argv)))
 
 
 def _dispatch(argv: list[str]) -> int:
@@ -30,6 +30,13 @@ def _dispatch(argv: list[str]) -> int:
     from guard.cli import main as run_cli
 
     return run_cli()
+
+
+def _crash_dir(argv: list[str]) -> str:
+    """A crash log goes into the git dir of the checkout the command ran in."""
+    from guard.gitpaths import find_repository
+
+    return find_repository(_start_directory(argv))[1]
 
 
 def _start_directory(argv: list[str]) -> str:

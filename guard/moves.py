@@ -20,13 +20,13 @@ from pathlib import Path
 from types import FrameType
 
 from guard import assess, journal, patching
+from guard.bisect_status import BISECT_ABORT, BISECT_SKIP, StepResult
 from guard.errors import GuardFailure, PatchguardError
 from guard.install import isolated_command
 from guard.lock import HELD_VARIABLE, exclusive
+from guard.provenance import stamp
 from guard.repo import Repo, run_git
 
-BISECT_SKIP = 125
-BISECT_ABORT = 128  # `git bisect run` aborts on any status above 127
 STEP_COMMAND = ("bisect", "step")
 
 
@@ -140,14 +140,6 @@ def _step_lock(repo: Repo, operation: str) -> AbstractContextManager[None]:
     return exclusive(repo.layout.store_dir / "bisect-step.lock", operation)
 
 
-@dataclass
-class StepResult:
-    status: int
-    head: str
-    skipped: str | None = None
-    problems: list[str] = field(default_factory=list)
-
-
 def bisect_step(repo: Repo, command: Sequence[str], log: Path | None) -> StepResult:
     """One commit of `patchguard bisect run`: apply, check, run, lift; a status for git.
 
@@ -180,8 +172,6 @@ def _step(repo: Repo, head: str, command: Sequence[str], log: Path | None) -> St
 
 def _log_step(repo: Repo, log: Path, result: StepResult) -> None:
     """One JSON line: the stamp of the tree that was measured, and what the command said."""
-    from guard.preflight import stamp
-
     line = {**stamp(repo), "exit": result.status, "skipped": result.skipped}
     with log.open("a", encoding="utf-8") as handle:
         handle.write(json.dumps(line, separators=(",", ":")) + "\n")
