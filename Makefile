@@ -20,8 +20,8 @@ $(STAMP): $(RUNTIME_STAMP)
 	touch $(STAMP)
 
 test: $(STAMP)
-	$(BIN)/ruff check guard tests scripts benchmarks
-	$(BIN)/ruff format --check guard tests scripts benchmarks
+	$(BIN)/ruff check guard patchguard_entry.py tests scripts benchmarks
+	$(BIN)/ruff format --check guard patchguard_entry.py tests scripts benchmarks
 	$(BIN)/mypy
 	$(BIN)/python -m pytest
 
@@ -38,8 +38,8 @@ generate: $(STAMP)
 	$(BIN)/python scripts/generate.py
 
 lint: $(STAMP)
-	$(BIN)/ruff check guard tests scripts benchmarks
-	$(BIN)/ruff format --check guard tests scripts benchmarks
+	$(BIN)/ruff check guard patchguard_entry.py tests scripts benchmarks
+	$(BIN)/ruff format --check guard patchguard_entry.py tests scripts benchmarks
 	$(BIN)/mypy
 
 clean:

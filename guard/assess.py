@@ -641,8 +641,12 @@ def _committed_in_head(repo: Repo, patch: Patch, verdict: PatchVerdict) -> Commi
     """Did HEAD's own commit bring this exact change (a `git commit -a` that swept it in)?
 
     Only for a change HEAD holds as text; upstream absorbing it with other text is not that.
+    Nor is a commit a remote-tracking branch or a tag holds: that is upstream's (a release that
+    absorbed the patch as it was), and the advice to amend it would rewrite upstream history.
     """
     if any(f.detail != UPSTREAM_AS_TEXT for f in verdict.files):
+        return None
+    if repo.head_is_published():
         return None
     parent = repo.head_parent()
     only_the_patch = repo.head_commit_paths() <= {c.path for c in patch.files}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import binascii
 import json
 from collections.abc import Sequence
 from dataclasses import replace
@@ -68,22 +69,29 @@ def write_bundle(path: Path, text: str) -> None:
         raise ConfigError(f"cannot write the bundle to {path}: {error.strerror}") from None
 
 
-def read_bundle(path: Path) -> str:
+def read_bundle(path: Path) -> bytes:
     try:
-        return path.read_text(encoding="utf-8")
+        return path.read_bytes()
     except FileNotFoundError:
         raise ConfigError(f"no bundle at {path}; name the file `patchguard export` wrote") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise ConfigError(f"cannot read the bundle {path}: {error}") from None
+    except OSError as error:
+        raise ConfigError(f"cannot read the bundle {path}: {error.strerror}") from None
 
 
-def parse_bundle(source: str, text: str) -> tuple[runtime.Manifest, dict[str, str]]:
+def parse_bundle(source: str, raw: bytes) -> tuple[runtime.Manifest, dict[str, str]]:
     """Validate everything before anything is written: schema, blob integrity, completeness."""
     bundle = parse_versioned(
-        text, f"bundle {source}", Bundle, "export it again with `patchguard export`"
+        raw, f"bundle {source}", Bundle, "export it again with `patchguard export`"
     )
     for oid, encoded in bundle.blobs.items():
-        if blob_id(base64.b64decode(encoded)) != oid:
+        try:
+            content = base64.b64decode(encoded, validate=True)
+        except binascii.Error as error:
+            raise ConfigError(
+                f"bundle {source}: the content of blob {oid} is not base64 ({error}); the bundle "
+                "is damaged, export it again with `patchguard export`"
+            ) from None
+        if blob_id(content) != oid:
             raise ConfigError(
                 f"bundle {source}: the content of blob {oid} does not match its id; the bundle "
                 "is damaged, export it again with `patchguard export`"
@@ -98,9 +106,9 @@ def parse_bundle(source: str, text: str) -> tuple[runtime.Manifest, dict[str, st
     return manifest, bundle.blobs
 
 
-def import_bundle(repo: Repo, source: str, text: str) -> list[str]:
+def import_bundle(repo: Repo, source: str, raw: bytes) -> list[str]:
     """Add the bundle's patches and guards; same-named patches are replaced (and said so)."""
-    manifest, blobs = parse_bundle(source, text)
+    manifest, blobs = parse_bundle(source, raw)
     with repo.lock("import"):
         return _merge_bundle(repo, manifest, blobs)
 

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from guard import assess, install, preflight, render
-from guard.errors import EXIT_GUARD_FAILED, EXIT_OK, PatchguardError
+from guard import assess, install, preflight, provenance, render
+from guard.errors import EXIT_GUARD_FAILED, EXIT_OK, PatchguardError, silence_stdout
 from guard.gitdir import locate
 from guard.repo import Repo
 
@@ -37,7 +37,18 @@ def _epilog(*examples: str, exit_codes: str = EXIT_CODES_EPILOG) -> str:
 
 
 class _Group(click.Group):
-    """Turns library errors into one clear line on stderr and the contract's exit code."""
+    """Turns library errors into one clear line on stderr and the contract's exit code.
+
+    A closed stdout ends the command with exit 0: click's own handler would exit 1, which the
+    contract reserves for a failed guard (`patchguard list | head -c0` under pipefail).
+    """
+
+    def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
+        try:  # --help and --version print here
+            return super().make_context(*args, **kwargs)
+        except BrokenPipeError:
+            silence_stdout()
+            raise click.exceptions.Exit(EXIT_OK) from None
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -45,6 +56,9 @@ class _Group(click.Group):
         except PatchguardError as error:
             click.echo(f"patchguard: {error}", err=True)
             ctx.exit(error.exit_code)
+        except BrokenPipeError:
+            silence_stdout()
+            ctx.exit(EXIT_OK)
 
     def resolve_command(
         self, ctx: click.Context, args: list[str]
@@ -305,7 +319,7 @@ def run(
     "--diff",
     "diff_files",
     nargs=2,
-    type=click.File("r"),
+    type=click.File("rb"),
     default=None,
     metavar="A B",
     help="Say in words what changed between two stamps (files, or - for stdin).",
@@ -320,10 +334,10 @@ def stamp(cwd: Path, as_json: bool, diff_files: tuple[Any, Any] | None) -> None:
     With --diff, the last stamp of each file is compared.
     """
     if diff_files is None:
-        click.echo(json.dumps(preflight.stamp(Repo.discover(cwd)), separators=(",", ":")))
+        click.echo(json.dumps(provenance.stamp(Repo.discover(cwd)), separators=(",", ":")))
         return
-    old, new = (preflight.load_stamp(f.name, f.read()) for f in diff_files)
-    lines = preflight.diff_stamps(_repo_or_none(cwd), old, new)
+    old, new = (provenance.load_stamp(f.name, f.read()) for f in diff_files)
+    lines = provenance.diff_stamps(_repo_or_none(cwd), old, new)
     click.echo(json.dumps({"changes": lines}) if as_json else "\n".join(lines))
 
 
@@ -528,13 +542,14 @@ for _word in ("start", "good", "bad", "skip", "reset", "log"):
 def bisect_step(log: Path | None, command: tuple[str, ...]) -> None:
     """One step of `patchguard bisect run` (run by git bisect, not by hand)."""
     from guard import moves
+    from guard.bisect_status import BISECT_ABORT, StepResult
 
     if command[:1] == ("--",):
         command = command[1:]
     try:
         result = moves.bisect_step(Repo.discover(Path.cwd()), command, log)
     except PatchguardError as error:
-        result = moves.StepResult(moves.BISECT_ABORT, "", None, [str(error)])
+        result = StepResult(BISECT_ABORT, "", None, [str(error)])
     for line in render.step_lines(result):
         click.echo(f"patchguard: {line}", err=True)
     sys.exit(result.status)
@@ -696,8 +711,8 @@ def import_(cwd: Path, file: str) -> None:
     """
     from guard import bundle  # pydantic: only for bundles
 
-    text = sys.stdin.read() if file == "-" else bundle.read_bundle(cwd / file)
-    lines = bundle.import_bundle(Repo.discover(cwd), file, text)
+    raw = sys.stdin.buffer.read() if file == "-" else bundle.read_bundle(cwd / file)
+    lines = bundle.import_bundle(Repo.discover(cwd), file, raw)
     click.echo("\n".join(lines) or "the bundle holds nothing")
 
 

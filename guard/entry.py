@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 import sys
 
+from guard.errors import ConfigError
+
 VERIFIED_MESSAGE = "patchguard: all guards hold (content unchanged since it was last verified)"
 
 
@@ -13,11 +15,11 @@ def main() -> None:
     from guard.errors import handled
 
     argv = sys.argv[1:]
+    sys.exit(handled(lambda: _dispatch(argv), lambda: _crash_dir(argv)))
+
+
+def _dispatch(argv: list[str]) -> int:
     directory = _start_directory(argv)
-    sys.exit(handled(lambda: _dispatch(argv, directory), directory))
-
-
-def _dispatch(argv: list[str], directory: str) -> int:
     if argv[:1] == ["hook"]:
         from guard.hookrun import main as run_hook
 
@@ -30,14 +32,26 @@ def _dispatch(argv: list[str], directory: str) -> int:
     return run_cli()
 
 
+def _crash_dir(argv: list[str]) -> str:
+    """A crash log goes into the git dir of the checkout the command ran in."""
+    from guard.gitpaths import find_repository
+
+    return find_repository(_start_directory(argv))[1]
+
+
 def _start_directory(argv: list[str]) -> str:
     """Where the command runs (`-C DIR`, repeatable like git's, before or after the command
     name; the words after `git`, `run`, `bisect` or `hook` are not ours, but git's own -C
     says where `patchguard git` works)."""
-    from guard.errors import ConfigError
     from guard.gitpaths import git_start_directory
 
-    directory = os.getcwd()
+    try:
+        directory = os.getcwd()
+    except FileNotFoundError:
+        raise ConfigError(
+            "the current directory no longer exists (deleted, or replaced by a checkout); "
+            "cd into your checkout and run patchguard again"
+        ) from None
     tokens = iter(argv)
     for token in tokens:
         if token == "-C":

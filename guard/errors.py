@@ -42,17 +42,23 @@ class GuardError(PatchguardError):
         self.exit_code = exit_code
 
 
-def handled(run: Callable[[], int], start: str = ".") -> int:
+def handled(run: Callable[[], int], crash_dir: Callable[[], str]) -> int:
     """Run a command or hook under the exit-code contract: never a traceback.
 
     A PatchguardError is one line and its code; Ctrl-C is one line and 130 (writes are atomic
     and journaled, so nothing is half-written); anything else is a bug: one line naming a log
-    that holds the traceback and versions, and exit 3.
+    that holds the traceback and versions, and exit 3. The log goes to `crash_dir()` (the
+    caller knows the checkout; this module knows nothing of repositories), else the temp dir.
     """
     import sys
 
     try:
-        return run()
+        code = run()
+        try:
+            sys.stdout.flush()  # a reader that left shows here, not as noise at exit
+        except BrokenPipeError:
+            silence_stdout()
+        return code
     except PatchguardError as error:
         print(f"patchguard: {error}", file=sys.stderr)
         return error.exit_code
@@ -60,12 +66,10 @@ def handled(run: Callable[[], int], start: str = ".") -> int:
         print(INTERRUPTED_MESSAGE, file=sys.stderr)
         return EXIT_INTERRUPTED
     except BrokenPipeError:  # `patchguard show | head -1`: the reader had enough
-        import os
-
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no noise at exit
+        silence_stdout()
         return EXIT_OK
     except Exception as error:  # the one place that catches everything, to report it
-        where = _write_crash_log(error, start)
+        where = _write_crash_log(error, crash_dir)
         print(
             f"patchguard: internal error ({type(error).__name__}: {error}); the traceback is in "
             f"{where}. Please report it with that file.",
@@ -74,8 +78,18 @@ def handled(run: Callable[[], int], start: str = ".") -> int:
         return EXIT_INTERNAL
 
 
-def _write_crash_log(error: Exception, start: str) -> str:
-    """The traceback, argv and versions, under the git dir of `start` when there is one."""
+def silence_stdout() -> None:
+    """After a reader closed stdout: what is still buffered goes nowhere, without an error at
+    exit (Python's documented recipe for SIGPIPE). The command then ends with exit 0: a reader
+    that had enough is not a failed guard, even under `set -o pipefail`."""
+    import os
+    import sys
+
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
+def _write_crash_log(error: Exception, crash_dir: Callable[[], str]) -> str:
+    """The traceback, argv and versions, in `crash_dir()` when it names one."""
     import os
     import platform
     import sys
@@ -83,10 +97,8 @@ def _write_crash_log(error: Exception, start: str) -> str:
     import time
     import traceback
 
-    from guard.gitpaths import find_repository
-
     try:
-        directory = find_repository(start)[1]
+        directory = crash_dir()
     except (PatchguardError, OSError):
         directory = tempfile.gettempdir()
     try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,8 +57,13 @@ class Layout:
 
 
 def locate(start: Path) -> Layout:
-    """Walk up from `start` to the worktree root, as git does (without GIT_DIR tricks)."""
+    """Walk up from `start` to the worktree root, as git does (GIT_DIR: see find_repository)."""
     workdir, git_dir, common_dir = find_repository(str(start))
+    # patchguard runs git in the worktree's root, where a relative GIT_DIR or GIT_WORK_TREE
+    # would name another place: from now on they are the absolute paths they stand for.
+    for variable, value in (("GIT_DIR", git_dir), ("GIT_WORK_TREE", workdir)):
+        if variable in os.environ:
+            os.environ[variable] = value
     _refuse_sha256(Path(common_dir))
     return Layout(workdir=Path(workdir), git_dir=Path(git_dir), common_dir=Path(common_dir))
 

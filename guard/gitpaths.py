@@ -19,7 +19,48 @@ _GIT_ELSEWHERE = ("--git-dir", "--work-tree", "--bare")
 
 
 def find_repository(start: str) -> tuple[str, str, str]:
-    """(worktree root, its git dir, the common git dir), walking up from `start` as git does."""
+    """(worktree root, its git dir, the common git dir), walking up from `start` as git does.
+
+    GIT_DIR and GIT_WORK_TREE (relative to `start`, as `git -C` reads them) are honoured when
+    they name that checkout: git sets GIT_DIR for every hook it runs, and patchguard's own git
+    commands inherit both. A pair that names another repository, or a git dir apart from its
+    tree, is refused: patchguard would read one repository while git acts on another.
+    """
+    git_dir_variable = os.environ.get("GIT_DIR")
+    work_tree_variable = os.environ.get("GIT_WORK_TREE")
+    if git_dir_variable is None and work_tree_variable is None:
+        return _walk_up(start)
+    base = os.path.realpath(start)
+    top = os.path.realpath(os.path.join(base, work_tree_variable)) if work_tree_variable else None
+    try:
+        found = _walk_up(top or start)
+        if git_dir_variable is not None:
+            used = os.path.realpath(os.path.join(base, git_dir_variable))
+        else:  # git still finds its git dir from the current directory
+            used = _walk_up(start)[1]
+    except ConfigError as error:
+        raise _not_one_checkout(str(error).rstrip(".")) from None
+    if top is not None and top != found[0]:
+        raise _not_one_checkout(f"GIT_WORK_TREE is inside the working tree {found[0]}")
+    if used != found[1]:
+        raise _not_one_checkout(
+            f"the working tree {found[0]} has its git dir at {found[1]}; git would use {used}"
+        )
+    return found
+
+
+def _not_one_checkout(why: str) -> ConfigError:
+    shown = ", ".join(
+        f"{name}={os.environ[name]}" for name in ("GIT_DIR", "GIT_WORK_TREE") if name in os.environ
+    )
+    return ConfigError(
+        f"{shown} does not name one checkout ({why}), so patchguard and the git commands it "
+        "runs would act on different repositories; unset GIT_DIR and GIT_WORK_TREE, or point "
+        "them at one checkout's own git dir and top"
+    )
+
+
+def _walk_up(start: str) -> tuple[str, str, str]:
     start = os.path.realpath(start)
     if not os.path.isdir(start):
         raise ConfigError(f"{start} is not a directory; pass an existing directory to -C")

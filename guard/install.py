@@ -30,7 +30,14 @@ _WHOLE_BEFORE_POST_COMMIT = {"post-checkout", "post-merge", "post-rewrite", "ref
 MARKER = "patchguard-managed-hook"
 LEGACY_SUFFIX = ".patchguard-legacy"
 TEMPLATE_NAME = "patchguard-hook.sh"
+LAUNCHER_NAME = "patchguard_entry.py"
 _INTERPRETER_PREFIX = "install_python='"
+# How doctor starts patchguard as the hooks do, without running a hook: the hook's module and
+# the libraries a re-apply may need (a manifest seen first is validated, a merge may need libgit2).
+_PROBE = (
+    "import runpy, sys; runpy.run_path(sys.argv[1])['load_guard'](); "
+    "import guard.hookrun, pydantic, pygit2"
+)
 
 
 def template_text() -> str:
@@ -45,6 +52,23 @@ def template_text() -> str:
     )
 
 
+def launcher() -> str:
+    """patchguard_entry.py, installed beside the `guard` package (in a wheel and in a checkout)."""
+    path = Path(__file__).resolve().parent.parent / LAUNCHER_NAME
+    if not path.is_file():
+        raise ConfigError(
+            f"{path} is missing from this installation; reinstall patchguard "
+            "(pip install --force-reinstall git-patchguard)"
+        )
+    return str(path)
+
+
+def isolated_command(python: str) -> list[str]:
+    """This patchguard under `python`, as the hooks and bisect steps run it: whatever
+    PYTHONPATH, the user's site or the current directory hold (see patchguard_entry.py)."""
+    return [python, "-I", launcher()]
+
+
 def _sh_single_quoted(value: str) -> str:
     """Text to put between single quotes in sh."""
     return value.replace("'", "'\\''")
@@ -55,6 +79,7 @@ def render_hook(hook_type: str, python: str) -> str:
         template_text()
         .replace("@HOOK_NAME@", _sh_single_quoted(hook_type))
         .replace("@INSTALL_PYTHON@", _sh_single_quoted(python))
+        .replace("@LAUNCHER@", _sh_single_quoted(launcher()))
     )
 
 
@@ -183,11 +208,11 @@ def uninstall(layout: Layout, hook_types: tuple[str, ...]) -> list[str]:
 
 
 def _cannot_import_patchguard(interpreter: str, seen: dict[str, str | None]) -> str | None:
-    """Why `interpreter` cannot run the hooks' code (as the hooks run it: -P), or None."""
+    """Why `interpreter` cannot run the hooks' code (as the hooks run it: -I), or None."""
     if interpreter not in seen:
         try:
             probe = subprocess.run(
-                [interpreter, "-P", "-c", "import guard.hookrun"],
+                [interpreter, "-I", "-c", _PROBE, launcher()],
                 capture_output=True,
                 text=True,
                 timeout=60,

@@ -143,8 +143,15 @@ def save_manifest(path: Path, manifest: Manifest) -> None:
     data = manifest.to_dict()
     schema.validate_data(schema.Manifest, data, "refusing to write an invalid manifest")
     raw = serialize(manifest)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(path, raw)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(path, raw)
+    except OSError as error:  # a full disk, a file-size limit (EFBIG), a read-only git dir
+        raise ConfigError(
+            f"cannot write {path}: {error.strerror}; the manifest is as it was (writes are "
+            "atomic): no patch changed. Free space or make it writable, then run the "
+            "command again"
+        ) from None
     _remember_validated(path, blob_id(raw))
 
 

@@ -21,12 +21,13 @@ from pathlib import Path
 from types import FrameType
 
 from guard import assess, journal, patching
+from guard.bisect_status import BISECT_ABORT, BISECT_SKIP, StepResult
 from guard.errors import GuardFailure, PatchguardError
+from guard.install import isolated_command
 from guard.lock import HELD_VARIABLE, exclusive
+from guard.provenance import stamp
 from guard.repo import Repo, run_git
 
-BISECT_SKIP = 125
-BISECT_ABORT = 128  # `git bisect run` aborts on any status above 127
 STEP_COMMAND = ("bisect", "step")
 
 
@@ -123,7 +124,7 @@ def bisect_run(repo: Repo, command: Sequence[str], log: Path | None) -> tuple[in
         raise GuardFailure(
             "no bisect is in progress; start one first: patchguard git bisect start BAD GOOD"
         )
-    step = [sys.executable, "-P", "-m", "guard", *STEP_COMMAND]
+    step = [*isolated_command(sys.executable), *STEP_COMMAND]
     if log is not None:
         step += ["--log", str(log.resolve())]
     with lifted(repo, "bisect run") as lift:
@@ -153,14 +154,6 @@ def _skipped_by_bisect(repo: Repo) -> list[str]:
 def _step_lock(repo: Repo, operation: str) -> AbstractContextManager[None]:
     """Per worktree, as the bisect is: a bisect in another worktree steps on its own."""
     return exclusive(repo.layout.git_dir / "patchguard-bisect-step.lock", operation)
-
-
-@dataclass
-class StepResult:
-    status: int
-    head: str
-    skipped: str | None = None
-    problems: list[str] = field(default_factory=list)
 
 
 def bisect_step(repo: Repo, command: Sequence[str], log: Path | None) -> StepResult:
@@ -195,8 +188,6 @@ def _step(repo: Repo, head: str, command: Sequence[str], log: Path | None) -> St
 
 def _log_step(repo: Repo, log: Path, result: StepResult) -> None:
     """One JSON line: the stamp of the tree that was measured, and what the command said."""
-    from guard.preflight import stamp
-
     line = {**stamp(repo), "exit": result.status, "skipped": result.skipped}
     with log.open("a", encoding="utf-8") as handle:
         handle.write(json.dumps(line, separators=(",", ":")) + "\n")

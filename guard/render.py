@@ -11,8 +11,9 @@ TYPE_CHECKING = False  # not `from typing import ...`: typing costs the hooks ~3
 if TYPE_CHECKING:
     from typing import Any
 
+    from guard.bisect_status import StepResult
     from guard.manifest import Patch
-    from guard.moves import Lift, StepResult
+    from guard.moves import Lift
     from guard.patching import PatchOutcome
 
 CHECK_JSON_FORMAT = "patchguard.check/1"
@@ -207,7 +208,7 @@ def lift_lines(lift: Lift) -> list[str]:
 
 
 def step_lines(result: StepResult) -> list[str]:
-    from guard.moves import BISECT_ABORT, BISECT_SKIP
+    from guard.bisect_status import BISECT_ABORT, BISECT_SKIP
 
     commit = result.head[:10]
     if result.status == BISECT_ABORT and result.skipped is None:

@@ -305,6 +305,13 @@ class Repo:
             diff = commit.tree.diff_to_tree(swap=True)  # against the empty tree
         return {str(p) for d in diff.deltas for p in (d.old_file.path, d.new_file.path)}
 
+    def head_is_published(self) -> bool:
+        """Is HEAD reachable from a remote-tracking branch or a tag: upstream's, not ours to
+        rewrite? (One git call; asked only when HEAD holds a patch's exact text.)"""
+        command = ["for-each-ref", "--contains=HEAD", "--count=1", "--format=%(refname)"]
+        found = run_git([*command, "refs/remotes/", "refs/tags/"], self.workdir)
+        return bool(found.stdout.strip())
+
     def head_summary(self) -> str:
         """HEAD's short id and subject, as `git log --oneline` shows it."""
         import pygit2

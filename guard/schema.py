@@ -150,9 +150,14 @@ def parse_versioned(raw: bytes | str, source: str, model: type[_Model], remedy: 
     """JSON to a validated model; bad JSON, an unknown schema_version or a bad field becomes
     a ConfigError naming `source` (and the field), with `remedy` as the next step."""
     try:
-        data: Any = json.loads(raw)
+        data: Any = json.loads(raw.decode() if isinstance(raw, bytes) else raw)  # JSON is UTF-8
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
         raise ConfigError(f"{source} is not valid JSON ({error}); {remedy}") from None
+    except RecursionError:  # what json does with thousands of nested brackets
+        raise ConfigError(
+            f"{source} is nested too deeply to be a patchguard file (not what patchguard "
+            f"writes); {remedy}"
+        ) from None
     version = data.get("schema_version") if isinstance(data, dict) else None
     if isinstance(version, int) and version != SCHEMA_VERSION:
         raise ConfigError(

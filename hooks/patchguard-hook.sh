@@ -3,6 +3,7 @@
 # and puts back the hook that was here before (kept beside it as @HOOK_NAME@.patchguard-legacy).
 hook_name='@HOOK_NAME@'
 install_python='@INSTALL_PYTHON@'
+launcher='@LAUNCHER@'
 case "$0" in
 */*) legacy="${0%/*}/$hook_name.patchguard-legacy" ;;
 *) legacy="./$hook_name.patchguard-legacy" ;;
@@ -120,12 +121,14 @@ if [ "$hook_name" != reference-transaction ] &&
     fi
 fi
 
-if [ -x "$install_python" ]; then
-    with_input "$install_python" -P -m guard hook "$hook_name" "$@"
+# The installed patchguard by its path, isolated (-I): no `guard` on PYTHONPATH, in the user's
+# site or in this worktree can stand in for it (see patchguard_entry.py).
+if [ -x "$install_python" ] && [ -f "$launcher" ]; then
+    with_input "$install_python" -I "$launcher" hook "$hook_name" "$@"
 elif command -v patchguard >/dev/null 2>&1; then
     with_input patchguard hook "$hook_name" "$@"
 else
-    echo "patchguard: $install_python is gone and patchguard is not on PATH: patches were NOT checked (reinstall with: pip install git-patchguard && patchguard install)" >&2
+    echo "patchguard: $install_python or $launcher is gone and patchguard is not on PATH: patches were NOT checked (reinstall with: pip install git-patchguard && patchguard install)" >&2
     [ "$hook_name" = post-checkout ] && exit 1
     exit "$status"
 fi

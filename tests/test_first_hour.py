@@ -213,6 +213,28 @@ def test_status_says_when_the_patch_was_committed_in_head(sample: Sample) -> Non
     assert sample.pg("check").exit_code == 0  # the patch is back in the working tree only
 
 
+@pytest.mark.parametrize(
+    "publish",
+    [("tag", "v0.5.10"), ("update-ref", "refs/remotes/origin/main", "HEAD")],
+    ids=["tagged", "on-a-remote-branch"],
+)
+def test_an_upstream_commit_with_the_patch_as_is_is_not_called_committed(
+    sample: Sample, publish: tuple[str, ...]
+) -> None:
+    """Issue 20: a release that absorbed the methods with the same text is upstream's: no
+    advice to amend it, the state says what it is."""
+    sample.record_eagle3()
+    sample.git("commit", "-qam", "Release v0.5.10")
+    sample.git(*publish)
+    status = sample.pg("status")
+    assert status.exit_code == 0
+    assert "committed in HEAD" not in status.output
+    assert "git reset" not in status.output
+    assert f"{KIMI}: upstream (HEAD already contains this change)" in status.output
+    sample.git("commit", "-q", "--allow-empty", "-m", "mine, on top of the release")
+    assert "committed in HEAD" not in sample.pg("status").output  # HEAD did not bring it
+
+
 def test_upstream_absorbing_the_patch_is_not_called_committed(sample: Sample) -> None:
     sample.record_eagle3()
     sample.git("stash")

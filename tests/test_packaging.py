@@ -44,6 +44,7 @@ def test_wheel_installs_non_editable_and_guards_a_real_repo(tmp_path: Path, samp
     assert run("check").returncode == 0
     hook = (sample.root / ".git" / "hooks" / "post-checkout").read_text()
     assert f"install_python='{python}'" in hook
+    assert f"launcher='{env_dir}/lib/" in hook  # the wheel's own patchguard_entry.py
 
 
 def test_demo_tells_the_story_and_exits_0(clean_env: dict[str, str]) -> None:

@@ -263,3 +263,16 @@ def test_every_report_has_json_and_no_colour(sample: Sample) -> None:
         assert result.exit_code == 0, (args, result.stderr)
         json.loads(result.output)
         assert "\x1b" not in result.output + result.stderr
+
+
+def test_a_stamp_that_guards_nothing_is_not_ok(sample: Sample, clean_env) -> None:
+    """Issue 20: `check` refuses to pass on nothing, so the stamp does not say ok either."""
+    unguarded = json.loads(pg_process(clean_env, "-C", sample.root, "stamp").stdout)
+    assert unguarded["ok"] is False  # no manifest at all
+    assert unguarded["patches"] == {} and unguarded["symbols"] == {}
+    sample.record_eagle3()
+    assert json.loads(pg_process(clean_env, "-C", sample.root, "stamp").stdout)["ok"] is True
+    assert sample.pg("drop", "eagle3").exit_code == 0  # the manifest stays, guarding nothing
+    assert pg_process(clean_env, "-C", sample.root, "check").returncode == 2
+    dropped = json.loads(pg_process(clean_env, "-C", sample.root, "stamp").stdout)
+    assert dropped["ok"] is False

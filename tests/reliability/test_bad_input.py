@@ -406,3 +406,110 @@ def test_non_utf8_tracked_file_name(sample: Sample) -> None:
     assert not locate(sample.root).manifest_path.exists()
     sample.record_eagle3()  # naming other paths still works
     assert sample.pg("check").exit_code == 0
+
+
+def _damaged_bundle(sample: Sample, tmp_path: Path, kind: str) -> Path:
+    """A bundle as a broken transfer or a hostile sender could leave it."""
+    bundle = tmp_path / f"{kind}.json"
+    if kind == "non-utf8":
+        bundle.write_bytes(b'{"format": "patchguard.bundle", "note": "\xff\xfe"}')
+    elif kind == "not-base64":
+        data = json.loads(sample.pg("export").stdout)
+        data["blobs"] = {oid: "!!not base64**" for oid in data["blobs"]}
+        bundle.write_text(json.dumps(data))
+    else:
+        bundle.write_text("[" * 100_000 + "]" * 100_000)
+    return bundle
+
+
+@pytest.mark.parametrize(
+    ("kind", "needle"),
+    [
+        ("non-utf8", "not valid JSON ('utf-8' codec"),
+        ("not-base64", "is not base64"),
+        ("nested", "nested too deeply"),
+    ],
+)
+def test_a_damaged_bundle_is_refused_in_one_line(
+    sample: Sample, tmp_path: Path, kind: str, needle: str
+) -> None:
+    sample.record_eagle3()
+    bundle = _damaged_bundle(sample, tmp_path, kind)
+    before = snapshot(sample.root)
+    result = sample.pg("import", bundle)
+    assert_clear_failure(result, 2, needle)
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert snapshot(sample.root) == before
+
+
+def test_stamp_diff_of_a_file_that_is_not_utf8(sample: Sample, tmp_path: Path) -> None:
+    sample.record_eagle3()
+    noise = tmp_path / "noise.jsonl"
+    noise.write_bytes(b"\xff\xfe\x00binary log\n" + b"[" * 100_000 + b"\n")
+    assert_clear_failure(sample.pg("stamp", "--diff", noise, noise), 2, "holds no patchguard stamp")
+    results = tmp_path / "results.jsonl"  # a stamp among a log's bytes is still found
+    results.write_bytes(b"\xff log line\n" + sample.pg("stamp").stdout.encode())
+    same = sample.pg("stamp", "--diff", results, results)
+    assert same.exit_code == 0, same.output
+    assert same.output.startswith("same code")
+
+
+def _pg_with(env: dict[str, str], cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["patchguard", *args], cwd=cwd, env=env, capture_output=True, text=True)
+
+
+def test_git_dir_naming_another_repository_is_refused(
+    sample: Sample, tmp_path: Path, clean_env: dict[str, str]
+) -> None:
+    """Issue 20: patchguard read the checkout it stood in while its git commands used GIT_DIR's."""
+    sample.record_eagle3()
+    sample.git("stash")
+    other = tmp_path / "other"
+    git(tmp_path, "init", "-q", str(other))
+    before = snapshot(sample.root)
+    for variables in (
+        {"GIT_DIR": str(other / ".git")},
+        {"GIT_WORK_TREE": str(other)},
+        {"GIT_WORK_TREE": str(sample.root / "python")},  # not the top: git's top is elsewhere
+    ):
+        for args in (("apply",), ("status",), ("check",)):
+            result = _pg_with({**clean_env, **variables}, sample.root, *args)
+            said = f"{variables} {args}: {result.stderr}"
+            assert result.returncode == 2, said
+            assert "Traceback" not in result.stderr
+            assert len(result.stderr.strip().splitlines()) == 1, said
+            assert "does not name one checkout" in result.stderr, said
+    assert snapshot(sample.root) == before
+
+
+def test_git_dir_and_work_tree_of_the_checkout_are_honoured(
+    sample: Sample, tmp_path: Path, clean_env: dict[str, str]
+) -> None:
+    """As git reads them: relative to the current directory, which may lie outside the tree."""
+    sample.record_eagle3()
+    sample.git("stash")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    env = {**clean_env, "GIT_DIR": "../sglang/.git", "GIT_WORK_TREE": "../sglang"}
+    applied = _pg_with(env, elsewhere, "apply")
+    assert applied.returncode == 0, applied.stderr
+    assert "eagle3: unapplied -> applied" in applied.stdout
+    assert _pg_with(env, elsewhere, "check").returncode == 0
+    at_top = _pg_with({**clean_env, "GIT_DIR": ".git"}, sample.root, "status")
+    assert at_top.returncode == 0, at_top.stderr
+    assert "eagle3: applied" in at_top.stdout
+
+
+def test_hooks_in_a_linked_worktree_run_with_gits_own_git_dir(
+    sample: Sample, tmp_path: Path
+) -> None:
+    """git sets GIT_DIR (absolute) for the hooks of a linked worktree: they keep working."""
+    sample.record_eagle3()
+    assert sample.pg("install").exit_code == 0
+    tree = tmp_path / "linked"
+    sample.git("worktree", "add", "-q", str(tree), "old")
+    git(tree, "stash", "-q")
+    moved = git(tree, "checkout", "-q", "-b", "mine", "main", check=False)
+    assert moved.returncode == 0, moved.stderr
+    assert "re-applied eagle3" in moved.stderr
+    assert "does not name one checkout" not in moved.stderr

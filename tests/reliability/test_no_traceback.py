@@ -105,6 +105,67 @@ def test_a_closed_pipe_is_not_an_error(sample: Sample, clean_env: dict[str, str]
     assert shown.stderr == ""
 
 
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("list",),
+        ("status",),
+        ("status", "--json"),
+        ("show",),
+        ("check",),
+        ("stamp",),
+        ("export",),
+        ("--help",),
+        ("status", "--help"),
+        ("git", "--help"),
+        ("--version",),
+    ],
+    ids=" ".join,
+)
+def test_a_reader_that_closed_the_pipe_first_is_exit_0(
+    sample: Sample, clean_env: dict[str, str], args: tuple[str, ...]
+) -> None:
+    """`patchguard list | head -c0` under `set -o pipefail`: the reader had enough, no guard
+    failed. The pipe's read end is closed before patchguard starts, so every write fails."""
+    sample.record_eagle3()
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        result = subprocess.run(
+            ["patchguard", "-C", str(sample.root), *args],
+            env=clean_env,
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+    finally:
+        os.close(write_end)
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr
+    assert "Broken pipe" not in result.stderr and "BrokenPipe" not in result.stderr
+
+
+def test_a_closed_pipe_keeps_a_failed_guard_failed(
+    sample: Sample, clean_env: dict[str, str]
+) -> None:
+    sample.record_eagle3()
+    sample.git("stash")
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        result = subprocess.run(
+            ["patchguard", "-C", str(sample.root), "check", "--json"],
+            env=clean_env,
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+    finally:
+        os.close(write_end)
+    assert result.returncode == 1, result.stderr  # the report was decided before the write
+    assert "Traceback" not in result.stderr
+
+
 def _limit_file_size() -> None:
     import resource
 
@@ -134,6 +195,51 @@ def test_a_write_that_fails_midway_is_one_line_and_loses_nothing(
     undo_dir = locate(sample.root).git_dir / "patchguard-undo"
     assert not undo_dir.exists() or list(undo_dir.iterdir()) == []  # no empty entry left
     assert sample.pg("apply").exit_code == 0  # with room again, it simply works
+
+
+def _limit_file_size_as_ulimit_does() -> None:
+    """`ulimit -f` in a shell: the limit, and SIGXFSZ ignored, so a write fails with EFBIG."""
+    _limit_file_size()
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+
+
+def test_record_under_a_file_size_limit_is_one_line_and_records_nothing(
+    sample: Sample, clean_env: dict[str, str]
+) -> None:
+    sample.record_eagle3()
+    manifest = locate(sample.root).manifest_path
+    before = manifest.read_bytes()
+    with sample.kimi.open("a") as handle:
+        handle.write("EXTRA = 1\n")
+    result = subprocess.run(
+        ["patchguard", "-C", str(sample.root), "record", "more", sample_repo.KIMI],
+        env=clean_env,
+        capture_output=True,
+        text=True,
+        preexec_fn=_limit_file_size_as_ulimit_does,
+    )
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert "File too large" in result.stderr
+    assert manifest.read_bytes() == before
+    assert "patch more" not in sample.pg("list").output
+
+
+def test_status_in_a_deleted_directory_is_one_line(
+    sample: Sample, tmp_path: Path, clean_env: dict[str, str]
+) -> None:
+    sample.record_eagle3()
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    script = f"cd '{gone}' && rmdir '{gone}' && patchguard status; echo \"exit $?\""
+    result = subprocess.run(["sh", "-c", script], env=clean_env, capture_output=True, text=True)
+    assert result.stdout.splitlines()[-1] == "exit 2"
+    assert "Traceback" not in result.stderr
+    assert result.stderr.strip().splitlines() == [
+        "patchguard: the current directory no longer exists (deleted, or replaced by a "
+        "checkout); cd into your checkout and run patchguard again"
+    ]
 
 
 def test_a_read_only_directory_during_apply_is_one_line(clean_env: dict[str, str]) -> None:
@@ -241,3 +347,47 @@ def test_no_command_ever_prints_a_traceback(
         if state == "bad-lock-timeout" and name in ("apply", "record", "drop"):
             assert result.returncode == 2, said
             assert "PATCHGUARD_LOCK_TIMEOUT='soon' is not a number of seconds" in result.stderr
+
+
+# Bad input of every kind, fed to every command through the manifest (which every command but
+# these reads) and through the files `import` and `stamp --diff` read.
+READS_NO_PATCHES = {"doctor", "install", "uninstall", "undo", "bisect run"}
+BAD_INPUTS = {
+    "non-utf8": b'{"schema_version": 1, "patches": ["\xff\xfe"]}',
+    "non-json": b"this is not json {",
+    "deeply-nested": b"[" * 200_000 + b"]" * 200_000,
+    "huge": b'{"schema_version": 1, "patches": "' + b"x" * (16 << 20) + b'"}',
+}
+
+
+@pytest.mark.parametrize("kind", BAD_INPUTS)
+def test_bad_input_to_every_command_is_exit_2_in_one_line(
+    kind: str, sample: Sample, tmp_path: Path, clean_env: dict[str, str]
+) -> None:
+    sample.record_eagle3()
+    bad = tmp_path / "bad-input"
+    bad.write_bytes(BAD_INPUTS[kind])
+    for args in (["import", str(bad)], ["stamp", "--diff", str(bad), str(bad)]):
+        result = run(clean_env, "-C", sample.root, *args, stdin=subprocess.DEVNULL, timeout=120)
+        said = f"{kind} {args[0]}: {result.stderr}"
+        assert result.returncode == 2, said
+        assert "Traceback" not in result.stderr, said
+        assert len(result.stderr.strip().splitlines()) == 1, said
+    good_bundle = tmp_path / "good.json"
+    good_bundle.write_text(sample.pg("export").stdout)
+    locate(sample.root).manifest_path.write_bytes(BAD_INPUTS[kind])
+    commands = {**INVOCATIONS, "import": ["import", str(good_bundle)]}
+    commands["hook"] = ["hook", "post-checkout", "0", "0", "1"]  # as git runs it: in the tree
+    for name, args in commands.items():
+        where = [] if name == "hook" else ["-C", sample.root]
+        result = run(
+            clean_env, *where, *args, cwd=sample.root, stdin=subprocess.DEVNULL, timeout=120
+        )
+        said = f"{kind} {name}: {result.stderr}"
+        assert "Traceback" not in result.stderr, said
+        if name in READS_NO_PATCHES:  # "nothing to undo", "no bisect is in progress", ...
+            assert result.returncode in (0, 1, 2), said
+            continue
+        assert result.returncode == 2, said
+        assert len(result.stderr.strip().splitlines()) == 1, said
+        assert "manifest" in result.stderr, said

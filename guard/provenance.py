@@ -1,0 +1,164 @@
+"""The provenance stamp: one JSON line that says exactly which code ran, and what changed
+between two of them (`patchguard stamp`, `stamp --diff`, each `bisect run` step's log).
+
+Its own module below the operations: `bisect` steps stamp the tree they measured, and the
+pre-flight checks print reports, without either importing the other.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import PurePosixPath
+from typing import Any
+
+from guard import assess, fastpath
+from guard.errors import ConfigError
+from guard.repo import Repo
+from guard.symbols import parse_spec
+
+STAMP_FORMAT = "patchguard.stamp/1"
+
+
+def patchguard_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version  # ~10 ms; stamps only
+
+    try:
+        return version("git-patchguard")
+    except PackageNotFoundError:  # pragma: no cover - running from an uninstalled tree
+        return "unknown"
+
+
+def stamp(repo: Repo) -> dict[str, Any]:
+    """One JSON object that says exactly which code is about to run (keys in docs/benchmarks.md)."""
+    report = assess.check(repo) if repo.layout.manifest_path.exists() else None
+    git = repo.git
+    branch = None if git.head_is_detached or git.head_is_unborn else git.head.shorthand
+    upstream = None
+    if branch is not None:
+        tracking = git.branches.local[branch].upstream
+        if tracking is not None:
+            ahead, behind = git.ahead_behind(git.head.target, tracking.target)
+            upstream = {"ref": tracking.shorthand, "ahead": ahead, "behind": behind}
+    guarded = sorted(
+        {f.path for v in report.patches for f in v.files}
+        | {parse_spec(s.spec).path for s in report.symbols if s.patch is None}
+        if report
+        else set()
+    )
+    files = {}
+    for path in guarded:
+        content = repo.read_file(path)
+        files[path] = None if content is None else fastpath.blob_id(content)
+    return {
+        "format": STAMP_FORMAT,
+        "repository": str(repo.workdir),
+        "head": None if git.head_is_unborn else str(git.head.target),
+        "branch": branch,
+        "upstream": upstream,
+        "dirty": repo.changed_tracked_files(),
+        "patches": {v.name: str(v.state) for v in report.patches} if report else {},
+        "files": files,
+        "symbols": {s.spec: s.ok for s in report.symbols} if report else {},
+        # As `check` refuses to pass on nothing: a stamp that guards nothing vouches for nothing.
+        "ok": bool(report and report.ok and not report.checks_nothing),
+        "patchguard": patchguard_version(),
+        "timestamp": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+
+
+def load_stamp(source: str, raw: bytes) -> dict[str, Any]:
+    """The last stamp line of a file (a results JSONL may hold many).
+
+    Stamps are ASCII JSON; other lines (a log's bytes in any encoding, nested too deeply for
+    json) are simply not stamps.
+    """
+    lines = [line for line in raw.decode(errors="replace").splitlines() if line.strip()]
+    for line in reversed(lines):
+        try:
+            data = json.loads(line)
+        except (json.JSONDecodeError, RecursionError):
+            continue
+        if isinstance(data, dict) and data.get("format") == STAMP_FORMAT:
+            return data
+    raise ConfigError(
+        f"{source} holds no patchguard stamp (a JSON line with format {STAMP_FORMAT}); "
+        "write one with `patchguard stamp >> FILE`"
+    )
+
+
+def diff_stamps(repo: Repo | None, old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """What changed between two stamps, in plain words: the first question of a regression hunt."""
+    lines = []
+    if old.get("head") != new.get("head"):
+        lines.append(_head_moved(repo, old.get("head"), new.get("head")))
+    if old.get("branch") != new.get("branch"):
+        lines.append(f"branch: {_branch(old)} -> {_branch(new)}")
+    if old.get("upstream") != new.get("upstream"):
+        lines.append(f"upstream: {_upstream(old)} -> {_upstream(new)}")
+    for key, label in (("patches", "patch"), ("symbols", "symbol"), ("files", "guarded file")):
+        before, after = old.get(key) or {}, new.get(key) or {}
+        for name in sorted(set(before) | set(after)):
+            if before.get(name) != after.get(name):
+                lines.append(
+                    f"{label} {name}: {_word(key, before.get(name))} -> {_word(key, after.get(name))}"
+                )
+    old_dirty, new_dirty = set(old.get("dirty") or []), set(new.get("dirty") or [])
+    if old_dirty != new_dirty:
+        added = ", ".join(sorted(new_dirty - old_dirty)) or "none"
+        gone = ", ".join(sorted(old_dirty - new_dirty)) or "none"
+        lines.append(f"uncommitted changes: newly dirty {added}; no longer dirty {gone}")
+    if old.get("patchguard") != new.get("patchguard"):
+        lines.append(
+            f"patchguard: {old.get('patchguard') or 'unknown'} -> {new.get('patchguard') or 'unknown'}"
+        )
+    return lines or ["same code: HEAD, patches, guarded files and symbols are unchanged"]
+
+
+def _word(key: str, value: Any) -> str:
+    if key == "symbols":
+        return {True: "present", False: "missing", None: "not guarded"}[value]
+    if key == "files":
+        return "absent" if value is None else str(value)[:10]
+    return "not recorded" if value is None else str(value)
+
+
+def _branch(stamp_data: dict[str, Any]) -> str:
+    return str(stamp_data.get("branch") or "(detached HEAD)")
+
+
+def _upstream(stamp_data: dict[str, Any]) -> str:
+    upstream = stamp_data.get("upstream")
+    if not upstream:
+        return "none"
+    return f"{upstream['ref']} (ahead {upstream['ahead']}, behind {upstream['behind']})"
+
+
+def _head_moved(repo: Repo | None, old: str | None, new: str | None) -> str:
+    span = f"({(old or 'none')[:7]}..{(new or 'none')[:7]})"
+    if repo is None or old is None or new is None:
+        return f"HEAD changed {span}"
+    import pygit2  # only here: the checks that share this module stay light
+
+    try:
+        ahead, behind = repo.git.ahead_behind(new, old)
+        old_tree = repo.git.revparse_single(old).peel(pygit2.Commit).tree
+        new_tree = repo.git.revparse_single(new).peel(pygit2.Commit).tree
+    except (KeyError, ValueError):
+        return f"HEAD changed {span}; these commits are not in {repo.workdir}"
+    touched = [delta.new_file.path for delta in old_tree.diff_to_tree(new_tree).deltas]
+    if not behind:
+        moved = f"HEAD moved {ahead} commit{'s' if ahead != 1 else ''} {span}"
+    elif not ahead:
+        moved = f"HEAD moved back {behind} commit{'s' if behind != 1 else ''} {span}"
+    else:
+        moved = f"HEAD moved to another line of history: {ahead} ahead, {behind} behind {span}"
+    by_directory: dict[str, int] = {}
+    for path in touched:
+        directory = str(PurePosixPath(path).parent)
+        by_directory[directory] = by_directory.get(directory, 0) + 1
+    where = ", ".join(
+        f"{count} file{'s' if count > 1 else ''} touched under {directory}/"
+        for directory, count in sorted(by_directory.items())
+    )
+    return f"{moved}, {where}" if where else moved
