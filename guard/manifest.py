@@ -23,6 +23,8 @@ if TYPE_CHECKING:
     from typing import Any
 
 SCHEMA_VERSION = 1
+REGULAR_MODE = "100644"  # git's modes for a regular file, and an executable one
+EXECUTABLE_MODE = "100755"
 VALIDATED_FILE = "validated"  # beside manifest.json: content hashes that passed the schema
 _KEEP_VALIDATED = 16
 
@@ -36,6 +38,7 @@ class FileChange:
     patched_blob: str
     diff: str
     added_symbols: list[str] = field(default_factory=list)
+    mode: str = REGULAR_MODE  # git's file mode: a file the patch creates gets it back
 
 
 @dataclass(frozen=True)
@@ -117,8 +120,14 @@ def save_manifest(path: Path, manifest: Manifest) -> None:
     data = manifest.to_dict()
     schema.validate_data(schema.Manifest, data, "refusing to write an invalid manifest")
     raw = serialize(manifest)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(path, raw)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(path, raw)
+    except OSError as error:
+        raise ConfigError(
+            f"cannot write the manifest {path}: {error.strerror}; it is as it was. Run "
+            "patchguard as a user who can write the repository (or free space there)."
+        ) from None
     _remember_validated(path, blob_id(raw))
 
 

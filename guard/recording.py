@@ -148,6 +148,7 @@ def _record_file(repo: Repo, tree: Worktree, path: str, below: Sequence[Patch]) 
         patched_blob=repo.store_blob(current),
         diff=diff.text,
         added_symbols=added_symbols,
+        mode=repo.git_mode(path),
     )
 
 
@@ -254,5 +255,10 @@ def drop(repo: Repo, target: str, *, cwd: Path) -> str:
     remaining = replace(manifest, patches=[p for p in manifest.patches if p.name != target])
     journal = Journal(repo.layout.git_dir, "drop")  # first: `patchguard undo` brings it back
     journal.before_manifest(repo.manifest_bytes, serialize(remaining), target)
-    repo.save_manifest(remaining)
+    try:
+        repo.save_manifest(remaining)
+    except ConfigError:  # the manifest is as it was: no drop to undo
+        journal.discard()
+        raise
+    journal.write(repo)
     return f"patch {target}"
