@@ -91,6 +91,21 @@ def _record_path(layout: Layout) -> Path:
 
 def install(layout: Layout, hook_types: tuple[str, ...], force: bool) -> list[str]:
     """Write the hooks; re-running changes nothing. Returns one line per hook."""
+    lines: list[str] = []
+    try:
+        return _install(layout, hook_types, force, lines)
+    except OSError as error:  # a user who may read the repository but not write it
+        done = "; ".join(lines) or "nothing was installed"
+        raise ConfigError(
+            f"cannot write in {Path(str(error.filename)).parent}: {error.strerror} ({done}). "
+            "Run patchguard "
+            "install as a user who can write there (the repository's owner)."
+        ) from None
+
+
+def _install(
+    layout: Layout, hook_types: tuple[str, ...], force: bool, lines: list[str]
+) -> list[str]:
     hooks_dir = git_hooks_dir(layout)
     if hooks_dir.exists() and not hooks_dir.is_dir():
         raise ConfigError(
@@ -106,7 +121,6 @@ def install(layout: Layout, hook_types: tuple[str, ...], force: bool) -> list[st
                 "runs no hooks at all. Create it, or pass --force to let patchguard create it."
             )
         hooks_dir.mkdir(parents=True)
-    lines = []
     for hook_type in hook_types:
         path = hooks_dir / hook_type
         legacy = hooks_dir / (hook_type + LEGACY_SUFFIX)
