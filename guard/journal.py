@@ -301,8 +301,8 @@ class Entry:
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(self.created))
         names = ", ".join(self.patches) or "patches"
         files = f" ({', '.join(self.files)})" if self.files else ""
-        state = ", interrupted" if self.interrupted else ""
-        return f"the {self.operation}{state} of {names} at {when}{files}"
+        state = "interrupted " if self.interrupted else ""
+        return f"the {state}{self.operation} of {names} at {when}{files}"
 
 
 def entries(repo: Repo) -> list[Entry]:
@@ -314,6 +314,11 @@ def entries(repo: Repo) -> list[Entry]:
         except GuardFailure:
             continue
     return found
+
+
+def interrupted(repo: Repo) -> list[Entry]:
+    """Operations a killed writer left half written (read-only: recover() puts them back)."""
+    return [entry for entry in entries(repo) if entry.interrupted]
 
 
 def latest_entry(repo: Repo) -> Path | None:
