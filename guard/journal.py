@@ -61,9 +61,12 @@ class Journal:
         try:
             self.entry = self.entry or self._new_entry()
             self._keep(self.entry, path, before, after, patch, modes)
-        except OSError:  # no file is written before write(): leave no half-made entry behind
+        except OSError as error:  # no file is written before write(): leave no entry behind
             self.discard()
-            raise
+            raise ConfigError(
+                f"cannot keep the undo copy of {path} in {self.root}: {error.strerror}; "
+                "nothing was changed (free space, or make the git dir writable)"
+            ) from None
 
     def _keep(
         self,
@@ -375,6 +378,8 @@ def _undo(repo: Repo, entry_path: Path | None) -> Entry:
             edited.append(item["path"])
         restores.append((item["path"], current, before, item.get("before_mode")))
     manifest = record.get("manifest")
+    # read now: the entry this undo journals in may prune the oldest, this one
+    saved = (entry_path / manifest["before"]).read_bytes() if manifest else None
     if manifest and _manifest_blob(repo) != manifest["after_blob"]:
         edited.append(str(repo.layout.manifest_path))
     if edited:
@@ -383,17 +388,10 @@ def _undo(repo: Repo, entry_path: Path | None) -> Entry:
             "undo would lose those edits. Save them elsewhere, then run patchguard undo again."
         )
     for path, current, before, mode in reversed(restores):
-        try:
-            putting_back.before_write(
-                path, current, before, ", ".join(entry.patches), (repo.permissions(path), mode)
-            )
-        except OSError as error:
-            raise ConfigError(
-                f"cannot keep the undo copy of {path} in {putting_back.root}: {error.strerror}; "
-                "nothing was changed (free space, or make the git dir writable)"
-            ) from None
-    if manifest:  # through save_manifest: validated, and its blobs pinned against gc again
-        saved = (entry_path / manifest["before"]).read_bytes()
+        putting_back.before_write(
+            path, current, before, ", ".join(entry.patches), (repo.permissions(path), mode)
+        )
+    if saved is not None:  # through save_manifest: validated, and its blobs pinned against gc
         try:
             repo.save_manifest(parse_manifest(saved, repo.layout.manifest_path))
         except ConfigError:

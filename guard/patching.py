@@ -18,7 +18,6 @@ from guard.assess import (
     select_patches,
 )
 from guard.atomic import new_file_mode
-from guard.errors import ConfigError
 from guard.journal import Journal, recover
 from guard.lock import locked
 from guard.manifest import EXECUTABLE_MODE, Patch
@@ -186,11 +185,5 @@ def _write(
         raw = None if content is None else repo.to_worktree(path, content, before)
         tree.stage(path, content, raw)
         created = new_file_mode(git_mode == EXECUTABLE_MODE) if before is None else None
-        try:
-            journal.before_write(path, before, raw, patch, (repo.permissions(path), created))
-        except OSError as error:
-            raise ConfigError(
-                f"cannot keep the undo copy of {path} in {journal.root}: {error.strerror}; "
-                "nothing was changed (free space, or make the git dir writable)"
-            ) from None
+        journal.before_write(path, before, raw, patch, (repo.permissions(path), created))
     return sorted(writes)
