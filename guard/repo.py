@@ -552,10 +552,11 @@ class Repo:
         from pygit2.enums import FileMode
         from pygit2.ffi import C, ffi
 
-        entries = [
-            pygit2.IndexEntry("file", self.git.create_blob(data), FileMode.BLOB)
-            for data in (base, ours, theirs)
-        ]
+        with self._writing_objects():  # where the buffer-only merge is not available
+            entries = [
+                pygit2.IndexEntry("file", self.git.create_blob(data), FileMode.BLOB)
+                for data in (base, ours, theirs)
+            ]
         keep_alive = []
         c_entries = []
         for entry in entries:

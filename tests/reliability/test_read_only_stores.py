@@ -64,12 +64,18 @@ class Store:
 
 @pytest.fixture(params=["objects", "git-dir"])
 def store(request: pytest.FixtureRequest, clean_env: dict[str, str]) -> Iterator[Store]:
+    yield from _store(request.param, clean_env)
+
+
+def _store(kept: str, clean_env: dict[str, str], *, hooks: bool = False) -> Iterator[Store]:
     """eagle3 recorded, applied, with undo entries; then `nobody` owns the worktree, and root
     keeps `.git/objects` (or the whole `.git`)."""
     prefix = as_another_user()
     with home_others_can_read() as home:
         sample = Sample(home / "sglang", sample_repo.build(home / "sglang"))
         sample.record_eagle3()
+        if hooks:
+            assert sample.pg("install").exit_code == 0
         assert sample.pg("unapply").exit_code == 0
         assert sample.pg("apply").exit_code == 0
         other = Sample(home / "other", sample_repo.build(home / "other"))
@@ -81,7 +87,7 @@ def store(request: pytest.FixtureRequest, clean_env: dict[str, str]) -> Iterator
         with (sample.root / OTHER_FILE).open("a") as handle:
             handle.write("# the user's uncommitted edit\n")
         subprocess.run(["chown", "-R", f"{NOBODY}:{NOBODY}", str(sample.root)], check=True)
-        owned = sample.root / ".git" / ("objects" if request.param == "objects" else "")
+        owned = sample.root / ".git" / ("objects" if kept == "objects" else "")
         subprocess.run(["chown", "-R", "root:root", str(owned)], check=True)
         # git (and libgit2) open a repository someone else owns only when told it is safe
         config = home / ".gitconfig"
@@ -130,6 +136,16 @@ def test_a_drop_that_cannot_be_stored_is_not_journaled(store: Store) -> None:
         undone = store.as_user("undo")  # the last real operation, not a drop that never was
         assert undone.returncode == 0, undone.stderr
         assert undone.stdout.startswith("undid the apply of eagle3")
+
+
+def test_uninstall_without_a_writable_git_dir_is_one_line(clean_env: dict[str, str]) -> None:
+    for store in _store("git-dir", clean_env, hooks=True):
+        hooks = sorted((store.sample.root / ".git" / "hooks").iterdir())
+        result = store.as_user("uninstall")
+        assert result.returncode == 2, result.stderr
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1 and "nothing was changed" in lines[0], lines
+        assert sorted((store.sample.root / ".git" / "hooks").iterdir()) == hooks
 
 
 def test_read_only_commands_work_as_that_user(store: Store) -> None:
