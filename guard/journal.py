@@ -12,6 +12,7 @@ are kept.
 from __future__ import annotations
 
 import json
+import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -221,38 +222,45 @@ def _roll_back(repo: Repo, entry: Path, record: dict[str, Any]) -> _Fates:
 def recover(repo: Repo) -> Entry | None:
     """Finish what a killed writer left, before anything else is written (under the lock).
 
-    An entry still `writing` whose every file (and manifest) is as it meant to write them is
-    done; otherwise its files are put back as they were before it, and it is gone. Temp files
-    and entries without a journal, left by a writer killed while keeping them, are swept.
-    Returns the entry that was put back, if any.
+    Every writer of entries (apply, unapply, undo, drop) calls this first, so only the newest
+    entry can be unfinished, and only it is looked at: the hooks pay for one entry, not ten.
+    Still `writing` with every file (and the manifest) as it meant to write them, it is done;
+    otherwise its files are put back as they were before it, and it is gone. Its temp files,
+    or the entry itself when the kill came before its journal, are swept. Returns the entry
+    that was put back, if any.
     """
     root = repo.layout.git_dir / UNDO_DIR_NAME
-    if not root.is_dir():
+    try:
+        path = root / max(os.listdir(root))  # names sort by time
+        for name in os.listdir(path):  # atomic_write's temp files, beside each kept file
+            if name.endswith(TEMP_SUFFIX):
+                (path / name).unlink(missing_ok=True)
+    except (OSError, ValueError):  # no undo directory, an empty one, or a file in it
         return None
-    _sweep(root)
-    recovered = None
-    for path in _entries(root):
-        try:
-            record = json.loads((path / JOURNAL_FILE).read_text())
-            if record.get("state", DONE) != WRITING:
-                continue
-            entry = _entry(path, record)
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
-            continue  # damaged: `undo` says so when it gets there
-        manifest = record.get("manifest")
-        manifest_written = manifest is not None and _manifest_blob(repo) == manifest["after_blob"]
-        if manifest_written or (manifest is None and _all_written(repo, record)):
-            record["state"] = DONE
-            atomic_write(path / JOURNAL_FILE, json.dumps(record, indent=2).encode())
-            continue
-        fates = _roll_back(repo, path, record)
-        if fates.stuck:  # someone edited a file since: `undo` lists it, and refuses to lose that
-            record["state"] = DONE
-            atomic_write(path / JOURNAL_FILE, json.dumps(record, indent=2).encode())
-        else:
-            _remove_tree(path)
-        recovered = entry
-    return recovered
+    try:
+        record = json.loads((path / JOURNAL_FILE).read_text())
+        if record.get("state", DONE) != WRITING:
+            return None
+        entry = _entry(path, record)
+    except FileNotFoundError:  # killed before its journal: nothing was written for it
+        _remove_tree(path)
+        return None
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None  # damaged: `undo` says so when it gets there
+    manifest = record.get("manifest")
+    manifest_written = manifest is not None and _manifest_blob(repo) == manifest["after_blob"]
+    if manifest_written or (manifest is None and _all_written(repo, record)):
+        _mark_done(path, record)
+        return None
+    if _roll_back(repo, path, record).stuck:  # edited since: `undo` lists it, refuses to lose it
+        _mark_done(path, record)
+    else:
+        _remove_tree(path)
+    return entry
+
+
+def _mark_done(path: Path, record: dict[str, Any]) -> None:
+    atomic_write(path / JOURNAL_FILE, json.dumps({**record, "state": DONE}, indent=2).encode())
 
 
 def _all_written(repo: Repo, record: dict[str, Any]) -> bool:
@@ -268,18 +276,6 @@ def _manifest_blob(repo: Repo) -> str | None:
         return blob_id(repo.layout.manifest_path.read_bytes())
     except OSError:
         return None
-
-
-def _sweep(root: Path) -> None:
-    """Temp files of a writer killed mid-write, and entries it had not yet given a journal.
-
-    Every writer holds the repository lock, so nothing found here is being written now.
-    """
-    for leftover in root.glob(f"*/.*{TEMP_SUFFIX}"):
-        leftover.unlink(missing_ok=True)
-    for directory in root.iterdir():
-        if directory.is_dir() and not (directory / JOURNAL_FILE).is_file():
-            _remove_tree(directory)
 
 
 def _entries(root: Path) -> list[Path]:

@@ -9,7 +9,7 @@ from pathlib import Path
 from guard.assess import State, Worktree, assess_patch, check_symbol, merge_labels, select_patches
 from guard.eol import cannot_rebuild
 from guard.errors import ConfigError, GuardFailure
-from guard.journal import Journal
+from guard.journal import Journal, recover
 from guard.lock import locked
 from guard.manifest import FileChange, Patch, now_utc, serialize
 from guard.repo import Repo, is_binary
@@ -241,7 +241,8 @@ def _require_present(
 
 @locked("drop")
 def drop(repo: Repo, target: str, *, cwd: Path) -> str:
-    """Forget a patch (by name) or a guard (by SPEC); the worktree is not touched."""
+    """Forget a patch (by name) or a guard (by SPEC); the worktree is not touched (but for
+    the files a killed writer left half written, which every journal writer puts back first)."""
     manifest = repo.load_manifest()
     if "::" in target:
         spec = str(_resolve_spec(repo, target, cwd))
@@ -253,6 +254,7 @@ def drop(repo: Repo, target: str, *, cwd: Path) -> str:
         return f"guard {spec}"
     select_patches(manifest, [target])
     remaining = replace(manifest, patches=[p for p in manifest.patches if p.name != target])
+    recover(repo)
     journal = Journal(repo.layout.git_dir, "drop")  # first: `patchguard undo` brings it back
     journal.before_manifest(repo.manifest_bytes, serialize(remaining), target)
     try:

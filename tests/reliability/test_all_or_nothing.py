@@ -191,15 +191,16 @@ def test_journal_leftovers_of_a_killed_writer_are_swept(sample: Sample) -> None:
     root = locate(sample.root).git_dir / UNDO_DIR_NAME
     assert sample.pg("apply").exit_code == 0
     entry = next(root.iterdir())
-    stale_temp = entry / ".journal.json.4242-1-0.patchguard-tmp"
+    stale_temp = entry / ".journal.json.4242-1-0.patchguard-tmp"  # killed mid-write
     stale_temp.write_bytes(b'{"half": ')
-    no_journal = root / "00000000000000000001-apply"  # killed before its journal was written
-    no_journal.mkdir()
-    (no_journal / "before-0").write_bytes(b"old bytes")
     assert sample.pg("unapply").exit_code == 0
     assert not stale_temp.exists()
+    no_journal = root / f"{time.time_ns():020d}-apply"  # killed before its journal was written
+    no_journal.mkdir()
+    (no_journal / "before-0").write_bytes(b"old bytes")
+    assert sample.pg("apply").exit_code == 0
     assert not no_journal.exists()
-    assert sample.pg("undo", "--list").output.startswith("1. the unapply of eagle3")
+    assert sample.pg("undo", "--list").output.startswith("1. the apply of eagle3")
 
 
 def test_duplicate_patch_names_are_refused(sample: Sample, tmp_path: Path) -> None:
