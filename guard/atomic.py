@@ -14,29 +14,31 @@ TEMP_SUFFIX = ".patchguard-tmp"
 def atomic_write(path: Path, data: bytes, mode: int | None = None) -> None:
     """Write `data` to `path` via a temp file in the same directory, fsync and rename.
 
-    The file keeps its permission bits; a new file gets `mode` (default 0o644 less umask).
+    The file keeps its permission bits; a new file gets `mode` (default: new_file_mode()).
     """
     try:
-        keep_mode: int | None = stat.S_IMODE(path.stat().st_mode)
+        keep_mode = stat.S_IMODE(path.stat().st_mode)
     except FileNotFoundError:
-        keep_mode = mode
+        keep_mode = new_file_mode() if mode is None else mode
     fd, tmp_name = _create_temporary(path)
     try:
         with os.fdopen(fd, "wb") as tmp:
             tmp.write(data)
             tmp.flush()
             os.fsync(tmp.fileno())
-        if keep_mode is not None:
-            os.chmod(tmp_name, keep_mode)
-        else:
-            umask = os.umask(0)
-            os.umask(umask)
-            os.chmod(tmp_name, 0o666 & ~umask)
+        os.chmod(tmp_name, keep_mode)
         os.replace(tmp_name, path)
     except BaseException:
         Path(tmp_name).unlink(missing_ok=True)
         raise
     _fsync_directory(path.parent)
+
+
+def new_file_mode(executable: bool = False) -> int:
+    """The permission bits git gives a file it checks out (mode 100644 or 100755), umask applied."""
+    umask = os.umask(0)
+    os.umask(umask)
+    return (0o777 if executable else 0o666) & ~umask
 
 
 def _create_temporary(path: Path) -> tuple[int, str]:

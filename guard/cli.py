@@ -357,7 +357,16 @@ def status(cwd: Path, names: tuple[str, ...], as_json: bool) -> None:
 
     States: applied, unapplied, drifted, upstream, conflict, missing-file.
     """
-    verdicts = assess.status(Repo.discover(cwd), names)
+    repo = Repo.discover(cwd)
+    verdicts = assess.status(repo, names)
+    from guard import journal
+
+    for entry in journal.interrupted(repo):  # the files below are half written: say so
+        click.echo(
+            f"patchguard: {entry.describe()}: the next apply, unapply or undo puts its files "
+            "back as they were",
+            err=True,
+        )
     if as_json:
         click.echo(render.status_json(verdicts))
     else:

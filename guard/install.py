@@ -10,6 +10,8 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -114,8 +116,29 @@ def _record_path(layout: Layout) -> Path:
     return layout.store_dir / "hooks.json"
 
 
+@contextmanager
+def _writing_hooks(command: str, lines: list[str]) -> Iterator[None]:
+    """A user who may read the repository but not write it: one line, saying what was done."""
+    try:
+        yield
+    except OSError as error:
+        where = f" in {Path(error.filename).parent}" if error.filename else ""
+        raise ConfigError(
+            f"cannot write{where}: {error.strerror} ({'; '.join(lines) or 'nothing was changed'}"
+            f"). Run patchguard {command} as a user who can write there (the repository's owner)."
+        ) from None
+
+
 def install(layout: Layout, hook_types: tuple[str, ...], force: bool) -> list[str]:
     """Write the hooks; re-running changes nothing. Returns one line per hook."""
+    lines: list[str] = []
+    with _writing_hooks("install", lines):
+        return _install(layout, hook_types, force, lines)
+
+
+def _install(
+    layout: Layout, hook_types: tuple[str, ...], force: bool, lines: list[str]
+) -> list[str]:
     hooks_dir = git_hooks_dir(layout)
     if hooks_dir.exists() and not hooks_dir.is_dir():
         raise ConfigError(
@@ -131,7 +154,6 @@ def install(layout: Layout, hook_types: tuple[str, ...], force: bool) -> list[st
                 "runs no hooks at all. Create it, or pass --force to let patchguard create it."
             )
         hooks_dir.mkdir(parents=True)
-    lines = []
     for hook_type in hook_types:
         path = hooks_dir / hook_type
         legacy = hooks_dir / (hook_type + LEGACY_SUFFIX)
@@ -185,8 +207,13 @@ def _read_record(layout: Layout) -> dict[str, object]:
 
 def uninstall(layout: Layout, hook_types: tuple[str, ...]) -> list[str]:
     """Remove our hooks and put back exactly what was there before."""
+    lines: list[str] = []
+    with _writing_hooks("uninstall", lines):
+        return _uninstall(layout, hook_types, lines)
+
+
+def _uninstall(layout: Layout, hook_types: tuple[str, ...], lines: list[str]) -> list[str]:
     hooks_dir = Path(str(_read_record(layout).get("hooks_dir") or git_hooks_dir(layout)))
-    lines = []
     for hook_type in hook_types:
         path = hooks_dir / hook_type
         legacy = hooks_dir / (hook_type + LEGACY_SUFFIX)

@@ -1,22 +1,26 @@
-"""Undo for apply and unapply: before a working file changes, its old bytes are kept.
+"""All-or-nothing writes with undo, for apply, unapply, undo and drop.
 
-Each operation gets an entry under the worktree's git dir: the previous content of every file
-it touches, saved (and fsynced) before the file is replaced. `patchguard undo` puts the last
-entry back. Only the newest entries are kept.
+Each operation gets an entry under the worktree's git dir. First the old bytes (and permission
+bits) of every file it touches are kept there and fsynced, with the entry marked `writing`; only
+then are the files replaced, each atomically; then the entry is marked `done`, and is what
+`patchguard undo` puts back. So a set of files is changed whole or not at all: a write that
+fails puts back the files written before it, and a writer killed in between leaves its entry
+`writing`, which the next writer (recover) puts back before it starts. Only the newest entries
+are kept.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import time
 from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
-from guard.atomic import atomic_write
+from guard.atomic import TEMP_SUFFIX, atomic_write
 from guard.errors import ConfigError, GuardFailure
 from guard.fastpath import blob_id
-from guard.lock import locked
 from guard.manifest import parse_manifest
 from guard.worktree_paths import UnsafePath
 
@@ -28,36 +32,53 @@ if TYPE_CHECKING:
 
 UNDO_DIR_NAME = "patchguard-undo"
 KEEP_ENTRIES = 10
+JOURNAL_FILE = "journal.json"
+WRITING = "writing"  # the old bytes are kept; files may be half replaced
+DONE = "done"  # every file is replaced: an entry for `undo`
 
 
 class Journal:
-    """The record of one apply/unapply, written before the working files it describes."""
+    """The record of one operation's writes, kept before the working files it describes."""
 
     def __init__(self, git_dir: Path, operation: str) -> None:
         self.root = git_dir / UNDO_DIR_NAME
         self.operation = operation
         self.entry: Path | None = None
-        self.files: list[dict[str, str | None]] = []
+        self.files: list[dict[str, Any]] = []
         self.patches: list[str] = []
         self.manifest: dict[str, str] | None = None  # for `drop`: the manifest before it
+        self._writes: dict[str, tuple[bytes | None, int | None]] = {}  # path: (after, its mode)
 
     def before_write(
-        self, path: str, before: bytes | None, after: bytes | None, patch: str
+        self,
+        path: str,
+        before: bytes | None,
+        after: bytes | None,
+        patch: str,
+        modes: tuple[int | None, int | None] = (None, None),
     ) -> None:
-        """Keep `before` durably; only then may the caller replace the file."""
-        if self.entry is not None:
-            self._keep(self.entry, path, before, after, patch)
-            return
-        self.entry = self._new_entry()
+        """Keep `before` durably and note `after` (None: delete), for write() to put in place.
+
+        `modes`: the permission bits of the file before, and those a file that is created gets.
+        """
         try:
-            self._keep(self.entry, path, before, after, patch)
-        except OSError:  # nothing was kept: leave no half-made entry behind
-            _remove_tree(self.entry)
-            self.entry, self.files, self.patches = None, [], []
-            raise
+            self.entry = self.entry or self._new_entry()
+            self._keep(self.entry, path, before, after, patch, modes)
+        except OSError as error:  # no file is written before write(): leave no entry behind
+            self.discard()
+            raise ConfigError(
+                f"cannot keep the undo copy of {path} in {self.root}: {error.strerror}; "
+                "nothing was changed (free space, or make the git dir writable)"
+            ) from None
 
     def _keep(
-        self, entry: Path, path: str, before: bytes | None, after: bytes | None, patch: str
+        self,
+        entry: Path,
+        path: str,
+        before: bytes | None,
+        after: bytes | None,
+        patch: str,
+        modes: tuple[int | None, int | None],
     ) -> None:
         if patch not in self.patches:
             self.patches.append(patch)
@@ -65,32 +86,76 @@ class Journal:
         known = next((f for f in self.files if f["path"] == path), None)
         if known is not None:  # a second patch on the same file: the first `before` stands
             known["after_blob"] = after_blob
+            created_mode = self._writes[path][1]
         else:
             saved = None
             if before is not None:
                 saved = f"before-{len(self.files)}"
                 atomic_write(entry / saved, before)
-            self.files.append({"path": path, "before": saved, "after_blob": after_blob})
-        self._save()
+            self.files.append(
+                {"path": path, "before": saved, "before_mode": modes[0], "after_blob": after_blob}
+            )
+            created_mode = modes[1]
+        self._writes[path] = (after, created_mode)
+        self._save(WRITING)
 
     def before_manifest(self, before: bytes, after: bytes, dropped: str) -> None:
-        """Keep the manifest as it was before `drop`, so `undo` can bring the patch back."""
+        """Keep the manifest as it was before `drop` or `resolve`, so `undo` can take it back."""
         self.entry = self.entry or self._new_entry()
         self.patches.append(dropped)
-        atomic_write(self.entry / "manifest-before.json", before)
-        self.manifest = {"before": "manifest-before.json", "after_blob": blob_id(after)}
-        self._save()
+        try:
+            atomic_write(self.entry / "manifest-before.json", before)
+            self.manifest = {"before": "manifest-before.json", "after_blob": blob_id(after)}
+            self._save(WRITING)
+        except OSError as error:
+            self.discard()
+            raise ConfigError(
+                f"cannot keep the undo copy of the manifest in {self.root}: {error.strerror}; "
+                "nothing was changed (free space, or make the git dir writable)"
+            ) from None
 
-    def _save(self) -> None:
-        assert self.entry is not None
-        record = {
+    def write(self, repo: Repo) -> None:
+        """Replace every kept file, in order, all or nothing; then the entry is done.
+
+        A file that cannot be written puts back the ones written before it, and the message
+        says what became of each file.
+        """
+        if self.entry is None:
+            return
+        for path, (after, mode) in self._writes.items():
+            try:
+                _put(repo, path, after, mode)
+            except OSError as error:
+                fates = _roll_back(repo, self.entry, self._record(WRITING))
+                if not fates.stuck:
+                    self.discard()
+                raise ConfigError(
+                    f"cannot write {path}: {error.strerror}; {fates.describe()}. Free space or "
+                    "make it writable, then run the command again."
+                ) from None
+        self._save(DONE)
+
+    def discard(self) -> None:
+        """Forget the entry: the change it was for did not happen."""
+        if self.entry is not None:
+            _remove_tree(self.entry)
+        self.entry, self.files, self.patches, self.manifest = None, [], [], None
+        self._writes = {}
+
+    def _record(self, state: str) -> dict[str, Any]:
+        return {
             "operation": self.operation,
+            "state": state,
             "patches": self.patches,
             "created": time.time(),
             "files": self.files,
             "manifest": self.manifest,
         }
-        atomic_write(self.entry / "journal.json", json.dumps(record, indent=2).encode())
+
+    def _save(self, state: str) -> None:
+        assert self.entry is not None
+        raw = json.dumps(self._record(state), indent=2).encode()
+        atomic_write(self.entry / JOURNAL_FILE, raw)
 
     def _new_entry(self) -> Path:
         self.root.mkdir(parents=True, exist_ok=True)
@@ -102,28 +167,143 @@ class Journal:
         return entry
 
 
+def _put(repo: Repo, path: str, content: bytes | None, mode: int | None) -> None:
+    if content is None:
+        repo.delete_file(path)
+    else:
+        repo.write_raw(path, content, mode)
+
+
+@dataclass
+class _Fates:
+    """What putting an entry's files back did to each of them."""
+
+    entry: Path
+    put_back: list[str]
+    untouched: list[str]
+    stuck: list[str]  # neither as before nor as written: someone edited it, or it cannot be written
+
+    def describe(self) -> str:
+        parts = []
+        if self.put_back:
+            parts.append(f"{', '.join(self.put_back)} put back as it was")
+        if self.untouched:
+            parts.append(f"{', '.join(self.untouched)} not touched")
+        if self.stuck:
+            parts.append(
+                f"{', '.join(self.stuck)} not put back (its earlier content is kept in "
+                f"{self.entry}; the next patchguard apply, unapply or undo tries again)"
+            )
+        return ("nothing was changed: " if not self.stuck else "") + "; ".join(parts)
+
+
+def _roll_back(repo: Repo, entry: Path, record: dict[str, Any]) -> _Fates:
+    """Put every file the entry wrote back as it was before; leave files nobody wrote alone."""
+    fates = _Fates(entry, [], [], [])
+    for item in reversed(record["files"]):
+        path = item["path"]
+        before = (entry / item["before"]).read_bytes() if item["before"] else None
+        current = repo.read_raw(path)
+        if current == before:
+            fates.untouched.append(path)
+            continue
+        if (None if current is None else blob_id(current)) != item["after_blob"]:
+            fates.stuck.append(path)  # not what this entry wrote: keep that edit
+            continue
+        try:
+            _put(repo, path, before, item.get("before_mode"))
+        except OSError:
+            fates.stuck.append(path)
+            continue
+        fates.put_back.append(path)
+    for names in (fates.put_back, fates.untouched, fates.stuck):
+        names.reverse()
+    return fates
+
+
+def recover(repo: Repo) -> Entry | None:
+    """Finish what a killed writer left, before anything else is written (under the lock).
+
+    Every writer of entries (apply, unapply, undo, drop) calls this first, so only the newest
+    entry can be unfinished, and only it is looked at: the hooks pay for one entry, not ten.
+    Still `writing` with every file (and the manifest) as it meant to write them, it is done;
+    otherwise its files are put back as they were before it, and it is gone. Its temp files,
+    or the entry itself when the kill came before its journal, are swept. Returns the entry
+    that was put back, if any.
+    """
+    root = repo.layout.git_dir / UNDO_DIR_NAME
+    try:
+        path = root / max(os.listdir(root))  # names sort by time
+        for name in os.listdir(path):  # atomic_write's temp files, beside each kept file
+            if name.endswith(TEMP_SUFFIX):
+                (path / name).unlink(missing_ok=True)
+    except (OSError, ValueError):  # no undo directory, an empty one, or a file in it
+        return None
+    try:
+        record = json.loads((path / JOURNAL_FILE).read_text())
+        if record.get("state", DONE) != WRITING:
+            return None
+        entry = _entry(path, record)
+    except FileNotFoundError:  # killed before its journal: nothing was written for it
+        _remove_tree(path)
+        return None
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None  # damaged: `undo` says so when it gets there
+    manifest = record.get("manifest")
+    manifest_written = manifest is not None and _manifest_blob(repo) == manifest["after_blob"]
+    if manifest_written or (manifest is None and _all_written(repo, record)):
+        _mark_done(path, record)
+        return None
+    if _roll_back(repo, path, record).stuck:  # edited since: `undo` lists it, refuses to lose it
+        _mark_done(path, record)
+    else:
+        _remove_tree(path)
+    return entry
+
+
+def _mark_done(path: Path, record: dict[str, Any]) -> None:
+    atomic_write(path / JOURNAL_FILE, json.dumps({**record, "state": DONE}, indent=2).encode())
+
+
+def _all_written(repo: Repo, record: dict[str, Any]) -> bool:
+    for item in record["files"]:
+        current = repo.read_raw(item["path"])
+        if (None if current is None else blob_id(current)) != item["after_blob"]:
+            return False
+    return True
+
+
+def _manifest_blob(repo: Repo) -> str | None:
+    try:
+        return blob_id(repo.layout.manifest_path.read_bytes())
+    except OSError:
+        return None
+
+
 def _entries(root: Path) -> list[Path]:
     if not root.is_dir():
         return []
-    return sorted(p for p in root.iterdir() if (p / "journal.json").is_file())
+    return sorted(p for p in root.iterdir() if (p / JOURNAL_FILE).is_file())
 
 
 @dataclass(frozen=True)
 class Entry:
-    """One apply or unapply that `undo` can revert."""
+    """One apply, unapply or drop that `undo` can revert."""
 
     path: Path
     operation: str
     patches: list[str]
     created: float
     files: list[str]
+    interrupted: bool = False  # a killed writer's: the next writer puts its files back
 
     def describe(self) -> str:
         """e.g. "the unapply of eagle3 at 2026-12-01 03:59:12 (path/to/file.py)"."""
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(self.created))
         names = ", ".join(self.patches) or "patches"
         files = f" ({', '.join(self.files)})" if self.files else ""
-        return f"the {self.operation} of {names} at {when}{files}"
+        state = "interrupted " if self.interrupted else ""
+        return f"the {state}{self.operation} of {names} at {when}{files}"
 
 
 def entries(repo: Repo) -> list[Entry]:
@@ -137,6 +317,11 @@ def entries(repo: Repo) -> list[Entry]:
     return found
 
 
+def interrupted(repo: Repo) -> list[Entry]:
+    """Operations a killed writer left half written (read-only: recover() puts them back)."""
+    return [entry for entry in entries(repo) if entry.interrupted]
+
+
 def latest_entry(repo: Repo) -> Path | None:
     found = _entries(repo.layout.git_dir / UNDO_DIR_NAME)
     return found[-1] if found else None
@@ -144,28 +329,42 @@ def latest_entry(repo: Repo) -> Path | None:
 
 def _read(path: Path) -> Entry:
     try:
-        record = json.loads((path / "journal.json").read_text())
-        return Entry(
-            path,
-            str(record["operation"]),
-            [str(name) for name in record.get("patches", [])],
-            float(record["created"]),
-            [str(item["path"]) for item in record["files"]],
-        )
-    except (OSError, ValueError, KeyError, TypeError):
+        return _entry(path, json.loads((path / JOURNAL_FILE).read_text()))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         raise GuardFailure(f"the undo entry {path.name} is gone or damaged") from None
 
 
-@locked("undo")
+def _entry(path: Path, record: dict[str, Any]) -> Entry:
+    return Entry(
+        path,
+        str(record["operation"]),
+        [str(name) for name in record.get("patches", [])],
+        float(record["created"]),
+        [str(item["path"]) for item in record["files"]],
+        record.get("state", DONE) == WRITING,
+    )
+
+
 def undo(repo: Repo, entry_path: Path | None = None) -> Entry:
-    """Put back the files of the last apply/unapply (or of one entry); refuse if any was edited since."""
-    entry_path = entry_path or latest_entry(repo)
+    """Put back the files of the last operation (or of one entry); refuse if any was edited since.
+
+    The files are put back as one more journaled write, so an undo too is all or nothing. An
+    operation a killed writer left half done is what the last undo means: it is put back.
+    """
+    with repo.lock("undo"):
+        recovered = recover(repo)
+        if recovered is not None and entry_path is None:
+            return recovered
+        return _undo(repo, entry_path or latest_entry(repo))
+
+
+def _undo(repo: Repo, entry_path: Path | None) -> Entry:
     if entry_path is None:
         raise ConfigError(
             "nothing to undo: no apply, unapply or drop is recorded for this worktree"
         )
     entry = _read(entry_path)
-    record = json.loads((entry_path / "journal.json").read_text())
+    record = json.loads((entry_path / JOURNAL_FILE).read_text())
     # Undoing a drop rewrites the shared manifest: the store's lock too, as drop took it. A
     # move's own put-back (an unapply's entry) never waits for another worktree's record.
     with repo.store_lock("undo") if record.get("manifest") else nullcontext():
@@ -173,7 +372,9 @@ def undo(repo: Repo, entry_path: Path | None = None) -> Entry:
 
 
 def _restore(repo: Repo, entry_path: Path, entry: Entry, record: dict[str, Any]) -> Entry:
-    restores: list[tuple[str, bytes | None]] = []
+    """Put one entry's files (and manifest) back, as one more journaled write."""
+    putting_back = Journal(repo.layout.git_dir, "undo")
+    restores: list[tuple[str, bytes | None, bytes | None, int | None]] = []
     edited = []
     for item in record["files"]:
         before = (entry_path / item["before"]).read_bytes() if item["before"] else None
@@ -185,24 +386,30 @@ def _restore(repo: Repo, entry_path: Path, entry: Entry, record: dict[str, Any])
         current_blob = None if current is None else blob_id(current)
         if current_blob != item["after_blob"] and current != before:
             edited.append(item["path"])
-        restores.append((item["path"], before))
+        restores.append((item["path"], current, before, item.get("before_mode")))
     manifest = record.get("manifest")
-    if manifest and blob_id(repo.layout.manifest_path.read_bytes()) != manifest["after_blob"]:
+    # read now: the entry this undo journals in may prune the oldest, this one
+    saved = (entry_path / manifest["before"]).read_bytes() if manifest else None
+    if manifest and _manifest_blob(repo) != manifest["after_blob"]:
         edited.append(str(repo.layout.manifest_path))
     if edited:
         raise GuardFailure(
             f"not undone: {', '.join(edited)} changed after the last {entry.operation}, and "
             "undo would lose those edits. Save them elsewhere, then run patchguard undo again."
         )
-    if manifest:  # through save_manifest: validated, and its blobs pinned against gc again
-        saved = (entry_path / manifest["before"]).read_bytes()
-        repo.save_manifest(parse_manifest(saved, repo.layout.manifest_path))
-    for path, before in reversed(restores):
-        if before is None:
-            repo.delete_file(path)
-        else:
-            repo.write_raw(path, before)
-    _remove_tree(entry_path)
+    for path, current, before, mode in reversed(restores):
+        putting_back.before_write(
+            path, current, before, ", ".join(entry.patches), (repo.permissions(path), mode)
+        )
+    if saved is not None:  # through save_manifest: validated, and its blobs pinned against gc
+        try:
+            repo.save_manifest(parse_manifest(saved, repo.layout.manifest_path))
+        except ConfigError:
+            putting_back.discard()
+            raise
+    putting_back.write(repo)
+    _remove_tree(entry_path)  # first: a kill before the next line leaves an undo to redo
+    putting_back.discard()
     return entry
 
 

@@ -61,9 +61,16 @@ def exclusive(lock_path: Path, operation: str) -> Iterator[None]:
         finally:
             _depth[lock_path] -= 1
         return
-    lock_path.parent.mkdir(parents=True, exist_ok=True)
     timeout = _timeout()
-    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        lock_path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as error:  # a user who may read the repository but not write it
+        raise ConfigError(
+            f"cannot take the lock {lock_path}: {error.strerror}; patchguard {operation} "
+            "writes into the repository, and nothing was changed. Run it as a user who can "
+            "write there (the repository's owner)."
+        ) from None
     try:
         deadline = time.monotonic() + timeout
         while True:

@@ -23,6 +23,8 @@ if TYPE_CHECKING:
     from typing import Any
 
 SCHEMA_VERSION = 1
+REGULAR_MODE = "100644"  # git's modes for a regular file, and an executable one
+EXECUTABLE_MODE = "100755"
 VALIDATED_FILE = "validated"  # beside manifest.json: content hashes that passed the schema
 _KEEP_VALIDATED = 16
 
@@ -52,6 +54,7 @@ class FileChange:
     patched_blob: str
     diff: str
     added_symbols: list[str] = field(default_factory=list)
+    mode: str = REGULAR_MODE  # git's file mode: a file the patch creates gets it back
     resolutions: list[Resolution] = field(default_factory=list)
 
     @classmethod
@@ -148,9 +151,9 @@ def save_manifest(path: Path, manifest: Manifest) -> None:
         atomic_write(path, raw)
     except OSError as error:  # a full disk, a file-size limit (EFBIG), a read-only git dir
         raise ConfigError(
-            f"cannot write {path}: {error.strerror}; the manifest is as it was (writes are "
-            "atomic): no patch changed. Free space or make it writable, then run the "
-            "command again"
+            f"cannot write {path}: {error.strerror}; nothing was changed (writes are atomic: "
+            "the manifest is as it was). Free space, or run patchguard as a user who can "
+            "write the repository, then run the command again"
         ) from None
     _remember_validated(path, blob_id(raw))
 

@@ -61,6 +61,7 @@ def lifted(repo: Repo, operation: str) -> Iterator[Lift]:
         yield lift
         return
     with repo.lock(operation):
+        journal.recover(repo)  # before the trial: a killed writer's half-written files go back
         _refuse_unliftable(repo)
         outcomes = patching.unapply(repo, allow_mid_operation=True)
         lift.lifted = [o.verdict.name for o in outcomes if o.written]

@@ -17,10 +17,10 @@ from guard.assess import (
     merge_labels,
     select_patches,
 )
-from guard.errors import ConfigError
-from guard.journal import Journal
+from guard.atomic import new_file_mode
+from guard.journal import Journal, recover
 from guard.lock import locked
-from guard.manifest import Patch
+from guard.manifest import EXECUTABLE_MODE, Patch
 from guard.repo import Repo
 
 
@@ -66,7 +66,11 @@ def apply(
             outcome.ok = False
             outcome.message = "left untouched -> " + fix_for(patch.name, state, worst.path)
         else:
-            writes = {f.path: f.merged for f in verdict.files if f.merged is not None}
+            writes = {
+                f.path: (f.merged, change.mode)
+                for change, f in zip(patch.files, verdict.files, strict=True)
+                if f.merged is not None
+            }
             if state is State.CONFLICT:
                 outcome.ok = False
                 outcome.message = (
@@ -80,6 +84,8 @@ def apply(
                 outcome.message = "would apply" if dry_run else "applied"
             outcome.written = _write(repo, tree, writes, journal, patch.name)
         outcomes.append(outcome)
+    if journal is not None:
+        journal.write(repo)
     return outcomes
 
 
@@ -99,7 +105,7 @@ def unapply(
     for patch in reversed(patches):
         verdict = assess_patch(repo, tree, patch)
         outcome = PatchOutcome(verdict)
-        writes: dict[str, bytes | None] = {}
+        writes: dict[str, tuple[bytes | None, str]] = {}
         for recorded, file_verdict in zip(patch.files, verdict.files, strict=True):
             if file_verdict.state is not State.APPLIED:
                 continue
@@ -115,7 +121,7 @@ def unapply(
                 outcome.message = f"{path}: the change cannot be taken out cleanly"
                 break
             created_by_patch = change.base_blob is None and reverse.content == b""
-            writes[path] = None if created_by_patch else reverse.content
+            writes[path] = (None if created_by_patch else reverse.content, change.mode)
         if outcome.ok:
             outcome.written = _write(repo, tree, writes, journal, patch.name)
             if verdict.state is State.UPSTREAM:
@@ -125,6 +131,8 @@ def unapply(
             else:
                 outcome.message = "not applied; nothing to take out"
         outcomes.append(outcome)
+    if journal is not None:
+        journal.write(repo)
     return list(reversed(outcomes))
 
 
@@ -136,11 +144,17 @@ def _begin_writing(
     allow_mid_operation: bool,
     tree: Worktree | None,
 ) -> tuple[list[Patch], Worktree, Journal | None]:
-    """What apply and unapply share before their first write (no journal for a dry run)."""
+    """What apply and unapply share before their first write (no journal for a dry run).
+
+    A writer killed before has its half-written files put back first (journal.recover).
+    """
     if not (dry_run or allow_mid_operation):
         repo.refuse_mid_operation(operation)
     patches = select_patches(repo.load_manifest(), names)
-    journal = None if dry_run else Journal(repo.layout.git_dir, operation)
+    journal = None
+    if not dry_run:
+        recover(repo)
+        journal = Journal(repo.layout.git_dir, operation)
     return patches, tree or Worktree(repo), journal
 
 
@@ -157,34 +171,22 @@ def apply_then_check(
 def _write(
     repo: Repo,
     tree: Worktree,
-    writes: Mapping[str, bytes | None],
+    writes: Mapping[str, tuple[bytes | None, str]],
     journal: Journal | None,
     patch: str,
 ) -> list[str]:
-    """Stage `writes` for later patches; with a journal, keep old bytes, then replace each file."""
-    for path, content in writes.items():
+    """Stage `writes` (content, git mode) for later patches; with a journal, keep the old bytes
+    for Journal.write, which replaces every file of the operation at once, all or nothing.
+
+    The git mode matters only to a file the patch creates: an existing file keeps its own.
+    """
+    for path, (content, git_mode) in writes.items():
         before = tree.raw(path)
         if journal is None:
             tree.stage(path, content)
             continue
         raw = None if content is None else repo.to_worktree(path, content, before)
         tree.stage(path, content, raw)
-        try:
-            journal.before_write(path, before, raw, patch)
-        except OSError as error:
-            raise ConfigError(
-                f"cannot keep the undo copy of {path} in {journal.root}: {error.strerror}; "
-                f"{path} was not touched (free space, or make the git dir writable)"
-            ) from None
-        try:
-            if raw is None:
-                repo.delete_file(path)
-            else:
-                repo.write_raw(path, raw)
-        except OSError as error:
-            raise ConfigError(
-                f"cannot write {path}: {error.strerror}; it is as it was (writes are atomic). "
-                "Free space or make it writable, then run the command again; anything written "
-                "before it can be taken back with patchguard undo"
-            ) from None
+        created = new_file_mode(git_mode == EXECUTABLE_MODE) if before is None else None
+        journal.before_write(path, before, raw, patch, (repo.permissions(path), created))
     return sorted(writes)

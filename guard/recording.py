@@ -17,9 +17,9 @@ from guard.assess import (
 )
 from guard.eol import cannot_rebuild
 from guard.errors import ConfigError, GuardFailure
-from guard.journal import Journal
+from guard.journal import Journal, recover
 from guard.lock import locked
-from guard.manifest import FileChange, Patch, Resolution, now_utc, serialize
+from guard.manifest import FileChange, Manifest, Patch, Resolution, now_utc, serialize
 from guard.repo import Repo, is_binary
 from guard.symbols import SourceSyntaxError, Spec, did_you_mean, parse_spec
 
@@ -156,6 +156,7 @@ def _record_file(repo: Repo, tree: Worktree, path: str, below: Sequence[Patch]) 
         patched_blob=repo.store_blob(current),
         diff=diff.text,
         added_symbols=added_symbols,
+        mode=repo.git_mode(path),
     )
 
 
@@ -255,7 +256,8 @@ def _require_present(
 
 @locked("drop")
 def drop(repo: Repo, target: str, *, cwd: Path) -> str:
-    """Forget a patch (by name) or a guard (by SPEC); the worktree is not touched."""
+    """Forget a patch (by name) or a guard (by SPEC); the worktree is not touched (but for
+    the files a killed writer left half written, which every journal writer puts back first)."""
     manifest = repo.load_manifest()
     if "::" in target:
         spec = str(_resolve_spec(repo, target, cwd))
@@ -267,10 +269,22 @@ def drop(repo: Repo, target: str, *, cwd: Path) -> str:
         return f"guard {spec}"
     select_patches(manifest, [target])
     remaining = replace(manifest, patches=[p for p in manifest.patches if p.name != target])
-    journal = Journal(repo.layout.git_dir, "drop")  # first: `patchguard undo` brings it back
-    journal.before_manifest(repo.manifest_bytes, serialize(remaining), target)
-    repo.save_manifest(remaining)
+    _journaled_manifest_change(repo, "drop", remaining, target)
     return f"patch {target}"
+
+
+def _journaled_manifest_change(repo: Repo, operation: str, after: Manifest, name: str) -> None:
+    """Save `after` with the manifest before it journaled first, so `patchguard undo` takes the
+    change back; a save that fails leaves no entry for a change that did not happen."""
+    recover(repo)
+    journal = Journal(repo.layout.git_dir, operation)
+    journal.before_manifest(repo.manifest_bytes, serialize(after), name)
+    try:
+        repo.save_manifest(after)
+    except ConfigError:  # the manifest is as it was: nothing to undo
+        journal.discard()
+        raise
+    journal.write(repo)
 
 
 @dataclass
@@ -305,9 +319,7 @@ def resolve(repo: Repo, name: str, *, forget: int | None = None) -> ResolveOutco
 
     schema.validate_data(schema.Patch, asdict(updated), f"cannot resolve {name!r}")
     after = replace(manifest, patches=[updated if p.name == name else p for p in manifest.patches])
-    journal = Journal(repo.layout.git_dir, "resolve")  # first: `patchguard undo` takes it back
-    journal.before_manifest(repo.manifest_bytes, serialize(after), name)
-    repo.save_manifest(after)
+    _journaled_manifest_change(repo, "resolve", after, name)
     return ResolveOutcome(updated, resolved)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 import subprocess
 import weakref
 from collections.abc import Iterator, Mapping, Sequence
@@ -16,7 +17,14 @@ from guard.errors import ConfigError
 from guard.fastpath import blob_id
 from guard.gitdir import Layout, locate
 from guard.lock import exclusive
-from guard.manifest import Manifest, parse_manifest, read_manifest_bytes, save_manifest
+from guard.manifest import (
+    EXECUTABLE_MODE,
+    REGULAR_MODE,
+    Manifest,
+    parse_manifest,
+    read_manifest_bytes,
+    save_manifest,
+)
 
 TYPE_CHECKING = False  # not `from typing import ...`: typing costs the hooks ~3 ms
 if TYPE_CHECKING:
@@ -215,14 +223,31 @@ class Repo:
         import pygit2
         from pygit2.enums import FileMode
 
-        builder = self.git.TreeBuilder()
-        for oid in sorted(oids):
-            builder.insert(oid, pygit2.Oid(hex=oid), FileMode.BLOB)
-        tree_id = builder.write()
-        self.git.references.create(STORE_REF, tree_id, force=True)
+        with self._writing_objects():
+            builder = self.git.TreeBuilder()
+            for oid in sorted(oids):
+                builder.insert(oid, pygit2.Oid(hex=oid), FileMode.BLOB)
+            tree_id = builder.write()
+            self.git.references.create(STORE_REF, tree_id, force=True)
 
     def store_blob(self, data: bytes) -> str:
-        return str(self.git.create_blob(data))
+        with self._writing_objects():
+            return str(self.git.create_blob(data))
+
+    @contextmanager
+    def _writing_objects(self) -> Iterator[None]:
+        """libgit2 reports a store it cannot write (another user's `.git/objects`, a full disk)
+        as GitError or OSError; callers write objects before anything else, so nothing changed."""
+        import pygit2
+
+        try:
+            yield
+        except (pygit2.GitError, OSError) as error:
+            raise ConfigError(
+                f"cannot write to the object store of {self.layout.common_dir}: {error}; nothing "
+                "was changed. Run patchguard as a user who can write the repository (or free "
+                "space there), then run the command again."
+            ) from None
 
     def blob(self, oid: str) -> bytes:
         found = self._objects.read(oid)
@@ -378,12 +403,27 @@ class Repo:
             return data
         return self.conversion(path).to_worktree(data)
 
-    def write_raw(self, path: str, data: bytes) -> None:
-        """Atomic replacement; callers hold the worktree's lock, so older temp files are stale."""
+    def write_raw(self, path: str, data: bytes, mode: int | None = None) -> None:
+        """Atomic replacement; callers hold the repository lock, so older temp files are stale.
+
+        An existing file keeps its permission bits; a new one gets `mode` (see atomic_write).
+        """
         full = self.worktree_path(path)
         full.parent.mkdir(parents=True, exist_ok=True)
         remove_stale_temporaries(full)
-        atomic_write(full, data)
+        atomic_write(full, data, mode)
+
+    def permissions(self, path: str) -> int | None:
+        """The file's permission bits on disk, or None when there is no such file."""
+        try:
+            return stat.S_IMODE(self.worktree_path(path).stat().st_mode)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+
+    def git_mode(self, path: str) -> str:
+        """The mode `git add` would record for the file: executable when its owner may run it."""
+        permissions = self.permissions(path) or 0
+        return EXECUTABLE_MODE if permissions & stat.S_IXUSR else REGULAR_MODE
 
     def conversion(self, path: str) -> Conversion:
         """git's line-ending conversion for this path, asked each time: a checkout in between
@@ -541,10 +581,11 @@ class Repo:
         from pygit2.enums import FileMode
         from pygit2.ffi import C, ffi
 
-        entries = [
-            pygit2.IndexEntry("file", self.git.create_blob(data), FileMode.BLOB)
-            for data in (base, ours, theirs)
-        ]
+        with self._writing_objects():  # where the buffer-only merge is not available
+            entries = [
+                pygit2.IndexEntry("file", self.git.create_blob(data), FileMode.BLOB)
+                for data in (base, ours, theirs)
+            ]
         keep_alive = []
         c_entries = []
         for entry in entries:

@@ -10,9 +10,9 @@ from __future__ import annotations
 import json
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from guard.errors import ConfigError
 from guard.symbols import parse_spec
@@ -92,6 +92,11 @@ class FileChange(_Strict):
         default_factory=list,
         description="Qualified names whose def/class line the patch adds (decides 'upstream').",
     )
+    mode: Literal["100644", "100755"] = Field(
+        default="100644",
+        description="git's mode of the patched file (100755: executable). A file "
+        "the patch creates gets it back; an existing file keeps its own.",
+    )
     resolutions: list[Resolution] = Field(
         default_factory=list,
         description="The change made by hand on other versions of upstream's file; moves merge "
@@ -125,6 +130,17 @@ class Manifest(_Strict):
         default_factory=list,
         description="Symbols that must not disappear, with no patch behind them.",
     )
+
+    @field_validator("patches")
+    @classmethod
+    def _names_are_unique(cls, patches: list[Patch]) -> list[Patch]:
+        """Every command finds a patch by its name: a second of one name would be unreachable,
+        and apply would write both."""
+        names = [patch.name for patch in patches]
+        twice = sorted({name for name in names if names.count(name) > 1})
+        if twice:
+            raise ValueError(f"patch name {', '.join(twice)} is used more than once")
+        return patches
 
 
 def validate_manifest(raw: bytes, path: Path) -> dict[str, Any]:
