@@ -16,6 +16,7 @@ from enum import StrEnum
 from guard import fastpath
 from guard.errors import ConfigError
 from guard.manifest import FileChange, Manifest, Patch
+from guard.markers import marker_lines
 from guard.repo import Repo
 from guard.symbols import SourceSyntaxError, Spec, SymbolIndex, describe_miss, parse_spec
 
@@ -25,7 +26,8 @@ class State(StrEnum):
     UNAPPLIED = "unapplied"
     DRIFTED = "drifted"
     UPSTREAM = "upstream"
-    CONFLICT = "conflict"
+    CONFLICTED = "conflicted"  # the file itself is in conflict: unmerged, markers, no parse
+    CONFLICT = "conflict"  # the patch does not merge with a file that is fine
     DOUBLED = "doubled"
     MISSING_FILE = "missing-file"
     OUTSIDE_SPARSE = "outside-sparse"
@@ -35,6 +37,7 @@ GOOD_STATES = frozenset({State.APPLIED, State.UPSTREAM})
 UPSTREAM_AS_TEXT = "HEAD already contains this change"
 # A patch is as bad as its worst file; mixed applied/upstream files make it "applied".
 _SEVERITY = [
+    State.CONFLICTED,
     State.OUTSIDE_SPARSE,
     State.MISSING_FILE,
     State.CONFLICT,
@@ -60,6 +63,17 @@ class FileVerdict:
     detail: str
     merged: bytes | None = None
     patched: bytes | None = None
+    conflict: str | None = None  # for CONFLICTED: UNMERGED, MARKERS or SYNTAX
+
+
+UNMERGED = "unmerged"  # git left stage entries in the index: `patchguard apply` can finish it
+MARKERS = "markers"  # conflict markers in the text, nothing in the index to merge from
+SYNTAX = "syntax"  # no marker, but the file does not parse
+# The advice for a patch that does not merge here; one place, so the wording is easy to change.
+NOT_MERGING_FIX = (
+    "the patch does not merge at this commit; go back to a commit where it applies "
+    "(patchguard git checkout -), or edit by hand"
+)
 
 
 @dataclass(frozen=True)
@@ -152,7 +166,7 @@ class CheckReport:
                 symbols = f"; {label}: {', '.join(lost)}" if lost else ""
                 lines.append(
                     f"{verdict.path}: patch {patch.name} is {verdict.state} ({verdict.detail})"
-                    f"{symbols} -> {fix_for(patch.name, verdict.state, verdict.path)}"
+                    f"{symbols} -> {fix_for(patch.name, verdict)}"
                 )
         for symbol in self.symbols:
             spec = parse_spec(symbol.spec)
@@ -173,19 +187,31 @@ class CheckReport:
         return lines
 
 
-def fix_for(patch_name: str, state: State, path: str = "") -> str:
-    """The next command for a patch in a bad state (`path`: the file it is about)."""
+def fix_for(patch_name: str, verdict: FileVerdict) -> str:
+    """The next command for a file of a patch in a bad state.
+
+    Never `record`: recording over a conflict would re-base the patch onto this commit.
+    """
+    state = verdict.state
     if state in (State.UNAPPLIED, State.DRIFTED):
         return f"patchguard apply {patch_name}"
     if state is State.DOUBLED:
         return f"patchguard apply {patch_name} (takes the patch's copy out; HEAD's stays)"
-    if state is State.CONFLICT:
+    if state is State.CONFLICTED and verdict.conflict == UNMERGED:
         return (
-            f"resolve by hand (patchguard apply --merge {patch_name} writes conflict markers), "
-            f"then patchguard record {patch_name}"
+            f"patchguard apply {patch_name} (finishes git's merge for the patch's part, keeps "
+            "your other edits)"
         )
+    if state is State.CONFLICTED and verdict.conflict == MARKERS:
+        return (
+            "edit the conflict markers out by hand (keep the side you want), then patchguard status"
+        )
+    if state is State.CONFLICTED:
+        return "fix the syntax error by hand, then patchguard status"
+    if state is State.CONFLICT:
+        return NOT_MERGING_FIX
     if state is State.OUTSIDE_SPARSE:
-        directory = path.rpartition("/")[0] or "."
+        directory = verdict.path.rpartition("/")[0] or "."
         return f"bring it into the sparse checkout: git sparse-checkout add {directory}"
     if state is State.MISSING_FILE:
         return (
@@ -205,6 +231,7 @@ class Worktree:
         self._head: dict[str, bytes | None] = {}
         self._indexes: dict[bytes, SymbolIndex | SourceSyntaxError] = {}
         self._renames: dict[str, str] = {}
+        self._unmerged: dict[str, dict[int, str]] = {}
 
     def followed_path(self, path: str, base_commit: str, existed_at_base: bool) -> str:
         """Where a recorded file is now: itself, or where git's rename detection says it went."""
@@ -231,6 +258,19 @@ class Worktree:
         """The file's bytes on disk (what undo keeps)."""
         self.read(path)
         return self._raw[path]
+
+    def unmerged(self, path: str) -> dict[int, str]:
+        """The stage entries git left for `path` (empty when it is merged)."""
+        if path not in self._unmerged:
+            self._unmerged[path] = self.repo.unmerged([path]).get(path, {})
+        return self._unmerged[path]
+
+    def pretend(self, path: str, content: bytes, stages: dict[int, str]) -> None:
+        """Assess `path` as if it held `content` with these stage entries, before anything is
+        written (guard.unmerged); the bytes on disk, which undo keeps, stay as read."""
+        self.raw(path)
+        self._content[path] = content
+        self._unmerged[path] = stages
 
     def head(self, path: str) -> bytes | None:
         if path not in self._head:
@@ -318,7 +358,7 @@ def _why_absent(index: SymbolIndex, spec: Spec, reason: str) -> str:
     return describe_miss(index, spec)
 
 
-def _required_in(patch: Patch, path: str) -> list[str]:
+def required_in(patch: Patch, path: str) -> list[str]:
     return [spec.qualname for spec in map(parse_spec, patch.requires) if spec.path == path]
 
 
@@ -338,10 +378,13 @@ def assess_file(repo: Repo, tree: Worktree, patch: Patch, change: FileChange) ->
 def _assess_at(
     repo: Repo, tree: Worktree, patch: Patch, change: FileChange, path: str
 ) -> FileVerdict:
+    conflicted = _conflicted(tree, path)
+    if conflicted is not None:
+        return conflicted
     base = repo.blob(change.base_blob) if change.base_blob else b""
     patched = repo.blob(change.patched_blob)
     head = tree.head(path)
-    if head is not None and _contains_change(repo, base, head, patched, merge_labels(patch)):
+    if head is not None and contains_change(repo, base, head, patched, merge_labels(patch)):
         return FileVerdict(path, State.UPSTREAM, UPSTREAM_AS_TEXT)
     if (
         head is not None
@@ -350,6 +393,31 @@ def _assess_at(
     ):
         return _assess_absorbed(repo, tree, patch, change, path, base, patched)
     return _assess_change(repo, tree, patch, change, path, base, patched, change.added_symbols)
+
+
+def _conflicted(tree: Worktree, path: str) -> FileVerdict | None:
+    """The file itself is in conflict: whatever HEAD holds, no patch state is true of it.
+
+    The index's stage entries first (git knows), then markers in the text (a conflict `git add`
+    accepted, or `apply --merge` wrote), then, for Python, whether it parses at all.
+    """
+    current = tree.read(path)
+    markers = marker_lines(current) if current is not None else []
+    at = f" at line{'s' if len(markers) > 1 else ''} {', '.join(map(str, markers))}"
+    if tree.unmerged(path):
+        detail = "git left it unmerged: a stash pop, autostash or checkout -m conflicted here"
+        if markers:
+            detail += f"; conflict markers{at}"
+        return FileVerdict(path, State.CONFLICTED, detail, conflict=UNMERGED)
+    if markers:
+        return FileVerdict(path, State.CONFLICTED, f"conflict markers{at}", conflict=MARKERS)
+    if current is not None and path.endswith(".py"):
+        try:
+            tree.symbols(current, path)
+        except SourceSyntaxError as error:
+            detail = f"does not parse: {error.path}:{error.lineno}: {error.message}"
+            return FileVerdict(path, State.CONFLICTED, detail, conflict=SYNTAX)
+    return None
 
 
 def _assess_absorbed(
@@ -375,7 +443,7 @@ def _assess_absorbed(
     if current is not None and _defines_twice(tree, current, path, change.added_symbols):
         repaired = _take_copy_out(repo, base, patched, rest, current, labels)
         if repaired is None or tree.symbol_problems(
-            repaired, path, _required_in(patch, change.path)
+            repaired, path, required_in(patch, change.path)
         ):
             return FileVerdict(
                 path,
@@ -391,7 +459,7 @@ def _assess_absorbed(
             repaired,
             rest,
         )
-    if _contains_change(repo, base, head, rest, labels):
+    if contains_change(repo, base, head, rest, labels):
         detail = "HEAD already defines every symbol this patch adds"
         if rest != base:
             detail += ", and has the rest of the patch"
@@ -413,7 +481,7 @@ def _take_copy_out(
     cleaned = repo.merge3(patched, current, rest, labels)
     if not cleaned.clean:
         return None
-    if _contains_change(repo, base, cleaned.content, rest, labels):
+    if contains_change(repo, base, cleaned.content, rest, labels):
         return cleaned.content
     forward = repo.merge3(base, cleaned.content, rest, labels)
     return forward.content if forward.clean else None
@@ -441,7 +509,7 @@ def _assess_change(
                 path, State.OUTSIDE_SPARSE, "the sparse checkout leaves this file out"
             )
         return FileVerdict(path, State.MISSING_FILE, "the file does not exist in the worktree")
-    if _contains_change(repo, base, current, patched, labels):
+    if contains_change(repo, base, current, patched, labels):
         return FileVerdict(path, State.APPLIED, "the worktree contains the change", None, patched)
     if (
         added_symbols
@@ -463,7 +531,7 @@ def _assess_change(
             "the change does not merge cleanly with this file",
             forward.content,
         )
-    problems = tree.symbol_problems(forward.content, path, _required_in(patch, change.path))
+    problems = tree.symbol_problems(forward.content, path, required_in(patch, change.path))
     if problems:
         return FileVerdict(
             path,
@@ -482,7 +550,7 @@ def _assess_change(
     )
 
 
-def _contains_change(
+def contains_change(
     repo: Repo, base: bytes, text: bytes, patched: bytes, labels: tuple[str, str, str]
 ) -> bool:
     """Does `text` already hold base->patched? Merging it in changes nothing, or it reverses cleanly."""
@@ -553,15 +621,35 @@ def select_patches(manifest: Manifest, names: Sequence[str]) -> list[Patch]:
     return [p for p in manifest.patches if not names or p.name in names]
 
 
-def status(repo: Repo, names: Sequence[str] = ()) -> list[PatchVerdict]:
+def status(
+    repo: Repo, names: Sequence[str] = (), tree: Worktree | None = None
+) -> list[PatchVerdict]:
     manifest = repo.load_manifest()
-    tree = Worktree(repo)
+    tree = tree or Worktree(repo)
     verdicts = []
     for patch in select_patches(manifest, names):
         verdict = assess_patch(repo, tree, patch)
         verdict.committed_in_head = _committed_in_head(repo, patch, verdict)
         verdicts.append(verdict)
     return verdicts
+
+
+def status_report(repo: Repo, names: Sequence[str] = ()) -> CheckReport:
+    """`status`: the patches' states, and their required symbols (every guard's too when no
+    name is given), so that `status` fails exactly when `check` would. Never remembered."""
+    tree = Worktree(repo)
+    verdicts = status(repo, names, tree)
+    manifest = repo.load_manifest()
+    patches = select_patches(manifest, names)
+    symbols = [check_symbol(tree, spec, owner) for spec, owner in _owners(manifest, patches)]
+    if not names:
+        symbols += [check_symbol(tree, spec, None) for spec in manifest.guards]
+    return CheckReport(head=repo.head_commit(), patches=verdicts, symbols=symbols)
+
+
+def _owners(manifest: Manifest, patches: Sequence[Patch]) -> list[tuple[str, str | None]]:
+    """Each required symbol of `patches` with the patch that requires it."""
+    return [(spec, p.name) for p in patches for spec in p.requires]
 
 
 def _committed_in_head(repo: Repo, patch: Patch, verdict: PatchVerdict) -> CommittedPatch | None:
@@ -578,7 +666,7 @@ def _committed_in_head(repo: Repo, patch: Patch, verdict: PatchVerdict) -> Commi
         base = repo.blob(change.base_blob) if change.base_blob else b""
         patched = repo.blob(change.patched_blob)
         labels = merge_labels(patch)
-        if before is not None and _contains_change(repo, base, before, patched, labels):
+        if before is not None and contains_change(repo, base, before, patched, labels):
             return None
         after = repo.merge3(base, before or b"", patched, labels)
         only_the_patch = only_the_patch and after.content == repo.head_file(change.path)
@@ -593,9 +681,7 @@ def check(repo: Repo, tree: Worktree | None = None) -> CheckReport:
     manifest = repo.load_manifest()
     tree = tree or Worktree(repo)
     verdicts = [assess_patch(repo, tree, p) for p in manifest.patches]
-    owners: list[tuple[str, str | None]] = [
-        (spec, p.name) for p in manifest.patches for spec in p.requires
-    ]
+    owners = _owners(manifest, manifest.patches)
     owners += [(spec, None) for spec in manifest.guards]
     symbols = [check_symbol(tree, spec, owner) for spec, owner in owners]
     head = repo.head_commit()

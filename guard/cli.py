@@ -323,13 +323,17 @@ def _repo_or_none(cwd: Path) -> Repo | None:
 def status(cwd: Path, names: tuple[str, ...], as_json: bool) -> None:
     """Show each patch's state, file by file.
 
-    States: applied, unapplied, drifted, upstream, conflict, missing-file.
+    States: applied, unapplied, drifted, upstream, doubled, conflict (the patch does not
+    merge here), conflicted (the file itself is: unmerged, conflict markers, or it does not
+    parse), missing-file, outside-sparse. Exits 1 whenever `check` would.
     """
-    verdicts = assess.status(Repo.discover(cwd), names)
+    report = assess.status_report(Repo.discover(cwd), names)
     if as_json:
-        click.echo(render.status_json(verdicts))
+        click.echo(render.status_json(report.patches))
     else:
-        click.echo("\n".join(render.status_lines(verdicts)) or "no patches recorded")
+        lines = render.status_lines(report.patches, report.symbols)
+        click.echo("\n".join(lines) or "no patches recorded")
+    sys.exit(EXIT_OK if report.ok else EXIT_GUARD_FAILED)
 
 
 @cli.command(epilog=_epilog("patchguard apply", "patchguard apply eagle3 --dry-run"))
@@ -346,10 +350,17 @@ def apply(cwd: Path, names: tuple[str, ...], dry_run: bool, merge: bool, as_json
     A patch whose file cannot be merged cleanly, or whose merge would leave a required
     symbol missing or defined twice, is left untouched (exit 1), unless --merge asks for
     conflict markers. Running it again changes nothing.
+
+    After a `git stash pop`, autostash or `git checkout -m` that conflicted in a patched
+    file, it finishes git's merge there: HEAD's copy where HEAD already defines what the
+    patch adds, the patch's otherwise, every other edit kept, the change left unstaged.
+    Conflicts that are not the patch's stay marked.
     """
     from guard import patching
 
-    outcomes = patching.apply(Repo.discover(cwd), names, dry_run=dry_run, merge=merge)
+    outcomes = patching.apply(
+        Repo.discover(cwd), names, dry_run=dry_run, merge=merge, finish_git_merges=True
+    )
     _finish(outcomes, as_json)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from guard.assess import GOOD_STATES, CheckReport, PatchVerdict, State
+from guard.assess import GOOD_STATES, CheckReport, PatchVerdict, State, SymbolResult
 
 TYPE_CHECKING = False  # not `from typing import ...`: typing costs the hooks ~3 ms
 if TYPE_CHECKING:
@@ -76,7 +76,11 @@ def outcomes_json(outcomes: Sequence[PatchOutcome]) -> str:
     )
 
 
-def status_lines(verdicts: Sequence[PatchVerdict]) -> list[str]:
+def status_lines(
+    verdicts: Sequence[PatchVerdict], symbols: Sequence[SymbolResult] = ()
+) -> list[str]:
+    """Each patch file by file, then every required symbol that is not where it must be
+    (unless its patch's state says why already)."""
     lines = []
     for verdict in verdicts:
         lines.append(f"{verdict.name}: {verdict.state}")
@@ -96,6 +100,10 @@ def status_lines(verdicts: Sequence[PatchVerdict]) -> list[str]:
                 "keeping it in your working tree:",
                 f"    {undo}",
             ]
+    explained = {v.name for v in verdicts if not v.ok}
+    lines += [
+        f"{s.spec}: missing ({s.detail})" for s in symbols if not s.ok and s.patch not in explained
+    ]
     return lines
 
 

@@ -295,10 +295,38 @@ class Repo:
         found = self._objects.read(f"{commit}:{path}")
         return found[2] if found is not None and found[1] == "blob" else None
 
+    def file_blob_id(self, commit: str, path: str) -> str | None:
+        """The blob id of the file in a commit's tree (None: no such file)."""
+        found = self._objects.read(f"{commit}:{path}")
+        return found[0] if found is not None and found[1] == "blob" else None
+
+    def stash_paths(self) -> list[str]:
+        """The tracked files stash@{0} changes (against the commit it was made on)."""
+        if self._objects.read("refs/stash") is None:
+            return []
+        listing = run_git(
+            ["diff", "--no-renames", "--name-only", "-z", "stash@{0}^1", "stash@{0}"], self.workdir
+        )
+        return [path for path in listing.stdout.split("\0") if path]
+
     def has_conflicts(self) -> bool:
         """Does the index hold unmerged entries (a `stash pop` that stopped on a conflict)?"""
         self.git.index.read()
         return self.git.index.conflicts is not None
+
+    def unmerged(self, paths: Sequence[str]) -> dict[str, dict[int, str]]:
+        """Which of `paths` git left unmerged, with their stage entries' blob ids (1 base,
+        2 ours, 3 theirs; a side that deleted the file has none). One `git ls-files`, so the
+        hooks need no libgit2; the paths are literal, never patterns."""
+        literal = [f":(literal){path}" for path in paths]
+        listing = run_git(["ls-files", "--unmerged", "-z", "--", *literal], self.workdir).stdout
+        stages: dict[str, dict[int, str]] = {}
+        for entry in listing.split("\0"):
+            if entry:
+                info, _, path = entry.partition("\t")
+                _mode, oid, stage = info.split()
+                stages.setdefault(path, {})[int(stage)] = oid
+        return stages
 
     def worktree_path(self, path: str) -> Path:
         """The absolute path of a repository path, refusing anything that leaves the worktree."""
