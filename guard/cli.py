@@ -110,21 +110,36 @@ def cli(ctx: click.Context, directory: Path | None) -> None:
     metavar="SPEC",
     help="Also require this symbol (file.py::Class.method). Repeatable.",
 )
-@click.option("-m", "--message", default="", help="What the patch is for.")
+@click.option("-m", "--message", default=None, help="What the patch is for (kept on a re-record).")
+@click.option(
+    "--rebase",
+    is_flag=True,
+    help="Re-record NAME here although HEAD is not its base (or a bisect, merge, rebase or "
+    "cherry-pick is in progress): the patch's base moves to this commit.",
+)
 @_directory_option
 def record(
-    cwd: Path, name: str, paths: tuple[str, ...], requires: tuple[str, ...], message: str
+    cwd: Path,
+    name: str,
+    paths: tuple[str, ...],
+    requires: tuple[str, ...],
+    message: str | None,
+    rebase: bool,
 ) -> None:
     """Record uncommitted changes (against HEAD) as patch NAME.
 
     Without PATHS, every tracked file with changes is taken (files already in another
     patch are skipped). Symbols whose def/class line the patch adds are required
-    automatically. Recording NAME again replaces it.
+    automatically. Recording NAME again replaces it and keeps its description unless -m
+    is given; away from the patch's base commit, or mid-bisect, merge, rebase or
+    cherry-pick, that needs --rebase (exit 2 otherwise, nothing changed).
     """
     repo = Repo.discover(cwd)
     from guard import recording
 
-    outcome = recording.record(repo, name, paths, requires=requires, description=message, cwd=cwd)
+    outcome = recording.record(
+        repo, name, paths, requires=requires, description=message, rebase=rebase, cwd=cwd
+    )
     verb = "replaced" if outcome.replaced else "recorded"
     patch = outcome.patch
     click.echo(f"{verb} patch {patch.name}: {len(patch.files)} file(s)")
