@@ -496,10 +496,16 @@ class Repo:
         return FileDiff(text=patch.text or "", added_lines=added)
 
     def merge3(
-        self, base: bytes, ours: bytes, theirs: bytes, labels: tuple[str, str, str]
+        self,
+        base: bytes,
+        ours: bytes,
+        theirs: bytes,
+        labels: tuple[str, str, str],
+        union: bool = False,
     ) -> MergeResult:
         """A 3-way merge of one file: exact identities first, then a merge seen before (by
-        content), and libgit2 only for a new one."""
+        content), and libgit2 only for a new one. `union`: both sides of a conflict, ours
+        first (`git merge-file --union`)."""
         if ours == theirs or theirs == base:
             return MergeResult(clean=True, content=ours)
         if ours == base:
@@ -510,6 +516,7 @@ class Repo:
                 [
                     *(blob_id(x).encode() for x in (base, ours, theirs)),
                     *(label.encode() for label in labels),
+                    *([b"union"] if union else []),
                 ]
             )
         )
@@ -518,11 +525,11 @@ class Repo:
             return MergeResult(clean=known[:1] == b"1", content=known[1:])
         from guard.inmemory_merge import merge_file
 
-        found = merge_file(base, ours, theirs, labels)  # writes nothing, not even objects
+        found = merge_file(base, ours, theirs, labels, union)  # writes nothing, not even objects
         result = (
             MergeResult(clean=found[0], content=found[1])
             if found is not None
-            else self._libgit2_merge(base, ours, theirs, labels)
+            else self._libgit2_merge(base, ours, theirs, labels, union)
         )
         with suppress(OSError):  # a cache: a read-only git dir only means merging again
             cache.mkdir(parents=True, exist_ok=True)
@@ -533,7 +540,12 @@ class Repo:
         return result
 
     def _libgit2_merge(
-        self, base: bytes, ours: bytes, theirs: bytes, labels: tuple[str, str, str]
+        self,
+        base: bytes,
+        ours: bytes,
+        theirs: bytes,
+        labels: tuple[str, str, str],
+        union: bool = False,
     ) -> MergeResult:
         """libgit2's git_merge_file on raw bytes (pygit2's wrapper decodes to str and drops labels)."""
         import pygit2
@@ -555,6 +567,8 @@ class Repo:
         label_buffers = [ffi.new("char[]", label.encode()) for label in labels]
         options.ancestor_label, options.our_label, options.their_label = label_buffers
         options.flags = C.GIT_MERGE_FILE_STYLE_MERGE
+        if union:
+            options.favor = C.GIT_MERGE_FILE_FAVOR_UNION
         result = ffi.new("git_merge_file_result *")
         error = C.git_merge_file_from_index(result, self.git._repo, *c_entries, options)
         if error < 0:

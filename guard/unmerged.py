@@ -55,6 +55,7 @@ def finish_patch(
     """
     done: list[Finished] = []
     reasons: list[str] = []
+    changes = {}
     for change, file_verdict in zip(patch.files, verdict.files, strict=True):
         if file_verdict.conflict != UNMERGED:
             continue
@@ -63,10 +64,16 @@ def finish_patch(
             reasons.append(f"{file_verdict.path}: {found}")
             continue
         done.append(found)
+        changes[found.path] = change
         tree.pretend(found.path, found.content, found.stages if found.left else {})
     after = assess_patch(repo, tree, patch)
-    by_path = {f.path: f for f in after.files}
-    doubted = [(f, _doubt(tree, patch, f, by_path[f.path])) for f in done]
+    for finished, file_verdict in zip(done, _verdicts_of(after, done), strict=True):
+        if file_verdict.state is State.CONFLICT and not finished.left:
+            _take_both(repo, tree, patch, changes[finished.path], finished)
+            after = assess_patch(repo, tree, patch)
+    doubted = [
+        (f, _doubt(tree, patch, f, v)) for f, v in zip(done, _verdicts_of(after, done), strict=True)
+    ]
     for finished, problem in doubted:
         if problem:
             reasons.append(f"{finished.path}: {problem}; left as git left it")
@@ -75,6 +82,24 @@ def finish_patch(
     if len(kept) < len(done):
         after = assess_patch(repo, tree, patch)
     return after, kept, reasons
+
+
+def _verdicts_of(verdict: PatchVerdict, done: Sequence[Finished]) -> list[FileVerdict]:
+    by_path = {f.path: f for f in verdict.files}
+    return [by_path[f.path] for f in done]
+
+
+def _take_both(
+    repo: Repo, tree: Worktree, patch: Patch, change: FileChange, finished: Finished
+) -> None:
+    """HEAD lacks what the patch adds, and its own new lines sit where the patch's go (a method
+    upstream added at the end of the class): both, HEAD's first, by libgit2's union merge.
+    What that gives is checked like any other result before it is written (_doubt)."""
+    base = repo.blob(change.base_blob) if change.base_blob else b""
+    patched = repo.blob(change.patched_blob)
+    both = repo.merge3(base, finished.content, patched, merge_labels(patch), union=True)
+    finished.content = both.content
+    tree.pretend(finished.path, both.content, {})
 
 
 def _finish(
@@ -94,7 +119,14 @@ def _finish(
         _without_patch(repo, patch, base, patched, repo.blob(stages[side])) for side in (2, 3)
     )
     merged = repo.merge3(ancestor, ours, theirs, LABELS)
-    return Finished(path, before, stages, merged.content, marker_lines(merged.content))
+    content = merged.content
+    if not merged.clean and tree.symbol_problems(ours, path, change.added_symbols):
+        # Conflicts that are not the patch's stay; the patch goes in beside them, or not at all.
+        beside = repo.merge3(base, content, patched, merge_labels(patch))
+        if not beside.clean:
+            return "the patch does not merge beside the conflicts that are not its own"
+        content = beside.content
+    return Finished(path, before, stages, content, marker_lines(content))
 
 
 def _without_patch(repo: Repo, patch: Patch, base: bytes, patched: bytes, side: bytes) -> bytes:
