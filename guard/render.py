@@ -172,13 +172,15 @@ def banner(title: str, problems: Sequence[str]) -> str:
 def lift_lines(lift: Lift) -> list[str]:
     """What `patchguard git` and `bisect run` did with the patches around git."""
     names = ", ".join(lift.lifted)
+    if lift.stopped == "conflicted stash pop":
+        out = f"; patches {names} are out of the tree" if lift.lifted else ""
+        return [
+            f"the stash pop stopped on a conflict{out}. patchguard apply finishes git's merge "
+            "in the patched files (and says whether the stash can be dropped); conflicts "
+            "elsewhere are yours to resolve"
+        ]
     if lift.stopped and not lift.lifted:
         return []
-    if lift.stopped == "conflicted stash pop":
-        return [
-            f"the stash pop stopped on a conflict; patches {names} are out of the tree. Resolve "
-            "the conflict (and git stash drop), then: patchguard apply"
-        ]
     if lift.stopped:
         return [
             f"git stopped in the middle of a {lift.stopped}; patches {names} are out of the "
