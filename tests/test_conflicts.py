@@ -280,3 +280,80 @@ def test_a_conflict_in_a_patch_without_symbols_is_never_remembered(
         check = user.pg("check")
         assert check.returncode == 1
         assert "README.md: patch notes is conflicted" in check.stderr
+
+
+# --- advice never re-bases a patch ----------------------------------------------------------
+
+
+def upstream_method_at_the_end(user: Checkout) -> str:
+    """Branch upstream-adds: after r0, upstream adds its own method where the patch's go.
+
+    Made with plumbing (a private index), so the user's tree and hooks are not involved."""
+    anchor = "        self.language_model.load_weights(weights)\n"
+    text = user.at("r0").replace(
+        anchor, anchor + "\n    def get_input_embeddings(self):\n        return None\n"
+    )
+    env = {**user.env, "GIT_INDEX_FILE": str(user.root / ".git" / "scratch-index")}
+    plumb = [("read-tree", "r0"), ("hash-object", "-w", "--stdin")]
+    git(user.root, *plumb[0], env=env)
+    blob = git(user.root, *plumb[1], input=text, env=env).stdout.strip()
+    git(user.root, "update-index", "--cacheinfo", f"100644,{blob},{KIMI}", env=env)
+    tree = git(user.root, "write-tree", env=env).stdout.strip()
+    message = "upstream: a method at the end of the class"
+    commit = git(user.root, "commit-tree", tree, "-p", "r0", "-m", message, env=env).stdout.strip()
+    user.git("branch", "upstream-adds", commit)
+    user.kimi.write_text(user.kimi.read_text().replace(MY_DOCSTRING, DOCSTRING))  # only the patch
+    return commit
+
+
+def test_a_patch_that_does_not_merge_is_never_advised_to_be_recorded(user: Checkout) -> None:
+    upstream_method_at_the_end(user)
+    moved = user.pg("git", "checkout", "-q", "upstream-adds")
+    assert moved.returncode == 1
+    assert "is conflict" in moved.stderr
+    assert "the patch does not merge at this commit" in moved.stderr
+    assert "patchguard record" not in moved.stderr
+    back = user.pg("git", "checkout", "-q", "-")  # the advice, pasted
+    assert back.returncode == 0, back.stderr
+    assert user.git("symbolic-ref", "--short", "HEAD").stdout.strip() == "work"
+    assert methods_once_in_class(user.kimi)
+    user.pg("check", check=0)
+
+
+def recorded(user: Checkout) -> dict[str, object]:
+    manifest = json.loads(user.pg("list", "--json", check=0).stdout)
+    patch: dict[str, object] = manifest["patches"][0]
+    return patch
+
+
+def test_record_away_from_the_base_asks_for_rebase(user: Checkout) -> None:
+    before = recorded(user)
+    upstream_method_at_the_end(user)
+    user.pg("git", "checkout", "-q", "upstream-adds", check=1)
+    sample_repo.type_eagle3_by_hand(user.root)  # the user's edit there, by hand
+    refused = user.pg("record", "eagle3", KIMI)
+    assert refused.returncode == 2
+    assert "would re-base it onto" in refused.stderr
+    assert "--rebase" in refused.stderr
+    assert "Nothing was changed" in refused.stderr
+    assert recorded(user) == before
+    rebased = user.pg("record", "eagle3", KIMI, "--rebase", check=0)
+    assert "replaced patch eagle3" in rebased.stdout
+    after = recorded(user)
+    assert after["base_commit"] == user.git("rev-parse", "HEAD").stdout.strip()
+    assert after["description"] == "EAGLE-3 delegation"  # kept without -m
+    user.pg("record", "eagle3", KIMI, "-m", "EAGLE-3, re-based", check=0)  # at its base now
+    assert recorded(user)["description"] == "EAGLE-3, re-based"
+
+
+def test_record_mid_bisect_asks_for_rebase_even_at_the_base(user: Checkout) -> None:
+    before = recorded(user)
+    user.git("bisect", "start", "r2", "r0")
+    user.git("checkout", "-q", "work")  # back at the patch's base, bisect still in progress
+    refused = user.pg("record", "eagle3", KIMI)
+    assert refused.returncode == 2
+    assert "(a bisect is in progress)" in refused.stderr
+    assert recorded(user) == before
+    user.git("bisect", "reset")
+    user.pg("record", "eagle3", KIMI, check=0)  # at its base, nothing in progress: fine
+    assert recorded(user)["description"] == "EAGLE-3 delegation"
