@@ -188,13 +188,18 @@ def lift_lines(lift: Lift) -> list[str]:
             "--continue). If you abort it instead, run: patchguard apply"
         ]
     lines = []
+    if lift.stash_held:
+        lines.append(
+            f"the stash held patch {', '.join(lift.stash_held)} beside your other edits: git "
+            "applied only those, and the patch is put back by 3-way merge as after any move"
+        )
     for outcome in lift.put_back:
         name = outcome.verdict.name
         if outcome.written:
             lines.append(f"re-applied {name} ({', '.join(outcome.written)})")
         elif not outcome.ok:
             lines.append(f"{name}: {outcome.message}")
-        elif name in lift.lifted and outcome.verdict.state is State.UPSTREAM:
+        elif name in (*lift.lifted, *lift.stash_held) and outcome.verdict.state is State.UPSTREAM:
             lines.append(f"{name} is upstream here (HEAD has all of it); nothing to put back")
     return lines
 

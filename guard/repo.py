@@ -247,7 +247,11 @@ class Repo:
 
     def head_commit(self) -> str | None:
         """HEAD's commit id; None in a repository with no commits yet."""
-        found = self._objects.read("HEAD")
+        return self.commit_id("HEAD")
+
+    def commit_id(self, rev: str) -> str | None:
+        """The commit `rev` names (`HEAD`, `stash@{0}`, an id), or None when it names none."""
+        found = self._objects.read(rev)
         return found[0] if found is not None and found[1] == "commit" else None
 
     def head_commit_id(self) -> str:
@@ -308,6 +312,22 @@ class Repo:
             ["diff", "--no-renames", "--name-only", "-z", "stash@{0}^1", "stash@{0}"], self.workdir
         )
         return [path for path in listing.stdout.split("\0") if path]
+
+    def commit_with_files(self, commit: str, files: Mapping[str, bytes]) -> str:
+        """A copy of `commit` (parents, author, message) whose tree holds `files` instead of
+        its own versions of them; written to the object store, referenced by nothing."""
+        import pygit2
+
+        original = self.git.revparse_single(commit).peel(pygit2.Commit)
+        index = pygit2.Index()
+        index.read_tree(original.tree)
+        for path, data in files.items():
+            index.add(pygit2.IndexEntry(path, self.git.create_blob(data), index[path].mode))
+        tree = index.write_tree(self.git)
+        copy = self.git.create_commit(
+            None, original.author, original.committer, original.message, tree, original.parent_ids
+        )
+        return str(copy)
 
     def has_conflicts(self) -> bool:
         """Does the index hold unmerged entries (a `stash pop` that stopped on a conflict)?"""

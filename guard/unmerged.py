@@ -116,7 +116,7 @@ def _finish(
     patched = repo.blob(change.patched_blob)
     ancestor = repo.blob(stages[1]) if 1 in stages else b""
     ours, theirs = (
-        _without_patch(repo, patch, base, patched, repo.blob(stages[side])) for side in (2, 3)
+        without_patch(repo, patch, base, patched, repo.blob(stages[side])) for side in (2, 3)
     )
     merged = repo.merge3(ancestor, ours, theirs, LABELS)
     content = merged.content
@@ -129,7 +129,7 @@ def _finish(
     return Finished(path, before, stages, content, marker_lines(content))
 
 
-def _without_patch(repo: Repo, patch: Patch, base: bytes, patched: bytes, side: bytes) -> bytes:
+def without_patch(repo: Repo, patch: Patch, base: bytes, patched: bytes, side: bytes) -> bytes:
     """One side of git's merge without the patch, where it holds the patch and lets it go."""
     labels = merge_labels(patch)
     if base == patched or not contains_change(repo, base, side, patched, labels):
@@ -190,7 +190,7 @@ def stash_note(
         if path in changes:
             patch, change = changes[path]
             base = repo.blob(change.base_blob) if change.base_blob else b""
-            stashed = _without_patch(repo, patch, base, repo.blob(change.patched_blob), stashed)
+            stashed = without_patch(repo, patch, base, repo.blob(change.patched_blob), stashed)
         if not contains_change(repo, before, current, stashed, LABELS):
             kept.append(path)
     if kept:

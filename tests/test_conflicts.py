@@ -357,3 +357,44 @@ def test_record_mid_bisect_asks_for_rebase_even_at_the_base(user: Checkout) -> N
     user.git("bisect", "reset")
     user.pg("record", "eagle3", KIMI, check=0)  # at its base, nothing in progress: fine
     assert recorded(user)["description"] == "EAGLE-3 delegation"
+
+
+# --- stash pops never conflict with the patch -----------------------------------------------
+
+
+@pytest.mark.parametrize("only_the_patch", [False, True], ids=["with-my-edit", "only-the-patch"])
+def test_wrapped_stash_pop_onto_the_absorbing_release(user: Checkout, only_the_patch: bool) -> None:
+    if only_the_patch:
+        user.kimi.write_text(user.kimi.read_text().replace(MY_DOCSTRING, DOCSTRING))
+    user.git("stash", "-q")
+    user.git("checkout", "-q", "v0.5.10")
+    pop = user.pg("git", "stash", "pop")
+    assert pop.returncode == 0, pop.stderr
+    assert "CONFLICT" not in pop.stdout + pop.stderr
+    assert "the stash held patch eagle3" in pop.stderr
+    assert user.stash_count() == 0
+    assert user.unmerged() == ""
+    text = user.kimi.read_text()
+    assert not marker_lines(text.encode())
+    assert methods_once_in_class(user.kimi)
+    head = user.at("HEAD")
+    assert text == (head if only_the_patch else head.replace(DOCSTRING, MY_DOCSTRING))
+    user.pg("check", check=0)
+
+
+def test_wrapped_stash_apply_keeps_the_entry_and_pop_back_home_restores_the_patch(
+    user: Checkout,
+) -> None:
+    patched = user.kimi.read_text()
+    user.git("stash", "-q")
+    user.git("checkout", "-q", "v0.5.10")
+    user.pg("git", "stash", "apply", "-q", check=0)
+    assert user.stash_count() == 1
+    assert user.kimi.read_text() == user.at("HEAD").replace(DOCSTRING, MY_DOCSTRING)
+    user.git("checkout", "-q", KIMI)  # drop the applied copy: the stash still has it all
+    user.pg("git", "checkout", "-q", "work", check=0)
+    pop = user.pg("git", "stash", "pop", "stash@{0}")
+    assert pop.returncode == 0, pop.stderr
+    assert user.stash_count() == 0
+    assert user.kimi.read_text() == patched  # at the patch's base: exactly the tree stashed
+    user.pg("check", check=0)
