@@ -112,7 +112,9 @@ def run_git_lifted(repo: Repo, args: Sequence[str], cwd: Path) -> tuple[int, Lif
             status = run_git(args, cwd, passthrough=True, env=_hold(repo)).returncode
         else:
             lift.stash_held = stash.patches
-            status = run_git(stash.apply, cwd, passthrough=True, env=_hold(repo)).returncode
+            status = 0
+            if stash.apply is not None:  # a stash of nothing but the patches has nothing else
+                status = run_git(stash.apply, cwd, passthrough=True, env=_hold(repo)).returncode
             if status == 0 and stash.drop is not None:
                 status = run_git(stash.drop, cwd, passthrough=True, env=_hold(repo)).returncode
     return status, lift

@@ -190,8 +190,8 @@ def lift_lines(lift: Lift) -> list[str]:
     lines = []
     if lift.stash_held:
         lines.append(
-            f"the stash held patch {', '.join(lift.stash_held)} beside your other edits: git "
-            "applied only those, and the patch is put back by 3-way merge as after any move"
+            f"the stash held patch {', '.join(lift.stash_held)}: git applied the rest of the "
+            "stash only, and the patch is put back by 3-way merge as after any move"
         )
     for outcome in lift.put_back:
         name = outcome.verdict.name

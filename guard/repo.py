@@ -251,8 +251,15 @@ class Repo:
 
     def commit_id(self, rev: str) -> str | None:
         """The commit `rev` names (`HEAD`, `stash@{0}`, an id), or None when it names none."""
+        return self._object_id(rev, "commit")
+
+    def tree_id(self, rev: str) -> str | None:
+        """The tree of the commit `rev` names (`stash@{0}^2`), or None."""
+        return self._object_id(f"{rev}^{{tree}}", "tree")
+
+    def _object_id(self, rev: str, kind: str) -> str | None:
         found = self._objects.read(rev)
-        return found[0] if found is not None and found[1] == "commit" else None
+        return found[0] if found is not None and found[1] == kind else None
 
     def head_commit_id(self) -> str:
         head = self.head_commit()

@@ -27,7 +27,7 @@ _QUIET = ("-q", "--quiet")
 class StashPlan:
     """What runs instead of the user's `git stash pop|apply`."""
 
-    apply: list[str]  # `stash apply` of the copy without the patches
+    apply: list[str] | None  # `stash apply` of the copy without the patches; None: it is empty
     drop: list[str] | None  # for pop: the real entry, once the apply succeeded
     patches: list[str]  # the patches the stash held
 
@@ -70,6 +70,9 @@ def plan(repo: Repo, args: Sequence[str]) -> StashPlan | None:
     if not files:
         return None
     copy = repo.commit_with_files(stash, files)
-    apply = ["stash", "apply", *options, copy]
+    base_tree = repo.tree_id(f"{stash}^1")
+    untracked = repo.commit_id(f"{stash}^3") is not None
+    empty = not untracked and repo.tree_id(copy) == base_tree == repo.tree_id(f"{stash}^2")
+    apply = None if empty else ["stash", "apply", *options, copy]
     drop = ["stash", "drop", *options, ref] if args[1] == "pop" else None
     return StashPlan(apply, drop, list(dict.fromkeys(held)))

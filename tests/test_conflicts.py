@@ -371,7 +371,7 @@ def test_wrapped_stash_pop_onto_the_absorbing_release(user: Checkout, only_the_p
     pop = user.pg("git", "stash", "pop")
     assert pop.returncode == 0, pop.stderr
     assert "CONFLICT" not in pop.stdout + pop.stderr
-    assert "the stash held patch eagle3" in pop.stderr
+    assert "the stash held patch eagle3: git applied the rest" in pop.stderr
     assert user.stash_count() == 0
     assert user.unmerged() == ""
     text = user.kimi.read_text()
