@@ -358,7 +358,7 @@ def _why_absent(index: SymbolIndex, spec: Spec, reason: str) -> str:
     return describe_miss(index, spec)
 
 
-def required_in(patch: Patch, path: str) -> list[str]:
+def _required_in(patch: Patch, path: str) -> list[str]:
     return [spec.qualname for spec in map(parse_spec, patch.requires) if spec.path == path]
 
 
@@ -384,7 +384,7 @@ def _assess_at(
     base = repo.blob(change.base_blob) if change.base_blob else b""
     patched = repo.blob(change.patched_blob)
     head = tree.head(path)
-    if head is not None and contains_change(repo, base, head, patched, merge_labels(patch)):
+    if head is not None and _contains_change(repo, base, head, patched, merge_labels(patch)):
         return FileVerdict(path, State.UPSTREAM, UPSTREAM_AS_TEXT)
     if (
         head is not None
@@ -443,7 +443,7 @@ def _assess_absorbed(
     if current is not None and _defines_twice(tree, current, path, change.added_symbols):
         repaired = _take_copy_out(repo, base, patched, rest, current, labels)
         if repaired is None or tree.symbol_problems(
-            repaired, path, required_in(patch, change.path)
+            repaired, path, _required_in(patch, change.path)
         ):
             return FileVerdict(
                 path,
@@ -459,7 +459,7 @@ def _assess_absorbed(
             repaired,
             rest,
         )
-    if contains_change(repo, base, head, rest, labels):
+    if _contains_change(repo, base, head, rest, labels):
         detail = "HEAD already defines every symbol this patch adds"
         if rest != base:
             detail += ", and has the rest of the patch"
@@ -481,7 +481,7 @@ def _take_copy_out(
     cleaned = repo.merge3(patched, current, rest, labels)
     if not cleaned.clean:
         return None
-    if contains_change(repo, base, cleaned.content, rest, labels):
+    if _contains_change(repo, base, cleaned.content, rest, labels):
         return cleaned.content
     forward = repo.merge3(base, cleaned.content, rest, labels)
     return forward.content if forward.clean else None
@@ -509,7 +509,7 @@ def _assess_change(
                 path, State.OUTSIDE_SPARSE, "the sparse checkout leaves this file out"
             )
         return FileVerdict(path, State.MISSING_FILE, "the file does not exist in the worktree")
-    if contains_change(repo, base, current, patched, labels):
+    if _contains_change(repo, base, current, patched, labels):
         return FileVerdict(path, State.APPLIED, "the worktree contains the change", None, patched)
     if (
         added_symbols
@@ -531,7 +531,7 @@ def _assess_change(
             "the change does not merge cleanly with this file",
             forward.content,
         )
-    problems = tree.symbol_problems(forward.content, path, required_in(patch, change.path))
+    problems = tree.symbol_problems(forward.content, path, _required_in(patch, change.path))
     if problems:
         return FileVerdict(
             path,
@@ -550,7 +550,7 @@ def _assess_change(
     )
 
 
-def contains_change(
+def _contains_change(
     repo: Repo, base: bytes, text: bytes, patched: bytes, labels: tuple[str, str, str]
 ) -> bool:
     """Does `text` already hold base->patched? Merging it in changes nothing, or it reverses cleanly."""
@@ -666,7 +666,7 @@ def _committed_in_head(repo: Repo, patch: Patch, verdict: PatchVerdict) -> Commi
         base = repo.blob(change.base_blob) if change.base_blob else b""
         patched = repo.blob(change.patched_blob)
         labels = merge_labels(patch)
-        if before is not None and contains_change(repo, base, before, patched, labels):
+        if before is not None and _contains_change(repo, base, before, patched, labels):
             return None
         after = repo.merge3(base, before or b"", patched, labels)
         only_the_patch = only_the_patch and after.content == repo.head_file(change.path)

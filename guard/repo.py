@@ -308,8 +308,7 @@ class Repo:
 
     def file_blob_id(self, commit: str, path: str) -> str | None:
         """The blob id of the file in a commit's tree (None: no such file)."""
-        found = self._objects.read(f"{commit}:{path}")
-        return found[0] if found is not None and found[1] == "blob" else None
+        return self._object_id(f"{commit}:{path}", "blob")
 
     def stash_paths(self) -> list[str]:
         """The tracked files stash@{0} changes (against the commit it was made on)."""

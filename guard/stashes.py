@@ -15,7 +15,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from guard.assess import contains_change, merge_labels
+from guard.assess import _contains_change, merge_labels
 from guard.repo import Repo
 from guard.unmerged import without_patch
 
@@ -61,7 +61,7 @@ def plan(repo: Repo, args: Sequence[str]) -> StashPlan | None:
             labels = merge_labels(patch)
             if stashed is None or stashed == before or base == patched:
                 continue
-            if before is not None and contains_change(repo, base, before, patched, labels):
+            if before is not None and _contains_change(repo, base, before, patched, labels):
                 continue  # the stash's own commit had it: it is upstream's, not the stash's
             rest = without_patch(repo, patch, base, patched, stashed)
             if rest != stashed:

@@ -20,10 +20,10 @@ from guard.assess import (
     PatchVerdict,
     State,
     Worktree,
+    _contains_change,
+    _required_in,
     assess_patch,
-    contains_change,
     merge_labels,
-    required_in,
 )
 from guard.manifest import FileChange, Patch
 from guard.markers import marker_lines
@@ -132,7 +132,7 @@ def _finish(
 def without_patch(repo: Repo, patch: Patch, base: bytes, patched: bytes, side: bytes) -> bytes:
     """One side of git's merge without the patch, where it holds the patch and lets it go."""
     labels = merge_labels(patch)
-    if base == patched or not contains_change(repo, base, side, patched, labels):
+    if base == patched or not _contains_change(repo, base, side, patched, labels):
         return side
     out = repo.merge3(patched, side, base, labels)
     return out.content if out.clean else side
@@ -151,7 +151,7 @@ def _doubt(tree: Worktree, patch: Patch, finished: Finished, verdict: FileVerdic
         return "a conflict marker would remain"
     if verdict.state in _NOT_WRITABLE:
         return f"with git's conflict taken out, the patch is {verdict.state} ({verdict.detail})"
-    problems = tree.symbol_problems(final, verdict.path, required_in(patch, verdict.path))
+    problems = tree.symbol_problems(final, verdict.path, _required_in(patch, verdict.path))
     if problems:
         return "; ".join(f"{name}: {why}" for name, why in problems.items())
     return None
@@ -191,7 +191,7 @@ def stash_note(
             patch, change = changes[path]
             base = repo.blob(change.base_blob) if change.base_blob else b""
             stashed = without_patch(repo, patch, base, repo.blob(change.patched_blob), stashed)
-        if not contains_change(repo, before, current, stashed, LABELS):
+        if not _contains_change(repo, before, current, stashed, LABELS):
             kept.append(path)
     if kept:
         return f"keep stash@{{0}}: it still holds changes the worktree lacks ({', '.join(kept)})"
