@@ -369,7 +369,9 @@ def merge_labels(patch: Patch) -> tuple[str, str, str]:
 def assess_file(repo: Repo, tree: Worktree, patch: Patch, change: FileChange) -> FileVerdict:
     """Decide one file's state by content; see docs/concepts.md for the rules."""
     path = tree.followed_path(change.path, patch.base_commit, change.base_blob is not None)
-    verdict = _assess_at(repo, tree, patch, change, path)
+    verdict = _conflicted(tree, path) or _assess_at(repo, tree, patch, change, path)
+    if verdict.state in GOOD_STATES:  # never green on a file Python cannot even read
+        verdict = _unparsable(tree, path) or verdict
     if path != change.path:
         verdict.detail += f" (followed the rename {change.path} -> {path})"
     return verdict
@@ -378,9 +380,6 @@ def assess_file(repo: Repo, tree: Worktree, patch: Patch, change: FileChange) ->
 def _assess_at(
     repo: Repo, tree: Worktree, patch: Patch, change: FileChange, path: str
 ) -> FileVerdict:
-    conflicted = _conflicted(tree, path)
-    if conflicted is not None:
-        return conflicted
     base = repo.blob(change.base_blob) if change.base_blob else b""
     patched = repo.blob(change.patched_blob)
     head = tree.head(path)
@@ -399,7 +398,9 @@ def _conflicted(tree: Worktree, path: str) -> FileVerdict | None:
     """The file itself is in conflict: whatever HEAD holds, no patch state is true of it.
 
     The index's stage entries first (git knows), then markers in the text (a conflict `git add`
-    accepted, or `apply --merge` wrote), then, for Python, whether it parses at all.
+    accepted, or `apply --merge` wrote). Whether it parses is asked only of a file that would
+    otherwise be green (_unparsable): a large file takes long to parse, and apply checks
+    every merge it writes anyway.
     """
     current = tree.read(path)
     markers = marker_lines(current) if current is not None else []
@@ -411,12 +412,19 @@ def _conflicted(tree: Worktree, path: str) -> FileVerdict | None:
         return FileVerdict(path, State.CONFLICTED, detail, conflict=UNMERGED)
     if markers:
         return FileVerdict(path, State.CONFLICTED, f"conflict markers{at}", conflict=MARKERS)
-    if current is not None and path.endswith(".py"):
-        try:
-            tree.symbols(current, path)
-        except SourceSyntaxError as error:
-            detail = f"does not parse: {error.path}:{error.lineno}: {error.message}"
-            return FileVerdict(path, State.CONFLICTED, detail, conflict=SYNTAX)
+    return None
+
+
+def _unparsable(tree: Worktree, path: str) -> FileVerdict | None:
+    """A Python file that does not parse (the parse is kept for the symbol checks)."""
+    current = tree.read(path)
+    if current is None or not path.endswith(".py"):
+        return None
+    try:
+        tree.symbols(current, path)
+    except SourceSyntaxError as error:
+        detail = f"does not parse: {error.path}:{error.lineno}: {error.message}"
+        return FileVerdict(path, State.CONFLICTED, detail, conflict=SYNTAX)
     return None
 
 

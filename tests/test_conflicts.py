@@ -313,6 +313,9 @@ def test_a_patch_that_does_not_merge_is_never_advised_to_be_recorded(user: Check
     assert "is conflict" in moved.stderr
     assert "the patch does not merge at this commit" in moved.stderr
     assert "patchguard record" not in moved.stderr
+    status = user.pg("status")
+    assert status.returncode == 1  # as check: a conflict is a failed guard
+    assert "eagle3: conflict" in status.stdout
     back = user.pg("git", "checkout", "-q", "-")  # the advice, pasted
     assert back.returncode == 0, back.stderr
     assert user.git("symbolic-ref", "--short", "HEAD").stdout.strip() == "work"
