@@ -16,6 +16,7 @@ from enum import StrEnum
 from guard import fastpath
 from guard.errors import ConfigError
 from guard.manifest import FileChange, Manifest, Patch, Resolution
+from guard.markers import marker_lines
 from guard.repo import Repo
 from guard.symbols import SourceSyntaxError, Spec, SymbolIndex, describe_miss, parse_spec
 from guard.worktree_paths import UnsafePath
@@ -26,7 +27,8 @@ class State(StrEnum):
     UNAPPLIED = "unapplied"
     DRIFTED = "drifted"
     UPSTREAM = "upstream"
-    CONFLICT = "conflict"
+    CONFLICTED = "conflicted"  # the file itself is in conflict: unmerged, markers, no parse
+    CONFLICT = "conflict"  # the patch does not merge with a file that is fine
     DOUBLED = "doubled"
     MISSING_FILE = "missing-file"
     OUTSIDE_SPARSE = "outside-sparse"
@@ -38,6 +40,7 @@ UPSTREAM_AS_TEXT = "HEAD already contains this change"
 # A patch is as bad as its worst file; mixed applied/upstream files make it "applied".
 _SEVERITY = [
     State.UNSAFE_PATH,
+    State.CONFLICTED,
     State.OUTSIDE_SPARSE,
     State.MISSING_FILE,
     State.CONFLICT,
@@ -64,6 +67,12 @@ class FileVerdict:
     merged: bytes | None = None
     patched: bytes | None = None
     version: FileChange | None = None  # the version decided from: the recording or a resolution
+    conflict: str | None = None  # for CONFLICTED: UNMERGED, MARKERS or SYNTAX
+
+
+UNMERGED = "unmerged"  # git left stage entries in the index: `patchguard apply` can finish it
+MARKERS = "markers"  # conflict markers in the text, nothing in the index to merge from
+SYNTAX = "syntax"  # no marker, but the file does not parse
 
 
 @dataclass(frozen=True)
@@ -156,7 +165,7 @@ class CheckReport:
                 symbols = f"; {label}: {', '.join(lost)}" if lost else ""
                 lines.append(
                     f"{verdict.path}: patch {patch.name} is {verdict.state} ({verdict.detail})"
-                    f"{symbols} -> {fix_for(patch.name, verdict.state, verdict.path)}"
+                    f"{symbols} -> {fix_for(patch.name, verdict)}"
                 )
         for symbol in self.symbols:
             spec = parse_spec(symbol.spec)
@@ -177,20 +186,36 @@ class CheckReport:
         return lines
 
 
-def fix_for(patch_name: str, state: State, path: str = "") -> str:
-    """The next command for a patch in a bad state (`path`: the file it is about)."""
+def fix_for(patch_name: str, verdict: FileVerdict) -> str:
+    """The next command for a file of a patch in a bad state.
+
+    Never `record`: recording over a conflict would re-base the patch onto this commit.
+    """
+    state = verdict.state
     if state in (State.UNAPPLIED, State.DRIFTED):
         return f"patchguard apply {patch_name}"
     if state is State.DOUBLED:
         return f"patchguard apply {patch_name} (takes the patch's copy out; HEAD's stays)"
+    if state is State.CONFLICTED and verdict.conflict == UNMERGED:
+        return (
+            f"patchguard apply {patch_name} (finishes git's merge for the patch's part, keeps "
+            "your other edits)"
+        )
+    if state is State.CONFLICTED and verdict.conflict == MARKERS:
+        return (
+            "edit the conflict markers out by hand (keep the side you want), then patchguard status"
+        )
+    if state is State.CONFLICTED:
+        return "fix the syntax error by hand, then patchguard status"
     if state is State.CONFLICT:
         return (
             "the patch does not merge with this version of the file: edit it into the right "
             f"shape here (patchguard apply --merge {patch_name} writes conflict markers to "
-            f"start from), then keep that for this version: patchguard resolve {patch_name}"
+            f"start from), then keep that for this version: patchguard resolve {patch_name}; "
+            "or go back to a commit where it applies (patchguard git checkout -)"
         )
     if state is State.OUTSIDE_SPARSE:
-        directory = path.rpartition("/")[0] or "."
+        directory = verdict.path.rpartition("/")[0] or "."
         return f"bring it into the sparse checkout: git sparse-checkout add {directory}"
     if state is State.UNSAFE_PATH:
         return (
@@ -216,6 +241,7 @@ class Worktree:
         self._indexes: dict[bytes, SymbolIndex | SourceSyntaxError] = {}
         self._renames: dict[str, str] = {}
         self.unsafe: dict[str, str] = {}  # path -> why patchguard may not read or write it
+        self._unmerged: dict[str, dict[int, str]] = {}
 
     def followed_path(self, path: str, base_commit: str, existed_at_base: bool) -> str:
         """Where a recorded file is now: itself, or where git's rename detection says it went."""
@@ -247,6 +273,19 @@ class Worktree:
         """The file's bytes on disk (what undo keeps)."""
         self.read(path)
         return self._raw[path]
+
+    def unmerged(self, path: str) -> dict[int, str]:
+        """The stage entries git left for `path` (empty when it is merged)."""
+        if path not in self._unmerged:
+            self._unmerged[path] = self.repo.unmerged([path]).get(path, {})
+        return self._unmerged[path]
+
+    def pretend(self, path: str, content: bytes, stages: dict[int, str]) -> None:
+        """Assess `path` as if it held `content` with these stage entries, before anything is
+        written (guard.unmerged); the bytes on disk, which undo keeps, stay as read."""
+        self.raw(path)
+        self._content[path] = content
+        self._unmerged[path] = stages
 
     def head(self, path: str) -> bytes | None:
         if path not in self._head:
@@ -345,7 +384,9 @@ def merge_labels(patch: Patch) -> tuple[str, str, str]:
 def assess_file(repo: Repo, tree: Worktree, patch: Patch, change: FileChange) -> FileVerdict:
     """Decide one file's state by content; see docs/concepts.md for the rules."""
     path = tree.followed_path(change.path, patch.base_commit, change.base_blob is not None)
-    verdict = _assess_versions(repo, tree, patch, change, path)
+    verdict = _conflicted(tree, path) or _assess_versions(repo, tree, patch, change, path)
+    if verdict.state in GOOD_STATES:  # never green on a file Python cannot even read
+        verdict = _unparsable(tree, path) or verdict
     if path != change.path:
         verdict.detail += f" (followed the rename {change.path} -> {path})"
     return verdict
@@ -423,6 +464,40 @@ def _assess_at(
     ):
         return _assess_absorbed(repo, tree, patch, change, path, base, patched)
     return _assess_change(repo, tree, patch, change, path, base, patched, change.added_symbols)
+
+
+def _conflicted(tree: Worktree, path: str) -> FileVerdict | None:
+    """The file itself is in conflict: whatever HEAD holds, no patch state is true of it.
+
+    The index's stage entries first (git knows), then markers in the text (a conflict `git add`
+    accepted, or `apply --merge` wrote). Whether it parses is asked only of a file that would
+    otherwise be green (_unparsable): a large file takes long to parse, and apply checks
+    every merge it writes anyway.
+    """
+    current = tree.read(path)
+    markers = marker_lines(current) if current is not None else []
+    at = f" at line{'s' if len(markers) > 1 else ''} {', '.join(map(str, markers))}"
+    if tree.unmerged(path):
+        detail = "git left it unmerged: a stash pop, autostash or checkout -m conflicted here"
+        if markers:
+            detail += f"; conflict markers{at}"
+        return FileVerdict(path, State.CONFLICTED, detail, conflict=UNMERGED)
+    if markers:
+        return FileVerdict(path, State.CONFLICTED, f"conflict markers{at}", conflict=MARKERS)
+    return None
+
+
+def _unparsable(tree: Worktree, path: str) -> FileVerdict | None:
+    """A Python file that does not parse (the parse is kept for the symbol checks)."""
+    current = tree.read(path)
+    if current is None or not path.endswith(".py"):
+        return None
+    try:
+        tree.symbols(current, path)
+    except SourceSyntaxError as error:
+        detail = f"does not parse: {error.path}:{error.lineno}: {error.message}"
+        return FileVerdict(path, State.CONFLICTED, detail, conflict=SYNTAX)
+    return None
 
 
 def _assess_absorbed(
@@ -626,15 +701,35 @@ def select_patches(manifest: Manifest, names: Sequence[str]) -> list[Patch]:
     return [p for p in manifest.patches if not names or p.name in names]
 
 
-def status(repo: Repo, names: Sequence[str] = ()) -> list[PatchVerdict]:
+def status(
+    repo: Repo, names: Sequence[str] = (), tree: Worktree | None = None
+) -> list[PatchVerdict]:
     manifest = repo.load_manifest()
-    tree = Worktree(repo)
+    tree = tree or Worktree(repo)
     verdicts = []
     for patch in select_patches(manifest, names):
         verdict = assess_patch(repo, tree, patch)
         verdict.committed_in_head = _committed_in_head(repo, patch, verdict)
         verdicts.append(verdict)
     return verdicts
+
+
+def status_report(repo: Repo, names: Sequence[str] = ()) -> CheckReport:
+    """`status`: the patches' states, and their required symbols (every guard's too when no
+    name is given), so that `status` fails exactly when `check` would. Never remembered."""
+    tree = Worktree(repo)
+    verdicts = status(repo, names, tree)
+    manifest = repo.load_manifest()
+    patches = select_patches(manifest, names)
+    symbols = [check_symbol(tree, spec, owner) for spec, owner in _owners(manifest, patches)]
+    if not names:
+        symbols += [check_symbol(tree, spec, None) for spec in manifest.guards]
+    return CheckReport(head=repo.head_commit(), patches=verdicts, symbols=symbols)
+
+
+def _owners(manifest: Manifest, patches: Sequence[Patch]) -> list[tuple[str, str | None]]:
+    """Each required symbol of `patches` with the patch that requires it."""
+    return [(spec, p.name) for p in patches for spec in p.requires]
 
 
 def _committed_in_head(repo: Repo, patch: Patch, verdict: PatchVerdict) -> CommittedPatch | None:
@@ -670,9 +765,7 @@ def check(repo: Repo, tree: Worktree | None = None) -> CheckReport:
     manifest = repo.load_manifest()
     tree = tree or Worktree(repo)
     verdicts = [assess_patch(repo, tree, p) for p in manifest.patches]
-    owners: list[tuple[str, str | None]] = [
-        (spec, p.name) for p in manifest.patches for spec in p.requires
-    ]
+    owners = _owners(manifest, manifest.patches)
     owners += [(spec, None) for spec in manifest.guards]
     symbols = [check_symbol(tree, spec, owner) for spec, owner in owners]
     head = repo.head_commit()

@@ -142,21 +142,36 @@ def cli(ctx: click.Context, directory: Path | None) -> None:
     metavar="SPEC",
     help="Also require this symbol (file.py::Class.method). Repeatable.",
 )
-@click.option("-m", "--message", default="", help="What the patch is for.")
+@click.option("-m", "--message", default=None, help="What the patch is for (kept on a re-record).")
+@click.option(
+    "--rebase",
+    is_flag=True,
+    help="Re-record NAME here although HEAD is not its base (or a bisect, merge, rebase or "
+    "cherry-pick is in progress): the patch's base moves to this commit.",
+)
 @_directory_option
 def record(
-    cwd: Path, name: str, paths: tuple[str, ...], requires: tuple[str, ...], message: str
+    cwd: Path,
+    name: str,
+    paths: tuple[str, ...],
+    requires: tuple[str, ...],
+    message: str | None,
+    rebase: bool,
 ) -> None:
     """Record uncommitted changes (against HEAD) as patch NAME.
 
     Without PATHS, every tracked file with changes is taken (files already in another
     patch are skipped). Symbols whose def/class line the patch adds are required
-    automatically. Recording NAME again replaces it.
+    automatically. Recording NAME again replaces it and keeps its description unless -m
+    is given; away from the patch's base commit, or mid-bisect, merge, rebase or
+    cherry-pick, that needs --rebase (exit 2 otherwise, nothing changed).
     """
     repo = Repo.discover(cwd)
     from guard import recording
 
-    outcome = recording.record(repo, name, paths, requires=requires, description=message, cwd=cwd)
+    outcome = recording.record(
+        repo, name, paths, requires=requires, description=message, rebase=rebase, cwd=cwd
+    )
     verb = "replaced" if outcome.replaced else "recorded"
     patch = outcome.patch
     click.echo(f"{verb} patch {patch.name}: {len(patch.files)} file(s)")
@@ -355,10 +370,13 @@ def _repo_or_none(cwd: Path) -> Repo | None:
 def status(cwd: Path, names: tuple[str, ...], as_json: bool) -> None:
     """Show each patch's state, file by file.
 
-    States: applied, unapplied, drifted, upstream, conflict, missing-file.
+    States: applied, unapplied, drifted, upstream, doubled, conflict (the patch does not
+    merge here; `patchguard resolve` keeps it as you shape it), conflicted (the file itself
+    is: unmerged, conflict markers, or it does not parse), missing-file, outside-sparse,
+    unsafe-path (a link, or a path into a git directory). Exits 1 whenever `check` would.
     """
     repo = Repo.discover(cwd)
-    verdicts = assess.status(repo, names)
+    report = assess.status_report(repo, names)
     from guard import journal
 
     for entry in journal.interrupted(repo):  # the files below are half written: say so
@@ -368,9 +386,11 @@ def status(cwd: Path, names: tuple[str, ...], as_json: bool) -> None:
             err=True,
         )
     if as_json:
-        click.echo(render.status_json(verdicts))
+        click.echo(render.status_json(report.patches))
     else:
-        click.echo("\n".join(render.status_lines(verdicts)) or "no patches recorded")
+        lines = render.status_lines(report.patches, report.symbols)
+        click.echo("\n".join(lines) or "no patches recorded")
+    sys.exit(EXIT_OK if report.ok else EXIT_GUARD_FAILED)
 
 
 @cli.command(epilog=_epilog("patchguard apply", "patchguard apply eagle3 --dry-run"))
@@ -387,10 +407,17 @@ def apply(cwd: Path, names: tuple[str, ...], dry_run: bool, merge: bool, as_json
     A patch whose file cannot be merged cleanly, or whose merge would leave a required
     symbol missing or defined twice, is left untouched (exit 1), unless --merge asks for
     conflict markers. Running it again changes nothing.
+
+    After a `git stash pop`, autostash or `git checkout -m` that conflicted in a patched
+    file, it finishes git's merge there: HEAD's copy where HEAD already defines what the
+    patch adds, the patch's otherwise, every other edit kept, the change left unstaged.
+    Conflicts that are not the patch's stay marked.
     """
     from guard import patching
 
-    outcomes = patching.apply(Repo.discover(cwd), names, dry_run=dry_run, merge=merge)
+    outcomes = patching.apply(
+        Repo.discover(cwd), names, dry_run=dry_run, merge=merge, finish_git_merges=True
+    )
     _finish(outcomes, as_json)
 
 

@@ -74,9 +74,11 @@ def _library() -> tuple[Any, Any] | None:
 
 
 def merge_file(
-    base: bytes, ours: bytes, theirs: bytes, labels: tuple[str, str, str]
+    base: bytes, ours: bytes, theirs: bytes, labels: tuple[str, str, str], union: bool = False
 ) -> tuple[bool, bytes] | None:
-    """(clean, content), or None when this libgit2 cannot be loaded (the caller falls back)."""
+    """(clean, content), or None when this libgit2 cannot be loaded (the caller falls back).
+
+    `union`: a conflicting region gets both sides, ours first (git merge-file --union)."""
     loaded = _library()
     if loaded is None:
         return None
@@ -96,6 +98,8 @@ def merge_file(
     from pygit2.ffi import C  # the same constant pygit2 was built with
 
     options.flags = C.GIT_MERGE_FILE_STYLE_MERGE
+    if union:
+        options.favor = C.GIT_MERGE_FILE_FAVOR_UNION
     result = ffi.new("git_merge_file_result *")
     if lib.git_merge_file(result, *inputs, options) < 0:
         return None

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
 
-from guard import assess, journal, patching
+from guard import assess, journal, patching, stashes
 from guard.bisect_status import BISECT_ABORT, BISECT_SKIP, StepResult
 from guard.errors import GuardFailure, PatchguardError
 from guard.install import isolated_command
@@ -41,6 +41,7 @@ class Lift:
     put_back: list[patching.PatchOutcome] = field(default_factory=list)
     report: assess.CheckReport | None = None
     skipped: list[str] = field(default_factory=list)  # commits bisect skipped: "abbrev subject"
+    stash_held: list[str] = field(default_factory=list)  # patches a popped stash held
 
     @property
     def ok(self) -> bool:
@@ -104,9 +105,22 @@ def _put_back(repo: Repo, lift: Lift) -> None:
 
 
 def run_git_lifted(repo: Repo, args: Sequence[str], cwd: Path) -> tuple[int, Lift]:
-    """`git ARGS` with the patches lifted; returns git's status and what happened around it."""
+    """`git ARGS` with the patches lifted; returns git's status and what happened around it.
+
+    A stash pop or apply of a stash that holds a patch applies the stash without it
+    (guard.stashes); the patch comes back with the others.
+    """
     with lifted(repo, "git " + " ".join(args[:2])) as lift:
-        status = run_git(args, cwd, passthrough=True, env=_hold(repo)).returncode
+        stash = stashes.plan(repo, args) if repo.layout.manifest_path.exists() else None
+        if stash is None:
+            status = run_git(args, cwd, passthrough=True, env=_hold(repo)).returncode
+        else:
+            lift.stash_held = stash.patches
+            status = 0
+            if stash.apply is not None:  # a stash of nothing but the patches has nothing else
+                status = run_git(stash.apply, cwd, passthrough=True, env=_hold(repo)).returncode
+            if status == 0 and stash.drop is not None:
+                status = run_git(stash.drop, cwd, passthrough=True, env=_hold(repo)).returncode
     return status, lift
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from guard import unmerged
 from guard.assess import (
     GOOD_STATES,
     CheckReport,
@@ -20,7 +21,7 @@ from guard.assess import (
 from guard.atomic import new_file_mode
 from guard.journal import Journal, recover
 from guard.lock import locked
-from guard.manifest import EXECUTABLE_MODE, Patch
+from guard.manifest import EXECUTABLE_MODE, REGULAR_MODE, Patch
 from guard.repo import Repo
 
 
@@ -32,6 +33,7 @@ class PatchOutcome:
     written: list[str] = field(default_factory=list)
     ok: bool = True
     message: str = ""
+    finished: list[unmerged.Finished] = field(default_factory=list)  # git merges finished
 
 
 @locked("apply")
@@ -42,12 +44,15 @@ def apply(
     dry_run: bool = False,
     merge: bool = False,
     allow_mid_operation: bool = False,
+    finish_git_merges: bool = False,
     tree: Worktree | None = None,
 ) -> list[PatchOutcome]:
     """Bring every selected patch to `applied` (or leave it `upstream`), patch by patch.
 
     A patch is written whole or not at all: one file that cannot merge cleanly leaves all
     of that patch's files untouched, unless `merge` asks for conflict markers.
+    `finish_git_merges` (the `apply` command; never a hook): a patched file git left unmerged
+    gets the patch's part of git's conflict resolved first (guard.unmerged).
     """
     patches, tree, journal = _begin_writing(
         repo, "apply", names, dry_run, allow_mid_operation, tree
@@ -55,26 +60,36 @@ def apply(
     outcomes = []
     for patch in patches:
         verdict = assess_patch(repo, tree, patch)
-        outcome = PatchOutcome(verdict)
+        finished: list[unmerged.Finished] = []
+        refusals: list[str] = []
+        if finish_git_merges and verdict.state is State.CONFLICTED:
+            verdict, finished, refusals = unmerged.finish_patch(repo, tree, patch, verdict)
+        outcome = PatchOutcome(verdict, finished=finished)
         state = verdict.state
+        modes = {f.path: c.mode for c, f in zip(patch.files, verdict.files, strict=True)}
+        writes: dict[str, tuple[bytes | None, str]] = {
+            f.path: (f.content, modes.get(f.path, REGULAR_MODE)) for f in finished
+        }
         if state in GOOD_STATES:
             outcome.message = "nothing to do"
-        elif state in (State.MISSING_FILE, State.OUTSIDE_SPARSE, State.UNSAFE_PATH) or (
-            state is State.CONFLICT and not merge
-        ):
+        elif state in (
+            State.MISSING_FILE,
+            State.OUTSIDE_SPARSE,
+            State.UNSAFE_PATH,
+            State.CONFLICTED,
+        ) or (state is State.CONFLICT and not merge):
             worst = next(f for f in verdict.files if f.state is state)
             outcome.ok = False
-            outcome.message = "left untouched -> " + fix_for(patch.name, state, worst.path)
+            outcome.message = "left untouched -> " + fix_for(patch.name, worst)
         else:
-            writes = {
-                f.path: (f.merged, change.mode)
-                for change, f in zip(patch.files, verdict.files, strict=True)
-                if f.merged is not None
+            writes |= {
+                f.path: (f.merged, modes[f.path]) for f in verdict.files if f.merged is not None
             }
             if state is State.CONFLICT:
                 outcome.ok = False
                 outcome.message = (
-                    f"conflict markers written; resolve them, then patchguard resolve {patch.name}"
+                    "conflict markers written; edit them into the right shape, then keep that "
+                    f"for this version: patchguard resolve {patch.name}"
                 )
             elif state is State.DOUBLED:
                 outcome.message = (
@@ -82,11 +97,47 @@ def apply(
                 ) + " (HEAD's definitions stay)"
             else:
                 outcome.message = "would apply" if dry_run else "applied"
-            outcome.written = _write(repo, tree, writes, journal, patch.name)
+        if finished or refusals:
+            outcome.ok = outcome.ok and not refusals
+            outcome.message = _finished_message(verdict, refusals, dry_run, outcome)
+        outcome.written = _write(repo, tree, writes, journal, patch.name)
         outcomes.append(outcome)
     if journal is not None:
         journal.write(repo)
+        unmerged.clear_stage_entries(
+            repo, [f.path for o in outcomes for f in o.finished if not f.left]
+        )
+    if not dry_run and any(o.finished for o in outcomes):
+        note = unmerged.stash_note(repo, tree, patches, [f for o in outcomes for f in o.finished])
+        if note:
+            outcomes[-1].message += f"; {note}"
     return outcomes
+
+
+def _finished_message(
+    verdict: PatchVerdict, refusals: Sequence[str], dry_run: bool, outcome: PatchOutcome
+) -> str:
+    """What finishing git's merge did: which side it took, what it left marked, and why not."""
+    parts = []
+    resolved = [f.path for f in outcome.finished if not f.left]
+    if resolved:
+        side = (
+            "HEAD already defines what the patch adds: HEAD's copy kept"
+            if verdict.state is State.UPSTREAM
+            else "the patch's own text put back"
+        )
+        verb = "would finish" if dry_run else "finished"
+        parts.append(f"{verb} git's conflicted merge in {', '.join(resolved)} ({side})")
+    for f in outcome.finished:
+        if f.left:
+            lines = ", ".join(map(str, f.left))
+            parts.append(
+                f"{f.path}: the patch's part of git's conflict is resolved; conflicts that are not "
+                f"the patch's stay marked (lines {lines}): edit them out by hand, then "
+                f"git reset -q -- {f.path}"
+            )
+    parts += [f"not finished: {reason}" for reason in refusals]
+    return "; ".join(parts)
 
 
 @locked("unapply")

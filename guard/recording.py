@@ -38,13 +38,23 @@ def record(
     paths: Sequence[str],
     *,
     requires: Sequence[str] = (),
-    description: str = "",
+    description: str | None = None,
+    rebase: bool = False,
     cwd: Path,
 ) -> RecordOutcome:
-    """Record the uncommitted changes of `paths` (default: every changed tracked file) as NAME."""
+    """Record the uncommitted changes of `paths` (default: every changed tracked file) as NAME.
+
+    Recording an existing patch again keeps its description unless a new one is given; away
+    from its base, or in the middle of a bisect, merge, rebase or cherry-pick, it would re-base
+    the patch onto this commit, so it asks for `rebase` first.
+    """
     head_commit = repo.head_commit_id()
     manifest = repo.load_manifest(missing_ok=True)
     previous = manifest.patch(name)
+    if previous is not None and not rebase:
+        _refuse_rebase(repo, previous, head_commit)
+    if description is None:
+        description = previous.description if previous is not None else ""
     skipped: list[str] = []
     if paths:
         repo_paths = sorted({repo.relpath(p, cwd) for p in paths})
@@ -92,6 +102,30 @@ def record(
         patches.append(patch)
     repo.save_manifest(replace(manifest, patches=patches))
     return RecordOutcome(patch=patch, replaced=previous is not None, skipped=skipped)
+
+
+def _refuse_rebase(repo: Repo, previous: Patch, head_commit: str) -> None:
+    """Re-recording away from the base moves the patch's base here: only when asked to.
+
+    Done to get out of a conflict mid-bisect, it would make the patch right at the bisect
+    commit and wrong on the user's branch afterwards.
+    """
+    operation = repo.operation_in_progress()
+    if operation is None and (repo.layout.git_dir / "BISECT_START").exists():
+        operation = "bisect"
+    if operation is None and head_commit == previous.base_commit:
+        return
+    why = (
+        f"a {operation} is in progress"
+        if operation
+        else f"HEAD is {head_commit[:10]}, not its base {previous.base_commit[:10]}"
+    )
+    raise ConfigError(
+        f"recording {previous.name} again here would re-base it onto {head_commit[:10]} ({why}): "
+        "the patch would then fit this commit, not the one it was recorded on. Nothing was "
+        f"changed. If that is what you want, run the same record command with --rebase; to get "
+        f"out of a conflict instead: patchguard apply {previous.name}"
+    )
 
 
 def _refuse_non_utf8_name(path: str) -> None:

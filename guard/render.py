@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from guard.assess import GOOD_STATES, CheckReport, PatchVerdict, State
+from guard.assess import GOOD_STATES, CheckReport, PatchVerdict, State, SymbolResult
 
 TYPE_CHECKING = False  # not `from typing import ...`: typing costs the hooks ~3 ms
 if TYPE_CHECKING:
@@ -77,7 +77,11 @@ def outcomes_json(outcomes: Sequence[PatchOutcome]) -> str:
     )
 
 
-def status_lines(verdicts: Sequence[PatchVerdict]) -> list[str]:
+def status_lines(
+    verdicts: Sequence[PatchVerdict], symbols: Sequence[SymbolResult] = ()
+) -> list[str]:
+    """Each patch file by file, then every required symbol that is not where it must be
+    (unless its patch's state says why already)."""
     lines = []
     for verdict in verdicts:
         lines.append(f"{verdict.name}: {verdict.state}")
@@ -97,6 +101,10 @@ def status_lines(verdicts: Sequence[PatchVerdict]) -> list[str]:
                 "keeping it in your working tree:",
                 f"    {undo}",
             ]
+    explained = {v.name for v in verdicts if not v.ok}
+    lines += [
+        f"{s.spec}: missing ({s.detail})" for s in symbols if not s.ok and s.patch not in explained
+    ]
     return lines
 
 
@@ -174,13 +182,15 @@ def banner(title: str, problems: Sequence[str]) -> str:
 def lift_lines(lift: Lift) -> list[str]:
     """What `patchguard git` and `bisect run` did with the patches around git."""
     names = ", ".join(lift.lifted)
+    if lift.stopped == "conflicted stash pop":
+        out = f"; patches {names} are out of the tree" if lift.lifted else ""
+        return [
+            f"the stash pop stopped on a conflict{out}. patchguard apply finishes git's merge "
+            "in the patched files (and says whether the stash can be dropped); conflicts "
+            "elsewhere are yours to resolve"
+        ]
     if lift.stopped and not lift.lifted:
         return []
-    if lift.stopped == "conflicted stash pop":
-        return [
-            f"the stash pop stopped on a conflict; patches {names} are out of the tree. Resolve "
-            "the conflict (and git stash drop), then: patchguard apply"
-        ]
     if lift.stopped:
         return [
             f"git stopped in the middle of a {lift.stopped}; patches {names} are out of the "
@@ -188,13 +198,18 @@ def lift_lines(lift: Lift) -> list[str]:
             "--continue). If you abort it instead, run: patchguard apply"
         ]
     lines = []
+    if lift.stash_held:
+        lines.append(
+            f"the stash held patch {', '.join(lift.stash_held)}: git applied the rest of the "
+            "stash only, and the patch is put back by 3-way merge as after any move"
+        )
     for outcome in lift.put_back:
         name = outcome.verdict.name
         if outcome.written:
             lines.append(f"re-applied {name} ({', '.join(outcome.written)})")
         elif not outcome.ok:
             lines.append(f"{name}: {outcome.message}")
-        elif name in lift.lifted and outcome.verdict.state is State.UPSTREAM:
+        elif name in (*lift.lifted, *lift.stash_held) and outcome.verdict.state is State.UPSTREAM:
             lines.append(f"{name} is upstream here (HEAD has all of it); nothing to put back")
     if lift.skipped:
         names = " ".join(sorted({o.verdict.name for o in lift.put_back})) or "NAME"

@@ -298,8 +298,19 @@ class Repo:
 
     def head_commit(self) -> str | None:
         """HEAD's commit id; None in a repository with no commits yet."""
-        found = self._objects.read("HEAD")
-        return found[0] if found is not None and found[1] == "commit" else None
+        return self.commit_id("HEAD")
+
+    def commit_id(self, rev: str) -> str | None:
+        """The commit `rev` names (`HEAD`, `stash@{0}`, an id), or None when it names none."""
+        return self._object_id(rev, "commit")
+
+    def tree_id(self, rev: str) -> str | None:
+        """The tree of the commit `rev` names (`stash@{0}^2`), or None."""
+        return self._object_id(f"{rev}^{{tree}}", "tree")
+
+    def _object_id(self, rev: str, kind: str) -> str | None:
+        found = self._objects.read(rev)
+        return found[0] if found is not None and found[1] == kind else None
 
     def head_commit_id(self) -> str:
         head = self.head_commit()
@@ -353,10 +364,53 @@ class Repo:
         found = self._objects.read(f"{commit}:{path}")
         return found[2] if found is not None and found[1] == "blob" else None
 
+    def file_blob_id(self, commit: str, path: str) -> str | None:
+        """The blob id of the file in a commit's tree (None: no such file)."""
+        return self._object_id(f"{commit}:{path}", "blob")
+
+    def stash_paths(self) -> list[str]:
+        """The tracked files stash@{0} changes (against the commit it was made on)."""
+        if self._objects.read("refs/stash") is None:
+            return []
+        listing = run_git(
+            ["diff", "--no-renames", "--name-only", "-z", "stash@{0}^1", "stash@{0}"], self.workdir
+        )
+        return [path for path in listing.stdout.split("\0") if path]
+
+    def commit_with_files(self, commit: str, files: Mapping[str, bytes]) -> str:
+        """A copy of `commit` (parents, author, message) whose tree holds `files` instead of
+        its own versions of them; written to the object store, referenced by nothing."""
+        import pygit2
+
+        original = self.git.revparse_single(commit).peel(pygit2.Commit)
+        index = pygit2.Index()
+        index.read_tree(original.tree)
+        for path, data in files.items():
+            index.add(pygit2.IndexEntry(path, self.git.create_blob(data), index[path].mode))
+        tree = index.write_tree(self.git)
+        copy = self.git.create_commit(
+            None, original.author, original.committer, original.message, tree, original.parent_ids
+        )
+        return str(copy)
+
     def has_conflicts(self) -> bool:
         """Does the index hold unmerged entries (a `stash pop` that stopped on a conflict)?"""
         self.git.index.read()
         return self.git.index.conflicts is not None
+
+    def unmerged(self, paths: Sequence[str]) -> dict[str, dict[int, str]]:
+        """Which of `paths` git left unmerged, with their stage entries' blob ids (1 base,
+        2 ours, 3 theirs; a side that deleted the file has none). One `git ls-files`, so the
+        hooks need no libgit2; the paths are literal, never patterns."""
+        literal = [f":(literal){path}" for path in paths]
+        listing = run_git(["ls-files", "--unmerged", "-z", "--", *literal], self.workdir).stdout
+        stages: dict[str, dict[int, str]] = {}
+        for entry in listing.split("\0"):
+            if entry:
+                info, _, path = entry.partition("\t")
+                _mode, oid, stage = info.split()
+                stages.setdefault(path, {})[int(stage)] = oid
+        return stages
 
     def worktree_path(self, path: str) -> Path:
         """The absolute path of a repository path, where git itself would write it.
@@ -537,10 +591,16 @@ class Repo:
         return FileDiff(text=patch.text or "", added_lines=added)
 
     def merge3(
-        self, base: bytes, ours: bytes, theirs: bytes, labels: tuple[str, str, str]
+        self,
+        base: bytes,
+        ours: bytes,
+        theirs: bytes,
+        labels: tuple[str, str, str],
+        union: bool = False,
     ) -> MergeResult:
         """A 3-way merge of one file: exact identities first, then a merge seen before (by
-        content), and libgit2 only for a new one."""
+        content), and libgit2 only for a new one. `union`: both sides of a conflict, ours
+        first (`git merge-file --union`)."""
         if ours == theirs or theirs == base:
             return MergeResult(clean=True, content=ours)
         if ours == base:
@@ -551,6 +611,7 @@ class Repo:
                 [
                     *(blob_id(x).encode() for x in (base, ours, theirs)),
                     *(label.encode() for label in labels),
+                    *([b"union"] if union else []),
                 ]
             )
         )
@@ -559,11 +620,11 @@ class Repo:
             return MergeResult(clean=known[:1] == b"1", content=known[1:])
         from guard.inmemory_merge import merge_file
 
-        found = merge_file(base, ours, theirs, labels)  # writes nothing, not even objects
+        found = merge_file(base, ours, theirs, labels, union)  # writes nothing, not even objects
         result = (
             MergeResult(clean=found[0], content=found[1])
             if found is not None
-            else self._libgit2_merge(base, ours, theirs, labels)
+            else self._libgit2_merge(base, ours, theirs, labels, union)
         )
         with suppress(OSError):  # a cache: a read-only git dir only means merging again
             cache.mkdir(parents=True, exist_ok=True)
@@ -574,7 +635,12 @@ class Repo:
         return result
 
     def _libgit2_merge(
-        self, base: bytes, ours: bytes, theirs: bytes, labels: tuple[str, str, str]
+        self,
+        base: bytes,
+        ours: bytes,
+        theirs: bytes,
+        labels: tuple[str, str, str],
+        union: bool = False,
     ) -> MergeResult:
         """libgit2's git_merge_file on raw bytes (pygit2's wrapper decodes to str and drops labels)."""
         import pygit2
@@ -597,6 +663,8 @@ class Repo:
         label_buffers = [ffi.new("char[]", label.encode()) for label in labels]
         options.ancestor_label, options.our_label, options.their_label = label_buffers
         options.flags = C.GIT_MERGE_FILE_STYLE_MERGE
+        if union:
+            options.favor = C.GIT_MERGE_FILE_FAVOR_UNION
         result = ffi.new("git_merge_file_result *")
         error = C.git_merge_file_from_index(result, self.git._repo, *c_entries, options)
         if error < 0:

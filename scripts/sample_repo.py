@@ -9,7 +9,12 @@ c1 (an unrelated change), c2 (upstream edits the model file elsewhere), c3 (upst
 same methods, typed, documented, at another place in the class), c4 (a later change that brings
 a real regression: the all-reduce slows down).
 
-Usage: python scripts/sample_repo.py DIR [--filler N] [--hunt]
+`build_absorbing` makes the shape where git cannot merge: r0 (the model as in v0.5.9), r1 (an
+unrelated change), r2 (the release v0.5.10 that absorbs the three methods, typed and documented,
+at the very spot where a user types them: right after `load_weights`). `type_eagle3_by_hand`
+is that user's copy.
+
+Usage: python scripts/sample_repo.py DIR [--filler N] [--hunt | --absorbing]
 """
 
 from __future__ import annotations
@@ -211,13 +216,69 @@ def build_hunt(root: Path) -> dict[str, str]:
     return commits
 
 
+# Upstream absorbing the methods exactly where users put them: after the last method of the class.
+ABSORBED_METHODS = '''
+    def set_eagle3_layers_to_capture(self, layer_ids: list[int] | None = None) -> None:
+        """Choose the hidden layers the EAGLE-3 draft reads."""
+        self.language_model.set_eagle3_layers_to_capture(layer_ids)
+
+    def get_embed_and_head(self) -> tuple:
+        """Expose the base model's embedding and head to an EAGLE-3 draft."""
+        return self.language_model.get_embed_and_head()
+
+    def set_embed_and_head(self, embed, head) -> None:
+        """Share the embedding and head with the draft model."""
+        self.language_model.set_embed_and_head(embed, head)
+'''
+_AFTER_LOAD_WEIGHTS = "        self.language_model.load_weights(weights)\n"
+
+
+def type_eagle3_by_hand(root: Path) -> None:
+    """The methods as a user types them: no comment, right after `load_weights`, one blank line
+    before `EntryClass` (where upstream's own copy lands too, so git cannot merge the two)."""
+    path = root / KIMI
+    text = path.read_text()
+    start = text.index(_AFTER_LOAD_WEIGHTS) + len(_AFTER_LOAD_WEIGHTS)
+    end = text.index("EntryClass")
+    path.write_text(text[:start] + EAGLE3_METHODS + "\n" + text[end:])
+
+
+def build_absorbing(root: Path) -> dict[str, str]:
+    """r0 (v0.5.9), r1 (unrelated), r2 (v0.5.10 absorbs the methods at the same spot) on `main`."""
+    root.mkdir(parents=True, exist_ok=True)
+    git(root, "init", "-q", "-b", "main")
+    for path, text in OTHER_FILES.items():
+        write(root, path, text)
+    write(root, KIMI, KIMI_V1)
+    commits = {"r0": commit(root, "r0: sglang with Kimi-K2.5")}
+    write(root, "README.md", "# sglang (sample)\n\nServing framework.\n")
+    commits["r1"] = commit(root, "r1: docs")
+    absorbed = KIMI_V1.replace(_AFTER_LOAD_WEIGHTS, _AFTER_LOAD_WEIGHTS + ABSORBED_METHODS, 1)
+    write(root, KIMI, absorbed)
+    commits["r2"] = commit(root, "r2: kimi: EAGLE-3 support upstream")
+    for name, commit_id in commits.items():
+        git(root, "tag", name, commit_id)
+    git(root, "tag", "v0.5.9", commits["r0"])
+    git(root, "tag", "v0.5.10", commits["r2"])
+    return commits
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("directory", type=Path)
     parser.add_argument("--filler", type=int, default=0, help="extra small files to add")
-    parser.add_argument("--hunt", action="store_true", help="the regression hunt's history")
+    shape = parser.add_mutually_exclusive_group()
+    shape.add_argument("--hunt", action="store_true", help="the regression hunt's history")
+    shape.add_argument(
+        "--absorbing", action="store_true", help="a release that absorbs the methods in place"
+    )
     args = parser.parse_args()
-    commits = build_hunt(args.directory) if args.hunt else build(args.directory, args.filler)
+    if args.hunt:
+        commits = build_hunt(args.directory)
+    elif args.absorbing:
+        commits = build_absorbing(args.directory)
+    else:
+        commits = build(args.directory, args.filler)
     print(json.dumps(commits))
 
 

@@ -275,6 +275,7 @@ def test_conflicted_stash_pop_says_how_to_get_the_patch_back(hunt: Hunt) -> None
     pop = hunt.pg("git", "stash", "pop")
     assert pop.returncode == 1
     assert "the stash pop stopped on a conflict; patches eagle3 are out" in pop.stderr
+    assert "patchguard apply finishes git's merge" in pop.stderr
     readme.write_text("# resolved\n")
     hunt.git("add", "README.md")
     hunt.git("stash", "drop")

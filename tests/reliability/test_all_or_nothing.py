@@ -216,7 +216,7 @@ def test_duplicate_patch_names_are_refused(sample: Sample, tmp_path: Path) -> No
         assert len(lines) == 1 and "patch name eagle3 is used more than once" in lines[0]
     path.write_text(json.dumps({**data, "patches": data["patches"][:1]}))
     bundle = tmp_path / "b.json"
-    assert sample.pg("export", bundle).exit_code == 0
+    assert sample.pg("export", "-o", bundle).exit_code == 0
     exported = json.loads(bundle.read_text())
     exported["manifest"]["patches"] *= 2
     bundle.write_text(json.dumps(exported))

@@ -101,7 +101,7 @@ def test_a_changed_file_keeps_its_own_mode(sample: Sample) -> None:
 def test_a_bundle_carries_the_mode(sample: Sample, tmp_path: Path) -> None:
     record_with_launcher(sample)
     bundle = tmp_path / "eagle3.bundle.json"
-    assert sample.pg("export", bundle).exit_code == 0
+    assert sample.pg("export", "-o", bundle).exit_code == 0
     other = Sample(tmp_path / "other", sample_repo.build(tmp_path / "other"))
     assert other.pg("import", bundle).exit_code == 0
     assert other.pg("apply").exit_code == 0

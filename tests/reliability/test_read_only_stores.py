@@ -83,7 +83,7 @@ def _store(kept: str, clean_env: dict[str, str], *, hooks: bool = False) -> Iter
             handle.write("# another patch\n")
         assert other.pg("record", "other", OTHER_FILE).exit_code == 0
         bundle = home / "other.bundle.json"
-        assert other.pg("export", bundle).exit_code == 0
+        assert other.pg("export", "-o", bundle).exit_code == 0
         with (sample.root / OTHER_FILE).open("a") as handle:
             handle.write("# the user's uncommitted edit\n")
         subprocess.run(["chown", "-R", f"{NOBODY}:{NOBODY}", str(sample.root)], check=True)
