@@ -311,7 +311,8 @@ def test_a_patch_that_does_not_merge_is_never_advised_to_be_recorded(user: Check
     moved = user.pg("git", "checkout", "-q", "upstream-adds")
     assert moved.returncode == 1
     assert "is conflict" in moved.stderr
-    assert "the patch does not merge at this commit" in moved.stderr
+    assert "the patch does not merge with this version of the file" in moved.stderr
+    assert "patchguard resolve eagle3" in moved.stderr
     assert "patchguard record" not in moved.stderr
     status = user.pg("status")
     assert status.returncode == 1  # as check: a conflict is a failed guard

@@ -102,7 +102,7 @@ def test_undo_of_a_drop_waits_for_the_store_lock(sample: Sample, clean_env, monk
         result = sample.pg("undo")
         assert result.exit_code == 2
         assert "held for more than 0.3s" in result.stderr
-        assert sample.pg("list").stdout == ""  # still dropped: nothing was half-undone
+        assert "nothing recorded" in sample.pg("list").stdout  # still dropped: nothing half-undone
     finally:
         holder.kill()
         holder.wait()
