@@ -16,6 +16,7 @@ from guard.assess import (
     fix_for,
     merge_labels,
     select_patches,
+    stacks_on,
 )
 from guard.errors import ConfigError
 from guard.journal import Journal
@@ -49,12 +50,12 @@ def apply(
     A patch is written whole or not at all: one file that cannot merge cleanly leaves all
     of that patch's files untouched, unless `merge` asks for conflict markers.
     """
-    patches, tree, journal = _begin_writing(
+    every, patches, tree, journal = _begin_writing(
         repo, "apply", names, dry_run, allow_mid_operation, tree
     )
     outcomes = []
     for patch in patches:
-        verdict = assess_patch(repo, tree, patch)
+        verdict = assess_patch(repo, tree, patch, every[: every.index(patch)])
         outcome = PatchOutcome(verdict)
         state = verdict.state
         if state in GOOD_STATES:
@@ -64,7 +65,9 @@ def apply(
         ):
             worst = next(f for f in verdict.files if f.state is state)
             outcome.ok = False
-            outcome.message = "left untouched -> " + fix_for(patch.name, state, worst.path)
+            outcome.message = "left untouched -> " + fix_for(
+                patch.name, state, worst.path, worst.stacked_on
+            )
         else:
             writes = {f.path: f.merged for f in verdict.files if f.merged is not None}
             if state is State.CONFLICT:
@@ -90,7 +93,7 @@ def unapply(
     allow_mid_operation: bool = False,
 ) -> list[PatchOutcome]:
     """Take applied patches out of the worktree (last first), keeping every other edit."""
-    patches, tree, journal = _begin_writing(
+    every, patches, tree, journal = _begin_writing(
         repo, "unapply", names, dry_run, allow_mid_operation, None
     )
     outcomes = []
@@ -110,6 +113,13 @@ def unapply(
             if not reverse.clean:
                 outcome.ok = False
                 outcome.message = f"{path}: the change cannot be taken out cleanly"
+                above = _applied_on_top(repo, tree, every, patch, change.path)
+                if above:
+                    together = " ".join([patch.name, *above])
+                    outcome.message += (
+                        f": patch {', '.join(above)} was recorded on top of it there; take "
+                        f"them out together -> patchguard unapply {together}"
+                    )
                 break
             created_by_patch = change.base_blob is None and reverse.content == b""
             writes[path] = None if created_by_patch else reverse.content
@@ -125,6 +135,19 @@ def unapply(
     return list(reversed(outcomes))
 
 
+def _applied_on_top(
+    repo: Repo, tree: Worktree, every: Sequence[Patch], patch: Patch, path: str
+) -> list[str]:
+    """The later patches, applied in `tree`, whose change of `path` was recorded on top of
+    `patch`'s: where their lines touch, git's merge takes `patch` out only with them."""
+    above = every[every.index(patch) + 1 :]
+    return [
+        upper.name
+        for upper in above
+        if stacks_on(repo, upper, patch, path) and assess_patch(repo, tree, upper).ok
+    ]
+
+
 def _begin_writing(
     repo: Repo,
     operation: str,
@@ -132,13 +155,14 @@ def _begin_writing(
     dry_run: bool,
     allow_mid_operation: bool,
     tree: Worktree | None,
-) -> tuple[list[Patch], Worktree, Journal | None]:
-    """What apply and unapply share before their first write (no journal for a dry run)."""
+) -> tuple[list[Patch], list[Patch], Worktree, Journal | None]:
+    """What apply and unapply share before their first write (no journal for a dry run):
+    every patch in manifest order, and the selected ones."""
     if not (dry_run or allow_mid_operation):
         repo.refuse_mid_operation(operation)
-    patches = select_patches(repo.load_manifest(), names)
+    manifest = repo.load_manifest()
     journal = None if dry_run else Journal(repo.layout.git_dir, operation)
-    return patches, tree or Worktree(repo), journal
+    return manifest.patches, select_patches(manifest, names), tree or Worktree(repo), journal
 
 
 def apply_then_check(
@@ -160,12 +184,11 @@ def _write(
 ) -> list[str]:
     """Stage `writes` for later patches; with a journal, keep old bytes, then replace each file."""
     for path, content in writes.items():
-        before = tree.raw(path)
         if journal is None:
             tree.stage(path, content)
             continue
+        before = tree.raw(path)
         raw = None if content is None else repo.to_worktree(path, content, before)
-        tree.stage(path, content, raw)
         try:
             journal.before_write(path, before, raw, patch)
         except OSError as error:
@@ -184,4 +207,5 @@ def _write(
                 "Free space or make it writable, then run the command again; anything written "
                 "before it can be taken back with patchguard undo"
             ) from None
+        tree.wrote(path, content, raw)
     return sorted(writes)
