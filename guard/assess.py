@@ -560,8 +560,8 @@ def assess_patch(
             continue
         file_verdict.stacked_on = [
             lower.name
-            for lower in below
-            if stacks_on(repo, patch, lower, change.path) and not assess_patch(repo, tree, lower).ok
+            for lower in stacked(repo, [*below, patch], patch, change.path, above=False)
+            if not assess_patch(repo, tree, lower).ok
         ]
         if file_verdict.stacked_on:
             file_verdict.detail += (
@@ -569,6 +569,23 @@ def assess_patch(
                 "not applied here"
             )
     return verdict
+
+
+def stacked(
+    repo: Repo, patches: Sequence[Patch], patch: Patch, path: str, *, above: bool
+) -> list[Patch]:
+    """The patches recorded on top of `patch`'s change of `path` (`above`), or those it was
+    recorded on top of, directly or through one another; in manifest order."""
+    index = patches.index(patch)
+    others = patches[index + 1 :] if above else patches[:index][::-1]
+    chain = [patch]
+    for other in others:
+        if any(
+            stacks_on(repo, other, p, path) if above else stacks_on(repo, p, other, path)
+            for p in chain
+        ):
+            chain.append(other)
+    return chain[1:] if above else chain[:0:-1]
 
 
 def stacks_on(repo: Repo, upper: Patch, lower: Patch, path: str) -> bool:

@@ -16,7 +16,7 @@ from guard.assess import (
     fix_for,
     merge_labels,
     select_patches,
-    stacks_on,
+    stacked,
 )
 from guard.errors import ConfigError
 from guard.journal import Journal
@@ -140,11 +140,10 @@ def _applied_on_top(
 ) -> list[str]:
     """The later patches, applied in `tree`, whose change of `path` was recorded on top of
     `patch`'s: where their lines touch, git's merge takes `patch` out only with them."""
-    above = every[every.index(patch) + 1 :]
     return [
         upper.name
-        for upper in above
-        if stacks_on(repo, upper, patch, path) and assess_patch(repo, tree, upper).ok
+        for upper in stacked(repo, every, patch, path, above=True)
+        if assess_patch(repo, tree, upper).ok
     ]
 
 

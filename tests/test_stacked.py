@@ -1,0 +1,161 @@
+"""Two and three patches stacked on one file, through every command that moves them.
+
+Each patch is recorded on top of the ones before it (a second patch records only its own change,
+commit 167ed7e). Two layouts: `touching` puts every patch's methods at the end of the class, one
+right after the other, so their lines touch; `apart` puts them at separate places in the file.
+A 3-way merge (git's, and libgit2's) takes a patch out or puts it on without the ones it touches
+only in stack order; out of order it refuses, as a rebase that reorders such commits does. So
+there patchguard must say which patches to move together, change nothing, and the pasted
+command must work. Apart, every order works on its own.
+"""
+
+from __future__ import annotations
+
+import itertools
+import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import sample_repo
+from conftest import git
+from helpers import run_patchguard
+
+KIMI = sample_repo.KIMI
+
+
+@dataclass(frozen=True)
+class Stacked:
+    """A patch of the stack: the methods it adds, and the edit that adds them."""
+
+    name: str
+    methods: tuple[str, ...]
+    before: str  # the text the patch's lines go in front of (`None`: the end of the file)
+    text: str
+
+
+def method(name: str) -> str:
+    return f"\n    def {name}(self):\n        return {len(name)}\n"
+
+
+EAGLE3 = Stacked("eagle3", sample_repo.METHODS, "\n\nEntryClass", sample_repo.EAGLE3_METHODS)
+LAYOUTS = {
+    "touching": [
+        EAGLE3,
+        Stacked("draft", ("draft_vocab",), "\n\nEntryClass", method("draft_vocab")),
+        Stacked("aux", ("aux_layers",), "\n\nEntryClass", method("aux_layers")),
+    ],
+    "apart": [
+        EAGLE3,
+        Stacked("draft", ("draft_vocab",), "\n    def forward(", method("draft_vocab")),
+        Stacked("aux", ("aux_layers",), "", "\n\ndef aux_layers():\n    return 3\n"),
+    ],
+}
+
+
+def add(root: Path, patch: Stacked) -> None:
+    path = root / KIMI
+    text = path.read_text()
+    if patch.before:
+        assert patch.before in text
+        path.write_text(text.replace(patch.before, patch.text + patch.before, 1))
+    else:
+        path.write_text(text + patch.text)
+
+
+def record_stack(root: Path, patches: Sequence[Stacked], pg: PG) -> bytes:
+    """Record each patch on top of the ones before; returns the file with all of them."""
+    for patch in patches:
+        add(root, patch)
+        pg("record", patch.name, KIMI, check=0)
+    return (root / KIMI).read_bytes()
+
+
+class PG:
+    """The installed CLI in one repository (no traceback ever; `check` is the exit wanted)."""
+
+    def __init__(self, root: Path, env: dict[str, str]) -> None:
+        self.root, self.env = root, env
+
+    def __call__(self, *args: str, check: int | None = None) -> subprocess.CompletedProcess[str]:
+        return run_patchguard(self.root, self.env, args, check)
+
+
+def assert_applied(root: Path, patches: Sequence[Stacked], applied: set[str]) -> None:
+    """Each applied patch's methods are in the file exactly once, the others' not at all."""
+    text = (root / KIMI).read_text()
+    for patch in patches:
+        for name in patch.methods:
+            wanted = 1 if patch.name in applied else 0
+            assert text.count(f"def {name}(") == wanted, (patch.name, name, text)
+
+
+@pytest.fixture
+def repo(tmp_path: Path, clean_env: dict[str, str]) -> tuple[Path, PG]:
+    root = tmp_path / "sglang"
+    sample_repo.build(root)
+    pg = PG(root, clean_env)
+    pg("install", check=0)
+    return root, pg
+
+
+def orders(count: int) -> list[tuple[int, ...]]:
+    return list(itertools.permutations(range(count)))
+
+
+def layouts_and_orders() -> list[tuple[str, int, tuple[int, ...]]]:
+    return [(layout, n, order) for layout in LAYOUTS for n in (2, 3) for order in orders(n)]
+
+
+def move_one(root: Path, pg: PG, verb: str, name: str, together: Sequence[str]) -> None:
+    """`apply NAME` / `unapply NAME`; when it must move `together` with other patches, it
+    changes nothing and names them all: paste that command."""
+    before = (root / KIMI).read_bytes()
+    result = pg(verb, name)
+    if not together:
+        assert result.returncode == 0, result.stdout + result.stderr
+        return
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert (root / KIMI).read_bytes() == before
+    advice = result.stdout.split(f"-> patchguard {verb} ", 1)[1].splitlines()[0].split()
+    assert advice == list(together)
+    pasted = pg(verb, *advice)
+    assert pasted.returncode == 0, pasted.stdout + pasted.stderr
+
+
+@pytest.mark.parametrize(("layout", "count", "order"), layouts_and_orders())
+def test_unapply_then_apply_one_at_a_time_in_every_order(
+    repo: tuple[Path, PG], layout: str, count: int, order: tuple[int, ...]
+) -> None:
+    root, pg = repo
+    patches = LAYOUTS[layout][:count]
+    everything = record_stack(root, patches, pg)
+    head = git(root, "show", f"HEAD:{KIMI}").stdout.encode()
+    applied = {p.name for p in patches}
+
+    for index in order:
+        name = patches[index].name
+        if name not in applied:
+            continue  # taken out together with a patch before it in this order
+        above = [p.name for p in patches[index + 1 :] if p.name in applied]
+        together = [name, *above] if layout == "touching" and above else []
+        move_one(root, pg, "unapply", name, together)
+        applied -= {name, *together}
+        assert_applied(root, patches, applied)
+    assert (root / KIMI).read_bytes() == head
+
+    for index in order:
+        name = patches[index].name
+        if name in applied:
+            continue
+        below = [p.name for p in patches[:index] if p.name not in applied]
+        together = [*below, name] if layout == "touching" and below else []
+        if together:
+            status = pg("status", name, check=0).stdout
+            assert f"recorded on top of patch {', '.join(below)}, not applied here" in status
+        move_one(root, pg, "apply", name, together)
+        applied |= {name, *together}
+        assert_applied(root, patches, applied)
+    assert (root / KIMI).read_bytes() == everything
+    pg("check", check=0)
