@@ -12,6 +12,7 @@ command must work. Apart, every order works on its own.
 from __future__ import annotations
 
 import itertools
+import json
 import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -157,5 +158,84 @@ def test_unapply_then_apply_one_at_a_time_in_every_order(
         move_one(root, pg, "apply", name, together)
         applied |= {name, *together}
         assert_applied(root, patches, applied)
+    assert (root / KIMI).read_bytes() == everything
+    pg("check", check=0)
+
+
+STACKS = [(layout, count) for layout in LAYOUTS for count in (2, 3)]
+
+
+@pytest.mark.parametrize(("layout", "count"), STACKS)
+def test_checkout_where_the_file_differs_and_back(
+    repo: tuple[Path, PG], layout: str, count: int
+) -> None:
+    """Issue 20's acceptance: the move exits 0, every method once; back, the very same bytes."""
+    root, pg = repo
+    patches = LAYOUTS[layout][:count]
+    everything = record_stack(root, patches, pg)
+    every_name = {p.name for p in patches}
+    for dry_run in ("unapply", "apply"):
+        pg(dry_run, "--dry-run", check=0)
+        assert (root / KIMI).read_bytes() == everything
+    pg("git", "status", check=0)
+    moved = pg("git", "checkout", "-q", "old", check=0)
+    for patch in patches:
+        assert f"re-applied {patch.name} " in moved.stderr
+    assert git(root, "diff", "--quiet", "main", "old", "--", KIMI, check=False).returncode == 1
+    assert_applied(root, patches, every_name)
+    pg("check", check=0)
+    pg("git", "checkout", "-q", "main", check=0)
+    assert (root / KIMI).read_bytes() == everything
+    pg("check", check=0)
+
+
+@pytest.mark.parametrize(("layout", "count"), STACKS)
+def test_stash_and_pop_with_the_stack_applied(
+    repo: tuple[Path, PG], layout: str, count: int
+) -> None:
+    root, pg = repo
+    patches = LAYOUTS[layout][:count]
+    everything = record_stack(root, patches, pg)
+    readme = root / "README.md"
+    readme.write_text("# sglang (sample)\n\nmy notes\n")
+    pg("git", "stash", check=0)  # stashes the notes, not the patches
+    assert readme.read_text() == "# sglang (sample)\n"
+    assert (root / KIMI).read_bytes() == everything
+    pg("git", "stash", "pop", check=0)
+    assert readme.read_text().endswith("my notes\n")
+    assert (root / KIMI).read_bytes() == everything
+
+    git(root, "stash", "-q")  # a plain stash sweeps the patches in; the pop brings them back once
+    assert (root / KIMI).read_text() == git(root, "show", f"HEAD:{KIMI}").stdout
+    pg("git", "stash", "pop", check=0)
+    assert_applied(root, patches, {p.name for p in patches})
+    assert readme.read_text().endswith("my notes\n")
+    pg("check", check=0)
+
+
+@pytest.mark.parametrize("count", [2, 3])
+def test_bisect_run_with_a_stack_finds_the_real_regression(
+    tmp_path: Path, clean_env: dict[str, str], count: int
+) -> None:
+    """The hunt (c3 absorbs eagle3 upstream, c4 brings the regression) with patches on top."""
+    root = tmp_path / "sglang"
+    commits = sample_repo.build_hunt(root)
+    git(root, "checkout", "-q", "-b", "work", "c0")
+    pg = PG(root, clean_env)
+    patches = LAYOUTS["touching"][:count]
+    everything = record_stack(root, patches, pg)
+    pg("install", check=0)
+    bench = tmp_path / "bench.py"
+    bench.write_text(sample_repo.HUNT_BENCH_TEXT)
+    pg("git", "bisect", "start", "c4", "c0", check=0)
+    log = tmp_path / "hunt.jsonl"
+    run = pg("bisect", "run", "--log", str(log), "python", str(bench), check=0)
+    assert f"{commits['c4']} is the first bad commit" in run.stdout
+    steps = [json.loads(line) for line in log.read_text().splitlines()]
+    assert steps and all(s["exit"] == 0 and s["ok"] for s in steps)
+    for step in steps:
+        assert set(step["patches"]) == {p.name for p in patches}
+        assert set(step["patches"].values()) <= {"applied", "upstream"}
+    pg("git", "bisect", "reset", check=0)
     assert (root / KIMI).read_bytes() == everything
     pg("check", check=0)
