@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from guard import assess, install, preflight, render
-from guard.errors import EXIT_GUARD_FAILED, EXIT_OK, PatchguardError
+from guard.errors import EXIT_GUARD_FAILED, EXIT_OK, PatchguardError, one_line
 from guard.gitdir import locate
 from guard.repo import Repo
 
@@ -487,8 +487,8 @@ def bisect_step(log: Path | None, command: tuple[str, ...]) -> None:
         command = command[1:]
     try:
         result = moves.bisect_step(Repo.discover(Path.cwd()), command, log)
-    except PatchguardError as error:
-        result = moves.StepResult(moves.BISECT_ABORT, "", None, [str(error)])
+    except Exception as error:  # no repository to step in: abort, never a mark for git
+        result = moves.StepResult(moves.BISECT_ABORT, "", None, [one_line(error)])
     for line in render.step_lines(result):
         click.echo(f"patchguard: {line}", err=True)
     sys.exit(result.status)

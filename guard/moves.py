@@ -20,13 +20,14 @@ from pathlib import Path
 from types import FrameType
 
 from guard import assess, journal, patching
-from guard.errors import GuardFailure, PatchguardError
+from guard.errors import GuardFailure, one_line
 from guard.lock import HELD_VARIABLE, exclusive
 from guard.repo import Repo, run_git
 
 BISECT_SKIP = 125
 BISECT_ABORT = 128  # `git bisect run` aborts on any status above 127
 STEP_COMMAND = ("bisect", "step")
+STEP_MARKER = "bisect-step"  # in the store while a step runs: left behind by a killed one
 
 
 @dataclass
@@ -38,6 +39,7 @@ class Lift:
     stopped: str | None = None
     put_back: list[patching.PatchOutcome] = field(default_factory=list)
     report: assess.CheckReport | None = None
+    killed_step: str | None = None  # bisect run: the commit whose step died before it ended
 
     @property
     def ok(self) -> bool:
@@ -131,8 +133,21 @@ def bisect_run(repo: Repo, command: Sequence[str], log: Path | None) -> tuple[in
             env=_hold(repo),
         ).returncode
         with _step_lock(repo, "bisect run"):
-            pass  # after a Ctrl-C git is gone at once; a step may still be lifting: wait for it
+            # after a Ctrl-C git is gone at once; a step may still be lifting: wait for it
+            lift.killed_step = _killed_step(repo)
     return status, lift
+
+
+def _killed_step(repo: Repo) -> str | None:
+    """The commit of a step that was killed (a signal, the OOM killer) before it could say so;
+    git saw a status of 128+N, aborted, and marked nothing."""
+    marker = repo.layout.store_dir / STEP_MARKER
+    try:
+        head = marker.read_text().strip()
+    except OSError:
+        return None
+    marker.unlink(missing_ok=True)
+    return head
 
 
 def _step_lock(repo: Repo, operation: str) -> AbstractContextManager[None]:
@@ -152,14 +167,20 @@ def bisect_step(repo: Repo, command: Sequence[str], log: Path | None) -> StepRes
 
     A commit where the patches cannot be applied, or the guard is red, is skipped (125): it
     says nothing about the regression. A failure of patchguard itself aborts the bisect (128),
-    never marks a commit bad.
+    whatever it is (a bug included), and never marks a commit: only COMMAND's status does.
     """
     head = repo.head_commit_id()
+    marker = repo.layout.store_dir / STEP_MARKER
     try:
         with _step_lock(repo, "bisect step"):
-            return _step(repo, head, command, log)
-    except PatchguardError as error:
-        return StepResult(BISECT_ABORT, head, None, [str(error)])
+            with suppress(OSError):  # only for the message about a killed step
+                marker.write_text(head + "\n")
+            try:
+                return _step(repo, head, command, log)
+            finally:
+                marker.unlink(missing_ok=True)
+    except Exception as error:  # patchguard's own part failed: the commit was not measured
+        return StepResult(BISECT_ABORT, head, None, [one_line(error, str(repo.workdir))])
 
 
 def _step(repo: Repo, head: str, command: Sequence[str], log: Path | None) -> StepResult:
