@@ -6,6 +6,7 @@ patchguard (guard.errors.handled), 130 interrupted.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
@@ -478,9 +479,14 @@ def bisect_run(ctx: click.Context, log: Path | None, command: tuple[str, ...]) -
 
 @bisect.command(name="step", hidden=True, context_settings=_PASS_THROUGH)
 @click.option("--log", type=click.Path(dir_okay=False, path_type=Path), default=None)
+@click.option("--decided", type=click.Path(dir_okay=False, path_type=Path), default=None)
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
-def bisect_step(log: Path | None, command: tuple[str, ...]) -> None:
-    """One step of `patchguard bisect run` (run by git bisect, not by hand)."""
+def bisect_step(log: Path | None, decided: Path | None, command: tuple[str, ...]) -> None:
+    """One step of `patchguard bisect run` (run by git bisect, not by hand).
+
+    `--decided FILE` receives the status before the step exits: moves.STEP_WRAPPER passes on
+    only that one, so a step that dies on the way cannot mark a commit.
+    """
     from guard import moves
 
     if command[:1] == ("--",):
@@ -491,6 +497,9 @@ def bisect_step(log: Path | None, command: tuple[str, ...]) -> None:
         result = moves.StepResult(moves.BISECT_ABORT, "", None, [one_line(error)])
     for line in render.step_lines(result):
         click.echo(f"patchguard: {line}", err=True)
+    if decided is not None:
+        with contextlib.suppress(OSError):  # not written: the wrapper aborts the bisect
+            decided.write_text(str(result.status))
     sys.exit(result.status)
 
 

@@ -27,7 +27,24 @@ from guard.repo import Repo, run_git
 BISECT_SKIP = 125
 BISECT_ABORT = 128  # `git bisect run` aborts on any status above 127
 STEP_COMMAND = ("bisect", "step")
-STEP_MARKER = "bisect-step"  # in the store while a step runs: left behind by a killed one
+STEP_DECIDED = "patchguard-bisect-step"  # in the worktree's git dir: the status a step decided
+GO_ON = (
+    "Nothing is marked and the bisect stays where it is: fix the cause, then run patchguard "
+    "bisect run again to go on (or mark this commit yourself: patchguard git bisect skip)"
+)
+# What git bisect runs at each commit. Only a status the step decided and wrote down reaches git:
+# a step killed by a signal, or a Python that cannot start patchguard, ends with a status of its
+# own (1 for a traceback) that git would read as "bad". $1: the file, then the step's argv. It
+# travels in the environment, so git's "running ..." line stays short.
+WRAPPER_VARIABLE = "PATCHGUARD_BISECT_STEP"
+STEP_WRAPPER = (
+    'decided=$1; shift; rm -f "$decided"; "$@"; status=$?\n'
+    'if [ "$(cat "$decided" 2>/dev/null)" = "$status" ]; then exit "$status"; fi\n'
+    'echo "patchguard: bisect step at $(git rev-parse --short HEAD) ended with status $status '
+    "before patchguard decided anything (killed by a signal, or patchguard could not start), "
+    f'aborting the bisect. {GO_ON}" >&2\n'
+    "exit 128\n"
+)
 
 
 @dataclass
@@ -39,7 +56,6 @@ class Lift:
     stopped: str | None = None
     put_back: list[patching.PatchOutcome] = field(default_factory=list)
     report: assess.CheckReport | None = None
-    killed_step: str | None = None  # bisect run: the commit whose step died before it ended
 
     @property
     def ok(self) -> bool:
@@ -122,7 +138,9 @@ def bisect_run(repo: Repo, command: Sequence[str], log: Path | None) -> tuple[in
         raise GuardFailure(
             "no bisect is in progress; start one first: patchguard git bisect start BAD GOOD"
         )
-    step = [sys.executable, "-P", "-m", "guard", *STEP_COMMAND]
+    decided = repo.layout.git_dir / STEP_DECIDED
+    step = ["sh", "-c", f'eval "${WRAPPER_VARIABLE}"', "patchguard-bisect-step", str(decided)]
+    step += [sys.executable, "-P", "-m", "guard", *STEP_COMMAND, "--decided", str(decided)]
     if log is not None:
         step += ["--log", str(log.resolve())]
     with lifted(repo, "bisect run") as lift:
@@ -130,24 +148,12 @@ def bisect_run(repo: Repo, command: Sequence[str], log: Path | None) -> tuple[in
             ["bisect", "run", *step, "--", *command],
             repo.workdir,
             passthrough=True,
-            env=_hold(repo),
+            env={**_hold(repo), WRAPPER_VARIABLE: STEP_WRAPPER},
         ).returncode
         with _step_lock(repo, "bisect run"):
-            # after a Ctrl-C git is gone at once; a step may still be lifting: wait for it
-            lift.killed_step = _killed_step(repo)
+            pass  # after a Ctrl-C git is gone at once; a step may still be lifting: wait for it
+        decided.unlink(missing_ok=True)
     return status, lift
-
-
-def _killed_step(repo: Repo) -> str | None:
-    """The commit of a step that was killed (a signal, the OOM killer) before it could say so;
-    git saw a status of 128+N, aborted, and marked nothing."""
-    marker = repo.layout.store_dir / STEP_MARKER
-    try:
-        head = marker.read_text().strip()
-    except OSError:
-        return None
-    marker.unlink(missing_ok=True)
-    return head
 
 
 def _step_lock(repo: Repo, operation: str) -> AbstractContextManager[None]:
@@ -170,15 +176,9 @@ def bisect_step(repo: Repo, command: Sequence[str], log: Path | None) -> StepRes
     whatever it is (a bug included), and never marks a commit: only COMMAND's status does.
     """
     head = repo.head_commit_id()
-    marker = repo.layout.store_dir / STEP_MARKER
     try:
         with _step_lock(repo, "bisect step"):
-            with suppress(OSError):  # only for the message about a killed step
-                marker.write_text(head + "\n")
-            try:
-                return _step(repo, head, command, log)
-            finally:
-                marker.unlink(missing_ok=True)
+            return _step(repo, head, command, log)
     except Exception as error:  # patchguard's own part failed: the commit was not measured
         return StepResult(BISECT_ABORT, head, None, [one_line(error, str(repo.workdir))])
 

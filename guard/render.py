@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import replace
 
 from guard.assess import GOOD_STATES, CheckReport, PatchVerdict, State
 
@@ -165,12 +164,6 @@ def banner(title: str, problems: Sequence[str]) -> str:
 def lift_lines(lift: Lift) -> list[str]:
     """What `patchguard git` and `bisect run` did with the patches around git."""
     names = ", ".join(lift.lifted)
-    if lift.killed_step:
-        killed = [
-            f"the bisect step at {lift.killed_step[:10]} was killed before it finished, so git "
-            f"bisect stopped without marking it. {_GO_ON}"
-        ]
-        return killed + lift_lines(replace(lift, killed_step=None))
     if lift.stopped and not lift.lifted:
         return []
     if lift.stopped == "conflicted stash pop":
@@ -196,21 +189,15 @@ def lift_lines(lift: Lift) -> list[str]:
     return lines
 
 
-_GO_ON = (
-    "Nothing is marked and the bisect stays where it is: fix the cause, then run patchguard "
-    "bisect run again to go on (or mark this commit yourself: patchguard git bisect skip)"
-)
-
-
 def step_lines(result: StepResult) -> list[str]:
-    from guard.moves import BISECT_ABORT, BISECT_SKIP
+    from guard.moves import BISECT_ABORT, BISECT_SKIP, GO_ON
 
     commit = result.head[:10]
     if result.status == BISECT_ABORT and result.skipped is None:
         where = f" at {commit}" if commit else ""
         return [
-            f"bisect step{where} failed, aborting the bisect: {'; '.join(result.problems)}. "
-            + _GO_ON
+            f"bisect step{where} failed, aborting the bisect: "
+            f"{'; '.join(p.rstrip('.') for p in result.problems)}. {GO_ON}"
         ]
     if result.status == BISECT_SKIP and result.skipped:
         return [f"skipping {commit}: {result.skipped}", *(f"  - {p}" for p in result.problems)]

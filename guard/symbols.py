@@ -104,9 +104,10 @@ class SymbolIndex:
             raise SourceSyntaxError(path, error.lineno, error.msg) from None
         except ValueError as error:  # e.g. NUL bytes in the source
             raise SourceSyntaxError(path, None, str(error)) from None
-        except RecursionError:  # Python's own compile fails the same way: it cannot run it
+        except (RecursionError, MemoryError) as error:  # the parser's stack: Python's own
+            # compile fails the same way on this file, so it cannot run it either
             raise SourceSyntaxError(
-                path, None, "nested too deeply for Python to parse (RecursionError)"
+                path, None, f"nested too deeply for Python to parse ({type(error).__name__})"
             ) from None
         scopes: dict[int, dict[str, list[Binding]]] = {}
         _bind(tree.body, _MODULE_SCOPE, None, scopes, iter(range(1, 1 << 62)))
