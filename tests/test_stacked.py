@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 import sample_repo
-from conftest import git
+from conftest import git, patchguard
 from helpers import run_patchguard
 
 KIMI = sample_repo.KIMI
@@ -74,13 +74,20 @@ def record_stack(root: Path, patches: Sequence[Stacked], pg: PG) -> bytes:
 
 
 class PG:
-    """The installed CLI in one repository (no traceback ever; `check` is the exit wanted)."""
+    """The CLI in one repository (no traceback ever; `check` is the exit wanted): the installed
+    one, or with no `env` the same CLI in-process, for tests that only apply and unapply."""
 
-    def __init__(self, root: Path, env: dict[str, str]) -> None:
+    def __init__(self, root: Path, env: dict[str, str] | None) -> None:
         self.root, self.env = root, env
 
     def __call__(self, *args: str, check: int | None = None) -> subprocess.CompletedProcess[str]:
-        return run_patchguard(self.root, self.env, args, check)
+        if self.env is not None:
+            return run_patchguard(self.root, self.env, args, check)
+        result = patchguard("-C", self.root, *args)
+        done = subprocess.CompletedProcess(args, result.exit_code, result.stdout, result.stderr)
+        if check is not None:
+            assert done.returncode == check, done.stdout + done.stderr
+        return done
 
 
 def assert_applied(root: Path, patches: Sequence[Stacked], applied: set[str]) -> None:
@@ -92,13 +99,21 @@ def assert_applied(root: Path, patches: Sequence[Stacked], applied: set[str]) ->
             assert text.count(f"def {name}(") == wanted, (patch.name, name, text)
 
 
-@pytest.fixture
-def repo(tmp_path: Path, clean_env: dict[str, str]) -> tuple[Path, PG]:
-    root = tmp_path / "sglang"
+def build(root: Path, env: dict[str, str] | None) -> tuple[Path, PG]:
     sample_repo.build(root)
-    pg = PG(root, clean_env)
+    pg = PG(root, env)
     pg("install", check=0)
     return root, pg
+
+
+@pytest.fixture
+def repo(tmp_path: Path, clean_env: dict[str, str]) -> tuple[Path, PG]:
+    return build(tmp_path / "sglang", clean_env)
+
+
+@pytest.fixture
+def repo_in_process(tmp_path: Path) -> tuple[Path, PG]:
+    return build(tmp_path / "sglang", None)
 
 
 def orders(count: int) -> list[tuple[int, ...]]:
@@ -127,9 +142,9 @@ def move_one(root: Path, pg: PG, verb: str, name: str, together: Sequence[str]) 
 
 @pytest.mark.parametrize(("layout", "count", "order"), layouts_and_orders())
 def test_unapply_then_apply_one_at_a_time_in_every_order(
-    repo: tuple[Path, PG], layout: str, count: int, order: tuple[int, ...]
+    repo_in_process: tuple[Path, PG], layout: str, count: int, order: tuple[int, ...]
 ) -> None:
-    root, pg = repo
+    root, pg = repo_in_process
     patches = LAYOUTS[layout][:count]
     everything = record_stack(root, patches, pg)
     head = git(root, "show", f"HEAD:{KIMI}").stdout.encode()
