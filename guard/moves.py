@@ -20,7 +20,7 @@ from pathlib import Path
 from types import FrameType
 
 from guard import assess, journal, patching
-from guard.errors import GuardFailure, one_line
+from guard.errors import ConfigError, GuardFailure, one_line
 from guard.lock import HELD_VARIABLE, exclusive
 from guard.repo import Repo, run_git
 
@@ -138,6 +138,14 @@ def bisect_run(repo: Repo, command: Sequence[str], log: Path | None) -> tuple[in
         raise GuardFailure(
             "no bisect is in progress; start one first: patchguard git bisect start BAD GOOD"
         )
+    if log is not None:
+        try:  # before the first step: a log that cannot be written would abort it after measuring
+            log.open("a").close()
+        except OSError as error:
+            raise ConfigError(
+                f"cannot write the bisect log {log}: {error.strerror}; name a file in a "
+                "directory that exists and that you can write"
+            ) from None
     decided = repo.layout.git_dir / STEP_DECIDED
     step = ["sh", "-c", f'eval "${WRAPPER_VARIABLE}"', "patchguard-bisect-step", str(decided)]
     step += [sys.executable, "-P", "-m", "guard", *STEP_COMMAND, "--decided", str(decided)]

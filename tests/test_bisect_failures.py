@@ -102,10 +102,13 @@ def test_the_deep_commit_is_measured_and_the_real_regression_found(
 
 
 def test_an_internal_error_in_a_step_aborts_and_marks_nothing(hunt: Hunt, tmp_path: Path) -> None:
-    """A bug in patchguard's part of a step (here: the log cannot be opened, after the command
-    ran) ends the bisect with one line saying why and how to go on; git marks nothing."""
-    unwritable = tmp_path / "gone" / "hunt.jsonl"
-    run = hunt.pg("bisect", "run", "--log", str(unwritable), "python", str(hunt.bench))
+    """An unforeseen failure in patchguard's part of a step (here: the log's directory vanishes
+    while the command runs, so appending to it fails) ends the bisect with one line saying why
+    and how to go on; git marks nothing."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    vanishing = f"rm -r {logs} && python {hunt.bench}"
+    run = hunt.pg("bisect", "run", "--log", str(logs / "hunt.jsonl"), "sh", "-c", vanishing)
     assert run.returncode != 0
     assert "first bad commit" not in run.stdout
     [line] = [x for x in run.stderr.splitlines() if "aborting the bisect" in x]
@@ -119,6 +122,15 @@ def test_an_internal_error_in_a_step_aborts_and_marks_nothing(hunt: Hunt, tmp_pa
     hunt.pg("check", check=0)
     again = hunt.pg("bisect", "run", "python", str(hunt.bench), check=0)  # as the line says
     assert f"{hunt.commits['c4']} is the first bad commit" in again.stdout
+
+
+def test_a_log_that_cannot_be_written_is_refused_before_any_step(
+    hunt: Hunt, tmp_path: Path
+) -> None:
+    run = hunt.pg("bisect", "run", "--log", str(tmp_path / "gone" / "x.jsonl"), "true", check=2)
+    assert "cannot write the bisect log" in run.stderr
+    assert "running" not in run.stdout  # git bisect never started a step
+    assert hunt.marks() == []
 
 
 def test_a_step_killed_by_a_signal_aborts_and_marks_nothing(hunt: Hunt) -> None:
