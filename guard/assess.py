@@ -67,6 +67,7 @@ class FileVerdict:
     merged: bytes | None = None
     patched: bytes | None = None
     version: FileChange | None = None  # the version decided from: the recording or a resolution
+    stacked_on: list[str] = field(default_factory=list)  # a conflict: patches to apply first
     conflict: str | None = None  # for CONFLICTED: UNMERGED, MARKERS or SYNTAX
 
 
@@ -190,8 +191,11 @@ def fix_for(patch_name: str, verdict: FileVerdict) -> str:
     """The next command for a file of a patch in a bad state.
 
     Never `record`: recording over a conflict would re-base the patch onto this commit.
+    `verdict.stacked_on`: the unapplied patches it was recorded on top of there.
     """
     state = verdict.state
+    if state is State.CONFLICT and verdict.stacked_on:
+        return f"patchguard apply {' '.join([*verdict.stacked_on, patch_name])}"
     if state in (State.UNAPPLIED, State.DRIFTED):
         return f"patchguard apply {patch_name}"
     if state is State.DOUBLED:
@@ -236,7 +240,8 @@ class Worktree:
     def __init__(self, repo: Repo) -> None:
         self.repo = repo
         self._content: dict[str, bytes | None] = {}  # as git sees them (`git diff`'s view)
-        self._raw: dict[str, bytes | None] = {}  # the bytes on disk, when known
+        self._raw: dict[str, bytes | None] = {}  # the bytes on disk, as read or written
+        self._unwritten: set[str] = set()  # staged by a dry run: `_content` is not on disk
         self._head: dict[str, bytes | None] = {}
         self._indexes: dict[bytes, SymbolIndex | SourceSyntaxError] = {}
         self._renames: dict[str, str] = {}
@@ -295,17 +300,23 @@ class Worktree:
     def bytes_on_disk(self) -> dict[str, bytes] | None:
         """Every file read so far as it is on disk (the fast path hashes those), or None if one
         is missing or not written yet."""
-        if self._raw.keys() != self._content.keys() or None in self._raw.values():
+        if self._unwritten or None in self._raw.values():
             return None
         return {path: raw for path, raw in self._raw.items() if raw is not None}
 
-    def stage(self, path: str, content: bytes | None, raw: bytes | None = None) -> None:
-        """A file's new content (as git sees it); `raw` once it is written to disk."""
+    def stage(self, path: str, content: bytes | None) -> None:
+        """A file's new content (as git sees it) that a dry run does not write: the patches
+        after it are assessed against it, while the disk keeps its bytes. Several patches on
+        one file stage it in turn."""
+        self.read(path)
         self._content[path] = content
-        if raw is None and content is not None:
-            self._raw.pop(path, None)
-        else:
-            self._raw[path] = raw
+        self._unwritten.add(path)
+
+    def wrote(self, path: str, content: bytes | None, raw: bytes | None) -> None:
+        """A file's new content (as git sees it), now on disk as `raw` (None: deleted)."""
+        self._content[path] = content
+        self._raw[path] = raw
+        self._unwritten.discard(path)
 
     def symbols(self, content: bytes, path: str) -> SymbolIndex:
         """Parse once per distinct content; raises SourceSyntaxError."""
@@ -686,8 +697,61 @@ def _defines_twice(tree: Worktree, content: bytes, path: str, qualnames: Sequenc
     return any(index.duplicates(q) for q in qualnames)
 
 
-def assess_patch(repo: Repo, tree: Worktree, patch: Patch) -> PatchVerdict:
-    return PatchVerdict(patch.name, [assess_file(repo, tree, patch, c) for c in patch.files])
+def assess_patch(
+    repo: Repo, tree: Worktree, patch: Patch, below: Sequence[Patch] = ()
+) -> PatchVerdict:
+    """`below`: the patches before it in the manifest, which a conflict may be stacked on."""
+    verdict = PatchVerdict(patch.name, [assess_file(repo, tree, patch, c) for c in patch.files])
+    for change, file_verdict in zip(patch.files, verdict.files, strict=True):
+        if file_verdict.state is not State.CONFLICT:
+            continue
+        file_verdict.stacked_on = [
+            lower.name
+            for lower in stacked(repo, [*below, patch], patch, change.path, above=False)
+            if not assess_patch(repo, tree, lower).ok
+        ]
+        if file_verdict.stacked_on:
+            file_verdict.detail += (
+                f"; it was recorded on top of patch {', '.join(file_verdict.stacked_on)}, "
+                "not applied here"
+            )
+    return verdict
+
+
+def stacked(
+    repo: Repo, patches: Sequence[Patch], patch: Patch, path: str, *, above: bool
+) -> list[Patch]:
+    """The patches recorded on top of `patch`'s change of `path` (`above`), or those it was
+    recorded on top of, directly or through one another; in manifest order."""
+    index = patches.index(patch)
+    others = patches[index + 1 :] if above else patches[:index][::-1]
+    chain = [patch]
+    for other in others:
+        if any(
+            stacks_on(repo, other, p, path) if above else stacks_on(repo, p, other, path)
+            for p in chain
+        ):
+            chain.append(other)
+    return chain[1:] if above else chain[:0:-1]
+
+
+def stacks_on(repo: Repo, upper: Patch, lower: Patch, path: str) -> bool:
+    """Was `upper`'s change of `path` recorded on top of `lower`'s (its base holds that change)?
+
+    Then a 3-way merge may take one out or put one on without the other only where their lines
+    do not touch, as git's own merge (and a rebase that reorders commits) decides.
+    """
+    mine = next((c for c in upper.files if c.path == path), None)
+    theirs = next((c for c in lower.files if c.path == path), None)
+    if mine is None or theirs is None or mine.base_blob is None:
+        return False
+    return _contains_change(
+        repo,
+        repo.blob(theirs.base_blob) if theirs.base_blob else b"",
+        repo.blob(mine.base_blob),
+        repo.blob(theirs.patched_blob),
+        merge_labels(lower),
+    )
 
 
 def select_patches(manifest: Manifest, names: Sequence[str]) -> list[Patch]:
@@ -708,7 +772,8 @@ def status(
     tree = tree or Worktree(repo)
     verdicts = []
     for patch in select_patches(manifest, names):
-        verdict = assess_patch(repo, tree, patch)
+        below = manifest.patches[: manifest.patches.index(patch)]
+        verdict = assess_patch(repo, tree, patch, below)
         verdict.committed_in_head = _committed_in_head(repo, patch, verdict)
         verdicts.append(verdict)
     return verdicts
@@ -764,7 +829,9 @@ def check(repo: Repo, tree: Worktree | None = None) -> CheckReport:
     """
     manifest = repo.load_manifest()
     tree = tree or Worktree(repo)
-    verdicts = [assess_patch(repo, tree, p) for p in manifest.patches]
+    verdicts = [
+        assess_patch(repo, tree, p, manifest.patches[:i]) for i, p in enumerate(manifest.patches)
+    ]
     owners = _owners(manifest, manifest.patches)
     owners += [(spec, None) for spec in manifest.guards]
     symbols = [check_symbol(tree, spec, owner) for spec, owner in owners]

@@ -6,6 +6,7 @@ patchguard (guard.errors.handled), 130 interrupted.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
@@ -18,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from guard import assess, install, preflight, provenance, render
-from guard.errors import EXIT_GUARD_FAILED, EXIT_OK, PatchguardError, silence_stdout
+from guard.errors import EXIT_GUARD_FAILED, EXIT_OK, PatchguardError, one_line, silence_stdout
 from guard.gitdir import locate
 from guard.repo import Repo
 
@@ -574,9 +575,14 @@ for _word in ("start", "good", "bad", "skip", "reset", "log"):
 
 @bisect.command(name="step", hidden=True, context_settings=_PASS_THROUGH)
 @click.option("--log", type=click.Path(dir_okay=False, path_type=Path), default=None)
+@click.option("--decided", type=click.Path(dir_okay=False, path_type=Path), default=None)
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
-def bisect_step(log: Path | None, command: tuple[str, ...]) -> None:
-    """One step of `patchguard bisect run` (run by git bisect, not by hand)."""
+def bisect_step(log: Path | None, decided: Path | None, command: tuple[str, ...]) -> None:
+    """One step of `patchguard bisect run` (run by git bisect, not by hand).
+
+    `--decided FILE` receives the status before the step exits: moves.STEP_WRAPPER passes on
+    only that one, so a step that dies on the way cannot mark a commit.
+    """
     from guard import moves
     from guard.bisect_status import BISECT_ABORT, StepResult
 
@@ -584,11 +590,21 @@ def bisect_step(log: Path | None, command: tuple[str, ...]) -> None:
         command = command[1:]
     try:
         result = moves.bisect_step(Repo.discover(Path.cwd()), command, log)
-    except PatchguardError as error:
-        result = StepResult(BISECT_ABORT, "", None, [str(error)])
+    except Exception as error:  # no repository to step in: abort, never a mark for git
+        result = StepResult(BISECT_ABORT, "", None, [one_line(error, _git_dir_of_cwd)])
     for line in render.step_lines(result):
         click.echo(f"patchguard: {line}", err=True)
+    if decided is not None:
+        with contextlib.suppress(OSError):  # not written: the wrapper aborts the bisect
+            decided.write_text(str(result.status))
     sys.exit(result.status)
+
+
+def _git_dir_of_cwd() -> str:
+    """Where a crash log goes when a step fails before it found its repository."""
+    from guard.gitpaths import find_repository
+
+    return find_repository(os.getcwd())[1]
 
 
 def _finish(outcomes: list[patching.PatchOutcome], as_json: bool) -> None:

@@ -69,12 +69,7 @@ def handled(run: Callable[[], int], crash_dir: Callable[[], str]) -> int:
         silence_stdout()
         return EXIT_OK
     except Exception as error:  # the one place that catches everything, to report it
-        where = _write_crash_log(error, crash_dir)
-        print(
-            f"patchguard: internal error ({type(error).__name__}: {error}); the traceback is in "
-            f"{where}. Please report it with that file.",
-            file=sys.stderr,
-        )
+        print(f"patchguard: {one_line(error, crash_dir)}", file=sys.stderr)
         return EXIT_INTERNAL
 
 
@@ -86,6 +81,19 @@ def silence_stdout() -> None:
     import sys
 
     os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
+def one_line(error: Exception, crash_dir: Callable[[], str]) -> str:
+    """What a failure says in one line: a PatchguardError its message; anything else is a bug,
+    named with the log that holds its traceback (for `handled`, and a bisect step that must
+    report its own failure to git as an abort, not as a status of the commit)."""
+    if isinstance(error, PatchguardError):
+        return str(error)
+    where = _write_crash_log(error, crash_dir)
+    return (
+        f"internal error ({type(error).__name__}: {error}); the traceback is in {where}. "
+        "Please report it with that file."
+    )
 
 
 def _write_crash_log(error: Exception, crash_dir: Callable[[], str]) -> str:

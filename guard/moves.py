@@ -22,13 +22,31 @@ from types import FrameType
 
 from guard import assess, journal, patching, stashes
 from guard.bisect_status import BISECT_ABORT, BISECT_SKIP, StepResult
-from guard.errors import GuardFailure, PatchguardError
+from guard.errors import ConfigError, GuardFailure, one_line
 from guard.install import isolated_command
 from guard.lock import HELD_VARIABLE, exclusive
 from guard.provenance import stamp
 from guard.repo import Repo, run_git
 
 STEP_COMMAND = ("bisect", "step")
+STEP_DECIDED = "patchguard-bisect-step"  # in the worktree's git dir: the status a step decided
+GO_ON = (
+    "Nothing is marked and the bisect stays where it is: fix the cause, then run patchguard "
+    "bisect run again to go on (or mark this commit yourself: patchguard git bisect skip)"
+)
+# What git bisect runs at each commit. Only a status the step decided and wrote down reaches git:
+# a step killed by a signal, or a Python that cannot start patchguard, ends with a status of its
+# own (1 for a traceback) that git would read as "bad". $1: the file, then the step's argv. It
+# travels in the environment, so git's "running ..." line stays short.
+WRAPPER_VARIABLE = "PATCHGUARD_BISECT_STEP"
+STEP_WRAPPER = (
+    'decided=$1; shift; rm -f "$decided"; "$@"; status=$?\n'
+    'if [ "$(cat "$decided" 2>/dev/null)" = "$status" ]; then exit "$status"; fi\n'
+    'echo "patchguard: bisect step at $(git rev-parse --short HEAD) ended with status $status '
+    "before patchguard decided anything (killed by a signal, or patchguard could not start), "
+    f'aborting the bisect. {GO_ON}" >&2\n'
+    "exit 128\n"
+)
 
 
 @dataclass
@@ -139,7 +157,17 @@ def bisect_run(repo: Repo, command: Sequence[str], log: Path | None) -> tuple[in
         raise GuardFailure(
             "no bisect is in progress; start one first: patchguard git bisect start BAD GOOD"
         )
-    step = [*isolated_command(sys.executable), *STEP_COMMAND]
+    if log is not None:
+        try:  # before the first step: a log that cannot be written would abort it after measuring
+            log.open("a").close()
+        except OSError as error:
+            raise ConfigError(
+                f"cannot write the bisect log {log}: {error.strerror}; name a file in a "
+                "directory that exists and that you can write"
+            ) from None
+    decided = repo.layout.git_dir / STEP_DECIDED
+    step = ["sh", "-c", f'eval "${WRAPPER_VARIABLE}"', "patchguard-bisect-step", str(decided)]
+    step += [*isolated_command(sys.executable), *STEP_COMMAND, "--decided", str(decided)]
     if log is not None:
         step += ["--log", str(log.resolve())]
     with lifted(repo, "bisect run") as lift:
@@ -147,11 +175,12 @@ def bisect_run(repo: Repo, command: Sequence[str], log: Path | None) -> tuple[in
             ["bisect", "run", *step, "--", *command],
             repo.workdir,
             passthrough=True,
-            env=_hold(repo),
+            env={**_hold(repo), WRAPPER_VARIABLE: STEP_WRAPPER},
         ).returncode
         with _step_lock(repo, "bisect run"):
             pass  # after a Ctrl-C git is gone at once; a step may still be lifting: wait for it
         lift.skipped = _skipped_by_bisect(repo)
+        decided.unlink(missing_ok=True)
     return status, lift
 
 
@@ -176,14 +205,16 @@ def bisect_step(repo: Repo, command: Sequence[str], log: Path | None) -> StepRes
 
     A commit where the patches cannot be applied, or the guard is red, is skipped (125): it
     says nothing about the regression. A failure of patchguard itself aborts the bisect (128),
-    never marks a commit bad.
+    whatever it is (a bug included), and never marks a commit: only COMMAND's status does.
     """
     head = repo.head_commit_id()
     try:
         with _step_lock(repo, "bisect step"):
             return _step(repo, head, command, log)
-    except PatchguardError as error:
-        return StepResult(BISECT_ABORT, head, None, [str(error)])
+    except Exception as error:  # patchguard's own part failed: the commit was not measured
+        return StepResult(
+            BISECT_ABORT, head, None, [one_line(error, lambda: str(repo.layout.git_dir))]
+        )
 
 
 def _step(repo: Repo, head: str, command: Sequence[str], log: Path | None) -> StepResult:

@@ -17,6 +17,7 @@ from guard.assess import (
     fix_for,
     merge_labels,
     select_patches,
+    stacked,
 )
 from guard.atomic import new_file_mode
 from guard.journal import Journal, recover
@@ -54,12 +55,12 @@ def apply(
     `finish_git_merges` (the `apply` command; never a hook): a patched file git left unmerged
     gets the patch's part of git's conflict resolved first (guard.unmerged).
     """
-    patches, tree, journal = _begin_writing(
+    every, patches, tree, journal = _begin_writing(
         repo, "apply", names, dry_run, allow_mid_operation, tree
     )
     outcomes = []
     for patch in patches:
-        verdict = assess_patch(repo, tree, patch)
+        verdict = assess_patch(repo, tree, patch, every[: every.index(patch)])
         finished: list[unmerged.Finished] = []
         refusals: list[str] = []
         if finish_git_merges and verdict.state is State.CONFLICTED:
@@ -149,7 +150,7 @@ def unapply(
     allow_mid_operation: bool = False,
 ) -> list[PatchOutcome]:
     """Take applied patches out of the worktree (last first), keeping every other edit."""
-    patches, tree, journal = _begin_writing(
+    every, patches, tree, journal = _begin_writing(
         repo, "unapply", names, dry_run, allow_mid_operation, None
     )
     outcomes = []
@@ -170,6 +171,13 @@ def unapply(
             if not reverse.clean:
                 outcome.ok = False
                 outcome.message = f"{path}: the change cannot be taken out cleanly"
+                above = _applied_on_top(repo, tree, every, patch, change.path)
+                if above:
+                    together = " ".join([patch.name, *above])
+                    outcome.message += (
+                        f": patch {', '.join(above)} was recorded on top of it there; take "
+                        f"them out together -> patchguard unapply {together}"
+                    )
                 break
             created_by_patch = change.base_blob is None and reverse.content == b""
             writes[path] = (None if created_by_patch else reverse.content, change.mode)
@@ -187,6 +195,18 @@ def unapply(
     return list(reversed(outcomes))
 
 
+def _applied_on_top(
+    repo: Repo, tree: Worktree, every: Sequence[Patch], patch: Patch, path: str
+) -> list[str]:
+    """The later patches, applied in `tree`, whose change of `path` was recorded on top of
+    `patch`'s: where their lines touch, git's merge takes `patch` out only with them."""
+    return [
+        upper.name
+        for upper in stacked(repo, every, patch, path, above=True)
+        if assess_patch(repo, tree, upper).ok
+    ]
+
+
 def _begin_writing(
     repo: Repo,
     operation: str,
@@ -194,19 +214,20 @@ def _begin_writing(
     dry_run: bool,
     allow_mid_operation: bool,
     tree: Worktree | None,
-) -> tuple[list[Patch], Worktree, Journal | None]:
-    """What apply and unapply share before their first write (no journal for a dry run).
+) -> tuple[list[Patch], list[Patch], Worktree, Journal | None]:
+    """What apply and unapply share before their first write (no journal for a dry run):
+    every patch in manifest order, and the selected ones.
 
     A writer killed before has its half-written files put back first (journal.recover).
     """
     if not (dry_run or allow_mid_operation):
         repo.refuse_mid_operation(operation)
-    patches = select_patches(repo.load_manifest(), names)
+    manifest = repo.load_manifest()
     journal = None
     if not dry_run:
         recover(repo)
         journal = Journal(repo.layout.git_dir, operation)
-    return patches, tree or Worktree(repo), journal
+    return manifest.patches, select_patches(manifest, names), tree or Worktree(repo), journal
 
 
 def apply_then_check(
@@ -232,12 +253,12 @@ def _write(
     The git mode matters only to a file the patch creates: an existing file keeps its own.
     """
     for path, (content, git_mode) in writes.items():
-        before = tree.raw(path)
         if journal is None:
             tree.stage(path, content)
             continue
+        before = tree.raw(path)
         raw = None if content is None else repo.to_worktree(path, content, before)
-        tree.stage(path, content, raw)
         created = new_file_mode(git_mode == EXECUTABLE_MODE) if before is None else None
         journal.before_write(path, before, raw, patch, (repo.permissions(path), created))
+        tree.wrote(path, content, raw)
     return sorted(writes)

@@ -224,11 +224,14 @@ def lift_lines(lift: Lift) -> list[str]:
 
 def step_lines(result: StepResult) -> list[str]:
     from guard.bisect_status import BISECT_ABORT, BISECT_SKIP
+    from guard.moves import GO_ON
 
     commit = result.head[:10]
     if result.status == BISECT_ABORT and result.skipped is None:
+        where = f" at {commit}" if commit else ""
         return [
-            f"bisect step at {commit} failed, aborting the bisect: {p}" for p in result.problems
+            f"bisect step{where} failed, aborting the bisect: "
+            f"{'; '.join(p.rstrip('.') for p in result.problems)}. {GO_ON}"
         ]
     if result.status == BISECT_SKIP and result.skipped:
         return [f"skipping {commit}: {result.skipped}", *(f"  - {p}" for p in result.problems)]

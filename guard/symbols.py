@@ -104,6 +104,11 @@ class SymbolIndex:
             raise SourceSyntaxError(path, error.lineno, error.msg) from None
         except ValueError as error:  # e.g. NUL bytes in the source
             raise SourceSyntaxError(path, None, str(error)) from None
+        except (RecursionError, MemoryError) as error:  # the parser's stack: Python's own
+            # compile fails the same way on this file, so it cannot run it either
+            raise SourceSyntaxError(
+                path, None, f"nested too deeply for Python to parse ({type(error).__name__})"
+            ) from None
         scopes: dict[int, dict[str, list[Binding]]] = {}
         _bind(tree.body, _MODULE_SCOPE, None, scopes, iter(range(1, 1 << 62)))
         return cls(_walk(tree.body, prefix="", block_counter=iter(range(1 << 62))), scopes)
@@ -205,10 +210,18 @@ _COMPOUND_BODIES = ("body", "orelse", "finalbody", "handlers")
 
 
 def _walk(body: list[ast.stmt], prefix: str, block_counter: Iterator[int]) -> Iterator[Definition]:
-    """Yield definitions in `body`, descending into classes and into if/try/with at the same level."""
-    block = next(block_counter)
-    for node in body:
-        if isinstance(node, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+    """Yield definitions in `body`, descending into classes and into if/try/with at the same level.
+
+    In source order, with a stack of the bodies being walked rather than recursion: a chain of
+    `elif`s nests in the AST as deep as it is long, past Python's recursion limit.
+    """
+    stack = [(iter(body), prefix, next(block_counter))]
+    while stack:
+        nodes, prefix, block = stack[-1]
+        node = next(nodes, None)
+        if node is None:
+            stack.pop()
+        elif isinstance(node, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
             qualname = prefix + node.name
             yield Definition(
                 qualname=qualname,
@@ -222,15 +235,17 @@ def _walk(body: list[ast.stmt], prefix: str, block_counter: Iterator[int]) -> It
                 block=block,
             )
             if isinstance(node, ast.ClassDef):
-                yield from _walk(node.body, qualname + ".", block_counter)
+                stack.append((iter(node.body), qualname + ".", next(block_counter)))
         elif isinstance(node, ast.If | ast.Try | ast.With | ast.AsyncWith | ast.TryStar):
+            bodies: list[list[ast.stmt]] = []
             for field in _COMPOUND_BODIES:
                 children = getattr(node, field, None) or []
                 if field == "handlers":
-                    for handler in children:
-                        yield from _walk(handler.body, prefix, block_counter)
+                    bodies += [handler.body for handler in children]
                 else:
-                    yield from _walk(children, prefix, block_counter)
+                    bodies.append(children)
+            for children in reversed(bodies):  # the first body on top: walked first
+                stack.append((iter(children), prefix, next(block_counter)))
 
 
 def _has_def(bindings: list[Binding]) -> bool:
@@ -263,17 +278,28 @@ def _last_binding(bindings: list[Binding], expect_callable: bool) -> Resolution:
 
 
 def _static_truth(test: ast.expr) -> bool | None:
-    """True/False when an `if` test is decided before the code runs; None otherwise."""
-    if isinstance(test, ast.Name) and test.id == "TYPE_CHECKING":
-        return False
-    if isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING":
-        return False
+    """True/False when an `if` test is decided before the code runs; None otherwise.
+
+    A loop, not recursion: valid code may stack hundreds of `not`s, deeper than Python's
+    recursion limit allows a recursive walk.
+    """
+    negations = 0
+    while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        test, negations = test.operand, negations + 1
+    odd = negations % 2 == 1
     if isinstance(test, ast.Constant):
-        return bool(test.value)
-    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        inner = _static_truth(test.operand)
-        return None if inner is None else not inner
-    return None
+        return bool(test.value) ^ odd
+    name = getattr(test, "id", None) if isinstance(test, ast.Name) else getattr(test, "attr", None)
+    return odd if name == "TYPE_CHECKING" else None
+
+
+def _test_text(test: ast.expr) -> str:
+    """An `if` test as the report shows it; ast.unparse recurses, so a test nested deeper than
+    Python's recursion limit is named by its line instead."""
+    try:
+        return ast.unparse(test)
+    except RecursionError:
+        return f"the test on line {test.lineno}"
 
 
 _LITERALS = (
@@ -326,14 +352,7 @@ def _bind(
             for alias in node.names:
                 add((alias.asname or alias.name).split(".")[0], "other", node)
         elif isinstance(node, ast.If):
-            truth = _static_truth(node.test)
-            test = ast.unparse(node.test)
-            if truth is not False:
-                when = condition if truth else _joined(condition, test)
-                _bind(node.body, scope, when, scopes, counter)
-            if truth is not True:
-                when = condition if truth is False else _joined(condition, f"not ({test})")
-                _bind(node.orelse, scope, when, scopes, counter)
+            _bind_if(node, scope, condition, scopes, counter)
         elif isinstance(node, ast.Try | ast.TryStar | ast.With | ast.AsyncWith):
             for field in _COMPOUND_BODIES:  # as before: try and with bodies count as run
                 for child in getattr(node, field, None) or []:
@@ -344,6 +363,33 @@ def _bind(
                         scopes,
                         counter,
                     )
+
+
+def _bind_if(
+    node: ast.If,
+    scope: int,
+    condition: str | None,
+    scopes: dict[int, dict[str, list[Binding]]],
+    counter: Iterator[int],
+) -> None:
+    """An if/elif/else chain, each `elif` under the negation of the tests before it; a loop,
+    since the chain nests in the AST as deep as it is long."""
+    while True:
+        truth = _static_truth(node.test)
+        test = _test_text(node.test)
+        if truth is not False:
+            _bind(
+                node.body, scope, condition if truth else _joined(condition, test), scopes, counter
+            )
+        if truth is True:
+            return
+        if truth is None:
+            condition = _joined(condition, f"not ({test})")
+        if len(node.orelse) == 1 and isinstance(node.orelse[0], ast.If):
+            node = node.orelse[0]
+            continue
+        _bind(node.orelse, scope, condition, scopes, counter)
+        return
 
 
 def _joined(outer: str | None, test: str) -> str:
