@@ -168,7 +168,8 @@ def test_unapply_then_apply_one_at_a_time_in_every_order(
         below = [p.name for p in patches[:index] if p.name not in applied]
         together = [*below, name] if layout == "touching" and below else []
         if together:
-            status = pg("status", name, check=0).stdout
+            # a conflict is a failed guard: status exits as check would (issue 17)
+            status = pg("status", name, check=1).stdout
             assert f"recorded on top of patch {', '.join(below)}, not applied here" in status
         move_one(root, pg, "apply", name, together)
         applied |= {name, *together}
