@@ -72,10 +72,12 @@ def import_bundle(repo: Repo, source: str, text: str) -> list[str]:
     """Add the bundle's patches and guards; same-named patches are replaced (and said so)."""
     manifest, blobs = parse_bundle(source, text)
     with repo.lock("import"):
-        return _merge_bundle(repo, manifest, blobs)
+        return _merge_bundle(repo, manifest, blobs, source)
 
 
-def _merge_bundle(repo: Repo, bundled: runtime.Manifest, blobs: dict[str, str]) -> list[str]:
+def _merge_bundle(
+    repo: Repo, bundled: runtime.Manifest, blobs: dict[str, str], source: str
+) -> list[str]:
     for patch in bundled.patches:
         for change in patch.files:
             repo.worktree_path(change.path)  # refuses paths that escape through symlinks
@@ -99,7 +101,10 @@ def _merge_bundle(repo: Repo, bundled: runtime.Manifest, blobs: dict[str, str]) 
     patches = [incoming.pop(p.name, p) for p in current.patches] + list(incoming.values())
     guards = list(dict.fromkeys([*current.guards, *bundled.guards]))
     lines += [f"imported guard {g}" for g in bundled.guards if g not in current.guards]
-    repo.save_manifest(replace(current, patches=patches, guards=guards))
+    repo.save_manifest(
+        replace(current, patches=patches, guards=guards),
+        f"imported from {source}: {', '.join(lines)}",
+    )
     return lines
 
 

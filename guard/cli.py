@@ -373,21 +373,40 @@ def unapply(cwd: Path, names: tuple[str, ...], dry_run: bool, as_json: bool) -> 
 @click.option("--list", "as_list", is_flag=True, help="List what can be undone, newest first.")
 @_directory_option
 def undo(cwd: Path, as_list: bool) -> None:
-    """Undo the last apply, unapply or drop (patchguard git lifts count as unapply).
+    """Undo the last change: an apply or unapply, or any change to the patches.
 
-    Puts the files back exactly as they were before it, and says which operation that
-    was. Run it again to step further back (the last 10 are kept).
+    An apply or unapply (patchguard git lifts count as unapply) puts the files back exactly
+    as they were before it; the last 10 are kept. A change to the patches (record, re-record,
+    require, drop, import, resolve, fetch) is taken back by a new change that restores the
+    patches as they were, so `patchguard log` keeps both. Says which one it undid; run it
+    again to step further back.
 
     Refuses (exit 1) if a file was edited since, rather than lose that edit.
     """
-    from guard import journal
+    from guard import history
 
     repo = Repo.discover(cwd)
     if as_list:
-        listed = [f"{n}. {e.describe()}" for n, e in enumerate(journal.entries(repo), 1)]
-        click.echo("\n".join(listed) or "nothing to undo")
+        click.echo("\n".join(history.undo_list(repo)) or "nothing to undo")
         return
-    click.echo(f"undid {journal.undo(repo).describe()}")
+    click.echo(f"undid {history.undo(repo)}")
+
+
+@cli.command(
+    epilog=_epilog("patchguard log", "patchguard log eagle3", "patchguard show eagle3@{1}")
+)
+@click.argument("name", required=False)
+@_directory_option
+def log(cwd: Path, name: str | None) -> None:
+    """Show the history of the patches (or of patch NAME), newest first.
+
+    Each change says what changed (recorded, re-recorded with which files, resolved,
+    dropped, imported, fetched from where, undone), when, at which HEAD, and the
+    description. `patchguard show NAME@{N}` shows the version N of `log NAME`.
+    """
+    from guard import history
+
+    click.echo("\n".join(history.log_lines(Repo.discover(cwd), name)) or "no history yet")
 
 
 @cli.command(
@@ -543,16 +562,29 @@ def list_(cwd: Path, as_json: bool) -> None:
         click.echo(f"guard {spec}")
 
 
-@cli.command(epilog=_epilog("patchguard show", "patchguard show eagle3"))
+@cli.command(
+    epilog=_epilog("patchguard show", "patchguard show eagle3", "patchguard show eagle3@{1}")
+)
 @click.argument("names", nargs=-1)
 @_directory_option
 def show(cwd: Path, names: tuple[str, ...]) -> None:
     """Show recorded patches: description, base commit, files, required symbols and diff.
 
+    NAME@{N} shows an earlier version: N as `patchguard log NAME` numbers them.
     Coloured and paged (like git show) on a terminal; plain text otherwise.
     """
     repo = Repo.discover(cwd)
-    patches = assess.select_patches(repo.load_manifest(), names)
+    if any("@{" in name for name in names):
+        from guard import history
+
+        patches = [
+            history.patch_version(repo, name)
+            if "@{" in name
+            else assess.select_patches(repo.load_manifest(), [name])[0]
+            for name in names
+        ]
+    else:
+        patches = assess.select_patches(repo.load_manifest(), names)
     on_terminal = sys.stdout.isatty()
     color = on_terminal and "NO_COLOR" not in os.environ
     text = "\n".join(render.show_lines(patches, color=color))

@@ -35,7 +35,6 @@ class Journal:
         self.entry: Path | None = None
         self.files: list[dict[str, str | None]] = []
         self.patches: list[str] = []
-        self.manifest: dict[str, str] | None = None  # for `drop`: the manifest before it
 
     def before_write(
         self, path: str, before: bytes | None, after: bytes | None, patch: str
@@ -69,14 +68,6 @@ class Journal:
             self.files.append({"path": path, "before": saved, "after_blob": after_blob})
         self._save()
 
-    def before_manifest(self, before: bytes, after: bytes, dropped: str) -> None:
-        """Keep the manifest as it was before `drop`, so `undo` can bring the patch back."""
-        self.entry = self.entry or self._new_entry()
-        self.patches.append(dropped)
-        atomic_write(self.entry / "manifest-before.json", before)
-        self.manifest = {"before": "manifest-before.json", "after_blob": blob_id(after)}
-        self._save()
-
     def _save(self) -> None:
         assert self.entry is not None
         record = {
@@ -84,7 +75,6 @@ class Journal:
             "patches": self.patches,
             "created": time.time(),
             "files": self.files,
-            "manifest": self.manifest,
         }
         atomic_write(self.entry / "journal.json", json.dumps(record, indent=2).encode())
 
@@ -182,9 +172,12 @@ def undo(repo: Repo, entry_path: Path | None = None) -> Entry:
             f"not undone: {', '.join(edited)} changed after the last {entry.operation}, and "
             "undo would lose those edits. Save them elsewhere, then run patchguard undo again."
         )
-    if manifest:  # through save_manifest: validated, and its blobs pinned against gc again
+    if manifest:  # an entry from before the history (guard.history): a drop or resolve
         saved = (entry_path / manifest["before"]).read_bytes()
-        repo.save_manifest(parse_manifest(saved, repo.layout.manifest_path))
+        repo.load_manifest()
+        repo.save_manifest(
+            parse_manifest(saved, repo.layout.manifest_path), f"undid: {entry.describe()}"
+        )
     for path, before in reversed(restores):
         if before is None:
             repo.delete_file(path)
