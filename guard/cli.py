@@ -134,12 +134,29 @@ def record(
         click.echo(f"  requires {spec}")
     for path in outcome.skipped:
         click.echo(f"  skipped {path}: it belongs to another patch (name it to include it)")
-    if not install.hooks_installed(repo.layout):
-        click.echo(
-            "patchguard: hooks are not installed, so a checkout will not re-apply it; "
-            "run: patchguard install",
-            err=True,
-        )
+    _advise_hooks(repo, "it", install_now=False)
+
+
+def _advise_hooks(repo: Repo, what: str, *, install_now: bool) -> None:
+    """Patches without hooks vanish on the next checkout: install them, or say how."""
+    if install.hooks_installed(repo.layout):
+        return
+    if install_now:
+        click.echo("\n".join(install.install(repo.layout, install.HOOK_TYPES, False)))
+        return
+    click.echo(
+        f"patchguard: hooks are not installed, so a checkout will not re-apply {what}; "
+        "run: patchguard install",
+        err=True,
+    )
+
+
+_install_option = click.option(
+    "--install",
+    "install_now",
+    is_flag=True,
+    help="Also install the hooks (patchguard install) when they are not installed.",
+)
 
 
 @cli.command(
@@ -675,22 +692,79 @@ def export_(cwd: Path, file: Any) -> None:
 
 
 @cli.command(
-    name="import", epilog=_epilog("patchguard import eagle3.bundle.json && patchguard apply")
+    name="import",
+    epilog=_epilog(
+        "patchguard import eagle3.bundle.json && patchguard apply",
+        "patchguard import --install eagle3.bundle.json",
+    ),
 )
 @click.argument("file", type=click.File("r"))
+@_install_option
 @_directory_option
-def import_(cwd: Path, file: Any) -> None:
+def import_(cwd: Path, file: Any, install_now: bool) -> None:
     """Add the patches and guards of a bundle.
 
     FILE comes from `patchguard export` (- for stdin).
 
     The bundle is validated first; a path that would land outside the repository, or an
-    unknown schema version, is refused and nothing is written.
+    unknown schema version, is refused and nothing is written. `patchguard undo` takes an
+    import back.
     """
     from guard import bundle  # pydantic: only for bundles
 
-    lines = bundle.import_bundle(Repo.discover(cwd), file.name, file.read())
+    repo = Repo.discover(cwd)
+    lines = bundle.import_bundle(repo, file.name, file.read())
     click.echo("\n".join(lines) or "the bundle holds nothing")
+    _advise_hooks(repo, "them", install_now=install_now)
+
+
+@cli.command(epilog=_epilog("patchguard push origin", "patchguard push /shared/sglang-patches.git"))
+@click.argument("remote")
+@_directory_option
+def push(cwd: Path, remote: str) -> None:
+    """Push the patches (their history, refs/patchguard/history) to REMOTE.
+
+    REMOTE is what `git push` takes: a remote's name, a path, an ssh or https URL. Refused
+    when REMOTE has changes to the patches this clone has not fetched.
+    """
+    from guard import sharing
+
+    click.echo(sharing.push(Repo.discover(cwd), remote))
+
+
+@cli.command(
+    epilog=_epilog(
+        "patchguard fetch origin && patchguard apply",
+        "patchguard fetch --install /shared/sglang-patches.git",
+        "patchguard fetch origin --theirs",
+    )
+)
+@click.argument("remote")
+@click.option(
+    "--theirs",
+    "keep",
+    flag_value="theirs",
+    default=None,
+    help="Where a patch changed on both sides, take REMOTE's (yours stays in patchguard log).",
+)
+@click.option(
+    "--ours", "keep", flag_value="ours", help="Where a patch changed on both sides, keep yours."
+)
+@_install_option
+@_directory_option
+def fetch(cwd: Path, remote: str, keep: str | None, install_now: bool) -> None:
+    """Bring in the patches pushed to REMOTE: new and updated ones, patch by patch.
+
+    A patch changed both here and on REMOTE since the last version both had is refused by
+    name (exit 1) and nothing changes, unless --theirs or --ours says which to keep. The
+    working tree is not touched: `patchguard apply` puts fetched patches in. `patchguard
+    undo` takes a fetch back.
+    """
+    from guard import sharing
+
+    repo = Repo.discover(cwd)
+    click.echo("\n".join(sharing.fetch(repo, remote, keep)))
+    _advise_hooks(repo, "them", install_now=install_now)
 
 
 _HOOK_CHOICE = click.Choice(install.HOOK_TYPES)

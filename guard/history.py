@@ -24,7 +24,7 @@ from datetime import datetime
 
 from guard.errors import ConfigError
 from guard.fastpath import blob_id
-from guard.manifest import Manifest, Patch, now_utc, save_manifest
+from guard.manifest import Manifest, Patch, now_utc, save_manifest, serialize
 
 TYPE_CHECKING = False  # not `from typing import ...`, as in the modules the hooks import
 if TYPE_CHECKING:
@@ -37,6 +37,7 @@ LEGACY_STORE_REF = "refs/patchguard/store"  # before history: a tree pinning the
 MANIFEST_ENTRY = "manifest.json"
 BLOBS_ENTRY = "blobs"
 TAKEN_OVER = "took over the manifest as found"  # the first state of a manifest older than history
+STARTED = "no patches yet"  # the first state of a repository whose first change is a fetch
 _NO_REF = "0" * 40  # update-ref's "this ref must not exist yet"
 _HEAD_TRAILER = "Patchguard-Head: "
 _TIME_TRAILER = "Patchguard-Time: "
@@ -96,6 +97,8 @@ def commit(
     """
     old = current(repo)
     parent = _parent_for(repo, old)
+    if parent is None and merged is not None:  # a first fetch: undo goes back to no patches
+        parent = _commit(repo, _tree(repo, serialize(Manifest()), set()), [], STARTED)
     tree = _tree(repo, raw, blobs)
     if merged is None and parent is not None and _commit_at(repo, parent).tree_id == tree:
         return False
@@ -344,7 +347,7 @@ def undoable(repo: Repo) -> list[Change]:
             undone.add(change.undoes)
         elif change.commit in undone:
             continue
-        elif change.parent is not None or change.subject != TAKEN_OVER:
+        elif change.parent is not None or change.subject not in (TAKEN_OVER, STARTED):
             found.append(change)
     return found
 

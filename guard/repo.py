@@ -262,10 +262,10 @@ class Repo:
     def lock(self, operation: str) -> AbstractContextManager[None]:
         """The repository-wide writer lock (shared by linked worktrees).
 
-        Only `record` and `require` may start a store; every other writer needs a manifest, and
-        without one it refuses before creating anything.
+        Only `record`, `require`, `import` and `fetch` may start a store; every other writer
+        needs a manifest, and without one it refuses before creating anything.
         """
-        if operation not in ("record", "require", "import"):
+        if operation not in ("record", "require", "import", "fetch"):
             read_manifest_bytes(self.layout.manifest_path)  # "no manifest ..." when there is none
         return exclusive(self.layout.store_dir / "lock", operation)
 
