@@ -181,6 +181,23 @@ def require(cwd: Path, specs: tuple[str, ...]) -> None:
         click.echo("already guarded; nothing changed")
 
 
+def _same_as_option(func: Callable[..., Any]) -> Callable[..., Any]:
+    """--same-as STAMP, shared by check and run: the multi-node gate."""
+    return click.option(
+        "--same-as",
+        "same_as",
+        type=click.File("r"),
+        default=None,
+        metavar="STAMP",
+        help="Also fail unless this node runs the same code as the node that wrote STAMP "
+        "(patchguard stamp): HEAD, the patches and their states, the guarded files.",
+    )(func)
+
+
+def _stamp_file(file: Any) -> tuple[str, dict[str, Any]] | None:
+    return None if file is None else (file.name, preflight.load_stamp(file.name, file.read()))
+
+
 def _with_import_options(func: Callable[..., Any]) -> Callable[..., Any]:
     """--import MODULE and --python PATH, shared by check and run."""
     func = click.option(
@@ -206,6 +223,7 @@ def _with_import_options(func: Callable[..., Any]) -> Callable[..., Any]:
         "patchguard check --import sglang --python ~/venvs/serve/bin/python",
         "patchguard check --json",
         "patchguard check --strict",
+        "patchguard stamp > ~/node0.stamp && patchguard check --same-as ~/node0.stamp",
     )
 )
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing when everything holds.")
@@ -216,6 +234,7 @@ def _with_import_options(func: Callable[..., Any]) -> Callable[..., Any]:
 )
 @_json_option
 @_with_import_options
+@_same_as_option
 @_directory_option
 def check(
     cwd: Path,
@@ -224,6 +243,7 @@ def check(
     as_json: bool,
     import_names: tuple[str, ...],
     python: str | None,
+    same_as: Any,
 ) -> None:
     """Verify patches and required symbols (read-only).
 
@@ -242,6 +262,7 @@ def check(
             as_json=as_json,
             import_names=import_names,
             python=python,
+            same_as=_stamp_file(same_as),
         )
     )
 
@@ -252,10 +273,12 @@ def check(
         "patchguard run -- python ~/bench.py --model-path /models/kimi-k2.5",
         "patchguard run --apply --import sglang python ~/bench.py --apply x",
         "patchguard run --import sglang -- ~/venvs/serve/bin/python ~/bench.py",
+        "patchguard run --same-as ~/node0.stamp -- python ~/bench.py",
     ),
 )
 @click.option("--apply", "apply_first", is_flag=True, help="Re-apply patches before checking.")
 @_with_import_options
+@_same_as_option
 @_directory_option
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 def run(
@@ -263,6 +286,7 @@ def run(
     apply_first: bool,
     import_names: tuple[str, ...],
     python: str | None,
+    same_as: Any,
     command: tuple[str, ...],
 ) -> None:
     """Run COMMAND only if every guard holds.
@@ -285,8 +309,15 @@ def run(
         command=command,
         cwd=cwd,
     )
+    other = _stamp_file(same_as)
+    problems: list[str] = []
     if not report.ok:
-        problems = [*preflight.with_hook_advice(repo, report), f"not started: {' '.join(command)}"]
+        problems = preflight.with_hook_advice(repo, report)
+    elif other is not None:
+        differs = preflight.differences_from(repo, other[1])
+        problems = [f"code differs from {other[0]}: {line}" for line in differs]
+    if not report.ok or problems:
+        problems = [*problems, f"not started: {' '.join(command)}"]
         click.echo(render.banner("guard FAILED, command NOT run", problems), err=True)
         sys.exit(EXIT_GUARD_FAILED)
     preflight.execute(command)
@@ -718,7 +749,7 @@ def import_(cwd: Path, file: Any, install_now: bool) -> None:
     _advise_hooks(repo, "them", install_now=install_now)
 
 
-@cli.command(epilog=_epilog("patchguard push origin", "patchguard push /shared/sglang-patches.git"))
+@cli.command(epilog=_epilog("patchguard push origin"))
 @click.argument("remote")
 @_directory_option
 def push(cwd: Path, remote: str) -> None:
@@ -734,8 +765,8 @@ def push(cwd: Path, remote: str) -> None:
 
 @cli.command(
     epilog=_epilog(
-        "patchguard fetch origin && patchguard apply",
-        "patchguard fetch --install /shared/sglang-patches.git",
+        "patchguard -C ~/sglang-gpu2 fetch origin && patchguard -C ~/sglang-gpu2 apply",
+        "patchguard -C ~/sglang-gpu2 fetch --install origin",
         "patchguard fetch origin --theirs",
     )
 )

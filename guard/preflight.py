@@ -193,8 +193,12 @@ def report_check(
     import_names: Sequence[str] = (),
     python: str | None = None,
     strict: bool = False,
+    same_as: tuple[str, dict[str, Any]] | None = None,
 ) -> int:
     """`patchguard check`: print the report (JSON, the banner, or a summary); the exit code.
+
+    `same_as` (the stamp file's name and its last stamp) also fails when this node's code
+    differs from that node's.
 
     Shared by the click command and the entry point, which serves a plain `check` without
     importing click when the verified cache misses.
@@ -203,6 +207,11 @@ def report_check(
 
     repo = Repo.discover(cwd)
     report = verify(repo, import_names=import_names, python=python, strict=strict, cwd=cwd)
+    if same_as is not None and report.ok:
+        differs = differences_from(repo, same_as[1])
+        if differs:
+            print(render.banner(f"code differs from {same_as[0]}", differs), file=sys.stderr)
+            return EXIT_GUARD_FAILED
     if as_json:
         print(render.check_json(report, str(repo.workdir)))
     elif not report.ok:
@@ -326,7 +335,23 @@ def diff_stamps(repo: Repo | None, old: dict[str, Any], new: dict[str, Any]) -> 
         lines.append(
             f"patchguard: {old.get('patchguard') or 'unknown'} -> {new.get('patchguard') or 'unknown'}"
         )
-    return lines or ["same code: HEAD, patches, guarded files and symbols are unchanged"]
+    return lines or [SAME_CODE]
+
+
+# What must agree for two nodes to run the same code; their paths, branches and times may differ.
+_SAME_CODE_KEYS = ("head", "patches", "files")
+SAME_CODE = "same code: HEAD, patches, guarded files and symbols are unchanged"
+
+
+def differences_from(repo: Repo, other: dict[str, Any]) -> list[str]:
+    """What makes this checkout's code differ from another node's stamp (`--same-as`), in the
+    words of `stamp --diff`; empty when HEAD, the patches and their states, and the guarded
+    files' ids are the same."""
+    here = stamp(repo)
+    lines = diff_stamps(
+        repo, {k: other.get(k) for k in _SAME_CODE_KEYS}, {k: here.get(k) for k in _SAME_CODE_KEYS}
+    )
+    return [] if lines == [SAME_CODE] else lines
 
 
 def _word(key: str, value: Any) -> str:
