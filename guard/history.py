@@ -308,8 +308,8 @@ def log_lines(repo: Repo, name: str | None) -> list[str]:
             patch = version.after.patch(patch_name)
             if patch is None:
                 lines.append(f"    {patch_name}: (dropped)")
-            elif patch.description:
-                lines.append(f"    {patch_name}: {patch.description}")
+            else:
+                lines.append(f"    {patch_name}: {patch.description or '(no description)'}")
     return lines
 
 

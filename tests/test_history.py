@@ -149,6 +149,7 @@ def test_undo_of_a_re_record_that_swallowed_a_line_shows_it_as_before(sample: Sa
     named = sample.pg("log", "eagle3").output.splitlines()
     assert named[0].startswith("eagle3@{0} ") and "undid: re-recorded eagle3" in named[0]
     assert named[1] == "    eagle3: EAGLE-3 delegation"
+    assert named[3] == "    eagle3: (no description)"  # what the re-record without -m did
 
 
 def test_show_of_a_version_that_is_not_there_says_which_are(sample: Sample) -> None:
