@@ -76,8 +76,7 @@ def current(repo: Repo) -> str | None:
 
 def current_manifest_bytes(repo: Repo) -> bytes | None:
     """The manifest as the ref holds it, read through `git cat-file` (no libgit2)."""
-    found = repo._objects.read(f"{HISTORY_REF}:{MANIFEST_ENTRY}")
-    return found[2] if found is not None and found[1] == "blob" else None
+    return repo.file_at(HISTORY_REF, MANIFEST_ENTRY)
 
 
 def commit(
