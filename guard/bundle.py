@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Final, Literal
@@ -110,16 +110,19 @@ def import_bundle(repo: Repo, source: str, raw: bytes) -> list[str]:
     """Add the bundle's patches and guards; same-named patches are replaced (and said so)."""
     manifest, blobs = parse_bundle(source, raw)
     with repo.lock("import"):
-        return _merge_bundle(repo, manifest, blobs)
+        return _merge_bundle(repo, manifest, blobs, source)
 
 
-def _merge_bundle(repo: Repo, bundled: runtime.Manifest, blobs: dict[str, str]) -> list[str]:
-    for patch in bundled.patches:
+def refuse_unimportable(
+    repo: Repo, patches: Sequence[runtime.Patch], content: Callable[[str], bytes]
+) -> None:
+    """Before patches from elsewhere (a bundle, a fetch) are written: every path must be one
+    git would write here, and every file one this checkout's conversions can rebuild."""
+    for patch in patches:
         for change in patch.files:
             repo.worktree_path(change.path)  # refuses paths that escape through symlinks
             oids = [oid for oid in (change.base_blob, change.patched_blob) if oid]
-            contents = [base64.b64decode(blobs[oid]) for oid in oids]
-            refusal = repo.conversion(change.path).refuses(*contents)
+            refusal = repo.conversion(change.path).refuses(*map(content, oids))
             if refusal is not None:
                 raise ConfigError(
                     f"cannot import patch {patch.name}: "
@@ -127,6 +130,12 @@ def _merge_bundle(repo: Repo, bundled: runtime.Manifest, blobs: dict[str, str]) 
                     + " in this checkout; nothing was imported. Import it where that "
                     "attribute is not set."
                 )
+
+
+def _merge_bundle(
+    repo: Repo, bundled: runtime.Manifest, blobs: dict[str, str], source: str
+) -> list[str]:
+    refuse_unimportable(repo, bundled.patches, lambda oid: base64.b64decode(blobs[oid]))
     for encoded in blobs.values():
         repo.store_blob(base64.b64decode(encoded))
     current = repo.load_manifest(missing_ok=True)
@@ -137,7 +146,10 @@ def _merge_bundle(repo: Repo, bundled: runtime.Manifest, blobs: dict[str, str]) 
     patches = [incoming.pop(p.name, p) for p in current.patches] + list(incoming.values())
     guards = list(dict.fromkeys([*current.guards, *bundled.guards]))
     lines += [f"imported guard {g}" for g in bundled.guards if g not in current.guards]
-    repo.save_manifest(replace(current, patches=patches, guards=guards))
+    repo.save_manifest(
+        replace(current, patches=patches, guards=guards),
+        f"imported from {source}: {', '.join(lines)}",
+    )
     return lines
 
 

@@ -182,12 +182,29 @@ def record(
         click.echo(f"  requires {spec}")
     for path in outcome.skipped:
         click.echo(f"  skipped {path}: it belongs to another patch (name it to include it)")
-    if not install.hooks_installed(repo.layout):
-        click.echo(
-            "patchguard: hooks are not installed, so a checkout will not re-apply it; "
-            "run: patchguard install",
-            err=True,
-        )
+    _advise_hooks(repo, "it", install_now=False)
+
+
+def _advise_hooks(repo: Repo, what: str, *, install_now: bool) -> None:
+    """Patches without hooks vanish on the next checkout: install them, or say how."""
+    if install.hooks_installed(repo.layout):
+        return
+    if install_now:
+        click.echo("\n".join(install.install(repo.layout, install.HOOK_TYPES, False)))
+        return
+    click.echo(
+        f"patchguard: hooks are not installed, so a checkout will not re-apply {what}; "
+        "run: patchguard install",
+        err=True,
+    )
+
+
+_install_option = click.option(
+    "--install",
+    "install_now",
+    is_flag=True,
+    help="Also install the hooks (patchguard install) when they are not installed.",
+)
 
 
 @cli.command(
@@ -210,6 +227,23 @@ def require(cwd: Path, specs: tuple[str, ...]) -> None:
         click.echo(f"guarding {spec}")
     if not added:
         click.echo("already guarded; nothing changed")
+
+
+def _same_as_option(func: Callable[..., Any]) -> Callable[..., Any]:
+    """--same-as STAMP, shared by check and run: the multi-node gate."""
+    return click.option(
+        "--same-as",
+        "same_as",
+        type=click.File("rb"),
+        default=None,
+        metavar="STAMP",
+        help="Also fail unless this node runs the same code as the node that wrote STAMP "
+        "(patchguard stamp): HEAD, the patches and their states, the guarded files.",
+    )(func)
+
+
+def _stamp_file(file: Any) -> tuple[str, dict[str, Any]] | None:
+    return None if file is None else (file.name, provenance.load_stamp(file.name, file.read()))
 
 
 def _with_import_options(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -237,6 +271,7 @@ def _with_import_options(func: Callable[..., Any]) -> Callable[..., Any]:
         "patchguard check --import sglang --python ~/venvs/serve/bin/python",
         "patchguard check --json",
         "patchguard check --strict",
+        "patchguard stamp > ~/node0.stamp && patchguard check --same-as ~/node0.stamp",
     )
 )
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing when everything holds.")
@@ -247,6 +282,7 @@ def _with_import_options(func: Callable[..., Any]) -> Callable[..., Any]:
 )
 @_json_option
 @_with_import_options
+@_same_as_option
 @_directory_option
 def check(
     cwd: Path,
@@ -255,6 +291,7 @@ def check(
     as_json: bool,
     import_names: tuple[str, ...],
     python: str | None,
+    same_as: Any,
 ) -> None:
     """Verify patches and required symbols (read-only).
 
@@ -273,6 +310,7 @@ def check(
             as_json=as_json,
             import_names=import_names,
             python=python,
+            same_as=_stamp_file(same_as),
         )
     )
 
@@ -283,10 +321,12 @@ def check(
         "patchguard run -- python ~/bench.py --model-path /models/kimi-k2.5",
         "patchguard run --apply --import sglang python ~/bench.py --apply x",
         "patchguard run --import sglang -- ~/venvs/serve/bin/python ~/bench.py",
+        "patchguard run --same-as ~/node0.stamp -- python ~/bench.py",
     ),
 )
 @click.option("--apply", "apply_first", is_flag=True, help="Re-apply patches before checking.")
 @_with_import_options
+@_same_as_option
 @_directory_option
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 def run(
@@ -294,6 +334,7 @@ def run(
     apply_first: bool,
     import_names: tuple[str, ...],
     python: str | None,
+    same_as: Any,
     command: tuple[str, ...],
 ) -> None:
     """Run COMMAND only if every guard holds.
@@ -316,8 +357,15 @@ def run(
         command=command,
         cwd=cwd,
     )
+    other = _stamp_file(same_as)
+    problems: list[str] = []
     if not report.ok:
-        problems = [*preflight.with_hook_advice(repo, report), f"not started: {' '.join(command)}"]
+        problems = preflight.with_hook_advice(repo, report)
+    elif other is not None:
+        differs = provenance.differences_from(repo, other[1])
+        problems = [f"code differs from {other[0]}: {line}" for line in differs]
+    if not report.ok or problems:
+        problems = [*problems, f"not started: {' '.join(command)}"]
         click.echo(render.banner("guard FAILED, command NOT run", problems), err=True)
         sys.exit(EXIT_GUARD_FAILED)
     preflight.execute(command)
@@ -442,21 +490,40 @@ def unapply(cwd: Path, names: tuple[str, ...], dry_run: bool, as_json: bool) -> 
 @click.option("--list", "as_list", is_flag=True, help="List what can be undone, newest first.")
 @_directory_option
 def undo(cwd: Path, as_list: bool) -> None:
-    """Undo the last apply, unapply or drop (patchguard git lifts count as unapply).
+    """Undo the last change: an apply or unapply, or any change to the patches.
 
-    Puts the files back exactly as they were before it, and says which operation that
-    was. Run it again to step further back (the last 10 are kept).
+    An apply or unapply (patchguard git lifts count as unapply) puts the files back exactly
+    as they were before it; the last 10 are kept. A change to the patches (record, re-record,
+    require, drop, import, resolve, fetch) is taken back by a new change that restores the
+    patches as they were, so `patchguard log` keeps both. Says which one it undid; run it
+    again to step further back.
 
     Refuses (exit 1) if a file was edited since, rather than lose that edit.
     """
-    from guard import journal
+    from guard import history
 
     repo = Repo.discover(cwd)
     if as_list:
-        listed = [f"{n}. {e.describe()}" for n, e in enumerate(journal.entries(repo), 1)]
-        click.echo("\n".join(listed) or "nothing to undo")
+        click.echo("\n".join(history.undo_list(repo)) or "nothing to undo")
         return
-    click.echo(f"undid {journal.undo(repo).describe()}")
+    click.echo(f"undid {history.undo(repo)}")
+
+
+@cli.command(
+    epilog=_epilog("patchguard log", "patchguard log eagle3", "patchguard show eagle3@{1}")
+)
+@click.argument("name", required=False)
+@_directory_option
+def log(cwd: Path, name: str | None) -> None:
+    """Show the history of the patches (or of patch NAME), newest first.
+
+    Each change says what changed (recorded, re-recorded with which files, resolved,
+    dropped, imported, fetched from where, undone), when, at which HEAD, and the
+    description. `patchguard show NAME@{N}` shows the version N of `log NAME`.
+    """
+    from guard import history
+
+    click.echo("\n".join(history.log_lines(Repo.discover(cwd), name)) or "no history yet")
 
 
 @cli.command(
@@ -635,16 +702,29 @@ def list_(cwd: Path, as_json: bool) -> None:
         click.echo(f"guard {spec}")
 
 
-@cli.command(epilog=_epilog("patchguard show", "patchguard show eagle3"))
+@cli.command(
+    epilog=_epilog("patchguard show", "patchguard show eagle3", "patchguard show eagle3@{1}")
+)
 @click.argument("names", nargs=-1)
 @_directory_option
 def show(cwd: Path, names: tuple[str, ...]) -> None:
     """Show recorded patches: description, base commit, files, required symbols and diff.
 
+    NAME@{N} shows an earlier version: N as `patchguard log NAME` numbers them.
     Coloured and paged (like git show) on a terminal; plain text otherwise.
     """
     repo = Repo.discover(cwd)
-    patches = assess.select_patches(repo.load_manifest(), names)
+    if any("@{" in name for name in names):
+        from guard import history
+
+        patches = [
+            history.patch_version(repo, name)
+            if "@{" in name
+            else assess.select_patches(repo.load_manifest(), [name])[0]
+            for name in names
+        ]
+    else:
+        patches = assess.select_patches(repo.load_manifest(), names)
     on_terminal = sys.stdout.isatty()
     color = on_terminal and "NO_COLOR" not in os.environ
     text = "\n".join(render.show_lines(patches, color=color))
@@ -748,24 +828,81 @@ def export_(cwd: Path, names: tuple[str, ...], output: Path | None) -> None:
 
 
 @cli.command(
-    name="import", epilog=_epilog("patchguard import eagle3.bundle.json && patchguard apply")
+    name="import",
+    epilog=_epilog(
+        "patchguard import eagle3.bundle.json && patchguard apply",
+        "patchguard import --install eagle3.bundle.json",
+    ),
 )
 @click.argument("file")
+@_install_option
 @_directory_option
-def import_(cwd: Path, file: str) -> None:
+def import_(cwd: Path, file: str, install_now: bool) -> None:
     """Add the patches and guards of a bundle.
 
     FILE comes from `patchguard export` (- for stdin); a relative FILE is read from -C DIR,
     as git reads its paths.
 
     The bundle is validated first; a path that would land outside the repository, or an
-    unknown schema version, is refused and nothing is written.
+    unknown schema version, is refused and nothing is written. `patchguard undo` takes an
+    import back.
     """
     from guard import bundle  # pydantic: only for bundles
 
+    repo = Repo.discover(cwd)
     raw = sys.stdin.buffer.read() if file == "-" else bundle.read_bundle(cwd / file)
-    lines = bundle.import_bundle(Repo.discover(cwd), file, raw)
+    lines = bundle.import_bundle(repo, file, raw)
     click.echo("\n".join(lines) or "the bundle holds nothing")
+    _advise_hooks(repo, "them", install_now=install_now)
+
+
+@cli.command(epilog=_epilog("patchguard push origin"))
+@click.argument("remote")
+@_directory_option
+def push(cwd: Path, remote: str) -> None:
+    """Push the patches (their history, refs/patchguard/history) to REMOTE.
+
+    REMOTE is what `git push` takes: a remote's name, a path, an ssh or https URL. Refused
+    when REMOTE has changes to the patches this clone has not fetched.
+    """
+    from guard import sharing
+
+    click.echo(sharing.push(Repo.discover(cwd), remote))
+
+
+@cli.command(
+    epilog=_epilog(
+        "patchguard -C ~/sglang-gpu2 fetch origin && patchguard -C ~/sglang-gpu2 apply",
+        "patchguard -C ~/sglang-gpu2 fetch --install origin",
+        "patchguard fetch origin --theirs",
+    )
+)
+@click.argument("remote")
+@click.option(
+    "--theirs",
+    "keep",
+    flag_value="theirs",
+    default=None,
+    help="Where a patch changed on both sides, take REMOTE's (yours stays in patchguard log).",
+)
+@click.option(
+    "--ours", "keep", flag_value="ours", help="Where a patch changed on both sides, keep yours."
+)
+@_install_option
+@_directory_option
+def fetch(cwd: Path, remote: str, keep: str | None, install_now: bool) -> None:
+    """Bring in the patches pushed to REMOTE: new and updated ones, patch by patch.
+
+    A patch changed both here and on REMOTE since the last version both had is refused by
+    name (exit 1) and nothing changes, unless --theirs or --ours says which to keep. The
+    working tree is not touched: `patchguard apply` puts fetched patches in. `patchguard
+    undo` takes a fetch back.
+    """
+    from guard import sharing
+
+    repo = Repo.discover(cwd)
+    click.echo("\n".join(sharing.fetch(repo, remote, keep)))
+    _advise_hooks(repo, "them", install_now=install_now)
 
 
 _HOOK_CHOICE = click.Choice(install.HOOK_TYPES)

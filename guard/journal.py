@@ -46,7 +46,6 @@ class Journal:
         self.entry: Path | None = None
         self.files: list[dict[str, Any]] = []
         self.patches: list[str] = []
-        self.manifest: dict[str, str] | None = None  # for `drop`: the manifest before it
         self._writes: dict[str, tuple[bytes | None, int | None]] = {}  # path: (after, its mode)
 
     def before_write(
@@ -99,21 +98,6 @@ class Journal:
         self._writes[path] = (after, created_mode)
         self._save(WRITING)
 
-    def before_manifest(self, before: bytes, after: bytes, dropped: str) -> None:
-        """Keep the manifest as it was before `drop` or `resolve`, so `undo` can take it back."""
-        self.entry = self.entry or self._new_entry()
-        self.patches.append(dropped)
-        try:
-            atomic_write(self.entry / "manifest-before.json", before)
-            self.manifest = {"before": "manifest-before.json", "after_blob": blob_id(after)}
-            self._save(WRITING)
-        except OSError as error:
-            self.discard()
-            raise ConfigError(
-                f"cannot keep the undo copy of the manifest in {self.root}: {error.strerror}; "
-                "nothing was changed (free space, or make the git dir writable)"
-            ) from None
-
     def write(self, repo: Repo) -> None:
         """Replace every kept file, in order, all or nothing; then the entry is done.
 
@@ -139,7 +123,7 @@ class Journal:
         """Forget the entry: the change it was for did not happen."""
         if self.entry is not None:
             _remove_tree(self.entry)
-        self.entry, self.files, self.patches, self.manifest = None, [], [], None
+        self.entry, self.files, self.patches = None, [], []
         self._writes = {}
 
     def _record(self, state: str) -> dict[str, Any]:
@@ -149,7 +133,6 @@ class Journal:
             "patches": self.patches,
             "created": time.time(),
             "files": self.files,
-            "manifest": self.manifest,
         }
 
     def _save(self, state: str) -> None:
@@ -224,9 +207,9 @@ def _roll_back(repo: Repo, entry: Path, record: dict[str, Any]) -> _Fates:
 def recover(repo: Repo) -> Entry | None:
     """Finish what a killed writer left, before anything else is written (under the lock).
 
-    Every writer of entries (apply, unapply, undo, drop) calls this first, so only the newest
+    Every writer of entries (apply, unapply, undo) calls this first, so only the newest
     entry can be unfinished, and only it is looked at: the hooks pay for one entry, not ten.
-    Still `writing` with every file (and the manifest) as it meant to write them, it is done;
+    Still `writing` with every file as it meant to write them, it is done;
     otherwise its files are put back as they were before it, and it is gone. Its temp files,
     or the entry itself when the kill came before its journal, are swept. Returns the entry
     that was put back, if any.
@@ -249,9 +232,7 @@ def recover(repo: Repo) -> Entry | None:
         return None
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None  # damaged: `undo` says so when it gets there
-    manifest = record.get("manifest")
-    manifest_written = manifest is not None and _manifest_blob(repo) == manifest["after_blob"]
-    if manifest_written or (manifest is None and _all_written(repo, record)):
+    if _all_written(repo, record):
         _mark_done(path, record)
         return None
     if _roll_back(repo, path, record).stuck:  # edited since: `undo` lists it, refuses to lose it
@@ -372,7 +353,8 @@ def _undo(repo: Repo, entry_path: Path | None) -> Entry:
 
 
 def _restore(repo: Repo, entry_path: Path, entry: Entry, record: dict[str, Any]) -> Entry:
-    """Put one entry's files (and manifest) back, as one more journaled write."""
+    """Put one entry's files back, as one more journaled write (and the manifest, for an entry
+    of a drop made before the history kept every change to the patches)."""
     putting_back = Journal(repo.layout.git_dir, "undo")
     restores: list[tuple[str, bytes | None, bytes | None, int | None]] = []
     edited = []
@@ -401,9 +383,12 @@ def _restore(repo: Repo, entry_path: Path, entry: Entry, record: dict[str, Any])
         putting_back.before_write(
             path, current, before, ", ".join(entry.patches), (repo.permissions(path), mode)
         )
-    if saved is not None:  # through save_manifest: validated, and its blobs pinned against gc
+    if saved is not None:  # an entry from before the history (guard.history): a drop or resolve
         try:
-            repo.save_manifest(parse_manifest(saved, repo.layout.manifest_path))
+            repo.load_manifest()
+            repo.save_manifest(
+                parse_manifest(saved, repo.layout.manifest_path), f"undid: {entry.describe()}"
+            )
         except ConfigError:
             putting_back.discard()
             raise

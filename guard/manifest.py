@@ -139,13 +139,17 @@ def parse_manifest(raw: bytes, path: Path) -> Manifest:
     return Manifest.from_dict(data)
 
 
-def save_manifest(path: Path, manifest: Manifest) -> None:
-    """Validate what is about to be written, write it atomically, remember it as valid."""
+def validated_bytes(manifest: Manifest) -> bytes:
+    """The bytes of a manifest about to be written, refused when the schema would refuse them."""
     from guard import schema
 
     data = manifest.to_dict()
     schema.validate_data(schema.Manifest, data, "refusing to write an invalid manifest")
-    raw = serialize(manifest)
+    return serialize(manifest)
+
+
+def save_manifest(path: Path, raw: bytes) -> None:
+    """Write validated bytes (validated_bytes) atomically, remember them as valid."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write(path, raw)

@@ -26,7 +26,12 @@ from guard.errors import (
     PatchguardError,
     silence_stdout,
 )
+from guard.provenance import differences_from
 from guard.repo import Repo
+
+TYPE_CHECKING = False  # typing costs the hooks ~3 ms
+if TYPE_CHECKING:
+    from typing import Any
 
 # Resolves MODULE the way `import` would, without executing any package code: the top level
 # through sys.path, each submodule through its parent's search locations only.
@@ -187,8 +192,12 @@ def report_check(
     import_names: Sequence[str] = (),
     python: str | None = None,
     strict: bool = False,
+    same_as: tuple[str, dict[str, Any]] | None = None,
 ) -> int:
     """`patchguard check`: print the report (JSON, the banner, or a summary); the exit code.
+
+    `same_as` (the stamp file's name and its last stamp) also fails when this node's code
+    differs from that node's.
 
     Shared by the click command and the entry point, which serves a plain `check` without
     importing click when the verified cache misses.
@@ -197,6 +206,11 @@ def report_check(
 
     repo = Repo.discover(cwd)
     report = verify(repo, import_names=import_names, python=python, strict=strict, cwd=cwd)
+    if same_as is not None and report.ok:
+        differs = differences_from(repo, same_as[1])
+        if differs:
+            print(render.banner(f"code differs from {same_as[0]}", differs), file=sys.stderr)
+            return EXIT_GUARD_FAILED
     try:
         if as_json:
             print(render.check_json(report, str(repo.workdir)))

@@ -112,7 +112,23 @@ def diff_stamps(repo: Repo | None, old: dict[str, Any], new: dict[str, Any]) -> 
         lines.append(
             f"patchguard: {old.get('patchguard') or 'unknown'} -> {new.get('patchguard') or 'unknown'}"
         )
-    return lines or ["same code: HEAD, patches, guarded files and symbols are unchanged"]
+    return lines or [SAME_CODE]
+
+
+# What must agree for two nodes to run the same code; their paths, branches and times may differ.
+_SAME_CODE_KEYS = ("head", "patches", "files")
+SAME_CODE = "same code: HEAD, patches, guarded files and symbols are unchanged"
+
+
+def differences_from(repo: Repo, other: dict[str, Any]) -> list[str]:
+    """What makes this checkout's code differ from another node's stamp (`--same-as`), in the
+    words of `stamp --diff`; empty when HEAD, the patches and their states, and the guarded
+    files' ids are the same."""
+    here = stamp(repo)
+    lines = diff_stamps(
+        repo, {k: other.get(k) for k in _SAME_CODE_KEYS}, {k: here.get(k) for k in _SAME_CODE_KEYS}
+    )
+    return [] if lines == [SAME_CODE] else lines
 
 
 def _word(key: str, value: Any) -> str:

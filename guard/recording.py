@@ -17,9 +17,8 @@ from guard.assess import (
 )
 from guard.eol import cannot_rebuild
 from guard.errors import ConfigError, GuardFailure
-from guard.journal import Journal, recover
 from guard.lock import locked
-from guard.manifest import FileChange, Manifest, Patch, Resolution, now_utc, serialize
+from guard.manifest import FileChange, Patch, Resolution, now_utc
 from guard.repo import Repo, is_binary
 from guard.symbols import SourceSyntaxError, Spec, did_you_mean, parse_spec
 
@@ -100,7 +99,10 @@ def record(
     patches = [patch if p.name == name else p for p in manifest.patches]
     if previous is None:
         patches.append(patch)
-    repo.save_manifest(replace(manifest, patches=patches))
+    verb = "recorded" if previous is None else "re-recorded"
+    repo.save_manifest(
+        replace(manifest, patches=patches), f"{verb} {name} ({', '.join(repo_paths)})"
+    )
     return RecordOutcome(patch=patch, replaced=previous is not None, skipped=skipped)
 
 
@@ -247,7 +249,9 @@ def require(repo: Repo, specs: Sequence[str], *, cwd: Path) -> list[str]:
         ),
     )
     added = [text for text in dict.fromkeys(resolved) if text not in manifest.guards]
-    repo.save_manifest(replace(manifest, guards=[*manifest.guards, *added]))
+    repo.save_manifest(
+        replace(manifest, guards=[*manifest.guards, *added]), f"guarding {', '.join(added)}"
+    )
     return added
 
 
@@ -299,26 +303,13 @@ def drop(repo: Repo, target: str, *, cwd: Path) -> str:
             raise ConfigError(
                 f"{spec} is not a guard{did_you_mean(spec, manifest.guards)} (see `patchguard list`)"
             )
-        repo.save_manifest(replace(manifest, guards=[g for g in manifest.guards if g != spec]))
+        kept = [g for g in manifest.guards if g != spec]
+        repo.save_manifest(replace(manifest, guards=kept), f"dropped guard {spec}")
         return f"guard {spec}"
     select_patches(manifest, [target])
     remaining = replace(manifest, patches=[p for p in manifest.patches if p.name != target])
-    _journaled_manifest_change(repo, "drop", remaining, target)
+    repo.save_manifest(remaining, f"dropped {target}")  # `patchguard undo` brings it back
     return f"patch {target}"
-
-
-def _journaled_manifest_change(repo: Repo, operation: str, after: Manifest, name: str) -> None:
-    """Save `after` with the manifest before it journaled first, so `patchguard undo` takes the
-    change back; a save that fails leaves no entry for a change that did not happen."""
-    recover(repo)
-    journal = Journal(repo.layout.git_dir, operation)
-    journal.before_manifest(repo.manifest_bytes, serialize(after), name)
-    try:
-        repo.save_manifest(after)
-    except ConfigError:  # the manifest is as it was: nothing to undo
-        journal.discard()
-        raise
-    journal.write(repo)
 
 
 @dataclass
@@ -353,7 +344,12 @@ def resolve(repo: Repo, name: str, *, forget: int | None = None) -> ResolveOutco
 
     schema.validate_data(schema.Patch, asdict(updated), f"cannot resolve {name!r}")
     after = replace(manifest, patches=[updated if p.name == name else p for p in manifest.patches])
-    _journaled_manifest_change(repo, "resolve", after, name)
+    change = (
+        f"forgot resolution {forget} of {name}"
+        if forget is not None
+        else f"resolved {name} ({', '.join(resolved)})"
+    )
+    repo.save_manifest(after, change)  # `patchguard undo` takes it back
     return ResolveOutcome(updated, resolved)
 
 

@@ -24,6 +24,7 @@ from guard.manifest import (
     parse_manifest,
     read_manifest_bytes,
     save_manifest,
+    validated_bytes,
 )
 
 TYPE_CHECKING = False  # not `from typing import ...`: typing costs the hooks ~3 ms
@@ -33,7 +34,6 @@ if TYPE_CHECKING:
     from guard.eol import Conversion
     from guard.worktree_paths import UnsafePath
 
-STORE_REF = "refs/patchguard/store"
 MERGE_CACHE_DIR = "patchguard-cache/merges"  # in the worktree's git dir
 _MERGE_CACHE_KEEP = 256
 _BINARY_SNIFF = 8000
@@ -207,28 +207,44 @@ class Repo:
     # --- the manifest and the content it refers to -------------------------------------------
 
     def load_manifest(self, missing_ok: bool = False) -> Manifest:
-        """Read and validate; the bytes read are kept in `manifest_bytes` for the verified cache."""
+        """Read and validate; the bytes read are kept in `manifest_bytes` for the verified cache.
+
+        Without manifest.json (the derived file), the history ref's own is read, if any.
+        """
         path = self.layout.manifest_path
-        if missing_ok and not path.exists():
-            return Manifest()
+        if not path.exists():
+            from guard.history import current_manifest_bytes
+
+            held = current_manifest_bytes(self)
+            if held is not None:
+                self.manifest_bytes = held
+                return parse_manifest(held, path)
+            if missing_ok:
+                self.manifest_bytes = b""
+                return Manifest()
         self.manifest_bytes = read_manifest_bytes(path)
         return parse_manifest(self.manifest_bytes, path)
 
-    def save_manifest(self, manifest: Manifest) -> None:
-        """Pin every blob the manifest needs under a ref first, so gc can never prune them."""
-        self._pin(manifest.blob_ids())
-        save_manifest(self.layout.manifest_path, manifest)
+    def save_manifest(
+        self,
+        manifest: Manifest,
+        change: str,
+        *,
+        undoes: str | None = None,
+        merged: str | None = None,
+    ) -> None:
+        """A commit on the history ref first (guard.history: it holds every blob the manifest
+        needs, so gc can never prune them), then manifest.json, derived from it for the hooks.
 
-    def _pin(self, oids: set[str]) -> None:
-        import pygit2
-        from pygit2.enums import FileMode
+        `change` says what changed, for `patchguard log` ("recorded eagle3 (2 files)").
+        """
+        from guard import history
 
+        raw = validated_bytes(manifest)
         with self._writing_objects():
-            builder = self.git.TreeBuilder()
-            for oid in sorted(oids):
-                builder.insert(oid, pygit2.Oid(hex=oid), FileMode.BLOB)
-            tree_id = builder.write()
-            self.git.references.create(STORE_REF, tree_id, force=True)
+            history.commit(self, raw, manifest.blob_ids(), change, undoes=undoes, merged=merged)
+        save_manifest(self.layout.manifest_path, raw)
+        self.manifest_bytes = raw
 
     def store_blob(self, data: bytes) -> str:
         with self._writing_objects():
@@ -252,9 +268,11 @@ class Repo:
     def blob(self, oid: str) -> bytes:
         found = self._objects.read(oid)
         if found is None:
+            from guard.history import HISTORY_REF
+
             raise ConfigError(
                 f"blob {oid} is missing from the object store of {self.layout.common_dir} "
-                f"(was {STORE_REF} deleted?). Re-import the patch with `patchguard import`."
+                f"(was {HISTORY_REF} deleted?). Re-import the patch with `patchguard import`."
             )
         if found[1] != "blob":
             raise ConfigError(
@@ -272,10 +290,10 @@ class Repo:
         blobs are shared by every worktree, so rewriting them also holds the store's lock,
         always taken second (one order, no deadlock) and only while that short command runs.
 
-        Only `record` and `require` may start a store; every other writer needs a manifest, and
-        without one it refuses before creating anything.
+        Only `record`, `require`, `import` and `fetch` may start a store; every other writer
+        needs a manifest, and without one it refuses before creating anything.
         """
-        if operation not in ("record", "require", "import"):
+        if operation not in ("record", "require", "import", "fetch"):
             read_manifest_bytes(self.layout.manifest_path)  # "no manifest ..." when there is none
         store = self.store_lock(operation) if operation in MANIFEST_WRITERS else nullcontext()
         with exclusive(self.layout.worktree_lock_path, operation), store:

@@ -32,6 +32,7 @@ ORDER = [
     "check",
     "status",
     "show",
+    "log",
     "list",
     "apply",
     "unapply",
@@ -40,6 +41,8 @@ ORDER = [
     "run",
     "export",
     "import",
+    "push",
+    "fetch",
     "git",
     "bisect",
     "bisect run",
@@ -145,6 +148,10 @@ EFFECTS: dict[str, Callable[[Path, str], bool]] = {
     ),
     "patchguard git bisect reset": lambda home, out: _methods_in_place(home),
     "patchguard drop eagle3": lambda home, out: not _listed(home).get("patches"),
+    "patchguard push origin": lambda home, out: "pushed the patches to origin" in out,
+    "patchguard -C ~/sglang-gpu2 fetch --install origin": lambda home, out: (
+        home / "sglang-gpu2" / ".git" / "hooks" / "post-checkout"
+    ).exists(),
     "patchguard uninstall": lambda home, out: (
         not (home / "sglang" / ".git" / "hooks" / "post-checkout").exists()
     ),

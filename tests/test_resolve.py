@@ -152,7 +152,7 @@ def test_resolve_is_undone_and_a_resolution_can_be_dropped(hunt: Hunt) -> None:
 
     assert resolutions() == 1
     undone = hunt.pg("undo")
-    assert "resolve of eagle3" in undone.stdout + undone.stderr
+    assert "undid resolved eagle3" in undone.stdout + undone.stderr
     assert resolutions() == 0
     hunt.pg("resolve", "eagle3")
     assert resolutions() == 1

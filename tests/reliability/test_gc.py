@@ -6,7 +6,7 @@ from pathlib import Path
 
 from conftest import Sample, git
 
-from guard.repo import STORE_REF
+from guard.history import HISTORY_REF
 
 
 def test_patches_survive_aggressive_gc_and_a_clone(sample: Sample, tmp_path: Path) -> None:
@@ -17,7 +17,7 @@ def test_patches_survive_aggressive_gc_and_a_clone(sample: Sample, tmp_path: Pat
     sample.git("reflog", "expire", "--expire=now", "--all")
     sample.git("gc", "-q", "--prune=now", "--aggressive")
     git(tmp_path, "clone", "-q", str(sample.root), str(tmp_path / "copy"))
-    assert sample.git("rev-parse", "--verify", STORE_REF).returncode == 0
+    assert sample.git("rev-parse", "--verify", HISTORY_REF).returncode == 0
     assert sample.git("fsck", "--no-dangling").returncode == 0
     assert sample.pg("apply").exit_code == 0
     assert sample.kimi.read_bytes() == patched

@@ -1,5 +1,6 @@
 """Read-only means read-only (issue 11, item 6): check, status, stamp and run write nothing to
-the object store or the worktree, and work for a user who cannot write the repository."""
+the object store or the worktree, and work for a user who cannot write the repository. So do
+the readers of the history (issue 18): log, show NAME@{N}, undo --list."""
 
 from __future__ import annotations
 
@@ -38,7 +39,9 @@ def test_read_only_commands_write_no_object(sample: Sample, tmp_path: Path, crlf
         sample.kimi.write_bytes(sample.kimi.read_bytes().replace(b"\n", b"\r\n"))
     before_objects = objects(sample.root)
     before_tree = sample.kimi.read_bytes()
-    for args in (("check",), ("status",), ("stamp",), ("check", "--json")):
+    readers = [("check",), ("status",), ("stamp",), ("check", "--json")]
+    readers += [("log",), ("log", "eagle3"), ("show", "eagle3@{0}"), ("undo", "--list")]
+    for args in readers:
         result = patchguard("-C", sample.root, *args)
         assert result.exit_code == 0, (args, result.output, result.stderr)
     marker = tmp_path / "ran"

@@ -67,6 +67,7 @@ def test_temp_file_of_a_killed_writer_is_swept_by_the_next_write(sample: Sample)
 
 def test_undo_with_nothing_recorded_is_a_clear_error(sample: Sample) -> None:
     sample.record_eagle3()
+    assert sample.pg("undo").output.startswith("undid recorded eagle3 ")
     result = sample.pg("undo")
     assert result.exit_code == 2
     assert "nothing to undo" in result.stderr
@@ -102,15 +103,15 @@ def test_sigkill_during_apply_leaves_whole_files_and_recovers(
 
 
 def test_drop_can_be_undone(sample: Sample) -> None:
-    """Issue 11: `drop` is journaled like apply and unapply; undo brings the patch back."""
+    """Issue 11: `drop` can be undone; since issue 18 through the history of the patches."""
     sample.record_eagle3()
     dropped = sample.pg("drop", "eagle3")
     assert dropped.exit_code == 0
     assert "eagle3" not in sample.pg("list").output
     listed = sample.pg("undo", "--list").output
-    assert listed.startswith("1. the drop of eagle3 at ")
+    assert listed.startswith("1. dropped eagle3 at ")
     undone = sample.pg("undo")
-    assert undone.output.startswith("undid the drop of eagle3 at ")
+    assert undone.output.startswith("undid dropped eagle3 at ")
     assert "patch eagle3" in sample.pg("list").output
     sample.git("gc", "-q", "--prune=now")  # its blobs are pinned again
     sample.git("stash")
@@ -118,10 +119,15 @@ def test_drop_can_be_undone(sample: Sample) -> None:
     assert sample.pg("check").exit_code == 0
 
 
-def test_undo_of_drop_refuses_when_the_manifest_changed_since(sample: Sample) -> None:
+def test_undo_steps_back_through_later_changes_first(sample: Sample) -> None:
+    """A change made after a drop is undone first: undo never loses the later one unasked."""
+    spec = f"{sample_repo.KIMI}::{sample_repo.CLASS}.forward"
     sample.record_eagle3()
     assert sample.pg("drop", "eagle3").exit_code == 0
-    assert sample.pg("require", f"{sample_repo.KIMI}::{sample_repo.CLASS}.forward").exit_code == 0
-    refused = sample.pg("undo")
-    assert refused.exit_code == 1
-    assert "changed after the last drop" in refused.stderr
+    assert sample.pg("require", spec).exit_code == 0
+    assert sample.pg("undo").output.startswith(f"undid guarding {spec} at ")
+    assert f"guard {spec}" not in sample.pg("list").output
+    assert sample.pg("undo").output.startswith("undid dropped eagle3 at ")
+    assert "patch eagle3" in sample.pg("list").output
+    log = sample.pg("log").output
+    assert log.index("undid: dropped eagle3") < log.index("undid: guarding")

@@ -1,0 +1,392 @@
+"""The patches' history: every change to the manifest is a commit on `refs/patchguard/history`.
+
+StGit's model (its stack state is a commit whose parent is the previous state): each commit's
+tree holds `manifest.json` and, under `blobs/`, every blob that manifest refers to, so whatever a
+patch needs is reachable from the ref and `git gc` keeps it by construction. The first parent is
+the state before the change, and the message says what changed, at which HEAD and when. So
+`log` is a walk of first parents, an earlier version is a tree away, and `undo` is one more
+commit restoring the tree of the state before (the history keeps both).
+
+The ref is the truth; `manifest.json` in the common git dir is derived from it after every
+write, because the hooks' fast path reads that file with no git process at all. The ref is
+moved compare-and-swap (`git update-ref REF NEW OLD`): a writer whose manifest is not the state
+the ref holds, or whose update finds the ref moved, changes nothing and says to run it again.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from contextlib import suppress
+from dataclasses import dataclass
+from datetime import datetime
+
+from guard.errors import ConfigError
+from guard.fastpath import blob_id
+from guard.manifest import Manifest, Patch, now_utc, save_manifest, serialize
+
+TYPE_CHECKING = False  # not `from typing import ...`, as in the modules the hooks import
+if TYPE_CHECKING:
+    import pygit2
+
+    from guard.repo import Repo
+
+HISTORY_REF = "refs/patchguard/history"
+LEGACY_STORE_REF = "refs/patchguard/store"  # before history: a tree pinning the blobs
+MANIFEST_ENTRY = "manifest.json"
+BLOBS_ENTRY = "blobs"
+TAKEN_OVER = "took over the manifest as found"  # the first state of a manifest older than history
+STARTED = "no patches yet"  # the first state of a repository whose first change is a fetch
+_NO_REF = "0" * 40  # update-ref's "this ref must not exist yet"
+_HEAD_TRAILER = "Patchguard-Head: "
+_TIME_TRAILER = "Patchguard-Time: "
+_UNDOES_TRAILER = "Patchguard-Undoes: "
+
+
+@dataclass(frozen=True)
+class Change:
+    """One commit of the history: what changed, when, at which HEAD."""
+
+    commit: str
+    subject: str
+    created: float  # seconds since the epoch, as journal entries have it
+    head: str | None
+    undoes: str | None  # the commit whose change this one took back
+    parent: str | None  # the state before it (the first parent)
+
+    def when(self) -> str:
+        return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(self.created))
+
+    def describe(self) -> str:
+        """e.g. "re-recorded eagle3 (kimi_k25.py) at 2026-12-01 09:40:12"."""
+        return f"{self.subject} at {self.when()}"
+
+
+def current(repo: Repo) -> str | None:
+    """The commit the history ref points at; None before the first write (or a legacy tree)."""
+    import pygit2
+
+    reference = repo.git.references.get(HISTORY_REF)
+    if reference is None:
+        return None
+    target = repo.git.get(reference.target)
+    return str(target.id) if isinstance(target, pygit2.Commit) else None
+
+
+def current_manifest_bytes(repo: Repo) -> bytes | None:
+    """The manifest as the ref holds it, read through `git cat-file` (no libgit2)."""
+    return repo.file_at(HISTORY_REF, MANIFEST_ENTRY)
+
+
+def commit(
+    repo: Repo,
+    raw: bytes,
+    blobs: set[str],
+    subject: str,
+    *,
+    undoes: str | None = None,
+    merged: str | None = None,
+) -> bool:
+    """Add the manifest `raw` (validated) as a new state; False when it is the state already.
+
+    `repo.manifest_bytes` is the manifest this writer loaded: the change is made on top of the
+    state that holds it, and refused when another writer's change came in between.
+    `merged` is a second parent (a fetch's remote state), `undoes` the change taken back.
+    """
+    old = current(repo)
+    parent = _parent_for(repo, old)
+    if parent is None and merged is not None:  # a first fetch: undo goes back to no patches
+        parent = _commit(repo, _tree(repo, serialize(Manifest()), set()), [], STARTED)
+    tree = _tree(repo, raw, blobs)
+    if merged is None and parent is not None and _commit_at(repo, parent).tree_id == tree:
+        return False
+    parents = [p for p in (parent, merged) if p is not None]
+    new = _commit(repo, tree, parents, subject, undoes)
+    _move_ref(repo, new, old, subject)
+    return True
+
+
+def _parent_for(repo: Repo, old: str | None) -> str | None:
+    """The state this write goes on top of, taking over a manifest the history does not hold.
+
+    No history yet: an existing manifest (from before history, or from a repository whose ref
+    was deleted) becomes the first commit exactly as found. A manifest that is an earlier
+    state of the history was loaded before another writer's change: refused. Any other
+    manifest was written outside patchguard (by hand, by an older version): it is kept as a
+    change of its own, so nothing is lost.
+    """
+    loaded = repo.manifest_bytes
+    if old is None:
+        if not loaded:
+            return None
+        return _commit(repo, _tree(repo, loaded, _present_blobs(repo, loaded)), [], TAKEN_OVER)
+    if blob_id(loaded) == _manifest_blob(repo, old):
+        return old
+    if not loaded or any(blob_id(loaded) == _manifest_blob(repo, c.commit) for c in walk(repo)):
+        refresh(repo)  # the derived file behind the ref: bring it up to date for the next run
+        raise ConfigError(
+            f"the patches changed while this command ran (another patchguard moved "
+            f"{HISTORY_REF}); nothing was changed. Run it again."
+        )
+    taken = _tree(repo, loaded, _present_blobs(repo, loaded))
+    return _commit(repo, taken, [old], "took over manifest.json as changed outside patchguard")
+
+
+def _present_blobs(repo: Repo, raw: bytes) -> set[str]:
+    """The blobs a manifest found on disk refers to that the object store still has."""
+    import pygit2
+
+    try:
+        wanted = Manifest.from_dict(json.loads(raw)).blob_ids()
+    except (ValueError, KeyError, TypeError):
+        return set()
+    return {oid for oid in wanted if pygit2.Oid(hex=oid) in repo.git}
+
+
+def _tree(repo: Repo, raw: bytes, blobs: set[str]) -> pygit2.Oid:
+    import pygit2
+    from pygit2.enums import FileMode
+
+    root = repo.git.TreeBuilder()
+    root.insert(MANIFEST_ENTRY, repo.git.create_blob(raw), FileMode.BLOB)
+    if blobs:
+        pinned = repo.git.TreeBuilder()
+        for oid in sorted(blobs):
+            pinned.insert(oid, pygit2.Oid(hex=oid), FileMode.BLOB)
+        root.insert(BLOBS_ENTRY, pinned.write(), FileMode.TREE)
+    return root.write()
+
+
+def _commit(
+    repo: Repo,
+    tree: pygit2.Oid,
+    parents: list[str],
+    subject: str,
+    undoes: str | None = None,
+) -> str:
+    import pygit2
+
+    head = repo.head_commit()
+    trailers = [f"{_HEAD_TRAILER}{head or 'none'}", f"{_TIME_TRAILER}{now_utc()}"]
+    if undoes:
+        trailers.append(f"{_UNDOES_TRAILER}{undoes}")
+    message = f"{subject}\n\n" + "".join(f"{t}\n" for t in trailers)
+    try:
+        signature = repo.git.default_signature
+    except (KeyError, ValueError, pygit2.GitError):  # no user.name: still say which machine
+        import socket
+
+        signature = pygit2.Signature("patchguard", f"patchguard@{socket.gethostname()}")
+    oids = [pygit2.Oid(hex=p) for p in parents]
+    return str(repo.git.create_commit(None, signature, signature, message, tree, oids))
+
+
+def _move_ref(repo: Repo, new: str, old: str | None, subject: str) -> None:
+    """Compare-and-swap: the ref moves only if it still holds `old` (or is still absent)."""
+    from guard.repo import run_git
+
+    legacy = repo.git.references.get(LEGACY_STORE_REF)
+    update = ["update-ref", "-m", f"patchguard: {subject}", HISTORY_REF, new, old or _NO_REF]
+    try:
+        run_git(update, repo.workdir)
+    except ConfigError:
+        if current(repo) != old:
+            raise ConfigError(
+                f"another patchguard changed the patches at the same moment ({HISTORY_REF} "
+                "moved); nothing was changed. Run it again."
+            ) from None
+        raise
+    if legacy is not None:  # the history now pins every blob the store tree pinned
+        run_git(["update-ref", "-d", LEGACY_STORE_REF, str(legacy.target)], repo.workdir)
+
+
+def refresh(repo: Repo) -> None:
+    """Write manifest.json from the ref (the derived file the hooks read)."""
+    raw = current_manifest_bytes(repo)
+    if raw is not None:
+        save_manifest(repo.layout.manifest_path, raw)
+
+
+# --- reading the history ---------------------------------------------------------------------
+
+
+def walk(repo: Repo, start: str | None = None) -> Iterator[Change]:
+    """The states from `start` (default: the ref) back along first parents: newest first."""
+    oid = start or current(repo)
+    while oid is not None:
+        change = _change(repo, oid)
+        yield change
+        oid = change.parent
+
+
+def _change(repo: Repo, oid: str) -> Change:
+    found = _commit_at(repo, oid)
+    message = found.message
+    subject, _, body = message.partition("\n")
+    fields = {
+        line.split(": ", 1)[0] + ": ": line.split(": ", 1)[1]
+        for line in body.splitlines()
+        if ": " in line
+    }
+    created = float(found.commit_time)
+    with_time = fields.get(_TIME_TRAILER)
+    if with_time:
+        with suppress(ValueError):
+            created = datetime.fromisoformat(with_time).timestamp()
+    head = fields.get(_HEAD_TRAILER)
+    return Change(
+        commit=oid,
+        subject=subject,
+        created=created,
+        head=None if head in (None, "none") else head,
+        undoes=fields.get(_UNDOES_TRAILER),
+        parent=str(found.parent_ids[0]) if found.parent_ids else None,
+    )
+
+
+def _commit_at(repo: Repo, oid: str) -> pygit2.Commit:
+    import pygit2
+
+    return repo.git[oid].peel(pygit2.Commit)
+
+
+def _manifest_blob(repo: Repo, oid: str) -> str | None:
+    tree = _commit_at(repo, oid).tree
+    return str(tree[MANIFEST_ENTRY].id) if MANIFEST_ENTRY in tree else None
+
+
+def manifest_at(repo: Repo, oid: str | None) -> Manifest:
+    """The manifest a state holds (read as written: every state was validated when made)."""
+    if oid is None:
+        return Manifest()
+    import pygit2
+
+    tree = _commit_at(repo, oid).tree
+    if MANIFEST_ENTRY not in tree:
+        return Manifest()
+    return Manifest.from_dict(json.loads(tree[MANIFEST_ENTRY].peel(pygit2.Blob).data))
+
+
+@dataclass(frozen=True)
+class Version:
+    """A change in the history, with the patches it left (for `log` and `show NAME@{N}`)."""
+
+    change: Change
+    after: Manifest
+    changed: list[str]  # the patches whose recording this change altered
+
+
+def versions(repo: Repo, name: str | None = None) -> list[Version]:
+    """The changes, newest first; with `name`, only those that changed that patch."""
+    found = []
+    changes = list(walk(repo))
+    manifests = [manifest_at(repo, c.commit) for c in changes] + [Manifest()]
+    for change, after, before in zip(changes, manifests, manifests[1:], strict=False):
+        names = list(dict.fromkeys([p.name for p in after.patches + before.patches]))
+        changed = [n for n in names if after.patch(n) != before.patch(n)]
+        if name is None or name in changed:
+            found.append(Version(change, after, changed))
+    return found
+
+
+def log_lines(repo: Repo, name: str | None) -> list[str]:
+    """`patchguard log [NAME]`: newest first, numbered as `show NAME@{N}` reads them."""
+    found = versions(repo, name)
+    if name is not None and not found:
+        raise ConfigError(
+            f"patch {name} has no history (see `patchguard log` for the patches that have one)"
+        )
+    lines = []
+    for number, version in enumerate(found):
+        change = version.change
+        at = f"at {change.head[:10]}" if change.head else "at no commit"
+        label = f"{name}@{{{number}}}" if name else f"{number}."
+        lines.append(f"{label} {change.when()} {at}: {change.subject}")
+        for patch_name in [name] if name else version.changed:
+            patch = version.after.patch(patch_name)
+            if patch is None:
+                lines.append(f"    {patch_name}: (dropped)")
+            else:
+                lines.append(f"    {patch_name}: {patch.description or '(no description)'}")
+    return lines
+
+
+def patch_version(repo: Repo, text: str) -> Patch:
+    """`NAME@{N}`: the patch as change N of `patchguard log NAME` left it."""
+    name, _, rest = text.partition("@{")
+    if not rest.endswith("}") or not rest[:-1].isdigit():
+        raise ConfigError(f"{text}: write NAME@{{N}}, N as `patchguard log {name}` numbers them")
+    number = int(rest[:-1])
+    found = versions(repo, name)
+    if number >= len(found):
+        raise ConfigError(
+            f"patch {name} has {len(found)} version(s) in its history, numbered 0 to "
+            f"{len(found) - 1}; see: patchguard log {name}"
+        )
+    patch = found[number].after.patch(name)
+    if patch is None:
+        raise ConfigError(
+            f"{text} is the change that dropped {name}; the version before it is "
+            f"{name}@{{{number + 1}}}"
+        )
+    return patch
+
+
+# --- undo ------------------------------------------------------------------------------------
+
+
+def undoable(repo: Repo) -> list[Change]:
+    """The changes `undo` can take back, newest first: not an undo, not one undone, and not
+    the manifest as it was found (there was no state before it to go back to)."""
+    undone: set[str] = set()
+    found = []
+    for change in walk(repo):
+        if change.undoes is not None:
+            undone.add(change.undoes)
+        elif change.commit in undone:
+            continue
+        elif change.parent is not None or change.subject not in (TAKEN_OVER, STARTED):
+            found.append(change)
+    return found
+
+
+def undo_change(repo: Repo, change: Change) -> None:
+    """A new state holding the manifest from before `change` (the history keeps both)."""
+    with repo.lock("undo"):
+        repo.load_manifest()
+        if current(repo) is None or change not in undoable(repo):
+            raise ConfigError("the patches changed meanwhile; nothing was undone. Run it again.")
+        before = manifest_at(repo, change.parent)
+        repo.save_manifest(before, f"undid: {change.subject}", undoes=change.commit)
+
+
+def undo(repo: Repo) -> str:
+    """Undo the newest of the worktree's last apply/unapply and the patches' last change."""
+    from guard import journal
+
+    latest = journal.latest_entry(repo)
+    entries = journal.entries(repo)
+    changes = undoable(repo)
+    if latest is None and not changes:
+        raise ConfigError(
+            "nothing to undo: no apply or unapply is recorded for this worktree, and the "
+            "patches have no change to take back (see: patchguard log)"
+        )
+    newest_entry = entries[0] if entries and entries[0].path == latest else None
+    if latest is not None and (
+        not changes or newest_entry is None or newest_entry.created >= changes[0].created
+    ):
+        return journal.undo(repo, latest).describe()  # a damaged newest entry says so there
+    undo_change(repo, changes[0])
+    return changes[0].describe()
+
+
+def undo_list(repo: Repo) -> list[str]:
+    """Everything `undo` can take back, newest first: worktree writes and patch changes merged."""
+    from guard import journal
+
+    found = [(e.created, e.describe()) for e in journal.entries(repo)]
+    found += [(c.created, c.describe()) for c in undoable(repo)]
+    found.sort(key=lambda item: item[0], reverse=True)
+    return [f"{number}. {text}" for number, (_, text) in enumerate(found, 1)]

@@ -1,0 +1,162 @@
+"""Sharing the patches through any git remote: push and fetch the history ref with plain git.
+
+The transport is git's own (`git push`/`git fetch` through run_git: a bare repository, another
+node over ssh, a fork), so whatever reaches the code reaches the patches. A fetch merges patch
+by patch against the last state both sides had (their merge base), as git merges files: a
+patch changed on one side only comes in (or stays); one changed on both sides is refused by
+name unless the user chose a side, and the merge commit keeps both parents, so nothing either
+side had is lost and the next fetch or push starts from there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from guard import history
+from guard.errors import ConfigError, GuardFailure
+from guard.history import HISTORY_REF
+from guard.manifest import Manifest, Patch
+from guard.repo import Repo, run_git
+
+THEIRS = "theirs"
+OURS = "ours"
+
+
+def push(repo: Repo, remote: str) -> str:
+    """Push the history ref to the same name on `remote`; refused when it has changes we lack."""
+    tip = history.current(repo)
+    if tip is None:
+        raise ConfigError(
+            "nothing to push: no patch has been recorded in this repository yet "
+            "(patchguard record NAME)"
+        )
+    try:
+        run_git(["push", "-q", remote, f"{HISTORY_REF}:{HISTORY_REF}"], repo.workdir)
+    except ConfigError:
+        if _remote_has_more(repo, remote, tip):
+            raise ConfigError(
+                f"{remote} has changes to the patches that this clone has not fetched; nothing "
+                f"was pushed. Run patchguard fetch {remote}, then push again."
+            ) from None
+        raise
+    return f"pushed the patches to {remote} ({tip[:10]})"
+
+
+def _remote_has_more(repo: Repo, remote: str, tip: str) -> bool:
+    import pygit2
+
+    listed = run_git(["ls-remote", remote, HISTORY_REF], repo.workdir).stdout.split()
+    if not listed or listed[0] == tip:
+        return False
+    theirs = pygit2.Oid(hex=listed[0])
+    return theirs not in repo.git or not repo.git.descendant_of(tip, theirs)
+
+
+def fetch(repo: Repo, remote: str, keep: str | None = None) -> list[str]:
+    """Bring `remote`'s patches in, patch by patch; `keep` (THEIRS/OURS) settles both-sided ones."""
+    with repo.lock("fetch"):
+        theirs = _fetch_tip(repo, remote)
+        ours_manifest = repo.load_manifest(missing_ok=True)
+        ours = history.current(repo)
+        if ours is not None and (ours == theirs or repo.git.descendant_of(ours, theirs)):
+            return [f"already up to date with {remote}"]
+        base = str(repo.git.merge_base(ours, theirs) or "") if ours is not None else ""
+        theirs_manifest = _validated_state(repo, remote, theirs)
+        merged, lines = _merge(
+            history.manifest_at(repo, base or None), ours_manifest, theirs_manifest, remote, keep
+        )
+        incoming = [p for p in merged.patches if p not in ours_manifest.patches]
+        from guard.bundle import refuse_unimportable  # pydantic: only when patches come in
+
+        refuse_unimportable(repo, incoming, repo.blob)
+        summary = ", ".join(lines) or "nothing new"
+        repo.save_manifest(merged, f"fetched from {remote}: {summary}", merged=theirs)
+        return lines or [f"fetched from {remote}: nothing new"]
+
+
+def _fetch_tip(repo: Repo, remote: str) -> str:
+    """The commit `remote` holds under the history ref, fetched into this object store."""
+    try:
+        run_git(["fetch", "-q", "--no-tags", remote, HISTORY_REF], repo.workdir)
+    except ConfigError as error:
+        if "couldn't find remote ref" in str(error):
+            raise ConfigError(
+                f"{remote} has no patches yet ({HISTORY_REF} is not there); push them from a "
+                f"clone that has them: patchguard push {remote}"
+            ) from None
+        raise
+    return run_git(["rev-parse", "--verify", "FETCH_HEAD^{commit}"], repo.workdir).stdout.strip()
+
+
+def _validated_state(repo: Repo, remote: str, oid: str) -> Manifest:
+    """The fetched manifest, held to the schema, with every blob it needs in its tree."""
+    import pygit2
+
+    from guard.schema import validate_manifest
+
+    tree = repo.git[oid].peel(pygit2.Commit).tree
+    where = f"{HISTORY_REF} of {remote}"
+    if history.MANIFEST_ENTRY not in tree:
+        raise ConfigError(f"{where} holds no manifest.json; nothing was changed here")
+    raw = tree[history.MANIFEST_ENTRY].peel(pygit2.Blob).data
+    manifest = Manifest.from_dict(validate_manifest(raw, Path(where)))
+    held = tree[history.BLOBS_ENTRY].peel(pygit2.Tree) if history.BLOBS_ENTRY in tree else None
+    missing = [oid for oid in manifest.blob_ids() if held is None or oid not in held]
+    if missing:
+        raise ConfigError(
+            f"{where} lacks {len(missing)} blob(s) its manifest refers to; nothing was changed "
+            "here. Record the patches again on the node that pushed them, and push again."
+        )
+    return manifest
+
+
+def _merge(
+    base: Manifest, ours: Manifest, theirs: Manifest, remote: str, keep: str | None
+) -> tuple[Manifest, list[str]]:
+    """A 3-way merge of manifests, by patch name (and by guard)."""
+    names = list(dict.fromkeys([p.name for p in (*ours.patches, *theirs.patches)]))
+    patches: list[Patch] = []
+    lines: list[str] = []
+    both: list[str] = []
+    for name in names:
+        b, o, t = base.patch(name), ours.patch(name), theirs.patch(name)
+        if o == t or t == b:
+            chosen = o
+        elif o == b or keep == THEIRS:
+            chosen = t
+            lines.append(_what_came(name, o, t, keep if o != b else None))
+        else:
+            chosen = o
+            if keep == OURS:
+                lines.append(f"kept ours of {name}")
+            else:
+                both.append(name)
+        if chosen is not None:
+            patches.append(chosen)
+    if both:
+        listed = ", ".join(both)
+        raise GuardFailure(
+            f"not fetched: patch {listed} changed both here and on {remote} since their last "
+            f"common version; nothing was changed here. Take theirs: patchguard fetch {remote} "
+            f"--theirs (yours stays in patchguard log {both[0]}), or keep yours: "
+            f"patchguard fetch {remote} --ours, then patchguard push {remote}"
+        )
+    guards = []
+    for spec in dict.fromkeys([*ours.guards, *theirs.guards]):
+        in_ours, in_theirs = spec in ours.guards, spec in theirs.guards
+        if in_theirs if in_ours == (spec in base.guards) else in_ours:
+            guards.append(spec)
+        if in_ours != (spec in guards):
+            lines.append(f"{'new' if spec in guards else 'dropped'} guard {spec}")
+    return replace(ours, patches=patches, guards=guards), lines
+
+
+def _what_came(name: str, ours: Patch | None, theirs: Patch | None, keep: str | None) -> str:
+    if keep == THEIRS:
+        return f"took theirs of {name}"
+    if ours is None:
+        return f"new patch {name}"
+    if theirs is None:
+        return f"dropped {name}"
+    return f"updated patch {name}"

@@ -1,0 +1,79 @@
+"""Issue 18, item 5: the same code on every node. `run --same-as STAMP` and `check --same-as
+STAMP` refuse (exit 1, the command not run) when this node's code differs from the node that
+wrote STAMP: HEAD, the patches and their states, the guarded files' ids."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from conftest import Sample, git
+from helpers import run_patchguard
+
+
+def two_nodes(sample: Sample, tmp_path: Path) -> tuple[Sample, Path]:
+    """Node 1 a clone of node 0 with eagle3 brought over (push/fetch) and applied; node 0's
+    stamp on the "shared filesystem"."""
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", str(remote))
+    sample.record_eagle3()
+    assert sample.pg("push", remote).exit_code == 0
+    git(tmp_path, "clone", "-q", str(sample.root), str(tmp_path / "node1"))
+    node1 = Sample(tmp_path / "node1", sample.commits)
+    assert node1.pg("fetch", remote).exit_code == 0
+    assert node1.pg("apply").exit_code == 0
+    shared = tmp_path / "shared" / "node0.stamp"
+    shared.parent.mkdir()
+    shared.write_text(sample.pg("stamp").stdout)
+    return node1, shared
+
+
+def test_run_same_as_a_node_with_the_same_code_runs_the_command(
+    sample: Sample, tmp_path: Path, clean_env: dict[str, str]
+) -> None:
+    node1, stamp = two_nodes(sample, tmp_path)
+    marker = tmp_path / "launched"
+    run_patchguard(node1.root, clean_env, ("run", "--same-as", str(stamp), "touch", str(marker)), 0)
+    assert marker.exists()
+    assert node1.pg("check", "--same-as", stamp).exit_code == 0
+
+
+def test_with_a_patch_unapplied_the_command_does_not_run(
+    sample: Sample, tmp_path: Path, clean_env: dict[str, str]
+) -> None:
+    node1, stamp = two_nodes(sample, tmp_path)
+    assert node1.pg("unapply").exit_code == 0
+    marker = tmp_path / "launched"
+    result = run_patchguard(
+        node1.root, clean_env, ("run", "--same-as", str(stamp), "touch", str(marker)), 1
+    )
+    assert not marker.exists()
+    assert "guard FAILED, command NOT run" in result.stderr
+
+
+def test_a_node_on_another_head_is_told_what_differs(
+    sample: Sample, tmp_path: Path, clean_env: dict[str, str]
+) -> None:
+    node1, stamp = two_nodes(sample, tmp_path)
+    node1.git("stash", "-q")
+    node1.git("checkout", "-q", "old")
+    assert node1.pg("apply").exit_code == 0  # the patch holds here, but the code is not node 0's
+    assert node1.pg("check").exit_code == 0
+    refused = node1.pg("check", "--same-as", stamp)
+    assert refused.exit_code == 1
+    assert f"code differs from {stamp}" in refused.stderr
+    assert "HEAD moved back" in refused.stderr
+    marker = tmp_path / "launched"
+    said = run_patchguard(
+        node1.root, clean_env, ("run", "--same-as", str(stamp), "touch", str(marker)), 1
+    ).stderr
+    assert not marker.exists()
+    assert f"code differs from {stamp}: HEAD moved back" in said
+    assert "guarded file python/sglang/srt/models/kimi_k25.py" in said
+
+
+def test_a_patch_in_another_state_is_named(sample: Sample, tmp_path: Path) -> None:
+    node1, stamp = two_nodes(sample, tmp_path)
+    node1.kimi.write_text(node1.kimi.read_text() + "\n# an edit of my own\n")
+    refused = node1.pg("check", "--same-as", stamp)
+    assert refused.exit_code == 1
+    assert "guarded file python/sglang/srt/models/kimi_k25.py" in refused.stderr
