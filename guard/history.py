@@ -353,7 +353,7 @@ def undoable(repo: Repo) -> list[Change]:
 
 def undo_change(repo: Repo, change: Change) -> None:
     """A new state holding the manifest from before `change` (the history keeps both)."""
-    with repo.lock("undo"):
+    with repo.lock("undo"), repo.store_lock("undo"):  # it rewrites the shared manifest
         repo.load_manifest()
         if current(repo) is None or change not in undoable(repo):
             raise ConfigError("the patches changed meanwhile; nothing was undone. Run it again.")
@@ -377,7 +377,7 @@ def undo(repo: Repo) -> str:
     if latest is not None and (
         not changes or newest_entry is None or newest_entry.created >= changes[0].created
     ):
-        return journal.undo(repo, latest).describe()  # a damaged newest entry says so there
+        return journal.undo(repo).describe()  # the newest entry, or a killed one put back
     undo_change(repo, changes[0])
     return changes[0].describe()
 

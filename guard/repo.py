@@ -38,7 +38,7 @@ MERGE_CACHE_DIR = "patchguard-cache/merges"  # in the worktree's git dir
 _MERGE_CACHE_KEEP = 256
 _BINARY_SNIFF = 8000
 # Also take the store's lock (Repo.lock); undo takes it itself, for the undo of a drop only.
-MANIFEST_WRITERS = frozenset({"record", "require", "drop", "import", "resolve"})
+MANIFEST_WRITERS = frozenset({"record", "require", "drop", "import", "resolve", "fetch"})
 
 
 @dataclass(frozen=True)
@@ -82,8 +82,13 @@ def run_git(
     except OSError as error:
         raise ConfigError(f"cannot run `{' '.join(command)}`: {error}. Is git on PATH?") from None
     if result.returncode != 0:
-        said = result.stderr.strip().splitlines()[-1:] or [f"exit {result.returncode}"]
-        raise ConfigError(f"`{' '.join(command)}` failed in {cwd}: {said[0]}")
+        lines = result.stderr.strip().splitlines()
+        # git's own reason comes first ("fatal: 'x' does not appear to be a git repository");
+        # what follows is often advice ("Please make sure ... and the repository exists.")
+        said = [line for line in lines if line.startswith(("fatal:", "error:"))][:1] or lines[-1:]
+        raise ConfigError(
+            f"`{' '.join(command)}` failed in {cwd}: {said[0] if said else f'exit {result.returncode}'}"
+        )
     return result
 
 

@@ -133,10 +133,10 @@ def test_undo_of_a_re_record_that_swallowed_a_line_shows_it_as_before(sample: Sa
     before = sample.pg("show", "eagle3").output
     text = sample.kimi.read_text()
     sample.kimi.write_text(text.replace("    def forward(", "    # logger.debug\n    def forward("))
-    assert sample.pg("record", "eagle3", KIMI).exit_code == 0  # no -m: the description went
+    assert sample.pg("record", "eagle3", KIMI).exit_code == 0  # no -m
     swallowed = sample.pg("show", "eagle3").output
     assert "logger.debug" in swallowed
-    assert "EAGLE-3 delegation" not in swallowed
+    assert "EAGLE-3 delegation" in swallowed  # a re-record keeps the description (issue 17)
     log = sample.pg("log").output
     assert "0. " in log and f"re-recorded eagle3 ({KIMI})" in log
     assert f"recorded eagle3 ({KIMI})" in log
@@ -149,7 +149,7 @@ def test_undo_of_a_re_record_that_swallowed_a_line_shows_it_as_before(sample: Sa
     named = sample.pg("log", "eagle3").output.splitlines()
     assert named[0].startswith("eagle3@{0} ") and "undid: re-recorded eagle3" in named[0]
     assert named[1] == "    eagle3: EAGLE-3 delegation"
-    assert named[3] == "    eagle3: (no description)"  # what the re-record without -m did
+    assert named[3] == "    eagle3: EAGLE-3 delegation"  # kept by the re-record without -m
 
 
 def test_show_of_a_version_that_is_not_there_says_which_are(sample: Sample) -> None:
@@ -188,7 +188,7 @@ def test_undo_list_merges_worktree_writes_and_patch_changes_in_time_order(
 def test_undo_of_an_import_that_replaced_a_patch(sample: Sample, tmp_path: Path) -> None:
     sample.record_eagle3()
     bundle = tmp_path / "eagle3.bundle.json"
-    assert sample.pg("export", bundle).exit_code == 0
+    assert sample.pg("export", "-o", bundle).exit_code == 0
     before = sample.pg("show", "eagle3").output
     text = sample.kimi.read_text()
     sample.kimi.write_text(text + "\n# another line\n")

@@ -154,7 +154,7 @@ def test_fetch_from_a_remote_without_patches_says_so(sample: Sample, tmp_path: P
 def test_import_says_when_hooks_are_missing(sample: Sample, tmp_path: Path) -> None:
     sample.record_eagle3()
     bundle = tmp_path / "b.json"
-    assert sample.pg("export", bundle).exit_code == 0
+    assert sample.pg("export", "-o", bundle).exit_code == 0
     git(tmp_path, "clone", "-q", str(sample.root), str(tmp_path / "other"))
     other = Sample(tmp_path / "other", sample.commits)
     said = other.pg("import", bundle)

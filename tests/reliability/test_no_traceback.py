@@ -354,7 +354,16 @@ def test_no_command_ever_prints_a_traceback(
 
 # Bad input of every kind, fed to every command through the manifest (which every command but
 # these reads) and through the files `import` and `stamp --diff` read.
-READS_NO_PATCHES = {"doctor", "install", "uninstall", "undo", "bisect run"}
+READS_NO_PATCHES = {
+    "doctor",
+    "install",
+    "uninstall",
+    "undo",
+    "bisect run",
+    "log",
+    "push",
+    "fetch",
+}  # log, push and fetch read the history ref (and the remote) before manifest.json
 BAD_INPUTS = {
     "non-utf8": b'{"schema_version": 1, "patches": ["\xff\xfe"]}',
     "non-json": b"this is not json {",

@@ -55,7 +55,7 @@ class Store:
         root = self.sample.root
         return (
             locate(root).manifest_path.read_bytes(),
-            git(root, "rev-parse", "refs/patchguard/store", env=self.env).stdout,
+            git(root, "rev-parse", "refs/patchguard/history", env=self.env).stdout,
             self.as_user("undo", "--list").stdout,
             self.sample.kimi.read_bytes(),
             (root / OTHER_FILE).read_bytes(),
