@@ -17,7 +17,16 @@ from guard import fastpath
 from guard.errors import ConfigError
 from guard.manifest import FileChange, Manifest, Patch
 from guard.repo import Repo
-from guard.symbols import SourceSyntaxError, Spec, SymbolIndex, describe_miss, parse_spec
+from guard.symbols import (
+    ABSENT,
+    CANNOT_TELL,
+    PRESENT,
+    SourceSyntaxError,
+    Spec,
+    SymbolIndex,
+    describe_miss,
+    parse_spec,
+)
 
 
 class State(StrEnum):
@@ -32,6 +41,8 @@ class State(StrEnum):
 
 
 GOOD_STATES = frozenset({State.APPLIED, State.UPSTREAM})
+CANNOT_TELL_FROM_READING = "cannot tell from reading"
+ASK_PYTHON = "ask Python: patchguard check --runtime (or define it unconditionally)"
 UPSTREAM_AS_TEXT = "HEAD already contains this change"
 # A patch is as bad as its worst file; mixed applied/upstream files make it "applied".
 _SEVERITY = [
@@ -88,11 +99,16 @@ class PatchVerdict:
 
 @dataclass
 class SymbolResult:
+    """One required symbol: present, absent, or cannot tell from reading (never green)."""
+
     spec: str
     ok: bool
     detail: str
     patch: str | None
-    condition: str | None = None  # present only when this `if` test holds at runtime
+    state: str = ""  # guard.symbols' answer; "" means PRESENT when ok, else ABSENT
+
+    def __post_init__(self) -> None:
+        self.state = self.state or (PRESENT if self.ok else ABSENT)
 
 
 @dataclass
@@ -114,7 +130,6 @@ class CheckReport:
     patches: list[PatchVerdict]
     symbols: list[SymbolResult]
     imports: list[ImportResult] = field(default_factory=list)
-    strict: bool = False  # a symbol defined only under a runtime condition fails too
 
     @property
     def ok(self) -> bool:
@@ -123,12 +138,12 @@ class CheckReport:
             *self.symbols,
             *self.imports,
         )
-        return all(part.ok for part in parts) and not (self.strict and self.conditional)
+        return all(part.ok for part in parts)
 
     @property
-    def conditional(self) -> list[SymbolResult]:
-        """Symbols present only when an `if` test that is not decided statically holds."""
-        return [s for s in self.symbols if s.ok and s.condition]
+    def undecided(self) -> list[SymbolResult]:
+        """Symbols reading cannot decide (a runtime condition, a decorator it cannot read)."""
+        return [s for s in self.symbols if s.state == CANNOT_TELL]
 
     @property
     def checks_nothing(self) -> bool:
@@ -158,17 +173,14 @@ class CheckReport:
             spec = parse_spec(symbol.spec)
             if symbol.ok or (symbol.patch, spec.path) not in broken:
                 continue
+            if symbol.state == CANNOT_TELL:
+                lines.append(f"{symbol.spec}: {symbol.detail} -> {ASK_PYTHON}")
+                continue
             if symbol.patch:
                 fix = f"restore it, or re-record: patchguard record {symbol.patch}"
             else:
                 fix = f"restore it, or stop guarding it: patchguard drop {symbol.spec}"
             lines.append(f"{symbol.spec}: missing ({symbol.detail}) -> {fix}")
-        if self.strict:
-            lines += [
-                f"{s.spec}: {s.detail} (--strict) -> define it unconditionally, or check without "
-                "--strict"
-                for s in self.conditional
-            ]
         lines += [f"import {i.module}: {i.detail}" for i in self.imports if not i.ok]
         return lines
 
@@ -265,9 +277,13 @@ class Worktree:
         return cached
 
     def symbol_problems(
-        self, content: bytes, path: str, qualnames: Iterable[str]
+        self, content: bytes, path: str, qualnames: Iterable[str], *, decided_only: bool = False
     ) -> dict[str, str]:
-        """Why each of `qualnames` is not defined exactly once at its place in `content`."""
+        """Why each of `qualnames` is not surely defined exactly once at its place in `content`.
+
+        `decided_only`: leave out the ones reading cannot decide (a merge that keeps them
+        breaks nothing that reading could see; `check` then says to ask Python).
+        """
         qualnames = list(qualnames)
         if not qualnames:
             return {}
@@ -286,7 +302,10 @@ class Worktree:
         problems = {}
         for qualname in qualnames:
             found = index.resolve(qualname)
-            if found.lineno is None:
+            if found.state == CANNOT_TELL:
+                if not decided_only:
+                    problems[qualname] = f"{CANNOT_TELL_FROM_READING}: {found.reason}"
+            elif found.state == ABSENT:
                 problems[qualname] = _why_absent(index, Spec(path, qualname), found.reason)
             elif duplicates := index.duplicates(qualname):
                 lines = ", ".join(str(d.lineno) for d in duplicates)
@@ -299,8 +318,10 @@ class Worktree:
 def _mentions_definition(content: bytes, qualname: str) -> bool:
     """Could `content` bind `qualname`? Only a plain ASCII name can be ruled out as bytes."""
     name = qualname.rsplit(".", 1)[-1]
-    if not name.isascii():
-        return True
+    mangled = name.find("__", 1) if name.startswith("_") else -1
+    name = name[mangled:] if mangled > 0 else name  # `C._C__m` is written `__m` in C
+    if not name.isascii() or not content.isascii():
+        return True  # Python compares identifiers NFKC-normalised: a fullwidth m binds `m`
     return re.search(rb"\b" + re.escape(name.encode()) + rb"\b", content) is not None
 
 
@@ -343,13 +364,21 @@ def _assess_at(
     head = tree.head(path)
     if head is not None and _contains_change(repo, base, head, patched, merge_labels(patch)):
         return FileVerdict(path, State.UPSTREAM, UPSTREAM_AS_TEXT)
-    if (
-        head is not None
-        and change.added_symbols
-        and not tree.symbol_problems(head, path, change.added_symbols)
-    ):
+    in_head = (
+        tree.symbol_problems(head, path, change.added_symbols)
+        if head is not None and change.added_symbols
+        else None
+    )
+    if in_head == {}:  # HEAD surely binds everything the patch adds: upstream has it
         return _assess_absorbed(repo, tree, patch, change, path, base, patched)
-    return _assess_change(repo, tree, patch, change, path, base, patched, change.added_symbols)
+    verdict = _assess_change(repo, tree, patch, change, path, base, patched, change.added_symbols)
+    if in_head and all(why.startswith(CANNOT_TELL_FROM_READING) for why in in_head.values()):
+        names = ", ".join(q.rsplit(".", 1)[-1] for q in in_head)
+        verdict.detail += (
+            f"; HEAD has a conditional copy of {names}, so the patch's own copy stays "
+            f"({next(iter(in_head.values()))})"
+        )
+    return verdict
 
 
 def _assess_absorbed(
@@ -463,7 +492,8 @@ def _assess_change(
             "the change does not merge cleanly with this file",
             forward.content,
         )
-    problems = tree.symbol_problems(forward.content, path, _required_in(patch, change.path))
+    required = _required_in(patch, change.path)
+    problems = tree.symbol_problems(forward.content, path, required, decided_only=True)
     if problems:
         return FileVerdict(
             path,
@@ -620,11 +650,8 @@ def check_symbol(tree: Worktree, text: str, owner: str | None) -> SymbolResult:
         return SymbolResult(text, False, f"{spec.path} does not exist", owner)
     problems = tree.symbol_problems(content, spec.path, [spec.qualname])
     if problems:
-        return SymbolResult(text, False, problems[spec.qualname], owner)
+        problem = problems[spec.qualname]
+        state = CANNOT_TELL if problem.startswith(CANNOT_TELL_FROM_READING) else ABSENT
+        return SymbolResult(text, False, problem, owner, state)
     found = tree.symbols(content, spec.path).resolve(spec.qualname)
-    where = f"{spec.path}:{found.lineno}"
-    if found.condition:
-        return SymbolResult(
-            text, True, f"{where}, defined only when {found.condition}", owner, found.condition
-        )
-    return SymbolResult(text, True, where, owner)
+    return SymbolResult(text, True, f"{spec.path}:{found.lineno}", owner)

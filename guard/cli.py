@@ -188,14 +188,14 @@ def _with_import_options(func: Callable[..., Any]) -> Callable[..., Any]:
         "patchguard check -C ~/sglang --quiet || exit 1",
         "patchguard check --import sglang --python ~/venvs/serve/bin/python",
         "patchguard check --json",
-        "patchguard check --strict",
     )
 )
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing when everything holds.")
 @click.option(
     "--strict",
     is_flag=True,
-    help="Also fail on a symbol defined only under a runtime condition (e.g. `if _is_npu:`).",
+    hidden=True,
+    help="Accepted for old scripts: a symbol reading cannot decide always fails now.",
 )
 @_json_option
 @_with_import_options
@@ -210,18 +210,19 @@ def check(
 ) -> None:
     """Verify patches and required symbols (read-only).
 
-    Each file is parsed, and a symbol counts only where Python would find it at runtime: at
-    its qualified place (a method inside its class), by the last binding of its name (a
-    later `name = None`, `del name` or second `class` removes it), and not under
-    `if TYPE_CHECKING:` or a test that is always false. A symbol defined only under a
-    condition decided at runtime is a warning (--strict: a failure). Prints one line per
-    problem with the command that fixes it.
+    Each file is parsed, and each symbol gets one of three answers: present (importing the
+    module surely binds it at its qualified place, by the last binding of its name), absent
+    (it surely does not: a later `name = None`, `del`, `delattr`, a second `class`, code under
+    `if TYPE_CHECKING:` or a test Python decides false), or cannot tell (a runtime condition
+    such as `if _is_npu:`, a try body that may fail first, a decorator or metaclass reading
+    cannot follow). Only present is green. Prints one line per problem with the command that
+    fixes it.
     """
+    del strict  # nothing left to be strict about: cannot tell already fails
     sys.exit(
         preflight.report_check(
             cwd,
             quiet=quiet,
-            strict=strict,
             as_json=as_json,
             import_names=import_names,
             python=python,

@@ -163,7 +163,6 @@ def verify(
     import_names: Sequence[str] = (),
     python: str | None = None,
     command: Sequence[str] = (),
-    strict: bool = False,
     cwd: Path,
 ) -> CheckReport:
     """Apply if asked, then check everything; the report says whether the code is right.
@@ -171,7 +170,6 @@ def verify(
     `--import` is checked with `python`, else with the interpreter COMMAND will run.
     """
     report = patching.apply_then_check(repo)[1] if apply else assess.check(repo)
-    report.strict = strict
     if report.checks_nothing:
         raise ConfigError(
             f"{repo.layout.manifest_path} guards nothing (no patch, no guard), so a check would "
@@ -192,7 +190,6 @@ def report_check(
     as_json: bool = False,
     import_names: Sequence[str] = (),
     python: str | None = None,
-    strict: bool = False,
 ) -> int:
     """`patchguard check`: print the report (JSON, the banner, or a summary); the exit code.
 
@@ -202,7 +199,7 @@ def report_check(
     from guard import render
 
     repo = Repo.discover(cwd)
-    report = verify(repo, import_names=import_names, python=python, strict=strict, cwd=cwd)
+    report = verify(repo, import_names=import_names, python=python, cwd=cwd)
     if as_json:
         print(render.check_json(report, str(repo.workdir)))
     elif not report.ok:
