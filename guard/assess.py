@@ -318,8 +318,10 @@ class Worktree:
 def _mentions_definition(content: bytes, qualname: str) -> bool:
     """Could `content` bind `qualname`? Only a plain ASCII name can be ruled out as bytes."""
     name = qualname.rsplit(".", 1)[-1]
-    mangled = name.find("__", 1) if name.startswith("_") else -1
-    name = name[mangled:] if mangled > 0 else name  # `C._C__m` is written `__m` in C
+    mangled = re.fullmatch(r"_[^\W_]\w*?(__\w+)", name)
+    name = mangled.group(1) if mangled else name  # `C._C__m` is written `__m` in C
+    if hasattr(type, name):
+        return True  # every class has it (`__init__`)
     if not name.isascii() or not content.isascii():
         return True  # Python compares identifiers NFKC-normalised: a fullwidth m binds `m`
     return re.search(rb"\b" + re.escape(name.encode()) + rb"\b", content) is not None

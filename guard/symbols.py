@@ -295,7 +295,6 @@ _KEEPING_DECORATORS = frozenset(
         "functools.wraps()",
         "functools.singledispatch",
         "functools.singledispatchmethod",
-        "functools.total_ordering",
         "abc.abstractmethod",
         "typing.overload",
         "typing.final",
@@ -504,7 +503,9 @@ class _Model:
                 if item.optional_vars is not None:
                     self._target(item.optional_vars, None, node.lineno, scope, condition, env)
             raises, maybe = self._body(node.body, scope, condition, env)
-            if raises:
+            if raises and not all(
+                self._suppresses_all(item.context_expr, env) for item in node.items
+            ):
                 return None, f"{raises}, which the with at line {node.lineno} may not suppress"
             return None, maybe
         elif isinstance(node, ast.Match):
@@ -586,6 +587,23 @@ class _Model:
                     return frozenset(v for v in value if isinstance(v, str))
         return frozenset()
 
+    def _suppresses_all(self, node: ast.expr, env: _Env) -> bool:
+        """`contextlib.suppress(Exception)`: the body's raise ends the body, not the module."""
+        return (
+            isinstance(node, ast.Call)
+            and self._origin(node.func, env) == "contextlib.suppress"
+            and any(
+                self._origin(a, env) in ("builtins.Exception", "builtins.BaseException")
+                for a in node.args
+            )
+        )
+
+    def _may_match(self, pattern: ast.pattern, subject: object, env: _Env) -> bool:
+        if isinstance(pattern, ast.MatchValue):
+            value = self._value(pattern.value, env)
+            return value is _UNKNOWN or bool(value == subject)
+        return True
+
     def _if(
         self, node: ast.If, scope: int, condition: str | None, env: _Env
     ) -> tuple[str | None, str | None]:
@@ -595,11 +613,34 @@ class _Model:
         if truth is False:
             return self._body(node.orelse, scope, condition, env)
         test = _text(node.test)
-        results = [
-            self._body(node.body, scope, _joined(condition, f"when `{test}` is true"), env),
-            self._body(node.orelse, scope, _joined(condition, f"when `{test}` is false"), env),
-        ]
+        results, last = [], []
+        for body, holds in ((node.body, "true"), (node.orelse, "false")):
+            when = _joined(condition, f"when `{test}` is {holds}")
+            start = self._order
+            results.append(self._body(body, scope, when, env))
+            last.append(self._last_made(scope, start, when))
+        for name in last[0].keys() & last[1].keys():  # bound whichever branch runs
+            first, second = last[0][name], last[1][name]
+            kind = first.kind if first.kind == second.kind else "other"
+            doubt = first.doubt or second.doubt
+            self._add(scope, name, kind, second.lineno, condition, env, doubt=doubt)
         return None, next((r or m for r, m in results if r or m), None)
+
+    def _last_made(self, scope: int, start: int, condition: str) -> dict[str, Binding]:
+        """Names whose last binding since `start` binds them (no del) directly under
+        `condition`, not under a further condition of their own."""
+        made: dict[str, Binding] = {}
+        for name, bindings in self.scopes.get(scope, {}).items():
+            recent = [b for b in bindings if b.order > start]
+            if name != "*" and recent:
+                made[name] = recent[-1]
+        if any(b.order > start for b in self.scopes.get(scope, {}).get("*", [])):
+            return {}
+        return {
+            name: b
+            for name, b in made.items()
+            if b.condition == condition and b.kind in ("def", "value", "other")
+        }
 
     def _loop(
         self, node: ast.For | ast.AsyncFor | ast.While, scope: int, condition: str | None, env: _Env
@@ -611,7 +652,10 @@ class _Model:
             if truth is False:
                 return self._body(node.orelse, scope, condition, env)
         else:
-            runs = self._nonempty(node.iter, env)
+            iterations = self._iterations(node.iter, env)
+            runs = bool(iterations)
+            if iterations == 0:
+                return self._body(node.orelse, scope, condition, env)
         inside = (
             condition
             if runs
@@ -653,7 +697,7 @@ class _Model:
     ) -> tuple[str | None, str | None]:
         """From the first statement that may fail, the rest of a try body is conditional."""
         current, failing, raises = condition, None, None
-        may_raise = None
+        may_raise, surely = None, False
         for statement in node.body:
             if failing is None and self._may_fail(statement, env):
                 failing = statement.lineno
@@ -662,9 +706,10 @@ class _Model:
             may_raise = may_raise or maybe
             if raised:
                 raises = raised
+                surely = failing in (None, statement.lineno)  # nothing before it may fail
                 break
         if raises or failing is not None:
-            sure = raises is not None and failing is None and len(node.handlers) == 1
+            sure = raises is not None and surely and len(node.handlers) == 1
             for handler in node.handlers:
                 when = (
                     condition
@@ -701,8 +746,17 @@ class _Model:
         self, node: ast.Match, scope: int, condition: str | None, env: _Env
     ) -> tuple[str | None, str | None]:
         may_raise = None
-        for number, case in enumerate(node.cases):
-            sure = number == 0 and case.guard is None and _irrefutable(case.pattern)
+        subject = self._value(node.subject, env)
+        cases = node.cases
+        if subject is not _UNKNOWN:  # a literal subject: value patterns that differ never match
+            cases = [c for c in cases if self._may_match(c.pattern, subject, env)]
+        for number, case in enumerate(cases):
+            matches = _irrefutable(case.pattern) or (
+                isinstance(case.pattern, ast.MatchValue)
+                and subject is not _UNKNOWN
+                and self._value(case.pattern.value, env) is not _UNKNOWN
+            )
+            sure = number == 0 and case.guard is None and matches
             when = (
                 condition
                 if sure
@@ -915,6 +969,19 @@ class _Model:
             return -operand if isinstance(operand, int | float) else _UNKNOWN
         if isinstance(node, ast.Compare):
             return self._compare(node, env, depth)
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in ("startswith", "endswith")
+            and not node.keywords
+        ):
+            owner = self._value(node.func.value, env, depth + 1)
+            args = [self._value(a, env, depth + 1) for a in node.args]
+            if isinstance(owner, str) and all(isinstance(a, str | tuple) for a in args):
+                try:
+                    return bool(getattr(owner, node.func.attr)(*args))
+                except TypeError:
+                    return _UNKNOWN
         if isinstance(node, ast.Subscript):
             container = self._value(node.value, env, depth + 1)
             index = (
@@ -965,9 +1032,12 @@ class _Model:
             if decisive in truths:
                 return decisive
             return None if None in truths else not decisive
-        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
-            inner = self._truth(node.operand, env, depth + 1)
-            return None if inner is None else not inner
+        negations = 0
+        while isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):  # any depth
+            node, negations = node.operand, negations + 1
+        if negations:
+            inner = self._truth(node, env, depth + 1)
+            return None if inner is None else inner ^ (negations % 2 == 1)
         value = self._value(node, env, depth)
         if value is _UNKNOWN:
             return None
@@ -976,22 +1046,24 @@ class _Model:
         except Exception:  # a literal with an odd __bool__ is not decided
             return None
 
-    def _nonempty(self, node: ast.expr, env: _Env) -> bool:
-        """Does a for loop over `node` surely run its body at least once?"""
+    def _iterations(self, node: ast.expr, env: _Env) -> int | None:
+        """How many times a for loop over `node` runs, when reading decides it."""
         if isinstance(node, ast.Call) and self._origin(node.func, env) == "builtins.range":
             args = [self._value(a, env) for a in node.args]
             if node.keywords or not all(
                 isinstance(a, int) and not isinstance(a, bool) for a in args
             ):
-                return False
+                return None
             try:
-                return len(range(*[a for a in args if isinstance(a, int)])) > 0
+                return len(range(*[a for a in args if isinstance(a, int)]))
             except (TypeError, ValueError):
-                return False
-        if isinstance(node, ast.Dict):
-            return bool(node.keys) and None not in node.keys
+                return None
+        if isinstance(node, ast.Dict) and None not in node.keys:
+            return len(node.keys)
         value = self._value(node, env)
-        return isinstance(value, tuple | list | str | bytes | frozenset) and len(value) > 0
+        if isinstance(value, tuple | list | str | bytes | frozenset):
+            return len(value)
+        return None
 
     def _may_fail(self, node: ast.stmt, env: _Env) -> bool:
         """Could this statement raise (in a try body, where failing is what is expected)?"""
