@@ -20,6 +20,7 @@ from guard.repo import Repo
 from guard.symbols import (
     ABSENT,
     CANNOT_TELL,
+    NOT_DEFINED,
     PRESENT,
     SourceSyntaxError,
     Spec,
@@ -106,6 +107,7 @@ class SymbolResult:
     detail: str
     patch: str | None
     state: str = ""  # guard.symbols' answer; "" means PRESENT when ok, else ABSENT
+    runtime: str | None = None  # the runtime probe's answer (guard.probe), which then decides
 
     def __post_init__(self) -> None:
         self.state = self.state or (PRESENT if self.ok else ABSENT)
@@ -130,6 +132,7 @@ class CheckReport:
     patches: list[PatchVerdict]
     symbols: list[SymbolResult]
     imports: list[ImportResult] = field(default_factory=list)
+    runtime_seconds: float | None = None  # what the runtime probe cost, when it ran
 
     @property
     def ok(self) -> bool:
@@ -173,7 +176,7 @@ class CheckReport:
             spec = parse_spec(symbol.spec)
             if symbol.ok or (symbol.patch, spec.path) not in broken:
                 continue
-            if symbol.state == CANNOT_TELL:
+            if symbol.state == CANNOT_TELL and symbol.runtime is None:
                 lines.append(f"{symbol.spec}: {symbol.detail} -> {ASK_PYTHON}")
                 continue
             if symbol.patch:
@@ -329,16 +332,17 @@ def _mentions_definition(content: bytes, qualname: str) -> bool:
 
 def _why_absent(index: SymbolIndex, spec: Spec, reason: str) -> str:
     """The resolution's reason, or, for a name defined but not where Python looks, which."""
-    if reason != "not defined":
+    if not reason.startswith(NOT_DEFINED):
         return reason
+    rest = reason[len(NOT_DEFINED) :]  # e.g. what an unread base might still provide
     defined = index.find(spec.qualname)
     if defined:
         return (
             f"defined at line {defined[-1].lineno}, but not where Python finds it at runtime: "
             "a later binding of its class replaces it, or it sits under `if TYPE_CHECKING:` "
-            "or a test that is always false"
+            f"or a test that is always false{rest}"
         )
-    return describe_miss(index, spec)
+    return describe_miss(index, spec) + rest
 
 
 def _required_in(patch: Patch, path: str) -> list[str]:

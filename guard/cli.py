@@ -165,7 +165,21 @@ def require(cwd: Path, specs: tuple[str, ...]) -> None:
 
 
 def _with_import_options(func: Callable[..., Any]) -> Callable[..., Any]:
-    """--import MODULE and --python PATH, shared by check and run."""
+    """--import MODULE, --runtime and --python PATH, shared by check and run."""
+    func = click.option(
+        "--runtime-timeout",
+        type=click.FloatRange(min=0, min_open=True),
+        default=None,
+        metavar="SECONDS",
+        help="How long --runtime may take to import the guarded modules (default: 600).",
+    )(func)
+    func = click.option(
+        "--runtime",
+        is_flag=True,
+        help="Ask Python: import each guarded module in a fresh process of the interpreter "
+        "(see --python), confirm it is this checkout's file, and look each symbol up. Python "
+        "decides every symbol, including those reading cannot tell. Writes nothing.",
+    )(func)
     func = click.option(
         "--python",
         default=None,
@@ -188,6 +202,7 @@ def _with_import_options(func: Callable[..., Any]) -> Callable[..., Any]:
         "patchguard check -C ~/sglang --quiet || exit 1",
         "patchguard check --import sglang --python ~/venvs/serve/bin/python",
         "patchguard check --json",
+        "patchguard check --runtime --python ~/venvs/serve/bin/python",
     )
 )
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing when everything holds.")
@@ -207,6 +222,8 @@ def check(
     as_json: bool,
     import_names: tuple[str, ...],
     python: str | None,
+    runtime: bool,
+    runtime_timeout: float | None,
 ) -> None:
     """Verify patches and required symbols (read-only).
 
@@ -226,6 +243,8 @@ def check(
             as_json=as_json,
             import_names=import_names,
             python=python,
+            runtime=runtime,
+            runtime_timeout=runtime_timeout,
         )
     )
 
@@ -247,6 +266,8 @@ def run(
     apply_first: bool,
     import_names: tuple[str, ...],
     python: str | None,
+    runtime: bool,
+    runtime_timeout: float | None,
     command: tuple[str, ...],
 ) -> None:
     """Run COMMAND only if every guard holds.
@@ -255,8 +276,8 @@ def run(
 
     COMMAND replaces patchguard (exec): its exit status, signals, stdin and stdout pass
     through untouched. patchguard's options end at COMMAND's first word: everything after
-    it is COMMAND's (`--` before COMMAND works too). --import checks the interpreter
-    COMMAND runs (see --python).
+    it is COMMAND's (`--` before COMMAND works too). --import and --runtime check the
+    interpreter COMMAND runs (see --python); --runtime probes before COMMAND starts.
     """
     if command[:1] == ("--",):
         command = command[1:]
@@ -267,6 +288,8 @@ def run(
         import_names=import_names,
         python=python,
         command=command,
+        runtime=runtime,
+        runtime_timeout=runtime_timeout,
         cwd=cwd,
     )
     if not report.ok:

@@ -43,6 +43,7 @@ def check_json(report: CheckReport, repository: str) -> str:
                     "detail": s.detail,
                     "patch": s.patch,
                     "state": s.state,
+                    "runtime": s.runtime,
                 }
                 for s in report.symbols
             ],
@@ -50,6 +51,7 @@ def check_json(report: CheckReport, repository: str) -> str:
                 {"module": i.module, "python": i.python, "location": i.location, "ok": i.ok}
                 for i in report.imports
             ],
+            "runtime_seconds": report.runtime_seconds,
             "problems": report.problems(),
         },
         indent=2,

@@ -146,6 +146,10 @@ class SymbolIndex:
         """
         return self.model.resolve(qualname, self._callable_names())
 
+    def defines_callable(self, qualname: str) -> bool:
+        """Does the file define the name with `def` or `class` (so it must be callable)?"""
+        return unicodedata.normalize("NFKC", qualname.rsplit(".", 1)[-1]) in self._callable_names()
+
     def _callable_names(self) -> frozenset[str]:
         return frozenset(
             unicodedata.normalize("NFKC", name.rsplit(".", 1)[-1]) for name in self.by_qualname
@@ -265,7 +269,7 @@ def _walk(body: list[ast.stmt], prefix: str, block_counter: Iterator[int]) -> It
 
 
 _TOO_DEEP = "the file nests too deeply for the model to read"
-_NOT_DEFINED = "not defined"
+NOT_DEFINED = "not defined"
 
 # What `if` tests and decorators may name, by where the name comes from (not by its spelling).
 _KNOWN_VALUES: dict[str, object] = {
@@ -1211,7 +1215,7 @@ _COMPARISONS: dict[type, Callable[[Any, Any], bool]] = {
 def _last_binding(bindings: list[Binding], expect_callable: bool) -> _Outcome:
     """The name's state after its scope ran: an unconditional binding decides; a conditional
     one that would change the answer makes it cannot tell."""
-    now = _Outcome(ABSENT, _NOT_DEFINED)
+    now = _Outcome(ABSENT, NOT_DEFINED)
     for binding in bindings:
         if binding.kind == "any":
             if now.state != CANNOT_TELL:

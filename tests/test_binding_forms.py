@@ -16,6 +16,7 @@ import re
 import subprocess
 import sys
 import unicodedata
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -183,3 +184,30 @@ def test_the_cli_agrees_with_the_library_and_never_crashes(
             assert result.returncode in (1, 2), result.stderr
             assert result.stderr.startswith("patchguard: cannot guard"), result.stderr
             break  # one is enough here; test_static_... covers every form in-process
+
+
+def test_check_runtime_agrees_with_python_on_every_form(
+    checkout: tuple[Path, list[Form]],
+    python_says: dict[str, bool],
+    clean_env: dict[str, str],
+    tmp_path: Path,
+) -> None:
+    """Every form guarded (as a manifest may hold them), then `check --runtime --json`."""
+    root, all_forms = checkout
+    copy = tmp_path / "copy"
+    git(tmp_path, "clone", "-q", str(root), str(copy))
+    repo = Repo.discover(copy)
+    specs = [_spec(i, f) for i, f in enumerate(all_forms)]
+    repo.save_manifest(replace(repo.load_manifest(missing_ok=True), guards=specs))
+    before = git(copy, "status", "--porcelain", "--ignored").stdout
+    args = ("check", "--runtime", "--json", "--python", sys.executable)
+    data = json.loads(run_patchguard(copy, clean_env, args, check=1).stdout)
+    answers = {s["spec"]: s for s in data["symbols"]}
+    disagree = [
+        f"{form.name}: runtime {answers[_spec(i, form)]['runtime']}, Python {python_says[_package(i)]}"
+        for i, form in enumerate(all_forms)
+        if answers[_spec(i, form)]["present"] != python_says[_package(i)]
+    ]
+    assert disagree == []
+    assert {s["runtime"] for s in data["symbols"]} == {"present", "absent"}
+    assert git(copy, "status", "--porcelain", "--ignored").stdout == before  # wrote nothing
