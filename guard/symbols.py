@@ -8,7 +8,10 @@ import sys
 import unicodedata
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+
+TYPE_CHECKING = False  # not `from typing import ...`: the hooks import this module
+if TYPE_CHECKING:
+    from typing import Any
 
 SPEC_SEPARATOR = "::"
 

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import Sample
+from conftest import Sample, git
 from helpers import run_patchguard
 
 import guard
@@ -105,3 +105,13 @@ def test_a_probe_that_takes_too_long_is_one_line(
     result = run_patchguard(guarded.root, clean_env, args, check=2)
     assert result.stderr.count("\n") == 1
     assert result.stderr.startswith("patchguard: the runtime probe did not finish in 1 s")
+
+
+def test_the_hook_banner_says_to_ask_python(guarded: Sample, clean_env: dict[str, str]) -> None:
+    pg(guarded, clean_env, "install", check=0)
+    branch = guarded.git("symbolic-ref", "--short", "HEAD").stdout.strip()
+    assert git(guarded.root, "checkout", "-q", "HEAD~1", env=clean_env).stderr == ""  # green
+    moved = git(guarded.root, "checkout", "-q", branch, env=clean_env, check=False)
+    assert "guard FAILED after post-checkout" in moved.stderr
+    assert "cannot tell from reading: bound at line 9 only when" in moved.stderr
+    assert "ask Python: patchguard check --runtime" in moved.stderr
