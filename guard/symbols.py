@@ -556,16 +556,8 @@ class _Model:
         raises, _ = self._body(node.body, inner, None, body_env)
         if raises:
             return f"{raises} (in the body of class {node.name})"
-        named_tuple = any(self._origin(b, env) == "typing.NamedTuple" for b in node.bases)
+        self._fields(node, inner, env, body_env)
         slots = self._slots(node, body_env)
-        for statement in node.body:
-            if (
-                named_tuple
-                and isinstance(statement, ast.AnnAssign)
-                and statement.value is None
-                and isinstance(statement.target, ast.Name)
-            ):
-                self._add(inner, statement.target.id, "value", statement.lineno, None, body_env)
         if slots:
             clash = sorted(slots & {n for n, bs in self.scopes[inner].items() if bs})
             if clash:
@@ -581,6 +573,30 @@ class _Model:
             scope, name, "class", node.lineno, condition, env, inner=inner, doubt=doubt, value=value
         )
         return None
+
+    def _fields(self, node: ast.ClassDef, inner: int, env: _Env, body_env: _Env) -> None:
+        """NamedTuple fields are class attributes (their getters); a dataclass field made by
+        `field()` without a default is taken off the class."""
+        named_tuple = any(self._origin(b, env) == "typing.NamedTuple" for b in node.bases)
+        dataclass = any(
+            self._origin(d, env) in ("dataclasses.dataclass", "dataclasses.dataclass()")
+            for d in node.decorator_list
+        )
+        for statement in node.body:
+            if not isinstance(statement, ast.AnnAssign) or not isinstance(
+                statement.target, ast.Name
+            ):
+                continue
+            name, value = self._name(inner, statement.target.id), statement.value
+            if named_tuple and value is None:
+                self._add(inner, name, "value", statement.lineno, None, body_env)
+            elif (
+                dataclass
+                and isinstance(value, ast.Call)
+                and self._origin(value.func, env) == "dataclasses.field"
+                and not any(k.arg == "default" for k in value.keywords)
+            ):
+                self._add(inner, name, "del", statement.lineno, None, body_env)
 
     def _slots(self, node: ast.ClassDef, env: _Env) -> frozenset[str]:
         for statement in node.body:

@@ -421,6 +421,25 @@ def forms() -> list[Form]:
     add(Form("module-tuple-del", "def m():\n    return 1\n\n\ndel (m,)\n", "m"))
     add(Form("namedtuple-field", "import typing\n\n\nclass C(typing.NamedTuple):\n    m: int\n"))
     add(Form("slots-entry", "class C:\n    __slots__ = ('m',)\n"))
+    dc = "import dataclasses\n\n\n@dataclasses.dataclass\nclass C:\n"
+    add(
+        Form(
+            "dataclass-field-factory",
+            dc + "    m: list = dataclasses.field(default_factory=list)\n",
+        )
+    )
+    add(Form("dataclass-field-default", dc + "    m: int = dataclasses.field(default=3)\n"))
+    add(Form("dataclass-plain-default", dc + "    m: int = 3\n"))
+    add(Form("dataclass-no-default", dc + "    m: int\n"))
+    add(
+        Form(
+            "from-dataclasses-field",
+            "from dataclasses import dataclass, field\n\n\n@dataclass\nclass C:\n    m: list = field(default_factory=list)\n",
+        )
+    )
+    add(Form("class-attr-none", "class C:\n    m = None\n"))
+    add(Form("class-attr-annotated-only", "class C:\n    m: int\n"))
+    add(Form("class-attr-deleted-later", "class C:\n    m = 1\n\n\ndel C.m\n"))
 
     # deep nesting
     add(Form("deep-not-300", _in_class(f"    if {'not ' * 300}False:\n{_indent(M)}")))
