@@ -9,9 +9,10 @@ once at its qualified place in the result.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
+from pathlib import PurePosixPath
 
 from guard import fastpath
 from guard.errors import ConfigError
@@ -22,6 +23,7 @@ from guard.symbols import (
     CANNOT_TELL,
     NOT_DEFINED,
     PRESENT,
+    Resolution,
     SourceSyntaxError,
     Spec,
     SymbolIndex,
@@ -279,6 +281,31 @@ class Worktree:
             raise cached
         return cached
 
+    def resolve(self, index: SymbolIndex, path: str, qualname: str, depth: int = 0) -> Resolution:
+        """`index.resolve`, and, for a method its class leaves to a base imported from another
+        module of this checkout, that module's answer (as attribute lookup goes on to it)."""
+        found = index.resolve(qualname)
+        if found.state != ABSENT or not found.inherit or depth >= _MAX_BASE_FILES:
+            return found
+        leaf = qualname.rsplit(".", 1)[-1]
+        for origin in found.inherit:
+            for other, name in _module_files(path, origin):
+                content = self.read(other)
+                if content is None:
+                    continue
+                try:
+                    inherited = self.resolve(
+                        self.symbols(content, other), other, f"{name}.{leaf}", depth + 1
+                    )
+                except SourceSyntaxError:
+                    break
+                if inherited.state != ABSENT:
+                    return Resolution(
+                        inherited.state, None, inherited.reason or f"inherited from {other}::{name}"
+                    )
+                break
+        return found
+
     def symbol_problems(
         self, content: bytes, path: str, qualnames: Iterable[str], *, decided_only: bool = False
     ) -> dict[str, str]:
@@ -304,7 +331,7 @@ class Worktree:
             return dict.fromkeys(qualnames, reason)
         problems = {}
         for qualname in qualnames:
-            found = index.resolve(qualname)
+            found = self.resolve(index, path, qualname)
             if found.state == CANNOT_TELL:
                 if not decided_only:
                     problems[qualname] = f"{CANNOT_TELL_FROM_READING}: {found.reason}"
@@ -316,6 +343,32 @@ class Worktree:
                     f"defined {len(duplicates)} times (lines {lines}); the last one silently wins"
                 )
         return problems
+
+
+_MAX_BASE_FILES = 8  # a chain of bases across modules deeper than this is not followed
+
+
+def _module_files(path: str, origin: str) -> Iterator[tuple[str, str]]:
+    """(file, qualified name in it) that an import origin may name, seen from `path`: for
+    `.base.B`, `base.py` or `base/__init__.py` beside it; for `pkg.mod.B`, `pkg/mod.py` under
+    any directory above `path` (the checkout's import roots are not known from here)."""
+    dotted = origin.lstrip(".")
+    level = len(origin) - len(dotted)
+    parts = dotted.split(".")
+    here = PurePosixPath(path).parent
+    if level:
+        for _ in range(level - 1):
+            here = here.parent
+        roots, smallest = [here], 0
+    else:
+        roots, smallest = [here, *here.parents], 1
+    for root in roots:
+        for split in range(len(parts) - 1, smallest - 1, -1):
+            module = root.joinpath(*parts[:split])
+            for candidate in (f"{module}.py", f"{module}/__init__.py"):
+                if candidate.startswith("./"):
+                    candidate = candidate[2:]
+                yield candidate, ".".join(parts[split:])
 
 
 def _mentions_definition(content: bytes, qualname: str) -> bool:
@@ -659,5 +712,6 @@ def check_symbol(tree: Worktree, text: str, owner: str | None) -> SymbolResult:
         problem = problems[spec.qualname]
         state = CANNOT_TELL if problem.startswith(CANNOT_TELL_FROM_READING) else ABSENT
         return SymbolResult(text, False, problem, owner, state)
-    found = tree.symbols(content, spec.path).resolve(spec.qualname)
-    return SymbolResult(text, True, f"{spec.path}:{found.lineno}", owner)
+    found = tree.resolve(tree.symbols(content, spec.path), spec.path, spec.qualname)
+    where = f"{spec.path}:{found.lineno}" if found.lineno else found.reason
+    return SymbolResult(text, True, where, owner)

@@ -103,6 +103,9 @@ class Resolution:
     state: str
     lineno: int | None = None
     reason: str = ""
+    # ABSENT from a class body that leaves the name unbound: the imported bases reading did
+    # not follow (dotted origins, leading dots for a relative import), for the caller to read
+    inherit: tuple[str, ...] = ()
 
 
 _MODULE_SCOPE = 0
@@ -358,6 +361,7 @@ class _LocalClass:
 class _Class:
     name: str
     bases: list[int | str]  # a class scope of this file, or the text of a base it cannot read
+    origins: list[str] = field(default_factory=list)  # where the unread bases are imported from
 
 
 @dataclass
@@ -366,6 +370,7 @@ class _Outcome:
     reason: str = ""
     found: list[Binding] = field(default_factory=list)
     unbound: bool = True  # absent because nothing binds it (not: bound to a non-callable)
+    inherit: tuple[str, ...] = ()  # see Resolution.inherit
 
 
 _Env = dict[str, object]
@@ -488,9 +493,10 @@ class _Model:
                     star = f"`from {'.' * node.level}{node.module or ''} import *` at line {node.lineno} may rebind it"
                     self._add(scope, "*", "any", node.lineno, condition, env, doubt=star)
                     continue
-                source = f"{node.module}.{alias.name}" if node.level == 0 else None
+                module = f"{node.module}." if node.module else ""
+                source = f"{'.' * node.level}{module}{alias.name}"  # relative: leading dots
                 name = self._name(scope, alias.asname or alias.name)
-                value = _Origin(source) if source else _UNKNOWN
+                value = _Origin(source)
                 self._add(scope, name, "other", node.lineno, condition, env, value=value)
         elif isinstance(node, ast.Expr):
             return self._call(node.value, node.lineno, scope, condition, env), None
@@ -526,6 +532,7 @@ class _Model:
         inner = len(self.scopes)
         self.scopes[inner] = {}
         bases: list[int | str] = []
+        origins: list[str] = []
         doubt = self._decorator_doubt(node.decorator_list, env, "class decorator", "the class")
         for base in node.bases:
             value = self._lookup_env(base, env)
@@ -536,6 +543,7 @@ class _Model:
                 pass
             elif origin not in _PLAIN_BASES:
                 bases.append(_text(base))
+                origins += [origin] if origin else []
         for keyword in node.keywords:
             if (
                 keyword.arg == "metaclass"
@@ -545,7 +553,7 @@ class _Model:
                     f"the metaclass at line {keyword.value.lineno} may drop or replace class "
                     "attributes"
                 )
-        self.classes[inner] = _Class(node.name, bases)
+        self.classes[inner] = _Class(node.name, bases, origins)
         self.globals_of[inner] = frozenset(
             name
             for n in _own_statements(node.body)
@@ -1150,7 +1158,8 @@ class _Model:
         name, rest = self._name(scope, parts[0]), parts[1:]
         outcome = self._lookup(scope, name, callable_leaf or bool(rest), set())
         if outcome.state != PRESENT:
-            return Resolution(outcome.state, None, outcome.reason)
+            inherit = () if rest else outcome.inherit
+            return Resolution(outcome.state, None, outcome.reason, inherit)
         if not rest:
             return Resolution(PRESENT, outcome.found[-1].lineno)
         answers = []
@@ -1198,7 +1207,7 @@ class _Model:
         if outcome.state != ABSENT or not outcome.unbound or cls is None or scope in seen:
             return outcome
         seen.add(scope)
-        unread = []
+        unread, inherit = [], list(cls.origins)
         for base in cls.bases:
             if isinstance(base, str):
                 unread.append(base)
@@ -1206,6 +1215,7 @@ class _Model:
             inherited = self._lookup(base, name, expect_callable, seen)
             if inherited.state != ABSENT:
                 return inherited
+            inherit += inherited.inherit
         if hasattr(type, name):  # every class has these (object's methods, type's attributes)
             return _Outcome(PRESENT, found=[Binding("def", 0, None)])
         if unread:  # red either way; say what reading could not rule out
@@ -1214,6 +1224,7 @@ class _Model:
                 f"{outcome.reason} (unless its base {', '.join(unread)}, which the model cannot "
                 "read, provides it)",
             )
+        outcome.inherit = tuple(inherit)
         return outcome
 
 

@@ -337,6 +337,43 @@ def forms() -> list[Form]:
             others={"base.py": f"class B:\n{M}"},
         )
     )
+    uses_m = "from .base import B\n\n\nclass C(B):\n    def other(self):\n        return self.m()\n"
+    add(Form("base-other-module-used", uses_m, others={"base.py": f"class B:\n{M}"}))
+    add(
+        Form(
+            "base-other-module-none",
+            uses_m,
+            others={
+                "base.py": "class B:\n    m = None\n    def m2(self):\n        return self.m\n\n    def m(self):\n        return 1\n\n    m = None\n"
+            },
+        )
+    )
+    add(
+        Form(
+            "base-other-package-init",
+            uses_m.replace(".base", "."),
+            others={"__init__.py": f"class B:\n{M}"},
+        )
+    )
+    add(
+        Form(
+            "base-other-module-chain",
+            uses_m,
+            others={
+                "base.py": "from .root import A\n\n\nclass B(A):\n    pass\n",
+                "root.py": f"class A:\n{M}",
+            },
+        )
+    )
+    add(
+        Form(
+            "base-other-module-conditional",
+            uses_m,
+            others={
+                "base.py": f"import os\n\n\nclass B:\n    if os.environ.get('NO_SUCH_VAR_XYZ'):\n{_indent(M)}"
+            },
+        )
+    )
     add(Form("base-missing-method", "class B:\n    pass\n\nclass C(B):\n    pass\n"))
     add(Form("base-overrides-none", f"class B:\n{M}\n\nclass C(B):\n    m = None\n"))
     add(Form("base-deleted-in-subclass", f"class B:\n{M}\n\nclass C(B):\n{M}    del m\n"))
