@@ -481,6 +481,9 @@ def forms() -> list[Form]:
     # deep nesting
     add(Form("deep-not-300", _in_class(f"    if {'not ' * 300}False:\n{_indent(M)}")))
     add(Form("deep-not-301", _in_class(f"    if {'not ' * 301}False:\n{_indent(M)}")))
+    add(Form("deep-not-1200", _in_class(f"    if {'not ' * 1200}False:\n{_indent(M)}")))
+    add(Form("deep-not-3000", _in_class(f"    if {'not ' * 3000}False:\n{_indent(M)}")))
+    add(Form("deep-not-3000-elsewhere", _in_class(M, after=f"\n\nX = {'not ' * 3000}False\n")))
     add(Form("deep-parens", _in_class(f"    if {'(' * 150}1{')' * 150}:\n{_indent(M)}")))
     add(
         Form(

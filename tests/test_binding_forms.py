@@ -200,6 +200,8 @@ def test_check_runtime_agrees_with_python_on_every_form(
     specs = [_spec(i, f) for i, f in enumerate(all_forms)]
     repo.save_manifest(replace(repo.load_manifest(missing_ok=True), guards=specs))
     before = git(copy, "status", "--porcelain", "--ignored").stdout
+    static = json.loads(run_patchguard(copy, clean_env, ("check", "--json"), check=1).stdout)
+    assert {s["state"] for s in static["symbols"]} == {"present", "absent", "cannot-tell"}
     args = ("check", "--runtime", "--json", "--python", sys.executable)
     data = json.loads(run_patchguard(copy, clean_env, args, check=1).stdout)
     answers = {s["spec"]: s for s in data["symbols"]}
