@@ -327,6 +327,18 @@ _KEEPING_DECORATORS = frozenset(
 _KEEPING_METACLASSES = frozenset({"builtins.type", "abc.ABCMeta", "enum.EnumMeta", "enum.EnumType"})
 # Bases the model knows to add nothing that could matter to a lookup in a subclass.
 _PLAIN_BASES = frozenset({"builtins.object", "abc.ABC", "typing.Generic", "typing.Protocol"})
+# Context managers that never swallow an exception of their body.
+_PLAIN_CONTEXTS = frozenset(
+    {
+        "builtins.open()",
+        "contextlib.nullcontext()",
+        "contextlib.redirect_stdout()",
+        "contextlib.redirect_stderr()",
+        "warnings.catch_warnings()",
+        "torch.no_grad()",
+        "torch.inference_mode()",
+    }
+)
 _EXITS = frozenset({"sys.exit", "builtins.exit", "builtins.quit", "os._exit"})
 _MAX_DEPTH = 100  # of a test the model evaluates; deeper is cannot tell, never a crash
 
@@ -515,7 +527,11 @@ class _Model:
             for item in node.items:
                 if item.optional_vars is not None:
                     self._target(item.optional_vars, None, node.lineno, scope, condition, env)
-            raises, maybe = self._body(node.body, scope, condition, env)
+            if all(self._origin(i.context_expr, env) in _PLAIN_CONTEXTS for i in node.items):
+                raises, maybe = self._body(node.body, scope, condition, env)
+                return raises, maybe
+            where = f"inside a with body (line {node.lineno}) that may swallow a failure"
+            raises, maybe, _, _ = self._failing_body(node.body, scope, condition, env, where)
             if raises and not all(
                 self._suppresses_all(item.context_expr, env) for item in node.items
             ):
@@ -644,34 +660,51 @@ class _Model:
         if truth is False:
             return self._body(node.orelse, scope, condition, env)
         test = _text(node.test)
-        results, last = [], []
+        results, sections = [], []
         for body, holds in ((node.body, "true"), (node.orelse, "false")):
             when = _joined(condition, f"when `{test}` is {holds}")
             start = self._order
             results.append(self._body(body, scope, when, env))
-            last.append(self._last_made(scope, start, when))
-        for name in last[0].keys() & last[1].keys():  # bound whichever branch runs
-            first, second = last[0][name], last[1][name]
-            kind = first.kind if first.kind == second.kind else "other"
-            doubt = first.doubt or second.doubt
-            self._add(scope, name, kind, second.lineno, condition, env, doubt=doubt)
+            sections.append(self._last_made(scope, start, self._order, (when,)))
+        self._bound_either_way(scope, sections, condition, env)
         return None, next((r or m for r, m in results if r or m), None)
 
-    def _last_made(self, scope: int, start: int, condition: str) -> dict[str, Binding]:
-        """Names whose last binding since `start` binds them (no del) directly under
-        `condition`, not under a further condition of their own."""
-        made: dict[str, Binding] = {}
-        for name, bindings in self.scopes.get(scope, {}).items():
-            recent = [b for b in bindings if b.order > start]
+    def _last_made(
+        self, scope: int, start: int, end: int, conditions: tuple[str | None, ...]
+    ) -> dict[str, Binding]:
+        """Names whose last binding in the order range (start, end] binds them (no del)
+        directly under one of `conditions`, not under a further condition of their own."""
+        names = self.scopes.get(scope, {})
+        if any(start < b.order <= end for b in names.get("*", [])):
+            return {}
+        made = {}
+        for name, bindings in names.items():
+            recent = [b for b in bindings if start < b.order <= end]
             if name != "*" and recent:
                 made[name] = recent[-1]
-        if any(b.order > start for b in self.scopes.get(scope, {}).get("*", [])):
-            return {}
         return {
             name: b
             for name, b in made.items()
-            if b.condition == condition and b.kind in ("def", "value", "other")
+            if b.condition in conditions and b.kind in ("def", "value", "other")
         }
+
+    def _bound_either_way(
+        self,
+        scope: int,
+        sections: list[dict[str, Binding]],
+        condition: str | None,
+        env: _Env,
+    ) -> None:
+        """A name every alternative section binds (if/else, try body/handlers) is bound after
+        them whichever ran: one binding of it, under the statement's own condition."""
+        if len(sections) < 2:
+            return
+        for name in set.intersection(*(set(s) for s in sections)):
+            found = [s[name] for s in sections]
+            kinds = {b.kind for b in found}
+            kind = kinds.pop() if len(kinds) == 1 else "other"
+            doubt = next((b.doubt for b in found if b.doubt), None)
+            self._add(scope, name, kind, found[-1].lineno, condition, env, doubt=doubt)
 
     def _loop(
         self, node: ast.For | ast.AsyncFor | ast.While, scope: int, condition: str | None, env: _Env
@@ -723,25 +756,38 @@ class _Model:
             return raised, may_raise
         return None, may_raise or maybe or raised
 
+    def _failing_body(
+        self, body: list[ast.stmt], scope: int, condition: str | None, env: _Env, where: str
+    ) -> tuple[str | None, str | None, int | None, bool]:
+        """Run a body whose failure is caught (try, a with that may swallow it): from its first
+        statement that may fail on, each statement is conditional. (why it surely raises, why
+        it may, the line that may fail first, whether the raise is surely reached)."""
+        current, failing, may_raise = condition, None, None
+        for statement in body:
+            if failing is None and self._may_fail(statement, env):
+                failing = statement.lineno
+                current = _joined(condition, f"{where} at line {failing}")
+            raised, maybe = self._stmt(statement, scope, current, env)
+            may_raise = may_raise or maybe
+            if raised:
+                return raised, may_raise, failing, failing in (None, statement.lineno)
+        return None, may_raise, failing, False
+
     def _try(
         self, node: ast.Try | ast.TryStar, scope: int, condition: str | None, env: _Env
     ) -> tuple[str | None, str | None]:
         """From the first statement that may fail, the rest of a try body is conditional."""
-        current, failing, raises = condition, None, None
-        may_raise, surely = None, False
-        for statement in node.body:
-            if failing is None and self._may_fail(statement, env):
-                failing = statement.lineno
-                current = _joined(condition, f"inside a try body that may fail at line {failing}")
-            raised, maybe = self._stmt(statement, scope, current, env)
-            may_raise = may_raise or maybe
-            if raised:
-                raises = raised
-                surely = failing in (None, statement.lineno)  # nothing before it may fail
-                break
+        start = self._order
+        where = "inside a try body that may fail"
+        raises, may_raise, failing, surely = self._failing_body(
+            node.body, scope, condition, env, where
+        )
+        body_made = (condition, _joined(condition, f"{where} at line {failing}"))
+        sections = [self._last_made(scope, start, self._order, body_made)]
         if raises or failing is not None:
             sure = raises is not None and surely and len(node.handlers) == 1
             for handler in node.handlers:
+                start = self._order
                 when = (
                     condition
                     if sure
@@ -753,6 +799,9 @@ class _Model:
                     )
                 raised, maybe = self._body(handler.body, scope, when, env)
                 may_raise = may_raise or maybe or raised
+                sections.append(self._last_made(scope, start, self._order, (when,)))
+            if not raises and failing is not None and not node.orelse:
+                self._bound_either_way(scope, sections, condition, env)  # handlers catch
         if not raises:
             when = (
                 condition

@@ -51,41 +51,41 @@ def forms() -> list[Form]:
         ("try-zero-division", "1 / 0"),
         ("try-raise", "raise ValueError"),
     ]:
-        body = f"    try:\n        {pre}\n{_indent(M, 8)}    except Exception:\n        pass\n"
+        body = f"    try:\n        {pre}\n{_indent(M)}    except Exception:\n        pass\n"
         add(Form(name, _in_class(body)))
     add(
         Form(
             "try-def-before-failing",
             _in_class(
-                f"    try:\n{_indent(M, 8)}        import missing_module_xyz\n    except ImportError:\n        pass\n"
+                f"    try:\n{_indent(M)}        import missing_module_xyz\n    except ImportError:\n        pass\n"
             ),
         )
     )
     add(
         Form(
             "only-in-except-not-run",
-            _in_class(f"    try:\n        pass\n    except Exception:\n{_indent(M, 8)}"),
+            _in_class(f"    try:\n        pass\n    except Exception:\n{_indent(M)}"),
         )
     )
     add(
         Form(
             "only-in-except-run",
             _in_class(
-                f"    try:\n        import missing_module_xyz\n    except ImportError:\n{_indent(M, 8)}"
+                f"    try:\n        import missing_module_xyz\n    except ImportError:\n{_indent(M)}"
             ),
         )
     )
     add(
         Form(
             "only-in-except-raise",
-            _in_class(f"    try:\n        raise KeyError\n    except KeyError:\n{_indent(M, 8)}"),
+            _in_class(f"    try:\n        raise KeyError\n    except KeyError:\n{_indent(M)}"),
         )
     )
     add(
         Form(
             "else-after-failing",
             _in_class(
-                f"    try:\n        import missing_module_xyz\n    except ImportError:\n        pass\n    else:\n{_indent(M, 8)}"
+                f"    try:\n        import missing_module_xyz\n    except ImportError:\n        pass\n    else:\n{_indent(M)}"
             ),
         )
     )
@@ -93,7 +93,7 @@ def forms() -> list[Form]:
         Form(
             "else-after-pass",
             _in_class(
-                f"    try:\n        pass\n    except Exception:\n        pass\n    else:\n{_indent(M, 8)}"
+                f"    try:\n        pass\n    except Exception:\n        pass\n    else:\n{_indent(M)}"
             ),
         )
     )
@@ -101,7 +101,7 @@ def forms() -> list[Form]:
         Form(
             "finally",
             _in_class(
-                f"    try:\n        import missing_module_xyz\n    except ImportError:\n        pass\n    finally:\n{_indent(M, 8)}"
+                f"    try:\n        import missing_module_xyz\n    except ImportError:\n        pass\n    finally:\n{_indent(M)}"
             ),
         )
     )
@@ -109,7 +109,7 @@ def forms() -> list[Form]:
         Form(
             "both-branches",
             _in_class(
-                f"    try:\n        import missing_module_xyz\n{_indent(M, 8)}    except ImportError:\n{_indent(M, 8)}"
+                f"    try:\n        import missing_module_xyz\n{_indent(M)}    except ImportError:\n{_indent(M)}"
             ),
         )
     )
@@ -117,7 +117,7 @@ def forms() -> list[Form]:
         Form(
             "suppress-raise",
             _in_class(
-                f"    with contextlib.suppress(Exception):\n        raise ValueError\n{_indent(M, 8)}",
+                f"    with contextlib.suppress(Exception):\n        raise ValueError\n{_indent(M)}",
                 head="import contextlib\n",
             ),
         )
@@ -126,8 +126,61 @@ def forms() -> list[Form]:
         Form(
             "suppress-no-raise",
             _in_class(
-                f"    with contextlib.suppress(Exception):\n{_indent(M, 8)}",
+                f"    with contextlib.suppress(Exception):\n{_indent(M)}",
                 head="import contextlib\n",
+            ),
+        )
+    )
+    add(
+        Form(
+            "suppress-import-missing",
+            _in_class(
+                f"    with contextlib.suppress(ImportError):\n        import missing_module_xyz\n{_indent(M)}",
+                head="import contextlib\n",
+            ),
+        )
+    )
+    add(
+        Form(
+            "suppress-import-stdlib",
+            _in_class(
+                f"    with contextlib.suppress(ImportError):\n        import json\n{_indent(M)}",
+                head="import contextlib\n",
+            ),
+        )
+    )
+    add(
+        Form(
+            "custom-cm-swallows",
+            _in_class(
+                f"    with Swallow():\n        int('x')\n{_indent(M)}",
+                head="class Swallow:\n    def __enter__(self):\n        return self\n\n    def __exit__(self, *exc):\n        return True\n\n\n",
+            ),
+        )
+    )
+    add(Form("open-cm", _in_class(f"    with open(__file__) as handle:\n{_indent(M)}")))
+    add(
+        Form(
+            "both-branches-handler-deletes",
+            _in_class(
+                f"    try:\n        import missing_module_xyz\n{_indent(M)}    except ImportError:\n{_indent(M)}        del m\n"
+            ),
+        )
+    )
+    add(
+        Form(
+            "both-branches-two-handlers",
+            _in_class(
+                f"    try:\n        import missing_module_xyz\n{_indent(M)}    except KeyError:\n{_indent(M)}    except ImportError:\n        pass\n"
+            ),
+        )
+    )
+    add(
+        Form(
+            "if-else-nested-del",
+            _in_class(
+                f"    if _flag:\n{_indent(M)}        if _flag:\n            del m\n    else:\n{_indent(M)}",
+                "_flag = bool(len([1]))\n",
             ),
         )
     )
