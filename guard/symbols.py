@@ -367,6 +367,7 @@ class _LocalDef:
 @dataclass(frozen=True)
 class _LocalClass:
     scope: int
+    doubt: str | None = None  # why it may not be the class its body defines (a decorator...)
 
 
 @dataclass
@@ -374,6 +375,7 @@ class _Class:
     name: str
     bases: list[int | str]  # a class scope of this file, or the text of a base it cannot read
     origins: list[str] = field(default_factory=list)  # where the unread bases are imported from
+    passes_on: str | None = None  # why a class derived from it cannot be read (its metaclass)
 
 
 @dataclass
@@ -550,11 +552,13 @@ class _Model:
         bases: list[int | str] = []
         origins: list[str] = []
         doubt = self._decorator_doubt(node.decorator_list, env, "class decorator", "the class")
+        passes_on = None
         for base in node.bases:
             value = self._lookup_env(base, env)
             origin = self._origin(base, env)
             if isinstance(value, _LocalClass):
                 bases.append(value.scope)
+                passes_on = passes_on or value.doubt or self.classes[value.scope].passes_on
             elif origin == "typing.NamedTuple":
                 pass
             elif origin not in _PLAIN_BASES:
@@ -565,10 +569,11 @@ class _Model:
                 keyword.arg == "metaclass"
                 and self._origin(keyword.value, env) not in _KEEPING_METACLASSES
             ):
-                doubt = doubt or (
+                passes_on = (
                     f"the metaclass at line {keyword.value.lineno} may drop or replace class "
                     "attributes"
                 )
+        doubt = doubt or passes_on
         self.classes[inner] = _Class(node.name, bases, origins)
         self.globals_of[inner] = frozenset(
             name
@@ -581,6 +586,13 @@ class _Model:
         if raises:
             return f"{raises} (in the body of class {node.name})"
         self._fields(node, inner, env, body_env)
+        hook = self.scopes[inner].get("__init_subclass__")
+        if hook and not passes_on:
+            passes_on = (
+                f"{node.name}.__init_subclass__ (line {hook[-1].lineno}) may change the classes "
+                "derived from it"
+            )
+        self.classes[inner].passes_on = passes_on
         slots = self._slots(node, body_env)
         if slots:
             clash = sorted(slots & {n for n, bs in self.scopes[inner].items() if bs})
@@ -591,7 +603,7 @@ class _Model:
                 )
             for slot in sorted(slots):
                 self._add(inner, self._name(inner, slot), "value", node.lineno, None, body_env)
-        value = _LocalClass(inner) if doubt is None else _UNKNOWN
+        value = _LocalClass(inner, doubt)
         name = self._name(scope, node.name)
         self._add(
             scope, name, "class", node.lineno, condition, env, inner=inner, doubt=doubt, value=value
@@ -962,7 +974,7 @@ class _Model:
             known = self._value(value, env)
             return "value", known
         looked = self._lookup_env(value, env)
-        if isinstance(looked, _LocalDef | _LocalClass):
+        if isinstance(looked, _LocalDef) or (isinstance(looked, _LocalClass) and not looked.doubt):
             return "def", looked
         if isinstance(value, ast.Call):
             origin = self._origin(value.func, env)

@@ -228,6 +228,28 @@ def forms() -> list[Form]:
             ),
         )
     )
+    add(
+        Form(
+            "metaclass-inherited-drops",
+            (
+                "class Meta(type):\n    def __new__(mcs, name, bases, ns):\n        ns.pop('m', None)\n"
+                "        return super().__new__(mcs, name, bases, ns)\n\n\n"
+                f"class B(metaclass=Meta):\n    pass\n\n\nclass C(B):\n{M}"
+            ),
+        )
+    )
+    add(
+        Form(
+            "init-subclass-deletes",
+            (f"class B:\n    def __init_subclass__(cls):\n        del cls.m\n\n\nclass C(B):\n{M}"),
+        )
+    )
+    add(
+        Form(
+            "init-subclass-own",
+            (f"class C:\n    def __init_subclass__(cls):\n        del cls.m\n\n{M}"),
+        )
+    )
     add(Form("metaclass-abc", f"import abc\n\n\nclass C(metaclass=abc.ABCMeta):\n{M}"))
     add(Form("metaclass-type", f"class C(metaclass=type):\n{M}"))
 
