@@ -472,6 +472,7 @@ class _Model:
     def _stmt(
         self, node: ast.stmt, scope: int, condition: str | None, env: _Env
     ) -> tuple[str | None, str | None]:
+        """Run one statement as Python would at import (function bodies are never run)."""
         self._walrus(node, scope, condition, env)
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
             doubt = self._decorator_doubt(node.decorator_list, env, "decorator", "it")
