@@ -348,6 +348,7 @@ class _Unknown:
 
 
 _UNKNOWN = _Unknown()
+_IMPORTED_NAME = _Unknown()  # `__name__` of an imported module: some name, never "__main__"
 
 
 @dataclass(frozen=True)
@@ -505,8 +506,7 @@ class _Model:
         elif isinstance(node, ast.ImportFrom):
             for alias in node.names:
                 if alias.name == "*":
-                    star = f"`from {'.' * node.level}{node.module or ''} import *` at line {node.lineno} may rebind it"
-                    self._add(scope, "*", "any", node.lineno, condition, env, doubt=star)
+                    self._star(node, scope, condition, env)
                     continue
                 module = f"{node.module}." if node.module else ""
                 source = f"{'.' * node.level}{module}{alias.name}"  # relative: leading dots
@@ -543,6 +543,21 @@ class _Model:
         elif isinstance(node, ast.Match):
             return self._match(node, scope, condition, env)
         return None, None
+
+    def _star(self, node: ast.ImportFrom, scope: int, condition: str | None, env: _Env) -> None:
+        """`from m import *`: the names a standard module already loaded here exports; for
+        any other module, anything may be rebound."""
+        loaded = sys.modules.get(node.module or "") if node.level == 0 else None
+        if loaded is not None and _is_stdlib(node.module or ""):
+            exported = getattr(loaded, "__all__", None)
+            if exported is None:
+                exported = [n for n in vars(loaded) if not n.startswith("_")]
+            for name in exported:
+                if isinstance(name, str):
+                    self._add(scope, self._name(scope, name), "other", node.lineno, condition, env)
+            return
+        star = f"`from {'.' * node.level}{node.module or ''} import *` at line {node.lineno} may rebind it"
+        self._add(scope, "*", "any", node.lineno, condition, env, doubt=star)
 
     def _class(
         self, node: ast.ClassDef, scope: int, condition: str | None, env: _Env
@@ -990,6 +1005,8 @@ class _Model:
         if isinstance(node, ast.Name):
             if node.id in env:
                 return env[node.id]
+            if node.id == "__name__":
+                return _IMPORTED_NAME
             if hasattr(builtins, node.id):
                 return _Origin(f"builtins.{node.id}")
             return _UNKNOWN
@@ -1101,7 +1118,11 @@ class _Model:
         left = self._value(node.left, env, depth + 1)
         for op, right_node in zip(node.ops, node.comparators, strict=True):
             right = self._value(right_node, env, depth + 1)
-            if left is _UNKNOWN or right is _UNKNOWN:
+            if _IMPORTED_NAME in (left, right) and "__main__" in (left, right):
+                if not isinstance(op, ast.Eq | ast.NotEq):
+                    return _UNKNOWN
+                return isinstance(op, ast.NotEq)  # imported, a module is never `__main__`
+            if _UNKNOWN in (left, right) or _IMPORTED_NAME in (left, right):
                 return _UNKNOWN
             operator = _COMPARISONS.get(type(op))
             if operator is None:
@@ -1193,7 +1214,7 @@ class _Model:
             return (
                 loaded is None
                 or not _is_stdlib(node.module or "")
-                or not all(a.name != "*" and hasattr(loaded, a.name) for a in node.names)
+                or not all(a.name == "*" or hasattr(loaded, a.name) for a in node.names)
             )
         if isinstance(node, ast.If):
             return not _safe_expression(node.test) or any(
