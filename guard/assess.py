@@ -290,6 +290,8 @@ class Worktree:
         leaf = qualname.rsplit(".", 1)[-1]
         for origin in found.inherit:
             for other, name in _module_files(path, origin):
+                if other not in self._content and self.repo.read_raw(other) is None:
+                    continue  # not remembered as read: a missing file would void the fast path
                 content = self.read(other)
                 if content is None:
                     continue
