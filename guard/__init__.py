@@ -26,12 +26,15 @@ def require(
     *,
     apply: bool = False,
     import_name: str | None = None,
+    runtime: bool = False,
 ) -> CheckReport:
     """Return the check report when every guard holds; raise GuardError listing all that does not.
 
     `apply` re-applies patches first. `import_name` also verifies that this interpreter imports
     that module from the checkout, not from another copy (package code is not executed).
+    `runtime` asks this interpreter, in a fresh process, whether each required symbol is
+    there (it imports the guarded modules there): Python decides, not reading.
     """
     from guard.preflight import require_report
 
-    return require_report(repo, apply=apply, import_name=import_name)
+    return require_report(repo, apply=apply, import_name=import_name, runtime=runtime)

@@ -9,16 +9,29 @@ once at its qualified place in the result.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
+from pathlib import PurePosixPath
 
 from guard import fastpath
 from guard.errors import ConfigError
-from guard.manifest import FileChange, Manifest, Patch, Resolution
+from guard.manifest import FileChange, Manifest, Patch
+from guard.manifest import Resolution as PatchResolution
 from guard.markers import marker_lines
 from guard.repo import Repo
-from guard.symbols import SourceSyntaxError, Spec, SymbolIndex, describe_miss, parse_spec
+from guard.symbols import (
+    ABSENT,
+    CANNOT_TELL,
+    NOT_DEFINED,
+    PRESENT,
+    Resolution,
+    SourceSyntaxError,
+    Spec,
+    SymbolIndex,
+    describe_miss,
+    parse_spec,
+)
 from guard.worktree_paths import UnsafePath
 
 
@@ -36,6 +49,8 @@ class State(StrEnum):
 
 
 GOOD_STATES = frozenset({State.APPLIED, State.UPSTREAM})
+CANNOT_TELL_FROM_READING = "cannot tell from reading"
+ASK_PYTHON = "ask Python: patchguard check --runtime (or define it unconditionally)"
 UPSTREAM_AS_TEXT = "HEAD already contains this change"
 # A patch is as bad as its worst file; mixed applied/upstream files make it "applied".
 _SEVERITY = [
@@ -102,11 +117,17 @@ class PatchVerdict:
 
 @dataclass
 class SymbolResult:
+    """One required symbol: present, absent, or cannot tell from reading (never green)."""
+
     spec: str
     ok: bool
     detail: str
     patch: str | None
-    condition: str | None = None  # present only when this `if` test holds at runtime
+    state: str = ""  # guard.symbols' answer; "" means PRESENT when ok, else ABSENT
+    runtime: str | None = None  # the runtime probe's answer (guard.probe), which then decides
+
+    def __post_init__(self) -> None:
+        self.state = self.state or (PRESENT if self.ok else ABSENT)
 
 
 @dataclass
@@ -128,7 +149,7 @@ class CheckReport:
     patches: list[PatchVerdict]
     symbols: list[SymbolResult]
     imports: list[ImportResult] = field(default_factory=list)
-    strict: bool = False  # a symbol defined only under a runtime condition fails too
+    runtime_seconds: float | None = None  # what the runtime probe cost, when it ran
 
     @property
     def ok(self) -> bool:
@@ -137,12 +158,12 @@ class CheckReport:
             *self.symbols,
             *self.imports,
         )
-        return all(part.ok for part in parts) and not (self.strict and self.conditional)
+        return all(part.ok for part in parts)
 
     @property
-    def conditional(self) -> list[SymbolResult]:
-        """Symbols present only when an `if` test that is not decided statically holds."""
-        return [s for s in self.symbols if s.ok and s.condition]
+    def undecided(self) -> list[SymbolResult]:
+        """Symbols reading cannot decide (a runtime condition, a decorator it cannot read)."""
+        return [s for s in self.symbols if s.state == CANNOT_TELL]
 
     @property
     def checks_nothing(self) -> bool:
@@ -172,17 +193,14 @@ class CheckReport:
             spec = parse_spec(symbol.spec)
             if symbol.ok or (symbol.patch, spec.path) not in broken:
                 continue
+            if symbol.state == CANNOT_TELL and symbol.runtime is None:
+                lines.append(f"{symbol.spec}: {symbol.detail} -> {ASK_PYTHON}")
+                continue
             if symbol.patch:
                 fix = f"restore it, or re-record: patchguard record {symbol.patch}"
             else:
                 fix = f"restore it, or stop guarding it: patchguard drop {symbol.spec}"
             lines.append(f"{symbol.spec}: missing ({symbol.detail}) -> {fix}")
-        if self.strict:
-            lines += [
-                f"{s.spec}: {s.detail} (--strict) -> define it unconditionally, or check without "
-                "--strict"
-                for s in self.conditional
-            ]
         lines += [f"import {i.module}: {i.detail}" for i in self.imports if not i.ok]
         return lines
 
@@ -330,10 +348,41 @@ class Worktree:
             raise cached
         return cached
 
+    def resolve(self, index: SymbolIndex, path: str, qualname: str, depth: int = 0) -> Resolution:
+        """`index.resolve`, and, for a method its class leaves to a base imported from another
+        module of this checkout, that module's answer (as attribute lookup goes on to it)."""
+        found = index.resolve(qualname)
+        if found.state != ABSENT or not found.inherit or depth >= _MAX_BASE_FILES:
+            return found
+        leaf = qualname.rsplit(".", 1)[-1]
+        for origin in found.inherit:
+            for other, name in _module_files(path, origin):
+                if other not in self._content and self.repo.read_raw(other) is None:
+                    continue  # not remembered as read: a missing file would void the fast path
+                content = self.read(other)
+                if content is None:
+                    continue
+                try:
+                    inherited = self.resolve(
+                        self.symbols(content, other), other, f"{name}.{leaf}", depth + 1
+                    )
+                except SourceSyntaxError:
+                    break
+                if inherited.state != ABSENT:
+                    return Resolution(
+                        inherited.state, None, inherited.reason or f"inherited from {other}::{name}"
+                    )
+                break
+        return found
+
     def symbol_problems(
-        self, content: bytes, path: str, qualnames: Iterable[str]
+        self, content: bytes, path: str, qualnames: Iterable[str], *, decided_only: bool = False
     ) -> dict[str, str]:
-        """Why each of `qualnames` is not defined exactly once at its place in `content`."""
+        """Why each of `qualnames` is not surely defined exactly once at its place in `content`.
+
+        `decided_only`: leave out the ones reading cannot decide (a merge that keeps them
+        breaks nothing that reading could see; `check` then says to ask Python).
+        """
         qualnames = list(qualnames)
         if not qualnames:
             return {}
@@ -351,8 +400,11 @@ class Worktree:
             return dict.fromkeys(qualnames, reason)
         problems = {}
         for qualname in qualnames:
-            found = index.resolve(qualname)
-            if found.lineno is None:
+            found = self.resolve(index, path, qualname)
+            if found.state == CANNOT_TELL:
+                if not decided_only:
+                    problems[qualname] = f"{CANNOT_TELL_FROM_READING}: {found.reason}"
+            elif found.state == ABSENT:
                 problems[qualname] = _why_absent(index, Spec(path, qualname), found.reason)
             elif duplicates := index.duplicates(qualname):
                 lines = ", ".join(str(d.lineno) for d in duplicates)
@@ -362,26 +414,57 @@ class Worktree:
         return problems
 
 
+_MAX_BASE_FILES = 8  # a chain of bases across modules deeper than this is not followed
+
+
+def _module_files(path: str, origin: str) -> Iterator[tuple[str, str]]:
+    """(file, qualified name in it) that an import origin may name, seen from `path`: for
+    `.base.B`, `base.py` or `base/__init__.py` beside it; for `pkg.mod.B`, `pkg/mod.py` under
+    any directory above `path` (the checkout's import roots are not known from here)."""
+    dotted = origin.lstrip(".")
+    level = len(origin) - len(dotted)
+    parts = dotted.split(".")
+    here = PurePosixPath(path).parent
+    if level:
+        for _ in range(level - 1):
+            here = here.parent
+        roots, smallest = [here], 0
+    else:
+        roots, smallest = [here, *here.parents], 1
+    for root in roots:
+        for split in range(len(parts) - 1, smallest - 1, -1):
+            module = root.joinpath(*parts[:split])
+            for candidate in (f"{module}.py", f"{module}/__init__.py"):
+                if candidate.startswith("./"):
+                    candidate = candidate[2:]
+                yield candidate, ".".join(parts[split:])
+
+
 def _mentions_definition(content: bytes, qualname: str) -> bool:
     """Could `content` bind `qualname`? Only a plain ASCII name can be ruled out as bytes."""
     name = qualname.rsplit(".", 1)[-1]
-    if not name.isascii():
-        return True
+    mangled = re.fullmatch(r"_[^\W_]\w*?(__\w+)", name)
+    name = mangled.group(1) if mangled else name  # `C._C__m` is written `__m` in C
+    if hasattr(type, name):
+        return True  # every class has it (`__init__`)
+    if not name.isascii() or not content.isascii():
+        return True  # Python compares identifiers NFKC-normalised: a fullwidth m binds `m`
     return re.search(rb"\b" + re.escape(name.encode()) + rb"\b", content) is not None
 
 
 def _why_absent(index: SymbolIndex, spec: Spec, reason: str) -> str:
     """The resolution's reason, or, for a name defined but not where Python looks, which."""
-    if reason != "not defined":
+    if not reason.startswith(NOT_DEFINED):
         return reason
+    rest = reason[len(NOT_DEFINED) :]  # e.g. what an unread base might still provide
     defined = index.find(spec.qualname)
     if defined:
         return (
             f"defined at line {defined[-1].lineno}, but not where Python finds it at runtime: "
             "a later binding of its class replaces it, or it sits under `if TYPE_CHECKING:` "
-            "or a test that is always false"
+            f"or a test that is always false{rest}"
         )
-    return describe_miss(index, spec)
+    return describe_miss(index, spec) + rest
 
 
 def required_in(patch: Patch, path: str) -> list[str]:
@@ -427,9 +510,9 @@ def _assess_versions(
 
 def _nearest_first(
     repo: Repo, tree: Worktree, change: FileChange, path: str
-) -> list[tuple[FileChange, Resolution | None]]:
+) -> list[tuple[FileChange, PatchResolution | None]]:
     """Every version of one file's change, the one whose base is nearest HEAD's file first."""
-    versions: list[tuple[FileChange, Resolution | None]] = [(change, None)]
+    versions: list[tuple[FileChange, PatchResolution | None]] = [(change, None)]
     versions += [
         (
             replace(
@@ -468,13 +551,21 @@ def _assess_at(
     head = tree.head(path)
     if head is not None and _contains_change(repo, base, head, patched, merge_labels(patch)):
         return FileVerdict(path, State.UPSTREAM, UPSTREAM_AS_TEXT)
-    if (
-        head is not None
-        and change.added_symbols
-        and not tree.symbol_problems(head, path, change.added_symbols)
-    ):
+    in_head = (
+        tree.symbol_problems(head, path, change.added_symbols)
+        if head is not None and change.added_symbols
+        else None
+    )
+    if in_head == {}:  # HEAD surely binds everything the patch adds: upstream has it
         return _assess_absorbed(repo, tree, patch, change, path, base, patched)
-    return _assess_change(repo, tree, patch, change, path, base, patched, change.added_symbols)
+    verdict = _assess_change(repo, tree, patch, change, path, base, patched, change.added_symbols)
+    if in_head and all(why.startswith(CANNOT_TELL_FROM_READING) for why in in_head.values()):
+        names = ", ".join(q.rsplit(".", 1)[-1] for q in in_head)
+        verdict.detail += (
+            f"; HEAD has a conditional copy of {names}, so the patch's own copy stays "
+            f"({next(iter(in_head.values()))})"
+        )
+    return verdict
 
 
 def _conflicted(tree: Worktree, path: str) -> FileVerdict | None:
@@ -622,7 +713,8 @@ def _assess_change(
             "the change does not merge cleanly with this file",
             forward.content,
         )
-    problems = tree.symbol_problems(forward.content, path, required_in(patch, change.path))
+    required = required_in(patch, change.path)
+    problems = tree.symbol_problems(forward.content, path, required, decided_only=True)
     if problems:
         return FileVerdict(
             path,
@@ -857,11 +949,9 @@ def check_symbol(tree: Worktree, text: str, owner: str | None) -> SymbolResult:
         return SymbolResult(text, False, f"{spec.path} does not exist", owner)
     problems = tree.symbol_problems(content, spec.path, [spec.qualname])
     if problems:
-        return SymbolResult(text, False, problems[spec.qualname], owner)
-    found = tree.symbols(content, spec.path).resolve(spec.qualname)
-    where = f"{spec.path}:{found.lineno}"
-    if found.condition:
-        return SymbolResult(
-            text, True, f"{where}, defined only when {found.condition}", owner, found.condition
-        )
+        problem = problems[spec.qualname]
+        state = CANNOT_TELL if problem.startswith(CANNOT_TELL_FROM_READING) else ABSENT
+        return SymbolResult(text, False, problem, owner, state)
+    found = tree.resolve(tree.symbols(content, spec.path), spec.path, spec.qualname)
+    where = f"{spec.path}:{found.lineno}" if found.lineno else found.reason
     return SymbolResult(text, True, where, owner)

@@ -247,7 +247,21 @@ def _stamp_file(file: Any) -> tuple[str, dict[str, Any]] | None:
 
 
 def _with_import_options(func: Callable[..., Any]) -> Callable[..., Any]:
-    """--import MODULE and --python PATH, shared by check and run."""
+    """--import MODULE, --runtime and --python PATH, shared by check and run."""
+    func = click.option(
+        "--runtime-timeout",
+        type=click.FloatRange(min=0, min_open=True),
+        default=None,
+        metavar="SECONDS",
+        help="How long --runtime may take to import the guarded modules (default: 600).",
+    )(func)
+    func = click.option(
+        "--runtime",
+        is_flag=True,
+        help="Ask Python: import each guarded module in a fresh process of the interpreter "
+        "(see --python), confirm it is this checkout's file, and look each symbol up. Python "
+        "decides every symbol, including those reading cannot tell. Writes nothing.",
+    )(func)
     func = click.option(
         "--python",
         default=None,
@@ -270,7 +284,7 @@ def _with_import_options(func: Callable[..., Any]) -> Callable[..., Any]:
         "patchguard check -C ~/sglang --quiet || exit 1",
         "patchguard check --import sglang --python ~/venvs/serve/bin/python",
         "patchguard check --json",
-        "patchguard check --strict",
+        "patchguard check --runtime --python ~/venvs/serve/bin/python",
         "patchguard stamp > ~/node0.stamp && patchguard check --same-as ~/node0.stamp",
     )
 )
@@ -278,7 +292,8 @@ def _with_import_options(func: Callable[..., Any]) -> Callable[..., Any]:
 @click.option(
     "--strict",
     is_flag=True,
-    help="Also fail on a symbol defined only under a runtime condition (e.g. `if _is_npu:`).",
+    hidden=True,
+    help="Accepted for old scripts: a symbol reading cannot decide always fails now.",
 )
 @_json_option
 @_with_import_options
@@ -292,25 +307,30 @@ def check(
     import_names: tuple[str, ...],
     python: str | None,
     same_as: Any,
+    runtime: bool,
+    runtime_timeout: float | None,
 ) -> None:
     """Verify patches and required symbols (read-only).
 
-    Each file is parsed, and a symbol counts only where Python would find it at runtime: at
-    its qualified place (a method inside its class), by the last binding of its name (a
-    later `name = None`, `del name` or second `class` removes it), and not under
-    `if TYPE_CHECKING:` or a test that is always false. A symbol defined only under a
-    condition decided at runtime is a warning (--strict: a failure). Prints one line per
-    problem with the command that fixes it.
+    Each file is parsed, and each symbol gets one of three answers: present (importing the
+    module surely binds it at its qualified place, by the last binding of its name), absent
+    (it surely does not: a later `name = None`, `del`, `delattr`, a second `class`, code under
+    `if TYPE_CHECKING:` or a test Python decides false), or cannot tell (a runtime condition
+    such as `if _is_npu:`, a try body that may fail first, a decorator or metaclass reading
+    cannot follow). Only present is green. Prints one line per problem with the command that
+    fixes it.
     """
+    del strict  # nothing left to be strict about: cannot tell already fails
     sys.exit(
         preflight.report_check(
             cwd,
             quiet=quiet,
-            strict=strict,
             as_json=as_json,
             import_names=import_names,
             python=python,
             same_as=_stamp_file(same_as),
+            runtime=runtime,
+            runtime_timeout=runtime_timeout,
         )
     )
 
@@ -335,6 +355,8 @@ def run(
     import_names: tuple[str, ...],
     python: str | None,
     same_as: Any,
+    runtime: bool,
+    runtime_timeout: float | None,
     command: tuple[str, ...],
 ) -> None:
     """Run COMMAND only if every guard holds.
@@ -343,8 +365,8 @@ def run(
 
     COMMAND replaces patchguard (exec): its exit status, signals, stdin and stdout pass
     through untouched. patchguard's options end at COMMAND's first word: everything after
-    it is COMMAND's (`--` before COMMAND works too). --import checks the interpreter
-    COMMAND runs (see --python).
+    it is COMMAND's (`--` before COMMAND works too). --import and --runtime check the
+    interpreter COMMAND runs (see --python); --runtime probes before COMMAND starts.
     """
     if command[:1] == ("--",):
         command = command[1:]
@@ -355,6 +377,8 @@ def run(
         import_names=import_names,
         python=python,
         command=command,
+        runtime=runtime,
+        runtime_timeout=runtime_timeout,
         cwd=cwd,
     )
     other = _stamp_file(same_as)

@@ -162,25 +162,31 @@ def verify(
     import_names: Sequence[str] = (),
     python: str | None = None,
     command: Sequence[str] = (),
-    strict: bool = False,
+    runtime: bool = False,
+    runtime_timeout: float | None = None,
     cwd: Path,
 ) -> CheckReport:
     """Apply if asked, then check everything; the report says whether the code is right.
 
-    `--import` is checked with `python`, else with the interpreter COMMAND will run.
+    `--import` and `--runtime` use `python`, else the interpreter COMMAND will run.
     """
-    report = patching.apply_then_check(repo)[1] if apply else assess.check(repo)
-    report.strict = strict
+    tree = assess.Worktree(repo)
+    report = patching.apply_then_check(repo)[1] if apply else assess.check(repo, tree)
     if report.checks_nothing:
         raise ConfigError(
             f"{repo.layout.manifest_path} guards nothing (no patch, no guard), so a check would "
             "pass without checking anything. Record a patch (patchguard record NAME) or guard a "
             "symbol (patchguard require SPEC)."
         )
-    if not import_names:
+    if not import_names and not runtime:
         return report
     interpreter = python or command_interpreter(command, cwd)
     report.imports = [resolve_import(name, interpreter, repo.workdir, cwd) for name in import_names]
+    if runtime:
+        from guard import probe  # runs user code in another process: never on the hooks' path
+
+        timeout = probe.DEFAULT_TIMEOUT if runtime_timeout is None else runtime_timeout
+        report.runtime_seconds = probe.confirm(report, repo, tree, interpreter, timeout)
     return report
 
 
@@ -191,8 +197,9 @@ def report_check(
     as_json: bool = False,
     import_names: Sequence[str] = (),
     python: str | None = None,
-    strict: bool = False,
     same_as: tuple[str, dict[str, Any]] | None = None,
+    runtime: bool = False,
+    runtime_timeout: float | None = None,
 ) -> int:
     """`patchguard check`: print the report (JSON, the banner, or a summary); the exit code.
 
@@ -205,7 +212,14 @@ def report_check(
     from guard import render
 
     repo = Repo.discover(cwd)
-    report = verify(repo, import_names=import_names, python=python, strict=strict, cwd=cwd)
+    report = verify(
+        repo,
+        import_names=import_names,
+        python=python,
+        runtime=runtime,
+        runtime_timeout=runtime_timeout,
+        cwd=cwd,
+    )
     if same_as is not None and report.ok:
         differs = differences_from(repo, same_as[1])
         if differs:
@@ -236,7 +250,7 @@ def with_hook_advice(repo: Repo, report: CheckReport) -> list[str]:
 
 
 def require_report(
-    repo: str | os.PathLike[str], *, apply: bool, import_name: str | None
+    repo: str | os.PathLike[str], *, apply: bool, import_name: str | None, runtime: bool = False
 ) -> CheckReport:
     """The body of `guard.require()`: every failure becomes one GuardError."""
     try:
@@ -244,6 +258,7 @@ def require_report(
             Repo.discover(Path(repo)),
             apply=apply,
             import_names=[import_name] if import_name else [],
+            runtime=runtime,
             python=sys.executable,  # the interpreter that called require() is the one that runs
             cwd=Path.cwd(),
         )

@@ -2,7 +2,8 @@
 
 The examples form one story on the sample history (scripts/sample_repo.py, build_hunt): a
 clone of upstream at ~/sglang, reset to c0 with the EAGLE-3 methods added, a benchmark at
-~/bench.py, a serving venv at ~/venvs/serve that imports sglang from the checkout, a second
+~/bench.py, a serving venv at ~/venvs/serve that imports sglang from the checkout (with a
+stand-in torch, so `check --runtime` can import the model), a second
 checkout at ~/sglang-gpu2, and a stash of an unrelated edit. They run through sh in that
 order, in ~/sglang, with HOME pointing at the test's directory.
 """
@@ -99,6 +100,10 @@ def home(tmp_path: Path, clean_env: dict[str, str]) -> Iterator[tuple[Path, dict
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     site = next((venv / "lib").glob("python3*/site-packages"))
     (site / "sglang-checkout.pth").write_text(str(checkout / "python") + "\n")
+    (site / "torch").mkdir()
+    (site / "torch" / "__init__.py").write_text(
+        "import types\n\nnn = types.SimpleNamespace(Module=object)\n"
+    )
     env = {**clean_env, "HOME": str(home), "PYTHONPATH": str(checkout / "python")}
     yield home, env
 

@@ -81,7 +81,8 @@ def test_require_guards_a_committed_symbol(sample: Sample) -> None:
             "present": False,
             "detail": f"{KIMI} does not exist",
             "patch": None,
-            "condition": None,
+            "state": "absent",
+            "runtime": None,
         }
     ]
     assert sample.pg("drop", spec).exit_code == 0

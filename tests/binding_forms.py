@@ -1,0 +1,576 @@
+"""Small modules that each bind (or do not bind) `C.m` in one of many ways, for the
+differential test against Python itself (tests/test_binding_forms.py).
+
+Each form is a package: `mod.py` (and sometimes sibling modules), with no third-party
+imports, so the oracle can import it in a plain interpreter.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Form:
+    name: str
+    mod: str
+    qualname: str = "C.m"
+    others: dict[str, str] = field(default_factory=dict)
+
+
+M = "    def m(self):\n        return 1\n"
+
+
+def _indent(text: str, by: int = 4) -> str:
+    return "".join(" " * by + line if line.strip() else line for line in text.splitlines(True))
+
+
+def _in_class(body: str, head: str = "", after: str = "", cls: str = "class C:") -> str:
+    return f"{head}{cls}\n{body}{after}"
+
+
+def _wrapped(name: str, opening: str, closing: str = "", head: str = "") -> Form:
+    """`def m` inside a compound statement at class level."""
+    body = f"    {opening}\n{_indent(M)}" + (f"    {closing}\n" if closing else "")
+    return Form(name, _in_class(body, head))
+
+
+def forms() -> list[Form]:
+    found: list[Form] = [Form("plain", _in_class(M))]
+    add = found.append
+
+    # try / except / else / finally
+    for name, pre in [
+        ("try-import-missing", "import missing_module_xyz"),
+        ("try-import-stdlib", "import json"),
+        ("try-from-stdlib", "from json import dumps"),
+        ("try-from-missing-name", "from json import no_such_name"),
+        ("try-call-fails", "int('x')"),
+        ("try-call-works", "int('1')"),
+        ("try-pass", "pass"),
+        ("try-zero-division", "1 / 0"),
+        ("try-raise", "raise ValueError"),
+    ]:
+        body = f"    try:\n        {pre}\n{_indent(M)}    except Exception:\n        pass\n"
+        add(Form(name, _in_class(body)))
+    add(
+        Form(
+            "try-def-before-failing",
+            _in_class(
+                f"    try:\n{_indent(M)}        import missing_module_xyz\n    except ImportError:\n        pass\n"
+            ),
+        )
+    )
+    add(
+        Form(
+            "only-in-except-not-run",
+            _in_class(f"    try:\n        pass\n    except Exception:\n{_indent(M)}"),
+        )
+    )
+    add(
+        Form(
+            "only-in-except-run",
+            _in_class(
+                f"    try:\n        import missing_module_xyz\n    except ImportError:\n{_indent(M)}"
+            ),
+        )
+    )
+    add(
+        Form(
+            "only-in-except-raise",
+            _in_class(f"    try:\n        raise KeyError\n    except KeyError:\n{_indent(M)}"),
+        )
+    )
+    add(
+        Form(
+            "else-after-failing",
+            _in_class(
+                f"    try:\n        import missing_module_xyz\n    except ImportError:\n        pass\n    else:\n{_indent(M)}"
+            ),
+        )
+    )
+    add(
+        Form(
+            "else-after-pass",
+            _in_class(
+                f"    try:\n        pass\n    except Exception:\n        pass\n    else:\n{_indent(M)}"
+            ),
+        )
+    )
+    add(
+        Form(
+            "finally",
+            _in_class(
+                f"    try:\n        import missing_module_xyz\n    except ImportError:\n        pass\n    finally:\n{_indent(M)}"
+            ),
+        )
+    )
+    add(
+        Form(
+            "both-branches",
+            _in_class(
+                f"    try:\n        import missing_module_xyz\n{_indent(M)}    except ImportError:\n{_indent(M)}"
+            ),
+        )
+    )
+    add(
+        Form(
+            "suppress-raise",
+            _in_class(
+                f"    with contextlib.suppress(Exception):\n        raise ValueError\n{_indent(M)}",
+                head="import contextlib\n",
+            ),
+        )
+    )
+    add(
+        Form(
+            "suppress-no-raise",
+            _in_class(
+                f"    with contextlib.suppress(Exception):\n{_indent(M)}",
+                head="import contextlib\n",
+            ),
+        )
+    )
+    add(
+        Form(
+            "suppress-import-missing",
+            _in_class(
+                f"    with contextlib.suppress(ImportError):\n        import missing_module_xyz\n{_indent(M)}",
+                head="import contextlib\n",
+            ),
+        )
+    )
+    add(
+        Form(
+            "suppress-import-stdlib",
+            _in_class(
+                f"    with contextlib.suppress(ImportError):\n        import json\n{_indent(M)}",
+                head="import contextlib\n",
+            ),
+        )
+    )
+    add(
+        Form(
+            "custom-cm-swallows",
+            _in_class(
+                f"    with Swallow():\n        int('x')\n{_indent(M)}",
+                head="class Swallow:\n    def __enter__(self):\n        return self\n\n    def __exit__(self, *exc):\n        return True\n\n\n",
+            ),
+        )
+    )
+    add(Form("open-cm", _in_class(f"    with open(__file__) as handle:\n{_indent(M)}")))
+    add(
+        Form(
+            "both-branches-handler-deletes",
+            _in_class(
+                f"    try:\n        import missing_module_xyz\n{_indent(M)}    except ImportError:\n{_indent(M)}        del m\n"
+            ),
+        )
+    )
+    add(
+        Form(
+            "both-branches-two-handlers",
+            _in_class(
+                f"    try:\n        import missing_module_xyz\n{_indent(M)}    except KeyError:\n{_indent(M)}    except ImportError:\n        pass\n"
+            ),
+        )
+    )
+    add(
+        Form(
+            "if-else-nested-del",
+            _in_class(
+                f"    if _flag:\n{_indent(M)}        if _flag:\n            del m\n    else:\n{_indent(M)}",
+                "_flag = bool(len([1]))\n",
+            ),
+        )
+    )
+
+    # decorators
+    decorators = {
+        "deco-none": ("def d(f):\n    return None\n", "@d"),
+        "deco-other": ("def d(f):\n    return 42\n", "@d"),
+        "deco-identity": ("def d(f):\n    return f\n", "@d"),
+        "deco-wrapper": (
+            "def d(f):\n    def inner(*a):\n        return f(*a)\n    return inner\n",
+            "@d",
+        ),
+        "deco-lambda-none": ("d = lambda f: None\n", "@d"),
+        "deco-property": ("", "@property"),
+        "deco-staticmethod": ("", "@staticmethod"),
+        "deco-classmethod": ("", "@classmethod"),
+        "deco-lru-cache": ("import functools\n", "@functools.lru_cache"),
+        "deco-lru-cache-call": ("import functools\n", "@functools.lru_cache(maxsize=None)"),
+        "deco-cache-from": ("from functools import cache\n", "@cache"),
+        "deco-abstract": ("import abc\n", "@abc.abstractmethod"),
+        "deco-shadowed-property": ("def property(f):\n    return None\n", "@property"),
+        "deco-unknown-import": ("from json import dumps as d\n", "@d"),
+        "deco-undefined": ("", "@undefined_decorator"),
+    }
+    for name, (head, deco) in decorators.items():
+        add(Form(name, _in_class(f"    {deco}\n{M}", head)))
+    for name, head, deco in [
+        ("class-deco-none", "def d(c):\n    return None\n", "@d"),
+        ("class-deco-other", "def d(c):\n    return object\n", "@d"),
+        ("class-deco-identity", "def d(c):\n    return c\n", "@d"),
+        ("class-deco-dataclass", "import dataclasses\n", "@dataclasses.dataclass"),
+        ("class-deco-total-ordering", "import functools\n", "@functools.total_ordering"),
+    ]:
+        add(Form(name, f"{head}{deco}\nclass C:\n{M}"))
+
+    # metaclasses
+    add(
+        Form(
+            "metaclass-drops",
+            (
+                "class Meta(type):\n    def __new__(mcs, name, bases, ns):\n        ns.pop('m', None)\n"
+                "        return super().__new__(mcs, name, bases, ns)\n\n\n"
+                f"class C(metaclass=Meta):\n{M}"
+            ),
+        )
+    )
+    add(
+        Form(
+            "metaclass-inherited-drops",
+            (
+                "class Meta(type):\n    def __new__(mcs, name, bases, ns):\n        ns.pop('m', None)\n"
+                "        return super().__new__(mcs, name, bases, ns)\n\n\n"
+                f"class B(metaclass=Meta):\n    pass\n\n\nclass C(B):\n{M}"
+            ),
+        )
+    )
+    add(
+        Form(
+            "init-subclass-deletes",
+            (f"class B:\n    def __init_subclass__(cls):\n        del cls.m\n\n\nclass C(B):\n{M}"),
+        )
+    )
+    add(
+        Form(
+            "init-subclass-own",
+            (f"class C:\n    def __init_subclass__(cls):\n        del cls.m\n\n{M}"),
+        )
+    )
+    add(Form("metaclass-abc", f"import abc\n\n\nclass C(metaclass=abc.ABCMeta):\n{M}"))
+    add(Form("metaclass-type", f"class C(metaclass=type):\n{M}"))
+
+    # deleting and rebinding after the class
+    after = {
+        "del-attr-after": "del C.m\n",
+        "delattr-after": "delattr(C, 'm')\n",
+        "delattr-computed": "name = 'm'\ndelattr(C, name)\n",
+        "setattr-none-after": "setattr(C, 'm', None)\n",
+        "assign-none-after": "C.m = None\n",
+        "assign-value-after": "C.m = 5\n",
+        "registered-after": "C.registered = True\n",
+        "count-after": "C.count = 0\nC.count += 1\n",
+        "registry-after": "REGISTRY = {}\nREGISTRY[C] = 1\n",
+        "registry-subscript-m": "REGISTRY = {}\nREGISTRY['m'] = None\n",
+        "class-rebound-none": "C = None\n",
+        "class-rebound-other": "class C:\n    pass\n",
+        "class-deleted": "del C\n",
+        "module-raises-systemexit": "raise SystemExit\n",
+        "module-raises": "raise ImportError('no')\n",
+        "module-assert-false": "assert False\n",
+        "module-assert-true": "assert True\n",
+        "module-sys-exit": "import sys\nsys.exit(1)\n",
+        "module-main-exit": "import sys\nif __name__ == '__main__':\n    sys.exit(0)\n",
+        "module-not-main-raise": "if __name__ != '__main__':\n    raise ImportError\n",
+        "module-name-startswith": "if __name__.startswith('form'):\n    del C.m\n",
+        "module-star-stdlib": "from json import *\n",
+        "module-star-stdlib-rebinds": "from string import *\nC = Template\n",
+        "module-exit-maybe": "import os\nif os.environ.get('NO_SUCH_VAR_XYZ'):\n    raise SystemExit\n",
+        "module-raise-in-suppress": "import contextlib\nwith contextlib.suppress(Exception):\n    raise ValueError\n",
+        "exec-after": "exec('del C.m')\n",
+    }
+    for name, tail in after.items():
+        add(Form(name, _in_class(M, after="\n\n" + tail)))
+    add(Form("del-in-class-tuple", _in_class(M + "    del (m,)\n")))
+    add(Form("del-in-class-list", _in_class(M + "    del [m]\n")))
+    add(Form("del-in-class", _in_class(M + "    del m\n")))
+    add(Form("del-in-for", _in_class(M + "    for _ in range(1):\n        del m\n")))
+    add(Form("del-in-for-empty", _in_class(M + "    for _ in ():\n        del m\n")))
+    add(Form("del-in-for-unknown", _in_class(M + "    for _ in list():\n        del m\n")))
+    add(Form("del-in-match", _in_class(M + "    match 1:\n        case _:\n            del m\n")))
+    add(
+        Form(
+            "del-in-match-literal",
+            _in_class(M + "    match 1:\n        case 2:\n            del m\n"),
+        )
+    )
+    add(Form("value-after-def", _in_class(M + "    m = None\n")))
+    add(Form("number-after-def", _in_class(M + "    m = 3\n")))
+    add(Form("doc-in-body", _in_class(M + "    m.__doc__ = 'the method'\n")))
+    add(Form("attr-in-body", _in_class(M + "    m.flag = True\n")))
+    add(Form("global-before-def", _in_class("    global m\n" + M)))
+    add(Form("slots-conflict", _in_class("    __slots__ = ('m',)\n" + M)))
+    add(Form("slots-other", _in_class("    __slots__ = ('x',)\n" + M)))
+    add(
+        Form(
+            "star-import-rebinds",
+            _in_class(M, after="\n\nfrom .other import *\n"),
+            others={"other.py": "class C:\n    pass\n"},
+        )
+    )
+    add(
+        Form(
+            "star-import-harmless",
+            _in_class(M, after="\n\nfrom .other import *\n"),
+            others={"other.py": "X = 1\n"},
+        )
+    )
+    add(
+        Form(
+            "import-rebinds",
+            _in_class(M, after="\n\nfrom .other import C\n"),
+            others={"other.py": "class C:\n    pass\n"},
+        )
+    )
+
+    # conditions
+    conditions = {
+        "if-version-old": ("import sys\n", "sys.version_info < (3, 0)"),
+        "if-version-new": ("import sys\n", "sys.version_info >= (3, 8)"),
+        "if-version-major": ("import sys\n", "sys.version_info.major == 2"),
+        "if-version-index": ("import sys\n", "sys.version_info[0] >= 3"),
+        "if-version-slice": ("import sys\n", "sys.version_info[:2] >= (3, 8)"),
+        "if-platform-win": ("import sys\n", 'sys.platform == "win32"'),
+        "if-platform-linux": ("import sys\n", 'sys.platform.startswith("linux")'),
+        "if-platform-not-win": ("import sys\n", 'sys.platform != "win32"'),
+        "if-os-name": ("import os\n", 'os.name == "nt"'),
+        "if-empty-tuple": ("", "()"),
+        "if-one-tuple": ("", "(1,)"),
+        "if-literal-compare": ("", "1 == 2"),
+        "if-literal-true-compare": ("", "2 > 1"),
+        "if-false": ("", "False"),
+        "if-zero": ("", "0"),
+        "if-string": ("", "'x'"),
+        "if-none": ("", "None"),
+        "if-not-false": ("", "not False"),
+        "if-and": ("", "1 and 0"),
+        "if-or": ("", "0 or 1"),
+        "if-tc-typing": ("from typing import TYPE_CHECKING\n", "TYPE_CHECKING"),
+        "if-tc-alias": ("from typing import TYPE_CHECKING as TC\n", "TC"),
+        "if-tc-module": ("import typing\n", "typing.TYPE_CHECKING"),
+        "if-tc-local-false": ("TYPE_CHECKING = False\n", "TYPE_CHECKING"),
+        "if-tc-local-true": ("TYPE_CHECKING = True\n", "TYPE_CHECKING"),
+        "if-not-tc": ("from typing import TYPE_CHECKING\n", "not TYPE_CHECKING"),
+        "if-runtime-env": ("import os\n", "os.environ.get('NO_SUCH_VAR_XYZ')"),
+        "if-runtime-name": ("_is_npu = bool(len([]))\n", "_is_npu"),
+        "if-local-literal": ("FLAG = 0\n", "FLAG"),
+        "if-local-literal-true": ("FLAG = 1\n", "FLAG"),
+        "if-version-and-platform": (
+            "import sys\n",
+            'sys.version_info >= (3, 0) and sys.platform != "x"',
+        ),
+    }
+    for name, (head, test) in conditions.items():
+        add(Form(name, _in_class(f"    if {test}:\n{_indent(M)}", head)))
+    add(
+        Form(
+            "if-else-both",
+            _in_class(
+                f"    if _flag:\n{_indent(M)}    else:\n{_indent(M)}", "_flag = bool(len([]))\n"
+            ),
+        )
+    )
+    add(
+        Form(
+            "if-elif-version",
+            _in_class(
+                f"    if sys.version_info < (3, 0):\n        pass\n    elif sys.platform == 'win32':\n        pass\n    else:\n{_indent(M)}",
+                "import sys\n",
+            ),
+        )
+    )
+    add(
+        Form(
+            "class-under-runtime-if",
+            "import os\nif os.environ.get('NO_SUCH_VAR_XYZ'):\n" + _indent(f"class C:\n{M}"),
+        )
+    )
+    add(
+        Form(
+            "class-under-version-if",
+            "import sys\nif sys.version_info >= (3, 0):\n" + _indent(f"class C:\n{M}"),
+        )
+    )
+    add(
+        Form(
+            "class-twice-runtime",
+            f"import os\nclass C:\n{M}\n\nif os.environ.get('NO_SUCH_VAR_XYZ'):\n"
+            + _indent("class C:\n    pass\n"),
+        )
+    )
+
+    # bases
+    add(Form("base-same-file", f"class B:\n{M}\n\nclass C(B):\n    pass\n"))
+    add(
+        Form(
+            "base-same-file-two",
+            f"class A:\n    pass\n\nclass B(A):\n{M}\n\nclass C(B):\n    pass\n",
+        )
+    )
+    add(
+        Form(
+            "base-other-module",
+            "from .base import B\n\n\nclass C(B):\n    pass\n",
+            others={"base.py": f"class B:\n{M}"},
+        )
+    )
+    uses_m = "from .base import B\n\n\nclass C(B):\n    def other(self):\n        return self.m()\n"
+    add(Form("base-other-module-used", uses_m, others={"base.py": f"class B:\n{M}"}))
+    add(
+        Form(
+            "base-other-module-none",
+            uses_m,
+            others={
+                "base.py": "class B:\n    m = None\n    def m2(self):\n        return self.m\n\n    def m(self):\n        return 1\n\n    m = None\n"
+            },
+        )
+    )
+    add(
+        Form(
+            "base-other-package-init",
+            uses_m.replace(".base", "."),
+            others={"__init__.py": f"class B:\n{M}"},
+        )
+    )
+    add(
+        Form(
+            "base-other-module-chain",
+            uses_m,
+            others={
+                "base.py": "from .root import A\n\n\nclass B(A):\n    pass\n",
+                "root.py": f"class A:\n{M}",
+            },
+        )
+    )
+    add(
+        Form(
+            "base-other-module-conditional",
+            uses_m,
+            others={
+                "base.py": f"import os\n\n\nclass B:\n    if os.environ.get('NO_SUCH_VAR_XYZ'):\n{_indent(M)}"
+            },
+        )
+    )
+    add(Form("base-missing-method", "class B:\n    pass\n\nclass C(B):\n    pass\n"))
+    add(Form("base-overrides-none", f"class B:\n{M}\n\nclass C(B):\n    m = None\n"))
+    add(Form("base-deleted-in-subclass", f"class B:\n{M}\n\nclass C(B):\n{M}    del m\n"))
+    add(Form("object-method", "class C:\n    pass\n", "C.__init__"))
+
+    # binding forms
+    add(
+        Form(
+            "setattr-after",
+            _in_class(
+                "    pass\n", after="\n\ndef f(self):\n    return 1\n\n\nsetattr(C, 'm', f)\n"
+            ),
+        )
+    )
+    add(
+        Form(
+            "assign-after",
+            _in_class("    pass\n", after="\n\ndef f(self):\n    return 1\n\n\nC.m = f\n"),
+        )
+    )
+    add(Form("assign-lambda-after", _in_class("    pass\n", after="\n\nC.m = lambda self: 1\n")))
+    add(Form("lambda-in-body", _in_class("    m = lambda self: 1\n")))
+    add(Form("alias-in-body", _in_class("    def f(self):\n        return 1\n\n    m = f\n")))
+    add(Form("staticmethod-call", _in_class("    m = staticmethod(lambda: 1)\n")))
+    add(Form("for-range-1", _in_class(f"    for _ in range(1):\n{_indent(M)}")))
+    add(Form("for-range-0", _in_class(f"    for _ in range(0):\n{_indent(M)}")))
+    add(Form("for-tuple", _in_class(f"    for _ in (1, 2):\n{_indent(M)}")))
+    add(Form("for-empty-list", _in_class(f"    for _ in []:\n{_indent(M)}")))
+    add(Form("for-unknown", _in_class(f"    for _ in list():\n{_indent(M)}")))
+    add(Form("for-break-first", _in_class(f"    for _ in (1,):\n        break\n{_indent(M)}")))
+    add(Form("for-else", _in_class(f"    for _ in ():\n        pass\n    else:\n{_indent(M)}")))
+    add(
+        Form(
+            "for-break-else",
+            _in_class(f"    for _ in (1,):\n        break\n    else:\n{_indent(M)}"),
+        )
+    )
+    add(Form("while-true-break", _in_class(f"    while True:\n{_indent(M)}        break\n")))
+    add(Form("while-false", _in_class(f"    while False:\n{_indent(M)}")))
+    add(
+        Form(
+            "while-false-else",
+            _in_class(f"    while False:\n        pass\n    else:\n{_indent(M)}"),
+        )
+    )
+    add(Form("match-wildcard", _in_class(f"    match 1:\n        case _:\n{_indent(M, 12)}")))
+    add(Form("match-capture", _in_class(f"    match 1:\n        case x:\n{_indent(M, 12)}")))
+    add(Form("match-literal", _in_class(f"    match 1:\n        case 2:\n{_indent(M, 12)}")))
+    add(Form("match-capture-m", _in_class("    match 1:\n        case m:\n            pass\n")))
+    add(Form("walrus-lambda", _in_class("    (m := lambda self: 1)\n")))
+    add(Form("walrus-in-if", _in_class("    if (m := lambda self: 1):\n        pass\n")))
+    add(Form("walrus-none", _in_class(M + "    (m := None)\n")))
+    add(
+        Form(
+            "with-nullcontext",
+            _in_class(f"    with contextlib.nullcontext():\n{_indent(M)}", "import contextlib\n"),
+        )
+    )
+    add(Form("async-def", _in_class("    async def m(self):\n        return 1\n")))
+    add(Form("nested-class-m", _in_class("    class m:\n        pass\n")))
+    add(Form("import-in-class", _in_class("    from json import dumps as m\n")))
+    add(Form("mangled-spec", _in_class("    def __m(self):\n        return 1\n"), "C.__m"))
+    add(
+        Form("mangled-spec-written", _in_class("    def __m(self):\n        return 1\n"), "C._C__m")
+    )
+    add(
+        Form("dunder-not-mangled", _in_class("    def __m__(self):\n        return 1\n"), "C.__m__")
+    )
+    add(Form("nfkc-source", _in_class("    def \uff4d(self):\n        return 1\n")))
+    add(Form("nfkc-spec", _in_class(M), "C.\uff4d"))
+    add(Form("nested-inner", "class C:\n    class Inner:\n" + _indent(M), "C.Inner.m"))
+    add(Form("nested-inner-missing", "class C:\n    class Inner:\n        pass\n" + M, "C.Inner.m"))
+    add(Form("module-function", "def m():\n    return 1\n", "m"))
+    add(Form("module-function-deleted", "def m():\n    return 1\n\n\ndel m\n", "m"))
+    add(
+        Form(
+            "module-function-global-del",
+            "def m():\n    return 1\n\n\nclass C:\n    global m\n    del m\n",
+            "m",
+        )
+    )
+    add(Form("module-tuple-del", "def m():\n    return 1\n\n\ndel (m,)\n", "m"))
+    add(Form("namedtuple-field", "import typing\n\n\nclass C(typing.NamedTuple):\n    m: int\n"))
+    add(Form("slots-entry", "class C:\n    __slots__ = ('m',)\n"))
+    dc = "import dataclasses\n\n\n@dataclasses.dataclass\nclass C:\n"
+    add(
+        Form(
+            "dataclass-field-factory",
+            dc + "    m: list = dataclasses.field(default_factory=list)\n",
+        )
+    )
+    add(Form("dataclass-field-default", dc + "    m: int = dataclasses.field(default=3)\n"))
+    add(Form("dataclass-plain-default", dc + "    m: int = 3\n"))
+    add(Form("dataclass-no-default", dc + "    m: int\n"))
+    add(
+        Form(
+            "from-dataclasses-field",
+            "from dataclasses import dataclass, field\n\n\n@dataclass\nclass C:\n    m: list = field(default_factory=list)\n",
+        )
+    )
+    add(Form("class-attr-none", "class C:\n    m = None\n"))
+    add(Form("class-attr-annotated-only", "class C:\n    m: int\n"))
+    add(Form("class-attr-deleted-later", "class C:\n    m = 1\n\n\ndel C.m\n"))
+
+    # deep nesting
+    add(Form("deep-not-300", _in_class(f"    if {'not ' * 300}False:\n{_indent(M)}")))
+    add(Form("deep-not-301", _in_class(f"    if {'not ' * 301}False:\n{_indent(M)}")))
+    add(Form("deep-not-1200", _in_class(f"    if {'not ' * 1200}False:\n{_indent(M)}")))
+    add(Form("deep-not-3000", _in_class(f"    if {'not ' * 3000}False:\n{_indent(M)}")))
+    add(Form("deep-not-3000-elsewhere", _in_class(M, after=f"\n\nX = {'not ' * 3000}False\n")))
+    add(Form("deep-parens", _in_class(f"    if {'(' * 150}1{')' * 150}:\n{_indent(M)}")))
+    add(
+        Form(
+            "deep-nested-ifs",
+            "class C:\n"
+            + "".join("    " * (depth + 1) + "if True:\n" for depth in range(90))
+            + _indent(M, 4 * 91 - 4),
+        )
+    )
+    return found
