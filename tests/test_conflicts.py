@@ -402,3 +402,34 @@ def test_wrapped_stash_apply_keeps_the_entry_and_pop_back_home_restores_the_patc
     assert user.stash_count() == 0
     assert user.kimi.read_text() == patched  # at the patch's base: exactly the tree stashed
     user.pg("check", check=0)
+
+
+def test_wrapped_pull_rebase_autostash_never_conflicts_with_the_patch(
+    tmp_path: Path, clean_env: dict[str, str]
+) -> None:
+    """Issue 17, item 2: the patch is lifted before git runs, so the autostash holds only the
+    user's other edit; the patch comes back by the 3-way apply (HEAD's copy where it has one)."""
+    upstream = tmp_path / "upstream"
+    sample_repo.build_absorbing(upstream)
+    git(tmp_path, "clone", "-q", str(upstream), str(tmp_path / "clone"))
+    user = Checkout(tmp_path / "clone", clean_env)
+    user.git("reset", "-q", "--hard", "r0")
+    patch_by_hand(user)
+    pull = user.pg("git", "pull", "-q", "--rebase", "--autostash", check=0)
+    assert "conflict" not in (pull.stdout + pull.stderr).lower()
+    assert user.git("rev-parse", "HEAD").stdout == user.git("rev-parse", "r2").stdout
+    assert_got_out(user)
+    assert user.stash_count() == 0
+
+
+@pytest.mark.parametrize(
+    "git_command", [["checkout", "-q", "-m", "v0.5.10"], ["merge", "--autostash", "-q", "v0.5.10"]]
+)
+def test_wrapped_checkout_m_and_merge_autostash_never_conflict_with_the_patch(
+    user: Checkout, git_command: list[str]
+) -> None:
+    moved = user.pg("git", *git_command, check=0)
+    assert "conflict" not in (moved.stdout + moved.stderr).lower()
+    assert user.git("rev-parse", "HEAD").stdout == user.git("rev-parse", "v0.5.10").stdout
+    assert_got_out(user)
+    assert user.stash_count() == 0
