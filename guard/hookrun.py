@@ -60,6 +60,13 @@ def _args_from_pre_commit(name: list[str]) -> list[str]:
     return [os.environ.get(variable, "") for variable in names]
 
 
+# A plain `git bisect good|bad` refuses to move over the file the hook just patched (issue 21).
+BISECT_ADVICE = (
+    "a bisect is in progress: plain git bisect cannot move over the patched file; move with "
+    "patchguard bisect good|bad|skip, or let patchguard bisect run COMMAND drive it"
+)
+
+
 def run(name: str, args: list[str], stdin: str, cwd: Path) -> int:
     layout = locate(cwd)
     if held_by_parent(layout.worktree_lock_path):  # under `patchguard git`, which puts back
@@ -126,6 +133,8 @@ def _apply_and_check(repo: Repo, hook: str) -> int:
     for outcome in outcomes:
         if outcome.written:
             say(f"re-applied {outcome.verdict.name} ({', '.join(outcome.written)})")
+    if any(o.written for o in outcomes) and (repo.layout.git_dir / "BISECT_START").exists():
+        say(BISECT_ADVICE)
     repo.layout.pending_path.unlink(missing_ok=True)
     if report.ok:
         return 0

@@ -84,3 +84,22 @@ def test_list_with_nothing_recorded_says_so(sample: Sample) -> None:
     listed = sample.pg("list")
     assert listed.exit_code == 0
     assert "nothing recorded" in listed.output
+
+
+def test_a_plain_bisect_is_pointed_to_the_commands_that_work(
+    tmp_path: Path, clean_env: dict[str, str]
+) -> None:
+    """`git stash; git bisect start NEW OLD`: the hook re-applies the patch at the first commit
+    and says, in one line, how to move on from there."""
+    root = tmp_path / "sglang"
+    sample_repo.build_hunt(root)
+    git(root, "reset", "-q", "--hard", "c0")
+    sample_repo.add_eagle3_methods(root)
+    assert patchguard("-C", root, "record", "eagle3", sample_repo.KIMI).exit_code == 0
+    assert patchguard("-C", root, "install").exit_code == 0
+    git(root, "stash")
+    started = git(root, "bisect", "start", "c4", "c0", env=clean_env)
+    assert "re-applied eagle3" in started.stderr
+    assert "patchguard bisect good|bad|skip" in started.stderr
+    moved = patchguard("-C", root, "bisect", "good")
+    assert moved.exit_code == 0, moved.output + moved.stderr
