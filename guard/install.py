@@ -50,8 +50,38 @@ def template_text() -> str:
             return (candidate / TEMPLATE_NAME).read_text()
     raise ConfigError(
         f"the hook template {TEMPLATE_NAME} is missing from this installation; reinstall "
-        "patchguard (pip install --force-reinstall git-patchguard)"
+        f"patchguard ({reinstall_command()})"
     )
+
+
+def reinstall_command() -> str:
+    """The command that installs this copy of patchguard again, from where it came from.
+
+    pip records the source of an install from a path, a clone or a URL (PEP 610,
+    `direct_url.json`); only an install from the index has none. A hint naming the index for a
+    copy installed from a clone would send the user to a package that may not be there.
+    """
+    import json
+    import shlex
+    from importlib.metadata import PackageNotFoundError, distribution
+    from urllib.parse import unquote, urlparse
+
+    try:
+        recorded = distribution("git-patchguard").read_text("direct_url.json")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return f"pip install -e {shlex.quote(str(Path(__file__).resolve().parent.parent))}"
+    if not recorded:
+        return "pip install --force-reinstall git-patchguard"
+    source = json.loads(recorded)
+    url = str(source.get("url", ""))
+    if "vcs_info" in source:
+        vcs = source["vcs_info"]
+        return f"pip install {vcs.get('vcs', 'git')}+{url}@{vcs.get('commit_id', '')}"
+    if url.startswith("file:"):
+        path = shlex.quote(unquote(urlparse(url).path))
+        editable = source.get("dir_info", {}).get("editable", False)
+        return f"pip install {'-e ' if editable else '--force-reinstall '}{path}"
+    return f"pip install --force-reinstall {shlex.quote(url)}"
 
 
 def launcher() -> str:
@@ -60,7 +90,7 @@ def launcher() -> str:
     if not path.is_file():
         raise ConfigError(
             f"{path} is missing from this installation; reinstall patchguard "
-            "(pip install --force-reinstall git-patchguard)"
+            f"({reinstall_command()})"
         )
     return str(path)
 
@@ -82,6 +112,7 @@ def render_hook(hook_type: str, python: str) -> str:
         .replace("@HOOK_NAME@", _sh_single_quoted(hook_type))
         .replace("@INSTALL_PYTHON@", _sh_single_quoted(python))
         .replace("@LAUNCHER@", _sh_single_quoted(launcher()))
+        .replace("@REINSTALL@", _sh_single_quoted(reinstall_command()))
     )
 
 

@@ -4,6 +4,7 @@
 hook_name='@HOOK_NAME@'
 install_python='@INSTALL_PYTHON@'
 launcher='@LAUNCHER@'
+reinstall='@REINSTALL@'
 case "$0" in
 */*) legacy="${0%/*}/$hook_name.patchguard-legacy" ;;
 *) legacy="./$hook_name.patchguard-legacy" ;;
@@ -128,7 +129,7 @@ if [ -x "$install_python" ] && [ -f "$launcher" ]; then
 elif command -v patchguard >/dev/null 2>&1; then
     with_input patchguard hook "$hook_name" "$@"
 else
-    echo "patchguard: $install_python or $launcher is gone and patchguard is not on PATH: patches were NOT checked (reinstall with: pip install git-patchguard && patchguard install)" >&2
+    echo "patchguard: $install_python or $launcher is gone and patchguard is not on PATH: patches were NOT checked (reinstall with: $reinstall && patchguard install)" >&2
     [ "$hook_name" = post-checkout ] && exit 1
     exit "$status"
 fi

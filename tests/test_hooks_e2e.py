@@ -343,6 +343,8 @@ def test_hook_falls_back_to_path_then_fails_loudly(sample: Sample) -> None:
     checkout = git(sample.root, "checkout", "-q", "old", env=env, check=False)
     assert checkout.returncode != 0
     assert "patchguard is not on PATH" in checkout.stderr
+    # the hint names where this copy came from (the test venv's editable install of ROOT)
+    assert f"reinstall with: pip install -e {ROOT} && patchguard install" in checkout.stderr
 
 
 def test_pre_commit_framework_entry_reads_arguments_from_environment(
