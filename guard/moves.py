@@ -11,6 +11,7 @@ their hooks do their own work.
 from __future__ import annotations
 
 import json
+import shlex
 import signal
 import subprocess
 import sys
@@ -59,6 +60,7 @@ class Lift:
     put_back: list[patching.PatchOutcome] = field(default_factory=list)
     report: assess.CheckReport | None = None
     skipped: list[str] = field(default_factory=list)  # commits bisect skipped: "abbrev subject"
+    hint: str | None = None  # what to run instead, when git refused
     stash_held: list[str] = field(default_factory=list)  # patches a popped stash held
 
     @property
@@ -139,7 +141,31 @@ def run_git_lifted(repo: Repo, args: Sequence[str], cwd: Path) -> tuple[int, Lif
                 status = run_git(stash.apply, cwd, passthrough=True, env=_hold(repo)).returncode
             if status == 0 and stash.drop is not None:
                 status = run_git(stash.drop, cwd, passthrough=True, env=_hold(repo)).returncode
+        if status != 0:
+            lift.hint = _carry_edits_hint(repo, args)
     return status, lift
+
+
+def _carry_edits_hint(repo: Repo, args: Sequence[str]) -> str | None:
+    """A checkout git refused: with the patches out, what stops it is the user's other edits in
+    a patched file (a debug line). `-m` carries them, as git checkout -m does; say so."""
+    if not args or args[0] not in ("checkout", "switch") or {"-m", "--merge"} & set(args):
+        return None
+    edited = sorted(
+        {
+            change.path
+            for patch in repo.load_manifest().patches
+            for change in patch.files
+            if repo.read_file(change.path) not in (None, repo.head_file(change.path))
+        }
+    )
+    if not edited:
+        return None
+    command = shlex.join(["patchguard", "git", args[0], "-m", *args[1:]])
+    return (
+        f"your other edits in {', '.join(edited)} are still in the tree (the patches were "
+        f"lifted); to carry them along, as git checkout -m does: {command}"
+    )
 
 
 def _hold(repo: Repo) -> dict[str, str]:

@@ -210,6 +210,8 @@ def lift_lines(lift: Lift) -> list[str]:
             lines.append(f"{name}: {outcome.message}")
         elif name in (*lift.lifted, *lift.stash_held) and outcome.verdict.state is State.UPSTREAM:
             lines.append(f"{name} is upstream here (HEAD has all of it); nothing to put back")
+    if lift.hint:
+        lines.append(lift.hint)
     if lift.skipped:
         names = " ".join(sorted({o.verdict.name for o in lift.put_back})) or "NAME"
         lines.append(

@@ -103,3 +103,24 @@ def test_a_plain_bisect_is_pointed_to_the_commands_that_work(
     assert "patchguard bisect good|bad|skip" in started.stderr
     moved = patchguard("-C", root, "bisect", "good")
     assert moved.exit_code == 0, moved.output + moved.stderr
+
+
+def test_a_checkout_git_refuses_over_another_edit_names_checkout_m(sample: Sample) -> None:
+    """Issue 21, item 5: a debug line of the user's in the patched file; git refuses the move
+    (the file differs between the commits); the one line names the command that works."""
+    sample.record_eagle3()
+    text = sample.kimi.read_text()
+    sample.kimi.write_text(
+        text.replace("    def forward(", "    # debug: print shapes\n    def forward(")
+    )
+    patched = sample.kimi.read_bytes()
+    refused = sample.pg("git", "checkout", "-q", "old")
+    assert refused.exit_code != 0
+    hint = "to carry them along, as git checkout -m does: patchguard git checkout -m -q old"
+    assert hint in refused.stderr
+    assert sample.kimi.read_bytes() == patched  # nothing lost, nothing moved
+    carried = sample.pg("git", "checkout", "-m", "-q", "old")
+    assert carried.exit_code == 0, carried.output + carried.stderr
+    moved = sample.kimi.read_text()
+    assert "# debug: print shapes" in moved
+    assert all(moved.count(f"def {m}(") == 1 for m in sample_repo.METHODS)
