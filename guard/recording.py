@@ -224,13 +224,29 @@ def _with_patches_below(
     return base, stacked
 
 
-def _resolve_spec(repo: Repo, text: str, cwd: Path) -> Spec:
-    """A SPEC from the command line; its path is relative to cwd, as git paths are."""
+def _resolve_spec(repo: Repo, text: str, cwd: Path, known: Sequence[str] = ()) -> Spec:
+    """A SPEC from the command line; its path is relative to cwd, as git paths are.
+
+    Or a repository path, as patchguard prints SPECs in the commands it suggests: pasted in
+    the subdirectory it was printed in, such a path names nothing there, while the file (or,
+    for `drop`, a guard in `known`) is at the repository path. A path that names a file where
+    it was typed keeps git's meaning.
+    """
     try:
         spec = parse_spec(text)
     except ValueError as error:
         raise ConfigError(f"bad symbol spec: {error}") from None
-    return Spec(repo.relpath(spec.path, cwd), spec.qualname)
+    try:
+        from_cwd: str | None = repo.relpath(spec.path, cwd)
+    except ConfigError:  # outside the worktree from here: perhaps a repository path
+        from_cwd = None
+    if from_cwd is not None and (
+        (repo.workdir / from_cwd).exists() or f"{from_cwd}::{spec.qualname}" in known
+    ):
+        return Spec(from_cwd, spec.qualname)
+    if (repo.workdir / spec.path).exists() or text in known:
+        return Spec(repo.relpath(spec.path, repo.workdir), spec.qualname)
+    return Spec(from_cwd if from_cwd is not None else repo.relpath(spec.path, cwd), spec.qualname)
 
 
 @locked("require")
@@ -298,7 +314,7 @@ def drop(repo: Repo, target: str, *, cwd: Path) -> str:
     the files a killed writer left half written, which every journal writer puts back first)."""
     manifest = repo.load_manifest()
     if "::" in target:
-        spec = str(_resolve_spec(repo, target, cwd))
+        spec = str(_resolve_spec(repo, target, cwd, manifest.guards))
         if spec not in manifest.guards:
             raise ConfigError(
                 f"{spec} is not a guard{did_you_mean(spec, manifest.guards)} (see `patchguard list`)"

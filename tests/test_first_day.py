@@ -8,6 +8,7 @@ from pathlib import Path
 
 import sample_repo
 from conftest import Sample, git, patchguard
+from helpers import run_patchguard
 
 
 def test_a_git_command_typed_after_patchguard_names_the_command_that_works(
@@ -124,3 +125,20 @@ def test_a_checkout_git_refuses_over_another_edit_names_checkout_m(sample: Sampl
     moved = sample.kimi.read_text()
     assert "# debug: print shapes" in moved
     assert all(moved.count(f"def {m}(") == 1 for m in sample_repo.METHODS)
+
+
+def test_a_spec_printed_in_a_subdirectory_works_when_pasted_there(
+    sample: Sample, clean_env: dict[str, str]
+) -> None:
+    """Issue 21, item 4: the banner prints repository paths; pasted in the subdirectory it
+    was printed in, `require` and `drop` take them as such (and cwd-relative ones as git does)."""
+    models = sample.root / "python/sglang/srt/models"
+    spec = f"{sample_repo.KIMI}::{sample_repo.CLASS}.forward"
+    result = run_patchguard(models, clean_env, ("require", spec), 0)
+    assert spec in result.stdout + result.stderr
+    relative = f"kimi_k25.py::{sample_repo.CLASS}.load_weights"
+    run_patchguard(models, clean_env, ("require", relative), 0)
+    listed = run_patchguard(sample.root, clean_env, ("list",), 0).stdout
+    assert f"guard {sample_repo.KIMI}::{sample_repo.CLASS}.load_weights" in listed
+    dropped = run_patchguard(models, clean_env, ("drop", spec), 0)
+    assert f"dropped guard {spec}" in dropped.stdout
