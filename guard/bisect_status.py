@@ -18,3 +18,10 @@ class StepResult:
     head: str
     skipped: str | None = None
     problems: list[str] = field(default_factory=list)
+
+
+# What a step that aborts says after its reason: the bisect is intact, and how to go on.
+GO_ON = (
+    "Nothing is marked and the bisect stays where it is: fix the cause, then run patchguard "
+    "bisect run again to go on (or mark this commit yourself: patchguard git bisect skip)"
+)

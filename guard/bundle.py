@@ -12,6 +12,7 @@ from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from guard import history
 from guard import manifest as runtime
 from guard.assess import select_patches
 from guard.atomic import atomic_write
@@ -146,7 +147,8 @@ def _merge_bundle(
     patches = [incoming.pop(p.name, p) for p in current.patches] + list(incoming.values())
     guards = list(dict.fromkeys([*current.guards, *bundled.guards]))
     lines += [f"imported guard {g}" for g in bundled.guards if g not in current.guards]
-    repo.save_manifest(
+    history.save(
+        repo,
         replace(current, patches=patches, guards=guards),
         f"imported from {source}: {', '.join(lines)}",
     )

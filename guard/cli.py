@@ -524,13 +524,13 @@ def undo(cwd: Path, as_list: bool) -> None:
 
     Refuses (exit 1) if a file was edited since, rather than lose that edit.
     """
-    from guard import history
+    from guard import undoing
 
     repo = Repo.discover(cwd)
     if as_list:
-        click.echo("\n".join(history.undo_list(repo)) or "nothing to undo")
+        click.echo("\n".join(undoing.undo_list(repo)) or "nothing to undo")
         return
-    click.echo(f"undid {history.undo(repo)}")
+    click.echo(f"undid {undoing.undo(repo)}")
 
 
 @cli.command(

@@ -24,7 +24,8 @@ from datetime import datetime
 
 from guard.errors import ConfigError
 from guard.fastpath import blob_id
-from guard.manifest import Manifest, Patch, now_utc, save_manifest, serialize
+from guard.manifest import Manifest, Patch, now_utc, save_manifest, serialize, validated_bytes
+from guard.repo import HISTORY_REF, MANIFEST_ENTRY
 
 TYPE_CHECKING = False  # not `from typing import ...`, as in the modules the hooks import
 if TYPE_CHECKING:
@@ -32,9 +33,7 @@ if TYPE_CHECKING:
 
     from guard.repo import Repo
 
-HISTORY_REF = "refs/patchguard/history"
 LEGACY_STORE_REF = "refs/patchguard/store"  # before history: a tree pinning the blobs
-MANIFEST_ENTRY = "manifest.json"
 BLOBS_ENTRY = "blobs"
 TAKEN_OVER = "took over the manifest as found"  # the first state of a manifest older than history
 STARTED = "no patches yet"  # the first state of a repository whose first change is a fetch
@@ -74,9 +73,22 @@ def current(repo: Repo) -> str | None:
     return str(target.id) if isinstance(target, pygit2.Commit) else None
 
 
-def current_manifest_bytes(repo: Repo) -> bytes | None:
-    """The manifest as the ref holds it, read through `git cat-file` (no libgit2)."""
-    return repo.file_at(HISTORY_REF, MANIFEST_ENTRY)
+def save(
+    repo: Repo,
+    manifest: Manifest,
+    change: str,
+    *,
+    undoes: str | None = None,
+    merged: str | None = None,
+) -> None:
+    """Every change to the patches: a commit on the history ref first (it holds every blob the
+    manifest needs, so gc can never prune them), then manifest.json, derived from it for the
+    hooks. `change` says what changed, for `patchguard log` ("recorded eagle3 (2 files)")."""
+    raw = validated_bytes(manifest)
+    with repo.writing_objects():
+        commit(repo, raw, manifest.blob_ids(), change, undoes=undoes, merged=merged)
+    save_manifest(repo.layout.manifest_path, raw)
+    repo.manifest_bytes = raw
 
 
 def commit(
@@ -203,7 +215,7 @@ def _move_ref(repo: Repo, new: str, old: str | None, subject: str) -> None:
 
 def refresh(repo: Repo) -> None:
     """Write manifest.json from the ref (the derived file the hooks read)."""
-    raw = current_manifest_bytes(repo)
+    raw = repo.history_manifest_bytes()
     if raw is not None:
         save_manifest(repo.layout.manifest_path, raw)
 
@@ -358,35 +370,4 @@ def undo_change(repo: Repo, change: Change) -> None:
         if current(repo) is None or change not in undoable(repo):
             raise ConfigError("the patches changed meanwhile; nothing was undone. Run it again.")
         before = manifest_at(repo, change.parent)
-        repo.save_manifest(before, f"undid: {change.subject}", undoes=change.commit)
-
-
-def undo(repo: Repo) -> str:
-    """Undo the newest of the worktree's last apply/unapply and the patches' last change."""
-    from guard import journal
-
-    latest = journal.latest_entry(repo)
-    entries = journal.entries(repo)
-    changes = undoable(repo)
-    if latest is None and not changes:
-        raise ConfigError(
-            "nothing to undo: no apply or unapply is recorded for this worktree, and the "
-            "patches have no change to take back (see: patchguard log)"
-        )
-    newest_entry = entries[0] if entries and entries[0].path == latest else None
-    if latest is not None and (
-        not changes or newest_entry is None or newest_entry.created >= changes[0].created
-    ):
-        return journal.undo(repo).describe()  # the newest entry, or a killed one put back
-    undo_change(repo, changes[0])
-    return changes[0].describe()
-
-
-def undo_list(repo: Repo) -> list[str]:
-    """Everything `undo` can take back, newest first: worktree writes and patch changes merged."""
-    from guard import journal
-
-    found = [(e.created, e.describe()) for e in journal.entries(repo)]
-    found += [(c.created, c.describe()) for c in undoable(repo)]
-    found.sort(key=lambda item: item[0], reverse=True)
-    return [f"{number}. {text}" for number, (_, text) in enumerate(found, 1)]
+        save(repo, before, f"undid: {change.subject}", undoes=change.commit)

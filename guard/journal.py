@@ -385,9 +385,11 @@ def _restore(repo: Repo, entry_path: Path, entry: Entry, record: dict[str, Any])
         )
     if saved is not None:  # an entry from before the history (guard.history): a drop or resolve
         try:
+            from guard import history  # only for an entry made before the history
+
             repo.load_manifest()
-            repo.save_manifest(
-                parse_manifest(saved, repo.layout.manifest_path), f"undid: {entry.describe()}"
+            history.save(
+                repo, parse_manifest(saved, repo.layout.manifest_path), f"undid: {entry.describe()}"
             )
         except ConfigError:
             putting_back.discard()

@@ -22,7 +22,7 @@ from pathlib import Path
 from types import FrameType
 
 from guard import assess, journal, patching, stashes
-from guard.bisect_status import BISECT_ABORT, BISECT_SKIP, StepResult
+from guard.bisect_status import BISECT_ABORT, BISECT_SKIP, GO_ON, StepResult
 from guard.errors import ConfigError, GuardFailure, one_line
 from guard.install import isolated_command
 from guard.lock import HELD_VARIABLE, exclusive
@@ -31,10 +31,6 @@ from guard.repo import Repo, run_git
 
 STEP_COMMAND = ("bisect", "step")
 STEP_DECIDED = "patchguard-bisect-step"  # in the worktree's git dir: the status a step decided
-GO_ON = (
-    "Nothing is marked and the bisect stays where it is: fix the cause, then run patchguard "
-    "bisect run again to go on (or mark this commit yourself: patchguard git bisect skip)"
-)
 # What git bisect runs at each commit. Only a status the step decided and wrote down reaches git:
 # a step killed by a signal, or a Python that cannot start patchguard, ends with a status of its
 # own (1 for a traceback) that git would read as "bad". $1: the file, then the step's argv. It

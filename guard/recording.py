@@ -6,6 +6,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
+from guard import history
 from guard.assess import (
     State,
     Worktree,
@@ -100,8 +101,8 @@ def record(
     if previous is None:
         patches.append(patch)
     verb = "recorded" if previous is None else "re-recorded"
-    repo.save_manifest(
-        replace(manifest, patches=patches), f"{verb} {name} ({', '.join(repo_paths)})"
+    history.save(
+        repo, replace(manifest, patches=patches), f"{verb} {name} ({', '.join(repo_paths)})"
     )
     return RecordOutcome(patch=patch, replaced=previous is not None, skipped=skipped)
 
@@ -265,8 +266,8 @@ def require(repo: Repo, specs: Sequence[str], *, cwd: Path) -> list[str]:
         ),
     )
     added = [text for text in dict.fromkeys(resolved) if text not in manifest.guards]
-    repo.save_manifest(
-        replace(manifest, guards=[*manifest.guards, *added]), f"guarding {', '.join(added)}"
+    history.save(
+        repo, replace(manifest, guards=[*manifest.guards, *added]), f"guarding {', '.join(added)}"
     )
     return added
 
@@ -320,11 +321,11 @@ def drop(repo: Repo, target: str, *, cwd: Path) -> str:
                 f"{spec} is not a guard{did_you_mean(spec, manifest.guards)} (see `patchguard list`)"
             )
         kept = [g for g in manifest.guards if g != spec]
-        repo.save_manifest(replace(manifest, guards=kept), f"dropped guard {spec}")
+        history.save(repo, replace(manifest, guards=kept), f"dropped guard {spec}")
         return f"guard {spec}"
     select_patches(manifest, [target])
     remaining = replace(manifest, patches=[p for p in manifest.patches if p.name != target])
-    repo.save_manifest(remaining, f"dropped {target}")  # `patchguard undo` brings it back
+    history.save(repo, remaining, f"dropped {target}")  # `patchguard undo` brings it back
     return f"patch {target}"
 
 
@@ -365,7 +366,7 @@ def resolve(repo: Repo, name: str, *, forget: int | None = None) -> ResolveOutco
         if forget is not None
         else f"resolved {name} ({', '.join(resolved)})"
     )
-    repo.save_manifest(after, change)  # `patchguard undo` takes it back
+    history.save(repo, after, change)  # `patchguard undo` takes it back
     return ResolveOutcome(updated, resolved)
 
 

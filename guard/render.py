@@ -224,8 +224,7 @@ def lift_lines(lift: Lift) -> list[str]:
 
 
 def step_lines(result: StepResult) -> list[str]:
-    from guard.bisect_status import BISECT_ABORT, BISECT_SKIP
-    from guard.moves import GO_ON
+    from guard.bisect_status import BISECT_ABORT, BISECT_SKIP, GO_ON
 
     commit = result.head[:10]
     if result.status == BISECT_ABORT and result.skipped is None:

@@ -23,8 +23,6 @@ from guard.manifest import (
     Manifest,
     parse_manifest,
     read_manifest_bytes,
-    save_manifest,
-    validated_bytes,
 )
 
 TYPE_CHECKING = False  # not `from typing import ...`: typing costs the hooks ~3 ms
@@ -34,6 +32,9 @@ if TYPE_CHECKING:
     from guard.eol import Conversion
     from guard.worktree_paths import UnsafePath
 
+# Every state of the patches: a commit whose tree holds the manifest and its blobs (guard.history).
+HISTORY_REF = "refs/patchguard/history"
+MANIFEST_ENTRY = "manifest.json"
 MERGE_CACHE_DIR = "patchguard-cache/merges"  # in the worktree's git dir
 _MERGE_CACHE_KEEP = 256
 _BINARY_SNIFF = 8000
@@ -218,9 +219,7 @@ class Repo:
         """
         path = self.layout.manifest_path
         if not path.exists():
-            from guard.history import current_manifest_bytes
-
-            held = current_manifest_bytes(self)
+            held = self.history_manifest_bytes()
             if held is not None:
                 self.manifest_bytes = held
                 return parse_manifest(held, path)
@@ -230,33 +229,16 @@ class Repo:
         self.manifest_bytes = read_manifest_bytes(path)
         return parse_manifest(self.manifest_bytes, path)
 
-    def save_manifest(
-        self,
-        manifest: Manifest,
-        change: str,
-        *,
-        undoes: str | None = None,
-        merged: str | None = None,
-    ) -> None:
-        """A commit on the history ref first (guard.history: it holds every blob the manifest
-        needs, so gc can never prune them), then manifest.json, derived from it for the hooks.
-
-        `change` says what changed, for `patchguard log` ("recorded eagle3 (2 files)").
-        """
-        from guard import history
-
-        raw = validated_bytes(manifest)
-        with self._writing_objects():
-            history.commit(self, raw, manifest.blob_ids(), change, undoes=undoes, merged=merged)
-        save_manifest(self.layout.manifest_path, raw)
-        self.manifest_bytes = raw
+    def history_manifest_bytes(self) -> bytes | None:
+        """The manifest as the history ref holds it (guard.history), through `git cat-file`."""
+        return self.file_at(HISTORY_REF, MANIFEST_ENTRY)
 
     def store_blob(self, data: bytes) -> str:
-        with self._writing_objects():
+        with self.writing_objects():
             return str(self.git.create_blob(data))
 
     @contextmanager
-    def _writing_objects(self) -> Iterator[None]:
+    def writing_objects(self) -> Iterator[None]:
         """libgit2 reports a store it cannot write (another user's `.git/objects`, a full disk)
         as GitError or OSError; callers write objects before anything else, so nothing changed."""
         import pygit2
@@ -273,8 +255,6 @@ class Repo:
     def blob(self, oid: str) -> bytes:
         found = self._objects.read(oid)
         if found is None:
-            from guard.history import HISTORY_REF
-
             raise ConfigError(
                 f"blob {oid} is missing from the object store of {self.layout.common_dir} "
                 f"(was {HISTORY_REF} deleted?). Re-import the patch with `patchguard import`."
@@ -670,7 +650,7 @@ class Repo:
         from pygit2.enums import FileMode
         from pygit2.ffi import C, ffi
 
-        with self._writing_objects():  # where the buffer-only merge is not available
+        with self.writing_objects():  # where the buffer-only merge is not available
             entries = [
                 pygit2.IndexEntry("file", self.git.create_blob(data), FileMode.BLOB)
                 for data in (base, ours, theirs)

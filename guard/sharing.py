@@ -15,9 +15,8 @@ from pathlib import Path
 
 from guard import history
 from guard.errors import ConfigError, GuardFailure
-from guard.history import HISTORY_REF
 from guard.manifest import Manifest, Patch
-from guard.repo import Repo, run_git
+from guard.repo import HISTORY_REF, MANIFEST_ENTRY, Repo, run_git
 
 THEIRS = "theirs"
 OURS = "ours"
@@ -71,7 +70,7 @@ def fetch(repo: Repo, remote: str, keep: str | None = None) -> list[str]:
 
         refuse_unimportable(repo, incoming, repo.blob)
         summary = ", ".join(lines) or "nothing new"
-        repo.save_manifest(merged, f"fetched from {remote}: {summary}", merged=theirs)
+        history.save(repo, merged, f"fetched from {remote}: {summary}", merged=theirs)
         return lines or [f"fetched from {remote}: nothing new"]
 
 
@@ -97,9 +96,9 @@ def _validated_state(repo: Repo, remote: str, oid: str) -> Manifest:
 
     tree = repo.git[oid].peel(pygit2.Commit).tree
     where = f"{HISTORY_REF} of {remote}"
-    if history.MANIFEST_ENTRY not in tree:
+    if MANIFEST_ENTRY not in tree:
         raise ConfigError(f"{where} holds no manifest.json; nothing was changed here")
-    raw = tree[history.MANIFEST_ENTRY].peel(pygit2.Blob).data
+    raw = tree[MANIFEST_ENTRY].peel(pygit2.Blob).data
     manifest = Manifest.from_dict(validate_manifest(raw, Path(where)))
     held = tree[history.BLOBS_ENTRY].peel(pygit2.Tree) if history.BLOBS_ENTRY in tree else None
     missing = [oid for oid in manifest.blob_ids() if held is None or oid not in held]

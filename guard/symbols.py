@@ -205,7 +205,7 @@ def describe_miss(index: SymbolIndex, spec: Spec) -> str:
 
 
 def did_you_mean(typed: str, known: Iterable[str]) -> str:
-    """ "; did you mean X?" with the closest known names, or nothing when none is close.
+    """ " (did you mean X?)" with the closest known names, or nothing when none is close.
 
     Names beside the typed one (same class, same file) are compared by their last part, so a
     long shared prefix does not make every method of a class look close.
@@ -217,7 +217,7 @@ def did_you_mean(typed: str, known: Iterable[str]) -> str:
     siblings = {k.rpartition(".")[2]: k for k in known if k.rpartition(".")[0] == owner}
     close = [siblings[n] for n in difflib.get_close_matches(leaf, list(siblings), n=3)]
     close = close or difflib.get_close_matches(typed, known, n=3)
-    return f"; did you mean {' or '.join(close)}?" if close else ""
+    return f" (did you mean {' or '.join(close)}?)" if close else ""
 
 
 def _decorator_name(node: ast.expr) -> str:

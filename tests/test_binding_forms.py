@@ -26,6 +26,7 @@ from binding_forms import Form, forms
 from conftest import GIT_IDENTITY, git
 from helpers import run_patchguard
 
+from guard import history
 from guard.assess import Worktree, check, check_symbol
 from guard.errors import PatchguardError
 from guard.recording import require
@@ -204,7 +205,7 @@ def test_check_runtime_agrees_with_python_on_every_form(
     git(tmp_path, "clone", "-q", str(root), str(copy))
     repo = Repo.discover(copy)
     specs = [_spec(i, f) for i, f in enumerate(all_forms)]
-    repo.save_manifest(replace(repo.load_manifest(missing_ok=True), guards=specs))
+    history.save(repo, replace(repo.load_manifest(missing_ok=True), guards=specs), "guards")
     before = git(copy, "status", "--porcelain", "--ignored").stdout
     static = json.loads(run_patchguard(copy, clean_env, ("check", "--json"), check=1).stdout)
     assert {s["state"] for s in static["symbols"]} == {"present", "absent", "cannot-tell"}

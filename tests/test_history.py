@@ -11,10 +11,11 @@ import sample_repo
 from conftest import Sample
 from sample_repo import KIMI
 
+from guard import history as patch_history
 from guard.errors import ConfigError
 from guard.gitdir import locate
-from guard.history import HISTORY_REF, LEGACY_STORE_REF
-from guard.repo import Repo
+from guard.history import LEGACY_STORE_REF
+from guard.repo import HISTORY_REF, Repo
 
 
 def history(sample: Sample) -> list[str]:
@@ -103,12 +104,12 @@ def test_two_writers_racing_on_the_ref_lose_nothing(sample: Sample) -> None:
     assert sample.pg("require", spec).exit_code == 0  # the other writer wins
     winner = sample.git("rev-parse", HISTORY_REF).stdout
     with pytest.raises(ConfigError, match=r"nothing was changed\. Run it again"):
-        slow.save_manifest(loaded, "dropped everything")
+        patch_history.save(slow, loaded, "dropped everything")
     assert sample.git("rev-parse", HISTORY_REF).stdout == winner
     assert spec in manifest_text(sample)
     # the derived file is the ref's, and a fresh run of the loser goes through
     again = Repo.discover(sample.root)
-    again.save_manifest(again.load_manifest(), "nothing new")  # same state: no commit
+    patch_history.save(again, again.load_manifest(), "nothing new")  # same state: no commit
     assert sample.git("rev-parse", HISTORY_REF).stdout == winner
 
 

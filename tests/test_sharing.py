@@ -10,7 +10,7 @@ import sample_repo
 from conftest import Sample, git, patchguard
 from sample_repo import KIMI
 
-from guard.history import HISTORY_REF
+from guard.repo import HISTORY_REF
 
 
 @pytest.fixture
