@@ -131,6 +131,12 @@ class SymbolIndex:
             raise SourceSyntaxError(path, None, str(error)) from None
         except (RecursionError, MemoryError):  # CPython compiles nesting that ast cannot build
             return cls([], _Model(unreadable=_TOO_DEEP))
+        try:  # what the parser accepts and the compiler refuses, Python cannot import either
+            compile(tree, path, "exec", dont_inherit=True)
+        except SyntaxError as error:  # `def f(a, a)`, `return` at module level, `nonlocal x`
+            raise SourceSyntaxError(path, error.lineno, error.msg) from None
+        except (RecursionError, MemoryError):
+            return cls([], _Model(unreadable=_TOO_DEEP))
         model = _Model()
         try:
             model.run(tree)

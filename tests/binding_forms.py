@@ -573,4 +573,15 @@ def forms() -> list[Form]:
             + _indent(M, 4 * 91 - 4),
         )
     )
+    # Parsed by ast, refused by the compiler: Python cannot import the module at all.
+    compile_refuses = {
+        "duplicate-argument": "def f(a, a):\n    pass\n",
+        "return-at-module-level": "return\n",
+        "nonlocal-at-module-level": "nonlocal x\n",
+        "yield-at-module-level": "yield 1\n",
+        "star-import-in-function": "def f():\n    from os import *\n",
+        "future-braces": "from __future__ import braces\n",
+    }
+    for name, tail in compile_refuses.items():
+        add(Form(name, _in_class(M, after="\n\n" + tail)))
     return found
