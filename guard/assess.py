@@ -698,6 +698,9 @@ def _assess_change(
         and not tree.symbol_problems(current, path, added_symbols)
         and _without_definitions(repo, tree, change, base, patched) == base
     ):
+        upgrade = _upgrade_from_earlier(repo, tree, patch, change, path, current, patched)
+        if upgrade is not None:
+            return upgrade
         return FileVerdict(
             path,
             State.APPLIED,
@@ -731,6 +734,50 @@ def _assess_change(
         forward.content,
         patched,
     )
+
+
+def _upgrade_from_earlier(
+    repo: Repo,
+    tree: Worktree,
+    patch: Patch,
+    change: FileChange,
+    path: str,
+    current: bytes,
+    patched: bytes,
+) -> FileVerdict | None:
+    """The worktree holds an earlier version of this patch (updated since by a fetch, an import
+    or a re-record elsewhere): every definition is in place, but not this version's text. The
+    update is merged onto the file from the version it holds, keeping the user's other edits.
+    None when no earlier version is what the file holds (the user edited the patch by hand)."""
+    from guard import history  # only here: definitions in place, text not the recorded one
+
+    labels = merge_labels(patch)
+    for earlier in history.earlier_versions(repo, patch.name, change.path):
+        if earlier.patched_blob == change.patched_blob:
+            continue
+        old_base = repo.blob(earlier.base_blob) if earlier.base_blob else b""
+        old_patched = repo.blob(earlier.patched_blob)
+        if not _contains_change(repo, old_base, current, old_patched, labels):
+            continue
+        upgrade = repo.merge3(old_patched, current, patched, labels)
+        if upgrade.clean and not tree.symbol_problems(
+            upgrade.content, path, required_in(patch, change.path)
+        ):
+            return FileVerdict(
+                path,
+                State.DRIFTED,
+                "the worktree holds an earlier version of this patch (it was updated since: a "
+                "fetch, an import or a re-record); the update merges cleanly",
+                upgrade.content,
+                patched,
+            )
+        return FileVerdict(
+            path,
+            State.CONFLICT,
+            "the worktree holds an earlier version of this patch, and its update does not "
+            "merge with your edits there",
+        )
+    return None
 
 
 def _contains_change(

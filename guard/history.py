@@ -15,6 +15,7 @@ the ref holds, or whose update finds the ref moved, changes nothing and says to 
 
 from __future__ import annotations
 
+import itertools
 import json
 import time
 from collections.abc import Iterator
@@ -24,7 +25,15 @@ from datetime import datetime
 
 from guard.errors import ConfigError
 from guard.fastpath import blob_id
-from guard.manifest import Manifest, Patch, now_utc, save_manifest, serialize, validated_bytes
+from guard.manifest import (
+    FileChange,
+    Manifest,
+    Patch,
+    now_utc,
+    save_manifest,
+    serialize,
+    validated_bytes,
+)
 from guard.repo import HISTORY_REF, MANIFEST_ENTRY
 
 TYPE_CHECKING = False  # not `from typing import ...`, as in the modules the hooks import
@@ -266,6 +275,22 @@ def _commit_at(repo: Repo, oid: str) -> pygit2.Commit:
 def _manifest_blob(repo: Repo, oid: str) -> str | None:
     tree = _commit_at(repo, oid).tree
     return str(tree[MANIFEST_ENTRY].id) if MANIFEST_ENTRY in tree else None
+
+
+def earlier_versions(repo: Repo, name: str, path: str, depth: int = 20) -> list[FileChange]:
+    """What patch `name` held for `path` in the last `depth` states, newest first, each once.
+
+    A worktree may still hold one of them after the patch was updated elsewhere (a fetch, an
+    import, a re-record in another worktree): guard.assess then upgrades it, where a look at
+    the definitions alone would call the stale copy applied.
+    """
+    found: dict[str, FileChange] = {}
+    for change in itertools.islice(walk(repo), depth):
+        patch = manifest_at(repo, change.commit).patch(name)
+        for file_change in patch.files if patch else []:
+            if file_change.path == path:
+                found.setdefault(file_change.patched_blob, file_change)
+    return list(found.values())
 
 
 def manifest_at(repo: Repo, oid: str | None) -> Manifest:

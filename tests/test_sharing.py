@@ -161,3 +161,28 @@ def test_import_says_when_hooks_are_missing(sample: Sample, tmp_path: Path) -> N
     assert said.exit_code == 0 and "run: patchguard install" in said.stderr
     installed = other.pg("import", "--install", bundle)
     assert installed.exit_code == 0 and "hooks are not installed" not in installed.stderr
+
+
+def test_an_update_fetched_reaches_the_file_that_holds_the_earlier_version(
+    nodes: tuple[Sample, Sample, Path],
+) -> None:
+    """The update changes a method the node already has: its definitions are all in place, but
+    the file is the earlier version. apply (and the hook) upgrade it; check is red until then."""
+    node0, node1, remote = nodes
+    assert node1.pg("fetch", remote).exit_code == 0
+    assert node1.pg("apply").exit_code == 0
+    old = "    def get_embed_and_head(self):\n"
+    v2 = old + '        """v2: shared with the draft model."""\n'
+    node0.kimi.write_text(node0.kimi.read_text().replace(old, v2))
+    assert node0.pg("record", "eagle3", KIMI, "-m", "v2").exit_code == 0
+    assert node0.pg("push", remote).exit_code == 0
+    assert "updated patch eagle3" in node1.pg("fetch", remote).output
+    status = node1.pg("status")
+    assert status.exit_code == 1, status.output
+    assert "earlier version of this patch" in status.output
+    assert node1.pg("check").exit_code == 1
+    applied = node1.pg("apply")
+    assert applied.exit_code == 0, applied.output + applied.stderr
+    assert '"""v2: shared with the draft model."""' in node1.kimi.read_text()
+    assert node1.kimi.read_bytes() == node0.kimi.read_bytes()
+    assert node1.pg("check").exit_code == 0
