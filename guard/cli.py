@@ -904,17 +904,13 @@ def push(cwd: Path, remote: str) -> None:
 @click.argument("remote")
 @click.option(
     "--theirs",
-    "keep",
-    flag_value="theirs",
-    default=None,
+    is_flag=True,
     help="Where a patch changed on both sides, take REMOTE's (yours stays in patchguard log).",
 )
-@click.option(
-    "--ours", "keep", flag_value="ours", help="Where a patch changed on both sides, keep yours."
-)
+@click.option("--ours", is_flag=True, help="Where a patch changed on both sides, keep yours.")
 @_install_option
 @_directory_option
-def fetch(cwd: Path, remote: str, keep: str | None, install_now: bool) -> None:
+def fetch(cwd: Path, remote: str, theirs: bool, ours: bool, install_now: bool) -> None:
     """Bring in the patches pushed to REMOTE: new and updated ones, patch by patch.
 
     A patch changed both here and on REMOTE since the last version both had is refused by
@@ -924,7 +920,10 @@ def fetch(cwd: Path, remote: str, keep: str | None, install_now: bool) -> None:
     """
     from guard import sharing
 
+    if theirs and ours:
+        raise click.UsageError("--theirs and --ours ask for opposite things; give one of them")
     repo = Repo.discover(cwd)
+    keep = sharing.THEIRS if theirs else sharing.OURS if ours else None
     click.echo("\n".join(sharing.fetch(repo, remote, keep)))
     _advise_hooks(repo, "them", install_now=install_now)
 

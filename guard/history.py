@@ -356,6 +356,8 @@ def patch_version(repo: Repo, text: str) -> Patch:
         raise ConfigError(f"{text}: write NAME@{{N}}, N as `patchguard log {name}` numbers them")
     number = int(rest[:-1])
     found = versions(repo, name)
+    if not found:
+        raise ConfigError(f"no patch named {name} in the history; see: patchguard log")
     if number >= len(found):
         raise ConfigError(
             f"patch {name} has {len(found)} version(s) in its history, numbered 0 to "
