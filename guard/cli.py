@@ -592,7 +592,12 @@ def _git_lifted(cwd: Path, args: tuple[str, ...]) -> None:
     repo = Repo.discover(Path(git_start_directory(args, str(cwd))))  # git's own -C DIR
     status, lift = moves.run_git_lifted(repo, args, cwd)
     _report_lift(lift, "git " + " ".join(args))
+    if status == _SIGPIPE_STATUS:  # `patchguard git log | head`: the reader had enough
+        status = EXIT_OK
     sys.exit(status or (EXIT_OK if lift.ok else EXIT_GUARD_FAILED))
+
+
+_SIGPIPE_STATUS = 128 + 13  # git ended by SIGPIPE, as a shell reports it
 
 
 def _report_lift(lift: moves.Lift, what: str) -> None:
@@ -711,7 +716,7 @@ def _finish(outcomes: list[patching.PatchOutcome], as_json: bool) -> None:
 @_directory_option
 def list_(cwd: Path, as_json: bool) -> None:
     """List recorded patches and guards (without computing states)."""
-    manifest = Repo.discover(cwd).load_manifest()
+    manifest = Repo.discover(cwd).load_manifest(missing_ok=True)
     if as_json:
         click.echo(json.dumps(manifest.to_dict(), indent=2))
         return

@@ -42,6 +42,14 @@ def find_repository(start: str) -> tuple[str, str, str]:
         raise _not_one_checkout(str(error).rstrip(".")) from None
     if top is not None and top != found[0]:
         raise _not_one_checkout(f"GIT_WORK_TREE is inside the working tree {found[0]}")
+    if top is None and git_dir_variable is not None and base != found[0]:
+        # git's rule: GIT_DIR without GIT_WORK_TREE (or core.worktree) makes the current
+        # directory the top of the working tree; a move from a subdirectory would check the
+        # whole tree out below it
+        raise _not_one_checkout(
+            f"with GIT_DIR and no GIT_WORK_TREE, git takes {base} as the top of the working "
+            f"tree, not {found[0]}"
+        )
     if used != found[1]:
         raise _not_one_checkout(
             f"the working tree {found[0]} has its git dir at {found[1]}; git would use {used}"

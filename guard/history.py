@@ -94,9 +94,20 @@ def save(
     manifest needs, so gc can never prune them), then manifest.json, derived from it for the
     hooks. `change` says what changed, for `patchguard log` ("recorded eagle3 (2 files)")."""
     raw = validated_bytes(manifest)
+    before = current(repo)
     with repo.writing_objects():
-        commit(repo, raw, manifest.blob_ids(), change, undoes=undoes, merged=merged)
-    save_manifest(repo.layout.manifest_path, raw)
+        moved = commit(repo, raw, manifest.blob_ids(), change, undoes=undoes, merged=merged)
+    try:
+        save_manifest(repo.layout.manifest_path, raw)
+    except ConfigError:  # "nothing was changed" must hold: the ref goes back where it was
+        if moved:
+            from guard.repo import run_git
+
+            if before is None:
+                run_git(["update-ref", "-d", HISTORY_REF], repo.workdir)
+            else:
+                run_git(["update-ref", HISTORY_REF, before], repo.workdir)
+        raise
     repo.manifest_bytes = raw
 
 

@@ -97,8 +97,9 @@ def _refuse_unliftable(repo: Repo) -> None:
         reasons = "; ".join(f"patch {o.verdict.name}: {o.message}" for o in stuck)
         raise GuardFailure(
             f"cannot lift the patches, so git was not run and nothing changed: {reasons}. "
-            "Your own edits touch the patch there: record them into it (patchguard record NAME "
-            "FILE) or save them elsewhere, then run the command again."
+            "Your own edits touch the patch there: keep them in it (patchguard resolve NAME "
+            "where the patch does not merge as recorded, patchguard record NAME FILE on its "
+            "base) or save them elsewhere (git stash), then run the command again."
         )
 
 

@@ -80,11 +80,39 @@ def load_stamp(source: str, raw: bytes) -> dict[str, Any]:
         except (json.JSONDecodeError, RecursionError):
             continue
         if isinstance(data, dict) and data.get("format") == STAMP_FORMAT:
+            _refuse_malformed(source, data)
             return data
     raise ConfigError(
         f"{source} holds no patchguard stamp (a JSON line with format {STAMP_FORMAT}); "
         "write one with `patchguard stamp >> FILE`"
     )
+
+
+# The kinds of value each key of a stamp holds (docs/benchmarks.md); None where a key may be null.
+_STAMP_TYPES: dict[str, tuple[type, ...]] = {
+    "head": (str, type(None)),
+    "branch": (str, type(None)),
+    "upstream": (dict, type(None)),
+    "dirty": (list,),
+    "patches": (dict,),
+    "files": (dict,),
+    "symbols": (dict,),
+}
+
+
+def _refuse_malformed(source: str, data: dict[str, Any]) -> None:
+    """A line that says it is a stamp but holds other kinds of values: one clear line."""
+    values = {"patches": (str,), "files": (str, type(None)), "symbols": (bool,)}
+    for key, kinds in _STAMP_TYPES.items():
+        inner = values.get(key)
+        bad = key in data and not isinstance(data[key], kinds)
+        if not bad and inner and isinstance(data.get(key), dict):
+            bad = not all(isinstance(v, inner) for v in data[key].values())
+        if bad:
+            raise ConfigError(
+                f"{source}: the stamp's {key!r} is {type(data[key]).__name__}, not what "
+                "`patchguard stamp` writes; write a new one with `patchguard stamp >> FILE`"
+            )
 
 
 def diff_stamps(repo: Repo | None, old: dict[str, Any], new: dict[str, Any]) -> list[str]:

@@ -438,10 +438,13 @@ class Repo:
             return self.worktree_path(path).read_bytes()
         except (FileNotFoundError, NotADirectoryError):
             return None
-        except IsADirectoryError:
-            raise ConfigError(
-                f"{path} is a directory in the worktree, not a file; move it away, or stop "
-                "guarding it with `patchguard drop NAME`"
+        except IsADirectoryError:  # upstream made it a directory: a state, as a link is
+            from guard.worktree_paths import UnsafePath
+
+            raise UnsafePath(
+                f"{path} is a directory in the worktree, not a file; patchguard never writes "
+                "over it (check out a commit where it is a file, or stop guarding it with "
+                "`patchguard drop NAME`)"
             ) from None
 
     def to_git(self, path: str, raw: bytes) -> bytes:

@@ -249,3 +249,31 @@ def test_writes_refuse_a_repository_path_of_the_worktree_s_own_git_dir(sample: S
         repo.write_raw(".git/config", b"[core]\n")
     with pytest.raises(UnsafePath):
         repo.write_raw("../escape.py", b"x = 1\n")
+
+
+def test_a_guarded_file_that_upstream_turns_into_a_directory_never_traps_a_move(
+    sample: Sample,
+) -> None:
+    sample.git("checkout", "-q", "-b", "work")
+    sample.git("checkout", "-q", "-b", "dir")
+    sample.kimi.unlink()
+    (sample.kimi / "__init__.py").parent.mkdir()
+    (sample.kimi / "__init__.py").write_text("")
+    sample.git("add", "-A")
+    sample.git("commit", "-qm", "upstream: the model becomes a package")
+    sample.git("checkout", "-q", "work")
+    sample.record_eagle3()
+    patched = sample.kimi.read_bytes()
+    moved = sample.pg("git", "checkout", "-q", "dir")
+    assert moved.exit_code == 1, moved.output + moved.stderr
+    assert "is a directory in the worktree, not a file" in moved.stderr
+    assert sample.pg("status").exit_code == 1
+    back = sample.pg("git", "checkout", "-q", "work")
+    assert back.exit_code == 0, back.output + back.stderr
+    assert sample.kimi.read_bytes() == patched
+
+
+def test_list_without_anything_recorded_is_not_an_error(sample: Sample) -> None:
+    listed = sample.pg("list")
+    assert listed.exit_code == 0
+    assert "nothing recorded" in listed.output

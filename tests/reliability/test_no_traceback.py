@@ -209,6 +209,7 @@ def test_record_under_a_file_size_limit_is_one_line_and_records_nothing(
     sample.record_eagle3()
     manifest = locate(sample.root).manifest_path
     before = manifest.read_bytes()
+    tip = sample.git("rev-parse", "refs/patchguard/history").stdout
     with sample.kimi.open("a") as handle:
         handle.write("EXTRA = 1\n")
     result = subprocess.run(
@@ -224,6 +225,9 @@ def test_record_under_a_file_size_limit_is_one_line_and_records_nothing(
     assert "File too large" in result.stderr
     assert manifest.read_bytes() == before
     assert "patch more" not in sample.pg("list").output
+    # the history too: "nothing was changed" holds for the ref, not only manifest.json
+    assert sample.git("rev-parse", "refs/patchguard/history").stdout == tip
+    assert "recorded more" not in sample.pg("log").output
 
 
 def test_status_in_a_deleted_directory_is_one_line(
