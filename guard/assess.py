@@ -994,6 +994,16 @@ def check_symbol(tree: Worktree, text: str, owner: str | None) -> SymbolResult:
     content = tree.read(spec.path)
     if content is None:
         return SymbolResult(text, False, f"{spec.path} does not exist", owner)
+    package = spec.path.removesuffix(".py")
+    if (tree.repo.workdir / package / "__init__.py").is_file():  # found first by the import
+        return SymbolResult(
+            text,
+            False,
+            f"the package {package}/ beside {spec.path} shadows it: `import` loads the "
+            "package, never this file",
+            owner,
+            ABSENT,
+        )
     problems = tree.symbol_problems(content, spec.path, [spec.qualname])
     if problems:
         problem = problems[spec.qualname]

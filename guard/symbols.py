@@ -120,6 +120,7 @@ class SymbolIndex:
         for definition in definitions:
             self.by_qualname.setdefault(definition.qualname, []).append(definition)
         self.model = model or _Model()
+        self.reflection: tuple[int, str] | None = None  # (line, what): see _reflection
 
     @classmethod
     def parse(cls, source: bytes, path: str) -> SymbolIndex:
@@ -141,9 +142,12 @@ class SymbolIndex:
         try:
             model.run(tree)
             definitions = list(_walk(tree.body, prefix="", block_counter=iter(range(1 << 62))))
+            reflection = _reflection(tree)
         except RecursionError:
             return cls([], _Model(unreadable=_TOO_DEEP))
-        return cls(definitions, model)
+        index = cls(definitions, model)
+        index.reflection = reflection
+        return index
 
     def resolve(self, qualname: str) -> Resolution:
         """What importing the module binds at `qualname`: present, absent, or cannot tell.
@@ -156,7 +160,15 @@ class SymbolIndex:
         change the answer (a runtime condition, a try body that may fail first, a decorator or
         metaclass the model cannot read) makes it cannot tell, never present.
         """
-        return self.model.resolve(qualname, self._callable_names())
+        found = self.model.resolve(qualname, self._callable_names())
+        if found.state == PRESENT and self.reflection is not None:
+            lineno, what = self.reflection
+            return Resolution(
+                CANNOT_TELL,
+                reason=f"line {lineno} reaches bindings by reflection ({what}), which reading "
+                "does not follow",
+            )
+        return found
 
     def defines_callable(self, qualname: str) -> bool:
         """Does the file define the name with `def` or `class` (so it must be callable)?"""
@@ -246,6 +258,87 @@ _COMPOUND_STATEMENTS = (
     ast.AsyncFor,
     ast.While,
 )
+
+
+_REFLECTIVE_CALLS = frozenset({"globals", "locals", "vars", "exec", "eval", "__import__"})
+_REFLECTIVE_ATTRIBUTES = frozenset({"__dict__", "__setattr__", "__delattr__"})
+
+
+def _reflection(tree: ast.Module) -> tuple[int, str] | None:
+    """The first place where the code that runs at import may change bindings in ways the model
+    does not follow, or None: `globals()`, `locals()`, `vars()`, `exec`, `sys.modules`,
+    `__dict__`, `type.__setattr__`, a `setattr`/`delattr` with a computed name; and, in a
+    function the module calls while it runs, any `del` of an attribute, `setattr`, `delattr` or
+    assignment to an attribute. Code that only runs when called later is not import time.
+
+    Such a module's answers are never "present" from reading alone (cannot tell, ask Python).
+    """
+    defined = {
+        node.name: node
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+    }
+    called: set[str] = set()
+    stack: list[ast.AST] = list(tree.body)
+    while stack:  # the import-time code: everything outside function bodies
+        node = stack.pop()
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            stack += [*node.decorator_list, *node.args.defaults]
+            stack += [n for n in (*node.args.kw_defaults, node.returns) if n is not None]
+            continue
+        found = _reflective(node)
+        if found is not None:
+            return found
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            called.add(node.func.id)
+        stack.extend(n for n in ast.iter_child_nodes(node) if n is not None)
+    for name in sorted(called & defined.keys()):
+        for node in ast.walk(defined[name]):
+            found = _reflective(node) or _mutating(node)
+            if found is not None:
+                return found[0], f"{found[1]} in {name}(), called at import time"
+    return None
+
+
+def _reflective(node: ast.AST) -> tuple[int, str] | None:
+    lineno = getattr(node, "lineno", 0)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+        name = node.func.id
+        if name in _REFLECTIVE_CALLS:
+            return lineno, f"{name}()"
+        if name in ("setattr", "delattr") and not (
+            len(node.args) >= 2
+            and isinstance(node.args[0], ast.Name)
+            and isinstance(node.args[1], ast.Constant)
+            and isinstance(node.args[1].value, str)
+        ):
+            return lineno, f"{name} with a computed name"
+    if isinstance(node, ast.Attribute):
+        if node.attr in _REFLECTIVE_ATTRIBUTES:
+            return lineno, node.attr
+        if node.attr == "modules" and isinstance(node.value, ast.Name) and node.value.id == "sys":
+            return lineno, "sys.modules"
+    return None
+
+
+def _mutating(node: ast.AST) -> tuple[int, str] | None:
+    """In a function run at import: what changes a class or the module from inside it."""
+    lineno = getattr(node, "lineno", 0)
+    if isinstance(node, ast.Delete) and any(isinstance(t, ast.Attribute) for t in node.targets):
+        return lineno, "del of an attribute"
+    if isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        if any(isinstance(t, ast.Attribute) for t in targets):
+            return lineno, "an attribute assignment"
+    if isinstance(node, ast.Global):
+        return lineno, "global"
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in ("setattr", "delattr")
+    ):
+        return lineno, node.func.id
+    return None
 
 
 def _walk(body: list[ast.stmt], prefix: str, block_counter: Iterator[int]) -> Iterator[Definition]:

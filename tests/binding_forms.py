@@ -284,6 +284,8 @@ def forms() -> list[Form]:
     }
     for name, tail in after.items():
         add(Form(name, _in_class(M, after="\n\n" + tail)))
+    # A package of the module's name beside it is what `import` loads.
+    add(Form("package-shadows-module", _in_class(M), others={"mod/__init__.py": "X = 1\n"}))
     add(Form("del-in-class-tuple", _in_class(M + "    del (m,)\n")))
     add(Form("del-in-class-list", _in_class(M + "    del [m]\n")))
     add(Form("del-in-class", _in_class(M + "    del m\n")))
@@ -584,4 +586,27 @@ def forms() -> list[Form]:
     }
     for name, tail in compile_refuses.items():
         add(Form(name, _in_class(M, after="\n\n" + tail)))
+    # Reflection: the namespace reached through globals(), locals(), vars(), sys.modules,
+    # type.__setattr__, or a function the module calls while it runs.
+    in_body = {
+        "locals-pop-in-class": "    locals().pop('m')\n",
+        "del-vars-in-class": "    del vars()['m']\n",
+    }
+    for name, line in in_body.items():
+        add(Form(name, _in_class(M + line)))
+    after = {
+        "globals-item-none": "globals()['C'] = None\n",
+        "globals-pop": "globals().pop('C')\n",
+        "sys-modules-setattr": "import sys\nsetattr(sys.modules[__name__], 'C', None)\n",
+        "sys-modules-attribute": "import sys\nsys.modules[__name__].C = 0\n",
+        "type-delattr": "type.__delattr__(C, 'm')\n",
+        "type-setattr-none": "type.__setattr__(C, 'm', None)\n",
+        "cleanup-function-called": "def _cleanup():\n    del C.m\n\n\n_cleanup()\n",
+        "map-lambda-delattr": "list(map(lambda n: delattr(C, n), ['m']))\n",
+        "vars-update-kept": "vars(C)\n",
+    }
+    for name, tail in after.items():
+        add(Form(name, _in_class(M, after="\n\n" + tail)))
+    # A package of the module's name beside it is what `import` loads.
+    add(Form("package-shadows-module", _in_class(M), others={"mod/__init__.py": "X = 1\n"}))
     return found
