@@ -988,6 +988,34 @@ def _remember_verified(repo: Repo, tree: Worktree, head: str) -> None:
         fastpath.remember(str(repo.layout.git_dir), repo.manifest_bytes, head, contents)
 
 
+def _package_problem(tree: Worktree, path: str) -> str | None:
+    """What the packages around a module may do to it: importing `pkg.mod` runs each parent's
+    `__init__.py` first (innermost last), and one that may fail, rebinds through reflection,
+    or sets or deletes attributes (`mod.C = None`) makes the module's answers cannot tell."""
+    parts = path.split("/")[:-1]
+    for depth in range(len(parts), 0, -1):
+        init = "/".join([*parts[:depth], "__init__.py"])
+        if not (tree.repo.workdir / init).is_file():  # the top of the package (or a namespace)
+            return None
+        content = tree.read(init)
+        if content is None:
+            return None
+        try:
+            index = tree.symbols(content, init)
+        except SourceSyntaxError as error:
+            return f"importing the package fails: {init}:{error.lineno}: {error.message}"
+        model = index.model
+        why = model.unreadable or model.fails or model.may_fail
+        if why:
+            return f"importing the package may fail or be unreadable: {init}: {why}"
+        if index.reflection is not None:
+            line, what = index.reflection
+            return f"{init}:{line} reaches bindings by reflection ({what})"
+        if index.attribute_write is not None:
+            return f"{init}:{index.attribute_write} sets or deletes an attribute when imported"
+    return None
+
+
 def check_symbol(tree: Worktree, text: str, owner: str | None) -> SymbolResult:
     spec = parse_spec(text)
     spec = Spec(tree.renamed(spec.path), spec.qualname)
@@ -1005,6 +1033,9 @@ def check_symbol(tree: Worktree, text: str, owner: str | None) -> SymbolResult:
             ABSENT,
         )
     problems = tree.symbol_problems(content, spec.path, [spec.qualname])
+    around = _package_problem(tree, spec.path)
+    if around is not None and not problems:
+        problems = {spec.qualname: f"{CANNOT_TELL_FROM_READING}: {around}"}
     if problems:
         problem = problems[spec.qualname]
         state = CANNOT_TELL if problem.startswith(CANNOT_TELL_FROM_READING) else ABSENT

@@ -121,6 +121,7 @@ class SymbolIndex:
             self.by_qualname.setdefault(definition.qualname, []).append(definition)
         self.model = model or _Model()
         self.reflection: tuple[int, str] | None = None  # (line, what): see _reflection
+        self.attribute_write: int | None = None  # the first line that sets or deletes an attribute
 
     @classmethod
     def parse(cls, source: bytes, path: str) -> SymbolIndex:
@@ -143,10 +144,12 @@ class SymbolIndex:
             model.run(tree)
             definitions = list(_walk(tree.body, prefix="", block_counter=iter(range(1 << 62))))
             reflection = _reflection(tree)
+            attribute_write = _attribute_write(tree)
         except RecursionError:
             return cls([], _Model(unreadable=_TOO_DEEP))
         index = cls(definitions, model)
         index.reflection = reflection
+        index.attribute_write = attribute_write
         return index
 
     def resolve(self, qualname: str) -> Resolution:
@@ -297,6 +300,21 @@ def _reflection(tree: ast.Module) -> tuple[int, str] | None:
             found = _reflective(node) or _mutating(node)
             if found is not None:
                 return found[0], f"{found[1]} in {name}(), called at import time"
+    return None
+
+
+def _attribute_write(tree: ast.Module) -> int | None:
+    """The first line of import-time code that assigns or deletes an attribute (`mod.C = None`,
+    `del mod.C.m`): in a package's `__init__.py`, that may change a module of the package."""
+    stack: list[ast.AST] = list(tree.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            continue
+        found = _mutating(node)
+        if found is not None and not isinstance(node, ast.Global | ast.Call):
+            return found[0]
+        stack.extend(ast.iter_child_nodes(node))
     return None
 
 

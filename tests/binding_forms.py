@@ -284,6 +284,15 @@ def forms() -> list[Form]:
     }
     for name, tail in after.items():
         add(Form(name, _in_class(M, after="\n\n" + tail)))
+    # The package's __init__.py runs before the module and may undo it or fail.
+    inits = {
+        "init-raises": "raise ImportError('not on this platform')\n",
+        "init-rebinds-class": "from . import mod\nmod.C = None\n",
+        "init-deletes-method": "from . import mod\ndel mod.C.m\n",
+        "init-harmless": '"""A package."""\nVERSION = "1.0"\n',
+    }
+    for name, init in inits.items():
+        add(Form(name, _in_class(M), others={"__init__.py": init}))
     # A package of the module's name beside it is what `import` loads.
     add(Form("package-shadows-module", _in_class(M), others={"mod/__init__.py": "X = 1\n"}))
     add(Form("del-in-class-tuple", _in_class(M + "    del (m,)\n")))
