@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 
 from guard import fastpath
 from guard.errors import ConfigError
@@ -1016,6 +1016,27 @@ def _package_problem(tree: Worktree, path: str) -> str | None:
     return None
 
 
+def _missing_import(tree: Worktree, content: bytes, path: str) -> str | None:
+    """A relative import, run at the top of the module, of a module the checkout lacks: the
+    import of the module itself fails there (a module of the checkout is never installed
+    elsewhere)."""
+    try:
+        index = tree.symbols(content, path)
+    except SourceSyntaxError:
+        return None  # said as a syntax error already
+    for lineno, level, module in index.relative_imports:
+        parts = path.split("/")[:-1]
+        if level - 1 > len(parts):
+            return f"line {lineno} imports from beyond the top of the package"
+        base = "/".join([*parts[: len(parts) - (level - 1)], *module.split(".")])
+        workdir = tree.repo.workdir
+        if not any(
+            (workdir / candidate).exists() for candidate in (f"{base}.py", base, f"{base}.pyi")
+        ) and not list((workdir / base).parent.glob(f"{Path(base).name}.*")):
+            return f"line {lineno} imports .{module}, which the checkout does not have"
+    return None
+
+
 def check_symbol(tree: Worktree, text: str, owner: str | None) -> SymbolResult:
     spec = parse_spec(text)
     spec = Spec(tree.renamed(spec.path), spec.qualname)
@@ -1033,7 +1054,7 @@ def check_symbol(tree: Worktree, text: str, owner: str | None) -> SymbolResult:
             ABSENT,
         )
     problems = tree.symbol_problems(content, spec.path, [spec.qualname])
-    around = _package_problem(tree, spec.path)
+    around = _package_problem(tree, spec.path) or _missing_import(tree, content, spec.path)
     if around is not None and not problems:
         problems = {spec.qualname: f"{CANNOT_TELL_FROM_READING}: {around}"}
     if problems:

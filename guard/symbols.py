@@ -122,6 +122,8 @@ class SymbolIndex:
         self.model = model or _Model()
         self.reflection: tuple[int, str] | None = None  # (line, what): see _reflection
         self.attribute_write: int | None = None  # the first line that sets or deletes an attribute
+        # `from .x.y import z` at the top of the module, always run: (line, dots, "x.y")
+        self.relative_imports: list[tuple[int, int, str]] = []
 
     @classmethod
     def parse(cls, source: bytes, path: str) -> SymbolIndex:
@@ -150,6 +152,11 @@ class SymbolIndex:
         index = cls(definitions, model)
         index.reflection = reflection
         index.attribute_write = attribute_write
+        index.relative_imports = [
+            (node.lineno, node.level, node.module or "")
+            for node in tree.body
+            if isinstance(node, ast.ImportFrom) and node.level and node.module
+        ]
         return index
 
     def resolve(self, qualname: str) -> Resolution:

@@ -293,6 +293,15 @@ def forms() -> list[Form]:
     }
     for name, init in inits.items():
         add(Form(name, _in_class(M), others={"__init__.py": init}))
+    # A relative import of a module the checkout lacks fails the import of the module.
+    add(Form("relative-import-missing", _in_class(M, head="from .nothere import X\n\n\n")))
+    add(
+        Form(
+            "relative-import-present",
+            _in_class(M, head="from .helpers import X\n\n\n"),
+            others={"helpers.py": "X = 1\n"},
+        )
+    )
     # A package of the module's name beside it is what `import` loads.
     add(Form("package-shadows-module", _in_class(M), others={"mod/__init__.py": "X = 1\n"}))
     add(Form("del-in-class-tuple", _in_class(M + "    del (m,)\n")))
