@@ -150,6 +150,12 @@ def cli(ctx: click.Context, directory: Path | None) -> None:
     help="Re-record NAME here although HEAD is not its base (or a bisect, merge, rebase or "
     "cherry-pick is in progress): the patch's base moves to this commit.",
 )
+@click.option(
+    "--strict",
+    is_flag=True,
+    help="Refuse (exit 1, nothing recorded) what looks like a slip: a method typed at module "
+    "level right after its class, a name one letter off the one it delegates to.",
+)
 @_directory_option
 def record(
     cwd: Path,
@@ -158,6 +164,7 @@ def record(
     requires: tuple[str, ...],
     message: str | None,
     rebase: bool,
+    strict: bool,
 ) -> None:
     """Record uncommitted changes (against HEAD) as patch NAME.
 
@@ -171,7 +178,14 @@ def record(
     from guard import recording
 
     outcome = recording.record(
-        repo, name, paths, requires=requires, description=message, rebase=rebase, cwd=cwd
+        repo,
+        name,
+        paths,
+        requires=requires,
+        description=message,
+        rebase=rebase,
+        strict=strict,
+        cwd=cwd,
     )
     verb = "replaced" if outcome.replaced else "recorded"
     patch = outcome.patch
@@ -182,6 +196,8 @@ def record(
         click.echo(f"  requires {spec}")
     for path in outcome.skipped:
         click.echo(f"  skipped {path}: it belongs to another patch (name it to include it)")
+    for slip in outcome.slips:
+        click.echo(f"patchguard: warning: {slip} (recorded as typed; --strict refuses)", err=True)
     _advise_hooks(repo, "it", install_now=False)
 
 

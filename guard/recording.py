@@ -21,6 +21,7 @@ from guard.errors import ConfigError, GuardFailure
 from guard.lock import locked
 from guard.manifest import FileChange, Patch, Resolution, now_utc
 from guard.repo import Repo, is_binary
+from guard.slips import slips
 from guard.symbols import SourceSyntaxError, Spec, did_you_mean, parse_spec
 
 
@@ -29,6 +30,7 @@ class RecordOutcome:
     patch: Patch
     replaced: bool
     skipped: list[str]
+    slips: list[str]  # what looks typed by mistake (guard.slips); recorded anyway
 
 
 @locked("record")
@@ -40,6 +42,7 @@ def record(
     requires: Sequence[str] = (),
     description: str | None = None,
     rebase: bool = False,
+    strict: bool = False,
     cwd: Path,
 ) -> RecordOutcome:
     """Record the uncommitted changes of `paths` (default: every changed tracked file) as NAME.
@@ -73,7 +76,14 @@ def record(
         _refuse_non_utf8_name(path)
     tree = Worktree(repo)
     below = [p for p in manifest.patches if p.name != name]
-    files = [_record_file(repo, tree, path, below) for path in repo_paths]
+    recorded = [_record_file(repo, tree, path, below) for path in repo_paths]
+    files = [change for change, _ in recorded]
+    slipped = [slip for _, found in recorded for slip in found]
+    if slipped and strict:
+        raise GuardFailure(
+            f"not recorded (--strict): {'; '.join(slipped)}. Fix the file, or record without "
+            "--strict to keep it as typed."
+        )
     specs = {f"{c.path}::{q}" for c in files for q in c.added_symbols}
     for text in requires:
         specs.add(str(_resolve_spec(repo, text, cwd)))
@@ -104,7 +114,7 @@ def record(
     history.save(
         repo, replace(manifest, patches=patches), f"{verb} {name} ({', '.join(repo_paths)})"
     )
-    return RecordOutcome(patch=patch, replaced=previous is not None, skipped=skipped)
+    return RecordOutcome(patch=patch, replaced=previous is not None, skipped=skipped, slips=slipped)
 
 
 def _refuse_rebase(repo: Repo, previous: Patch, head_commit: str) -> None:
@@ -143,7 +153,9 @@ def _refuse_non_utf8_name(path: str) -> None:
         ) from None
 
 
-def _record_file(repo: Repo, tree: Worktree, path: str, below: Sequence[Patch]) -> FileChange:
+def _record_file(
+    repo: Repo, tree: Worktree, path: str, below: Sequence[Patch]
+) -> tuple[FileChange, list[str]]:
     """The change of `path` on top of HEAD, and on top of the other patches applied to it."""
     current = tree.read(path)
     head = tree.head(path)
@@ -187,7 +199,8 @@ def _record_file(repo: Repo, tree: Worktree, path: str, below: Sequence[Patch]) 
                 "Fix the file, then record again."
             ) from None
         added_symbols = index.defined_on_lines(diff.added_lines)
-    return FileChange(
+    found = slips(current, path, diff.added_lines) if path.endswith(".py") else []
+    change = FileChange(
         path=path,
         base_blob=repo.store_blob(base) if base is not None else None,
         patched_blob=repo.store_blob(current),
@@ -195,6 +208,7 @@ def _record_file(repo: Repo, tree: Worktree, path: str, below: Sequence[Patch]) 
         added_symbols=added_symbols,
         mode=repo.git_mode(path),
     )
+    return change, found
 
 
 def _with_patches_below(

@@ -142,3 +142,35 @@ def test_a_spec_printed_in_a_subdirectory_works_when_pasted_there(
     assert f"guard {sample_repo.KIMI}::{sample_repo.CLASS}.load_weights" in listed
     dropped = run_patchguard(models, clean_env, ("drop", spec), 0)
     assert f"dropped guard {spec}" in dropped.stdout
+
+
+def test_slips_are_caught_at_record(sample: Sample) -> None:
+    """Issue 21, item 7: a method typed at module level after its class, and a misspelt name
+    that delegates to the right one: warnings, recorded as typed; --strict refuses."""
+    text = sample.kimi.read_text()
+    typed = text.replace(
+        "\n\nEntryClass",
+        "\n\ndef set_embed_and_head(self, embed, head):\n"
+        "    self.language_model.set_embed_and_head(embed, head)\n"
+        "\n\nEntryClass",
+    ).replace(
+        "    def load_weights(",
+        "    def get_embed_and_haed(self):\n"
+        "        return self.language_model.get_embed_and_head()\n\n"
+        "    def load_weights(",
+    )
+    sample.kimi.write_text(typed)
+    strict = sample.pg("record", "eagle3", sample_repo.KIMI, "--strict")
+    assert strict.exit_code == 1
+    assert "nothing recorded" in sample.pg("list").output
+    recorded = sample.pg("record", "eagle3", sample_repo.KIMI)
+    assert recorded.exit_code == 0, recorded.output + recorded.stderr
+    assert "probably meant inside class KimiK25ForConditionalGeneration (indentation)" in (
+        recorded.stderr
+    )
+    assert "get_embed_and_haed is one letter away from get_embed_and_head" in recorded.stderr
+
+
+def test_the_real_patch_has_no_slips(sample: Sample) -> None:
+    recorded = sample.record_eagle3()
+    assert "warning" not in recorded.stderr
