@@ -661,6 +661,9 @@ def bisect_run(ctx: click.Context, log: Path | None, command: tuple[str, ...]) -
     from guard import moves
 
     status, lift = moves.bisect_run(Repo.discover(cwd), command, log)
+    if status == EXIT_OK:  # git ends "bisect found first bad commit" without a newline
+        sys.stdout.write("\n")
+        sys.stdout.flush()
     _report_lift(lift, "bisect run")
     sys.exit(status or (EXIT_OK if lift.ok else EXIT_GUARD_FAILED))
 

@@ -174,3 +174,26 @@ def test_slips_are_caught_at_record(sample: Sample) -> None:
 def test_the_real_patch_has_no_slips(sample: Sample) -> None:
     recorded = sample.record_eagle3()
     assert "warning" not in recorded.stderr
+
+
+def test_bisect_run_ends_git_s_last_line_before_its_own(
+    tmp_path: Path, clean_env: dict[str, str]
+) -> None:
+    """Issue 21, item 9: git prints "bisect found first bad commit" without a newline; the
+    next line of patchguard's must not be glued to it."""
+    root = tmp_path / "sglang"
+    sample_repo.build_hunt(root)
+    git(root, "reset", "-q", "--hard", "c0")
+    sample_repo.add_eagle3_methods(root)
+    assert patchguard("-C", root, "record", "eagle3", sample_repo.KIMI).exit_code == 0
+    (root / "bench.py").write_text(sample_repo.HUNT_BENCH_TEXT)
+    assert patchguard("-C", root, "git", "bisect", "start", "c4", "c0").exit_code == 0
+    both = subprocess.run(
+        "patchguard bisect run python3 bench.py 2>&1",
+        shell=True,
+        cwd=root,
+        env=clean_env,
+        capture_output=True,
+        text=True,
+    )
+    assert "bisect found first bad commit\n" in both.stdout, both.stdout
