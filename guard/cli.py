@@ -83,7 +83,7 @@ _GIT_MOVES = frozenset(
 _PASS_THROUGH = {"ignore_unknown_options": True, "allow_interspersed_args": False}
 
 _json_option = click.option(
-    "--json", "as_json", is_flag=True, help="Print the machine-readable report (docs/cli.md)."
+    "--json", "as_json", is_flag=True, help="Print the machine-readable report (docs/json.md)."
 )
 
 
