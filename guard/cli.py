@@ -198,6 +198,15 @@ def record(
         click.echo(f"  skipped {path}: it belongs to another patch (name it to include it)")
     for slip in outcome.slips:
         click.echo(f"patchguard: warning: {slip} (recorded as typed; --strict refuses)", err=True)
+    if outcome.grown:
+        click.echo(
+            f"patchguard: the re-record adds {len(outcome.grown)} line(s) that patch {patch.name} "
+            "did not have before; if one is not part of it (a debug line), take it out and "
+            "record again (patchguard undo brings the previous version back):",
+            err=True,
+        )
+        for line in outcome.grown:
+            click.echo(f"  + {line}", err=True)
     _advise_hooks(repo, "it", install_now=False)
 
 

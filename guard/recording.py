@@ -31,6 +31,7 @@ class RecordOutcome:
     replaced: bool
     skipped: list[str]
     slips: list[str]  # what looks typed by mistake (guard.slips); recorded anyway
+    grown: list[str]  # a re-record's lines that its previous version did not have
 
 
 @locked("record")
@@ -114,7 +115,31 @@ def record(
     history.save(
         repo, replace(manifest, patches=patches), f"{verb} {name} ({', '.join(repo_paths)})"
     )
-    return RecordOutcome(patch=patch, replaced=previous is not None, skipped=skipped, slips=slipped)
+    return RecordOutcome(
+        patch=patch,
+        replaced=previous is not None,
+        skipped=skipped,
+        slips=slipped,
+        grown=_grown(repo, previous, files) if previous is not None else [],
+    )
+
+
+def _grown(repo: Repo, previous: Patch, files: Sequence[FileChange]) -> list[str]:
+    """The lines a re-record adds that the patch's previous version did not have ("FILE:N:
+    text"): a debug line typed since would otherwise be swallowed into the patch unseen."""
+    before = {c.path: c for c in previous.files}
+    grown = []
+    for change in files:
+        old = before.get(change.path)
+        if old is None:
+            continue
+        new = repo.blob(change.patched_blob)
+        lines = new.splitlines()
+        for number in sorted(repo.diff(repo.blob(old.patched_blob), new, change.path).added_lines):
+            text = lines[number - 1].decode(errors="replace").strip()
+            if text:
+                grown.append(f"{change.path}:{number}: {text}")
+    return grown
 
 
 def _refuse_rebase(repo: Repo, previous: Patch, head_commit: str) -> None:

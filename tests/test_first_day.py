@@ -197,3 +197,18 @@ def test_bisect_run_ends_git_s_last_line_before_its_own(
         text=True,
     )
     assert "bisect found first bad commit\n" in both.stdout, both.stdout
+
+
+def test_a_re_record_says_which_lines_it_adds_to_the_patch(sample: Sample) -> None:
+    """Issue 21, item 6: a debug line typed since the recording is named, not swallowed unseen."""
+    sample.record_eagle3()
+    text = sample.kimi.read_text()
+    sample.kimi.write_text(
+        text.replace("    def forward(", '    # print("shapes")\n    def forward(')
+    )
+    again = sample.pg("record", "eagle3", sample_repo.KIMI)
+    assert again.exit_code == 0
+    assert "the re-record adds 1 line(s) that patch eagle3 did not have before" in again.stderr
+    assert f"+ {sample_repo.KIMI}:" in again.stderr and '# print("shapes")' in again.stderr
+    same = sample.pg("record", "eagle3", sample_repo.KIMI)
+    assert "the re-record adds" not in same.stderr
