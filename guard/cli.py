@@ -151,6 +151,14 @@ def cli(ctx: click.Context, directory: Path | None) -> None:
     "cherry-pick is in progress): the patch's base moves to this commit.",
 )
 @click.option(
+    "-p",
+    "--patch",
+    "choose_hunks",
+    is_flag=True,
+    help="Choose the hunks to record, as git add -p does (git's own prompts); the rest stays "
+    "in the file as your own edit.",
+)
+@click.option(
     "--strict",
     is_flag=True,
     help="Refuse (exit 1, nothing recorded) what looks like a slip: a method typed at module "
@@ -165,6 +173,7 @@ def record(
     message: str | None,
     rebase: bool,
     strict: bool,
+    choose_hunks: bool,
 ) -> None:
     """Record uncommitted changes (against HEAD) as patch NAME.
 
@@ -185,6 +194,7 @@ def record(
         description=message,
         rebase=rebase,
         strict=strict,
+        choose_hunks=choose_hunks,
         cwd=cwd,
     )
     verb = "replaced" if outcome.replaced else "recorded"

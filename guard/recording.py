@@ -20,7 +20,7 @@ from guard.eol import cannot_rebuild
 from guard.errors import ConfigError, GuardFailure
 from guard.lock import locked
 from guard.manifest import FileChange, Patch, Resolution, now_utc
-from guard.repo import Repo, is_binary
+from guard.repo import Repo, is_binary, run_git
 from guard.slips import slips
 from guard.symbols import SourceSyntaxError, Spec, did_you_mean, parse_spec
 
@@ -44,6 +44,7 @@ def record(
     description: str | None = None,
     rebase: bool = False,
     strict: bool = False,
+    choose_hunks: bool = False,
     cwd: Path,
 ) -> RecordOutcome:
     """Record the uncommitted changes of `paths` (default: every changed tracked file) as NAME.
@@ -76,6 +77,11 @@ def record(
     for path in repo_paths:
         _refuse_non_utf8_name(path)
     tree = Worktree(repo)
+    if choose_hunks:  # what the patch holds is what the user picked, not the whole file
+        chosen = _chosen_hunks(repo, repo_paths)
+        repo_paths = [p for p in repo_paths if chosen.get(p) != tree.head(p)]
+        for path in repo_paths:
+            tree.stage(path, chosen[path])
     below = [p for p in manifest.patches if p.name != name]
     recorded = [_record_file(repo, tree, path, below) for path in repo_paths]
     files = [change for change, _ in recorded]
@@ -140,6 +146,30 @@ def _grown(repo: Repo, previous: Patch, files: Sequence[FileChange]) -> list[str
             if text:
                 grown.append(f"{change.path}:{number}: {text}")
     return grown
+
+
+def _chosen_hunks(repo: Repo, paths: Sequence[str]) -> dict[str, bytes]:
+    """git's own `add -p`, on a private index that starts as HEAD's: the user picks the hunks in
+    git's interface (the terminal is git's), and each file's chosen content is what that index
+    then holds. The worktree and the real index are left as they are."""
+    import tempfile  # only for record -p
+
+    with tempfile.TemporaryDirectory(prefix="patchguard-record-p-") as scratch:
+        env = {"GIT_INDEX_FILE": str(Path(scratch) / "index")}
+        run_git(["read-tree", "HEAD"], repo.workdir, env=env)
+        status = run_git(["add", "-p", "--", *paths], repo.workdir, passthrough=True, env=env)
+        if status.returncode != 0:
+            raise ConfigError(
+                f"git add -p ended with status {status.returncode}; nothing was recorded"
+            )
+        listing = run_git(["ls-files", "-s", "-z", "--", *paths], repo.workdir, env=env).stdout
+    chosen = {}
+    for entry in filter(None, listing.split("\0")):
+        meta, path = entry.split("\t", 1)
+        chosen[path] = repo.blob(meta.split()[1])
+    if all(chosen.get(path) == repo.head_file(path) for path in paths):
+        raise ConfigError("no hunk was chosen; nothing was recorded")
+    return chosen
 
 
 def _refuse_rebase(repo: Repo, previous: Patch, head_commit: str) -> None:

@@ -212,3 +212,50 @@ def test_a_re_record_says_which_lines_it_adds_to_the_patch(sample: Sample) -> No
     assert f"+ {sample_repo.KIMI}:" in again.stderr and '# print("shapes")' in again.stderr
     same = sample.pg("record", "eagle3", sample_repo.KIMI)
     assert "the re-record adds" not in same.stderr
+
+
+def test_record_p_chooses_hunks_through_a_terminal(
+    sample: Sample, clean_env: dict[str, str]
+) -> None:
+    """Issue 21, item 6: `record -p` is git's own `add -p`, answered on a real terminal (a pty):
+    the methods are recorded, the debug line is left out and stays in the file."""
+    import os
+    import pty
+    import select
+    import time
+
+    sample_repo.add_eagle3_methods(sample.root)
+    text = sample.kimi.read_text()
+    debug = '# print("shapes")\n'
+    sample.kimi.write_text(text.replace("from torch import nn\n", "from torch import nn\n" + debug))
+    pid, terminal = pty.fork()
+    if pid == 0:  # the child: patchguard on the terminal, as a user runs it
+        os.chdir(sample.root)
+        os.execvpe(
+            "patchguard", ["patchguard", "record", "-p", "eagle3", sample_repo.KIMI], clean_env
+        )
+    said, answered = b"", 0
+    answers = [b"n\n", b"y\n"]  # the debug line's hunk comes first, then the methods'
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if not select.select([terminal], [], [], 1)[0]:
+            continue
+        try:
+            chunk = os.read(terminal, 4096)
+        except OSError:  # the child closed the terminal: it ended
+            break
+        if not chunk:
+            break
+        said += chunk
+        if said.count(b"Stage this hunk") > answered:
+            os.write(terminal, answers[answered] if answered < len(answers) else b"q\n")
+            answered += 1
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0, said.decode(errors="replace")
+    assert answered == 2
+    listed = json.loads(sample.pg("list", "--json").output)
+    (change,) = listed["patches"][0]["files"]
+    assert "def get_embed_and_head" in change["diff"]
+    assert "shapes" not in change["diff"]
+    assert debug in sample.kimi.read_text()  # still the user's own edit
+    assert sample.pg("check").exit_code == 0
