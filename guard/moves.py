@@ -11,6 +11,7 @@ their hooks do their own work.
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import signal
 import subprocess
@@ -22,6 +23,7 @@ from pathlib import Path
 from types import FrameType
 
 from guard import assess, journal, patching, stashes
+from guard.atomic import atomic_write
 from guard.bisect_status import BISECT_ABORT, BISECT_SKIP, GO_ON, StepResult
 from guard.errors import ConfigError, GuardFailure, one_line
 from guard.install import isolated_command
@@ -189,22 +191,44 @@ def bisect_run(repo: Repo, command: Sequence[str], log: Path | None) -> tuple[in
                 "directory that exists and that you can write"
             ) from None
     decided = repo.layout.git_dir / STEP_DECIDED
-    step = ["sh", "-c", f'eval "${WRAPPER_VARIABLE}"', "patchguard-bisect-step", str(decided)]
-    step += [*isolated_command(sys.executable), *STEP_COMMAND, "--decided", str(decided)]
+    step = [str(decided), *isolated_command(sys.executable), *STEP_COMMAND]
+    step += ["--decided", str(decided)]
     if log is not None:
         step += ["--log", str(log.resolve())]
+    bin_dir = _step_command(repo, step)
     with lifted(repo, "bisect run") as lift:
         status = run_git(
-            ["bisect", "run", *step, "--", *command],
+            ["bisect", "run", STEP_NAME, *command],
             repo.workdir,
             passthrough=True,
-            env={**_hold(repo), WRAPPER_VARIABLE: STEP_WRAPPER},
+            env={
+                **_hold(repo),
+                WRAPPER_VARIABLE: STEP_WRAPPER,
+                "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
+            },
         ).returncode
         with _step_lock(repo, "bisect run"):
             pass  # after a Ctrl-C git is gone at once; a step may still be lifting: wait for it
         lift.skipped = _skipped_by_bisect(repo)
         decided.unlink(missing_ok=True)
     return status, lift
+
+
+STEP_NAME = "patchguard-step"  # what git's "running ..." line shows before COMMAND
+
+
+def _step_command(repo: Repo, step: Sequence[str]) -> Path:
+    """A command named STEP_NAME, in a directory of the git dir put first on git's PATH: git
+    prints each step as `running 'patchguard-step' COMMAND...`, not patchguard's command line."""
+    bin_dir = repo.layout.git_dir / "patchguard-bin"
+    bin_dir.mkdir(exist_ok=True)
+    script = (
+        "#!/bin/sh\n# patchguard bisect run's step (guard/moves.py): the wrapper is in the "
+        f'environment\nexec sh -c "${WRAPPER_VARIABLE}" patchguard-bisect-step '
+        f'{shlex.join(step)} -- "$@"\n'
+    )
+    atomic_write(bin_dir / STEP_NAME, script.encode(), mode=0o755)
+    return bin_dir
 
 
 def _skipped_by_bisect(repo: Repo) -> list[str]:

@@ -235,4 +235,7 @@ def step_lines(result: StepResult) -> list[str]:
         ]
     if result.status == BISECT_SKIP and result.skipped:
         return [f"skipping {commit}: {result.skipped}", *(f"  - {p}" for p in result.problems)]
-    return []
+    verdict = {0: "good", BISECT_SKIP: "skip"}.get(result.status, "bad")
+    return [
+        f"bisect step at {commit}: patches in place; the command exited {result.status} ({verdict})"
+    ]

@@ -197,6 +197,10 @@ def test_bisect_run_ends_git_s_last_line_before_its_own(
         text=True,
     )
     assert "bisect found first bad commit\n" in both.stdout, both.stdout
+    # one short line per step from git, one from patchguard (issue 21, item 9)
+    assert "running  'patchguard-step' 'python3' 'bench.py'" in both.stdout
+    assert "-m' 'guard'" not in both.stdout and "patchguard_entry.py" not in both.stdout
+    assert "patches in place; the command exited 0 (good)" in both.stdout
 
 
 def test_a_re_record_says_which_lines_it_adds_to_the_patch(sample: Sample) -> None:
