@@ -104,7 +104,9 @@ def importable(sample: Sample, tmp_path: Path) -> tuple[Sample, Path]:
     """The sample's package, importable from python/, whose __init__ must never run."""
     marker = tmp_path / "package-code-ran"
     init = sample.root / "python/sglang/__init__.py"
-    init.write_text(f"open({str(marker)!r}, 'w').close()\nraise SystemExit('torch!')\n")
+    # heavy as sglang's own: it imports what is not installed here (run, it would fail); a
+    # package that surely fails on import is a guard that cannot hold (issue 19)
+    init.write_text(f"open({str(marker)!r}, 'w').close()\nimport torch_is_not_here\n")
     sample.git("commit", "-qam", "heavy __init__")
     stale = tmp_path / "site-packages" / "sglang"
     stale.mkdir(parents=True)
