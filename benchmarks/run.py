@@ -69,6 +69,55 @@ def build_repo(name: str, filler: int, guarded_extra: int = 0) -> Path:
     return root
 
 
+MODELS = "python/sglang/srt/models/gen"
+
+
+def model_file(number: int) -> tuple[str, str]:
+    """A model file of a real model's shape (a class of a dozen methods, about 120 lines)."""
+    name = f"GenModel{number:02d}ForCausalLM"
+    helpers = "".join(
+        f"\n    def helper_{k}(self, hidden, scale={k}):\n"
+        f"        hidden = self.language_model.norm(hidden) * scale\n"
+        f"        return self.language_model.project(hidden, {k})\n"
+        for k in range(24)
+    )
+    text = sample_repo.KIMI_V2.replace(sample_repo.CLASS, name).replace(
+        "    def load_weights(", helpers.lstrip("\n") + "\n    def load_weights(", 1
+    )
+    return f"{MODELS}/model_{number:02d}.py", text
+
+
+def build_patches(name: str, patches: int, files_per_patch: int = 1) -> Path:
+    """`patches` patches of the EAGLE-3 shape, each on `files_per_patch` model files of their own.
+
+    Branch bench-b differs from main in a file no patch touches, so its checkouts have
+    nothing to move but what `git stash` took.
+    """
+    root = WORK / name
+    if root.exists():
+        shutil.rmtree(root)
+    sample_repo.build(root, filler=2000)
+    paths = []
+    for number in range(patches * files_per_patch):
+        path, text = model_file(number)
+        sample_repo.write(root, path, text)
+        paths.append(path)
+    sample_repo.commit(root, "generated models")
+    run("git", "branch", "bench-b", cwd=root)
+    sample_repo.write(root, "README.md", "# sglang (sample), next release\n")
+    sample_repo.commit(root, "readme")
+    for path in paths:
+        target = root / path
+        text = target.read_text()
+        target.write_text(
+            text.replace("\n\nEntryClass", sample_repo.EAGLE3_METHODS + "\n\nEntryClass", 1)
+        )
+    for number in range(patches):
+        mine = paths[number * files_per_patch : (number + 1) * files_per_patch]
+        run(PATCHGUARD, "-C", str(root), "record", f"eagle3-{number:02d}", *mine, "-m", "bench")
+    return root
+
+
 def with_hooks(root: Path) -> Path:
     run(PATCHGUARD, "-C", str(root), "install")
     run(PATCHGUARD, "-C", str(root), "check", "--quiet")  # warm the verified cache

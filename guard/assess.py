@@ -977,15 +977,17 @@ def check(repo: Repo, tree: Worktree | None = None) -> CheckReport:
     head = repo.head_commit()
     report = CheckReport(head=head, patches=verdicts, symbols=symbols)
     if report.ok and head is not None and not report.checks_nothing:
-        _remember_verified(repo, tree, head)
+        _remember_verified(repo, tree)
     return report
 
 
-def _remember_verified(repo: Repo, tree: Worktree, head: str) -> None:
+def _remember_verified(repo: Repo, tree: Worktree) -> None:
     """Let the fast path skip this exact content next time (see guard.fastpath)."""
     contents = tree.bytes_on_disk()
     if contents is not None:
-        fastpath.remember(str(repo.layout.git_dir), repo.manifest_bytes, head, contents)
+        fastpath.remember(
+            str(repo.layout.git_dir), str(repo.workdir), repo.manifest_bytes, contents
+        )
 
 
 def _package_problem(tree: Worktree, path: str) -> str | None:

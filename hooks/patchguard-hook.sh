@@ -49,6 +49,23 @@ if [ -x "$legacy" ]; then
     fi
 fi
 
+# This worktree's git dir and the common one, found as git finds them for the hook it runs
+# (in the top of the worktree, GIT_DIR exported when set), with builtins only: this runs on
+# every checkout and commit. The Python side (guard.gitpaths) decides anything odd.
+git_dir=${GIT_DIR:-.git}
+if [ -f "$git_dir" ]; then
+    IFS= read -r line <"$git_dir"
+    git_dir=${line#gitdir: }
+fi
+common=${GIT_COMMON_DIR:-$git_dir}
+if [ -z "${GIT_COMMON_DIR:-}" ] && [ -f "$git_dir/commondir" ]; then
+    IFS= read -r line <"$git_dir/commondir"
+    case "$line" in
+    /*) common=$line ;;
+    *) common=$git_dir/$line ;;
+    esac
+fi
+
 # reference-transaction fires on every ref update: only a committed stash concerns us.
 if [ "$hook_name" = reference-transaction ]; then
     [ "$1" = committed ] || exit "$status"
@@ -57,9 +74,7 @@ if [ "$hook_name" = reference-transaction ]; then
 "*) ;;
     *) exit "$status" ;;
     esac
-    # Nothing recorded in this repository: nothing to report (one git call, on stashes only).
-    common=$(git rev-parse --git-common-dir 2>/dev/null) &&
-        [ -f "$common/patchguard/manifest.json" ] || exit "$status"
+    [ -f "$common/patchguard/manifest.json" ] || exit "$status"
 fi
 
 if [ "${PATCHGUARD_SKIP:-}" = 1 ]; then
@@ -79,47 +94,53 @@ fi
 # post-commit fires on every commit; it matters only when patches were left out for a merge or
 # rebase that this commit concludes, which a marker in this worktree's git dir says.
 if [ "$hook_name" = post-commit ]; then
-    git_dir=${GIT_DIR:-.git}
-    if [ -f "$git_dir" ]; then
-        IFS= read -r line <"$git_dir"
-        git_dir=${line#gitdir: }
-    fi
     [ -f "$git_dir/patchguard-pending" ] || exit "$status"
     # Each pick of a rebase commits too; the rebase's own post-rewrite puts the patches back.
     [ -d "$git_dir/rebase-merge" ] || [ -d "$git_dir/rebase-apply" ] && exit "$status"
 fi
 
-# Fast path: if HEAD and every guarded file (by content) are as they were when patchguard last
-# verified them, there is nothing to do. Same key as guard/fastpath.py; any doubt falls through.
-# Builtins only, beyond two git calls: this runs on every checkout.
-if [ "$hook_name" != reference-transaction ] &&
-    found=$(git rev-parse --absolute-git-dir --git-common-dir HEAD 2>/dev/null); then
-    cache="${found%%
-*}/patchguard-cache"
-    rest="${found#*
-}"
-    common="${rest%%
-*}"
-    key="${rest#*
-} "
-    # Nothing recorded in this repository yet: nothing to guard.
-    [ -f "$common/patchguard/manifest.json" ] || exit "$status"
-    if [ -f "$cache/verified" ] && [ -f "$cache/paths" ]; then
-        # This checkout's own manifest first (never named in the cache: a copy has its own),
-        # then the guarded files, relative to the worktree root.
-        list="$common/patchguard/manifest.json
+# Nothing recorded in this repository yet: nothing to guard.
+[ -f "$common/patchguard/manifest.json" ] || exit "$status"
+
+# True when the manifest, every guarded file (by content) and HEAD's entries for those files
+# are as they were when patchguard last verified them: the key of guard/fastpath.py, built
+# with two git calls. Any doubt is false, and Python decides.
+verified() {
+    cache="$git_dir/patchguard-cache"
+    [ -f "$cache/verified" ] && [ -f "$cache/paths" ] || return 1
+    # This checkout's own manifest first (never named in the cache: a copy has its own),
+    # then the guarded files, relative to the worktree root.
+    list="$common/patchguard/manifest.json
 "
-        while IFS= read -r line; do
-            list="$list$line
+    set --
+    while IFS= read -r line; do
+        list="$list$line
 "
-        done <"$cache/paths"
-        for blob in $(printf '%s' "$list" | git hash-object --no-filters --stdin-paths 2>/dev/null); do
-            key="$key$blob "
-        done
-        while IFS= read -r line; do
-            [ "$line" = "$key" ] && exit "$status"
-        done <"$cache/verified"
-    fi
+        set -- "$@" "$line"
+    done <"$cache/paths"
+    key=
+    for blob in $(printf '%s' "$list" | git hash-object --no-filters --stdin-paths 2>/dev/null); do
+        key="$key$blob "
+    done
+    head_listing=$(git --literal-pathspecs ls-tree --full-tree HEAD -- "$@" 2>/dev/null) ||
+        return 1
+    # One line: each of git's lines followed by a space (split on newlines only, no globbing).
+    set -f
+    saved_ifs=$IFS
+    IFS='
+'
+    for line in $head_listing; do
+        key="$key$line "
+    done
+    IFS=$saved_ifs
+    set +f
+    while IFS= read -r line; do
+        [ "$line" = "$key" ] && return 0
+    done <"$cache/verified"
+    return 1
+}
+if [ "$hook_name" != reference-transaction ] && verified; then
+    exit "$status"
 fi
 
 # The installed patchguard by its path, isolated (-I): no `guard` on PYTHONPATH, in the user's

@@ -20,13 +20,14 @@ sys.argv = ["patchguard", "-C", sys.argv[1], "check", "-q"]
 try:
     main()
 except SystemExit as leaving:
-    heavy = sorted(m for m in ("pygit2", "pydantic", "click") if m in sys.modules)
+    heavy = sorted(m for m in ("pygit2", "pydantic", "click", "guard.assess") if m in sys.modules)
     print(leaving.code, ",".join(heavy))
 """
 
 
 def fast_check(sample: Sample) -> tuple[str, str]:
-    """(exit code, heavy modules imported) of `patchguard check -q` in a fresh interpreter."""
+    """(exit code, heavy modules imported) of `patchguard check -q` in a fresh interpreter;
+    guard.assess among them says the full path ran."""
     out = subprocess.run(
         [sys.executable, "-c", PROBE, str(sample.root)], capture_output=True, text=True, check=True
     ).stdout.split()
@@ -129,3 +130,40 @@ def test_a_copied_checkout_never_trusts_the_originals_cache(
     )
     assert entry.returncode == 1, entry.stdout
     assert "not_there" in entry.stderr
+
+
+def test_a_commit_that_touches_no_guarded_file_keeps_the_key(sample: Sample) -> None:
+    """Issue 22, item 2: the key is what the verdict reads, not the commit id."""
+    sample.record_eagle3()
+    assert sample.pg("check").exit_code == 0
+    (sample.root / "README.md").write_text("# sglang (sample), edited\n")
+    sample.git("commit", "-q", "-m", "docs", "README.md")
+    assert fast_check(sample) == ("0", "")  # a new HEAD, the same guarded files: no full path
+
+
+def test_a_commit_of_a_guarded_file_voids_the_key(sample: Sample) -> None:
+    """HEAD's entry for a guarded file is in the key: the same worktree bytes over another HEAD
+    file are another question (here the patch is now committed in HEAD)."""
+    sample.record_eagle3()
+    assert sample.pg("check").exit_code == 0
+    sample.git("commit", "-q", "-am", "the patch, committed")
+    assert "guard.assess" in fast_check(sample)[1]  # the full path decided
+    sample.git("reset", "-q", "--soft", "HEAD~1")
+    assert fast_check(sample) == ("0", "")  # HEAD's file as verified: the key holds again
+
+
+def test_a_checkout_to_a_commit_never_verified_is_decided_in_sh(
+    sample: Sample, clean_env: dict[str, str]
+) -> None:
+    """The hook's key holds for any commit whose guarded files are the ones verified."""
+    sample.record_eagle3()
+    assert sample.pg("install", "--hook", "post-checkout").exit_code == 0
+    assert sample.pg("check", "-q").exit_code == 0
+    (sample.root / "README.md").write_text("# sglang (sample), edited\n")
+    sample.git("commit", "-q", "-m", "docs", "README.md")  # HEAD moves to a commit never checked
+    hook = sample.root / ".git" / "hooks" / "post-checkout"
+    hook.write_text(hook.read_text().replace("install_python='", "install_python='/gone"))
+    env = {**clean_env, "PATH": "/usr/bin:/bin"}  # no Python to fall back to
+    switch = git(sample.root, "checkout", "-q", "-b", "topic", env=env, check=False)
+    assert switch.returncode == 0, switch.stderr
+    assert switch.stderr == ""

@@ -74,7 +74,7 @@ def test_a_checkout_with_nothing_to_do_costs_two_git_calls(traced) -> None:  # t
     sample, run = traced
     sample.git("branch", "same", "HEAD")
     assert sample.pg("check", "-q").exit_code == 0  # verified: the key is in the cache
-    assert run("checkout", "-q", "same") == (2, 0)  # rev-parse and hash-object, no Python
+    assert run("checkout", "-q", "same") == (2, 0)  # hash-object and ls-tree, no Python
     assert run("checkout", "-q", "main") == (2, 0)
 
 
