@@ -11,10 +11,13 @@ from pathlib import Path
 TEMP_SUFFIX = ".patchguard-tmp"
 
 
-def atomic_write(path: Path, data: bytes, mode: int | None = None) -> None:
+def atomic_write(path: Path, data: bytes, mode: int | None = None, *, durable: bool = True) -> None:
     """Write `data` to `path` via a temp file in the same directory, fsync and rename.
 
     The file keeps its permission bits; a new file gets `mode` (default: new_file_mode()).
+    `durable=False` leaves out the fsyncs: readers still see the old bytes or the new ones,
+    but a power loss may lose the write. For what something else makes safe: a journal that
+    keeps the old bytes, a checksum that turns a torn entry into a miss.
     """
     try:
         keep_mode = stat.S_IMODE(path.stat().st_mode)
@@ -24,14 +27,16 @@ def atomic_write(path: Path, data: bytes, mode: int | None = None) -> None:
     try:
         with os.fdopen(fd, "wb") as tmp:
             tmp.write(data)
-            tmp.flush()
-            os.fsync(tmp.fileno())
+            if durable:
+                tmp.flush()
+                os.fsync(tmp.fileno())
         os.chmod(tmp_name, keep_mode)
         os.replace(tmp_name, path)
     except BaseException:
         Path(tmp_name).unlink(missing_ok=True)
         raise
-    _fsync_directory(path.parent)
+    if durable:
+        _fsync_directory(path.parent)
 
 
 def new_file_mode(executable: bool = False) -> int:

@@ -5,10 +5,15 @@ manifest and of every guarded file in the worktree (as `git hash-object --no-fil
 --stdin-paths` prints them), then HEAD's entries for those files (as `git ls-tree` prints
 them: mode, type, id and path; a file HEAD lacks has no line). That is all a verdict reads,
 so a commit that touches no guarded file keeps the key, and a checkout to another commit with
-the same guarded files finds it. The hook scripts compute the same key in sh with those two
-git calls before starting Python at all; `patchguard check` computes it here with nothing but
-os, _sha1 and one `git ls-tree`. A missing, corrupt or outdated cache only means a miss, so
-the slow path (which writes the cache after a successful check) runs and decides.
+the same guarded files finds it. The hook scripts compute the same key in sh before starting
+Python at all; `patchguard check` computes it here with nothing but os and _sha1.
+
+HEAD's entries come from `git ls-tree`, or, for a commit the cache has seen, from the cache:
+a commit's tree never changes, so the entries of its verified paths are kept beside the keys
+and neither the hooks nor `check` start that second git process for a commit they know (the
+commit id read from the ref files, as git would resolve it; any doubt runs ls-tree). A
+missing, corrupt or outdated cache only means a miss, so the slow path (which writes the
+cache after a successful check) runs and decides.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from __future__ import annotations
 import os
 
 from guard.errors import PatchguardError
-from guard.gitpaths import find_repository
+from guard.gitpaths import find_repository, read_head
 
 TYPE_CHECKING = False  # importing typing or collections would cost this path more than its work
 if TYPE_CHECKING:
@@ -28,11 +33,17 @@ except ImportError:  # pragma: no cover - CPython built without it
     from hashlib import sha1
 
 CACHE_DIR_NAME = "patchguard-cache"  # per worktree: inside that worktree's own git dir
-PATHS_FILE = "paths"
-VERIFIED_FILE = "verified"
+# The guarded paths and the keys verified for them, newest first, as sh variable assignments:
+# the hooks source the file (`read` in sh costs a system call per byte; sourcing reads blocks).
+VERIFIED_FILE = "verified.sh"
+_HEAD = "# patchguard: keys verified in this worktree (guard/fastpath.py); the hooks source it\n"
+_PATHS = "patchguard_paths='\n"
+_KEYS = "'\npatchguard_keys='\n"
+_HEADS = "'\npatchguard_heads='\n"  # "<commit> <its entries, as in a key>", newest first
+_END = "'\n"
 MAX_VERIFIED = 32
 # HEAD's entries for the guarded files, exactly as the hook scripts ask for them.
-HEAD_LISTING = ("--literal-pathspecs", "ls-tree", "--full-tree", "HEAD", "--")
+HEAD_LISTING = ("--literal-pathspecs", "ls-tree", "--full-tree")  # then COMMIT -- PATHS...
 
 
 def blob_id(data: bytes) -> str:
@@ -40,17 +51,21 @@ def blob_id(data: bytes) -> str:
     return str(sha1(b"blob %d\0" % len(data) + data).hexdigest())
 
 
-def make_key(blobs: Iterable[str], head_listing: str) -> str:
-    """One line, as the sh hooks build it: each blob id and each line of HEAD's listing, each
-    followed by a space."""
-    lines = head_listing.split("\n")
+def make_key(blobs: Iterable[str], entries: str) -> str:
+    """One line, as the sh hooks build it: each blob id, then HEAD's entries (key_entries)."""
+    return "".join(blob + " " for blob in blobs) + entries
+
+
+def key_entries(listing: str) -> str:
+    """ls-tree's lines, each followed by a space: how a key holds HEAD's entries."""
+    lines = listing.split("\n")
     if lines[-1] == "":
         lines.pop()
-    return "".join(part + " " for part in (*blobs, *lines))
+    return "".join(line + " " for line in lines)
 
 
-def head_listing(workdir: str, paths: Sequence[str]) -> str | None:
-    """`git ls-tree` of HEAD for `paths` (the key's second half), or None when git fails.
+def head_listing(workdir: str, paths: Sequence[str], commit: str = "HEAD") -> str | None:
+    """`git ls-tree` of a commit for `paths` (the key's second half), or None when git fails.
 
     Started with posix_spawn and pipes: the subprocess module alone would cost this path
     more than the git process does.
@@ -60,7 +75,7 @@ def head_listing(workdir: str, paths: Sequence[str]) -> str | None:
     try:
         pid = os.posix_spawnp(
             "git",
-            ["git", "-C", workdir, *HEAD_LISTING, *paths],
+            ["git", "-C", workdir, *HEAD_LISTING, commit, "--", *paths],
             os.environ,
             file_actions=[
                 (os.POSIX_SPAWN_DUP2, devnull, 0),
@@ -88,21 +103,37 @@ def is_verified(start: str) -> bool:
     """True only when this exact content was verified before; any doubt means False."""
     try:
         workdir, git_dir, common_dir = find_repository(start)
-        cache = os.path.join(git_dir, CACHE_DIR_NAME)
-        with open(os.path.join(cache, PATHS_FILE), encoding="utf-8") as handle:
-            paths = handle.read().split("\n")[:-1]
+        with open(os.path.join(git_dir, CACHE_DIR_NAME, VERIFIED_FILE), encoding="utf-8") as f:
+            paths, keys, heads = parse_verified(f.read())
         blobs = []
         for path in [manifest_path(common_dir), *(os.path.join(workdir, p) for p in paths)]:
             with open(path, "rb") as handle:
                 blobs.append(blob_id(handle.read()))
-        with open(os.path.join(cache, VERIFIED_FILE), encoding="utf-8") as handle:
-            keys = handle.read().split("\n")
         if not any(key.startswith(blobs[0]) for key in keys):
             return False  # no key for this manifest: spare the git call
-        listing = head_listing(workdir, paths)
-        return listing is not None and make_key(blobs, listing) in keys
-    except (OSError, UnicodeDecodeError, PatchguardError):
+        entries = heads.get(read_head(git_dir, common_dir) or "")
+        if entries is None:
+            listing = head_listing(workdir, paths)
+            if listing is None:
+                return False
+            entries = key_entries(listing)
+        return make_key(blobs, entries) in keys
+    except (OSError, UnicodeDecodeError, ValueError, PatchguardError):
         return False
+
+
+def parse_verified(text: str) -> tuple[list[str], list[str], dict[str, str]]:
+    """(paths, keys, HEAD's entries by commit) of a verified file; ValueError for anything
+    _write_key did not write."""
+    if not (text.startswith(_HEAD + _PATHS) and text.endswith(_END)):
+        raise ValueError("not a verified file")
+    paths, rest = text[len(_HEAD + _PATHS) : -len(_END)].split(_KEYS)  # ValueError unless two
+    keys, heads = rest.split(_HEADS)
+    parts = [part.replace("'\\''", "'").split("\n") for part in (paths, keys, heads)]
+    if any(lines[-1] != "" for lines in parts):
+        raise ValueError("not a verified file")
+    commits = dict(line.split(" ", 1) for line in parts[2][:-1])  # ValueError without a space
+    return parts[0][:-1], parts[1][:-1], commits
 
 
 def manifest_path(common_dir: str) -> str:
@@ -115,9 +146,11 @@ def remember(
     git_dir: str,
     workdir: str,
     manifest_bytes: bytes,
+    head: str,
     contents: Mapping[str, bytes],
 ) -> None:
-    """Record that this content passed `check`, with HEAD's entries for it as they are now.
+    """Record that this content passed `check` at commit `head` (the commit whose files the
+    verdict read).
 
     The cache lists worktree-relative paths only; it is skipped when a path cannot be listed
     safely one per line, or when the cache cannot be written (a read-only git dir).
@@ -125,35 +158,38 @@ def remember(
     if any("\n" in path or "\r" in path for path in contents):
         return
     paths = sorted(contents)
-    listing = head_listing(workdir, paths)
+    listing = head_listing(workdir, paths, head)
     if listing is None:
         return
-    key = make_key([blob_id(manifest_bytes), *(blob_id(contents[p]) for p in paths)], listing)
+    entries = key_entries(listing)
+    key = make_key([blob_id(manifest_bytes), *(blob_id(contents[p]) for p in paths)], entries)
     try:
-        _write_key(os.path.join(git_dir, CACHE_DIR_NAME), paths, key)
+        _write_key(os.path.join(git_dir, CACHE_DIR_NAME), paths, key, (head, entries))
     except OSError:
         return  # a read-only git dir: the next check takes the full path again
 
 
-def _write_key(cache: str, paths: Sequence[str], key: str) -> None:
+def _write_key(cache: str, paths: Sequence[str], key: str, head: tuple[str, str]) -> None:
     from pathlib import Path
 
     from guard.atomic import atomic_write
 
     os.makedirs(cache, exist_ok=True)
-    listing = "".join(path + "\n" for path in paths)
-    paths_file = os.path.join(cache, PATHS_FILE)
     verified_file = os.path.join(cache, VERIFIED_FILE)
     try:
-        with open(paths_file, encoding="utf-8") as handle:
-            same_paths = handle.read() == listing
         with open(verified_file, encoding="utf-8") as handle:
-            keys = [line for line in handle.read().split("\n") if line] if same_paths else []
-    except (OSError, UnicodeDecodeError):
-        same_paths, keys = False, []
-    keys = [*[k for k in keys if k != key][-(MAX_VERIFIED - 1) :], key]
-    if not same_paths:
-        # Old keys go before the new listing does, so no reader pairs a stale key with new paths.
-        atomic_write(Path(verified_file), b"")
-        atomic_write(Path(paths_file), listing.encode())
-    atomic_write(Path(verified_file), "".join(k + "\n" for k in keys).encode())
+            known_paths, keys, heads = parse_verified(handle.read())
+    except (OSError, UnicodeDecodeError, ValueError):
+        known_paths, keys, heads = [], [], {}
+    if known_paths != list(paths):
+        keys, heads = [], {}  # keys and entries are of the paths they were made for
+    keys = [key, *[k for k in keys if k != key]][:MAX_VERIFIED]  # newest first
+    commits = [head, *[(c, e) for c, e in heads.items() if c != head[0]]][:MAX_VERIFIED]
+
+    def quoted(lines: Iterable[str]) -> str:
+        return "".join(line.replace("'", "'\\''") + "\n" for line in lines)
+
+    # Flushed: the hooks source this file, and a torn one must not reach them.
+    text = _HEAD + _PATHS + quoted(paths) + _KEYS + quoted(keys)
+    text += _HEADS + quoted(f"{commit} {entries}" for commit, entries in commits) + _END
+    atomic_write(Path(verified_file), text.encode())

@@ -140,3 +140,30 @@ def _common_dir(git_dir: str) -> str:
         return git_dir
     with open(pointer, encoding="utf-8") as handle:
         return os.path.realpath(os.path.join(git_dir, handle.read().strip()))
+
+
+def read_head(git_dir: str, common_dir: str) -> str | None:
+    """HEAD's commit id from the files (loose ref or packed-refs); None when unsure."""
+    try:
+        with open(os.path.join(git_dir, "HEAD"), encoding="utf-8") as handle:
+            head = handle.read().strip()
+    except OSError:
+        return None
+    if not head.startswith("ref: "):
+        return head or None
+    ref = head[len("ref: ") :]
+    for base in (git_dir, common_dir):
+        try:
+            with open(os.path.join(base, ref), encoding="utf-8") as handle:
+                return handle.read().strip() or None
+        except OSError:
+            continue
+    try:
+        with open(os.path.join(common_dir, "packed-refs"), encoding="utf-8") as handle:
+            suffix = " " + ref
+            for line in handle:
+                if line.rstrip("\n").endswith(suffix):
+                    return line.split(" ", 1)[0]
+    except OSError:
+        pass
+    return None

@@ -1,9 +1,13 @@
 """All-or-nothing writes with undo, for apply, unapply, undo and drop.
 
 Each operation gets an entry under the worktree's git dir. First the old bytes (and permission
-bits) of every file it touches are kept there and fsynced, with the entry marked `writing`; only
-then are the files replaced, each atomically; then the entry is marked `done`, and is what
-`patchguard undo` puts back. So a set of files is changed whole or not at all: a write that
+bits) of every file it touches are kept there, and the entry is marked `writing` with one
+fsync for the whole operation; only then are the files replaced, each atomically; then the
+entry is marked `done`, and is what `patchguard undo` puts back. Only the `writing` mark is
+flushed to disk: the kept copies carry their blob id, so one torn by a power loss is never
+put back (the file keeps what was written, which holds the user's edits too), and a lost
+`done` is found again by recover() (every file as written). The cost stays flat in the
+number of files. So a set of files is changed whole or not at all: a write that
 fails puts back the files written before it, and a writer killed in between leaves its entry
 `writing`, which the next writer (recover) puts back before it starts. Only the newest entries
 are kept.
@@ -56,7 +60,7 @@ class Journal:
         patch: str,
         modes: tuple[int | None, int | None] = (None, None),
     ) -> None:
-        """Keep `before` durably and note `after` (None: delete), for write() to put in place.
+        """Keep `before` and note `after` (None: delete), for write() to put in place.
 
         `modes`: the permission bits of the file before, and those a file that is created gets.
         """
@@ -90,13 +94,18 @@ class Journal:
             saved = None
             if before is not None:
                 saved = f"before-{len(self.files)}"
-                atomic_write(entry / saved, before)
+                atomic_write(entry / saved, before, durable=False)  # checked by its blob id
             self.files.append(
-                {"path": path, "before": saved, "before_mode": modes[0], "after_blob": after_blob}
+                {
+                    "path": path,
+                    "before": saved,
+                    "before_blob": None if before is None else blob_id(before),
+                    "before_mode": modes[0],
+                    "after_blob": after_blob,
+                }
             )
             created_mode = modes[1]
         self._writes[path] = (after, created_mode)
-        self._save(WRITING)
 
     def write(self, repo: Repo) -> None:
         """Replace every kept file, in order, all or nothing; then the entry is done.
@@ -106,6 +115,7 @@ class Journal:
         """
         if self.entry is None:
             return
+        self.mark_writing()
         for path, (after, mode) in self._writes.items():
             try:
                 _put(repo, path, after, mode)
@@ -117,7 +127,19 @@ class Journal:
                     f"cannot write {path}: {error.strerror}; {fates.describe()}. Free space or "
                     "make it writable, then run the command again."
                 ) from None
-        self._save(DONE)
+        self._save(DONE, durable=False)  # lost: recover() finds every file as written
+
+    def mark_writing(self) -> None:
+        """The one flushed step: from here on, a writer killed before `done` has its files put
+        back by the next writer (recover); before it, nothing was written."""
+        try:
+            self._save(WRITING, durable=True)
+        except OSError as error:
+            self.discard()
+            raise ConfigError(
+                f"cannot keep the undo copy of {', '.join(self._writes)} in {self.root}: "
+                f"{error.strerror}; nothing was changed (free space, or make the git dir writable)"
+            ) from None
 
     def discard(self) -> None:
         """Forget the entry: the change it was for did not happen."""
@@ -135,10 +157,10 @@ class Journal:
             "files": self.files,
         }
 
-    def _save(self, state: str) -> None:
+    def _save(self, state: str, *, durable: bool) -> None:
         assert self.entry is not None
         raw = json.dumps(self._record(state), indent=2).encode()
-        atomic_write(self.entry / JOURNAL_FILE, raw)
+        atomic_write(self.entry / JOURNAL_FILE, raw, durable=durable)
 
     def _new_entry(self) -> Path:
         self.root.mkdir(parents=True, exist_ok=True)
@@ -185,7 +207,11 @@ def _roll_back(repo: Repo, entry: Path, record: dict[str, Any]) -> _Fates:
     fates = _Fates(entry, [], [], [])
     for item in reversed(record["files"]):
         path = item["path"]
-        before = (entry / item["before"]).read_bytes() if item["before"] else None
+        try:
+            before = kept_before(entry, item)
+        except GuardFailure:
+            fates.stuck.append(path)  # its copy did not survive: keep what was written
+            continue
         current = repo.read_raw(path)
         if current == before:
             fates.untouched.append(path)
@@ -359,7 +385,7 @@ def _restore(repo: Repo, entry_path: Path, entry: Entry, record: dict[str, Any])
     restores: list[tuple[str, bytes | None, bytes | None, int | None]] = []
     edited = []
     for item in record["files"]:
-        before = (entry_path / item["before"]).read_bytes() if item["before"] else None
+        before = kept_before(entry_path, item)
         try:
             current = repo.read_raw(item["path"])
         except UnsafePath:  # a link now (a checkout since): never restored through
@@ -398,6 +424,23 @@ def _restore(repo: Repo, entry_path: Path, entry: Entry, record: dict[str, Any])
     _remove_tree(entry_path)  # first: a kill before the next line leaves an undo to redo
     putting_back.discard()
     return entry
+
+
+def kept_before(entry: Path, item: dict[str, Any]) -> bytes | None:
+    """The bytes an entry kept of a file before it wrote it (None: there was no file).
+
+    Raises GuardFailure when the copy is not the one kept (torn by a power loss); an entry of
+    an earlier patchguard has no blob id to check against.
+    """
+    if not item["before"]:
+        return None
+    before = (entry / str(item["before"])).read_bytes()
+    if item.get("before_blob", blob_id(before)) != blob_id(before):
+        raise GuardFailure(
+            f"the undo copy of {item['path']} in {entry} is damaged (its bytes are not the ones "
+            "kept); the file is left as it is"
+        )
+    return before
 
 
 def _remove_tree(path: Path) -> None:

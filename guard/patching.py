@@ -227,7 +227,9 @@ def _begin_writing(
     if not dry_run:
         recover(repo)
         journal = Journal(repo.layout.git_dir, operation)
-    return manifest.patches, select_patches(manifest, names), tree or Worktree(repo), journal
+    tree = tree or Worktree(repo)
+    tree.prefetch(manifest.patches)
+    return manifest.patches, select_patches(manifest, names), tree, journal
 
 
 def apply_then_check(

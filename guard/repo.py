@@ -6,13 +6,14 @@ import os
 import stat
 import subprocess
 import weakref
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
 from guard.atomic import atomic_write, remove_stale_temporaries
+from guard.content_cache import ContentCache
 from guard.errors import ConfigError
 from guard.fastpath import blob_id
 from guard.gitdir import Layout, locate
@@ -27,6 +28,8 @@ from guard.manifest import (
 
 TYPE_CHECKING = False  # not `from typing import ...`: typing costs the hooks ~3 ms
 if TYPE_CHECKING:
+    from typing import IO
+
     import pygit2
 
     from guard.eol import Conversion
@@ -37,7 +40,10 @@ HISTORY_REF = "refs/patchguard/history"
 MANIFEST_ENTRY = "manifest.json"
 MERGE_CACHE_DIR = "patchguard-cache/merges"  # in the worktree's git dir
 _MERGE_CACHE_KEEP = 256
+PARSE_CACHE_DIR = "patchguard-cache/parsed"
+_PARSE_CACHE_KEEP = 512
 _BINARY_SNIFF = 8000
+_BATCH = 128  # names per `git cat-file --batch` round trip: well under a pipe's 64 KiB
 # Also take the store's lock (Repo.lock); undo takes it itself, for the undo of a drop only.
 MANIFEST_WRITERS = frozenset({"record", "require", "drop", "import", "resolve", "fetch"})
 
@@ -138,11 +144,26 @@ class _Objects:
 
     def read(self, name: str) -> tuple[str, str, bytes] | None:
         """(object id, type, content) for `HEAD`, `HEAD:path`, `<commit>:path` or an id."""
+        return self.read_many([name])[0]
+
+    def read_many(self, names: Sequence[str]) -> list[tuple[str, str, bytes] | None]:
+        """`read` for each name, the questions written together: one round trip per batch
+        rather than one per object, however many files a command assesses."""
         process = self._process or self._start()
         assert process.stdin is not None and process.stdout is not None
-        process.stdin.write(name.encode("utf-8", "surrogateescape") + b"\0")
-        process.stdin.flush()
-        line = process.stdout.readline()
+        found: list[tuple[str, str, bytes] | None] = []
+        # Batches small enough for the pipe: git answers only after it read every question.
+        for start in range(0, len(names), _BATCH):
+            batch = names[start : start + _BATCH]
+            process.stdin.write(
+                b"".join(name.encode("utf-8", "surrogateescape") + b"\0" for name in batch)
+            )
+            process.stdin.flush()
+            found += [self._answer(process.stdout, name) for name in batch]
+        return found
+
+    def _answer(self, output: IO[bytes], name: str) -> tuple[str, str, bytes] | None:
+        line = output.readline()
         if not line:
             raise ConfigError(
                 f"`git cat-file` stopped while reading {name} in {self._workdir}; run "
@@ -151,8 +172,8 @@ class _Objects:
         header = line.split()
         if len(header) != 3 or not header[2].isdigit():
             return None  # "<name> missing" or "ambiguous"
-        content = process.stdout.read(int(header[2]))
-        process.stdout.read(1)  # the newline after the content
+        content = output.read(int(header[2]))
+        output.read(1)  # the newline after the content
         return header[0].decode(), header[1].decode(), content
 
     def _start(self) -> subprocess.Popen[bytes]:
@@ -193,6 +214,7 @@ class Repo:
         self.workdir = layout.workdir
         self.manifest_bytes = b""
         self._objects = _Objects(layout.workdir)
+        self._blobs: dict[str, bytes] = {}
 
     @cached_property
     def git(self) -> pygit2.Repository:
@@ -252,7 +274,17 @@ class Repo:
                 "space there), then run the command again."
             ) from None
 
+    def prefetch(self, oids: Iterable[str]) -> None:
+        """Read every blob a command will need in one batch (see blob)."""
+        wanted = sorted({oid for oid in oids if oid not in self._blobs})
+        for oid, found in zip(wanted, self._objects.read_many(wanted), strict=True):
+            if found is not None and found[1] == "blob":
+                self._blobs[oid] = found[2]
+
     def blob(self, oid: str) -> bytes:
+        """A blob by id, read once per command: an id names the same bytes forever."""
+        if oid in self._blobs:
+            return self._blobs[oid]
         found = self._objects.read(oid)
         if found is None:
             raise ConfigError(
@@ -264,6 +296,7 @@ class Repo:
                 f"object {oid} is not a blob; the manifest is damaged. Re-import the patch "
                 "(`patchguard import`) or record it again."
             )
+        self._blobs[oid] = found[2]
         return found[2]
 
     @contextmanager
@@ -362,6 +395,14 @@ class Repo:
         """The file as HEAD has it, or None when HEAD has no such file."""
         return self.file_at("HEAD", path)
 
+    def files_at(self, commit: str, paths: Sequence[str]) -> dict[str, bytes | None]:
+        """`file_at` of each path, in one batch."""
+        found = self._objects.read_many([f"{commit}:{path}" for path in paths])
+        return {
+            path: item[2] if item is not None and item[1] == "blob" else None
+            for path, item in zip(paths, found, strict=True)
+        }
+
     def file_at(self, commit: str, path: str) -> bytes | None:
         """The file in a commit's tree, or None when it has no such file (or is no file)."""
         found = self._objects.read(f"{commit}:{path}")
@@ -401,12 +442,11 @@ class Repo:
         self.git.index.read()
         return self.git.index.conflicts is not None
 
-    def unmerged(self, paths: Sequence[str]) -> dict[str, dict[int, str]]:
-        """Which of `paths` git left unmerged, with their stage entries' blob ids (1 base,
-        2 ours, 3 theirs; a side that deleted the file has none). One `git ls-files`, so the
-        hooks need no libgit2; the paths are literal, never patterns."""
-        literal = [f":(literal){path}" for path in paths]
-        listing = run_git(["ls-files", "--unmerged", "-z", "--", *literal], self.workdir).stdout
+    def unmerged(self) -> dict[str, dict[int, str]]:
+        """The paths git left unmerged, with their stage entries' blob ids (1 base, 2 ours,
+        3 theirs; a side that deleted the file has none). One `git ls-files` for the whole
+        index (usually empty), so the hooks need no libgit2."""
+        listing = run_git(["ls-files", "--unmerged", "-z", "--full-name"], self.workdir).stdout
         stages: dict[str, dict[int, str]] = {}
         for entry in listing.split("\0"):
             if entry:
@@ -467,11 +507,14 @@ class Repo:
         """Atomic replacement; callers hold the repository lock, so older temp files are stale.
 
         An existing file keeps its permission bits; a new one gets `mode` (see atomic_write).
+        Not flushed to disk, as git never flushes the files it checks out: every write goes
+        through the journal (guard.journal), whose one flushed mark makes a set of files
+        whole or not at all, and a flush per file would make the cost grow with the files.
         """
         full = self.worktree_path(path)
         full.parent.mkdir(parents=True, exist_ok=True)
         remove_stale_temporaries(full)
-        atomic_write(full, data, mode)
+        atomic_write(full, data, mode, durable=False)
 
     def permissions(self, path: str) -> int | None:
         """The file's permission bits on disk, or None when there is no such file."""
@@ -611,7 +654,6 @@ class Repo:
             return MergeResult(clean=True, content=ours)
         if ours == base:
             return MergeResult(clean=True, content=theirs)
-        cache = self.layout.git_dir / MERGE_CACHE_DIR
         key = blob_id(
             b"\0".join(
                 [
@@ -621,8 +663,8 @@ class Repo:
                 ]
             )
         )
-        with suppress(OSError):
-            known = (cache / key).read_bytes()
+        known = self.merge_cache.get(key)
+        if known is not None:
             return MergeResult(clean=known[:1] == b"1", content=known[1:])
         from guard.inmemory_merge import merge_file
 
@@ -632,13 +674,17 @@ class Repo:
             if found is not None
             else self._libgit2_merge(base, ours, theirs, labels, union)
         )
-        with suppress(OSError):  # a cache: a read-only git dir only means merging again
-            cache.mkdir(parents=True, exist_ok=True)
-            entries = sorted(cache.iterdir(), key=lambda p: p.stat().st_mtime)
-            for stale in entries[: max(0, len(entries) - _MERGE_CACHE_KEEP)]:
-                stale.unlink(missing_ok=True)
-            atomic_write(cache / key, (b"1" if result.clean else b"0") + result.content)
+        self.merge_cache.put(key, (b"1" if result.clean else b"0") + result.content)
         return result
+
+    @cached_property
+    def merge_cache(self) -> ContentCache:
+        return ContentCache(self.layout.git_dir / MERGE_CACHE_DIR, _MERGE_CACHE_KEEP)
+
+    @cached_property
+    def parse_cache(self) -> ContentCache:
+        """Parsed files by content (guard.symbols.SymbolIndex.cached)."""
+        return ContentCache(self.layout.git_dir / PARSE_CACHE_DIR, _PARSE_CACHE_KEEP)
 
     def _libgit2_merge(
         self,

@@ -124,6 +124,7 @@ class SymbolIndex:
         self.attribute_write: int | None = None  # the first line that sets or deletes an attribute
         # `from .x.y import z` at the top of the module, always run: (line, dots, "x.y")
         self.relative_imports: list[tuple[int, int, str]] = []
+        self._callables: frozenset[str] | None = None
 
     @classmethod
     def parse(cls, source: bytes, path: str) -> SymbolIndex:
@@ -185,9 +186,11 @@ class SymbolIndex:
         return unicodedata.normalize("NFKC", qualname.rsplit(".", 1)[-1]) in self._callable_names()
 
     def _callable_names(self) -> frozenset[str]:
-        return frozenset(
-            unicodedata.normalize("NFKC", name.rsplit(".", 1)[-1]) for name in self.by_qualname
-        )
+        if self._callables is None:  # asked once per required name: computed once
+            self._callables = frozenset(
+                unicodedata.normalize("NFKC", name.rsplit(".", 1)[-1]) for name in self.by_qualname
+            )
+        return self._callables
 
     def find(self, qualname: str) -> list[Definition]:
         return self.by_qualname.get(qualname, [])

@@ -103,40 +103,69 @@ fi
 [ -f "$common/patchguard/manifest.json" ] || exit "$status"
 
 # True when the manifest, every guarded file (by content) and HEAD's entries for those files
-# are as they were when patchguard last verified them: the key of guard/fastpath.py, built
-# with two git calls. Any doubt is false, and Python decides.
+# are as they were when patchguard last verified them: the key of guard/fastpath.py. The
+# cache is sourced (it only assigns patchguard_paths, patchguard_keys and patchguard_heads);
+# `command` keeps a damaged one from ending the hook. Any doubt is false, and Python decides.
 verified() {
-    cache="$git_dir/patchguard-cache"
-    [ -f "$cache/verified" ] && [ -f "$cache/paths" ] || return 1
+    cache="$git_dir/patchguard-cache/verified.sh"
+    [ -f "$cache" ] && command . "$cache" 2>/dev/null || return 1
+    key=
     # This checkout's own manifest first (never named in the cache: a copy has its own),
     # then the guarded files, relative to the worktree root.
-    list="$common/patchguard/manifest.json
-"
-    set --
-    while IFS= read -r line; do
-        list="$list$line
-"
-        set -- "$@" "$line"
-    done <"$cache/paths"
-    key=
-    for blob in $(printf '%s' "$list" | git hash-object --no-filters --stdin-paths 2>/dev/null); do
+    for blob in $(printf '%s%s' "$common/patchguard/manifest.json" "$patchguard_paths" |
+        git hash-object --no-filters --stdin-paths 2>/dev/null); do
         key="$key$blob "
     done
-    head_listing=$(git --literal-pathspecs ls-tree --full-tree HEAD -- "$@" 2>/dev/null) ||
-        return 1
-    # One line: each of git's lines followed by a space (split on newlines only, no globbing).
-    set -f
-    saved_ifs=$IFS
-    IFS='
+    # HEAD's entries: kept in the cache for a commit it has seen (the id from the ref files,
+    # as guard.gitpaths.read_head reads them), else from git.
+    IFS= read -r head <"$git_dir/HEAD" || return 1
+    case "$head" in
+    "ref: "*)
+        head=${head#ref: }
+        if [ -f "$git_dir/$head" ]; then
+            IFS= read -r head <"$git_dir/$head"
+        elif [ -f "$common/$head" ]; then
+            IFS= read -r head <"$common/$head"
+        else
+            head= # packed: git knows
+        fi
+        ;;
+    esac
+    case "$head" in
+    "" | *[!0-9a-f]*) ;;
+    *)
+        case "$patchguard_heads" in
+        *"
+$head "*)
+            entries=${patchguard_heads#*"
+$head "}
+            key="$key${entries%%"
+"*}"
+            head=known
+            ;;
+        esac
+        ;;
+    esac
+    if [ "$head" != known ]; then
+        # Lines split on newlines only, never globbed: the paths for git, then git's lines.
+        set -f
+        saved_ifs=$IFS
+        IFS='
 '
-    for line in $head_listing; do
-        key="$key$line "
-    done
-    IFS=$saved_ifs
-    set +f
-    while IFS= read -r line; do
-        [ "$line" = "$key" ] && return 0
-    done <"$cache/verified"
+        set -- $patchguard_paths
+        listing=$(git --literal-pathspecs ls-tree --full-tree HEAD -- "$@" 2>/dev/null) ||
+            listing=- # a key no cache holds
+        for line in $listing; do
+            key="$key$line "
+        done
+        IFS=$saved_ifs
+        set +f
+    fi
+    case "$patchguard_keys" in
+    *"
+$key
+"*) return 0 ;;
+    esac
     return 1
 }
 if [ "$hook_name" != reference-transaction ] && verified; then

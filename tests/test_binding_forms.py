@@ -30,7 +30,8 @@ from guard import history
 from guard.assess import Worktree, check, check_symbol
 from guard.errors import PatchguardError
 from guard.recording import require
-from guard.repo import Repo
+from guard.repo import PARSE_CACHE_DIR, Repo
+from guard.symbols import SymbolIndex
 
 # Forms that are red while Python finds the symbol: reading cannot decide them (a decorator,
 # a call, a condition decided only at runtime...). Lower this when the model decides more.
@@ -166,6 +167,27 @@ def test_static_is_never_green_where_python_finds_nothing(
     print(f"\nstatic false reds: {len(false_reds)} of {len(all_forms)} forms")
     print("\n".join(f"  {line}" for line in false_reds))
     assert len(false_reds) <= FALSE_RED_CEILING, false_reds
+
+
+def test_a_kept_parse_answers_as_a_fresh_one(
+    checkout: tuple[Path, list[Form]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 22: a file's parse is kept by its content (guard.parsed); on every form, the
+    kept one gives the same answers, and a second command parses nothing."""
+    root, all_forms = checkout
+    copy = tmp_path / "copy"
+    git(tmp_path, "clone", "-q", str(root), str(copy))
+    repo = Repo.discover(copy)
+    specs = [_spec(i, f) for i, f in enumerate(all_forms)]
+    fresh = [check_symbol(Worktree(repo), spec, None) for spec in specs]
+    assert any((repo.layout.git_dir / PARSE_CACHE_DIR).iterdir())
+
+    def parse_again(*args: object) -> None:
+        raise AssertionError(f"parsed again: {args[1:]}")
+
+    monkeypatch.setattr(SymbolIndex, "parse", parse_again)
+    kept = [check_symbol(Worktree(Repo.discover(copy)), spec, None) for spec in specs]
+    assert [(r.ok, r.state, r.detail) for r in kept] == [(r.ok, r.state, r.detail) for r in fresh]
 
 
 def test_the_cli_agrees_with_the_library_and_never_crashes(

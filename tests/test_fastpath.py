@@ -167,3 +167,18 @@ def test_a_checkout_to_a_commit_never_verified_is_decided_in_sh(
     switch = git(sample.root, "checkout", "-q", "-b", "topic", env=env, check=False)
     assert switch.returncode == 0, switch.stderr
     assert switch.stderr == ""
+
+
+def test_a_damaged_cache_never_reaches_the_hooks_output(
+    sample: Sample, clean_env: dict[str, str]
+) -> None:
+    """The hooks source the cache; a torn one is a miss, and Python decides."""
+    sample.record_eagle3()
+    assert sample.pg("install", "--hook", "post-checkout").exit_code == 0
+    assert sample.pg("check", "-q").exit_code == 0
+    verified = locate(sample.root).git_dir / CACHE_DIR_NAME / VERIFIED_FILE
+    verified.write_bytes(verified.read_bytes()[:-30])  # cut inside a quoted key
+    switch = git(sample.root, "checkout", "-q", "-b", "topic", env=clean_env, check=False)
+    assert switch.returncode == 0, switch.stderr
+    assert switch.stderr == ""
+    assert fast_check(sample) == ("0", "")  # the hook's full check wrote a whole file again

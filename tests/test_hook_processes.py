@@ -70,12 +70,22 @@ def test_a_ref_update_costs_no_process(traced) -> None:  # type: ignore[no-untyp
     assert run("branch", "-q", "-D", "elsewhere") == (0, 0)
 
 
-def test_a_checkout_with_nothing_to_do_costs_two_git_calls(traced) -> None:  # type: ignore[no-untyped-def]
+def test_a_checkout_with_nothing_to_do_costs_one_git_call(traced) -> None:  # type: ignore[no-untyped-def]
     sample, run = traced
     sample.git("branch", "same", "HEAD")
     assert sample.pg("check", "-q").exit_code == 0  # verified: the key is in the cache
-    assert run("checkout", "-q", "same") == (2, 0)  # hash-object and ls-tree, no Python
-    assert run("checkout", "-q", "main") == (2, 0)
+    assert run("checkout", "-q", "same") == (1, 0)  # hash-object; HEAD's entries are kept
+    assert run("checkout", "-q", "main") == (1, 0)
+
+
+def test_a_commit_never_seen_costs_a_second_git_call_and_no_python(traced) -> None:  # type: ignore[no-untyped-def]
+    """Issue 22: a commit that touches no guarded file keeps the key; ls-tree says so."""
+    sample, run = traced
+    assert sample.pg("check", "-q").exit_code == 0
+    (sample.root / "README.md").write_text("# sglang (sample), edited\n")
+    sample.git("commit", "-q", "-m", "docs", "README.md")
+    sample.git("checkout", "-q", "-b", "elsewhere", "HEAD~1")
+    assert run("checkout", "-q", "main") == (2, 0)  # hash-object and ls-tree, no Python
 
 
 def test_a_stash_is_the_only_ref_update_that_reaches_python(traced) -> None:  # type: ignore[no-untyped-def]

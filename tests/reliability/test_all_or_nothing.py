@@ -89,7 +89,7 @@ def test_a_write_that_fails_on_the_second_file_puts_the_first_back(
 
 def killed_after_the_first_write(sample: Sample, operation: str) -> dict[str, bytes]:
     """The on-disk state a writer killed between its two writes leaves, made with the real
-    journal: both old contents kept, the entry `writing`, only the first file replaced.
+    journal: both old contents kept, the entry marked `writing`, only the first file replaced.
 
     (No honest way stops a real process exactly there: the two writes follow each other with
     nothing to wait on. test_a_real_sigkill_mid_apply kills a real one at random instead.)
@@ -99,6 +99,7 @@ def killed_after_the_first_write(sample: Sample, operation: str) -> dict[str, by
     new = {SMALL: b"A = 2\n", LARGE: b"B = 2\n"}
     for path, content in new.items():
         kept.before_write(path, repo.read_raw(path), content, "two")
+    kept.mark_writing()
     repo.write_raw(SMALL, new[SMALL])
     return new
 
