@@ -101,6 +101,13 @@ def head_listing(workdir: str, paths: Sequence[str], commit: str = "HEAD") -> st
 
 def is_verified(start: str) -> bool:
     """True only when this exact content was verified before; any doubt means False."""
+    found = current_key(start)
+    return found is not None and found[0] in found[2]
+
+
+def current_key(start: str) -> tuple[str, list[str], list[str]] | None:
+    """(the key of the content as it is now, the guarded paths it covers, the keys verified),
+    or None when the cache cannot say (no cache, a file missing, no key for this manifest)."""
     try:
         workdir, git_dir, common_dir = find_repository(start)
         with open(os.path.join(git_dir, CACHE_DIR_NAME, VERIFIED_FILE), encoding="utf-8") as f:
@@ -110,16 +117,16 @@ def is_verified(start: str) -> bool:
             with open(path, "rb") as handle:
                 blobs.append(blob_id(handle.read()))
         if not any(key.startswith(blobs[0]) for key in keys):
-            return False  # no key for this manifest: spare the git call
+            return None  # no key for this manifest: spare the git call
         entries = heads.get(read_head(git_dir, common_dir) or "")
         if entries is None:
             listing = head_listing(workdir, paths)
             if listing is None:
-                return False
+                return None
             entries = key_entries(listing)
-        return make_key(blobs, entries) in keys
+        return make_key(blobs, entries), paths, keys
     except (OSError, UnicodeDecodeError, ValueError, PatchguardError):
-        return False
+        return None
 
 
 def parse_verified(text: str) -> tuple[list[str], list[str], dict[str, str]]:
@@ -189,7 +196,7 @@ def _write_key(cache: str, paths: Sequence[str], key: str, head: tuple[str, str]
     def quoted(lines: Iterable[str]) -> str:
         return "".join(line.replace("'", "'\\''") + "\n" for line in lines)
 
-    # Flushed: the hooks source this file, and a torn one must not reach them.
+    # A cache, never flushed: a torn file fails parse_verified here, and `command .` in sh
     text = _HEAD + _PATHS + quoted(paths) + _KEYS + quoted(keys)
     text += _HEADS + quoted(f"{commit} {entries}" for commit, entries in commits) + _END
-    atomic_write(Path(verified_file), text.encode())
+    atomic_write(Path(verified_file), text.encode(), durable=False)

@@ -127,19 +127,41 @@ def _new_worktree_enabled(repo: Repo) -> bool:
 
 
 def _apply_and_check(repo: Repo, hook: str) -> int:
-    from guard import patching, render
+    """Re-apply, then check. A re-apply from these very files seen before is replayed
+    (guard.replay); a result whose content was verified before needs no second assessment."""
+    from guard import replay
+    from guard.fastpath import current_key
 
-    outcomes, report = patching.apply_then_check(repo, allow_mid_operation=True)
-    for outcome in outcomes:
-        if outcome.written:
-            say(f"re-applied {outcome.verdict.name} ({', '.join(outcome.written)})")
-    if any(o.written for o in outcomes) and (repo.layout.git_dir / "BISECT_START").exists():
-        say(BISECT_ADVICE)
-    repo.layout.pending_path.unlink(missing_ok=True)
-    if report.ok:
+    before = current_key(str(repo.workdir))
+    replayed = replay.replay(repo, before)
+    if replayed is not None:
+        _say_written(repo, replayed)
         return 0
+    from guard import assess, patching
+
+    tree = assess.Worktree(repo)
+    outcomes = patching.apply(repo, allow_mid_operation=True, tree=tree)
+    _say_written(repo, [(o.verdict.name, o.written) for o in outcomes if o.written])
+    after = current_key(str(repo.workdir))
+    if all(o.ok for o in outcomes) and after is not None and after[0] in after[2]:
+        replay.remember(repo, before, outcomes)
+        return 0
+    report = assess.check(repo, tree)
+    if report.ok:
+        replay.remember(repo, before, outcomes)
+        return 0
+    from guard import render
+
     print(render.banner(f"guard FAILED after {hook}", report.problems()), file=sys.stderr)
     return 1
+
+
+def _say_written(repo: Repo, written: list[tuple[str, list[str]]]) -> None:
+    for name, paths in written:
+        say(f"re-applied {name} ({', '.join(paths)})")
+    if written and (repo.layout.git_dir / "BISECT_START").exists():
+        say(BISECT_ADVICE)
+    repo.layout.pending_path.unlink(missing_ok=True)
 
 
 def _report_restored(repo: Repo) -> int:

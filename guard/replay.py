@@ -1,0 +1,107 @@
+"""A re-apply seen before is replayed: the same files, patches and HEAD give the same writes.
+
+A regression hunt takes the patches out and puts them back over and over: every `git stash`
+and checkout, and the hook re-applies the same patches onto the same files. What a re-apply
+writes depends on exactly what the verified key holds (guard.fastpath: the manifest, the
+guarded files, HEAD's entries for them). So after a re-apply that ended verified, the bytes it
+wrote are kept under the key of the files before it; when a hook meets that key again, and the
+key after it is still verified, it writes those bytes through the journal (all or nothing,
+undoable, as apply writes) and is done: nothing is parsed, merged or checked again, and the
+modules that would (guard.assess, guard.symbols) are never imported.
+
+Never replayed: a file with a CR (its bytes on disk depend on git's line-ending settings,
+which no key holds), and a patch that creates or deletes a file (the key needs every file).
+Entries are checksummed (guard.content_cache) and each kept file is checked against its blob
+id: a damaged entry only means the full re-apply runs.
+"""
+
+from __future__ import annotations
+
+import json
+
+from guard.content_cache import ContentCache
+from guard.fastpath import CACHE_DIR_NAME, blob_id, current_key
+from guard.journal import Journal, recover
+from guard.worktree_paths import UnsafePath
+
+TYPE_CHECKING = False  # not `from typing import ...`: typing costs the hooks ~3 ms
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from guard.patching import PatchOutcome
+    from guard.repo import Repo
+
+    Key = tuple[str, list[str], list[str]]  # guard.fastpath.current_key
+
+REPLAYS_DIR = "replays"  # in the worktree's patchguard-cache
+_KEEP = 64
+
+
+def replay(repo: Repo, before: Key | None) -> list[tuple[str, list[str]]] | None:
+    """Write what the re-apply from the files as `before` found them wrote: (patch, paths) in
+    the order it applied them. None, having written nothing, when no such re-apply is known,
+    its result is no longer verified, or the files changed meanwhile."""
+    if before is None:
+        return None
+    cache = _cache(repo)
+    try:
+        record = json.loads(cache.get(_entry_name(before[0])) or b"null")
+        writes = [(str(w["path"]), str(w["blob"]), str(w["patch"])) for w in record["writes"]]
+        if record["after"] not in before[2]:
+            return None  # the result is no longer among the verified keys
+    except (ValueError, TypeError, KeyError):
+        return None
+    kept = {blob: cache.get(blob) for _, blob, _ in writes}
+    if any(data is None or blob_id(data) != blob for blob, data in kept.items()):
+        return None
+    with repo.lock("apply"):
+        recover(repo)  # a killed writer's files first, as every writer does
+        now = current_key(str(repo.workdir))
+        if now is None or now[0] != before[0]:
+            return None  # changed since the key was read: the full re-apply decides
+        journal = Journal(repo.layout.git_dir, "apply")
+        done: dict[str, list[str]] = {}
+        try:
+            for path, blob, patch in writes:
+                on_disk = repo.read_raw(path)
+                if on_disk is None or b"\r" in on_disk:
+                    journal.discard()
+                    return None
+                after = kept[blob]
+                assert after is not None
+                journal.before_write(path, on_disk, after, patch, (repo.permissions(path), None))
+                done.setdefault(patch, []).append(path)
+        except UnsafePath:
+            journal.discard()
+            return None  # a link now: the full re-apply says what it is
+        journal.write(repo)
+    return list(done.items())
+
+
+def remember(repo: Repo, before: Key | None, outcomes: Sequence[PatchOutcome]) -> None:
+    """After a re-apply that ended verified, keep what it wrote under the key of the files
+    before it (see the module's docstring for what is never kept)."""
+    written = [(path, o.verdict.name) for o in outcomes for path in o.written]
+    if before is None or not written:
+        return
+    after = current_key(str(repo.workdir))
+    if after is None or after[0] not in after[2] or after[1] != before[1]:
+        return  # not verified, or the guarded paths changed: nothing to replay from
+    cache = _cache(repo)
+    writes = []
+    for path, patch in written:
+        data = repo.read_raw(path)
+        if data is None or b"\r" in data:
+            return
+        cache.put(blob_id(data), data)
+        writes.append({"path": path, "blob": blob_id(data), "patch": patch})
+    record = {"after": after[0], "writes": writes}
+    cache.put(_entry_name(before[0]), json.dumps(record).encode())
+
+
+def _entry_name(key: str) -> str:
+    return "from-" + blob_id(key.encode())
+
+
+def _cache(repo: Repo) -> ContentCache:
+    return ContentCache(repo.layout.git_dir / CACHE_DIR_NAME / REPLAYS_DIR, _KEEP)
