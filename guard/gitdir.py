@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
 from pathlib import Path
 
 from guard.errors import ConfigError
@@ -15,13 +14,31 @@ PENDING_FILE_NAME = "patchguard-pending"
 LOCK_FILE_NAME = "patchguard-lock"  # in each worktree's own git dir; the hooks know it by name
 
 
-@dataclass(frozen=True)
 class Layout:
-    """Where a worktree's files, its own git dir and the shared (common) git dir are."""
+    """Where a worktree's files, its own git dir and the shared (common) git dir are.
 
-    workdir: Path
-    git_dir: Path
-    common_dir: Path
+    A plain class, as every class a re-applying hook builds (guard.replay): @dataclass would
+    cost each hook the dataclasses module and inspect, more than the hook's own work.
+    """
+
+    __slots__ = ("common_dir", "git_dir", "workdir")
+
+    def __init__(self, workdir: Path, git_dir: Path, common_dir: Path) -> None:
+        self.workdir = workdir
+        self.git_dir = git_dir
+        self.common_dir = common_dir
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Layout) and self._fields() == other._fields()
+
+    def __hash__(self) -> int:
+        return hash(self._fields())
+
+    def __repr__(self) -> str:
+        return f"Layout(workdir={self.workdir!r}, git_dir={self.git_dir!r}, common_dir={self.common_dir!r})"
+
+    def _fields(self) -> tuple[Path, Path, Path]:
+        return self.workdir, self.git_dir, self.common_dir
 
     @property
     def store_dir(self) -> Path:

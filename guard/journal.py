@@ -18,14 +18,12 @@ from __future__ import annotations
 import json
 import os
 import time
-from contextlib import nullcontext
-from dataclasses import dataclass
+from contextlib import nullcontext, suppress
 from pathlib import Path
 
 from guard.atomic import TEMP_SUFFIX, atomic_write
 from guard.errors import ConfigError, GuardFailure
 from guard.fastpath import blob_id
-from guard.manifest import parse_manifest
 from guard.worktree_paths import UnsafePath
 
 TYPE_CHECKING = False  # not `from typing import ...`: typing costs the hooks ~3 ms
@@ -179,14 +177,15 @@ def _put(repo: Repo, path: str, content: bytes | None, mode: int | None) -> None
         repo.write_raw(path, content, mode)
 
 
-@dataclass
 class _Fates:
-    """What putting an entry's files back did to each of them."""
+    """What putting an entry's files back did to each of them (plain classes here, not
+    dataclasses: see guard.gitdir.Layout)."""
 
-    entry: Path
-    put_back: list[str]
-    untouched: list[str]
-    stuck: list[str]  # neither as before nor as written: someone edited it, or it cannot be written
+    def __init__(self, entry: Path) -> None:
+        self.entry = entry
+        self.put_back: list[str] = []
+        self.untouched: list[str] = []
+        self.stuck: list[str] = []  # neither as before nor as written: edited, or unwritable
 
     def describe(self) -> str:
         parts = []
@@ -204,7 +203,7 @@ class _Fates:
 
 def _roll_back(repo: Repo, entry: Path, record: dict[str, Any]) -> _Fates:
     """Put every file the entry wrote back as it was before; leave files nobody wrote alone."""
-    fates = _Fates(entry, [], [], [])
+    fates = _Fates(entry)
     for item in reversed(record["files"]):
         path = item["path"]
         try:
@@ -293,16 +292,26 @@ def _entries(root: Path) -> list[Path]:
     return sorted(p for p in root.iterdir() if (p / JOURNAL_FILE).is_file())
 
 
-@dataclass(frozen=True)
 class Entry:
     """One apply, unapply or drop that `undo` can revert."""
 
-    path: Path
-    operation: str
-    patches: list[str]
-    created: float
-    files: list[str]
-    interrupted: bool = False  # a killed writer's: the next writer puts its files back
+    __slots__ = ("created", "files", "interrupted", "operation", "patches", "path")
+
+    def __init__(
+        self,
+        path: Path,
+        operation: str,
+        patches: list[str],
+        created: float,
+        files: list[str],
+        interrupted: bool = False,  # a killed writer's: the next writer puts its files back
+    ) -> None:
+        self.path = path
+        self.operation = operation
+        self.patches = patches
+        self.created = created
+        self.files = files
+        self.interrupted = interrupted
 
     def describe(self) -> str:
         """e.g. "the unapply of eagle3 at 2026-12-01 03:59:12 (path/to/file.py)"."""
@@ -412,6 +421,7 @@ def _restore(repo: Repo, entry_path: Path, entry: Entry, record: dict[str, Any])
     if saved is not None:  # an entry from before the history (guard.history): a drop or resolve
         try:
             from guard import history  # only for an entry made before the history
+            from guard.manifest import parse_manifest
 
             repo.load_manifest()
             history.save(
@@ -444,6 +454,13 @@ def kept_before(entry: Path, item: dict[str, Any]) -> bytes | None:
 
 
 def _remove_tree(path: Path) -> None:
-    import shutil  # only when an entry goes
-
-    shutil.rmtree(path, ignore_errors=True)
+    """An entry holds files only (shutil.rmtree would cost every apply its import)."""
+    try:
+        names = os.listdir(path)
+    except OSError:
+        return
+    for name in names:
+        with suppress(OSError):
+            os.unlink(path / name)
+    with suppress(OSError):
+        os.rmdir(path)

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import os
 import stat
-import subprocess
 import weakref
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
-from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
@@ -18,21 +16,16 @@ from guard.errors import ConfigError
 from guard.fastpath import blob_id
 from guard.gitdir import Layout, locate
 from guard.lock import exclusive
-from guard.manifest import (
-    EXECUTABLE_MODE,
-    REGULAR_MODE,
-    Manifest,
-    parse_manifest,
-    read_manifest_bytes,
-)
 
 TYPE_CHECKING = False  # not `from typing import ...`: typing costs the hooks ~3 ms
 if TYPE_CHECKING:
+    import subprocess
     from typing import IO
 
     import pygit2
 
     from guard.eol import Conversion
+    from guard.manifest import Manifest
     from guard.worktree_paths import UnsafePath
 
 # Every state of the patches: a commit whose tree holds the manifest and its blobs (guard.history).
@@ -48,18 +41,39 @@ _BATCH = 128  # names per `git cat-file --batch` round trip: well under a pipe's
 MANIFEST_WRITERS = frozenset({"record", "require", "drop", "import", "resolve", "fetch"})
 
 
-@dataclass(frozen=True)
 class MergeResult:
-    """A 3-way merge of one file; `content` has conflict markers when not `clean`."""
+    """A 3-way merge of one file; `content` has conflict markers when not `clean`.
 
-    clean: bool
-    content: bytes
+    Plain classes here, not dataclasses: see guard.gitdir.Layout.
+    """
+
+    __slots__ = ("clean", "content")
+
+    def __init__(self, clean: bool, content: bytes) -> None:
+        self.clean = clean
+        self.content = content
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, MergeResult) and (self.clean, self.content) == (
+            other.clean,
+            other.content,
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.clean, self.content))
+
+    def __repr__(self) -> str:
+        return f"MergeResult(clean={self.clean!r}, content={self.content!r})"
 
 
-@dataclass(frozen=True)
 class FileDiff:
-    text: str
-    added_lines: set[int]
+    """A diff's text, and the line numbers (in the new file) of the lines it adds."""
+
+    __slots__ = ("added_lines", "text")
+
+    def __init__(self, text: str, added_lines: set[int]) -> None:
+        self.text = text
+        self.added_lines = added_lines
 
 
 def run_git(
@@ -76,6 +90,8 @@ def run_git(
     as a shell would report it (128+N when a signal ended it), and Ctrl-C goes to git alone:
     patchguard waits to put the patches back.
     """
+    import subprocess  # not at import: a replayed hook (guard.replay) starts no process
+
     command = ["git", *args]
     full_env = {**os.environ, **env} if env else None
     try:
@@ -177,6 +193,8 @@ class _Objects:
         return header[0].decode(), header[1].decode(), content
 
     def _start(self) -> subprocess.Popen[bytes]:
+        import subprocess
+
         command = ["git", "cat-file", "--batch", "-z"]
         try:
             self._process = subprocess.Popen(
@@ -235,6 +253,8 @@ class Repo:
     # --- the manifest and the content it refers to -------------------------------------------
 
     def load_manifest(self, missing_ok: bool = False) -> Manifest:
+        from guard.manifest import Manifest, parse_manifest, read_manifest_bytes
+
         """Read and validate; the bytes read are kept in `manifest_bytes` for the verified cache.
 
         Without manifest.json (the derived file), the history ref's own is read, if any.
@@ -311,8 +331,11 @@ class Repo:
         Only `record`, `require`, `import` and `fetch` may start a store; every other writer
         needs a manifest, and without one it refuses before creating anything.
         """
-        if operation not in ("record", "require", "import", "fetch"):
-            read_manifest_bytes(self.layout.manifest_path)  # "no manifest ..." when there is none
+        starts_a_store = operation in ("record", "require", "import", "fetch")
+        if not starts_a_store and not self.layout.manifest_path.is_file():
+            from guard.manifest import read_manifest_bytes
+
+            read_manifest_bytes(self.layout.manifest_path)  # says "no manifest ..."
         store = self.store_lock(operation) if operation in MANIFEST_WRITERS else nullcontext()
         with exclusive(self.layout.worktree_lock_path, operation), store:
             yield
@@ -526,6 +549,8 @@ class Repo:
     def git_mode(self, path: str) -> str:
         """The mode `git add` would record for the file: executable when its owner may run it."""
         permissions = self.permissions(path) or 0
+        from guard.manifest import EXECUTABLE_MODE, REGULAR_MODE
+
         return EXECUTABLE_MODE if permissions & stat.S_IXUSR else REGULAR_MODE
 
     def conversion(self, path: str) -> Conversion:
