@@ -128,7 +128,17 @@ def _new_worktree_enabled(repo: Repo) -> bool:
 
 def _apply_and_check(repo: Repo, hook: str) -> int:
     """Re-apply, then check. A re-apply from these very files seen before is replayed
-    (guard.replay); a result whose content was verified before needs no second assessment."""
+    (guard.replay); a result whose content was verified before needs no second assessment.
+    All under the worktree's lock: the files a replay is chosen by, or remembered from, are
+    the files it writes over."""
+    from guard import journal
+
+    with repo.lock("apply"):
+        journal.recover(repo)  # a killed writer's files first, as every writer does
+        return _apply_locked(repo, hook)
+
+
+def _apply_locked(repo: Repo, hook: str) -> int:
     from guard import replay
     from guard.fastpath import current_key
 

@@ -21,7 +21,7 @@ import json
 
 from guard.content_cache import ContentCache
 from guard.fastpath import CACHE_DIR_NAME, blob_id, current_key
-from guard.journal import Journal, recover
+from guard.journal import Journal
 from guard.worktree_paths import UnsafePath
 
 TYPE_CHECKING = False  # not `from typing import ...`: typing costs the hooks ~3 ms
@@ -39,8 +39,12 @@ _KEEP = 64
 
 def replay(repo: Repo, before: Key | None) -> list[tuple[str, list[str]]] | None:
     """Write what the re-apply from the files as `before` found them wrote: (patch, paths) in
-    the order it applied them. None, having written nothing, when no such re-apply is known,
-    its result is no longer verified, or the files changed meanwhile."""
+    the order it applied them. None, having written nothing, when no such re-apply is known or
+    its result is no longer verified.
+
+    The caller holds the worktree's lock from before `before` was read (after journal.recover)
+    until remember(): the files cannot change in between.
+    """
     if before is None:
         return None
     cache = _cache(repo)
@@ -54,27 +58,22 @@ def replay(repo: Repo, before: Key | None) -> list[tuple[str, list[str]]] | None
     kept = {blob: cache.get(blob) for _, blob, _ in writes}
     if any(data is None or blob_id(data) != blob for blob, data in kept.items()):
         return None
-    with repo.lock("apply"):
-        recover(repo)  # a killed writer's files first, as every writer does
-        now = current_key(str(repo.workdir))
-        if now is None or now[0] != before[0]:
-            return None  # changed since the key was read: the full re-apply decides
-        journal = Journal(repo.layout.git_dir, "apply")
-        done: dict[str, list[str]] = {}
-        try:
-            for path, blob, patch in writes:
-                on_disk = repo.read_raw(path)
-                if on_disk is None or b"\r" in on_disk:
-                    journal.discard()
-                    return None
-                after = kept[blob]
-                assert after is not None
-                journal.before_write(path, on_disk, after, patch, (repo.permissions(path), None))
-                done.setdefault(patch, []).append(path)
-        except UnsafePath:
-            journal.discard()
-            return None  # a link now: the full re-apply says what it is
-        journal.write(repo)
+    journal = Journal(repo.layout.git_dir, "apply")
+    done: dict[str, list[str]] = {}
+    try:
+        for path, blob, patch in writes:
+            on_disk = repo.read_raw(path)
+            if on_disk is None or b"\r" in on_disk:
+                journal.discard()
+                return None
+            after = kept[blob]
+            assert after is not None
+            journal.before_write(path, on_disk, after, patch, (repo.permissions(path), None))
+            done.setdefault(patch, []).append(path)
+    except UnsafePath:
+        journal.discard()
+        return None  # a link now: the full re-apply says what it is
+    journal.write(repo)
     return list(done.items())
 
 

@@ -1,0 +1,102 @@
+"""Issue 22: a re-apply seen before is replayed (guard.replay), and only when that is the truth.
+
+Told apart by the git processes a hook starts (GIT_TRACE): the full re-apply reads objects
+and the index through git, a replay starts none of its own.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import sample_repo
+from conftest import Sample
+
+from guard.fastpath import CACHE_DIR_NAME
+from guard.gitdir import locate
+from guard.replay import REPLAYS_DIR
+
+GIT = shutil.which("git") or "git"
+
+
+@pytest.fixture
+def hunting(sample: Sample) -> Sample:
+    """The patch recorded and verified, hooks installed, and a branch with the same files."""
+    sample.record_eagle3()
+    assert sample.pg("install").exit_code == 0
+    assert sample.pg("check", "-q").exit_code == 0
+    sample.git("branch", "same", "HEAD")
+    return sample
+
+
+def stash_and_move(sample: Sample, tmp_path: Path, target: str) -> tuple[str, int]:
+    """`git stash`, then a checkout whose hook re-applies: (its stderr, git processes it ran)."""
+    sample.git("stash", "-q")
+    trace = tmp_path / "git.trace"
+    trace.write_text("")
+    moved = subprocess.run(
+        [GIT, "-c", "maintenance.auto=false", "checkout", "-q", target],
+        cwd=sample.root,
+        env={**os.environ, "GIT_TRACE": str(trace)},
+        capture_output=True,
+        text=True,
+    )
+    assert moved.returncode == 0, moved.stderr
+    sample.git("stash", "drop", "-q")
+    return moved.stderr, trace.read_text().count("trace: built-in: git ") - 1
+
+
+def test_the_second_reapply_is_replayed_and_writes_the_same_bytes(
+    hunting: Sample, tmp_path: Path
+) -> None:
+    first, full = stash_and_move(hunting, tmp_path, "same")
+    patched = hunting.kimi.read_bytes()
+    second, replayed = stash_and_move(hunting, tmp_path, "main")
+    assert "re-applied eagle3" in first and "re-applied eagle3" in second
+    assert replayed == 1 < full  # the sh hook's hash-object only: nothing read through git
+    assert hunting.kimi.read_bytes() == patched
+    assert hunting.pg("check", "--json").exit_code == 0  # the full path agrees
+    assert hunting.pg("undo").exit_code == 0  # journaled as any apply: undo takes it back
+    assert "def get_embed_and_head" not in hunting.kimi.read_text()
+
+
+def test_no_replay_once_the_patches_changed(hunting: Sample, tmp_path: Path) -> None:
+    stash_and_move(hunting, tmp_path, "same")
+    spec = f"{sample_repo.KIMI}::{sample_repo.CLASS}.forward"
+    assert hunting.pg("require", spec).exit_code == 0  # a new manifest: every key is another
+    stderr, processes = stash_and_move(hunting, tmp_path, "main")
+    assert "re-applied eagle3" in stderr
+    assert processes > 1  # assessed in full
+    assert hunting.pg("check", "--json").exit_code == 0
+
+
+def test_a_damaged_replay_is_a_full_reapply(hunting: Sample, tmp_path: Path) -> None:
+    stash_and_move(hunting, tmp_path, "same")
+    patched = hunting.kimi.read_bytes()
+    replays = locate(hunting.root).git_dir / CACHE_DIR_NAME / REPLAYS_DIR
+    for entry in replays.iterdir():  # the kept bytes and the record of what to write
+        entry.write_bytes(entry.read_bytes()[:-5])
+    stderr, processes = stash_and_move(hunting, tmp_path, "main")
+    assert "re-applied eagle3" in stderr and "Traceback" not in stderr
+    assert processes > 1
+    assert hunting.kimi.read_bytes() == patched
+
+
+def test_a_file_with_crlf_is_never_replayed(hunting: Sample, tmp_path: Path) -> None:
+    """Its bytes on disk depend on git's line-ending settings, which no key holds."""
+    hunting.git("config", "core.autocrlf", "true")
+    hunting.git("stash", "-q")
+    hunting.kimi.unlink()
+    hunting.git("checkout", "--", sample_repo.KIMI)  # written again, with CRLF
+    hunting.git("stash", "pop", "-q")
+    assert b"\r\n" in hunting.kimi.read_bytes()
+    assert hunting.pg("check", "-q").exit_code == 0
+    for target in ("same", "main"):
+        stderr, processes = stash_and_move(hunting, tmp_path, target)
+        assert "re-applied eagle3" in stderr
+        assert processes > 1  # each time in full
+    assert b"\r\n" in hunting.kimi.read_bytes()
+    assert hunting.pg("check", "--json").exit_code == 0
