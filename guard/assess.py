@@ -267,6 +267,7 @@ class Worktree:
         self.unsafe: dict[str, str] = {}  # path -> why patchguard may not read or write it
         self._unmerged: dict[str, dict[int, str]] = {}  # as assessed (see pretend)
         self._unmerged_read: dict[str, dict[int, str]] | None = None  # as git left the index
+        self._import_problems: dict[tuple[str, bytes], str | None] = {}
 
     def prefetch(self, patches: Iterable[Patch]) -> None:
         """Read every recorded blob and HEAD file the patches' assessment needs in two
@@ -361,6 +362,15 @@ class Worktree:
         self._content[path] = content
         self._raw[path] = raw
         self._unwritten.discard(path)
+
+    def import_problem(self, path: str, content: bytes) -> str | None:
+        """What around the module may stop its import or change its names (its packages'
+        `__init__.py`, a relative import the checkout lacks): once per file, not per symbol."""
+        if (path, content) not in self._import_problems:
+            self._import_problems[path, content] = _package_problem(self, path) or _missing_import(
+                self, content, path
+            )
+        return self._import_problems[path, content]
 
     def symbols(self, content: bytes, path: str) -> SymbolIndex:
         """Parse once per distinct content; raises SourceSyntaxError."""
@@ -1081,7 +1091,7 @@ def check_symbol(tree: Worktree, text: str, owner: str | None) -> SymbolResult:
             ABSENT,
         )
     problems = tree.symbol_problems(content, spec.path, [spec.qualname])
-    around = _package_problem(tree, spec.path) or _missing_import(tree, content, spec.path)
+    around = tree.import_problem(spec.path, content)
     if around is not None and not problems:
         problems = {spec.qualname: f"{CANNOT_TELL_FROM_READING}: {around}"}
     if problems:
