@@ -49,6 +49,16 @@ if [ -x "$legacy" ]; then
     fi
 fi
 
+# reference-transaction fires on every ref update: only a committed stash concerns us.
+if [ "$hook_name" = reference-transaction ]; then
+    [ "$1" = committed ] || exit "$status"
+    case "$input" in
+    *" refs/stash
+"*) ;;
+    *) exit "$status" ;;
+    esac
+fi
+
 # This worktree's git dir and the common one, found as git finds them for the hook it runs
 # (in the top of the worktree, GIT_DIR exported when set), with builtins only: this runs on
 # every checkout and commit. The Python side (guard.gitpaths) decides anything odd.
@@ -66,16 +76,8 @@ if [ -z "${GIT_COMMON_DIR:-}" ] && [ -f "$git_dir/commondir" ]; then
     esac
 fi
 
-# reference-transaction fires on every ref update: only a committed stash concerns us.
-if [ "$hook_name" = reference-transaction ]; then
-    [ "$1" = committed ] || exit "$status"
-    case "$input" in
-    *" refs/stash
-"*) ;;
-    *) exit "$status" ;;
-    esac
-    [ -f "$common/patchguard/manifest.json" ] || exit "$status"
-fi
+# Nothing recorded in this repository yet: nothing to guard.
+[ -f "$common/patchguard/manifest.json" ] || exit "$status"
 
 if [ "${PATCHGUARD_SKIP:-}" = 1 ]; then
     echo "patchguard: PATCHGUARD_SKIP=1, $hook_name hook did nothing" >&2
@@ -98,9 +100,6 @@ if [ "$hook_name" = post-commit ]; then
     # Each pick of a rebase commits too; the rebase's own post-rewrite puts the patches back.
     [ -d "$git_dir/rebase-merge" ] || [ -d "$git_dir/rebase-apply" ] && exit "$status"
 fi
-
-# Nothing recorded in this repository yet: nothing to guard.
-[ -f "$common/patchguard/manifest.json" ] || exit "$status"
 
 # True when the manifest, every guarded file (by content) and HEAD's entries for those files
 # are as they were when patchguard last verified them: the key of guard/fastpath.py. The
