@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from functools import cached_property
-from pathlib import Path, PurePosixPath
+from pathlib import PurePosixPath
 
 from guard import fastpath, parsed
 from guard.errors import ConfigError
@@ -268,6 +268,10 @@ class Worktree:
         self._unmerged: dict[str, dict[int, str]] = {}  # as assessed (see pretend)
         self._unmerged_read: dict[str, dict[int, str]] | None = None  # as git left the index
         self._import_problems: dict[tuple[str, bytes], str | None] = {}
+        # Paths looked up but not read, by whether they existed: a verdict that no file
+        # there changes holds only while they stay so (guard.fastpath keeps both).
+        self.absent: set[str] = set()
+        self.present: set[str] = set()
 
     def prefetch(self, patches: Iterable[Patch]) -> None:
         """Read every recorded blob and HEAD file the patches' assessment needs in two
@@ -342,6 +346,15 @@ class Worktree:
             self._head[path] = None if commit is None else self.repo.file_at(commit, path)
         return self._head[path]
 
+    def exists(self, path: str, *, file: bool = False) -> bool:
+        """Is there something at `path` (a file, when `file`)? Remembered either way: a module
+        that appears or goes there (a package that shadows one, a base, an `__init__.py`)
+        changes what Python imports."""
+        full = self.repo.workdir / path
+        found = full.is_file() if file else full.exists()
+        (self.present if found else self.absent).add(path)
+        return found
+
     def bytes_on_disk(self) -> dict[str, bytes] | None:
         """Every file read so far as it is on disk (the fast path hashes those), or None if one
         is missing or not written yet."""
@@ -390,8 +403,8 @@ class Worktree:
         leaf = qualname.rsplit(".", 1)[-1]
         for origin in found.inherit:
             for other, name in _module_files(path, origin):
-                if other not in self._content and self.repo.read_raw(other) is None:
-                    continue  # not remembered as read: a missing file would void the fast path
+                if other not in self._content and not self.exists(other, file=True):
+                    continue  # not read: a missing file would void the fast path
                 content = self.read(other)
                 if content is None:
                     continue
@@ -1021,7 +1034,12 @@ def _remember_verified(repo: Repo, tree: Worktree, head: str) -> None:
     contents = tree.bytes_on_disk()
     if contents is not None:
         fastpath.remember(
-            str(repo.layout.git_dir), str(repo.workdir), repo.manifest_bytes, head, contents
+            str(repo.layout.git_dir),
+            str(repo.workdir),
+            repo.manifest_bytes,
+            head,
+            contents,
+            (tree.absent - contents.keys(), tree.present - contents.keys()),
         )
 
 
@@ -1032,7 +1050,7 @@ def _package_problem(tree: Worktree, path: str) -> str | None:
     parts = path.split("/")[:-1]
     for depth in range(len(parts), 0, -1):
         init = "/".join([*parts[:depth], "__init__.py"])
-        if not (tree.repo.workdir / init).is_file():  # the top of the package (or a namespace)
+        if not tree.exists(init, file=True):  # the top of the package (or a namespace)
             return None
         content = tree.read(init)
         if content is None:
@@ -1066,11 +1084,12 @@ def _missing_import(tree: Worktree, content: bytes, path: str) -> str | None:
         if level - 1 > len(parts):
             return f"line {lineno} imports from beyond the top of the package"
         base = "/".join([*parts[: len(parts) - (level - 1)], *module.split(".")])
-        workdir = tree.repo.workdir
-        if not any(
-            (workdir / candidate).exists() for candidate in (f"{base}.py", base, f"{base}.pyi")
-        ) and not list((workdir / base).parent.glob(f"{Path(base).name}.*")):
-            return f"line {lineno} imports .{module}, which the checkout does not have"
+        if not any(tree.exists(c) for c in (f"{base}.py", base, f"{base}.pyi")):
+            folder = tree.repo.workdir / base
+            compiled = next(folder.parent.glob(f"{folder.name}.*"), None)  # an extension module
+            if compiled is None:
+                return f"line {lineno} imports .{module}, which the checkout does not have"
+            tree.present.add(str(compiled.relative_to(tree.repo.workdir)))
     return None
 
 
@@ -1081,7 +1100,7 @@ def check_symbol(tree: Worktree, text: str, owner: str | None) -> SymbolResult:
     if content is None:
         return SymbolResult(text, False, f"{spec.path} does not exist", owner)
     package = spec.path.removesuffix(".py")
-    if (tree.repo.workdir / package / "__init__.py").is_file():  # found first by the import
+    if tree.exists(f"{package}/__init__.py", file=True):  # found first by the import
         return SymbolResult(
             text,
             False,

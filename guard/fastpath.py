@@ -36,11 +36,13 @@ CACHE_DIR_NAME = "patchguard-cache"  # per worktree: inside that worktree's own 
 # The guarded paths and the keys verified for them, newest first, as sh variable assignments:
 # the hooks source the file (`read` in sh costs a system call per byte; sourcing reads blocks).
 VERIFIED_FILE = "verified.sh"
-_HEAD = "# patchguard: keys verified in this worktree (guard/fastpath.py); the hooks source it\n"
-_PATHS = "patchguard_paths='\n"
-_KEYS = "'\npatchguard_keys='\n"
-_HEADS = "'\npatchguard_heads='\n"  # "<commit> <its entries, as in a key>", newest first
-_END = "'\n"
+_HEAD = "# patchguard: keys verified in this worktree (guard/fastpath.py); the hooks source it"
+# Its variables, each a list of lines, one per line between `patchguard_NAME='` and a line of
+# a lone quote (a quote in a line is written '\'', so no line is a lone quote): the guarded
+# paths; the keys, newest first; HEAD's entries by commit ("<commit> <entries, as in a key>");
+# paths looked up but not read, which must stay absent, or present, for the keys to hold
+# (guard.assess.Worktree.exists).
+SECTIONS = ("paths", "keys", "heads", "absent", "present")
 MAX_VERIFIED = 32
 # HEAD's entries for the guarded files, exactly as the hook scripts ask for them.
 HEAD_LISTING = ("--literal-pathspecs", "ls-tree", "--full-tree")  # then COMMIT -- PATHS...
@@ -111,7 +113,12 @@ def current_key(start: str) -> tuple[str, list[str], list[str]] | None:
     try:
         workdir, git_dir, common_dir = find_repository(start)
         with open(os.path.join(git_dir, CACHE_DIR_NAME, VERIFIED_FILE), encoding="utf-8") as f:
-            paths, keys, heads = parse_verified(f.read())
+            paths, keys, commits, absent, present = parse_verified(f.read())
+        heads = dict(line.split(" ", 1) for line in commits)  # ValueError without a space
+        if any(os.path.lexists(os.path.join(workdir, p)) for p in absent) or not all(
+            os.path.exists(os.path.join(workdir, p)) for p in present
+        ):
+            return None  # a module appeared or went where the verdict looked
         blobs = []
         for path in [manifest_path(common_dir), *(os.path.join(workdir, p) for p in paths)]:
             with open(path, "rb") as handle:
@@ -129,18 +136,26 @@ def current_key(start: str) -> tuple[str, list[str], list[str]] | None:
         return None
 
 
-def parse_verified(text: str) -> tuple[list[str], list[str], dict[str, str]]:
-    """(paths, keys, HEAD's entries by commit) of a verified file; ValueError for anything
-    _write_key did not write."""
-    if not (text.startswith(_HEAD + _PATHS) and text.endswith(_END)):
+def parse_verified(text: str) -> list[list[str]]:
+    """The lines of each of SECTIONS, as _write_key wrote them; ValueError for anything else."""
+    lines = iter(text.split("\n"))
+    if next(lines) != _HEAD:
         raise ValueError("not a verified file")
-    paths, rest = text[len(_HEAD + _PATHS) : -len(_END)].split(_KEYS)  # ValueError unless two
-    keys, heads = rest.split(_HEADS)
-    parts = [part.replace("'\\''", "'").split("\n") for part in (paths, keys, heads)]
-    if any(lines[-1] != "" for lines in parts):
+    found = []
+    for name in SECTIONS:
+        if next(lines, None) != f"patchguard_{name}='":
+            raise ValueError("not a verified file")
+        section = []
+        for line in lines:
+            if line == "'":
+                break
+            section.append(line.replace("'\\''", "'"))
+        else:
+            raise ValueError("not a verified file")  # no closing quote: a torn file
+        found.append(section)
+    if list(lines) != [""]:
         raise ValueError("not a verified file")
-    commits = dict(line.split(" ", 1) for line in parts[2][:-1])  # ValueError without a space
-    return parts[0][:-1], parts[1][:-1], commits
+    return found
 
 
 def manifest_path(common_dir: str) -> str:
@@ -155,14 +170,16 @@ def remember(
     manifest_bytes: bytes,
     head: str,
     contents: Mapping[str, bytes],
+    looked_up: tuple[Iterable[str], Iterable[str]] = ((), ()),
 ) -> None:
     """Record that this content passed `check` at commit `head` (the commit whose files the
-    verdict read).
+    verdict read), while the paths of `looked_up` were (absent, present).
 
     The cache lists worktree-relative paths only; it is skipped when a path cannot be listed
     safely one per line, or when the cache cannot be written (a read-only git dir).
     """
-    if any("\n" in path or "\r" in path for path in contents):
+    absent, present = (set(paths) for paths in looked_up)
+    if any("\n" in path or "\r" in path for path in (*contents, *absent, *present)):
         return
     paths = sorted(contents)
     listing = head_listing(workdir, paths, head)
@@ -171,12 +188,20 @@ def remember(
     entries = key_entries(listing)
     key = make_key([blob_id(manifest_bytes), *(blob_id(contents[p]) for p in paths)], entries)
     try:
-        _write_key(os.path.join(git_dir, CACHE_DIR_NAME), paths, key, (head, entries))
+        _write_key(
+            os.path.join(git_dir, CACHE_DIR_NAME), paths, key, (head, entries), (absent, present)
+        )
     except OSError:
         return  # a read-only git dir: the next check takes the full path again
 
 
-def _write_key(cache: str, paths: Sequence[str], key: str, head: tuple[str, str]) -> None:
+def _write_key(
+    cache: str,
+    paths: Sequence[str],
+    key: str,
+    head: tuple[str, str],
+    looked_up: tuple[set[str], set[str]],
+) -> None:
     from pathlib import Path
 
     from guard.atomic import atomic_write
@@ -185,18 +210,26 @@ def _write_key(cache: str, paths: Sequence[str], key: str, head: tuple[str, str]
     verified_file = os.path.join(cache, VERIFIED_FILE)
     try:
         with open(verified_file, encoding="utf-8") as handle:
-            known_paths, keys, heads = parse_verified(handle.read())
+            known_paths, keys, commits, absent, present = parse_verified(handle.read())
     except (OSError, UnicodeDecodeError, ValueError):
-        known_paths, keys, heads = [], [], {}
+        known_paths, keys, commits, absent, present = [], [], [], [], []
     if known_paths != list(paths):
-        keys, heads = [], {}  # keys and entries are of the paths they were made for
+        keys, commits, absent, present = [], [], [], []  # all of the paths they were made for
     keys = [key, *[k for k in keys if k != key]][:MAX_VERIFIED]  # newest first
-    commits = [head, *[(c, e) for c, e in heads.items() if c != head[0]]][:MAX_VERIFIED]
-
-    def quoted(lines: Iterable[str]) -> str:
-        return "".join(line.replace("'", "'\\''") + "\n" for line in lines)
-
+    commits = [" ".join(head), *[c for c in commits if not c.startswith(head[0] + " ")]]
+    # Every key holds only while every path any of them looked up stays as it was then.
+    sections = {
+        "paths": list(paths),
+        "keys": keys,
+        "heads": commits[:MAX_VERIFIED],
+        "absent": sorted(looked_up[0].union(absent)),
+        "present": sorted(looked_up[1].union(present)),
+    }
+    text = "".join(
+        f"patchguard_{name}='\n"
+        + "".join(line.replace("'", "'\\''") + "\n" for line in lines)
+        + "'\n"
+        for name, lines in sections.items()
+    )
     # A cache, never flushed: a torn file fails parse_verified here, and `command .` in sh
-    text = _HEAD + _PATHS + quoted(paths) + _KEYS + quoted(keys)
-    text += _HEADS + quoted(f"{commit} {entries}" for commit, entries in commits) + _END
-    atomic_write(Path(verified_file), text.encode(), durable=False)
+    atomic_write(Path(verified_file), (_HEAD + "\n" + text).encode(), durable=False)

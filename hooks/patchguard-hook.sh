@@ -103,11 +103,27 @@ fi
 
 # True when the manifest, every guarded file (by content) and HEAD's entries for those files
 # are as they were when patchguard last verified them: the key of guard/fastpath.py. The
-# cache is sourced (it only assigns patchguard_paths, patchguard_keys and patchguard_heads);
+# cache is sourced (it only assigns the patchguard_* lists of guard/fastpath.py's SECTIONS);
 # `command` keeps a damaged one from ending the hook. Any doubt is false, and Python decides.
 verified() {
     cache="$git_dir/patchguard-cache/verified.sh"
     [ -f "$cache" ] && command . "$cache" 2>/dev/null || return 1
+    # Paths the verdict looked up without reading them stay as they were (a package that
+    # would shadow a module, an __init__.py above the top, a base module elsewhere).
+    set -f
+    saved_ifs=$IFS
+    IFS='
+'
+    looked_up=same
+    for path in $patchguard_absent; do
+        [ -e "$path" ] || [ -L "$path" ] && looked_up=changed
+    done
+    for path in $patchguard_present; do
+        [ -e "$path" ] || looked_up=changed
+    done
+    IFS=$saved_ifs
+    set +f
+    [ "$looked_up" = same ] || return 1
     key=
     # This checkout's own manifest first (never named in the cache: a copy has its own),
     # then the guarded files, relative to the worktree root.

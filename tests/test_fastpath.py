@@ -182,3 +182,24 @@ def test_a_damaged_cache_never_reaches_the_hooks_output(
     assert switch.returncode == 0, switch.stderr
     assert switch.stderr == ""
     assert fast_check(sample) == ("0", "")  # the hook's full check wrote a whole file again
+
+
+def test_a_package_that_appears_beside_a_guarded_module_voids_the_key(
+    sample: Sample, clean_env: dict[str, str]
+) -> None:
+    """`import kimi_k25` loads a package kimi_k25/ before kimi_k25.py: a path the check looked
+    up and found empty is part of what the key holds, in Python and in the hooks' sh."""
+    sample.record_eagle3()
+    assert sample.pg("install", "--hook", "post-checkout").exit_code == 0
+    assert sample.pg("check", "-q").exit_code == 0  # verified, with kimi_k25/ absent
+    shadow = sample.kimi.with_suffix("") / "__init__.py"
+    shadow.parent.mkdir()
+    shadow.write_text("")
+    code, imported = fast_check(sample)
+    assert code == "1" and "guard.assess" in imported  # the full path decided: red
+    switch = git(sample.root, "checkout", "-q", "-b", "topic", env=clean_env, check=False)
+    assert "shadows it" in switch.stderr
+    shadow.unlink()
+    shadow.parent.rmdir()
+    assert sample.pg("check", "-q").exit_code == 0
+    assert fast_check(sample) == ("0", "")
