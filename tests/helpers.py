@@ -38,6 +38,22 @@ def home_others_can_read() -> Iterator[Path]:
         shutil.rmtree(home, ignore_errors=True)
 
 
+def stash_then_checkout(root: Path, target: str, trace: Path) -> tuple[str, int]:
+    """`git stash`, then a checkout of `target` whose hooks re-apply what it took: (the
+    checkout's stderr, the git processes its hooks started, as GIT_TRACE counts them)."""
+    subprocess.run(["git", "stash", "-q"], cwd=root, check=True, capture_output=True)
+    trace.write_text("")  # GIT_TRACE appends
+    moved = subprocess.run(
+        ["git", "-c", "maintenance.auto=false", "checkout", "-q", target],
+        cwd=root,
+        env={**os.environ, "GIT_TRACE": str(trace)},
+        capture_output=True,
+        text=True,
+    )
+    assert moved.returncode == 0, moved.stderr
+    return moved.stderr, trace.read_text().count("trace: built-in: git ") - 1  # the checkout
+
+
 def run_patchguard(
     root: Path, env: dict[str, str], args: tuple[str, ...], check: int | None
 ) -> subprocess.CompletedProcess[str]:

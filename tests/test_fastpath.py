@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import sample_repo
 from conftest import Sample, git, patchguard
 
@@ -152,54 +153,54 @@ def test_a_commit_of_a_guarded_file_voids_the_key(sample: Sample) -> None:
     assert fast_check(sample) == ("0", "")  # HEAD's file as verified: the key holds again
 
 
-def test_a_checkout_to_a_commit_never_verified_is_decided_in_sh(
-    sample: Sample, clean_env: dict[str, str]
-) -> None:
-    """The hook's key holds for any commit whose guarded files are the ones verified."""
+@pytest.fixture
+def hooked(sample: Sample) -> Sample:
+    """The patch recorded, the post-checkout hook installed, the content verified."""
     sample.record_eagle3()
     assert sample.pg("install", "--hook", "post-checkout").exit_code == 0
     assert sample.pg("check", "-q").exit_code == 0
-    (sample.root / "README.md").write_text("# sglang (sample), edited\n")
-    sample.git("commit", "-q", "-m", "docs", "README.md")  # HEAD moves to a commit never checked
-    hook = sample.root / ".git" / "hooks" / "post-checkout"
+    return sample
+
+
+def test_a_checkout_to_a_commit_never_verified_is_decided_in_sh(
+    hooked: Sample, clean_env: dict[str, str]
+) -> None:
+    """The hook's key holds for any commit whose guarded files are the ones verified."""
+    (hooked.root / "README.md").write_text("# sglang (hooked), edited\n")
+    hooked.git("commit", "-q", "-m", "docs", "README.md")  # HEAD moves to a commit never checked
+    hook = hooked.root / ".git" / "hooks" / "post-checkout"
     hook.write_text(hook.read_text().replace("install_python='", "install_python='/gone"))
     env = {**clean_env, "PATH": "/usr/bin:/bin"}  # no Python to fall back to
-    switch = git(sample.root, "checkout", "-q", "-b", "topic", env=env, check=False)
+    switch = git(hooked.root, "checkout", "-q", "-b", "topic", env=env, check=False)
     assert switch.returncode == 0, switch.stderr
     assert switch.stderr == ""
 
 
 def test_a_damaged_cache_never_reaches_the_hooks_output(
-    sample: Sample, clean_env: dict[str, str]
+    hooked: Sample, clean_env: dict[str, str]
 ) -> None:
     """The hooks source the cache; a torn one is a miss, and Python decides."""
-    sample.record_eagle3()
-    assert sample.pg("install", "--hook", "post-checkout").exit_code == 0
-    assert sample.pg("check", "-q").exit_code == 0
-    verified = locate(sample.root).git_dir / CACHE_DIR_NAME / VERIFIED_FILE
+    verified = locate(hooked.root).git_dir / CACHE_DIR_NAME / VERIFIED_FILE
     verified.write_bytes(verified.read_bytes()[:-30])  # cut inside a quoted key
-    switch = git(sample.root, "checkout", "-q", "-b", "topic", env=clean_env, check=False)
+    switch = git(hooked.root, "checkout", "-q", "-b", "topic", env=clean_env, check=False)
     assert switch.returncode == 0, switch.stderr
     assert switch.stderr == ""
-    assert fast_check(sample) == ("0", "")  # the hook's full check wrote a whole file again
+    assert fast_check(hooked) == ("0", "")  # the hook's full check wrote a whole file again
 
 
 def test_a_package_that_appears_beside_a_guarded_module_voids_the_key(
-    sample: Sample, clean_env: dict[str, str]
+    hooked: Sample, clean_env: dict[str, str]
 ) -> None:
     """`import kimi_k25` loads a package kimi_k25/ before kimi_k25.py: a path the check looked
     up and found empty is part of what the key holds, in Python and in the hooks' sh."""
-    sample.record_eagle3()
-    assert sample.pg("install", "--hook", "post-checkout").exit_code == 0
-    assert sample.pg("check", "-q").exit_code == 0  # verified, with kimi_k25/ absent
-    shadow = sample.kimi.with_suffix("") / "__init__.py"
+    shadow = hooked.kimi.with_suffix("") / "__init__.py"
     shadow.parent.mkdir()
     shadow.write_text("")
-    code, imported = fast_check(sample)
+    code, imported = fast_check(hooked)
     assert code == "1" and "guard.assess" in imported  # the full path decided: red
-    switch = git(sample.root, "checkout", "-q", "-b", "topic", env=clean_env, check=False)
+    switch = git(hooked.root, "checkout", "-q", "-b", "topic", env=clean_env, check=False)
     assert "shadows it" in switch.stderr
     shadow.unlink()
     shadow.parent.rmdir()
-    assert sample.pg("check", "-q").exit_code == 0
-    assert fast_check(sample) == ("0", "")
+    assert hooked.pg("check", "-q").exit_code == 0
+    assert fast_check(hooked) == ("0", "")

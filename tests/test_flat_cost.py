@@ -6,14 +6,13 @@ command makes (guard.parsed keeps them by content). Timings are for `make bench`
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 import sample_repo
 from conftest import Sample
+from helpers import stash_then_checkout
 
 from guard.patching import apply_then_check
 from guard.repo import Repo
@@ -47,25 +46,6 @@ def with_patches(sample: Sample, patches: int, files_per_patch: int) -> None:
     assert sample.pg("check", "-q").exit_code == 0
 
 
-def reapplying_checkout(sample: Sample, tmp_path: Path) -> int:
-    """git processes the hooks start when a checkout after `git stash` re-applies everything."""
-    sample.git("stash", "-q")
-    trace = tmp_path / "git.trace"
-    trace.write_text("")  # GIT_TRACE appends
-    env = {**os.environ, "GIT_TRACE": str(trace)}
-    moved = subprocess.run(
-        [GIT, "-c", "maintenance.auto=false", "checkout", "-q", "other"],
-        cwd=sample.root,
-        env=env,
-        capture_output=True,
-        text=True,
-    )
-    assert moved.returncode == 0, moved.stderr
-    assert "re-applied" in moved.stderr
-    assert sample.pg("check", "-q").exit_code == 0
-    return trace.read_text().count("trace: built-in: git ") - 1  # the checkout itself
-
-
 @pytest.mark.parametrize("shape", [(4, 1), (1, 4)], ids=["4 patches", "1 patch of 4 files"])
 def test_a_reapplying_hook_starts_as_many_git_processes_for_one_patch_as_for_more(
     sample: Sample, tmp_path: Path, shape: tuple[int, int]
@@ -73,7 +53,14 @@ def test_a_reapplying_hook_starts_as_many_git_processes_for_one_patch_as_for_mor
     one = Sample(tmp_path / "one", sample_repo.build(tmp_path / "one"))
     with_patches(one, 1, 1)
     with_patches(sample, *shape)
-    assert reapplying_checkout(sample, tmp_path) == reapplying_checkout(one, tmp_path)
+    trace = tmp_path / "git.trace"
+    counted = []
+    for repository in (sample, one):
+        stderr, processes = stash_then_checkout(repository.root, "other", trace)
+        assert "re-applied" in stderr
+        assert repository.pg("check", "-q").exit_code == 0
+        counted.append(processes)
+    assert counted[0] == counted[1]
 
 
 def test_each_content_is_parsed_once_per_command_and_never_again(

@@ -6,14 +6,13 @@ and the index through git, a replay starts none of its own.
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 import sample_repo
 from conftest import Sample
+from helpers import stash_then_checkout
 
 from guard.fastpath import CACHE_DIR_NAME
 from guard.gitdir import locate
@@ -33,20 +32,9 @@ def hunting(sample: Sample) -> Sample:
 
 
 def stash_and_move(sample: Sample, tmp_path: Path, target: str) -> tuple[str, int]:
-    """`git stash`, then a checkout whose hook re-applies: (its stderr, git processes it ran)."""
-    sample.git("stash", "-q")
-    trace = tmp_path / "git.trace"
-    trace.write_text("")
-    moved = subprocess.run(
-        [GIT, "-c", "maintenance.auto=false", "checkout", "-q", target],
-        cwd=sample.root,
-        env={**os.environ, "GIT_TRACE": str(trace)},
-        capture_output=True,
-        text=True,
-    )
-    assert moved.returncode == 0, moved.stderr
+    stderr, processes = stash_then_checkout(sample.root, target, tmp_path / "git.trace")
     sample.git("stash", "drop", "-q")
-    return moved.stderr, trace.read_text().count("trace: built-in: git ") - 1
+    return stderr, processes
 
 
 def test_the_second_reapply_is_replayed_and_writes_the_same_bytes(
