@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     Key = tuple[str, list[str], list[str]]  # guard.fastpath.current_key
 
 REPLAYS_DIR = "replays"  # in the worktree's patchguard-cache
-_KEEP = 64
+_KEEP = 1024  # a re-apply of 40 files keeps 41 entries (its record and the bytes)
 
 
 def replay(repo: Repo, before: Key | None) -> list[tuple[str, list[str]]] | None:
