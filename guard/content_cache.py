@@ -1,9 +1,9 @@
 """Answers kept by the content they were computed from: merges, parses. A cache, never a record.
 
 Each entry is a file named by a key the caller derives from the inputs (blob ids), holding a
-SHA-1 of its payload and the payload. Entries are renamed into place but never fsynced: a torn
-or truncated entry after a power loss fails its checksum and counts as a miss, so the cache
-costs no disk flush. It lives in the worktree's git dir, which nothing from a bundle or a
+SHA-1 of its key and payload, and the payload. Entries are renamed into place but never
+fsynced: a torn or truncated entry after a power loss fails its checksum and counts as a
+miss, so the cache costs no disk flush; an entry renamed to another key fails it too. It lives in the worktree's git dir, which nothing from a bundle or a
 checkout can write (guard.worktree_paths). A cache that cannot be written (a read-only git
 dir, a full disk) only means computing again.
 """
@@ -37,7 +37,7 @@ class ContentCache:
         except OSError:
             return None
         payload = data[_DIGEST:]
-        return payload if sha1(payload).digest() == data[:_DIGEST] else None
+        return payload if _digest(key, payload) == data[:_DIGEST] else None
 
     def put(self, key: str, payload: bytes) -> None:
         try:
@@ -46,7 +46,7 @@ class ContentCache:
                 self._entries = len(os.listdir(self.directory))
             if self._entries >= 2 * self.keep:
                 self._prune()
-            atomic_write(self.directory / key, sha1(payload).digest() + payload, durable=False)
+            atomic_write(self.directory / key, _digest(key, payload) + payload, durable=False)
             self._entries += 1
         except OSError:
             return
@@ -57,3 +57,7 @@ class ContentCache:
         for stale in entries[: max(0, len(entries) - self.keep)]:
             stale.unlink(missing_ok=True)
         self._entries = min(len(entries), self.keep)
+
+
+def _digest(key: str, payload: bytes) -> bytes:
+    return bytes(sha1(key.encode() + b"\0" + payload).digest())

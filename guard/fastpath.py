@@ -22,6 +22,7 @@ import os
 
 from guard.errors import PatchguardError
 from guard.gitpaths import find_repository, read_head
+from guard.worktree_paths import checked_path
 
 TYPE_CHECKING = False  # importing typing or collections would cost this path more than its work
 if TYPE_CHECKING:
@@ -41,11 +42,28 @@ _HEAD = "# patchguard: keys verified in this worktree (guard/fastpath.py); the h
 # a lone quote (a quote in a line is written '\'', so no line is a lone quote): the guarded
 # paths; the keys, newest first; HEAD's entries by commit ("<commit> <entries, as in a key>");
 # paths looked up but not read, which must stay absent, or present, for the keys to hold
-# (guard.assess.Worktree.exists).
-SECTIONS = ("paths", "keys", "heads", "absent", "present")
+# (guard.assess.Worktree.exists); the model_namespace() of the Python that verified them.
+SECTIONS = ("paths", "keys", "heads", "absent", "present", "model")
 MAX_VERIFIED = 32
 # HEAD's entries for the guarded files, exactly as the hook scripts ask for them.
 HEAD_LISTING = ("--literal-pathspecs", "ls-tree", "--full-tree")  # then COMMIT -- PATHS...
+
+
+_namespace: list[str] = []
+
+
+def model_namespace() -> str:
+    """What a verdict depends on besides the files: the model's code (guard/symbols.py) and
+    the interpreter it decides conditions for (`sys.version_info`, `sys.platform`...). Part of
+    every verified key's cache and every parse kept (guard.parsed); baked into the hooks."""
+    if not _namespace:
+        import sys
+
+        with open(os.path.join(os.path.dirname(__file__), "symbols.py"), "rb") as handle:
+            source = handle.read()
+        facts = f"{sys.version}\0{sys.platform}\0{os.name}\0{sys.maxsize}\0{sys.byteorder}"
+        _namespace.append(blob_id(source + facts.encode())[:16])
+    return _namespace[0]
 
 
 def blob_id(data: bytes) -> str:
@@ -67,7 +85,22 @@ def key_entries(listing: str) -> str:
 
 
 def head_listing(workdir: str, paths: Sequence[str], commit: str = "HEAD") -> str | None:
-    """`git ls-tree` of a commit for `paths` (the key's second half), or None when git fails.
+    """`git ls-tree` of a commit for `paths` (the key's second half), or None when git fails."""
+    return _git_output(workdir, [*HEAD_LISTING, commit, "--", *paths])
+
+
+def unmerged(workdir: str, paths: Sequence[str]) -> bool | None:
+    """Does git's index hold unmerged entries for any of `paths` (None: git failed)?
+
+    No key holds the index: a conflict the user resolved by hand back to verified bytes,
+    without `git add`, is still a conflict (guard.assess), so what trusts a key asks this.
+    """
+    found = _git_output(workdir, ["--literal-pathspecs", "ls-files", "--unmerged", "--", *paths])
+    return None if found is None else found != ""
+
+
+def _git_output(workdir: str, args: Sequence[str]) -> str | None:
+    """What `git -C workdir ARGS` prints, or None when it fails.
 
     Started with posix_spawn and pipes: the subprocess module alone would cost this path
     more than the git process does.
@@ -77,7 +110,7 @@ def head_listing(workdir: str, paths: Sequence[str], commit: str = "HEAD") -> st
     try:
         pid = os.posix_spawnp(
             "git",
-            ["git", "-C", workdir, *HEAD_LISTING, commit, "--", *paths],
+            ["git", "-C", workdir, *args],
             os.environ,
             file_actions=[
                 (os.POSIX_SPAWN_DUP2, devnull, 0),
@@ -102,9 +135,13 @@ def head_listing(workdir: str, paths: Sequence[str], commit: str = "HEAD") -> st
 
 
 def is_verified(start: str) -> bool:
-    """True only when this exact content was verified before; any doubt means False."""
+    """True only when this exact content was verified before, and git left none of it
+    unmerged; any doubt means False."""
     found = current_key(start)
-    return found is not None and found[0] in found[2]
+    if found is None or found[0] not in found[2]:
+        return False
+    workdir = find_repository(start)[0]
+    return unmerged(workdir, found[1]) is False
 
 
 def current_key(start: str) -> tuple[str, list[str], list[str]] | None:
@@ -113,12 +150,16 @@ def current_key(start: str) -> tuple[str, list[str], list[str]] | None:
     try:
         workdir, git_dir, common_dir = find_repository(start)
         with open(os.path.join(git_dir, CACHE_DIR_NAME, VERIFIED_FILE), encoding="utf-8") as f:
-            paths, keys, commits, absent, present = parse_verified(f.read())
+            paths, keys, commits, absent, present, model = parse_verified(f.read())
+        if model != [model_namespace()]:
+            return None  # verified by another Python, or another patchguard
         heads = dict(line.split(" ", 1) for line in commits)  # ValueError without a space
         if any(os.path.lexists(os.path.join(workdir, p)) for p in absent) or not all(
             os.path.exists(os.path.join(workdir, p)) for p in present
         ):
             return None  # a module appeared or went where the verdict looked
+        for path in paths:  # a link or a nested repository now: the full path says so
+            checked_path(workdir, path, (git_dir, common_dir))
         blobs = []
         for path in [manifest_path(common_dir), *(os.path.join(workdir, p) for p in paths)]:
             with open(path, "rb") as handle:
@@ -210,11 +251,11 @@ def _write_key(
     verified_file = os.path.join(cache, VERIFIED_FILE)
     try:
         with open(verified_file, encoding="utf-8") as handle:
-            known_paths, keys, commits, absent, present = parse_verified(handle.read())
+            known_paths, keys, commits, absent, present, model = parse_verified(handle.read())
     except (OSError, UnicodeDecodeError, ValueError):
-        known_paths, keys, commits, absent, present = [], [], [], [], []
-    if known_paths != list(paths):
-        keys, commits, absent, present = [], [], [], []  # all of the paths they were made for
+        known_paths, keys, commits, absent, present, model = [], [], [], [], [], []
+    if known_paths != list(paths) or model != [model_namespace()]:
+        keys, commits, absent, present = [], [], [], []  # of other paths, or another model
     keys = [key, *[k for k in keys if k != key]][:MAX_VERIFIED]  # newest first
     commits = [" ".join(head), *[c for c in commits if not c.startswith(head[0] + " ")]]
     # Every key holds only while every path any of them looked up stays as it was then.
@@ -224,6 +265,7 @@ def _write_key(
         "heads": commits[:MAX_VERIFIED],
         "absent": sorted(looked_up[0].union(absent)),
         "present": sorted(looked_up[1].union(present)),
+        "model": [model_namespace()],
     }
     text = "".join(
         f"patchguard_{name}='\n"

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from guard.atomic import atomic_write
 from guard.errors import ConfigError
+from guard.fastpath import model_namespace
 from guard.gitdir import Layout
 from guard.repo import run_git
 
@@ -113,6 +114,7 @@ def render_hook(hook_type: str, python: str) -> str:
         .replace("@INSTALL_PYTHON@", _sh_single_quoted(python))
         .replace("@LAUNCHER@", _sh_single_quoted(launcher()))
         .replace("@REINSTALL@", _sh_single_quoted(reinstall_command()))
+        .replace("@MODEL_NAMESPACE@", _sh_single_quoted(model_namespace()))
     )
 
 

@@ -12,6 +12,7 @@ children. Any other lock (another worktree's, the store's) they take as anyone w
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import functools
 import os
@@ -86,14 +87,16 @@ def exclusive(lock_path: Path, operation: str) -> Iterator[None]:
                         f"{TIMEOUT_VARIABLE}."
                     ) from None
                 time.sleep(0.05)
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"pid {os.getpid()}, {operation}, since {time.ctime()}\n".encode(), 0)
+        with contextlib.suppress(OSError):  # who holds it, for a waiter's message: a full
+            os.ftruncate(fd, 0)  # disk only leaves that unsaid (the write then says why)
+            os.pwrite(fd, f"pid {os.getpid()}, {operation}, since {time.ctime()}\n".encode(), 0)
         _depth[lock_path] = 1
         try:
             yield
         finally:
             _depth[lock_path] = 0
-            os.ftruncate(fd, 0)
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, 0)
     finally:
         os.close(fd)  # closing releases the flock
 

@@ -4,28 +4,23 @@ Parsing and modelling a real model file costs 5 to 100 ms (guard.symbols); a com
 assesses 40 patched files would pay that 40 times on every checkout. The result is a pure
 function of the bytes and of the model's own code and interpreter (conditions such as
 `sys.version_info` are decided for the running Python), so it is kept under the blob id of
-the bytes, in a namespace of the model's source and the interpreter: a new patchguard or
-another Python parses afresh. Entries are pickles of guard.symbols objects in the worktree's
+the bytes, in a namespace of the model's source and the interpreter
+(guard.fastpath.model_namespace): a new patchguard or another Python parses afresh. Entries are pickles of guard.symbols objects in the worktree's
 git dir, which only patchguard writes (see guard.content_cache).
 """
 
 from __future__ import annotations
 
-import os
 import pickle
-import sys
 
-from guard import symbols
 from guard.content_cache import ContentCache
-from guard.fastpath import blob_id
+from guard.fastpath import blob_id, model_namespace
 from guard.symbols import SourceSyntaxError, SymbolIndex
-
-_namespace: str | None = None
 
 
 def parse(content: bytes, path: str, cache: ContentCache) -> SymbolIndex | SourceSyntaxError:
     """The file's SymbolIndex, or the syntax error that stops Python from importing it."""
-    key = f"{_model_namespace()}-{blob_id(content)}"
+    key = f"{model_namespace()}-{blob_id(content)}"
     kept = cache.get(key)
     if kept is not None:
         found = _loads(kept, path)
@@ -61,14 +56,3 @@ def _loads(data: bytes, path: str) -> SymbolIndex | SourceSyntaxError | None:
     if isinstance(kept, tuple) and len(kept) == 3 and kept[0] == "error":
         return SourceSyntaxError(path, kept[1], kept[2])
     return None
-
-
-def _model_namespace() -> str:
-    """What a parse depends on besides the bytes: the model's code and the interpreter."""
-    global _namespace
-    if _namespace is None:
-        with open(symbols.__file__, "rb") as handle:
-            source = handle.read()
-        facts = f"{sys.version}\0{sys.platform}\0{os.name}\0{sys.maxsize}\0{sys.byteorder}"
-        _namespace = blob_id(source + facts.encode())[:16]
-    return _namespace

@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 
 from guard.content_cache import ContentCache
-from guard.fastpath import CACHE_DIR_NAME, blob_id, current_key
+from guard.fastpath import CACHE_DIR_NAME, blob_id, current_key, unmerged
 from guard.journal import Journal
 from guard.worktree_paths import UnsafePath
 
@@ -51,10 +51,14 @@ def replay(repo: Repo, before: Key | None) -> list[tuple[str, list[str]]] | None
     try:
         record = json.loads(cache.get(_entry_name(before[0])) or b"null")
         writes = [(str(w["path"]), str(w["blob"]), str(w["patch"])) for w in record["writes"]]
-        if record["after"] not in before[2]:
-            return None  # the result is no longer among the verified keys
+        if record["before"] != before[0] or record["after"] not in before[2]:
+            return None  # another key's entry, or its result is no longer verified
     except (ValueError, TypeError, KeyError):
         return None
+    if not {path for path, _, _ in writes} <= set(before[1]):
+        return None  # only the guarded files the key holds are ever written
+    if unmerged(str(repo.workdir), before[1]) is not False:
+        return None  # a conflict git left: the full re-apply says so, and writes nothing
     kept = {blob: cache.get(blob) for _, blob, _ in writes}
     if any(data is None or blob_id(data) != blob for blob, data in kept.items()):
         return None
@@ -94,7 +98,7 @@ def remember(repo: Repo, before: Key | None, outcomes: Sequence[PatchOutcome]) -
             return
         cache.put(blob_id(data), data)
         writes.append({"path": path, "blob": blob_id(data), "patch": patch})
-    record = {"after": after[0], "writes": writes}
+    record = {"before": before[0], "after": after[0], "writes": writes}
     cache.put(_entry_name(before[0]), json.dumps(record).encode())
 
 

@@ -5,6 +5,9 @@ hook_name='@HOOK_NAME@'
 install_python='@INSTALL_PYTHON@'
 launcher='@LAUNCHER@'
 reinstall='@REINSTALL@'
+# guard.fastpath.model_namespace() of the installed patchguard: a key verified by another
+# Python or another version of patchguard is not this hook's to trust.
+model='@MODEL_NAMESPACE@'
 case "$0" in
 */*) legacy="${0%/*}/$hook_name.patchguard-legacy" ;;
 *) legacy="./$hook_name.patchguard-legacy" ;;
@@ -108,6 +111,9 @@ fi
 verified() {
     cache="$git_dir/patchguard-cache/verified.sh"
     [ -f "$cache" ] && command . "$cache" 2>/dev/null || return 1
+    [ "$patchguard_model" = "
+$model
+" ] || return 1
     # Paths the verdict looked up without reading them stay as they were (a package that
     # would shadow a module, an __init__.py above the top, a base module elsewhere).
     set -f
@@ -120,6 +126,15 @@ verified() {
     done
     for path in $patchguard_present; do
         [ -e "$path" ] || looked_up=changed
+    done
+    # No guarded file may now be a link or lie beyond one, or in a nested repository
+    # (guard/worktree_paths.py): the full path refuses those.
+    for path in $patchguard_paths; do
+        [ -L "$path" ] && looked_up=changed
+        while case "$path" in */*) true ;; *) false ;; esac; do
+            path=${path%/*}
+            [ -L "$path" ] || [ -e "$path/.git" ] && looked_up=changed
+        done
     done
     IFS=$saved_ifs
     set +f

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import shutil
 import sys
+from pathlib import Path
 
 import pytest
 from conftest import Sample, git
@@ -17,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from guard.gitdir import locate
-from guard.repo import MERGE_CACHE_DIR, Repo
+from guard.repo import MERGE_CACHE_DIR, MergeResult, Repo
 
 LABELS = ("base", "ours", "theirs")
 lines = st.lists(st.sampled_from([b"a\n", b"b\n", b"c\n", b"\n", b"d"]), max_size=6).map(b"".join)
@@ -118,3 +119,20 @@ def test_the_in_memory_merge_is_libgit2s_merge(
     assert found is not None
     expected = repo._libgit2_merge(base, ours, theirs, LABELS)
     assert found == (expected.clean, expected.content)
+
+
+def test_a_cached_merge_renamed_to_another_key_is_a_miss(repo: Repo) -> None:
+    """An entry is bound to its key (guard.content_cache): swapped or copied, it is not used."""
+    base = b"renamed\nb\nc\n"
+    cache = repo.layout.git_dir / MERGE_CACHE_DIR
+
+    def merged(ours: bytes, theirs: bytes) -> tuple[MergeResult, Path]:
+        before = set(cache.iterdir()) if cache.is_dir() else set()
+        result = repo.merge3(base, ours, theirs, LABELS)
+        (entry,) = set(cache.iterdir()) - before
+        return result, entry
+
+    first, entry = merged(b"R\nb\nc\n", b"renamed\nb\nC\n")
+    second, other = merged(b"X\nb\nc\n", b"renamed\nb\nY\n")
+    entry.write_bytes(other.read_bytes())  # the second merge's entry under the first's key
+    assert repo.merge3(base, b"R\nb\nc\n", b"renamed\nb\nC\n", LABELS) == first != second

@@ -10,7 +10,7 @@ import pytest
 import sample_repo
 from conftest import Sample, git, patchguard
 
-from guard.fastpath import CACHE_DIR_NAME, VERIFIED_FILE
+from guard.fastpath import CACHE_DIR_NAME, VERIFIED_FILE, model_namespace
 from guard.gitdir import locate
 
 PROBE = """
@@ -204,3 +204,49 @@ def test_a_package_that_appears_beside_a_guarded_module_voids_the_key(
     shadow.parent.rmdir()
     assert hooked.pg("check", "-q").exit_code == 0
     assert fast_check(hooked) == ("0", "")
+
+
+def test_a_guarded_file_made_a_link_is_never_green_from_the_cache(hooked: Sample) -> None:
+    """The same bytes through a link are not the file (patchguard never writes through one)."""
+    elsewhere = hooked.root.parent / "kimi_elsewhere.py"
+    elsewhere.write_bytes(hooked.kimi.read_bytes())
+    hooked.kimi.unlink()
+    hooked.kimi.symlink_to(elsewhere)
+    code, imported = fast_check(hooked)
+    assert code == "1" and "guard.assess" in imported
+    switch = hooked.git("checkout", "-q", "-b", "topic", check=False)
+    assert "unsafe-path" in switch.stderr or "symbolic link" in switch.stderr
+
+
+def test_a_conflict_resolved_by_hand_without_git_add_is_no_verified_state(hooked: Sample) -> None:
+    """No key holds the index: the fast path asks git whether the guarded files are merged.
+
+    The index as a conflicted `stash pop` leaves it (stage entries 1-3, no stage 0), with the
+    verified bytes typed back into the file by hand and no `git add`.
+    """
+    base = hooked.git("rev-parse", f"HEAD:{sample_repo.KIMI}").stdout.strip()
+    stages = "".join(f"100644 {base} {n}\t{sample_repo.KIMI}\n" for n in (1, 2, 3))
+    entries = f"0 {'0' * 40}\t{sample_repo.KIMI}\n{stages}"
+    subprocess.run(
+        ["git", "update-index", "--index-info"],
+        cwd=hooked.root,
+        input=entries,
+        text=True,
+        check=True,
+    )
+    assert hooked.git("ls-files", "-u").stdout
+    code, imported = fast_check(hooked)
+    assert code == "1" and "guard.assess" in imported
+
+
+def test_a_key_verified_by_another_python_or_patchguard_is_not_trusted(hooked: Sample) -> None:
+    verified = locate(hooked.root).git_dir / CACHE_DIR_NAME / VERIFIED_FILE
+    text = verified.read_text()
+    assert model_namespace() in text
+    verified.write_text(text.replace(model_namespace(), "0" * 16))
+    hook = hooked.root / ".git" / "hooks" / "post-checkout"
+    real = hook.read_text()
+    hook.write_text(real.replace("install_python='", "install_python='/gone"))
+    switch = hooked.git("checkout", "-q", "-b", "topic", check=False)
+    assert "patches were NOT checked" in switch.stderr  # the sh did not trust the key
+    assert "guard.assess" in fast_check(hooked)[1]  # nor did Python: decided in full
