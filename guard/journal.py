@@ -1,13 +1,12 @@
 """All-or-nothing writes with undo, for apply, unapply, undo and drop.
 
 Each operation gets an entry under the worktree's git dir. First the old bytes (and permission
-bits) of every file it touches are kept there, and the entry is marked `writing` with one
-fsync for the whole operation; only then are the files replaced, each atomically; then the
-entry is marked `done`, and is what `patchguard undo` puts back. Only the `writing` mark is
-flushed to disk: the kept copies carry their blob id, so one torn by a power loss is never
-put back (the file keeps what was written, which holds the user's edits too), and a lost
-`done` is found again by recover() (every file as written). The cost stays flat in the
-number of files. So a set of files is changed whole or not at all: a write that
+bits) of every file it touches are kept there, in one pack, and the entry is marked
+`writing`; both are flushed to disk, a few fsyncs for the whole operation however many files
+it writes. Only then are the files replaced, each atomically (not flushed: as git does not
+flush what it checks out, and the pack holds their old bytes); then the entry is marked
+`done` (not flushed either: recover() finds every file as written), and is what `patchguard
+undo` puts back. Kept bytes carry their blob id, so a damaged copy is never put back. So a set of files is changed whole or not at all: a write that
 fails puts back the files written before it, and a writer killed in between leaves its entry
 `writing`, which the next writer (recover) puts back before it starts. Only the newest entries
 are kept.
@@ -35,6 +34,7 @@ if TYPE_CHECKING:
 UNDO_DIR_NAME = "patchguard-undo"
 KEEP_ENTRIES = 10
 JOURNAL_FILE = "journal.json"
+PACK_FILE = "before.pack"  # the old bytes of every file of the entry, flushed with one fsync
 WRITING = "writing"  # the old bytes are kept; files may be half replaced
 DONE = "done"  # every file is replaced: an entry for `undo`
 
@@ -49,6 +49,7 @@ class Journal:
         self.files: list[dict[str, Any]] = []
         self.patches: list[str] = []
         self._writes: dict[str, tuple[bytes | None, int | None]] = {}  # path: (after, its mode)
+        self._kept = bytearray()  # every file's old bytes, one after the other (PACK_FILE)
 
     def before_write(
         self,
@@ -64,7 +65,7 @@ class Journal:
         """
         try:
             self.entry = self.entry or self._new_entry()
-            self._keep(self.entry, path, before, after, patch, modes)
+            self._keep(path, before, after, patch, modes)
         except OSError as error:  # no file is written before write(): leave no entry behind
             self.discard()
             raise ConfigError(
@@ -74,7 +75,6 @@ class Journal:
 
     def _keep(
         self,
-        entry: Path,
         path: str,
         before: bytes | None,
         after: bytes | None,
@@ -89,18 +89,13 @@ class Journal:
             known["after_blob"] = after_blob
             created_mode = self._writes[path][1]
         else:
-            saved = None
+            kept: dict[str, Any] = {"before": None}
             if before is not None:
-                saved = f"before-{len(self.files)}"
-                atomic_write(entry / saved, before, durable=False)  # checked by its blob id
+                kept = {"before": PACK_FILE, "offset": len(self._kept), "size": len(before)}
+                kept["before_blob"] = blob_id(before)
+                self._kept += before
             self.files.append(
-                {
-                    "path": path,
-                    "before": saved,
-                    "before_blob": None if before is None else blob_id(before),
-                    "before_mode": modes[0],
-                    "after_blob": after_blob,
-                }
+                {"path": path, **kept, "before_mode": modes[0], "after_blob": after_blob}
             )
             created_mode = modes[1]
         self._writes[path] = (after, created_mode)
@@ -130,7 +125,9 @@ class Journal:
     def mark_writing(self) -> None:
         """The one flushed step: from here on, a writer killed before `done` has its files put
         back by the next writer (recover); before it, nothing was written."""
-        try:
+        assert self.entry is not None
+        try:  # the old bytes first, then the mark that names them
+            atomic_write(self.entry / PACK_FILE, bytes(self._kept))
             self._save(WRITING, durable=True)
         except OSError as error:
             self.discard()
@@ -144,7 +141,7 @@ class Journal:
         if self.entry is not None:
             _remove_tree(self.entry)
         self.entry, self.files, self.patches = None, [], []
-        self._writes = {}
+        self._writes, self._kept = {}, bytearray()
 
     def _record(self, state: str) -> dict[str, Any]:
         return {
@@ -444,7 +441,12 @@ def kept_before(entry: Path, item: dict[str, Any]) -> bytes | None:
     """
     if not item["before"]:
         return None
-    before = (entry / str(item["before"])).read_bytes()
+    with (entry / str(item["before"])).open("rb") as kept:
+        if "offset" in item:  # in the entry's pack (an earlier patchguard kept a file each)
+            kept.seek(int(item["offset"]))
+            before = kept.read(int(item["size"]))
+        else:
+            before = kept.read()
     if item.get("before_blob", blob_id(before)) != blob_id(before):
         raise GuardFailure(
             f"the undo copy of {item['path']} in {entry} is damaged (its bytes are not the ones "

@@ -18,7 +18,7 @@ from helpers import run_patchguard
 
 from guard import journal
 from guard.gitdir import locate
-from guard.journal import UNDO_DIR_NAME, Journal
+from guard.journal import JOURNAL_FILE, PACK_FILE, UNDO_DIR_NAME, Journal
 from guard.repo import Repo
 
 SMALL = "python/sglang/srt/a_small.py"  # written first (files go in path order)
@@ -198,7 +198,7 @@ def test_journal_leftovers_of_a_killed_writer_are_swept(sample: Sample) -> None:
     assert not stale_temp.exists()
     no_journal = root / f"{time.time_ns():020d}-apply"  # killed before its journal was written
     no_journal.mkdir()
-    (no_journal / "before-0").write_bytes(b"old bytes")
+    (no_journal / PACK_FILE).write_bytes(b"old bytes")
     assert sample.pg("apply").exit_code == 0
     assert not no_journal.exists()
     assert sample.pg("undo", "--list").output.startswith("1. the apply of eagle3")
@@ -224,3 +224,22 @@ def test_duplicate_patch_names_are_refused(sample: Sample, tmp_path: Path) -> No
     imported = sample.pg("import", bundle)
     assert imported.exit_code == 2
     assert "used more than once" in imported.stderr
+
+
+def test_an_entry_of_an_earlier_patchguard_is_undone_too(sample: Sample) -> None:
+    """Before one pack per entry, each file's old bytes were kept in a file of their own."""
+    sample.record_eagle3()
+    sample.git("stash")
+    before = sample.kimi.read_bytes()
+    assert sample.pg("apply").exit_code == 0
+    entry = next((locate(sample.root).git_dir / UNDO_DIR_NAME).iterdir())
+    record = json.loads((entry / JOURNAL_FILE).read_text())
+    (item,) = record["files"]
+    kept = (entry / PACK_FILE).read_bytes()[item.pop("offset") :][: item.pop("size")]
+    (entry / "before-0").write_bytes(kept)
+    (entry / PACK_FILE).unlink()
+    item["before"] = "before-0"
+    del item["before_blob"]
+    (entry / JOURNAL_FILE).write_text(json.dumps(record))
+    assert sample.pg("undo").exit_code == 0
+    assert sample.kimi.read_bytes() == before
