@@ -33,7 +33,7 @@ from guard.symbols import (
     describe_miss,
     parse_spec,
 )
-from guard.worktree_paths import UnsafePath
+from guard.worktree_paths import UnsafePath, one_walk
 
 
 class State(StrEnum):
@@ -1013,6 +1013,11 @@ def check(repo: Repo, tree: Worktree | None = None) -> CheckReport:
 
     `tree`: a view already holding the files (patching.apply_then_check), read once.
     """
+    with one_walk():  # only git's read-only commands run meanwhile
+        return _check(repo, tree)
+
+
+def _check(repo: Repo, tree: Worktree | None) -> CheckReport:
     manifest = repo.load_manifest()
     tree = tree or Worktree(repo)
     tree.prefetch(manifest.patches)

@@ -22,7 +22,7 @@ import os
 
 from guard.errors import PatchguardError
 from guard.gitpaths import find_repository, read_head
-from guard.worktree_paths import checked_path
+from guard.worktree_paths import checked_path, one_walk
 
 TYPE_CHECKING = False  # importing typing or collections would cost this path more than its work
 if TYPE_CHECKING:
@@ -158,8 +158,9 @@ def current_key(start: str) -> tuple[str, list[str], list[str]] | None:
             os.path.exists(os.path.join(workdir, p)) for p in present
         ):
             return None  # a module appeared or went where the verdict looked
-        for path in paths:  # a link or a nested repository now: the full path says so
-            checked_path(workdir, path, (git_dir, common_dir))
+        with one_walk():  # a link or a nested repository now: the full path says so
+            for path in paths:
+                checked_path(workdir, path, (git_dir, common_dir))
         blobs = []
         for path in [manifest_path(common_dir), *(os.path.join(workdir, p) for p in paths)]:
             with open(path, "rb") as handle:

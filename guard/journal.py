@@ -23,7 +23,7 @@ from pathlib import Path
 from guard.atomic import TEMP_SUFFIX, atomic_write
 from guard.errors import ConfigError, GuardFailure
 from guard.fastpath import blob_id
-from guard.worktree_paths import UnsafePath
+from guard.worktree_paths import UnsafePath, one_walk
 
 TYPE_CHECKING = False  # not `from typing import ...`: typing costs the hooks ~3 ms
 if TYPE_CHECKING:
@@ -109,18 +109,22 @@ class Journal:
         if self.entry is None:
             return
         self.mark_writing()
+        with one_walk():  # one package's directories walked once, however many files
+            self._put_all(repo, self.entry)
+        self._save(DONE, durable=False)  # lost: recover() finds every file as written
+
+    def _put_all(self, repo: Repo, entry: Path) -> None:
         for path, (after, mode) in self._writes.items():
             try:
                 _put(repo, path, after, mode)
             except OSError as error:
-                fates = _roll_back(repo, self.entry, self._record(WRITING))
+                fates = _roll_back(repo, entry, self._record(WRITING))
                 if not fates.stuck:
                     self.discard()
                 raise ConfigError(
                     f"cannot write {path}: {error.strerror}; {fates.describe()}. Free space or "
                     "make it writable, then run the command again."
                 ) from None
-        self._save(DONE, durable=False)  # lost: recover() finds every file as written
 
     def mark_writing(self) -> None:
         """The one flushed step: from here on, a writer killed before `done` has its files put

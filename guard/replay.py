@@ -22,7 +22,7 @@ import json
 from guard.content_cache import ContentCache
 from guard.fastpath import CACHE_DIR_NAME, blob_id, current_key, unmerged
 from guard.journal import Journal
-from guard.worktree_paths import UnsafePath
+from guard.worktree_paths import UnsafePath, one_walk
 
 TYPE_CHECKING = False  # not `from typing import ...`: typing costs the hooks ~3 ms
 if TYPE_CHECKING:
@@ -64,20 +64,21 @@ def replay(repo: Repo, before: Key | None) -> list[tuple[str, list[str]]] | None
         return None
     journal = Journal(repo.layout.git_dir, "apply")
     done: dict[str, list[str]] = {}
-    try:
-        for path, blob, patch in writes:
-            on_disk = repo.read_raw(path)
-            if on_disk is None or b"\r" in on_disk:
-                journal.discard()
-                return None
-            after = kept[blob]
-            assert after is not None
-            journal.before_write(path, on_disk, after, patch, (repo.permissions(path), None))
-            done.setdefault(patch, []).append(path)
-    except UnsafePath:
-        journal.discard()
-        return None  # a link now: the full re-apply says what it is
-    journal.write(repo)
+    with one_walk():  # nothing but these writes changes the tree in between
+        try:
+            for path, blob, patch in writes:
+                on_disk = repo.read_raw(path)
+                if on_disk is None or b"\r" in on_disk:
+                    journal.discard()
+                    return None
+                after = kept[blob]
+                assert after is not None
+                journal.before_write(path, on_disk, after, patch, (repo.permissions(path), None))
+                done.setdefault(patch, []).append(path)
+        except UnsafePath:
+            journal.discard()
+            return None  # a link now: the full re-apply says what it is
+        journal.write(repo)
     return list(done.items())
 
 
