@@ -272,6 +272,7 @@ class Worktree:
         # there changes holds only while they stay so (guard.fastpath keeps both).
         self.absent: set[str] = set()
         self.present: set[str] = set()
+        self._exists: dict[tuple[str, bool], bool] = {}
 
     def prefetch(self, patches: Iterable[Patch]) -> None:
         """Read every recorded blob and HEAD file the patches' assessment needs in two
@@ -350,8 +351,10 @@ class Worktree:
         """Is there something at `path` (a file, when `file`)? Remembered either way: a module
         that appears or goes there (a package that shadows one, a base, an `__init__.py`)
         changes what Python imports."""
-        full = self.repo.workdir / path
-        found = full.is_file() if file else full.exists()
+        if (path, file) not in self._exists:  # each package's __init__.py: once per command
+            full = self.repo.workdir / path
+            self._exists[path, file] = full.is_file() if file else full.exists()
+        found = self._exists[path, file]
         (self.present if found else self.absent).add(path)
         return found
 
