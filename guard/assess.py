@@ -378,6 +378,8 @@ class Worktree:
         self._content[path] = content
         self._raw[path] = raw
         self._unwritten.discard(path)
+        for file in (True, False):
+            self._exists.pop((path, file), None)
 
     def import_problem(self, path: str, content: bytes) -> str | None:
         """What around the module may stop its import or change its names (its packages'
