@@ -8,7 +8,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,6 +33,19 @@ def _isolate_from_the_machines_git_config() -> None:
     os.environ["GIT_CONFIG_GLOBAL"] = str(home / "gitconfig")
     os.environ["GIT_CONFIG_NOSYSTEM"] = "1"
     os.environ["GIT_TEMPLATE_DIR"] = str(home / "templates")
+    _cache_bytecode_outside_the_checkouts(home / "pycache")
+
+
+def _cache_bytecode_outside_the_checkouts(prefix: Path) -> None:
+    """Every Python the tests start (patchguard, its hooks, probes) caches bytecode in `prefix`.
+
+    Without a cache (PYTHONDONTWRITEBYTECODE=1 in the environment, or a fresh clone whose guard/
+    has no __pycache__ yet) each of the suite's thousands of patchguard processes compiles guard/
+    again: about half its start-up. The prefix keeps every .pyc out of the checkouts under test
+    (whose `git status` the tests read) and goes with the rest of `home` at exit.
+    """
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    os.environ["PYTHONPYCACHEPREFIX"] = str(prefix)
 
 
 _isolate_from_the_machines_git_config()
@@ -94,10 +107,41 @@ class Sample:
         return result
 
 
+class Histories:
+    """Each history of scripts/sample_repo.py, built once per test process; a test gets a copy.
+
+    Building one takes some twenty git processes, copying it a few dozen small file copies; the
+    copy is the same repository (objects, refs, index), only its inodes are new, which git
+    notices and re-reads. Built up front, so no test's own environment shapes another's history.
+    """
+
+    BUILDERS: tuple[Callable[[Path], dict[str, str]], ...] = (
+        sample_repo.build,
+        sample_repo.build_hunt,
+        sample_repo.build_absorbing,
+    )
+
+    def __init__(self, base: Path) -> None:
+        self._built = {
+            build: (base / build.__name__, build(base / build.__name__)) for build in self.BUILDERS
+        }
+
+    def copy(self, build: Callable[[Path], dict[str, str]], root: Path) -> dict[str, str]:
+        """What `build(root)` makes (root must not exist yet); returns the commit ids by name."""
+        template, commits = self._built[build]
+        shutil.copytree(template, root, symlinks=True)
+        return dict(commits)
+
+
+@pytest.fixture(scope="session")
+def histories(tmp_path_factory: pytest.TempPathFactory) -> Histories:
+    return Histories(tmp_path_factory.mktemp("histories"))
+
+
 @pytest.fixture
-def sample(tmp_path: Path) -> Iterator[Sample]:
+def sample(tmp_path: Path, histories: Histories) -> Iterator[Sample]:
     root = tmp_path / "sglang"
-    yield Sample(root, sample_repo.build(root))
+    yield Sample(root, histories.copy(sample_repo.build, root))
 
 
 def method_count(text: str, name: str) -> int:

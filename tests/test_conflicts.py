@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 import sample_repo
-from conftest import git
+from conftest import Histories, git
 from helpers import run_patchguard
 
 from guard.markers import marker_lines
@@ -71,9 +71,9 @@ def patch_by_hand(user: Checkout) -> None:
 
 
 @pytest.fixture
-def user(tmp_path: Path, clean_env: dict[str, str]) -> Checkout:
+def user(tmp_path: Path, clean_env: dict[str, str], histories: Histories) -> Checkout:
     root = tmp_path / "sglang"
-    sample_repo.build_absorbing(root)
+    histories.copy(sample_repo.build_absorbing, root)
     checkout = Checkout(root, clean_env)
     checkout.git("checkout", "-q", "-b", "work", "r0")
     patch_by_hand(checkout)
