@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -54,3 +57,41 @@ def run_patchguard(
     if check is not None:
         assert result.returncode == check, result.stdout + result.stderr
     return result
+
+
+# How long a signal test waits for a child to get somewhere, or to end: a bound for a hung
+# child, never a measure (a busy machine, the suite's other worker included, is slow).
+PATIENCE = 300
+
+
+def wait_until(condition: Callable[[], bool], what: str) -> None:
+    deadline = time.monotonic() + PATIENCE
+    while not condition():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.05)
+
+
+def blocked_reading_a_pipe(pid: int) -> bool:
+    """Whether `pid` waits in a read of a pipe, its stdin say (Linux's /proc: the kernel
+    function it sleeps in is pipe_read, anon_pipe_read in newer kernels)."""
+    return "pipe_read" in Path(f"/proc/{pid}/wchan").read_text()
+
+
+def children_of(pid: int) -> str:
+    """The command lines of the processes `pid` started, one a line (Linux's /proc)."""
+    found = []
+    for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split():
+        with contextlib.suppress(FileNotFoundError):  # it may just have ended
+            found.append(Path(f"/proc/{child}/cmdline").read_bytes().replace(b"\0", b" "))
+    return b"\n".join(found).decode(errors="replace")
+
+
+@contextmanager
+def killed_at_the_end(child: subprocess.Popen[str]) -> Iterator[None]:
+    """A test that fails while its child runs ends that child's whole group, then reaps it."""
+    try:
+        yield
+    finally:
+        if child.poll() is None:
+            os.killpg(child.pid, signal.SIGKILL)
+            child.wait()

@@ -13,14 +13,13 @@ import json
 import os
 import signal
 import subprocess
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 import sample_repo
-from conftest import git
-from helpers import run_patchguard
+from conftest import Histories, git
+from helpers import PATIENCE, children_of, killed_at_the_end, run_patchguard, wait_until
 
 from guard.gitdir import locate
 
@@ -69,9 +68,9 @@ def record_patch(hunt: Hunt, *, aux_line: bool = False) -> None:
 
 
 @pytest.fixture
-def hunt(tmp_path: Path, clean_env: dict[str, str]) -> Hunt:
+def hunt(tmp_path: Path, clean_env: dict[str, str], histories: Histories) -> Hunt:
     root = tmp_path / "sglang"
-    commits = sample_repo.build_hunt(root)
+    commits = histories.copy(sample_repo.build_hunt, root)
     result = Hunt(root, commits, clean_env)
     result.git("checkout", "-q", "-b", "work", "c0")
     record_patch(result)
@@ -492,13 +491,11 @@ def test_interrupt_reaches_git_and_the_patch_comes_back(hunt: Hunt) -> None:
         text=True,
         start_new_session=True,
     )
-    deadline = time.monotonic() + 30
-    while hunt.kimi.read_text() != hunt.head_file():  # wait until the patch is lifted
-        assert time.monotonic() < deadline, "the patch was never lifted"
-        time.sleep(0.05)
-    time.sleep(0.2)  # git is reading stdin now
-    os.killpg(child.pid, signal.SIGINT)  # what Ctrl-C does: the whole foreground group
-    _, stderr = child.communicate(timeout=30)
+    with killed_at_the_end(child):
+        wait_until(lambda: "git hash-object --stdin" in children_of(child.pid), "git never ran")
+        assert hunt.kimi.read_text() == hunt.head_file()  # the patch is lifted while git runs
+        os.killpg(child.pid, signal.SIGINT)  # what Ctrl-C does: the whole foreground group
+        _, stderr = child.communicate(timeout=PATIENCE)
     assert child.returncode == 130
     assert "Traceback" not in stderr
     assert hunt.kimi.read_bytes() == before
@@ -519,12 +516,10 @@ def test_interrupt_during_a_bisect_step_leaves_the_patch_applied(
         text=True,
         start_new_session=True,
     )
-    deadline = time.monotonic() + 30
-    while not started.exists():
-        assert time.monotonic() < deadline, "the step never ran the command"
-        time.sleep(0.05)
-    os.killpg(child.pid, signal.SIGINT)
-    _, stderr = child.communicate(timeout=30)
+    with killed_at_the_end(child):
+        wait_until(started.exists, "the step never ran the command")
+        os.killpg(child.pid, signal.SIGINT)
+        _, stderr = child.communicate(timeout=PATIENCE)
     assert child.returncode >= 128
     assert "Traceback" not in stderr
     assert methods_once_in_class(hunt.kimi)
