@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import atexit
+import compileall
 import os
 import shutil
 import subprocess
@@ -14,6 +15,12 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
+from hypothesis import settings
+
+# Hypothesis fails an example slower than 200 ms by default: a timing, which the suite never
+# asserts (with a worker per core, a busy machine makes any example slow now and then).
+settings.register_profile("patchguard", deadline=None)
+settings.load_profile("patchguard")
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -33,22 +40,22 @@ def _isolate_from_the_machines_git_config() -> None:
     os.environ["GIT_CONFIG_GLOBAL"] = str(home / "gitconfig")
     os.environ["GIT_CONFIG_NOSYSTEM"] = "1"
     os.environ["GIT_TEMPLATE_DIR"] = str(home / "templates")
-    _cache_bytecode_outside_the_checkouts(home / "pycache")
 
 
-def _cache_bytecode_outside_the_checkouts(prefix: Path) -> None:
-    """Every Python the tests start (patchguard, its hooks, probes) caches bytecode in `prefix`.
+def _compile_patchguard_once() -> None:
+    """Bytecode for guard/ before any test starts a patchguard process.
 
-    Without a cache (PYTHONDONTWRITEBYTECODE=1 in the environment, or a fresh clone whose guard/
-    has no __pycache__ yet) each of the suite's thousands of patchguard processes compiles guard/
-    again: about half its start-up. The prefix keeps every .pyc out of the checkouts under test
-    (whose `git status` the tests read) and goes with the rest of `home` at exit.
+    With PYTHONDONTWRITEBYTECODE=1 in the environment, or in a fresh clone whose guard/ has no
+    __pycache__ yet, every patchguard process the suite starts (the CLI, its hooks) compiled
+    guard/ again: about half its start-up. This writes what Python itself writes on a
+    first import when it may: guard/__pycache__, ignored by git. Cheap when it is up to date.
     """
-    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
-    os.environ["PYTHONPYCACHEPREFIX"] = str(prefix)
+    compileall.compile_dir(ROOT / "guard", quiet=1)
+    compileall.compile_file(ROOT / "patchguard_entry.py", quiet=1)
 
 
 _isolate_from_the_machines_git_config()
+_compile_patchguard_once()
 
 import sample_repo  # noqa: E402
 
