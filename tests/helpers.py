@@ -12,9 +12,12 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+import sample_repo
+from conftest import git
 
 NOBODY = 65534
 
@@ -57,6 +60,56 @@ def run_patchguard(
     if check is not None:
         assert result.returncode == check, result.stdout + result.stderr
     return result
+
+
+@dataclass
+class Checkout:
+    """A checkout of a sample_repo history, driven as users drive it: the installed CLI
+    (`run_patchguard`) and the git CLI, both in `env`."""
+
+    root: Path
+    env: dict[str, str]
+    commits: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def kimi(self) -> Path:
+        return self.root / sample_repo.KIMI
+
+    def pg(self, *args: str, check: int | None = None) -> subprocess.CompletedProcess[str]:
+        return run_patchguard(self.root, self.env, args, check)
+
+    def git(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        return git(self.root, *args, check=check, env=self.env)
+
+    def rev(self, name: str) -> str:
+        return self.git("rev-parse", name).stdout.strip()
+
+    def head(self) -> str:
+        return self.rev("HEAD")
+
+    def at(self, rev: str) -> str:
+        """The model file as commit `rev` has it."""
+        return self.git("show", f"{rev}:{sample_repo.KIMI}").stdout
+
+    def head_file(self) -> str:
+        return self.at("HEAD")
+
+    def unmerged(self) -> str:
+        return self.git("ls-files", "--unmerged").stdout
+
+    def stash_count(self) -> int:
+        return len(self.git("stash", "list").stdout.splitlines())
+
+
+def methods_once_in_class(path: Path) -> bool:
+    """Each EAGLE-3 method defined once, inside the model's class (before EntryClass)."""
+    text = path.read_text()
+    cls = text.index(f"class {sample_repo.CLASS}")
+    entry = text.index("EntryClass")
+    return all(
+        text.count(f"def {m}(") == 1 and cls < text.index(f"def {m}(") < entry
+        for m in sample_repo.METHODS
+    )
 
 
 # How long a signal test waits for a child to get somewhere, or to end: a bound for a hung
