@@ -7,6 +7,8 @@ STAMP := $(VENV)/.installed
 .PHONY: test demo bench lint generate docs clean
 
 RUNTIME_STAMP := $(VENV)/.installed-runtime
+# pytest-xdist workers for `make test`: one per core (CI has 2). `make test WORKERS=0` runs serially.
+WORKERS ?= auto
 
 # The demo needs patchguard alone; tests, lint and docs need the whole toolchain.
 $(RUNTIME_STAMP): pyproject.toml
@@ -23,7 +25,7 @@ test: $(STAMP)
 	$(BIN)/ruff check guard patchguard_entry.py tests scripts benchmarks
 	$(BIN)/ruff format --check guard patchguard_entry.py tests scripts benchmarks
 	$(BIN)/mypy
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(WORKERS) --durations=10
 
 demo: $(RUNTIME_STAMP)
 	PATH="$(CURDIR)/$(BIN):$$PATH" sh scripts/demo.sh

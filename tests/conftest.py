@@ -3,17 +3,24 @@
 from __future__ import annotations
 
 import atexit
+import compileall
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
+from hypothesis import settings
+
+# Hypothesis fails an example slower than 200 ms by default: a timing, which the suite never
+# asserts (with a worker per core, a busy machine makes any example slow now and then).
+settings.register_profile("patchguard", deadline=None)
+settings.load_profile("patchguard")
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -35,7 +42,20 @@ def _isolate_from_the_machines_git_config() -> None:
     os.environ["GIT_TEMPLATE_DIR"] = str(home / "templates")
 
 
+def _compile_patchguard_once() -> None:
+    """Bytecode for guard/ before any test starts a patchguard process.
+
+    With PYTHONDONTWRITEBYTECODE=1 in the environment, or in a fresh clone whose guard/ has no
+    __pycache__ yet, every patchguard process the suite starts (the CLI, its hooks) compiled
+    guard/ again: about half its start-up. This writes what Python itself writes on a
+    first import when it may: guard/__pycache__, ignored by git. Cheap when it is up to date.
+    """
+    compileall.compile_dir(ROOT / "guard", quiet=1)
+    compileall.compile_file(ROOT / "patchguard_entry.py", quiet=1)
+
+
 _isolate_from_the_machines_git_config()
+_compile_patchguard_once()
 
 import sample_repo  # noqa: E402
 
@@ -94,10 +114,41 @@ class Sample:
         return result
 
 
+class Histories:
+    """Each history of scripts/sample_repo.py, built once per test process; a test gets a copy.
+
+    Building one takes some twenty git processes, copying it a few dozen small file copies; the
+    copy is the same repository (objects, refs, index), only its inodes are new, which git
+    notices and re-reads. Built up front, so no test's own environment shapes another's history.
+    """
+
+    BUILDERS: tuple[Callable[[Path], dict[str, str]], ...] = (
+        sample_repo.build,
+        sample_repo.build_hunt,
+        sample_repo.build_absorbing,
+    )
+
+    def __init__(self, base: Path) -> None:
+        self._built = {
+            build: (base / build.__name__, build(base / build.__name__)) for build in self.BUILDERS
+        }
+
+    def copy(self, build: Callable[[Path], dict[str, str]], root: Path) -> dict[str, str]:
+        """What `build(root)` makes (root must not exist yet); returns the commit ids by name."""
+        template, commits = self._built[build]
+        shutil.copytree(template, root, symlinks=True)
+        return dict(commits)
+
+
+@pytest.fixture(scope="session")
+def histories(tmp_path_factory: pytest.TempPathFactory) -> Histories:
+    return Histories(tmp_path_factory.mktemp("histories"))
+
+
 @pytest.fixture
-def sample(tmp_path: Path) -> Iterator[Sample]:
+def sample(tmp_path: Path, histories: Histories) -> Iterator[Sample]:
     root = tmp_path / "sglang"
-    yield Sample(root, sample_repo.build(root))
+    yield Sample(root, histories.copy(sample_repo.build, root))
 
 
 def method_count(text: str, name: str) -> int:

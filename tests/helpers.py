@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+import sample_repo
+from conftest import git
 
 NOBODY = 65534
 
@@ -70,3 +76,91 @@ def run_patchguard(
     if check is not None:
         assert result.returncode == check, result.stdout + result.stderr
     return result
+
+
+@dataclass
+class Checkout:
+    """A checkout of a sample_repo history, driven as users drive it: the installed CLI
+    (`run_patchguard`) and the git CLI, both in `env`."""
+
+    root: Path
+    env: dict[str, str]
+    commits: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def kimi(self) -> Path:
+        return self.root / sample_repo.KIMI
+
+    def pg(self, *args: str, check: int | None = None) -> subprocess.CompletedProcess[str]:
+        return run_patchguard(self.root, self.env, args, check)
+
+    def git(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        return git(self.root, *args, check=check, env=self.env)
+
+    def rev(self, name: str) -> str:
+        return self.git("rev-parse", name).stdout.strip()
+
+    def head(self) -> str:
+        return self.rev("HEAD")
+
+    def at(self, rev: str) -> str:
+        """The model file as commit `rev` has it."""
+        return self.git("show", f"{rev}:{sample_repo.KIMI}").stdout
+
+    def head_file(self) -> str:
+        return self.at("HEAD")
+
+    def unmerged(self) -> str:
+        return self.git("ls-files", "--unmerged").stdout
+
+    def stash_count(self) -> int:
+        return len(self.git("stash", "list").stdout.splitlines())
+
+
+def methods_once_in_class(path: Path) -> bool:
+    """Each EAGLE-3 method defined once, inside the model's class (before EntryClass)."""
+    text = path.read_text()
+    cls = text.index(f"class {sample_repo.CLASS}")
+    entry = text.index("EntryClass")
+    return all(
+        text.count(f"def {m}(") == 1 and cls < text.index(f"def {m}(") < entry
+        for m in sample_repo.METHODS
+    )
+
+
+# How long a signal test waits for a child to get somewhere, or to end: a bound for a hung
+# child, never a measure (a busy machine, the suite's other worker included, is slow).
+PATIENCE = 300
+
+
+def wait_until(condition: Callable[[], bool], what: str) -> None:
+    deadline = time.monotonic() + PATIENCE
+    while not condition():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.05)
+
+
+def blocked_reading_a_pipe(pid: int) -> bool:
+    """Whether `pid` waits in a read of a pipe, its stdin say (Linux's /proc: the kernel
+    function it sleeps in is pipe_read, anon_pipe_read in newer kernels)."""
+    return "pipe_read" in Path(f"/proc/{pid}/wchan").read_text()
+
+
+def children_of(pid: int) -> str:
+    """The command lines of the processes `pid` started, one a line (Linux's /proc)."""
+    found = []
+    for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split():
+        with contextlib.suppress(FileNotFoundError):  # it may just have ended
+            found.append(Path(f"/proc/{child}/cmdline").read_bytes().replace(b"\0", b" "))
+    return b"\n".join(found).decode(errors="replace")
+
+
+@contextmanager
+def killed_at_the_end(child: subprocess.Popen[str]) -> Iterator[None]:
+    """A test that fails while its child runs ends that child's whole group, then reaps it."""
+    try:
+        yield
+    finally:
+        if child.poll() is None:
+            os.killpg(child.pid, signal.SIGKILL)
+            child.wait()

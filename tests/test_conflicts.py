@@ -11,14 +11,12 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 import sample_repo
-from conftest import git
-from helpers import run_patchguard
+from conftest import Histories, git
+from helpers import Checkout, methods_once_in_class
 
 from guard.markers import marker_lines
 
@@ -26,40 +24,6 @@ KIMI = sample_repo.KIMI
 METHODS = sample_repo.METHODS
 DOCSTRING = '"""Kimi-K2.5 multimodal model."""'
 MY_DOCSTRING = '"""Kimi-K2.5 multimodal model (my build)."""'
-
-
-@dataclass
-class Checkout:
-    root: Path
-    env: dict[str, str]
-
-    @property
-    def kimi(self) -> Path:
-        return self.root / KIMI
-
-    def pg(self, *args: str, check: int | None = None) -> subprocess.CompletedProcess[str]:
-        return run_patchguard(self.root, self.env, args, check)
-
-    def git(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-        return git(self.root, *args, check=check, env=self.env)
-
-    def unmerged(self) -> str:
-        return self.git("ls-files", "--unmerged").stdout
-
-    def stash_count(self) -> int:
-        return len(self.git("stash", "list").stdout.splitlines())
-
-    def at(self, rev: str) -> str:
-        return self.git("show", f"{rev}:{KIMI}").stdout
-
-
-def methods_once_in_class(path: Path) -> bool:
-    text = path.read_text()
-    cls = text.index(f"class {sample_repo.CLASS}")
-    entry = text.index("EntryClass")
-    return all(
-        text.count(f"def {m}(") == 1 and cls < text.index(f"def {m}(") < entry for m in METHODS
-    )
 
 
 def patch_by_hand(user: Checkout) -> None:
@@ -71,9 +35,9 @@ def patch_by_hand(user: Checkout) -> None:
 
 
 @pytest.fixture
-def user(tmp_path: Path, clean_env: dict[str, str]) -> Checkout:
+def user(tmp_path: Path, clean_env: dict[str, str], histories: Histories) -> Checkout:
     root = tmp_path / "sglang"
-    sample_repo.build_absorbing(root)
+    histories.copy(sample_repo.build_absorbing, root)
     checkout = Checkout(root, clean_env)
     checkout.git("checkout", "-q", "-b", "work", "r0")
     patch_by_hand(checkout)

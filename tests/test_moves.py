@@ -13,49 +13,27 @@ import json
 import os
 import signal
 import subprocess
-import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 import sample_repo
-from conftest import git
-from helpers import run_patchguard
+from conftest import Histories, git
+from helpers import (
+    PATIENCE,
+    Checkout,
+    children_of,
+    killed_at_the_end,
+    methods_once_in_class,
+    wait_until,
+)
 
 from guard.gitdir import locate
 
 KIMI = sample_repo.KIMI
-METHODS = sample_repo.METHODS
 AUX_LINE = "        self.capture_aux_hidden_states = True\n"
 
 
-@dataclass
-class Hunt:
-    root: Path
-    commits: dict[str, str]
-    env: dict[str, str]
-
-    @property
-    def kimi(self) -> Path:
-        return self.root / KIMI
-
-    def pg(self, *args: str, check: int | None = None) -> subprocess.CompletedProcess[str]:
-        return run_patchguard(self.root, self.env, args, check)
-
-    def git(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-        return git(self.root, *args, check=check, env=self.env)
-
-    def head(self) -> str:
-        return self.git("rev-parse", "HEAD").stdout.strip()
-
-    def head_file(self) -> str:
-        return self.git("show", f"HEAD:{KIMI}").stdout
-
-    def stash_count(self) -> int:
-        return len(self.git("stash", "list").stdout.splitlines())
-
-
-def record_patch(hunt: Hunt, *, aux_line: bool = False) -> None:
+def record_patch(hunt: Checkout, *, aux_line: bool = False) -> None:
     sample_repo.add_eagle3_methods(hunt.root)
     if aux_line:
         text = hunt.kimi.read_text()
@@ -69,28 +47,19 @@ def record_patch(hunt: Hunt, *, aux_line: bool = False) -> None:
 
 
 @pytest.fixture
-def hunt(tmp_path: Path, clean_env: dict[str, str]) -> Hunt:
+def hunt(tmp_path: Path, clean_env: dict[str, str], histories: Histories) -> Checkout:
     root = tmp_path / "sglang"
-    commits = sample_repo.build_hunt(root)
-    result = Hunt(root, commits, clean_env)
+    commits = histories.copy(sample_repo.build_hunt, root)
+    result = Checkout(root, clean_env, commits)
     result.git("checkout", "-q", "-b", "work", "c0")
     record_patch(result)
     return result
 
 
-def methods_once_in_class(path: Path) -> bool:
-    text = path.read_text()
-    cls = text.index(f"class {sample_repo.CLASS}")
-    entry = text.index("EntryClass")
-    return all(
-        text.count(f"def {m}(") == 1 and cls < text.index(f"def {m}(") < entry for m in METHODS
-    )
-
-
 # --- patchguard git -------------------------------------------------------------------------------
 
 
-def test_checkout_to_every_commit_and_back(hunt: Hunt) -> None:
+def test_checkout_to_every_commit_and_back(hunt: Checkout) -> None:
     for name in ("c0", "c1", "c2", "c3", "c4", "c2", "c0", "work"):
         result = hunt.pg("git", "checkout", "-q", name)
         assert result.returncode == 0, result.stderr
@@ -102,7 +71,7 @@ def test_checkout_to_every_commit_and_back(hunt: Hunt) -> None:
     assert hunt.git("symbolic-ref", "--short", "HEAD").stdout.strip() == "work"
 
 
-def test_plain_git_checkout_refuses_where_the_wrapper_moves(hunt: Hunt) -> None:
+def test_plain_git_checkout_refuses_where_the_wrapper_moves(hunt: Checkout) -> None:
     """The problem the wrapper solves: git will not move over the patched file."""
     plain = hunt.git("checkout", "-q", "c2", check=False)
     assert plain.returncode != 0
@@ -110,7 +79,7 @@ def test_plain_git_checkout_refuses_where_the_wrapper_moves(hunt: Hunt) -> None:
     hunt.pg("git", "checkout", "-q", "c2", check=0)
 
 
-def test_failed_git_puts_the_tree_back_byte_for_byte(hunt: Hunt) -> None:
+def test_failed_git_puts_the_tree_back_byte_for_byte(hunt: Checkout) -> None:
     other = hunt.root / "README.md"
     other.write_text(other.read_text() + "my notes\n")
     before = {p: p.read_bytes() for p in (hunt.kimi, other)}
@@ -121,7 +90,7 @@ def test_failed_git_puts_the_tree_back_byte_for_byte(hunt: Hunt) -> None:
     assert hunt.head() == hunt.commits["c0"]
 
 
-def test_patch_that_cannot_be_lifted_stops_before_git(hunt: Hunt) -> None:
+def test_patch_that_cannot_be_lifted_stops_before_git(hunt: Checkout) -> None:
     text = hunt.kimi.read_text()
     edited = text.replace(
         "        self.language_model.set_embed_and_head(embed, head)\n",
@@ -136,7 +105,7 @@ def test_patch_that_cannot_be_lifted_stops_before_git(hunt: Hunt) -> None:
     assert hunt.kimi.read_text() == edited
 
 
-def test_stash_pop_after_stash_and_checkout_old(hunt: Hunt) -> None:
+def test_stash_pop_after_stash_and_checkout_old(hunt: Checkout) -> None:
     hunt.pg("git", "checkout", "-q", "c2", check=0)
     hunt.git("stash")
     hunt.git("checkout", "-q", "c0")  # the hook re-applies on the old commit
@@ -148,7 +117,7 @@ def test_stash_pop_after_stash_and_checkout_old(hunt: Hunt) -> None:
     hunt.pg("check", check=0)
 
 
-def test_stash_pop_onto_a_commit_that_absorbed_the_patch(hunt: Hunt) -> None:
+def test_stash_pop_onto_a_commit_that_absorbed_the_patch(hunt: Checkout) -> None:
     hunt.git("stash")
     hunt.git("checkout", "-q", "c3")
     result = hunt.pg("git", "stash", "pop")
@@ -159,11 +128,11 @@ def test_stash_pop_onto_a_commit_that_absorbed_the_patch(hunt: Hunt) -> None:
 
 
 @pytest.fixture
-def clone(hunt: Hunt, tmp_path: Path) -> Hunt:
+def clone(hunt: Checkout, tmp_path: Path) -> Checkout:
     """The user's clone of upstream (which is at c4), on main reset to c2, patched, hooks in."""
     work = tmp_path / "clone"
     git(tmp_path, "clone", "-q", str(hunt.root), str(work))
-    user = Hunt(work, hunt.commits, hunt.env)
+    user = Checkout(work, hunt.env, hunt.commits)
     user.git("checkout", "-q", "main")
     user.git("reset", "-q", "--hard", "c0")
     record_patch(user)
@@ -172,7 +141,7 @@ def clone(hunt: Hunt, tmp_path: Path) -> Hunt:
     return user
 
 
-def test_pull_to_c4_leaves_upstreams_file(clone: Hunt) -> None:
+def test_pull_to_c4_leaves_upstreams_file(clone: Checkout) -> None:
     result = clone.pg("git", "pull", "-q")
     assert result.returncode == 0, result.stderr
     assert clone.head() == clone.commits["c4"]
@@ -180,7 +149,7 @@ def test_pull_to_c4_leaves_upstreams_file(clone: Hunt) -> None:
     clone.pg("check", check=0)
 
 
-def test_pull_rebase_autostash_doubles_and_apply_repairs(clone: Hunt) -> None:
+def test_pull_rebase_autostash_doubles_and_apply_repairs(clone: Checkout) -> None:
     clone.git("commit", "-q", "--allow-empty", "-m", "local commit")
     pull = clone.git("pull", "-q", "--rebase", "--autostash", check=False)
     assert pull.returncode == 0, pull.stderr
@@ -197,7 +166,7 @@ def test_pull_rebase_autostash_doubles_and_apply_repairs(clone: Hunt) -> None:
     clone.pg("check", check=0)
 
 
-def test_doubled_repair_keeps_the_users_other_edits(hunt: Hunt) -> None:
+def test_doubled_repair_keeps_the_users_other_edits(hunt: Checkout) -> None:
     hunt.git("stash")
     hunt.git("checkout", "-q", "c3")
     hunt.git("stash", "pop")
@@ -223,7 +192,7 @@ def test_doubled_repair_keeps_the_users_other_edits(hunt: Hunt) -> None:
     ids=["commit", "merge-continue"],
 )
 def test_conflicted_merge_keeps_patches_out_until_concluded(
-    hunt: Hunt, conclude: tuple[str, ...]
+    hunt: Checkout, conclude: tuple[str, ...]
 ) -> None:
     hunt.git("branch", "side", "c1")
     hunt.pg("git", "checkout", "-q", "side", check=0)
@@ -249,7 +218,7 @@ def test_conflicted_merge_keeps_patches_out_until_concluded(
     assert "re-applied" not in hunt.git("commit", "-q", "--allow-empty", "-m", "x").stderr
 
 
-def test_conflicted_rebase_keeps_patches_out_until_continue(hunt: Hunt) -> None:
+def test_conflicted_rebase_keeps_patches_out_until_continue(hunt: Checkout) -> None:
     (hunt.root / "README.md").write_text("# work\n")
     hunt.git("commit", "-q", "-m", "work readme", "README.md")
     rebase = hunt.pg("git", "rebase", "c1")
@@ -266,7 +235,7 @@ def test_conflicted_rebase_keeps_patches_out_until_continue(hunt: Hunt) -> None:
     hunt.pg("check", check=0)
 
 
-def test_conflicted_stash_pop_says_how_to_get_the_patch_back(hunt: Hunt) -> None:
+def test_conflicted_stash_pop_says_how_to_get_the_patch_back(hunt: Checkout) -> None:
     readme = hunt.root / "README.md"
     readme.write_text("# mine\n")
     hunt.pg("git", "stash", "push", "--", "README.md", check=0)
@@ -287,7 +256,7 @@ def test_conflicted_stash_pop_says_how_to_get_the_patch_back(hunt: Hunt) -> None
 # --- hooks: real merges, stash notices ---------------------------------------------------------
 
 
-def test_merge_commit_reapplies_in_post_merge(hunt: Hunt) -> None:
+def test_merge_commit_reapplies_in_post_merge(hunt: Checkout) -> None:
     (hunt.root / "NOTES.md").write_text("local notes\n")
     hunt.git("add", "NOTES.md")
     hunt.git("commit", "-q", "-m", "notes", "NOTES.md")
@@ -301,7 +270,7 @@ def test_merge_commit_reapplies_in_post_merge(hunt: Hunt) -> None:
     hunt.pg("check", check=0)
 
 
-def test_pull_no_rebase_with_merge_commit_reapplies(clone: Hunt) -> None:
+def test_pull_no_rebase_with_merge_commit_reapplies(clone: Checkout) -> None:
     (clone.root / "README.md").write_text("# local\n")
     clone.git("commit", "-q", "-m", "local readme", "README.md")
     clone.git("stash")
@@ -314,7 +283,7 @@ def test_pull_no_rebase_with_merge_commit_reapplies(clone: Hunt) -> None:
     clone.pg("check", check=0)
 
 
-def test_stash_notice_only_when_a_push_takes_the_patch(hunt: Hunt) -> None:
+def test_stash_notice_only_when_a_push_takes_the_patch(hunt: Checkout) -> None:
     readme = hunt.root / "README.md"
     readme.write_text("# notes\n")
     assert "patchguard" not in hunt.git("stash", "push", "--", "README.md").stderr
@@ -339,7 +308,7 @@ def test_patch_with_more_than_definitions_is_not_upstream_until_all_is(
     tmp_path: Path, clean_env: dict[str, str]
 ) -> None:
     root = tmp_path / "sglang"
-    hunt = Hunt(root, sample_repo.build_hunt(root), clean_env)
+    hunt = Checkout(root, clean_env, sample_repo.build_hunt(root))
     hunt.git("checkout", "-q", "-b", "work", "c0")
     record_patch(hunt, aux_line=True)
     hunt.pg("unapply", check=0)
@@ -362,7 +331,7 @@ def test_patch_with_more_than_definitions_is_not_upstream_until_all_is(
     assert hunt.kimi.read_text() == hunt.head_file()
 
 
-def test_rest_of_patch_that_cannot_merge_is_a_conflict(hunt: Hunt) -> None:
+def test_rest_of_patch_that_cannot_merge_is_a_conflict(hunt: Checkout) -> None:
     hunt.pg("drop", "eagle3", check=0)
     hunt.git("checkout", "-q", "--", KIMI)
     record_patch(hunt, aux_line=True)
@@ -390,7 +359,7 @@ def write_bench(tmp_path: Path) -> Path:
     return bench
 
 
-def test_bisect_run_finds_the_real_regression(hunt: Hunt, tmp_path: Path) -> None:
+def test_bisect_run_finds_the_real_regression(hunt: Checkout, tmp_path: Path) -> None:
     bench = write_bench(tmp_path)
     plain = subprocess.run(
         ["python", str(bench)], cwd=hunt.root, env=hunt.env, capture_output=True, text=True
@@ -414,13 +383,13 @@ def test_bisect_run_finds_the_real_regression(hunt: Hunt, tmp_path: Path) -> Non
     hunt.pg("check", check=0)
 
 
-def test_bisect_run_needs_a_bisect(hunt: Hunt) -> None:
+def test_bisect_run_needs_a_bisect(hunt: Checkout) -> None:
     result = hunt.pg("bisect", "run", "true")
     assert result.returncode == 1
     assert "patchguard git bisect start" in result.stderr
 
 
-def step(hunt: Hunt, *command: str) -> subprocess.CompletedProcess[str]:
+def step(hunt: Checkout, *command: str) -> subprocess.CompletedProcess[str]:
     """One bisect step, as `git bisect run` starts it under `patchguard bisect run`."""
     lock = locate(hunt.root).worktree_lock_path
     env = {**hunt.env, "PATCHGUARD_LOCK_HELD": str(lock)}
@@ -433,7 +402,7 @@ def step(hunt: Hunt, *command: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_step_skips_a_commit_where_the_patch_cannot_hold(hunt: Hunt) -> None:
+def test_step_skips_a_commit_where_the_patch_cannot_hold(hunt: Checkout) -> None:
     hunt.pg("unapply", check=0)
     hunt.git("checkout", "-q", "--detach", "c0")
     hunt.git("rm", "-qf", KIMI)
@@ -444,7 +413,7 @@ def test_step_skips_a_commit_where_the_patch_cannot_hold(hunt: Hunt) -> None:
     assert KIMI in result.stderr
 
 
-def test_step_runs_the_command_with_the_patch_and_lifts_it(hunt: Hunt, tmp_path: Path) -> None:
+def test_step_runs_the_command_with_the_patch_and_lifts_it(hunt: Checkout, tmp_path: Path) -> None:
     hunt.pg("unapply", check=0)
     probe = tmp_path / "probe.sh"
     probe.write_text(f"grep -c 'def get_embed_and_head' {KIMI} > {tmp_path / 'seen'}; exit 3\n")
@@ -454,7 +423,7 @@ def test_step_runs_the_command_with_the_patch_and_lifts_it(hunt: Hunt, tmp_path:
     assert hunt.git("status", "--porcelain").stdout == ""  # lifted again
 
 
-def test_step_aborts_the_bisect_when_patchguard_fails(hunt: Hunt) -> None:
+def test_step_aborts_the_bisect_when_patchguard_fails(hunt: Checkout) -> None:
     manifest = hunt.root / ".git" / "patchguard" / "manifest.json"
     manifest.write_text("{")
     result = step(hunt, "true")
@@ -465,7 +434,7 @@ def test_step_aborts_the_bisect_when_patchguard_fails(hunt: Hunt) -> None:
 # --- the terminal, stdin, signals ----------------------------------------------------------------
 
 
-def test_stdin_reaches_git_and_hooks_stay_quiet(hunt: Hunt) -> None:
+def test_stdin_reaches_git_and_hooks_stay_quiet(hunt: Checkout) -> None:
     blob = subprocess.run(
         ["patchguard", "git", "hash-object", "--stdin"],
         cwd=hunt.root,
@@ -481,7 +450,7 @@ def test_stdin_reaches_git_and_hooks_stay_quiet(hunt: Hunt) -> None:
     assert moved.stderr.count("re-applied eagle3") == 1  # ours; the hook stood aside
 
 
-def test_interrupt_reaches_git_and_the_patch_comes_back(hunt: Hunt) -> None:
+def test_interrupt_reaches_git_and_the_patch_comes_back(hunt: Checkout) -> None:
     before = hunt.kimi.read_bytes()
     child = subprocess.Popen(
         ["patchguard", "git", "hash-object", "--stdin"],
@@ -492,13 +461,11 @@ def test_interrupt_reaches_git_and_the_patch_comes_back(hunt: Hunt) -> None:
         text=True,
         start_new_session=True,
     )
-    deadline = time.monotonic() + 30
-    while hunt.kimi.read_text() != hunt.head_file():  # wait until the patch is lifted
-        assert time.monotonic() < deadline, "the patch was never lifted"
-        time.sleep(0.05)
-    time.sleep(0.2)  # git is reading stdin now
-    os.killpg(child.pid, signal.SIGINT)  # what Ctrl-C does: the whole foreground group
-    _, stderr = child.communicate(timeout=30)
+    with killed_at_the_end(child):
+        wait_until(lambda: "git hash-object --stdin" in children_of(child.pid), "git never ran")
+        assert hunt.kimi.read_text() == hunt.head_file()  # the patch is lifted while git runs
+        os.killpg(child.pid, signal.SIGINT)  # what Ctrl-C does: the whole foreground group
+        _, stderr = child.communicate(timeout=PATIENCE)
     assert child.returncode == 130
     assert "Traceback" not in stderr
     assert hunt.kimi.read_bytes() == before
@@ -506,7 +473,7 @@ def test_interrupt_reaches_git_and_the_patch_comes_back(hunt: Hunt) -> None:
 
 
 def test_interrupt_during_a_bisect_step_leaves_the_patch_applied(
-    hunt: Hunt, tmp_path: Path
+    hunt: Checkout, tmp_path: Path
 ) -> None:
     hunt.pg("git", "bisect", "start", "c4", "c0", check=0)
     started = tmp_path / "started"
@@ -519,12 +486,10 @@ def test_interrupt_during_a_bisect_step_leaves_the_patch_applied(
         text=True,
         start_new_session=True,
     )
-    deadline = time.monotonic() + 30
-    while not started.exists():
-        assert time.monotonic() < deadline, "the step never ran the command"
-        time.sleep(0.05)
-    os.killpg(child.pid, signal.SIGINT)
-    _, stderr = child.communicate(timeout=30)
+    with killed_at_the_end(child):
+        wait_until(started.exists, "the step never ran the command")
+        os.killpg(child.pid, signal.SIGINT)
+        _, stderr = child.communicate(timeout=PATIENCE)
     assert child.returncode >= 128
     assert "Traceback" not in stderr
     assert methods_once_in_class(hunt.kimi)
@@ -533,7 +498,7 @@ def test_interrupt_during_a_bisect_step_leaves_the_patch_applied(
     assert methods_once_in_class(hunt.kimi)
 
 
-def test_manual_bisect_steps_carry_the_patch(hunt: Hunt) -> None:
+def test_manual_bisect_steps_carry_the_patch(hunt: Checkout) -> None:
     hunt.pg("git", "bisect", "start", "c4", "c0", check=0)
     seen = []
     while True:
@@ -571,7 +536,7 @@ def test_without_a_manifest_it_is_plain_git_and_writes_nothing(
     assert not (root / ".git" / "patchguard").exists()
 
 
-def test_stash_through_the_wrapper_holds_only_the_users_own_edits(hunt: Hunt) -> None:
+def test_stash_through_the_wrapper_holds_only_the_users_own_edits(hunt: Checkout) -> None:
     mine = hunt.root / "python/sglang/srt/models/deepseek_v2.py"
     edited = mine.read_text() + "# my experiment\n"
     mine.write_text(edited)

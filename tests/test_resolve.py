@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import sample_repo
 from conftest import method_count
-from helpers import run_patchguard
+from helpers import Checkout
 
 from guard.gitdir import locate
 
@@ -27,20 +27,9 @@ UPSTREAM_METHOD = """
 """
 
 
-class Hunt:
-    def __init__(self, root: Path, env: dict[str, str]) -> None:
-        self.root, self.env = root, env
-        self.kimi = root / KIMI
-
-    def git(self, *args: str) -> str:
-        return sample_repo.git(self.root, *args)
-
-    def pg(self, *args: str, check: int | None = 0) -> subprocess.CompletedProcess[str]:
-        return run_patchguard(self.root, self.env, args, check)
-
-    def methods_once(self) -> bool:
-        text = self.kimi.read_text()
-        return all(method_count(text, m) == 1 for m in sample_repo.METHODS)
+def methods_once(hunt: Checkout) -> bool:
+    text = hunt.kimi.read_text()
+    return all(method_count(text, m) == 1 for m in sample_repo.METHODS)
 
 
 def build(root: Path) -> None:
@@ -68,70 +57,70 @@ def build(root: Path) -> None:
 
 
 @pytest.fixture
-def hunt(tmp_path: Path, clean_env: dict[str, str]) -> Hunt:
+def hunt(tmp_path: Path, clean_env: dict[str, str]) -> Checkout:
     """The user's branch `work` at r0, the methods typed in and recorded, hooks installed."""
     build(tmp_path / "sglang")
-    hunt = Hunt(tmp_path / "sglang", clean_env)
+    hunt = Checkout(tmp_path / "sglang", clean_env)
     hunt.git("checkout", "-q", "-b", "work", "r0")
     sample_repo.add_eagle3_methods(hunt.root)
-    hunt.pg("record", "eagle3", KIMI, "-m", "EAGLE-3 delegation")
-    hunt.pg("install")
+    hunt.pg("record", "eagle3", KIMI, "-m", "EAGLE-3 delegation", check=0)
+    hunt.pg("install", check=0)
     return hunt
 
 
-def resolve_at_r1(hunt: Hunt) -> bytes:
+def resolve_at_r1(hunt: Checkout) -> bytes:
     """The first conflicting commit: the move says so; the user types the methods there."""
     patched = hunt.kimi.read_bytes()
     moved = hunt.pg("git", "checkout", "-q", "r1", check=1)
     assert "conflict" in moved.stderr
     assert "patchguard record" not in moved.stderr  # never advice that re-bases the patch
-    assert hunt.kimi.read_text() == hunt.git("show", f"r1:{KIMI}") + "\n"
+    assert hunt.kimi.read_text() == hunt.at("r1")
     sample_repo.add_eagle3_methods(hunt.root)
-    resolved = hunt.pg("resolve", "eagle3")
+    resolved = hunt.pg("resolve", "eagle3", check=0)
     assert f"resolved patch eagle3: {KIMI}" in resolved.stdout
-    hunt.pg("check")
+    hunt.pg("check", check=0)
     return patched
 
 
-def test_a_resolution_carries_the_patch_across_the_range_and_back(hunt: Hunt) -> None:
+def test_a_resolution_carries_the_patch_across_the_range_and_back(hunt: Checkout) -> None:
     patched = resolve_at_r1(hunt)
-    hunt.pg("git", "checkout", "-q", "r2")
-    assert hunt.methods_once()
+    hunt.pg("git", "checkout", "-q", "r2", check=0)
+    assert methods_once(hunt)
     assert "VISION = 1" in hunt.kimi.read_text()
     assert "def get_input_embeddings" in hunt.kimi.read_text()
-    hunt.pg("check")
-    hunt.pg("git", "checkout", "-q", "r3")
-    assert hunt.methods_once()
-    hunt.pg("git", "checkout", "-q", "work")
+    hunt.pg("check", check=0)
+    hunt.pg("git", "checkout", "-q", "r3", check=0)
+    assert methods_once(hunt)
+    hunt.pg("git", "checkout", "-q", "work", check=0)
     assert hunt.kimi.read_bytes() == patched
-    shown = hunt.pg("show", "eagle3").stdout
+    shown = hunt.pg("show", "eagle3", check=0).stdout
     assert "EAGLE-3 delegation" in shown
     assert "+    def set_embed_and_head(self, embed, head):" in shown
-    assert f"resolution 1: {KIMI} at {hunt.git('rev-parse', 'r1')[:10]}" in shown
+    assert f"resolution 1: {KIMI} at {hunt.rev('r1')[:10]}" in shown
 
 
-def test_plain_git_moves_through_the_hooks_use_the_resolution(hunt: Hunt) -> None:
+def test_plain_git_moves_through_the_hooks_use_the_resolution(hunt: Checkout) -> None:
     resolve_at_r1(hunt)
     hunt.git("stash", "-q")
     hunt.git("checkout", "-q", "r2")  # the post-checkout hook re-applies
-    assert hunt.methods_once()
-    hunt.pg("check")
+    assert methods_once(hunt)
+    hunt.pg("check", check=0)
 
 
-def test_bisect_across_the_range_measures_every_commit(hunt: Hunt) -> None:
+def test_bisect_across_the_range_measures_every_commit(hunt: Checkout) -> None:
     resolve_at_r1(hunt)
-    hunt.pg("git", "checkout", "-q", "work")
-    hunt.pg("git", "bisect", "start", "r4", "r0")
-    found = hunt.pg("bisect", "run", "python3", sample_repo.HUNT_BENCH)
+    hunt.pg("git", "checkout", "-q", "work", check=0)
+    hunt.pg("git", "bisect", "start", "r4", "r0", check=0)
+    found = hunt.pg("bisect", "run", "python3", sample_repo.HUNT_BENCH, check=0)
     output = found.stdout + found.stderr
-    assert f"{hunt.git('rev-parse', 'r3')} is the first bad commit" in output
+    assert f"{hunt.rev('r3')} is the first bad commit" in output
     assert "skip" not in output.lower()
-    hunt.pg("bisect", "reset")
-    assert hunt.git("rev-parse", "--abbrev-ref", "HEAD") == "work"
-    assert hunt.methods_once()
+    hunt.pg("bisect", "reset", check=0)
+    assert hunt.git("rev-parse", "--abbrev-ref", "HEAD").stdout.strip() == "work"
+    assert methods_once(hunt)
 
 
-def test_without_a_resolution_the_bisect_skips_and_says_how_to_resolve(hunt: Hunt) -> None:
+def test_without_a_resolution_the_bisect_skips_and_says_how_to_resolve(hunt: Checkout) -> None:
     started = hunt.pg("bisect", "start", "r4", "r0", check=1)  # lands on r2: red, and says so
     assert "patchguard resolve eagle3" in started.stderr
     found = hunt.pg("bisect", "run", "python3", sample_repo.HUNT_BENCH, check=None)
@@ -139,10 +128,10 @@ def test_without_a_resolution_the_bisect_skips_and_says_how_to_resolve(hunt: Hun
     assert "bisect skipped" in output
     assert "r2: kimi: a vision constant" in output
     assert "patchguard resolve eagle3; then run patchguard bisect run again" in output
-    hunt.pg("bisect", "reset")
+    hunt.pg("bisect", "reset", check=0)
 
 
-def test_resolve_is_undone_and_a_resolution_can_be_dropped(hunt: Hunt) -> None:
+def test_resolve_is_undone_and_a_resolution_can_be_dropped(hunt: Checkout) -> None:
     resolve_at_r1(hunt)
     manifest = locate(hunt.root).manifest_path
 
@@ -151,25 +140,25 @@ def test_resolve_is_undone_and_a_resolution_can_be_dropped(hunt: Hunt) -> None:
         return sum(len(f["resolutions"]) for p in data["patches"] for f in p["files"])
 
     assert resolutions() == 1
-    undone = hunt.pg("undo")
+    undone = hunt.pg("undo", check=0)
     assert "undid resolved eagle3" in undone.stdout + undone.stderr
     assert resolutions() == 0
-    hunt.pg("resolve", "eagle3")
+    hunt.pg("resolve", "eagle3", check=0)
     assert resolutions() == 1
-    hunt.pg("resolve", "eagle3", "--drop", "1")
+    hunt.pg("resolve", "eagle3", "--drop", "1", check=0)
     assert resolutions() == 0
     missing = hunt.pg("resolve", "eagle3", "--drop", "1", check=2)
     assert "has no resolution 1" in missing.stderr
 
 
-def test_resolve_refuses_a_file_that_does_not_carry_the_patch_yet(hunt: Hunt) -> None:
+def test_resolve_refuses_a_file_that_does_not_carry_the_patch_yet(hunt: Checkout) -> None:
     hunt.pg("git", "checkout", "-q", "r1", check=1)
     refused = hunt.pg("resolve", "eagle3", check=2)
     assert "does not carry the patch yet" in refused.stderr
     assert "patchguard apply --merge eagle3" in refused.stderr
 
 
-def test_resolve_refuses_a_file_that_lost_a_required_method(hunt: Hunt) -> None:
+def test_resolve_refuses_a_file_that_lost_a_required_method(hunt: Checkout) -> None:
     hunt.pg("git", "checkout", "-q", "r1", check=1)
     sample_repo.add_eagle3_methods(hunt.root)
     text = hunt.kimi.read_text()
@@ -178,14 +167,14 @@ def test_resolve_refuses_a_file_that_lost_a_required_method(hunt: Hunt) -> None:
     assert "get_embed_and_head" in refused.stderr
 
 
-def test_resolutions_travel_in_bundles(hunt: Hunt, tmp_path: Path) -> None:
+def test_resolutions_travel_in_bundles(hunt: Checkout, tmp_path: Path) -> None:
     resolve_at_r1(hunt)
     bundle = tmp_path / "eagle3.json"
-    hunt.pg("export", "-o", str(bundle))
-    node2 = Hunt(tmp_path / "node2", hunt.env)
+    hunt.pg("export", "-o", str(bundle), check=0)
+    node2 = Checkout(tmp_path / "node2", hunt.env)
     subprocess.run(["git", "clone", "-q", str(hunt.root), str(node2.root)], check=True)
     node2.git("checkout", "-q", "r2")
-    node2.pg("import", str(bundle))
-    node2.pg("apply")
-    assert node2.methods_once()
-    node2.pg("check")
+    node2.pg("import", str(bundle), check=0)
+    node2.pg("apply", check=0)
+    assert methods_once(node2)
+    node2.pg("check", check=0)

@@ -7,13 +7,20 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 import sample_repo
 from conftest import Sample
-from helpers import NOBODY, as_another_user, home_others_can_read
+from helpers import (
+    NOBODY,
+    PATIENCE,
+    as_another_user,
+    blocked_reading_a_pipe,
+    home_others_can_read,
+    killed_at_the_end,
+    wait_until,
+)
 
 from guard.errors import CRASH_LOG_NAME, INTERRUPTED_MESSAGE
 from guard.fastpath import blob_id
@@ -84,9 +91,10 @@ def test_ctrl_c_exits_130_with_one_line(sample: Sample, clean_env: dict[str, str
         text=True,
         start_new_session=True,
     )
-    time.sleep(1.0)
-    os.killpg(child.pid, signal.SIGINT)
-    _, stderr = child.communicate(timeout=30)
+    with killed_at_the_end(child):
+        wait_until(lambda: blocked_reading_a_pipe(child.pid), "import - never read its stdin")
+        os.killpg(child.pid, signal.SIGINT)
+        _, stderr = child.communicate(timeout=PATIENCE)
     assert child.returncode == 130
     assert stderr.strip() == INTERRUPTED_MESSAGE
     assert sample.pg("check").exit_code == 0  # nothing lost

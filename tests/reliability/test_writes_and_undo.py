@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import stat
 import subprocess
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import pytest
 import sample_repo
-from conftest import Sample
+from conftest import GIT_IDENTITY, Histories, Sample
 
 
 def many_file_patch(sample: Sample, count: int = 4, size: int = 400_000) -> list[Path]:
@@ -73,11 +74,28 @@ def test_undo_with_nothing_recorded_is_a_clear_error(sample: Sample) -> None:
     assert "nothing to undo" in result.stderr
 
 
+@pytest.fixture(scope="module")
+def big_patch(tmp_path_factory: pytest.TempPathFactory, histories: Histories) -> Sample:
+    """many_file_patch's repository, made once: each SIGKILL test gets a copy of it (recording
+    four 400 kB files is a good part of such a test, and the same every time)."""
+    root = tmp_path_factory.mktemp("big-patch") / "sglang"
+    with pytest.MonkeyPatch.context() as env:  # what _git_identity gives a test
+        for key, value in GIT_IDENTITY.items():
+            env.setenv(key, value)
+        sample = Sample(root, histories.copy(sample_repo.build, root))
+        many_file_patch(sample)
+    return sample
+
+
 @pytest.mark.parametrize("delay", [0.0, 0.3, 0.45, 0.6, 0.9])
 def test_sigkill_during_apply_leaves_whole_files_and_recovers(
-    sample: Sample, clean_env: dict[str, str], delay: float
+    big_patch: Sample, tmp_path: Path, clean_env: dict[str, str], delay: float
 ) -> None:
-    paths = many_file_patch(sample)
+    root = tmp_path / "sglang"
+    shutil.copytree(big_patch.root, root, symlinks=True)
+    sample = Sample(root, big_patch.commits)
+    paths = sorted(root.glob("python/sglang/srt/big_*.py"))
+    assert len(paths) == 4
     originals = {p: p.read_bytes() for p in paths}
     process = subprocess.Popen(
         [sys.executable, "-m", "guard", "-C", str(sample.root), "apply"],
