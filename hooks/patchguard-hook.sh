@@ -142,8 +142,11 @@ $model
     key=
     # This checkout's own manifest first (never named in the cache: a copy has its own),
     # then the guarded files, relative to the worktree root.
-    for blob in $(printf '%s%s' "$common/patchguard/manifest.json" "$patchguard_paths" |
-        git hash-object --no-filters --stdin-paths 2>/dev/null); do
+    # (A here-document, not a pipe from printf: the subshell then execs git, one fork.)
+    for blob in $(git hash-object --no-filters --stdin-paths 2>/dev/null <<PATHS
+$common/patchguard/manifest.json${patchguard_paths%?}
+PATHS
+    ); do
         key="$key$blob "
     done
     # HEAD's entries: kept in the cache for a commit it has seen (the id from the ref files,
