@@ -89,14 +89,54 @@ def head_listing(workdir: str, paths: Sequence[str], commit: str = "HEAD") -> st
     return _git_output(workdir, [*HEAD_LISTING, commit, "--", *paths])
 
 
-def unmerged(workdir: str, paths: Sequence[str]) -> bool | None:
+def unmerged(workdir: str, git_dir: str, paths: Sequence[str]) -> bool | None:
     """Does git's index hold unmerged entries for any of `paths` (None: git failed)?
 
     No key holds the index: a conflict the user resolved by hand back to verified bytes,
-    without `git add`, is still a conflict (guard.assess), so what trusts a key asks this.
+    without `git add`, is still a conflict (guard.assess), so what trusts a key asks this:
+    of the index file itself when it can say, else of `git ls-files --unmerged`.
     """
+    said = _index_says(git_dir, paths)
+    if said is not None:
+        return said
     found = _git_output(workdir, ["--literal-pathspecs", "ls-files", "--unmerged", "--", *paths])
     return None if found is None else found != ""
+
+
+def _index_says(git_dir: str, paths: Sequence[str]) -> bool | None:
+    """Whether the index file holds a stage entry (1-3) for one of `paths`; None when it cannot
+    say: a version 4 index (prefix-compressed names), a split index, or a path not found.
+
+    An entry's name follows its flags (gitformat-index): 16 bits of which 12-13 are the stage
+    and 0-11 the name's length; version 3 puts 16 extended bits between (bit 14 says so). The
+    name is searched for whole, with its NUL; a match whose flags do not give that length is
+    no entry. Any stage entry found says yes; only a stage-0 entry for every path says no.
+    """
+    try:
+        with open(os.path.join(git_dir, "index"), "rb") as handle:
+            data = handle.read()
+        if any(name.startswith("sharedindex.") for name in os.listdir(git_dir)):
+            return None
+    except OSError:
+        return None
+    if data[:4] != b"DIRC" or data[4:8] not in (b"\0\0\0\2", b"\0\0\0\3"):
+        return None
+    for path in paths:
+        name = path.encode("utf-8", "surrogateescape")
+        length = min(len(name), 0xFFF)
+        merged = False
+        at = data.find(name + b"\0", 12)
+        while at != -1:
+            for flags_at, extended in ((at - 2, False), (at - 4, True)):
+                flags = int.from_bytes(data[flags_at : flags_at + 2], "big")
+                if flags & 0xFFF == length and bool(flags & 0x4000) == extended:
+                    if flags & 0x3000:
+                        return True
+                    merged = True
+            at = data.find(name + b"\0", at + 1)
+        if not merged:
+            return None
+    return False
 
 
 def _git_output(workdir: str, args: Sequence[str]) -> str | None:
@@ -140,8 +180,8 @@ def is_verified(start: str) -> bool:
     found = current_key(start)
     if found is None or found[0] not in found[2]:
         return False
-    workdir = find_repository(start)[0]
-    return unmerged(workdir, found[1]) is False
+    workdir, git_dir, _ = find_repository(start)
+    return unmerged(workdir, git_dir, found[1]) is False
 
 
 def current_key(start: str) -> tuple[str, list[str], list[str]] | None:

@@ -57,7 +57,7 @@ def replay(repo: Repo, before: Key | None) -> list[tuple[str, list[str]]] | None
         return None
     if not {path for path, _, _ in writes} <= set(before[1]):
         return None  # only the guarded files the key holds are ever written
-    if unmerged(str(repo.workdir), before[1]) is not False:
+    if unmerged(str(repo.workdir), str(repo.layout.git_dir), before[1]) is not False:
         return None  # a conflict git left: the full re-apply says so, and writes nothing
     kept = {blob: cache.get(blob) for _, blob, _ in writes}
     if any(data is None or blob_id(data) != blob for blob, data in kept.items()):

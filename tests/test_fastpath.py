@@ -250,3 +250,41 @@ def test_a_key_verified_by_another_python_or_patchguard_is_not_trusted(hooked: S
     switch = hooked.git("checkout", "-q", "-b", "topic", check=False)
     assert "patches were NOT checked" in switch.stderr  # the sh did not trust the key
     assert "guard.assess" in fast_check(hooked)[1]  # nor did Python: decided in full
+
+
+@pytest.mark.parametrize(
+    "state", ["merged", "unmerged", "intent-to-add", "index-version-4", "not-in-index"]
+)
+def test_the_index_reader_agrees_with_git_on_unmerged_entries(sample: Sample, state: str) -> None:
+    """guard.fastpath reads the index file itself (gitformat-index) to spare a git process;
+    held to `git ls-files --unmerged` on real indexes, and silent when it cannot say."""
+    from guard.fastpath import _index_says, unmerged
+
+    path = sample_repo.KIMI
+    if state == "unmerged":
+        blob = sample.git("rev-parse", f"HEAD:{path}").stdout.strip()
+        stages = "".join(f"100644 {blob} {n}\t{path}\n" for n in (1, 2, 3))
+        subprocess.run(
+            ["git", "update-index", "--index-info"],
+            cwd=sample.root,
+            input=f"0 {'0' * 40}\t{path}\n{stages}",
+            text=True,
+            check=True,
+        )
+    elif state == "intent-to-add":  # an entry with extended flags: a version 3 index
+        path = "python/sglang/srt/models/new_model.py"
+        (sample.root / path).write_text("X = 1\n")
+        sample.git("add", "-N", path)
+    elif state == "index-version-4":  # names compressed: the reader stands aside
+        sample.git("update-index", "--index-version", "4")
+    elif state == "not-in-index":
+        path = "python/sglang/srt/models/untracked.py"
+        (sample.root / path).write_text("X = 1\n")
+    layout = locate(sample.root)
+    git_says = bool(sample.git("ls-files", "--unmerged", "--", path).stdout)
+    assert unmerged(str(layout.workdir), str(layout.git_dir), [path]) is git_says
+    read = _index_says(str(layout.git_dir), [path])
+    if state in ("index-version-4", "not-in-index"):
+        assert read is None
+    else:
+        assert read is git_says
