@@ -14,13 +14,12 @@ from __future__ import annotations
 
 import os
 import stat
-from contextlib import contextmanager
 
 from guard.errors import ConfigError
 
 TYPE_CHECKING = False  # not `from typing import ...`: typing costs the hooks ~3 ms
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Iterator
+    from collections.abc import Iterable
 
 
 class UnsafePath(ConfigError):
@@ -57,18 +56,23 @@ def is_git_dir_name(part: str) -> bool:
 _walked: set[str] | None = None  # see one_walk
 
 
-@contextmanager
-def one_walk() -> Iterator[None]:
+def one_walk() -> _OneWalk:
     """Within this block, a leading directory checked once stays checked: a write of 40
     files under one package walks its directories once, not 40 times. Only for a block in
-    which nothing but patchguard's own writes can change the tree (no git, no user command)."""
-    global _walked
-    outer = _walked
-    _walked = set() if outer is None else outer
-    try:
-        yield
-    finally:
-        _walked = outer
+    which nothing but patchguard's own writes can change the tree (no git, no user command).
+    A class, not @contextmanager: contextlib would cost the fast path more than its work."""
+    return _OneWalk()
+
+
+class _OneWalk:
+    def __enter__(self) -> None:
+        global _walked
+        self._outer = _walked
+        _walked = set() if self._outer is None else self._outer
+
+    def __exit__(self, *_: object) -> None:
+        global _walked
+        _walked = self._outer
 
 
 def checked_path(workdir: str, path: str, git_dirs: Iterable[str]) -> str:
