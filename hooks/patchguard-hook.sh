@@ -167,16 +167,22 @@ PATHS
     case "$head" in
     "" | *[!0-9a-f]*) ;;
     *)
-        case "$patchguard_heads" in
-        *"
-$head "*)
-            entries=${patchguard_heads#*"
-$head "}
-            key="$key${entries%%"
-"*}"
-            head=known
-            ;;
-        esac
+        # Line by line: a pattern like ${heads#*"$head "} costs sh time quadratic in its size.
+        set -f
+        saved_ifs=$IFS
+        IFS='
+'
+        for line in $patchguard_heads; do
+            case "$line" in
+            "$head "*)
+                key="$key${line#"$head "}"
+                head=known
+                break
+                ;;
+            esac
+        done
+        IFS=$saved_ifs
+        set +f
         ;;
     esac
     if [ "$head" != known ]; then
