@@ -174,19 +174,38 @@ def _git_output(workdir: str, args: Sequence[str]) -> str | None:
     return b"".join(chunks).decode("utf-8", "surrogateescape")
 
 
+class CurrentKey:
+    """The key of a worktree's content as it is now, with what it was looked up in."""
+
+    __slots__ = ("git_dir", "key", "keys", "paths", "workdir")
+
+    def __init__(
+        self, key: str, paths: list[str], keys: list[str], workdir: str, git_dir: str
+    ) -> None:
+        self.key = key
+        self.paths = paths  # the guarded paths the key covers
+        self.keys = keys  # the keys verified for them
+        self.workdir = workdir
+        self.git_dir = git_dir
+
+    @property
+    def verified(self) -> bool:
+        return self.key in self.keys
+
+    def unmerged(self) -> bool | None:
+        return unmerged(self.workdir, self.git_dir, self.paths)
+
+
 def is_verified(start: str) -> bool:
     """True only when this exact content was verified before, and git left none of it
     unmerged; any doubt means False."""
     found = current_key(start)
-    if found is None or found[0] not in found[2]:
-        return False
-    workdir, git_dir, _ = find_repository(start)
-    return unmerged(workdir, git_dir, found[1]) is False
+    return found is not None and found.verified and found.unmerged() is False
 
 
-def current_key(start: str) -> tuple[str, list[str], list[str]] | None:
-    """(the key of the content as it is now, the guarded paths it covers, the keys verified),
-    or None when the cache cannot say (no cache, a file missing, no key for this manifest)."""
+def current_key(start: str) -> CurrentKey | None:
+    """The key of the content as it is now, or None when the cache cannot say (no cache, a
+    file missing, no key for this manifest)."""
     try:
         workdir, git_dir, common_dir = find_repository(start)
         with open(os.path.join(git_dir, CACHE_DIR_NAME, VERIFIED_FILE), encoding="utf-8") as f:
@@ -213,7 +232,7 @@ def current_key(start: str) -> tuple[str, list[str], list[str]] | None:
             if listing is None:
                 return None
             entries = key_entries(listing)
-        return make_key(blobs, entries), paths, keys
+        return CurrentKey(make_key(blobs, entries), paths, keys, workdir, git_dir)
     except (OSError, UnicodeDecodeError, ValueError, PatchguardError):
         return None
 
@@ -252,7 +271,7 @@ def remember(
     manifest_bytes: bytes,
     head: str,
     contents: Mapping[str, bytes],
-    looked_up: tuple[Iterable[str], Iterable[str]] = ((), ()),
+    looked_up: tuple[Iterable[str], Iterable[str]],
 ) -> None:
     """Record that this content passed `check` at commit `head` (the commit whose files the
     verdict read), while the paths of `looked_up` were (absent, present).

@@ -153,12 +153,12 @@ def _apply_locked(repo: Repo, hook: str) -> int:
     outcomes = patching.apply(repo, allow_mid_operation=True, tree=tree)
     _say_written(repo, [(o.verdict.name, o.written) for o in outcomes if o.written])
     after = current_key(str(repo.workdir))
-    if all(o.ok for o in outcomes) and after is not None and after[0] in after[2]:
-        replay.remember(repo, before, outcomes)
+    if all(o.ok for o in outcomes) and after is not None and after.verified:
+        replay.remember(repo, before, after, outcomes)
         return 0
     report = assess.check(repo, tree)
-    if report.ok:
-        replay.remember(repo, before, outcomes)
+    if report.ok:  # the check remembered this content: its key is verified now
+        replay.remember(repo, before, current_key(str(repo.workdir)), outcomes)
         return 0
     from guard import render
 

@@ -91,8 +91,12 @@ class Journal:
         else:
             kept: dict[str, Any] = {"before": None}
             if before is not None:
-                kept = {"before": PACK_FILE, "offset": len(self._kept), "size": len(before)}
-                kept["before_blob"] = blob_id(before)
+                kept = {
+                    "before": PACK_FILE,
+                    "offset": len(self._kept),
+                    "size": len(before),
+                    "before_blob": blob_id(before),
+                }
                 self._kept += before
             self.files.append(
                 {"path": path, **kept, "before_mode": modes[0], "after_blob": after_blob}

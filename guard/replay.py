@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 
 from guard.content_cache import ContentCache
-from guard.fastpath import CACHE_DIR_NAME, blob_id, current_key, unmerged
+from guard.fastpath import CACHE_DIR_NAME, blob_id
 from guard.journal import Journal
 from guard.worktree_paths import UnsafePath, one_walk
 
@@ -28,16 +28,16 @@ TYPE_CHECKING = False  # not `from typing import ...`: typing costs the hooks ~3
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from guard.fastpath import CurrentKey
     from guard.patching import PatchOutcome
     from guard.repo import Repo
 
-    Key = tuple[str, list[str], list[str]]  # guard.fastpath.current_key
 
 REPLAYS_DIR = "replays"  # in the worktree's patchguard-cache
 _KEEP = 1024  # a re-apply of 40 files keeps 41 entries (its record and the bytes)
 
 
-def replay(repo: Repo, before: Key | None) -> list[tuple[str, list[str]]] | None:
+def replay(repo: Repo, before: CurrentKey | None) -> list[tuple[str, list[str]]] | None:
     """Write what the re-apply from the files as `before` found them wrote: (patch, paths) in
     the order it applied them. None, having written nothing, when no such re-apply is known or
     its result is no longer verified.
@@ -49,15 +49,15 @@ def replay(repo: Repo, before: Key | None) -> list[tuple[str, list[str]]] | None
         return None
     cache = _cache(repo)
     try:
-        record = json.loads(cache.get(_entry_name(before[0])) or b"null")
+        record = json.loads(cache.get(_entry_name(before.key)) or b"null")
         writes = [(str(w["path"]), str(w["blob"]), str(w["patch"])) for w in record["writes"]]
-        if record["before"] != before[0] or record["after"] not in before[2]:
+        if record["before"] != before.key or record["after"] not in before.keys:
             return None  # another key's entry, or its result is no longer verified
     except (ValueError, TypeError, KeyError):
         return None
-    if not {path for path, _, _ in writes} <= set(before[1]):
+    if not {path for path, _, _ in writes} <= set(before.paths):
         return None  # only the guarded files the key holds are ever written
-    if unmerged(str(repo.workdir), str(repo.layout.git_dir), before[1]) is not False:
+    if before.unmerged() is not False:
         return None  # a conflict git left: the full re-apply says so, and writes nothing
     kept = {blob: cache.get(blob) for _, blob, _ in writes}
     if any(data is None or blob_id(data) != blob for blob, data in kept.items()):
@@ -82,14 +82,18 @@ def replay(repo: Repo, before: Key | None) -> list[tuple[str, list[str]]] | None
     return list(done.items())
 
 
-def remember(repo: Repo, before: Key | None, outcomes: Sequence[PatchOutcome]) -> None:
-    """After a re-apply that ended verified, keep what it wrote under the key of the files
-    before it (see the module's docstring for what is never kept)."""
+def remember(
+    repo: Repo,
+    before: CurrentKey | None,
+    after: CurrentKey | None,
+    outcomes: Sequence[PatchOutcome],
+) -> None:
+    """After a re-apply that ended verified (`after`, read once it was), keep what it wrote
+    under the key of the files before it (see the module's docstring for what is never kept)."""
     written = [(path, o.verdict.name) for o in outcomes for path in o.written]
-    if before is None or not written:
+    if before is None or after is None or not written:
         return
-    after = current_key(str(repo.workdir))
-    if after is None or after[0] not in after[2] or after[1] != before[1]:
+    if not after.verified or after.paths != before.paths:
         return  # not verified, or the guarded paths changed: nothing to replay from
     cache = _cache(repo)
     writes = []
@@ -99,8 +103,8 @@ def remember(repo: Repo, before: Key | None, outcomes: Sequence[PatchOutcome]) -
             return
         cache.put(blob_id(data), data)
         writes.append({"path": path, "blob": blob_id(data), "patch": patch})
-    record = {"before": before[0], "after": after[0], "writes": writes}
-    cache.put(_entry_name(before[0]), json.dumps(record).encode())
+    record = {"before": before.key, "after": after.key, "writes": writes}
+    cache.put(_entry_name(before.key), json.dumps(record).encode())
 
 
 def _entry_name(key: str) -> str:

@@ -109,6 +109,18 @@ fi
 # cache is sourced (it only assigns the patchguard_* lists of guard/fastpath.py's SECTIONS);
 # `command` keeps a damaged one from ending the hook. Any doubt is false, and Python decides.
 verified() {
+    # Lists split on newlines only, never globbed; the shell's own settings come back after.
+    set -f
+    saved_ifs=$IFS
+    IFS='
+'
+    verified_in_cache
+    found=$?
+    IFS=$saved_ifs
+    set +f
+    return "$found"
+}
+verified_in_cache() {
     cache="$git_dir/patchguard-cache/verified.sh"
     [ -f "$cache" ] && command . "$cache" 2>/dev/null || return 1
     [ "$patchguard_model" = "
@@ -116,29 +128,21 @@ $model
 " ] || return 1
     # Paths the verdict looked up without reading them stay as they were (a package that
     # would shadow a module, an __init__.py above the top, a base module elsewhere).
-    set -f
-    saved_ifs=$IFS
-    IFS='
-'
-    looked_up=same
     for path in $patchguard_absent; do
-        [ -e "$path" ] || [ -L "$path" ] && looked_up=changed
+        [ -e "$path" ] || [ -L "$path" ] && return 1
     done
     for path in $patchguard_present; do
-        [ -e "$path" ] || looked_up=changed
+        [ -e "$path" ] || return 1
     done
     # No guarded file may now be a link or lie beyond one, or in a nested repository
     # (guard/worktree_paths.py): the full path refuses those.
     for path in $patchguard_paths; do
-        [ -L "$path" ] && looked_up=changed
+        [ -L "$path" ] && return 1
         while case "$path" in */*) true ;; *) false ;; esac; do
             path=${path%/*}
-            [ -L "$path" ] || [ -e "$path/.git" ] && looked_up=changed
+            [ -L "$path" ] || [ -e "$path/.git" ] && return 1
         done
     done
-    IFS=$saved_ifs
-    set +f
-    [ "$looked_up" = same ] || return 1
     key=
     # This checkout's own manifest first (never named in the cache: a copy has its own),
     # then the guarded files, relative to the worktree root.
@@ -164,45 +168,31 @@ PATHS
         fi
         ;;
     esac
+    entries=
     case "$head" in
     "" | *[!0-9a-f]*) ;;
     *)
         # Line by line: a pattern like ${heads#*"$head "} costs sh time quadratic in its size.
-        set -f
-        saved_ifs=$IFS
-        IFS='
-'
         for line in $patchguard_heads; do
             case "$line" in
             "$head "*)
-                key="$key${line#"$head "}"
-                head=known
+                entries=${line#"$head "}
                 break
                 ;;
             esac
         done
-        IFS=$saved_ifs
-        set +f
         ;;
     esac
-    if [ "$head" != known ]; then
-        # Lines split on newlines only, never globbed: the paths for git, then git's lines.
-        set -f
-        saved_ifs=$IFS
-        IFS='
-'
-        set -- $patchguard_paths
-        listing=$(git --literal-pathspecs ls-tree --full-tree HEAD -- "$@" 2>/dev/null) ||
-            listing=- # a key no cache holds
+    if [ -z "$entries" ]; then
+        listing=$(git --literal-pathspecs ls-tree --full-tree HEAD -- $patchguard_paths 2>/dev/null) ||
+            return 1
         for line in $listing; do
-            key="$key$line "
+            entries="$entries$line "
         done
-        IFS=$saved_ifs
-        set +f
     fi
     case "$patchguard_keys" in
     *"
-$key
+$key$entries
 "*) return 0 ;;
     esac
     return 1

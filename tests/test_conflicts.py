@@ -44,6 +44,18 @@ def user(tmp_path: Path, clean_env: dict[str, str], histories: Histories) -> Che
     return checkout
 
 
+@pytest.fixture
+def cloned(tmp_path: Path, clean_env: dict[str, str], histories: Histories) -> Checkout:
+    """As `user`, in a clone of the absorbing history at r0 on main: `git pull` brings r2."""
+    upstream = tmp_path / "upstream"
+    histories.copy(sample_repo.build_absorbing, upstream)
+    git(tmp_path, "clone", "-q", str(upstream), str(tmp_path / "clone"))
+    checkout = Checkout(tmp_path / "clone", clean_env)
+    checkout.git("reset", "-q", "--hard", "r0")
+    patch_by_hand(checkout)
+    return checkout
+
+
 def plain_stash_pop_conflict(user: Checkout) -> None:
     """What the issue reports: git alone, onto the release that absorbed the methods."""
     user.git("stash", "-q")
@@ -128,13 +140,8 @@ def test_plain_stash_pop_conflict_is_conflicted_and_apply_gets_out(user: Checkou
     assert_got_out(user)
 
 
-def test_autostash_conflict_after_pull_rebase(tmp_path: Path, clean_env: dict[str, str]) -> None:
-    upstream = tmp_path / "upstream"
-    sample_repo.build_absorbing(upstream)
-    git(tmp_path, "clone", "-q", str(upstream), str(tmp_path / "clone"))
-    user = Checkout(tmp_path / "clone", clean_env)
-    user.git("reset", "-q", "--hard", "r0")
-    patch_by_hand(user)
+def test_autostash_conflict_after_pull_rebase(cloned: Checkout) -> None:
+    user = cloned
     pull = user.git("pull", "-q", "--rebase", "--autostash", check=False)
     assert "conflict" in (pull.stdout + pull.stderr).lower()
     assert user.git("rev-parse", "HEAD").stdout == user.git("rev-parse", "r2").stdout
@@ -368,17 +375,10 @@ def test_wrapped_stash_apply_keeps_the_entry_and_pop_back_home_restores_the_patc
     user.pg("check", check=0)
 
 
-def test_wrapped_pull_rebase_autostash_never_conflicts_with_the_patch(
-    tmp_path: Path, clean_env: dict[str, str]
-) -> None:
+def test_wrapped_pull_rebase_autostash_never_conflicts_with_the_patch(cloned: Checkout) -> None:
     """Issue 17, item 2: the patch is lifted before git runs, so the autostash holds only the
     user's other edit; the patch comes back by the 3-way apply (HEAD's copy where it has one)."""
-    upstream = tmp_path / "upstream"
-    sample_repo.build_absorbing(upstream)
-    git(tmp_path, "clone", "-q", str(upstream), str(tmp_path / "clone"))
-    user = Checkout(tmp_path / "clone", clean_env)
-    user.git("reset", "-q", "--hard", "r0")
-    patch_by_hand(user)
+    user = cloned
     pull = user.pg("git", "pull", "-q", "--rebase", "--autostash", check=0)
     assert "conflict" not in (pull.stdout + pull.stderr).lower()
     assert user.git("rev-parse", "HEAD").stdout == user.git("rev-parse", "r2").stdout
