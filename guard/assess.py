@@ -1045,6 +1045,7 @@ def _remember_verified(repo: Repo, tree: Worktree, head: str) -> None:
     if contents is not None:
         fastpath.remember(
             str(repo.layout.git_dir),
+            str(repo.layout.common_dir),
             str(repo.workdir),
             repo.manifest_bytes,
             head,

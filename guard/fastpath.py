@@ -11,7 +11,9 @@ Python at all; `patchguard check` computes it here with nothing but os and _sha1
 HEAD's entries come from `git ls-tree`, or, for a commit the cache has seen, from the cache:
 a commit's tree never changes, so the entries of its verified paths are kept beside the keys
 and neither the hooks nor `check` start that second git process for a commit they know (the
-commit id read from the ref files, as git would resolve it; any doubt runs ls-tree). A
+commit id read from the ref files, as git would resolve it; any doubt runs ls-tree). For a
+commit it has not seen, `check` reads them from the index file when the index is HEAD's tree,
+as it is right after a commit or a checkout (guard.index_file). A
 missing, corrupt or outdated cache only means a miss, so the slow path (which writes the
 cache after a successful check) runs and decides.
 """
@@ -22,6 +24,7 @@ import os
 
 from guard.errors import PatchguardError
 from guard.gitpaths import find_repository, read_head
+from guard.index_file import IndexFile
 from guard.worktree_paths import checked_path, one_walk
 
 TYPE_CHECKING = False  # importing typing or collections would cost this path more than its work
@@ -84,59 +87,35 @@ def key_entries(listing: str) -> str:
     return "".join(line + " " for line in lines)
 
 
-def head_listing(workdir: str, paths: Sequence[str], commit: str = "HEAD") -> str | None:
-    """`git ls-tree` of a commit for `paths` (the key's second half), or None when git fails."""
-    return _git_output(workdir, [*HEAD_LISTING, commit, "--", *paths])
+def head_listing(
+    workdir: str,
+    common_dir: str,
+    commit: str,
+    paths: Sequence[str],
+    index: IndexFile | None,
+) -> str | None:
+    """`git ls-tree` of `commit`, HEAD's, for `paths` (the key's second half), or None when
+    git fails: from the index file when it says (see guard.index_file), else from git."""
+    listing = None if index is None else index.head_entries(common_dir, commit, paths)
+    if listing is None:
+        listing = _git_output(workdir, [*HEAD_LISTING, commit, "--", *paths])
+    return listing
 
 
-def unmerged(workdir: str, git_dir: str, paths: Sequence[str]) -> bool | None:
+def unmerged(
+    workdir: str, git_dir: str, paths: Sequence[str], index: IndexFile | None
+) -> bool | None:
     """Does git's index hold unmerged entries for any of `paths` (None: git failed)?
 
     No key holds the index: a conflict the user resolved by hand back to verified bytes,
     without `git add`, is still a conflict (guard.assess), so what trusts a key asks this:
-    of the index file itself when it can say, else of `git ls-files --unmerged`.
+    of the index file itself (`index`, read once) when it can say, else of `git ls-files`.
     """
-    said = _index_says(git_dir, paths)
+    said = None if index is None else index.unmerged(paths)
     if said is not None:
         return said
     found = _git_output(workdir, ["--literal-pathspecs", "ls-files", "--unmerged", "--", *paths])
     return None if found is None else found != ""
-
-
-def _index_says(git_dir: str, paths: Sequence[str]) -> bool | None:
-    """Whether the index file holds a stage entry (1-3) for one of `paths`; None when it cannot
-    say: a version 4 index (prefix-compressed names), a split index, or a path not found.
-
-    An entry's name follows its flags (gitformat-index): 16 bits of which 12-13 are the stage
-    and 0-11 the name's length; version 3 puts 16 extended bits between (bit 14 says so). The
-    name is searched for whole, with its NUL; a match whose flags do not give that length is
-    no entry. Any stage entry found says yes; only a stage-0 entry for every path says no.
-    """
-    try:
-        with open(os.path.join(git_dir, "index"), "rb") as handle:
-            data = handle.read()
-        if any(name.startswith("sharedindex.") for name in os.listdir(git_dir)):
-            return None
-    except OSError:
-        return None
-    if data[:4] != b"DIRC" or data[4:8] not in (b"\0\0\0\2", b"\0\0\0\3"):
-        return None
-    for path in paths:
-        name = path.encode("utf-8", "surrogateescape")
-        length = min(len(name), 0xFFF)
-        merged = False
-        at = data.find(name + b"\0", 12)
-        while at != -1:
-            for flags_at, extended in ((at - 2, False), (at - 4, True)):
-                flags = int.from_bytes(data[flags_at : flags_at + 2], "big")
-                if flags & 0xFFF == length and bool(flags & 0x4000) == extended:
-                    if flags & 0x3000:
-                        return True
-                    merged = True
-            at = data.find(name + b"\0", at + 1)
-        if not merged:
-            return None
-    return False
 
 
 def _git_output(workdir: str, args: Sequence[str]) -> str | None:
@@ -177,23 +156,30 @@ def _git_output(workdir: str, args: Sequence[str]) -> str | None:
 class CurrentKey:
     """The key of a worktree's content as it is now, with what it was looked up in."""
 
-    __slots__ = ("git_dir", "key", "keys", "paths", "workdir")
+    __slots__ = ("git_dir", "index", "key", "keys", "paths", "workdir")
 
     def __init__(
-        self, key: str, paths: list[str], keys: list[str], workdir: str, git_dir: str
+        self,
+        key: str,
+        paths: list[str],
+        keys: list[str],
+        workdir: str,
+        git_dir: str,
+        index: IndexFile | None,
     ) -> None:
         self.key = key
         self.paths = paths  # the guarded paths the key covers
         self.keys = keys  # the keys verified for them
         self.workdir = workdir
         self.git_dir = git_dir
+        self.index = index  # read once, for HEAD's entries and for unmerged()
 
     @property
     def verified(self) -> bool:
         return self.key in self.keys
 
     def unmerged(self) -> bool | None:
-        return unmerged(self.workdir, self.git_dir, self.paths)
+        return unmerged(self.workdir, self.git_dir, self.paths, self.index)
 
 
 def is_verified(start: str) -> bool:
@@ -226,13 +212,15 @@ def current_key(start: str) -> CurrentKey | None:
                 blobs.append(blob_id(handle.read()))
         if not any(key.startswith(blobs[0]) for key in keys):
             return None  # no key for this manifest: spare the git call
-        entries = heads.get(read_head(git_dir, common_dir) or "")
+        head = read_head(git_dir, common_dir)
+        entries = heads.get(head or "")
+        index = IndexFile.read(git_dir)
         if entries is None:
-            listing = head_listing(workdir, paths)
+            listing = head_listing(workdir, common_dir, head or "HEAD", paths, index)
             if listing is None:
                 return None
             entries = key_entries(listing)
-        return CurrentKey(make_key(blobs, entries), paths, keys, workdir, git_dir)
+        return CurrentKey(make_key(blobs, entries), paths, keys, workdir, git_dir, index)
     except (OSError, UnicodeDecodeError, ValueError, PatchguardError):
         return None
 
@@ -267,6 +255,7 @@ def manifest_path(common_dir: str) -> str:
 
 def remember(
     git_dir: str,
+    common_dir: str,
     workdir: str,
     manifest_bytes: bytes,
     head: str,
@@ -283,7 +272,7 @@ def remember(
     if any("\n" in path or "\r" in path for path in (*contents, *absent, *present)):
         return
     paths = sorted(contents)
-    listing = head_listing(workdir, paths, head)
+    listing = head_listing(workdir, common_dir, head, paths, IndexFile.read(git_dir))
     if listing is None:
         return
     entries = key_entries(listing)

@@ -1,0 +1,212 @@
+"""guard.index_file reads git's index file itself: held to git's own answers on real indexes.
+
+Whatever the state, an answer is git's answer or None (ask git); in the states a commit or a
+checkout leaves, it must answer, or the fast path would start git after all.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import sample_repo
+from conftest import Sample
+
+from guard.fastpath import unmerged
+from guard.gitdir import locate
+from guard.index_file import IndexFile
+
+NEW = "python/sglang/srt/models/new_model.py"
+# Names that hold the index's extension signatures, a directory beside a file of the same
+# stem, an executable, a link, and a file HEAD does not have.
+ODD = ["TREE", "docs/TREE.md", "UNTRlink.py", "python/sglang/srt/models/kimi_k25.py.d/x.py"]
+TOOL = "tools/run.sh"
+LINK = "python/sglang/srt/models/kimi_link.py"
+
+
+def ls_tree(sample: Sample, paths: list[str]) -> str:
+    found = sample.git("--literal-pathspecs", "ls-tree", "--full-tree", "HEAD", "--", *paths)
+    return found.stdout
+
+
+def index_says(sample: Sample, paths: list[str]) -> str | None:
+    layout = locate(sample.root)
+    index = IndexFile.read(str(layout.git_dir))
+    head = sample.git("rev-parse", "HEAD").stdout.strip()
+    return None if index is None else index.head_entries(str(layout.common_dir), head, paths)
+
+
+def with_odd_files(sample: Sample) -> list[str]:
+    for path in [*ODD, TOOL]:
+        (sample.root / path).parent.mkdir(parents=True, exist_ok=True)
+        (sample.root / path).write_text("X = 1\n")
+    (sample.root / TOOL).chmod(0o755)
+    os.symlink("kimi_k25.py", sample.root / LINK)
+    sample.git("add", "-A")
+    sample.git("commit", "-q", "-m", "odd names")
+    return [sample_repo.KIMI, *ODD, TOOL, LINK, NEW, "TRE"]
+
+
+def _staged(sample: Sample) -> None:
+    sample.kimi.write_text(sample.kimi.read_text() + "\nSTAGED = 1\n")
+    sample.git("add", sample_repo.KIMI)
+
+
+def _soft_reset(sample: Sample) -> None:
+    sample.git("reset", "-q", "--soft", "HEAD~1")
+
+
+def _intent_to_add_then_commit(sample: Sample) -> None:
+    (sample.root / NEW).write_text("X = 1\n")
+    sample.git("add", "-N", NEW)
+    (sample.root / "NOTES.md").write_text("notes\n")
+    sample.git("add", "NOTES.md")
+    sample.git("commit", "-q", "-m", "notes")
+
+
+def _unmerged(sample: Sample) -> None:
+    blob = sample.git("rev-parse", f"HEAD:{sample_repo.KIMI}").stdout.strip()
+    stages = "".join(f"100644 {blob} {n}\t{sample_repo.KIMI}\n" for n in (1, 2, 3))
+    subprocess.run(
+        ["git", "update-index", "--index-info"],
+        cwd=sample.root,
+        input=f"0 {'0' * 40}\t{sample_repo.KIMI}\n{stages}",
+        text=True,
+        check=True,
+    )
+
+
+def _replaced(sample: Sample) -> None:
+    """`git replace`: git shows another commit's tree for HEAD."""
+    parent = sample.git("rev-parse", "HEAD~1").stdout.strip()
+    sample.git("replace", sample.git("rev-parse", "HEAD").stdout.strip(), parent)
+
+
+# state -> (what makes it, does the reader have to answer)
+STATES = {
+    "after a commit": (lambda sample: None, True),
+    "after a checkout": (lambda sample: sample.git("checkout", "-q", "HEAD~1"), True),
+    "untracked cache": (
+        lambda sample: (
+            sample.git("update-index", "--untracked-cache"),
+            sample.git("status", "--porcelain"),
+        ),
+        True,
+    ),
+    "a staged change": (_staged, False),
+    "reset --soft": (_soft_reset, False),
+    "intent-to-add, then a commit": (_intent_to_add_then_commit, False),
+    "unmerged": (_unmerged, False),
+    "index version 4": (lambda sample: sample.git("update-index", "--index-version", "4"), False),
+    "split index": (lambda sample: sample.git("update-index", "--split-index"), False),
+    "packed commit": (lambda sample: sample.git("gc", "-q"), False),
+    "replaced commit": (_replaced, False),
+    "sparse index": (
+        lambda sample: sample.git("sparse-checkout", "set", "--cone", "--sparse-index", "python"),
+        False,
+    ),
+}
+
+
+@pytest.mark.parametrize("state", STATES)
+def test_heads_entries_are_git_ls_tree_or_nothing(sample: Sample, state: str) -> None:
+    paths = with_odd_files(sample)
+    make, must_answer = STATES[state]
+    make(sample)
+    said = index_says(sample, paths)
+    if must_answer:
+        assert said is not None
+    if said is not None:
+        assert said == ls_tree(sample, paths)
+    if state == "a staged change":
+        assert said is None  # the index is not HEAD's tree there: its entries are not HEAD's
+    with_a_directory = [*paths, "python/sglang/srt"]  # ls-tree lists a tree there
+    said = index_says(sample, with_a_directory)
+    assert said is None or said == ls_tree(sample, with_a_directory)
+
+
+def test_a_path_ls_tree_would_quote_is_left_to_git(sample: Sample) -> None:
+    odd = "python/sglang/srt/models/kimí.py"
+    (sample.root / odd).write_text("X = 1\n")
+    sample.git("add", odd)
+    sample.git("commit", "-q", "-m", "accent")
+    assert index_says(sample, [sample_repo.KIMI]) == ls_tree(sample, [sample_repo.KIMI])
+    assert index_says(sample, [odd]) is None
+
+
+def test_check_right_after_an_unrelated_commit_starts_no_git(
+    sample: Sample, tmp_path: Path
+) -> None:
+    """`check -q` after a commit that touches no guarded file: the key holds, and the index
+    (not `git ls-tree`) says HEAD's entries."""
+    sample.record_eagle3()
+    assert sample.pg("check").exit_code == 0
+    (sample.root / "NOTES.md").write_text("notes\n")
+    sample.git("add", "NOTES.md")
+    sample.git("commit", "-q", "-m", "notes")
+    trace = tmp_path / "trace"
+    env = {**os.environ, "GIT_TRACE": str(trace)}
+    fast = subprocess.run(
+        [sys.executable, "-c", "from guard.entry import main; main()", "check", "-q"],
+        cwd=sample.root,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert fast.returncode == 0, fast.stderr
+    assert not trace.exists(), trace.read_text()  # no git process at all
+
+
+@pytest.mark.parametrize(
+    "state", ["merged", "unmerged", "intent-to-add", "index-version-4", "not-in-index"]
+)
+def test_the_index_reader_agrees_with_git_on_unmerged_entries(sample: Sample, state: str) -> None:
+    """Held to `git ls-files --unmerged` on real indexes, and silent when it cannot say."""
+    path = sample_repo.KIMI
+    if state == "unmerged":
+        _unmerged(sample)
+    elif state == "intent-to-add":  # an entry with extended flags: a version 3 index
+        path = NEW
+        (sample.root / path).write_text("X = 1\n")
+        sample.git("add", "-N", path)
+    elif state == "index-version-4":  # names compressed: the reader stands aside
+        sample.git("update-index", "--index-version", "4")
+    elif state == "not-in-index":
+        path = "python/sglang/srt/models/untracked.py"
+        (sample.root / path).write_text("X = 1\n")
+    layout = locate(sample.root)
+    git_says = bool(sample.git("ls-files", "--unmerged", "--", path).stdout)
+    index = IndexFile.read(str(layout.git_dir))
+    assert unmerged(str(layout.workdir), str(layout.git_dir), [path], index) is git_says
+    read = None if index is None else index.unmerged([path])
+    if state in ("index-version-4", "not-in-index"):
+        assert read is None
+    else:
+        assert read is git_says
+
+
+def test_a_name_made_to_look_like_an_entry_of_the_guarded_file_is_not_trusted(
+    sample: Sample,
+) -> None:
+    """A committed name can end with the guarded path and carry, just before it, two bytes
+    that read as flags of the right length, at a place where an entry could start: the reader
+    then finds two candidates and leaves the answer to git."""
+    name = sample_repo.KIMI.encode()
+    crafted = b"aaaaaa" + bytes([0x80, len(name)]) + name  # 6 + 2 bytes: an entry's alignment
+    path = sample.root / os.fsdecode(crafted)
+    path.parent.mkdir(parents=True)
+    path.write_text("X = 1\n")
+    sample.git("add", "-A")
+    sample.git("commit", "-q", "-m", "crafted")
+    layout = locate(sample.root)
+    index = IndexFile.read(str(layout.git_dir))
+    assert index is not None
+    assert index_says(sample, [sample_repo.KIMI]) is None
+    assert index.unmerged([sample_repo.KIMI]) is None
+    # Without the crafted name, the same reader answers.
+    sample.git("rm", "-q", "--cached", os.fsdecode(crafted))
+    sample.git("commit", "-q", "-m", "gone")
+    assert index_says(sample, [sample_repo.KIMI]) == ls_tree(sample, [sample_repo.KIMI])
