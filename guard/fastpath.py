@@ -1,9 +1,10 @@
 """The nearly free path: "nothing the verdict depends on changed since it was last verified".
 
-A verified state is keyed by content, never by mtime or by commit id: the git blob id of the
-manifest and of every guarded file in the worktree (as `git hash-object --no-filters
---stdin-paths` prints them), then HEAD's entries for those files (as `git ls-tree` prints
-them: mode, type, id and path; a file HEAD lacks has no line). That is all a verdict reads,
+A verified state is keyed by content, never by mtime or by commit id: the SHA-1 of the bytes
+of the manifest and of every guarded file in the worktree (as `sha1sum` prints them: a
+smaller process than git, and the same whatever hash the repository uses), then HEAD's
+entries for those files (as `git ls-tree` prints them: mode, type, id and path; a file HEAD
+lacks has no line). That is all a verdict reads,
 so a commit that touches no guarded file keeps the key, and a checkout to another commit with
 the same guarded files finds it. The hook scripts compute the same key in sh before starting
 Python at all; `patchguard check` computes it here with nothing but os and _sha1.
@@ -74,9 +75,15 @@ def blob_id(data: bytes) -> str:
     return str(sha1(b"blob %d\0" % len(data) + data).hexdigest())
 
 
-def make_key(blobs: Iterable[str], entries: str) -> str:
-    """One line, as the sh hooks build it: each blob id, then HEAD's entries (key_entries)."""
-    return "".join(blob + " " for blob in blobs) + entries
+def digest(data: bytes) -> str:
+    """The SHA-1 of the bytes, as `sha1sum` prints it: how a key names a file's content."""
+    return str(sha1(data).hexdigest())
+
+
+def make_key(digests: Iterable[str], entries: str) -> str:
+    """One line, as the sh hooks build it: each file's digest, then HEAD's entries
+    (key_entries)."""
+    return "".join(found + " " for found in digests) + entries
 
 
 def key_entries(listing: str) -> str:
@@ -206,11 +213,11 @@ def current_key(start: str) -> CurrentKey | None:
         with one_walk():  # a link or a nested repository now: the full path says so
             for path in paths:
                 checked_path(workdir, path, (git_dir, common_dir))
-        blobs = []
+        digests = []
         for path in [manifest_path(common_dir), *(os.path.join(workdir, p) for p in paths)]:
             with open(path, "rb") as handle:
-                blobs.append(blob_id(handle.read()))
-        if not any(key.startswith(blobs[0]) for key in keys):
+                digests.append(digest(handle.read()))
+        if not any(key.startswith(digests[0]) for key in keys):
             return None  # no key for this manifest: spare the git call
         head = read_head(git_dir, common_dir)
         entries = heads.get(head or "")
@@ -220,7 +227,7 @@ def current_key(start: str) -> CurrentKey | None:
             if listing is None:
                 return None
             entries = key_entries(listing)
-        return CurrentKey(make_key(blobs, entries), paths, keys, workdir, git_dir, index)
+        return CurrentKey(make_key(digests, entries), paths, keys, workdir, git_dir, index)
     except (OSError, UnicodeDecodeError, ValueError, PatchguardError):
         return None
 
@@ -276,7 +283,7 @@ def remember(
     if listing is None:
         return
     entries = key_entries(listing)
-    key = make_key([blob_id(manifest_bytes), *(blob_id(contents[p]) for p in paths)], entries)
+    key = make_key([digest(manifest_bytes), *(digest(contents[p]) for p in paths)], entries)
     try:
         _write_key(
             os.path.join(git_dir, CACHE_DIR_NAME), paths, key, (head, entries), (absent, present)

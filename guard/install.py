@@ -115,7 +115,17 @@ def render_hook(hook_type: str, python: str) -> str:
         .replace("@LAUNCHER@", _sh_single_quoted(launcher()))
         .replace("@REINSTALL@", _sh_single_quoted(reinstall_command()))
         .replace("@MODEL_NAMESPACE@", _sh_single_quoted(model_namespace()))
+        .replace("@SHA1SUM@", _sh_single_quoted(sha1_tool()))
     )
+
+
+def sha1_tool() -> str:
+    """The SHA-1 tool the hooks hash files with (see guard.fastpath): coreutils' or busybox's
+    sha1sum, else shasum (macOS); "" when there is none, and the hooks then leave every
+    decision to Python."""
+    import shutil
+
+    return shutil.which("sha1sum") or shutil.which("shasum") or ""
 
 
 def git_hooks_dir(layout: Layout) -> Path:

@@ -8,6 +8,9 @@ reinstall='@REINSTALL@'
 # guard.fastpath.model_namespace() of the installed patchguard: a key verified by another
 # Python or another version of patchguard is not this hook's to trust.
 model='@MODEL_NAMESPACE@'
+# The SHA-1 tool found at install (sha1sum, else shasum; empty: none): the verified key holds
+# the SHA-1 of each file's bytes, which a tool this small prints cheaper than git would.
+sha1sum='@SHA1SUM@'
 case "$0" in
 */*) legacy="${0%/*}/$hook_name.patchguard-legacy" ;;
 *) legacy="./$hook_name.patchguard-legacy" ;;
@@ -137,21 +140,19 @@ $model
     # No guarded file may now be a link or lie beyond one, or in a nested repository
     # (guard/worktree_paths.py): the full path refuses those.
     for path in $patchguard_paths; do
-        [ -L "$path" ] && return 1
+        [ -L "$path" ] || [ ! -f "$path" ] && return 1 # a link, gone, or not a file to read
         while case "$path" in */*) true ;; *) false ;; esac; do
             path=${path%/*}
             [ -L "$path" ] || [ -e "$path/.git" ] && return 1
         done
     done
+    [ -n "$sha1sum" ] && [ -x "$sha1sum" ] || return 1
     key=
     # This checkout's own manifest first (never named in the cache: a copy has its own),
-    # then the guarded files, relative to the worktree root.
-    # (A here-document, not a pipe from printf: the subshell then execs git, one fork.)
-    for blob in $(git hash-object --no-filters --stdin-paths 2>/dev/null <<PATHS
-$common/patchguard/manifest.json${patchguard_paths%?}
-PATHS
-    ); do
-        key="$key$blob "
+    # then the guarded files, relative to the worktree root. Each line is the digest, then
+    # the name (never escaped: patchguard refuses a backslash in a path, the cache a newline).
+    for line in $("$sha1sum" -- "$common/patchguard/manifest.json" $patchguard_paths 2>/dev/null); do
+        key="$key${line%% *} "
     done
     # HEAD's entries: kept in the cache for a commit it has seen (the id from the ref files,
     # as guard.gitpaths.read_head reads them), else from git.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -250,3 +251,47 @@ def test_a_key_verified_by_another_python_or_patchguard_is_not_trusted(hooked: S
     switch = hooked.git("checkout", "-q", "-b", "topic", check=False)
     assert "patches were NOT checked" in switch.stderr  # the sh did not trust the key
     assert "guard.assess" in fast_check(hooked)[1]  # nor did Python: decided in full
+
+
+@pytest.mark.parametrize("name", ["-dash.py", "sp ace.py", "quo'te.py"])
+def test_the_hooks_sh_and_check_agree_on_keys_of_odd_names(
+    sample: Sample, clean_env: dict[str, str], name: str
+) -> None:
+    """The sh hashes with sha1sum, Python with _sha1: the same key for a name that looks like
+    an option, one with a space, one with a quote (the cache quotes it for sh)."""
+    odd = sample.root / name  # at the top: "-dash.py" is then the argument sha1sum gets
+    odd.write_text("class Odd:\n    def a(self):\n        return 1\n")
+    sample.git("add", "--", str(odd.relative_to(sample.root)))
+    sample.git("commit", "-q", "-m", "odd")
+    odd.write_text(odd.read_text() + "\n    def b(self):\n        return 2\n")
+    relative = str(odd.relative_to(sample.root))
+    assert sample.pg("record", "odd", "-m", "odd", "--", relative).exit_code == 0
+    assert sample.pg("install", "--hook", "post-checkout").exit_code == 0
+    assert sample.pg("check", "-q").exit_code == 0
+    assert fast_check(sample) == ("0", "")
+    hook = sample.root / ".git" / "hooks" / "post-checkout"
+    hook.write_text(hook.read_text().replace("install_python='", "install_python='/gone"))
+    env = {**clean_env, "PATH": "/usr/bin:/bin"}  # no Python to fall back to
+    switch = git(sample.root, "checkout", "-q", "-b", "topic", env=env, check=False)
+    assert switch.returncode == 0, switch.stderr
+    assert switch.stderr == ""  # the sh found the key Python wrote
+
+
+def test_without_a_sha1_tool_the_hooks_leave_every_decision_to_python(
+    sample: Sample, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Installed where neither sha1sum nor shasum is found, the hooks cannot compute a key:
+    they never trust one, and Python decides (here it is gone, and the hook says so)."""
+    only_git = tmp_path / "only-git"
+    only_git.mkdir()
+    (only_git / "git").symlink_to(shutil.which("git") or "git")
+    sample.record_eagle3()
+    monkeypatch.setenv("PATH", str(only_git))
+    assert sample.pg("install", "--hook", "post-checkout").exit_code == 0
+    monkeypatch.undo()
+    assert sample.pg("check", "-q").exit_code == 0
+    hook = sample.root / ".git" / "hooks" / "post-checkout"
+    assert "\nsha1sum=''\n" in hook.read_text()
+    hook.write_text(hook.read_text().replace("install_python='", "install_python='/gone"))
+    switch = sample.git("checkout", "-q", "-b", "topic", check=False)
+    assert "patches were NOT checked" in switch.stderr
