@@ -236,7 +236,7 @@ SCALES = (
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=15, help="samples per row (default 15)")
+    parser.add_argument("--runs", type=int, default=21, help="samples per row (default 21)")
     args = parser.parse_args()
     WORK.mkdir(parents=True, exist_ok=True)
     run(sys.executable, "-m", "compileall", "-q", str(ROOT / "guard"))  # caches, as installed

@@ -69,7 +69,7 @@ class IndexFile:
 
     def unmerged(self, paths: Sequence[str]) -> bool | None:
         """Whether a stage entry (1-3) is held for one of `paths`; None when a path has no
-        entry at all (untracked, or a name this reader cannot find)."""
+        entry at all (untracked) or none this reader can be sure of."""
         for path in paths:
             entries = self._entries(path)
             if not entries:
@@ -89,9 +89,7 @@ class IndexFile:
         if root is None or root != _commit_tree(common_dir, head):
             return None
         lines = []
-        for path in sorted(
-            paths, key=lambda p: p.encode("utf-8", "surrogateescape")
-        ):  # git's order
+        for path in sorted(paths, key=str.encode):  # ls-tree's order: the bytes' (all plain)
             entries = self._entries(path)
             if entries is None:
                 return None

@@ -22,6 +22,39 @@ if [ "$hook_name" = reference-transaction ] && [ "$1" != committed ] && [ ! -x "
     exit 0
 fi
 
+# This worktree's git dir and the common one, found as git finds them for the hook it runs
+# (in the top of the worktree, GIT_DIR exported when set), with builtins only: this runs on
+# every checkout and commit. The Python side (guard.gitpaths) decides anything odd.
+git_dir=${GIT_DIR:-.git}
+if [ -f "$git_dir" ]; then
+    IFS= read -r line <"$git_dir"
+    git_dir=${line#gitdir: }
+fi
+common=${GIT_COMMON_DIR:-$git_dir}
+if [ -z "${GIT_COMMON_DIR:-}" ] && [ -f "$git_dir/commondir" ]; then
+    IFS= read -r line <"$git_dir/commondir"
+    case "$line" in
+    /*) common=$line ;;
+    *) common=$git_dir/$line ;;
+    esac
+fi
+
+# The hooks of every commit, with no chained hook to run, end here unless there is something
+# to do: a stash can only have been pushed if its ref is a file (a push writes it loose; the
+# reftable format has no ref files, so there the input is read), and a merge or rebase that
+# left the patches out marks it in this worktree's git dir. Reading the input costs sh a
+# system call per byte; this costs a few.
+if [ ! -x "$legacy" ]; then
+    case "$hook_name" in
+    reference-transaction)
+        [ -f "$common/refs/stash" ] || [ -d "$common/reftable" ] || exit 0
+        ;;
+    post-commit)
+        [ -f "$git_dir/patchguard-pending" ] || exit 0
+        ;;
+    esac
+fi
+
 # Hooks with input get it once, read by the shell itself (no temporary file, no process: this
 # runs on every ref update, whatever TMPDIR is); the chained hook and patchguard get a copy.
 # Every other hook reads /dev/null, never the terminal.
@@ -62,23 +95,6 @@ if [ "$hook_name" = reference-transaction ]; then
     *" refs/stash
 "*) ;;
     *) exit "$status" ;;
-    esac
-fi
-
-# This worktree's git dir and the common one, found as git finds them for the hook it runs
-# (in the top of the worktree, GIT_DIR exported when set), with builtins only: this runs on
-# every checkout and commit. The Python side (guard.gitpaths) decides anything odd.
-git_dir=${GIT_DIR:-.git}
-if [ -f "$git_dir" ]; then
-    IFS= read -r line <"$git_dir"
-    git_dir=${line#gitdir: }
-fi
-common=${GIT_COMMON_DIR:-$git_dir}
-if [ -z "${GIT_COMMON_DIR:-}" ] && [ -f "$git_dir/commondir" ]; then
-    IFS= read -r line <"$git_dir/commondir"
-    case "$line" in
-    /*) common=$line ;;
-    *) common=$git_dir/$line ;;
     esac
 fi
 

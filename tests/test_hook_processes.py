@@ -96,6 +96,18 @@ def test_a_commit_never_seen_costs_one_git_call_and_no_python(traced) -> None:  
 def test_a_stash_is_the_only_ref_update_that_reaches_python(traced) -> None:  # type: ignore[no-untyped-def]
     _, run = traced
     assert run("stash", "-q")[2] == 1  # the notice, from Python
+    assert run("commit", "-q", "--allow-empty", "-m", "x") == (0, 0, 0)  # a stash is there
+
+
+def test_a_stash_pushed_over_a_packed_stash_ref_is_still_seen(traced) -> None:  # type: ignore[no-untyped-def]
+    """The hooks look for the stash ref's file before reading their input: a push writes it
+    loose even when `git pack-refs --all` (or gc) packed the ref and removed the file."""
+    sample, run = traced
+    sample.git("stash", "-q")
+    sample.git("pack-refs", "--all")
+    assert not (sample.root / ".git" / "refs" / "stash").exists()
+    (sample.root / "README.md").write_text("# sglang (sample), edited\n")
+    assert run("stash", "-q")[2] == 1  # the second stash, over the packed one
 
 
 def test_under_patchguard_git_the_hook_stands_aside_in_sh(traced, monkeypatch) -> None:  # type: ignore[no-untyped-def]
