@@ -2,11 +2,10 @@
 
 A verified state is keyed by content, never by mtime or by commit id: the SHA-1 of the bytes
 of the manifest and of every guarded file in the worktree (as `sha1sum` prints them: a
-smaller process than git, and the same whatever hash the repository uses), then HEAD's
-entries for those files (as `git ls-tree` prints them: mode, type, id and path; a file HEAD
-lacks has no line). That is all a verdict reads,
-so a commit that touches no guarded file keeps the key, and a checkout to another commit with
-the same guarded files finds it. The hook scripts compute the same key in sh before starting
+smaller process than git), then HEAD's entries for those files (as `git ls-tree` prints them:
+mode, type, id and path; a file HEAD lacks has no line). That is all a verdict reads, so a
+commit that touches no guarded file keeps the key, and a checkout to another commit with the
+same guarded files finds it. The hook scripts compute the same key in sh before starting
 Python at all; `patchguard check` computes it here with nothing but os and _sha1.
 
 HEAD's entries come from `git ls-tree`, or, for a commit the cache has seen, from the cache:
@@ -14,9 +13,11 @@ a commit's tree never changes, so the entries of its verified paths are kept bes
 and neither the hooks nor `check` start that second git process for a commit they know (the
 commit id read from the ref files, as git would resolve it; any doubt runs ls-tree). For a
 commit it has not seen, `check` reads them from the index file when the index is HEAD's tree,
-as it is right after a commit or a checkout (guard.index_file). A
-missing, corrupt or outdated cache only means a miss, so the slow path (which writes the
-cache after a successful check) runs and decides.
+as it is right after a commit or a checkout (guard.index_file). No key holds the index, but
+whatever trusts one asks it whether git left a guarded file unmerged; an index read whole and
+found without such entries is known again by its checksum, and not read again. A missing,
+corrupt or outdated cache only means a miss, so the slow path (which writes the cache after a
+successful check) runs and decides.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import os
 from guard.errors import PatchguardError
 from guard.gitpaths import find_repository, read_head
 from guard.index_file import IndexFile
+from guard.index_file import checksum as index_checksum
 from guard.worktree_paths import checked_path, one_walk
 
 TYPE_CHECKING = False  # importing typing or collections would cost this path more than its work
@@ -46,9 +48,11 @@ _HEAD = "# patchguard: keys verified in this worktree (guard/fastpath.py); the h
 # a lone quote (a quote in a line is written '\'', so no line is a lone quote): the guarded
 # paths; the keys, newest first; HEAD's entries by commit ("<commit> <entries, as in a key>");
 # paths looked up but not read, which must stay absent, or present, for the keys to hold
-# (guard.assess.Worktree.exists); the model_namespace() of the Python that verified them.
-SECTIONS = ("paths", "keys", "heads", "absent", "present", "model")
+# (guard.assess.Worktree.exists); the model_namespace() of the Python that verified them; the
+# checksums of index files read whole that held none of the paths unmerged (newest first).
+SECTIONS = ("paths", "keys", "heads", "absent", "present", "model", "merged")
 MAX_VERIFIED = 32
+MAX_MERGED = 8
 # HEAD's entries for the guarded files, exactly as the hook scripts ask for them.
 HEAD_LISTING = ("--literal-pathspecs", "ls-tree", "--full-tree")  # then COMMIT -- PATHS...
 
@@ -163,7 +167,7 @@ def _git_output(workdir: str, args: Sequence[str]) -> str | None:
 class CurrentKey:
     """The key of a worktree's content as it is now, with what it was looked up in."""
 
-    __slots__ = ("git_dir", "index", "key", "keys", "paths", "workdir")
+    __slots__ = ("git_dir", "index", "key", "keys", "merged", "paths", "workdir")
 
     def __init__(
         self,
@@ -173,20 +177,28 @@ class CurrentKey:
         workdir: str,
         git_dir: str,
         index: IndexFile | None,
+        merged: list[str],
     ) -> None:
         self.key = key
         self.paths = paths  # the guarded paths the key covers
         self.keys = keys  # the keys verified for them
         self.workdir = workdir
         self.git_dir = git_dir
-        self.index = index  # read once, for HEAD's entries and for unmerged()
+        self.index = index  # when HEAD's entries were read from it: not read again
+        self.merged = merged  # checksums of indexes known to hold none of the paths unmerged
 
     @property
     def verified(self) -> bool:
         return self.key in self.keys
 
     def unmerged(self) -> bool | None:
-        return unmerged(self.workdir, self.git_dir, self.paths, self.index)
+        """unmerged() of the paths; an index already known by its checksum is not read."""
+        index = self.index
+        known = index.checksum if index is not None else index_checksum(self.git_dir)
+        if known is not None and known in self.merged:
+            return False
+        index = index if index is not None else IndexFile.read(self.git_dir)
+        return unmerged(self.workdir, self.git_dir, self.paths, index)
 
 
 def is_verified(start: str) -> bool:
@@ -202,7 +214,7 @@ def current_key(start: str) -> CurrentKey | None:
     try:
         workdir, git_dir, common_dir = find_repository(start)
         with open(os.path.join(git_dir, CACHE_DIR_NAME, VERIFIED_FILE), encoding="utf-8") as f:
-            paths, keys, commits, absent, present, model = parse_verified(f.read())
+            paths, keys, commits, absent, present, model, merged = parse_verified(f.read())
         if model != [model_namespace()]:
             return None  # verified by another Python, or another patchguard
         heads = dict(line.split(" ", 1) for line in commits)  # ValueError without a space
@@ -221,13 +233,15 @@ def current_key(start: str) -> CurrentKey | None:
             return None  # no key for this manifest: spare the git call
         head = read_head(git_dir, common_dir)
         entries = heads.get(head or "")
-        index = IndexFile.read(git_dir)
+        index = None
         if entries is None:
+            index = IndexFile.read(git_dir)
             listing = head_listing(workdir, common_dir, head or "HEAD", paths, index)
             if listing is None:
                 return None
             entries = key_entries(listing)
-        return CurrentKey(make_key(digests, entries), paths, keys, workdir, git_dir, index)
+        key = make_key(digests, entries)
+        return CurrentKey(key, paths, keys, workdir, git_dir, index, merged)
     except (OSError, UnicodeDecodeError, ValueError, PatchguardError):
         return None
 
@@ -279,14 +293,21 @@ def remember(
     if any("\n" in path or "\r" in path for path in (*contents, *absent, *present)):
         return
     paths = sorted(contents)
-    listing = head_listing(workdir, common_dir, head, paths, IndexFile.read(git_dir))
+    index = IndexFile.read(git_dir)
+    listing = head_listing(workdir, common_dir, head, paths, index)
     if listing is None:
         return
     entries = key_entries(listing)
     key = make_key([digest(manifest_bytes), *(digest(contents[p]) for p in paths)], entries)
+    merged = index.checksum if index is not None and index.unmerged(paths) is False else None
     try:
         _write_key(
-            os.path.join(git_dir, CACHE_DIR_NAME), paths, key, (head, entries), (absent, present)
+            os.path.join(git_dir, CACHE_DIR_NAME),
+            paths,
+            key,
+            (head, entries),
+            (absent, present),
+            merged,
         )
     except OSError:
         return  # a read-only git dir: the next check takes the full path again
@@ -298,6 +319,7 @@ def _write_key(
     key: str,
     head: tuple[str, str],
     looked_up: tuple[set[str], set[str]],
+    merged: str | None,
 ) -> None:
     from pathlib import Path
 
@@ -307,12 +329,15 @@ def _write_key(
     verified_file = os.path.join(cache, VERIFIED_FILE)
     try:
         with open(verified_file, encoding="utf-8") as handle:
-            known_paths, keys, commits, absent, present, model = parse_verified(handle.read())
+            known = parse_verified(handle.read())
     except (OSError, UnicodeDecodeError, ValueError):
-        known_paths, keys, commits, absent, present, model = [], [], [], [], [], []
+        known = [[] for _ in SECTIONS]
+    known_paths, keys, commits, absent, present, model, indexes = known
     if known_paths != list(paths) or model != [model_namespace()]:
-        keys, commits, absent, present = [], [], [], []  # of other paths, or another model
+        keys, commits, absent, present, indexes = [], [], [], [], []  # other paths or model
     keys = [key, *[k for k in keys if k != key]][:MAX_VERIFIED]  # newest first
+    if merged is not None:
+        indexes = [merged, *[i for i in indexes if i != merged]][:MAX_MERGED]
     commits = [" ".join(head), *[c for c in commits if not c.startswith(head[0] + " ")]]
     # Every key holds only while every path any of them looked up stays as it was then.
     sections = {
@@ -322,6 +347,7 @@ def _write_key(
         "absent": sorted(looked_up[0].union(absent)),
         "present": sorted(looked_up[1].union(present)),
         "model": [model_namespace()],
+        "merged": indexes,
     }
     text = "".join(
         f"patchguard_{name}='\n"

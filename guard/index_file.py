@@ -40,15 +40,36 @@ _TYPE_BY_MODE = {0o100644: "blob", 0o100755: "blob", 0o120000: "blob", 0o160000:
 _PLAIN = frozenset(range(0x20, 0x7F)) - {ord('"'), ord("\\")}
 
 
+def checksum(git_dir: str) -> str | None:
+    """The index file's own SHA-1 (its last 20 bytes), read alone: the same checksum means the
+    same index, so an answer about one index holds for it without reading it again. None when
+    there is no index, or `index.skipHash` left zeros there."""
+    try:
+        handle = os.open(os.path.join(git_dir, "index"), os.O_RDONLY)
+        try:
+            size = os.fstat(handle).st_size
+            tail = os.pread(handle, _ID_SIZE, size - _ID_SIZE) if size > _HEADER + _ID_SIZE else b""
+        finally:
+            os.close(handle)
+    except OSError:
+        return None
+    return _named_checksum(tail)
+
+
+def _named_checksum(tail: bytes) -> str | None:
+    return tail.hex() if len(tail) == _ID_SIZE and tail.strip(b"\0") else None
+
+
 class IndexFile:
     """One read of a worktree's index file."""
 
-    __slots__ = ("_data", "_entries_end", "_extensions")
+    __slots__ = ("_data", "_entries_end", "_extensions", "checksum")
 
     def __init__(self, data: bytes, extensions: dict[bytes, tuple[int, int]]) -> None:
         self._data = data
         self._extensions = extensions  # signature -> (start, end) of its data
         self._entries_end = min(start for start, _ in extensions.values()) - 8
+        self.checksum = _named_checksum(data[-_ID_SIZE:])  # see checksum()
 
     @classmethod
     def read(cls, git_dir: str) -> IndexFile | None:

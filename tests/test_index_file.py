@@ -210,3 +210,23 @@ def test_a_name_made_to_look_like_an_entry_of_the_guarded_file_is_not_trusted(
     sample.git("rm", "-q", "--cached", os.fsdecode(crafted))
     sample.git("commit", "-q", "-m", "gone")
     assert index_says(sample, [sample_repo.KIMI]) == ls_tree(sample, [sample_repo.KIMI])
+
+
+def test_an_index_read_whole_is_known_again_by_its_checksum(sample: Sample) -> None:
+    """`check` keeps the checksum of the index in which git left no guarded file unmerged;
+    the same index is not read again, and any other index (one `git add` later) is."""
+    from guard.fastpath import CACHE_DIR_NAME, VERIFIED_FILE, current_key
+    from guard.index_file import checksum
+
+    sample.record_eagle3()
+    assert sample.pg("check", "-q").exit_code == 0
+    layout = locate(sample.root)
+    verified = (layout.git_dir / CACHE_DIR_NAME / VERIFIED_FILE).read_text()
+    before = checksum(str(layout.git_dir))
+    assert before is not None and f"\n{before}\n" in verified
+    found = current_key(str(sample.root))
+    assert found is not None and found.verified and found.unmerged() is False
+    _unmerged(sample)  # the same bytes in the file, stage entries in the index
+    assert checksum(str(layout.git_dir)) != before
+    found = current_key(str(sample.root))
+    assert found is not None and found.unmerged() is True
