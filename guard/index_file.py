@@ -63,12 +63,13 @@ def _named_checksum(tail: bytes) -> str | None:
 class IndexFile:
     """One read of a worktree's index file."""
 
-    __slots__ = ("_data", "_entries_end", "_extensions", "checksum")
+    __slots__ = ("_data", "_entries_end", "_extensions", "_found", "checksum")
 
     def __init__(self, data: bytes, extensions: dict[bytes, tuple[int, int]]) -> None:
         self._data = data
         self._extensions = extensions  # signature -> (start, end) of its data
         self._entries_end = min(start for start, _ in extensions.values()) - 8
+        self._found: dict[str, list[tuple[int, int]] | None] = {}  # _entries, by path
         self.checksum = _named_checksum(data[-_ID_SIZE:])  # see checksum()
 
     @classmethod
@@ -148,6 +149,11 @@ class IndexFile:
         its bytes may look like flags: the entries found must be one run of consecutive
         entries (a path's stages), or the answer is None.
         """
+        if path not in self._found:  # a search costs a pass over the entries: one per path
+            self._found[path] = self._search(path)
+        return self._found[path]
+
+    def _search(self, path: str) -> list[tuple[int, int]] | None:
         data = self._data
         name = path.encode("utf-8", "surrogateescape")
         found: list[tuple[int, int]] = []

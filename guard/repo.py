@@ -419,12 +419,40 @@ class Repo:
         return self.file_at("HEAD", path)
 
     def files_at(self, commit: str, paths: Sequence[str]) -> dict[str, bytes | None]:
-        """`file_at` of each path, in one batch."""
-        found = self._objects.read_many([f"{commit}:{path}" for path in paths])
-        return {
-            path: item[2] if item is not None and item[1] == "blob" else None
-            for path, item in zip(paths, found, strict=True)
-        }
+        """`file_at` of each path, in one batch. Each blob is kept by its id too: a recorded
+        base is most often HEAD's file, and is then not read again (see blob).
+
+        When git's index is that commit's tree (as a commit or a checkout leaves it), the index
+        names each file's blob and git reads it by id, walking no trees: a third of the cost.
+        """
+        ids = self._blob_ids_in_index(commit, paths)
+        wanted = [path for path in paths if ids is None or ids[path] is not None]
+        names = [f"{commit}:{path}" if ids is None else str(ids[path]) for path in wanted]
+        files: dict[str, bytes | None] = dict.fromkeys(paths)
+        for path, item in zip(wanted, self._objects.read_many(names), strict=True):
+            if item is not None and item[1] == "blob":
+                self._blobs[item[0]] = files[path] = item[2]
+        return files
+
+    def _blob_ids_in_index(self, commit: str, paths: Sequence[str]) -> dict[str, str | None] | None:
+        """The blob id of each path in `commit` (None: no such file), from git's index when it
+        is that commit's tree (guard.index_file); None when the index cannot say."""
+        from guard.index_file import IndexFile
+
+        index = IndexFile.read(str(self.layout.git_dir))
+        listing = (
+            None
+            if index is None
+            else index.head_entries(str(self.layout.common_dir), commit, paths)
+        )
+        if listing is None:
+            return None
+        ids: dict[str, str | None] = dict.fromkeys(paths)
+        for line in listing.splitlines():
+            entry, path = line.split("\t", 1)
+            _, kind, oid = entry.split(" ")
+            ids[path] = oid if kind == "blob" else None
+        return ids
 
     def file_at(self, commit: str, path: str) -> bytes | None:
         """The file in a commit's tree, or None when it has no such file (or is no file)."""
