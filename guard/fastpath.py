@@ -105,8 +105,9 @@ def head_listing(
     paths: Sequence[str],
     index: IndexFile | None,
 ) -> str | None:
-    """`git ls-tree` of `commit`, HEAD's, for `paths` (the key's second half), or None when
-    git fails: from the index file when it says (see guard.index_file), else from git."""
+    """The entries of `paths` in `commit` (HEAD) as `git ls-tree` prints them, the key's
+    second half: from the index file when it can say (guard.index_file), else from git; None
+    when git fails."""
     listing = None if index is None else index.head_entries(common_dir, commit, paths)
     if listing is None:
         listing = _git_output(workdir, [*HEAD_LISTING, commit, "--", *paths])
