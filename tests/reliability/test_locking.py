@@ -8,8 +8,8 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
+import pytest
 import sample_repo
 from conftest import Sample, method_count
 
@@ -55,7 +55,11 @@ def test_concurrent_applies_and_record_keep_manifest_and_files_valid(
     assert sample.pg("check").exit_code == 0
 
 
-def test_lock_of_a_killed_process_is_stale(sample: Sample, clean_env: dict[str, str]) -> None:
+def test_lock_of_a_killed_process_is_stale(
+    sample: Sample, clean_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The lock dies with its holder: apply takes it at once (a lock still held would make
+    it give up after the short timeout, with exit 2), whatever note the holder left."""
     sample.record_eagle3()
     lock = locate(sample.root).worktree_lock_path  # the lock apply takes
     holder = subprocess.Popen(
@@ -65,9 +69,8 @@ def test_lock_of_a_killed_process_is_stale(sample: Sample, clean_env: dict[str, 
     os.kill(holder.pid, signal.SIGKILL)
     holder.wait()
     assert "test holder" in lock.read_text()  # its note is left, its lock is not
-    started = time.monotonic()
+    monkeypatch.setenv("PATCHGUARD_LOCK_TIMEOUT", "0.3")
     assert sample.pg("apply").exit_code == 0
-    assert time.monotonic() - started < 10
 
 
 def test_lock_held_too_long_gives_a_clear_message(sample: Sample, clean_env, monkeypatch) -> None:
