@@ -141,18 +141,22 @@ def _merge_bundle(
         repo.store_blob(base64.b64decode(encoded))
     current = repo.load_manifest(missing_ok=True)
     incoming = {p.name: p for p in bundled.patches}
-    lines = [
-        f"{'replaced' if current.patch(name) else 'imported'} patch {name}" for name in incoming
-    ]
+    lines = [_import_line(current.patch(name), patch) for name, patch in incoming.items()]
     patches = [incoming.pop(p.name, p) for p in current.patches] + list(incoming.values())
     guards = list(dict.fromkeys([*current.guards, *bundled.guards]))
     lines += [f"imported guard {g}" for g in bundled.guards if g not in current.guards]
-    history.save(
-        repo,
-        replace(current, patches=patches, guards=guards),
-        f"imported from {source}: {', '.join(lines)}",
-    )
+    changed = replace(current, patches=patches, guards=guards)
+    if changed != current:  # the same bundle twice: nothing to write, nothing to undo
+        history.save(repo, changed, f"imported from {source}: {', '.join(lines)}")
     return lines
+
+
+def _import_line(held: runtime.Patch | None, incoming: runtime.Patch) -> str:
+    if held is None:
+        return f"imported patch {incoming.name}"
+    if held == incoming:
+        return f"kept patch {incoming.name} (the bundle's is the same)"
+    return f"replaced patch {incoming.name}"
 
 
 def bundle_schema() -> str:

@@ -201,3 +201,16 @@ def test_undo_of_an_import_that_replaced_a_patch(sample: Sample, tmp_path: Path)
     assert f"imported from {bundle}: replaced patch eagle3" in sample.pg("log").output
     assert sample.pg("undo").output.startswith("undid imported from")
     assert sample.pg("show", "eagle3").output == newer
+
+
+def test_importing_the_same_bundle_again_changes_nothing(sample: Sample, tmp_path: Path) -> None:
+    """A bundle whose patch is the one already held: said so, and no history entry that
+    `undo` would then have to take back."""
+    sample.record_eagle3()
+    bundle = tmp_path / "eagle3.bundle.json"
+    assert sample.pg("export", "-o", bundle).exit_code == 0
+    log = sample.pg("log").output
+    imported = sample.pg("import", bundle)
+    assert imported.exit_code == 0
+    assert "kept patch eagle3 (the bundle's is the same)" in imported.output
+    assert sample.pg("log").output == log
