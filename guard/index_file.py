@@ -32,6 +32,7 @@ _NAME_AT = 62  # an entry's fixed part: stat data, mode, object id, flags; then 
 _MODE_AT = 24
 _ID_AT = 40
 _ID_SIZE = 20
+_ASSUME_VALID = 0x8000  # flags: `git update-index --assume-unchanged`
 _EXTENDED = 0x4000  # flags: 16 more bits of flags follow (version 3)
 _STAGE = 0x3000
 _NAME_LENGTH = 0xFFF
@@ -44,6 +45,8 @@ def checksum(git_dir: str) -> str | None:
     """The index file's own SHA-1 (its last 20 bytes), read alone: the same checksum means the
     same index, so an answer about one index holds for it without reading it again. None when
     there is no index, or `index.skipHash` left zeros there."""
+    if _elsewhere():
+        return None
     try:
         handle = os.open(os.path.join(git_dir, "index"), os.O_RDONLY)
         try:
@@ -54,6 +57,13 @@ def checksum(git_dir: str) -> str | None:
     except OSError:
         return None
     return _named_checksum(tail)
+
+
+def _elsewhere() -> bool:
+    """Does the environment send git to another index (GIT_INDEX_FILE, as a hook of `git
+    commit` or `git stash` has it), or to other replacements (GIT_REPLACE_REF_BASE)? Then
+    git answers, as it resolves them."""
+    return "GIT_INDEX_FILE" in os.environ or "GIT_REPLACE_REF_BASE" in os.environ
 
 
 def _named_checksum(tail: bytes) -> str | None:
@@ -75,6 +85,8 @@ class IndexFile:
     @classmethod
     def read(cls, git_dir: str) -> IndexFile | None:
         """The index of this git dir, or None when it is missing or in a form not read here."""
+        if _elsewhere():
+            return None
         try:
             with open(os.path.join(git_dir, "index"), "rb") as handle:
                 data = handle.read()
@@ -121,8 +133,11 @@ class IndexFile:
                     return None  # a directory there, perhaps: ls-tree would list the tree
                 continue  # HEAD has no such file: ls-tree prints no line
             [(at, flags)] = entries if len(entries) == 1 else [(-1, _STAGE)]
-            if flags & (_STAGE | _EXTENDED):
-                return None  # unmerged, intent-to-add, skip-worktree: git decides
+            if flags & (_ASSUME_VALID | _STAGE | _EXTENDED) or flags & _NAME_LENGTH > 0xFF:
+                # Unmerged, intent-to-add, skip-worktree: git decides. So it does for flags
+                # a name's bytes could spell (a name has no NUL byte): the assume-unchanged
+                # bit, or a length of 256 or more, which every other entry leaves zero.
+                return None
             mode = int.from_bytes(self._data[at + _MODE_AT : at + _MODE_AT + 4], "big")
             kind = _TYPE_BY_MODE.get(mode)
             if kind is None:

@@ -122,10 +122,14 @@ def render_hook(hook_type: str, python: str) -> str:
 def sha1_tool() -> str:
     """The SHA-1 tool the hooks hash files with (see guard.fastpath): coreutils' or busybox's
     sha1sum, else shasum (macOS); "" when there is none, and the hooks then leave every
-    decision to Python."""
+    decision to Python. Only PATH's absolute directories are searched: hooks run at the top of
+    the worktree, where a relative one would name whatever the checked-out tree holds."""
     import shutil
 
-    return shutil.which("sha1sum") or shutil.which("shasum") or ""
+    search = os.pathsep.join(
+        d for d in os.environ.get("PATH", os.defpath).split(os.pathsep) if os.path.isabs(d)
+    )
+    return shutil.which("sha1sum", path=search) or shutil.which("shasum", path=search) or ""
 
 
 def git_hooks_dir(layout: Layout) -> Path:

@@ -155,8 +155,11 @@ $model
     done
     # No guarded file may now be a link or lie beyond one, or in a nested repository
     # (guard/worktree_paths.py): the full path refuses those.
+    hashed= # each path as ./PATH: sha1sum reads a file named "-" as its stdin
     for path in $patchguard_paths; do
         [ -L "$path" ] || [ ! -f "$path" ] && return 1 # a link, gone, or not a file to read
+        hashed="$hashed./$path
+"
         while case "$path" in */*) true ;; *) false ;; esac; do
             path=${path%/*}
             [ -L "$path" ] || [ -e "$path/.git" ] && return 1
@@ -167,7 +170,7 @@ $model
     # This checkout's own manifest first (never named in the cache: a copy has its own),
     # then the guarded files, relative to the worktree root. Each line is the digest, then
     # the name (never escaped: patchguard refuses a backslash in a path, the cache a newline).
-    for line in $("$sha1sum" -- "$common/patchguard/manifest.json" $patchguard_paths 2>/dev/null); do
+    for line in $("$sha1sum" -- "$common/patchguard/manifest.json" $hashed 2>/dev/null); do
         key="$key${line%% *} "
     done
     # HEAD's entries: kept in the cache for a commit it has seen (the id from the ref files,

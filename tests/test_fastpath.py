@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import re
 import shutil
 import subprocess
 import sys
@@ -253,12 +255,13 @@ def test_a_key_verified_by_another_python_or_patchguard_is_not_trusted(hooked: S
     assert "guard.assess" in fast_check(hooked)[1]  # nor did Python: decided in full
 
 
-@pytest.mark.parametrize("name", ["-dash.py", "sp ace.py", "quo'te.py"])
+@pytest.mark.parametrize("name", ["-", "-dash.py", "sp ace.py", "quo'te.py"])
 def test_the_hooks_sh_and_check_agree_on_keys_of_odd_names(
     sample: Sample, clean_env: dict[str, str], name: str
 ) -> None:
-    """The sh hashes with sha1sum, Python with _sha1: the same key for a name that looks like
-    an option, one with a space, one with a quote (the cache quotes it for sh)."""
+    """The sh hashes with sha1sum, Python with _sha1: the same key for a name sha1sum would
+    read as its stdin ("-"), one that looks like an option, one with a space, one with a quote
+    (the cache quotes it for sh)."""
     odd = sample.root / name  # at the top: "-dash.py" is then the argument sha1sum gets
     odd.write_text("class Odd:\n    def a(self):\n        return 1\n")
     sample.git("add", "--", str(odd.relative_to(sample.root)))
@@ -295,3 +298,49 @@ def test_without_a_sha1_tool_the_hooks_leave_every_decision_to_python(
     hook.write_text(hook.read_text().replace("install_python='", "install_python='/gone"))
     switch = sample.git("checkout", "-q", "-b", "topic", check=False)
     assert "patches were NOT checked" in switch.stderr
+
+
+def test_a_sha1sum_on_a_relative_path_entry_is_never_baked_into_the_hooks(
+    sample: Sample, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Hooks run at the top of the worktree: a tool found through a relative PATH entry
+    would be whatever the checked-out tree holds there."""
+    tools = sample.root / "tools"
+    tools.mkdir()
+    (tools / "sha1sum").write_text("#!/bin/sh\necho 0000000000000000000000000000000000000000\n")
+    (tools / "sha1sum").chmod(0o755)
+    sample.record_eagle3()
+    monkeypatch.chdir(sample.root)
+    monkeypatch.setenv("PATH", "tools" + os.pathsep + os.environ["PATH"])
+    assert sample.pg("install", "--hook", "post-checkout").exit_code == 0
+    baked = re.search(
+        r"\nsha1sum='([^']*)'\n", (sample.root / ".git/hooks/post-checkout").read_text()
+    )
+    assert baked is not None and os.path.isabs(baked.group(1)), baked
+    assert not baked.group(1).startswith(str(sample.root))
+
+
+def test_an_index_that_git_is_sent_to_is_the_one_asked(
+    sample: Sample, tmp_path: Path, clean_env: dict[str, str]
+) -> None:
+    """GIT_INDEX_FILE: git (and the full path) use another index; the fast path does not
+    answer from .git/index, nor from the checksum of it that the cache knows."""
+    sample.record_eagle3()
+    assert sample.pg("check", "-q").exit_code == 0
+    other = tmp_path / "other-index"
+    other.write_bytes((sample.root / ".git" / "index").read_bytes())
+    env = {**clean_env, "GIT_INDEX_FILE": str(other)}
+    blob = sample.git("rev-parse", f"HEAD:{sample_repo.KIMI}").stdout.strip()
+    stages = "".join(f"100644 {blob} {n}\t{sample_repo.KIMI}\n" for n in (1, 2, 3))
+    subprocess.run(
+        ["git", "update-index", "--index-info"],
+        cwd=sample.root,
+        env=env,
+        input=f"0 {'0' * 40}\t{sample_repo.KIMI}\n{stages}",
+        text=True,
+        check=True,
+    )
+    fast = subprocess.run(
+        [sys.executable, "-c", PROBE, str(sample.root)], env=env, capture_output=True, text=True
+    )
+    assert fast.stdout.split()[0] == "1"

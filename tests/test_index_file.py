@@ -102,6 +102,10 @@ STATES = {
     "unmerged": (_unmerged, False),
     "index version 4": (lambda sample: sample.git("update-index", "--index-version", "4"), False),
     "split index": (lambda sample: sample.git("update-index", "--split-index"), False),
+    "assume-unchanged": (
+        lambda sample: sample.git("update-index", "--assume-unchanged", sample_repo.KIMI),
+        False,
+    ),
     "packed commit": (lambda sample: sample.git("gc", "-q"), False),
     "replaced commit": (_replaced, False),
     "sparse index": (
@@ -230,3 +234,17 @@ def test_an_index_read_whole_is_known_again_by_its_checksum(sample: Sample) -> N
     assert checksum(str(layout.git_dir)) != before
     found = current_key(str(sample.root))
     assert found is not None and found.unmerged() is True
+
+
+def test_replacements_elsewhere_are_left_to_git(
+    sample: Sample, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """GIT_REPLACE_REF_BASE names other replace refs: git shows the replacement's tree."""
+    (sample.root / "NOTES.md").write_text("notes\n")
+    sample.git("add", "NOTES.md")
+    sample.git("commit", "-q", "-m", "notes")  # HEAD: a loose commit, the index its tree
+    assert index_says(sample, [sample_repo.KIMI]) == ls_tree(sample, [sample_repo.KIMI])
+    monkeypatch.setenv("GIT_REPLACE_REF_BASE", "refs/alt/")
+    sample.git("replace", "HEAD", "upstream-has-methods")
+    assert index_says(sample, [sample_repo.KIMI]) is None
+    assert ls_tree(sample, [sample_repo.KIMI]) != ""
