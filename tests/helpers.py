@@ -147,7 +147,10 @@ def blocked_reading_a_pipe(pid: int) -> bool:
 
 
 def children_of(pid: int) -> str:
-    """The command lines of the processes `pid` started, one a line (Linux's /proc)."""
+    """The command lines of the processes `pid` started, one a line (Linux's /proc).
+
+    A child forked but not yet exec'd still shows its parent's command line: look for the
+    program at the start of a line, not anywhere in it."""
     found = []
     for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split():
         with contextlib.suppress(FileNotFoundError):  # it may just have ended

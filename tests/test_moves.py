@@ -462,7 +462,10 @@ def test_interrupt_reaches_git_and_the_patch_comes_back(hunt: Checkout) -> None:
         start_new_session=True,
     )
     with killed_at_the_end(child):
-        wait_until(lambda: "git hash-object --stdin" in children_of(child.pid), "git never ran")
+        # Not the words anywhere: patchguard's own command line holds them, and so does each
+        # child it forks until that child execs (the lift's git calls).
+        running = "\ngit hash-object --stdin"
+        wait_until(lambda: running in "\n" + children_of(child.pid), "git never ran")
         assert hunt.kimi.read_text() == hunt.head_file()  # the patch is lifted while git runs
         os.killpg(child.pid, signal.SIGINT)  # what Ctrl-C does: the whole foreground group
         _, stderr = child.communicate(timeout=PATIENCE)
