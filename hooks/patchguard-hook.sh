@@ -170,7 +170,9 @@ $model
     # This checkout's own manifest first (never named in the cache: a copy has its own),
     # then the guarded files, relative to the worktree root. Each line is the digest, then
     # the name (never escaped: patchguard refuses a backslash in a path, the cache a newline).
-    for line in $("$sha1sum" -- "$common/patchguard/manifest.json" $hashed 2>/dev/null); do
+    # LC_ALL=C: the digests are the same, and sha1sum then loads no locale (a third fewer
+    # system calls).
+    for line in $(LC_ALL=C "$sha1sum" -- "$common/patchguard/manifest.json" $hashed 2>/dev/null); do
         key="$key${line%% *} "
     done
     # HEAD's entries: kept in the cache for a commit it has seen (the id from the ref files,
