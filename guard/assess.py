@@ -1052,6 +1052,7 @@ def _remember_verified(repo: Repo, tree: Worktree, head: str) -> None:
             head,
             contents,
             (tree.absent - contents.keys(), tree.present - contents.keys()),
+            repo.index_file,
         )
 
 

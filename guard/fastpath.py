@@ -283,9 +283,11 @@ def remember(
     head: str,
     contents: Mapping[str, bytes],
     looked_up: tuple[Iterable[str], Iterable[str]],
+    index: IndexFile | None,
 ) -> None:
     """Record that this content passed `check` at commit `head` (the commit whose files the
-    verdict read), while the paths of `looked_up` were (absent, present).
+    verdict read), while the paths of `looked_up` were (absent, present); `index` is git's
+    index as the check read it.
 
     The cache lists worktree-relative paths only; it is skipped when a path cannot be listed
     safely one per line, or when the cache cannot be written (a read-only git dir).
@@ -294,7 +296,6 @@ def remember(
     if any("\n" in path or "\r" in path for path in (*contents, *absent, *present)):
         return
     paths = sorted(contents)
-    index = IndexFile.read(git_dir)
     listing = head_listing(workdir, common_dir, head, paths, index)
     if listing is None:
         return

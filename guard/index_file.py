@@ -115,14 +115,24 @@ class IndexFile:
     def head_entries(self, common_dir: str, head: str, paths: Sequence[str]) -> str | None:
         """`git ls-tree --full-tree HEAD -- PATHS` of a worktree whose HEAD is commit `head`,
         when this index says it for sure: None otherwise."""
+        found = self.tree_entries(common_dir, head, paths)
+        if found is None:
+            return None
+        return "".join(f"{mode:06o} {kind} {oid}\t{path}\n" for mode, kind, oid, path in found)
+
+    def tree_entries(
+        self, common_dir: str, commit: str, paths: Sequence[str]
+    ) -> list[tuple[int, str, str, str]] | None:
+        """(mode, type, id, path) of each of `paths` that `commit`'s tree holds, in ls-tree's
+        order, when this index is that tree and says it for sure: None otherwise."""
         if not all(
             path and _PLAIN.issuperset(path.encode("utf-8", "surrogateescape")) for path in paths
         ):
             return None
         root = self._cache_tree_root()
-        if root is None or root != _commit_tree(common_dir, head):
+        if root is None or root != _commit_tree(common_dir, commit):
             return None
-        lines = []
+        found = []
         for path in sorted(paths, key=str.encode):  # ls-tree's order: the bytes' (all plain)
             entries = self._entries(path)
             if entries is None:
@@ -142,9 +152,8 @@ class IndexFile:
             kind = _TYPE_BY_MODE.get(mode)
             if kind is None:
                 return None
-            oid = self._data[at + _ID_AT : at + _ID_AT + _ID_SIZE].hex()
-            lines.append(f"{mode:06o} {kind} {oid}\t{path}\n")
-        return "".join(lines)
+            found.append((mode, kind, self._data[at + _ID_AT : at + _ID_AT + _ID_SIZE].hex(), path))
+        return found
 
     def _in_sparse_directory(self, path: str) -> bool:
         """Is a directory above `path` one entry of a sparse index ("dir/", its files left

@@ -15,6 +15,7 @@ from guard.content_cache import ContentCache
 from guard.errors import ConfigError
 from guard.fastpath import blob_id
 from guard.gitdir import Layout, locate
+from guard.index_file import IndexFile
 from guard.lock import exclusive
 
 TYPE_CHECKING = False  # not `from typing import ...`: typing costs the hooks ~3 ms
@@ -437,22 +438,25 @@ class Repo:
     def _blob_ids_in_index(self, commit: str, paths: Sequence[str]) -> dict[str, str | None] | None:
         """The blob id of each path in `commit` (None: no such file), from git's index when it
         is that commit's tree (guard.index_file); None when the index cannot say."""
-        from guard.index_file import IndexFile
-
-        index = IndexFile.read(str(self.layout.git_dir))
-        listing = (
+        index = self.index_file
+        found = (
             None
             if index is None
-            else index.head_entries(str(self.layout.common_dir), commit, paths)
+            else index.tree_entries(str(self.layout.common_dir), commit, paths)
         )
-        if listing is None:
+        if found is None:
             return None
         ids: dict[str, str | None] = dict.fromkeys(paths)
-        for line in listing.splitlines():
-            entry, path = line.split("\t", 1)
-            _, kind, oid = entry.split(" ")
-            ids[path] = oid if kind == "blob" else None
+        ids.update((path, oid) for _, kind, oid, path in found if kind == "blob")
         return ids
+
+    @cached_property
+    def index_file(self) -> IndexFile | None:
+        """git's index file, read once per command (guard.index_file). Its answers hold for the
+        bytes read (HEAD's entries only when its cache tree is that commit's tree, "nothing
+        unmerged" only under its own checksum), so a read from before git changed the index
+        (`patchguard git`) is never wrong, only silent more often."""
+        return IndexFile.read(str(self.layout.git_dir))
 
     def file_at(self, commit: str, path: str) -> bytes | None:
         """The file in a commit's tree, or None when it has no such file (or is no file)."""
