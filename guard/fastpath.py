@@ -25,7 +25,15 @@ from __future__ import annotations
 import os
 
 from guard.errors import PatchguardError
-from guard.gitpaths import find_repository, read_head
+from guard.gitpaths import (
+    DERIVED_FROM_FILE_NAME,
+    HISTORY_REF,
+    STORE_DIR_NAME,
+    TRANSACTION_FILE_NAME,
+    find_repository,
+    read_head,
+    read_ref,
+)
 from guard.index_file import IndexFile
 from guard.index_file import checksum as index_checksum
 from guard.worktree_paths import checked_path, one_walk
@@ -226,6 +234,8 @@ def current_key(start: str) -> CurrentKey | None:
         with one_walk():  # a link or a nested repository now: the full path says so
             for path in paths:
                 checked_path(workdir, path, (git_dir, common_dir))
+        if not derived_from_history(common_dir):
+            return None  # a change to the patches was cut off, or the ref moved by hand
         digests = []
         for path in [manifest_path(common_dir), *(os.path.join(workdir, p) for p in paths)]:
             with open(path, "rb") as handle:
@@ -267,6 +277,21 @@ def parse_verified(text: str) -> list[list[str]]:
     if list(lines) != [""]:
         raise ValueError("not a verified file")
     return found
+
+
+def derived_from_history(common_dir: str) -> bool:
+    """Is manifest.json derived from the history ref's commit, with no change under way?
+    (guard.history.save; the files are guard.gitdir.Layout's.) The hooks' sh looks only for
+    the transaction file: a ref moved by hand is noticed by the next slow path."""
+    store = os.path.join(common_dir, STORE_DIR_NAME)
+    if os.path.exists(os.path.join(store, TRANSACTION_FILE_NAME)):
+        return False
+    try:
+        with open(os.path.join(store, DERIVED_FROM_FILE_NAME), encoding="utf-8") as handle:
+            named = handle.read().strip() or None
+    except OSError:
+        named = None
+    return named == read_ref(HISTORY_REF, (common_dir,))
 
 
 def manifest_path(common_dir: str) -> str:

@@ -7,9 +7,13 @@ import re
 from pathlib import Path
 
 from guard.errors import ConfigError
-from guard.gitpaths import find_repository
+from guard.gitpaths import (
+    DERIVED_FROM_FILE_NAME,
+    STORE_DIR_NAME,
+    TRANSACTION_FILE_NAME,
+    find_repository,
+)
 
-STORE_DIR_NAME = "patchguard"
 PENDING_FILE_NAME = "patchguard-pending"
 LOCK_FILE_NAME = "patchguard-lock"  # in each worktree's own git dir; the hooks know it by name
 
@@ -62,6 +66,19 @@ class Layout:
     def store_lock_path(self) -> Path:
         """The lock of the shared manifest and its blobs, held only while they are rewritten."""
         return self.store_dir / "lock"
+
+    @property
+    def transaction_path(self) -> Path:
+        """Present while a change to the patches is under way (guard.history.save): from before
+        the history ref moves until manifest.json is derived from it. The hooks and `check`
+        trust no verified key while it exists (hooks/patchguard-hook.sh knows it by name)."""
+        return self.store_dir / TRANSACTION_FILE_NAME
+
+    @property
+    def derived_from_path(self) -> Path:
+        """The history commit manifest.json was derived from, written after it: a reader whose
+        ref names another commit knows the derived file is stale without asking git."""
+        return self.store_dir / DERIVED_FROM_FILE_NAME
 
     @property
     def pending_path(self) -> Path:

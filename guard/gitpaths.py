@@ -6,6 +6,13 @@ import os
 
 from guard.errors import ConfigError
 
+# patchguard's files in the common git dir (guard.gitdir.Layout names them all); these few are
+# here because the fast path reads them with nothing but os.
+STORE_DIR_NAME = "patchguard"
+TRANSACTION_FILE_NAME = "transaction"  # a change to the patches under way; the hooks know it
+DERIVED_FROM_FILE_NAME = "manifest.from"  # the history commit manifest.json was derived from
+HISTORY_REF = "refs/patchguard/history"
+
 TYPE_CHECKING = False  # typing costs the hooks ~3 ms
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -151,15 +158,21 @@ def read_head(git_dir: str, common_dir: str) -> str | None:
         return None
     if not head.startswith("ref: "):
         return head or None
-    ref = head[len("ref: ") :]
-    for base in (git_dir, common_dir):
+    return read_ref(head[len("ref: ") :], (git_dir, common_dir))
+
+
+def read_ref(ref: str, bases: Sequence[str]) -> str | None:
+    """What `ref` names, from the files as git resolves them: the loose ref in each of `bases`
+    (a worktree's git dir, then the common dir), then the last base's packed-refs; None when
+    no file names it (absent, or in a store git alone reads)."""
+    for base in bases:
         try:
             with open(os.path.join(base, ref), encoding="utf-8") as handle:
                 return handle.read().strip() or None
         except OSError:
             continue
     try:
-        with open(os.path.join(common_dir, "packed-refs"), encoding="utf-8") as handle:
+        with open(os.path.join(bases[-1], "packed-refs"), encoding="utf-8") as handle:
             suffix = " " + ref
             for line in handle:
                 if line.rstrip("\n").endswith(suffix):

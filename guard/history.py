@@ -17,24 +17,29 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import time
 from collections.abc import Iterator
 from contextlib import suppress
 from dataclasses import dataclass
 from datetime import datetime
 
+from guard import faults
+from guard.atomic import atomic_write
 from guard.errors import ConfigError
 from guard.fastpath import blob_id
+from guard.gitpaths import HISTORY_REF
 from guard.manifest import (
     FileChange,
     Manifest,
     Patch,
     now_utc,
+    parse_manifest,
     save_manifest,
     serialize,
     validated_bytes,
 )
-from guard.repo import HISTORY_REF, MANIFEST_ENTRY
+from guard.repo import MANIFEST_ENTRY, derive_manifest
 
 TYPE_CHECKING = False  # not `from typing import ...`, as in the modules the hooks import
 if TYPE_CHECKING:
@@ -72,14 +77,20 @@ class Change:
 
 
 def current(repo: Repo) -> str | None:
-    """The commit the history ref points at; None before the first write (or a legacy tree)."""
+    """The commit the history ref points at; None before the first write (or a legacy tree).
+
+    A ref that points at anything but a commit (a blob put there by hand) is refused by
+    name: read as "no history", it would let the next write start the history over."""
     import pygit2
 
     reference = repo.git.references.get(HISTORY_REF)
     if reference is None:
         return None
     target = repo.git.get(reference.target)
-    return str(target.id) if isinstance(target, pygit2.Commit) else None
+    if isinstance(target, pygit2.Commit):
+        return str(target.id)
+    kind = "missing object" if target is None else type(target).__name__.lower()
+    raise ConfigError(repo.not_a_commit(str(reference.target), kind))
 
 
 def save(
@@ -90,28 +101,68 @@ def save(
     undoes: str | None = None,
     merged: str | None = None,
 ) -> None:
-    """Every change to the patches: a commit on the history ref first (it holds every blob the
-    manifest needs, so gc can never prune them), then manifest.json, derived from it for the
-    hooks. `change` says what changed, for `patchguard log` ("recorded eagle3 (2 files)")."""
-    raw = validated_bytes(manifest)
-    before = current(repo)
-    with repo.writing_objects():
-        moved = commit(repo, raw, manifest.blob_ids(), change, undoes=undoes, merged=merged)
-    try:
-        save_manifest(repo.layout.manifest_path, raw)
-    except ConfigError:  # "nothing was changed" must hold: the ref goes back where it was
-        if moved:
-            from guard.repo import run_git
+    """Every change to the patches, as one transaction (StGit's: prepare, then commit).
 
-            if before is None:
-                run_git(["update-ref", "-d", HISTORY_REF], repo.workdir)
-            else:
-                run_git(["update-ref", HISTORY_REF, before], repo.workdir)
+    1. Objects: the blobs' tree and the new state's commit, on top of the state this writer
+       loaded (a failure here changed nothing anyone sees).
+    2. The transaction file, flushed: from here until step 5, no verified key is trusted and
+       the next command derives manifest.json from the ref again (Repo.load_manifest).
+    3. The ref, compare-and-swap: the change is made, or refused whole.
+    4. manifest.json derived from the new state, then the name of that state beside it.
+    5. The transaction file removed.
+    A writer killed anywhere leaves either the old state or the new one, whole: the ref is the
+    truth, and whatever was derived from it is derived again before anything is decided.
+    `change` says what changed, for `patchguard log` ("recorded eagle3 (2 files)").
+    """
+    raw = validated_bytes(manifest)
+    with repo.writing_objects():
+        prepared = _prepare(repo, raw, manifest.blob_ids(), change, undoes=undoes, merged=merged)
+    if prepared is None:  # the state the ref holds already
+        tip = current(repo)
+        if tip is None:
+            save_manifest(repo.layout.manifest_path, raw)
+        else:
+            derive_manifest(repo.layout, raw, tip)
+        repo.manifest_bytes = raw
+        return
+    old, new = prepared
+    _begin(repo, old, new, change)
+    faults.point("store-begun")
+    try:
+        _move_ref(repo, new, old, change)
+    except ConfigError:
+        repo.layout.transaction_path.unlink(missing_ok=True)
         raise
+    faults.point("store-ref-moved")
+    try:
+        derive_manifest(repo.layout, raw, new)
+    except ConfigError:  # "nothing was changed" must hold: the ref goes back where it was
+        from guard.repo import run_git
+
+        if old is None:
+            run_git(["update-ref", "-d", HISTORY_REF, new], repo.workdir)
+        else:
+            run_git(["update-ref", HISTORY_REF, old, new], repo.workdir)
+        repo.layout.transaction_path.unlink(missing_ok=True)
+        raise
+    faults.point("store-derived")
     repo.manifest_bytes = raw
 
 
-def commit(
+def _begin(repo: Repo, old: str | None, new: str, change: str) -> None:
+    """Step 2 of save: the transaction file, flushed before the ref may move."""
+    record = {"from": old, "to": new, "change": change, "pid": os.getpid()}
+    try:
+        repo.layout.store_dir.mkdir(parents=True, exist_ok=True)
+        atomic_write(repo.layout.transaction_path, (json.dumps(record) + "\n").encode())
+    except OSError as error:
+        raise ConfigError(
+            f"cannot write {repo.layout.transaction_path}: {error.strerror}; nothing was "
+            "changed. Free space, or run patchguard as a user who can write the repository."
+        ) from None
+
+
+def _prepare(
     repo: Repo,
     raw: bytes,
     blobs: set[str],
@@ -119,8 +170,9 @@ def commit(
     *,
     undoes: str | None = None,
     merged: str | None = None,
-) -> bool:
-    """Add the manifest `raw` (validated) as a new state; False when it is the state already.
+) -> tuple[str | None, str] | None:
+    """The new state's commit for the manifest `raw` (validated), and the ref's value it goes
+    on top of; None when `raw` is the state already.
 
     `repo.manifest_bytes` is the manifest this writer loaded: the change is made on top of the
     state that holds it, and refused when another writer's change came in between.
@@ -132,11 +184,9 @@ def commit(
         parent = _commit(repo, _tree(repo, serialize(Manifest()), set()), [], STARTED)
     tree = _tree(repo, raw, blobs)
     if merged is None and parent is not None and _commit_at(repo, parent).tree_id == tree:
-        return False
+        return None
     parents = [p for p in (parent, merged) if p is not None]
-    new = _commit(repo, tree, parents, subject, undoes)
-    _move_ref(repo, new, old, subject)
-    return True
+    return old, _commit(repo, tree, parents, subject, undoes)
 
 
 def _parent_for(repo: Repo, old: str | None) -> str | None:
@@ -235,9 +285,10 @@ def _move_ref(repo: Repo, new: str, old: str | None, subject: str) -> None:
 
 def refresh(repo: Repo) -> None:
     """Write manifest.json from the ref (the derived file the hooks read)."""
+    tip = current(repo)
     raw = repo.history_manifest_bytes()
-    if raw is not None:
-        save_manifest(repo.layout.manifest_path, raw)
+    if tip is not None and raw is not None:
+        derive_manifest(repo.layout, raw, tip)
 
 
 # --- reading the history ---------------------------------------------------------------------
@@ -297,7 +348,10 @@ def earlier_versions(repo: Repo, name: str, path: str, depth: int = 20) -> list[
     """
     found: dict[str, FileChange] = {}
     for change in itertools.islice(walk(repo), depth):
-        patch = manifest_at(repo, change.commit).patch(name)
+        try:
+            patch = manifest_at(repo, change.commit).patch(name)
+        except ConfigError:  # a state that is not valid held no version of anything
+            continue
         for file_change in patch.files if patch else []:
             if file_change.path == path:
                 found.setdefault(file_change.patched_blob, file_change)
@@ -305,7 +359,8 @@ def earlier_versions(repo: Repo, name: str, path: str, depth: int = 20) -> list[
 
 
 def manifest_at(repo: Repo, oid: str | None) -> Manifest:
-    """The manifest a state holds (read as written: every state was validated when made)."""
+    """The manifest a state holds, held to the schema: a state pushed in from another
+    version, or put on the ref by hand, may not be valid (ConfigError)."""
     if oid is None:
         return Manifest()
     import pygit2
@@ -313,7 +368,9 @@ def manifest_at(repo: Repo, oid: str | None) -> Manifest:
     tree = _commit_at(repo, oid).tree
     if MANIFEST_ENTRY not in tree:
         return Manifest()
-    return Manifest.from_dict(json.loads(tree[MANIFEST_ENTRY].peel(pygit2.Blob).data))
+    raw = tree[MANIFEST_ENTRY].peel(pygit2.Blob).data
+    source = f"{HISTORY_REF} at {oid[:10]}"
+    return parse_manifest(raw, repo.layout.manifest_path, source=source)
 
 
 @dataclass(frozen=True)
@@ -323,14 +380,27 @@ class Version:
     change: Change
     after: Manifest
     changed: list[str]  # the patches whose recording this change altered
+    invalid: str | None = None  # why the state is not a valid manifest (it changed nothing)
 
 
 def versions(repo: Repo, name: str | None = None) -> list[Version]:
     """The changes, newest first; with `name`, only those that changed that patch."""
     found = []
     changes = list(walk(repo))
-    manifests = [manifest_at(repo, c.commit) for c in changes] + [Manifest()]
-    for change, after, before in zip(changes, manifests, manifests[1:], strict=False):
+    manifests: list[Manifest | str] = []
+    for change in changes:
+        try:
+            manifests.append(manifest_at(repo, change.commit))
+        except ConfigError as error:
+            manifests.append(str(error))
+    manifests.append(Manifest())
+    for index, change in enumerate(changes):
+        after = manifests[index]
+        before = next((m for m in manifests[index + 1 :] if isinstance(m, Manifest)), Manifest())
+        if isinstance(after, str):
+            if name is None:
+                found.append(Version(change, before, [], invalid=after))
+            continue
         names = list(dict.fromkeys([p.name for p in after.patches + before.patches]))
         changed = [n for n in names if after.patch(n) != before.patch(n)]
         if name is None or name in changed:
@@ -351,6 +421,10 @@ def log_lines(repo: Repo, name: str | None) -> list[str]:
         at = f"at {change.head[:10]}" if change.head else "at no commit"
         label = f"{name}@{{{number}}}" if name else f"{number}."
         lines.append(f"{label} {change.when()} {at}: {change.subject}")
+        if version.invalid:
+            lines.append(
+                f"    (not a valid manifest; `patchguard undo` takes it back): {version.invalid}"
+            )
         for patch_name in [name] if name else version.changed:
             patch = version.after.patch(patch_name)
             if patch is None:
@@ -402,9 +476,17 @@ def undoable(repo: Repo) -> list[Change]:
 
 
 def undo_change(repo: Repo, change: Change) -> None:
-    """A new state holding the manifest from before `change` (the history keeps both)."""
+    """A new state holding the manifest from before `change` (the history keeps both).
+
+    A newest state that is not a valid manifest can be taken back too: that is the way out
+    the refusal to read it names."""
+    from guard.repo import InvalidHistoryTip
+
     with repo.lock("undo"), repo.store_lock("undo"):  # it rewrites the shared manifest
-        repo.load_manifest()
+        try:
+            repo.load_manifest()
+        except InvalidHistoryTip as invalid:
+            repo.manifest_bytes = invalid.raw  # the state this undo goes on top of
         if current(repo) is None or change not in undoable(repo):
             raise ConfigError("the patches changed meanwhile; nothing was undone. Run it again.")
         before = manifest_at(repo, change.parent)

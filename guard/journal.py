@@ -20,6 +20,7 @@ import time
 from contextlib import nullcontext, suppress
 from pathlib import Path
 
+from guard import faults
 from guard.atomic import TEMP_SUFFIX, atomic_write
 from guard.errors import ConfigError, GuardFailure
 from guard.fastpath import blob_id
@@ -113,14 +114,17 @@ class Journal:
         if self.entry is None:
             return
         self.mark_writing()
+        faults.point("journal-marked")
         with one_walk():  # one package's directories walked once, however many files
             self._put_all(repo, self.entry)
+        faults.point("journal-written")
         self._save(DONE, durable=False)  # lost: recover() finds every file as written
 
     def _put_all(self, repo: Repo, entry: Path) -> None:
         for path, (after, mode) in self._writes.items():
             try:
                 _put(repo, path, after, mode)
+                faults.point("journal-first-file")
             except OSError as error:
                 fates = _roll_back(repo, entry, self._record(WRITING))
                 if not fates.stuck:

@@ -101,6 +101,34 @@ def exclusive(lock_path: Path, operation: str) -> Iterator[None]:
         os.close(fd)  # closing releases the flock
 
 
+@contextmanager
+def if_free(lock_path: Path) -> Iterator[bool]:
+    """Hold `lock_path` if nobody else does (True), without waiting; False when another
+    process holds it or it cannot be taken (a read-only git dir). For repairs that may wait
+    for the next command: a derived file rebuilt by a reader, never a change of its own."""
+    if _depth.get(lock_path) or held_by_parent(lock_path):
+        yield True
+        return
+    try:
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError:
+        yield False
+        return
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:  # BlockingIOError: a live holder
+            yield False
+            return
+        _depth[lock_path] = 1
+        try:
+            yield True
+        finally:
+            _depth[lock_path] = 0
+    finally:
+        os.close(fd)
+
+
 if TYPE_CHECKING:
     from typing import Any, Protocol, TypeVar
 

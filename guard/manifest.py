@@ -127,14 +127,17 @@ def read_manifest_bytes(path: Path) -> bytes:
         ) from None
 
 
-def parse_manifest(raw: bytes, path: Path) -> Manifest:
-    """Validated on first sight (guard.schema); the same bytes later with json alone."""
+def parse_manifest(raw: bytes, path: Path, *, source: str | None = None) -> Manifest:
+    """Validated on first sight (guard.schema); the same bytes later with json alone.
+
+    `path` is the manifest.json beside which validated contents are remembered; `source`
+    names where `raw` came from in a refusal (default: that path)."""
     digest = blob_id(raw)
     if digest in _validated(path):
         return Manifest.from_dict(json.loads(raw))
     from guard.schema import validate_manifest
 
-    data = validate_manifest(raw, path)
+    data = validate_manifest(raw, Path(source) if source else path)
     _remember_validated(path, digest)
     return Manifest.from_dict(data)
 

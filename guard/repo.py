@@ -15,6 +15,7 @@ from guard.content_cache import ContentCache
 from guard.errors import ConfigError
 from guard.fastpath import blob_id
 from guard.gitdir import Layout, locate
+from guard.gitpaths import HISTORY_REF
 from guard.index_file import IndexFile
 from guard.lock import exclusive
 
@@ -30,7 +31,6 @@ if TYPE_CHECKING:
     from guard.worktree_paths import UnsafePath
 
 # Every state of the patches: a commit whose tree holds the manifest and its blobs (guard.history).
-HISTORY_REF = "refs/patchguard/history"
 MANIFEST_ENTRY = "manifest.json"
 MERGE_CACHE_DIR = "patchguard-cache/merges"  # in the worktree's git dir
 _MERGE_CACHE_KEEP = 256
@@ -40,6 +40,14 @@ _BINARY_SNIFF = 8000
 _BATCH = 128  # names per `git cat-file --batch` round trip: well under a pipe's 64 KiB
 # Also take the store's lock (Repo.lock); undo takes it itself, for the undo of a drop only.
 MANIFEST_WRITERS = frozenset({"record", "require", "drop", "import", "resolve", "fetch"})
+
+
+class InvalidHistoryTip(ConfigError):
+    """The history ref's newest state is not a valid manifest; `undo` takes it back."""
+
+    def __init__(self, message: str, raw: bytes) -> None:
+        super().__init__(message)
+        self.raw = raw
 
 
 class MergeResult:
@@ -221,6 +229,30 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
         process.wait()  # it ends at once on end of input; a timeout would poll with sleeps
 
 
+def derive_manifest(layout: Layout, raw: bytes, commit: str) -> None:
+    """manifest.json from the history commit `commit`, then the name of that commit, then the
+    transaction file gone: the last steps of every change to the patches (guard.history)."""
+    from guard.manifest import save_manifest
+
+    save_manifest(layout.manifest_path, raw)
+    atomic_write(layout.derived_from_path, f"{commit}\n".encode())
+    layout.transaction_path.unlink(missing_ok=True)
+
+
+def _read_text(path: Path) -> str | None:
+    try:
+        return path.read_text().strip() or None
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def _read_bytes(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return None
+
+
 class Repo:
     """One worktree of a git repository, as patchguard needs to see it.
 
@@ -254,23 +286,144 @@ class Repo:
     # --- the manifest and the content it refers to -------------------------------------------
 
     def load_manifest(self, missing_ok: bool = False) -> Manifest:
+        """The patches as the history holds them now, validated; the bytes are kept in
+        `manifest_bytes` (for the verified cache, and as the base a writer changes).
+
+        manifest.json is derived from the history ref for the hooks, and names the commit it
+        was derived from (Layout.derived_from_path). When that is not the ref's commit any
+        more, or a change to the patches was cut off (Layout.transaction_path), the ref's own
+        manifest is read, held to the schema first, and the derived file rebuilt from it: the
+        next command completes what a killed writer began, before it decides anything.
+        """
         from guard.manifest import Manifest, parse_manifest, read_manifest_bytes
 
-        """Read and validate; the bytes read are kept in `manifest_bytes` for the verified cache.
-
-        Without manifest.json (the derived file), the history ref's own is read, if any.
-        """
         path = self.layout.manifest_path
-        if not path.exists():
+        held = self._history_if_derived_is_stale()
+        if held is None and not path.exists():
             held = self.history_manifest_bytes()
-            if held is not None:
-                self.manifest_bytes = held
-                return parse_manifest(held, path)
-            if missing_ok:
-                self.manifest_bytes = b""
-                return Manifest()
+        if held is not None:
+            self.manifest_bytes = held
+            return parse_manifest(held, path)
+        if missing_ok and not path.exists():
+            self.manifest_bytes = b""
+            return Manifest()
         self.manifest_bytes = read_manifest_bytes(path)
         return parse_manifest(self.manifest_bytes, path)
+
+    def _history_if_derived_is_stale(self) -> bytes | None:
+        """The history's manifest (validated) when manifest.json lags the ref; else None.
+
+        Two small file reads when all is well, and no git. A manifest.json edited by hand
+        (its content is not that of the commit it names) stays what the user made it: the
+        next change takes it over into the history (guard.history)."""
+        from guard.gitpaths import read_ref
+
+        layout = self.layout
+        tip = read_ref(HISTORY_REF, (str(layout.common_dir),))
+        cut_off = layout.transaction_path.exists()
+        named = _read_text(layout.derived_from_path)
+        if tip is None and not cut_off:
+            return None  # no history (or a store only git reads): manifest.json as it is
+        if named == tip and not cut_off:
+            return None
+        found = self._objects.read(HISTORY_REF)
+        if found is None:
+            return None
+        if found[1] != "commit":
+            raise ConfigError(self.not_a_commit(found[0], found[1]))
+        tip = found[0]
+        derived = _read_bytes(layout.manifest_path)
+        held = self.file_at(tip, MANIFEST_ENTRY) or b""
+        if derived is not None and blob_id(derived) == blob_id(held):
+            self._derive(held, tip)  # the same content: only the name lagged
+            return None
+        edited = derived is not None and (
+            named is None
+            or blob_id(derived) != self._object_id(f"{named}:{MANIFEST_ENTRY}", "blob")
+        )
+        if edited and not cut_off:
+            return None
+        self._valid_history_manifest(tip, held)
+        self._derive(held, tip)
+        return held
+
+    def not_a_commit(self, oid: str, kind: str) -> str:
+        """One line for a history ref that points at something other than a commit."""
+        import pygit2
+
+        way_back = (
+            f"delete it to start the history again from manifest.json: "
+            f"git update-ref -d {HISTORY_REF}"
+        )
+        with suppress(KeyError, ValueError, pygit2.GitError):  # without a reflog: delete it
+            earlier = [
+                str(oid)
+                for entry in self.git.references[HISTORY_REF].log()
+                for oid in (entry.oid_new, entry.oid_old)
+            ]
+            commit = next((c for c in earlier if self._object_id(c, "commit")), None)
+            if commit is not None:
+                way_back = f"put it back where it was: git update-ref {HISTORY_REF} {commit}"
+        return (
+            f"{HISTORY_REF} points at a {kind} ({oid[:10]}), not a commit: patchguard's history "
+            f"is a chain of commits, so nothing was read or changed. To go on, {way_back}"
+        )
+
+    def _valid_history_manifest(self, tip: str, held: bytes) -> None:
+        """Refuse a history tip the schema refuses (a push from another version, a hand
+        update-ref), naming the last valid version: never copied into manifest.json."""
+        from guard.manifest import parse_manifest
+
+        try:
+            parse_manifest(held, self.layout.manifest_path)
+        except ConfigError:
+            from guard.schema import validate_manifest
+
+            try:
+                validate_manifest(
+                    held,
+                    Path(f"{HISTORY_REF} at {tip[:10]} ({self._subject(tip)})"),
+                    remedy=self._way_back(tip),
+                )
+            except ConfigError as error:
+                raise InvalidHistoryTip(str(error), held) from None
+            raise
+
+    def _way_back(self, tip: str) -> str:
+        from guard.manifest import parse_manifest
+
+        for depth in range(1, 100):
+            found = self._objects.read(f"{tip}~{depth}")
+            if found is None:
+                break
+            raw = self.file_at(found[0], MANIFEST_ENTRY)
+            try:
+                parse_manifest(raw or b"", self.layout.manifest_path)
+            except ConfigError:
+                continue
+            return (
+                f"nothing was read from it. The last valid version is {found[0][:10]} "
+                f"({self._subject(found[0])}); `patchguard undo` takes the bad change back"
+            )
+        return (
+            "nothing was read from it, and no earlier version is valid either; delete the ref "
+            f"to start again from manifest.json: git update-ref -d {HISTORY_REF}"
+        )
+
+    def _subject(self, commit: str) -> str:
+        found = self._objects.read(commit)
+        message = found[2].split(b"\n\n", 1)[-1] if found is not None else b""
+        return message.split(b"\n", 1)[0].decode(errors="replace") or "no subject"
+
+    def _derive(self, held: bytes, tip: str) -> None:
+        """Rebuild manifest.json from the ref, when no other patchguard is changing the
+        patches right now (it then does so itself); a read-only store stays as it is."""
+        from guard.lock import if_free
+
+        with if_free(self.layout.store_lock_path) as free:
+            if free and self._objects.read(HISTORY_REF) is not None:
+                with suppress(ConfigError, OSError):
+                    derive_manifest(self.layout, held, tip)
 
     def history_manifest_bytes(self) -> bytes | None:
         """The manifest as the history ref holds it (guard.history), through `git cat-file`."""

@@ -143,13 +143,13 @@ class Manifest(_Strict):
         return patches
 
 
-def validate_manifest(raw: bytes, path: Path) -> dict[str, Any]:
+def validate_manifest(raw: bytes, path: Path, *, remedy: str | None = None) -> dict[str, Any]:
     """The manifest's JSON as validated data, or a ConfigError naming the file and field."""
     model = parse_versioned(
         raw,
         f"manifest {path}",
         Manifest,
-        "restore it from a bundle (`patchguard import`) or remove it and record again",
+        remedy or "restore it from a bundle (`patchguard import`) or remove it and record again",
     )
     return model.model_dump(mode="json")
 

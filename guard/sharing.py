@@ -15,8 +15,9 @@ from pathlib import Path
 
 from guard import history
 from guard.errors import ConfigError, GuardFailure
+from guard.gitpaths import HISTORY_REF
 from guard.manifest import Manifest, Patch
-from guard.repo import HISTORY_REF, MANIFEST_ENTRY, Repo, run_git
+from guard.repo import MANIFEST_ENTRY, Repo, run_git
 
 THEIRS = "theirs"
 OURS = "ours"

@@ -140,6 +140,9 @@ verified() {
     return "$found"
 }
 verified_in_cache() {
+    # A change to the patches was cut off (guard/history.py): manifest.json may lag the
+    # history ref, and Python derives it again before anything is decided.
+    [ -e "$common/patchguard/transaction" ] && return 1
     cache="$git_dir/patchguard-cache/verified.sh"
     [ -f "$cache" ] && command . "$cache" 2>/dev/null || return 1
     [ "$patchguard_model" = "

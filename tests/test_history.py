@@ -14,8 +14,9 @@ from sample_repo import KIMI
 from guard import history as patch_history
 from guard.errors import ConfigError
 from guard.gitdir import locate
+from guard.gitpaths import HISTORY_REF
 from guard.history import LEGACY_STORE_REF
-from guard.repo import HISTORY_REF, Repo
+from guard.repo import Repo
 
 
 def history(sample: Sample) -> list[str]:

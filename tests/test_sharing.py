@@ -10,7 +10,7 @@ import sample_repo
 from conftest import Sample, git, patchguard
 from sample_repo import KIMI
 
-from guard.repo import HISTORY_REF
+from guard.gitpaths import HISTORY_REF
 
 
 @pytest.fixture

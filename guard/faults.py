@@ -1,0 +1,26 @@
+"""Kill points for the crash tests: a writer stopped dead at a named step boundary.
+
+The suite sets PATCHGUARD_KILL_AT=STEP and runs a writer; at that step the process sends
+itself SIGKILL, as a power cut or `kill -9` would stop it (no handler, no cleanup). Every
+step boundary of the store's transaction (guard.history.save) and of the worktree's journal
+(guard.journal) is a point, so the suite can show that each crash leaves a state the next
+command completes or rolls back. Unset, each point costs one dictionary lookup.
+"""
+
+from __future__ import annotations
+
+import os
+
+KILL_VARIABLE = "PATCHGUARD_KILL_AT"
+
+# Every point, in the order a writer passes them (tests/reliability/test_kill_points.py).
+STORE_POINTS = ("store-begun", "store-ref-moved", "store-derived")
+JOURNAL_POINTS = ("journal-marked", "journal-first-file", "journal-written")
+
+
+def point(name: str) -> None:
+    """Die here when the crash tests ask for it."""
+    if os.environ.get(KILL_VARIABLE) == name:
+        import signal
+
+        os.kill(os.getpid(), signal.SIGKILL)
