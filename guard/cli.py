@@ -923,18 +923,25 @@ def import_(cwd: Path, file: str, install_now: bool) -> None:
     _advise_hooks(repo, "them", install_now=install_now)
 
 
-@cli.command(epilog=_epilog("patchguard push origin"))
+@cli.command(epilog=_epilog("patchguard push origin", "patchguard push --take-back origin"))
 @click.argument("remote")
+@click.option(
+    "--take-back",
+    is_flag=True,
+    help="Push even where this clone undid a change fetched from REMOTE: that change is then "
+    "taken back for everyone (the history records the choice).",
+)
 @_directory_option
-def push(cwd: Path, remote: str) -> None:
+def push(cwd: Path, remote: str, take_back: bool) -> None:
     """Push the patches (their history, refs/patchguard/history) to REMOTE.
 
     REMOTE is what `git push` takes: a remote's name, a path, an ssh or https URL. Refused
-    when REMOTE has changes to the patches this clone has not fetched.
+    when REMOTE has changes to the patches this clone has not fetched, and (exit 1) when the
+    push would take back a change of REMOTE's that this clone undid, unless --take-back.
     """
     from guard import sharing
 
-    click.echo(sharing.push(Repo.discover(cwd), remote))
+    click.echo(sharing.push(Repo.discover(cwd), remote, take_back=take_back))
 
 
 @cli.command(

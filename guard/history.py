@@ -55,6 +55,7 @@ _NO_REF = "0" * 40  # update-ref's "this ref must not exist yet"
 _HEAD_TRAILER = "Patchguard-Head: "
 _TIME_TRAILER = "Patchguard-Time: "
 _UNDOES_TRAILER = "Patchguard-Undoes: "
+_NOTE_TRAILER = "Patchguard-Note: "  # a state that changed no patch: nothing for undo
 
 
 @dataclass(frozen=True)
@@ -67,6 +68,7 @@ class Change:
     head: str | None
     undoes: str | None  # the commit whose change this one took back
     parent: str | None  # the state before it (the first parent)
+    note: bool = False  # it changed no patch (a choice recorded at a push)
 
     def when(self) -> str:
         return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(self.created))
@@ -100,6 +102,7 @@ def save(
     *,
     undoes: str | None = None,
     merged: str | None = None,
+    note: bool = False,
 ) -> None:
     """Every change to the patches, as one transaction (StGit's: prepare, then commit).
 
@@ -112,11 +115,14 @@ def save(
     5. The transaction file removed.
     A writer killed anywhere leaves either the old state or the new one, whole: the ref is the
     truth, and whatever was derived from it is derived again before anything is decided.
-    `change` says what changed, for `patchguard log` ("recorded eagle3 (2 files)").
+    `change` says what changed, for `patchguard log` ("recorded eagle3 (2 files)"); a `note`
+    changes no patch but is kept in the history all the same (a choice made at a push).
     """
     raw = validated_bytes(manifest)
     with repo.writing_objects():
-        prepared = _prepare(repo, raw, manifest.blob_ids(), change, undoes=undoes, merged=merged)
+        prepared = _prepare(
+            repo, raw, manifest.blob_ids(), change, undoes=undoes, merged=merged, note=note
+        )
     if prepared is None:  # the state the ref holds already
         tip = current(repo)
         if tip is None:
@@ -170,6 +176,7 @@ def _prepare(
     *,
     undoes: str | None = None,
     merged: str | None = None,
+    note: bool = False,
 ) -> tuple[str | None, str] | None:
     """The new state's commit for the manifest `raw` (validated), and the ref's value it goes
     on top of; None when `raw` is the state already.
@@ -183,10 +190,11 @@ def _prepare(
     if parent is None and merged is not None:  # a first fetch: undo goes back to no patches
         parent = _commit(repo, _tree(repo, serialize(Manifest()), set()), [], STARTED)
     tree = _tree(repo, raw, blobs)
-    if merged is None and parent is not None and _commit_at(repo, parent).tree_id == tree:
+    same = parent is not None and _commit_at(repo, parent).tree_id == tree
+    if merged is None and same and not note:
         return None
     parents = [p for p in (parent, merged) if p is not None]
-    return old, _commit(repo, tree, parents, subject, undoes)
+    return old, _commit(repo, tree, parents, subject, undoes, note=note)
 
 
 def _parent_for(repo: Repo, old: str | None) -> str | None:
@@ -246,6 +254,8 @@ def _commit(
     parents: list[str],
     subject: str,
     undoes: str | None = None,
+    *,
+    note: bool = False,
 ) -> str:
     import pygit2
 
@@ -253,6 +263,8 @@ def _commit(
     trailers = [f"{_HEAD_TRAILER}{head or 'none'}", f"{_TIME_TRAILER}{now_utc()}"]
     if undoes:
         trailers.append(f"{_UNDOES_TRAILER}{undoes}")
+    if note:
+        trailers.append(f"{_NOTE_TRAILER}yes")
     message = f"{subject}\n\n" + "".join(f"{t}\n" for t in trailers)
     try:
         signature = repo.git.default_signature
@@ -325,6 +337,7 @@ def _change(repo: Repo, oid: str) -> Change:
         head=None if head in (None, "none") else head,
         undoes=fields.get(_UNDOES_TRAILER),
         parent=str(found.parent_ids[0]) if found.parent_ids else None,
+        note=_NOTE_TRAILER in fields,
     )
 
 
@@ -468,7 +481,7 @@ def undoable(repo: Repo) -> list[Change]:
     for change in walk(repo):
         if change.undoes is not None:
             undone.add(change.undoes)
-        elif change.commit in undone:
+        elif change.commit in undone or change.note:
             continue
         elif change.parent is not None or change.subject not in (TAKEN_OVER, STARTED):
             found.append(change)

@@ -348,22 +348,16 @@ class Repo:
         return held
 
     def not_a_commit(self, oid: str, kind: str) -> str:
-        """One line for a history ref that points at something other than a commit."""
-        import pygit2
-
-        way_back = (
-            f"delete it to start the history again from manifest.json: "
-            f"git update-ref -d {HISTORY_REF}"
-        )
-        with suppress(KeyError, ValueError, pygit2.GitError):  # without a reflog: delete it
-            earlier = [
-                str(oid)
-                for entry in self.git.references[HISTORY_REF].log()
-                for oid in (entry.oid_new, entry.oid_old)
-            ]
-            commit = next((c for c in earlier if self._object_id(c, "commit")), None)
-            if commit is not None:
-                way_back = f"put it back where it was: git update-ref {HISTORY_REF} {commit}"
+        """One line for a history ref that points at something other than a commit; the way
+        back is the commit manifest.json was last derived from, when it is still there."""
+        known = _read_text(self.layout.derived_from_path)
+        if known is not None and self._object_id(known, "commit"):
+            way_back = f"put it back where it was: git update-ref {HISTORY_REF} {known}"
+        else:
+            way_back = (
+                "delete it to start the history again from manifest.json: "
+                f"git update-ref -d {HISTORY_REF}"
+            )
         return (
             f"{HISTORY_REF} points at a {kind} ({oid[:10]}), not a commit: patchguard's history "
             f"is a chain of commits, so nothing was read or changed. To go on, {way_back}"

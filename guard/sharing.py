@@ -23,14 +23,33 @@ THEIRS = "theirs"
 OURS = "ours"
 
 
-def push(repo: Repo, remote: str) -> str:
-    """Push the history ref to the same name on `remote`; refused when it has changes we lack."""
+def push(repo: Repo, remote: str, *, take_back: bool = False) -> str:
+    """Push the history ref to the same name on `remote`; refused when it has changes we lack,
+    and when it would take back a change of the remote's (an undo here of a fetch from it)
+    unless `take_back` says so, which the history then records."""
     tip = history.current(repo)
     if tip is None:
         raise ConfigError(
             "nothing to push: no patch has been recorded in this repository yet "
             "(patchguard record NAME)"
         )
+    theirs = _remote_tip(repo, remote)
+    taken = _taken_back(repo, theirs, tip) if theirs is not None else []
+    if taken and not take_back:
+        raise GuardFailure(
+            f"pushing would take back {remote}'s {', '.join(taken)}: this clone undid the "
+            f"change that brought {'it' if len(taken) == 1 else 'them'} in, and the push would "
+            f"make that undo everyone's. Nothing was pushed. To take {'it' if len(taken) == 1 else 'them'} "
+            f"back for everyone: patchguard push --take-back {remote}; to keep "
+            f"{remote}'s: patchguard fetch {remote} --theirs"
+        )
+    if taken:
+        with repo.lock("push"), repo.store_lock("push"):
+            manifest = repo.load_manifest()
+            history.save(
+                repo, manifest, f"pushed to {remote}, taking back its {', '.join(taken)}", note=True
+            )
+        tip = history.current(repo) or tip
     try:
         run_git(["push", "-q", remote, f"{HISTORY_REF}:{HISTORY_REF}"], repo.workdir)
     except ConfigError:
@@ -43,13 +62,47 @@ def push(repo: Repo, remote: str) -> str:
     return f"pushed the patches to {remote} ({tip[:10]})"
 
 
+def _remote_tip(repo: Repo, remote: str) -> str | None:
+    listed = run_git(["ls-remote", remote, HISTORY_REF], repo.workdir).stdout.split()
+    return listed[0] if listed else None
+
+
+def _taken_back(repo: Repo, theirs: str, tip: str) -> list[str]:
+    """The patches of the remote's state (`theirs`) that pushing `tip` would take back: an
+    undo since then of a change that brought them, where our version is not the remote's."""
+    import pygit2
+
+    if theirs == tip or pygit2.Oid(hex=theirs) not in repo.git:
+        return []
+    if not repo.git.descendant_of(tip, theirs):
+        return []  # not a fast-forward: git refuses, and _remote_has_more says why
+    remote_state = history.manifest_at(repo, theirs)
+    ours = history.manifest_at(repo, tip)
+    taken: list[str] = []
+    for change in history.walk(repo, tip):
+        if change.commit == theirs or repo.git.descendant_of(theirs, change.commit):
+            break
+        if change.undoes is None:
+            continue
+        undone = history.walk(repo, change.undoes)
+        brought, before = next(undone), next(undone, None)
+        after_it = history.manifest_at(repo, brought.commit)
+        before_it = history.manifest_at(repo, before.commit if before else None)
+        for patch in after_it.patches + before_it.patches:
+            name = patch.name
+            changed = after_it.patch(name) != before_it.patch(name)
+            if changed and remote_state.patch(name) != ours.patch(name) and name not in taken:
+                taken.append(name)
+    return taken
+
+
 def _remote_has_more(repo: Repo, remote: str, tip: str) -> bool:
     import pygit2
 
-    listed = run_git(["ls-remote", remote, HISTORY_REF], repo.workdir).stdout.split()
-    if not listed or listed[0] == tip:
+    listed = _remote_tip(repo, remote)
+    if listed is None or listed == tip:
         return False
-    theirs = pygit2.Oid(hex=listed[0])
+    theirs = pygit2.Oid(hex=listed)
     return theirs not in repo.git or not repo.git.descendant_of(tip, theirs)
 
 

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 import sample_repo
-from conftest import Sample
+from conftest import Sample, git
+from helpers import run_patchguard
 from sample_repo import KIMI
 
 from guard import history as patch_history
@@ -215,3 +216,56 @@ def test_importing_the_same_bundle_again_changes_nothing(sample: Sample, tmp_pat
     assert imported.exit_code == 0
     assert "kept patch eagle3 (the bundle's is the same)" in imported.output
     assert sample.pg("log").output == log
+
+
+# --- a history the schema refuses, or a ref that is not a commit (issue 31, points 2-3) -------
+
+
+def _push_bad_tip(sample: Sample, content: str) -> str:
+    """A state whose manifest is `content`, on top of the ref, as a push from another
+    version (or a hand update-ref) would leave it."""
+    blob = git(sample.root, "hash-object", "-w", "--stdin", input=content).stdout.strip()
+    tree = git(sample.root, "mktree", input=f"100644 blob {blob}\tmanifest.json\n").stdout.strip()
+    tip = sample.git("rev-parse", HISTORY_REF).stdout.strip()
+    bad = sample.git("commit-tree", tree, "-p", tip, "-m", "pushed from elsewhere").stdout.strip()
+    sample.git("update-ref", HISTORY_REF, bad, tip)
+    return tip
+
+
+@pytest.mark.parametrize("content", ["not json", "[]", '{"patches": "x"}'])
+def test_an_invalid_history_tip_is_one_line_and_undo_takes_it_back(
+    sample: Sample, clean_env: dict[str, str], content: str
+) -> None:
+    sample.record_eagle3()
+    valid = _push_bad_tip(sample, content)
+    derived = (sample.root / ".git/patchguard/manifest.json").read_bytes()
+    logged = run_patchguard(sample.root, clean_env, ("log",), 0).stdout
+    assert "not a valid manifest; `patchguard undo` takes it back" in logged
+    for args in (("record", "eagle3", sample_repo.KIMI), ("check",), ("status",), ("list",)):
+        refused = run_patchguard(sample.root, clean_env, args, 2)
+        lines = refused.stderr.strip().splitlines()
+        assert len(lines) == 1, refused.stderr
+        assert valid[:10] in lines[0] and "patchguard undo" in lines[0], lines[0]
+    assert (sample.root / ".git/patchguard/manifest.json").read_bytes() == derived  # never copied
+    run_patchguard(sample.root, clean_env, ("undo",), 0)
+    assert (sample.root / ".git/patchguard/manifest.json").read_bytes() == derived
+    run_patchguard(sample.root, clean_env, ("check",), 0)
+    logged = run_patchguard(sample.root, clean_env, ("log",), 0).stdout
+    assert "not a valid manifest" in logged and "undid: pushed from elsewhere" in logged
+
+
+def test_a_history_ref_that_is_not_a_commit_is_named(
+    sample: Sample, clean_env: dict[str, str]
+) -> None:
+    sample.record_eagle3()
+    commit = sample.git("rev-parse", HISTORY_REF).stdout.strip()
+    blob = git(sample.root, "hash-object", "-w", "--stdin", input="hello\n").stdout.strip()
+    sample.git("update-ref", HISTORY_REF, blob)
+    for args in (("log",), ("undo", "--list"), ("record", "eagle3", sample_repo.KIMI), ("check",)):
+        refused = run_patchguard(sample.root, clean_env, args, 2)
+        assert refused.stderr.count("\n") == 1, refused.stderr
+        assert f"points at a blob ({blob[:10]})" in refused.stderr, refused.stderr
+    way_back = refused.stderr.split("To go on, put it back where it was: ")[1].strip()
+    assert way_back == f"git update-ref {HISTORY_REF} {commit}"
+    sample.git(*way_back.split()[1:])
+    run_patchguard(sample.root, clean_env, ("check",), 0)

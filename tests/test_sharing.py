@@ -186,3 +186,31 @@ def test_an_update_fetched_reaches_the_file_that_holds_the_earlier_version(
     assert '"""v2: shared with the draft model."""' in node1.kimi.read_text()
     assert node1.kimi.read_bytes() == node0.kimi.read_bytes()
     assert node1.pg("check").exit_code == 0
+
+
+def test_push_names_a_fetched_change_it_would_take_back(
+    nodes: tuple[Sample, Sample, Path],
+) -> None:
+    """Issue 31, point 4: an undo of a fetch, pushed, would take node 1's update away from
+    everyone: refused by name, and pushed only when asked, the choice kept in the history."""
+    node0, node1, remote = nodes
+    assert node1.pg("fetch", remote).exit_code == 0
+    node1.pg("apply")
+    node1.kimi.write_text(node1.kimi.read_text() + "\n# tuned on node 1\n")
+    assert node1.pg("record", "eagle3", KIMI, "-m", "tuned").exit_code == 0
+    assert node1.pg("push", remote).exit_code == 0
+    remote_tip = git(remote, "rev-parse", HISTORY_REF).stdout
+    assert node0.pg("fetch", remote).exit_code == 0
+    assert node0.pg("undo").exit_code == 0  # node 0 takes the fetch back, locally
+    refused = node0.pg("push", remote)
+    assert refused.exit_code == 1
+    assert f"pushing would take back {remote}'s eagle3" in refused.stderr
+    assert f"patchguard push --take-back {remote}" in refused.stderr
+    assert git(remote, "rev-parse", HISTORY_REF).stdout == remote_tip
+    assert node0.pg("push", "--take-back", remote).exit_code == 0
+    assert f"pushed to {remote}, taking back its eagle3" in node0.pg("log").output
+    assert (
+        git(remote, "rev-parse", HISTORY_REF).stdout == node0.git("rev-parse", HISTORY_REF).stdout
+    )
+    assert node0.pg("push", remote).exit_code == 0  # nothing left to take back
+    assert "tuned" not in node0.pg("show", "eagle3").output

@@ -204,9 +204,7 @@ def test_stale_manifest_after_the_ref_moved_is_not_read_backwards(
     run_patchguard(sample.root, clean_env, ("check",), 1)
 
 
-def test_sigkill_at_random_moments_of_a_rerecord(
-    sample: Sample, clean_env: dict[str, str]
-) -> None:
+def test_sigkill_at_random_moments_of_a_rerecord(sample: Sample, clean_env: dict[str, str]) -> None:
     """The second opinion: real kills, at moments no fault point chose."""
     sample.record_eagle3()
     text = sample.kimi.read_text()
