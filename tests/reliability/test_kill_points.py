@@ -266,3 +266,27 @@ def test_compare_and_swap_refuses_a_ref_moved_under_a_writer(
 def _stopped(pid: int) -> bool:
     with open(f"/proc/{pid}/stat") as handle:
         return handle.read().rsplit(")", 1)[1].split()[0] == "T"
+
+
+@pytest.mark.parametrize("reader", ["check --quiet", "the hook's sh"])
+def test_no_verified_key_is_trusted_while_a_change_is_cut_off(
+    sample: Sample, clean_env: dict[str, str], reader: str
+) -> None:
+    """The file back as it was verified under the old state, after a kill right after the
+    ref moved: neither `check --quiet` nor a hook's sh may answer from the old key (each
+    is the first reader after the kill: the slow path then derives manifest.json again)."""
+    sample.record_eagle3()
+    run_patchguard(sample.root, clean_env, ("install",), 0)
+    run_patchguard(sample.root, clean_env, ("check",), 0)  # the old state's key, verified
+    verified = sample.kimi.read_text()
+    sample.kimi.write_text(verified.replace("\n\nEntryClass", EXTRA + "\n\nEntryClass"))
+    killed(sample, clean_env, "store-ref-moved", "record", "eagle3", sample_repo.KIMI)
+    sample.kimi.write_text(verified)
+    if reader == "check --quiet":
+        run_patchguard(sample.root, clean_env, ("check", "--quiet"), 1)  # the new state needs it
+        return
+    moved = subprocess.run(
+        ["git", "checkout", "HEAD"], cwd=sample.root, env=clean_env, capture_output=True, text=True
+    )
+    assert moved.returncode == 1, moved.stderr  # Python decided, and loudly
+    assert f"missing: {sample_repo.CLASS}.extra_capture" in moved.stderr, moved.stderr
