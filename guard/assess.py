@@ -761,7 +761,10 @@ def _assess_change(
             patched,
         )
     forward = repo.merge3(base, current, patched, labels)
-    if not forward.clean:
+    if not forward.clean:  # an earlier version the update grew from may merge where this cannot
+        upgrade = _upgrade_from_earlier(repo, tree, patch, change, path, current, patched)
+        if upgrade is not None:
+            return upgrade
         return FileVerdict(
             path,
             State.CONFLICT,
@@ -798,9 +801,11 @@ def _upgrade_from_earlier(
     patched: bytes,
 ) -> FileVerdict | None:
     """The worktree holds an earlier version of this patch (updated since by a fetch, an import
-    or a re-record elsewhere): every definition is in place, but not this version's text. The
-    update is merged onto the file from the version it holds, keeping the user's other edits.
-    None when no earlier version is what the file holds (the user edited the patch by hand)."""
+    or a re-record elsewhere): its definitions, but not this version's text (the update may
+    change one, or add one right beside them, which a merge from the patch's base cannot
+    place). The update is merged onto the file from the version it holds, keeping the user's
+    other edits. None when no earlier version is what the file holds (the user edited the
+    patch by hand, or never had it)."""
     from guard import history  # only here: definitions in place, text not the recorded one
 
     labels = merge_labels(patch)

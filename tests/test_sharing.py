@@ -214,3 +214,26 @@ def test_push_names_a_fetched_change_it_would_take_back(
     )
     assert node0.pg("push", remote).exit_code == 0  # nothing left to take back
     assert "tuned" not in node0.pg("show", "eagle3").output
+
+
+def test_an_update_that_adds_a_method_beside_the_patch_applies_over_the_earlier_version(
+    nodes: tuple[Sample, Sample, Path],
+) -> None:
+    """Node 1 types a fourth method right after the three (as a person would) and records;
+    node 0 still holds the three. A merge from the patch's base cannot place the new method
+    beside lines both sides added, but one from the earlier version node 0 holds can."""
+    node0, node1, remote = nodes
+    assert node1.pg("fetch", remote).exit_code == 0
+    assert node1.pg("apply").exit_code == 0
+    extra = "\n    def extra_capture(self):\n        return self.language_model\n"
+    node1.kimi.write_text(
+        node1.kimi.read_text().replace("\n\nEntryClass", extra + "\n\nEntryClass")
+    )
+    assert node1.pg("record", "eagle3", KIMI).exit_code == 0
+    assert node1.pg("push", remote).exit_code == 0
+    assert "updated patch eagle3" in node0.pg("fetch", remote).output
+    node0.kimi.write_text("# my note\n" + node0.kimi.read_text())  # an edit of node 0's own
+    applied = node0.pg("apply")
+    assert applied.exit_code == 0, applied.output + applied.stderr
+    assert node0.kimi.read_text() == "# my note\n" + node1.kimi.read_text()
+    assert node0.pg("check").exit_code == 0

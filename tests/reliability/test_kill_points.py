@@ -126,6 +126,27 @@ def import_bundle(sample: Sample, env: dict[str, str], point: str) -> None:
     assert names == (["eagle3"] if point != "store-begun" else [])
 
 
+def fetch_update(sample: Sample, env: dict[str, str], point: str) -> None:
+    """Another node's re-record comes in by fetch; killed, the fetch is whole or not at all."""
+    remote = sample.root.parent / "remote.git"
+    git(sample.root.parent, "init", "-q", "--bare", str(remote))
+    sample.record_eagle3()
+    assert sample.pg("push", remote).exit_code == 0
+    node1 = Sample(sample.root.parent / "node1", sample.commits)
+    git(sample.root.parent, "clone", "-q", str(sample.root), str(node1.root))
+    assert node1.pg("fetch", remote).exit_code == 0 and node1.pg("apply").exit_code == 0
+    node1.kimi.write_text(
+        node1.kimi.read_text().replace("\n\nEntryClass", EXTRA + "\n\nEntryClass")
+    )
+    assert node1.pg("record", "eagle3", sample_repo.KIMI).exit_code == 0
+    assert node1.pg("push", remote).exit_code == 0
+    killed(sample, env, point, "fetch", str(remote))
+    read_forwards(sample, env, backwards=("another patchguard",))  # it is the earlier one here
+    fetched = "extra_capture" in json.dumps(history_manifest(sample))
+    assert fetched == (point != "store-begun")
+    assert ("def extra_capture(" in sample.kimi.read_text()) == fetched  # apply brought it
+
+
 def apply_after_stash(sample: Sample, env: dict[str, str], point: str) -> None:
     sample.record_eagle3()
     sample.git("stash")
@@ -156,6 +177,7 @@ STORY: dict[str, tuple[Callable[[Sample, dict[str, str], str], None], tuple[str,
     "drop": (drop, STORE_POINTS),
     "undo": (undo_rerecord, STORE_POINTS),
     "import": (import_bundle, STORE_POINTS),
+    "fetch": (fetch_update, STORE_POINTS),
     "apply": (apply_after_stash, JOURNAL_POINTS),
     "unapply": (unapply, JOURNAL_POINTS),
     "git checkout": (lift_for_checkout, JOURNAL_POINTS[:1]),
