@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 import sample_repo
-from conftest import git
+from conftest import Sample, git
 
 NOBODY = 65534
 
@@ -167,3 +167,15 @@ def killed_at_the_end(child: subprocess.Popen[str]) -> Iterator[None]:
         if child.poll() is None:
             os.killpg(child.pid, signal.SIGKILL)
             child.wait()
+
+
+def pushes_an_update(
+    node: Sample, remote: Path, edit: Callable[[str], str], message: str = "tuned"
+) -> None:
+    """Another node takes the patch from `remote`, edits its file, records and pushes it back:
+    an update waiting there for the first node's fetch."""
+    assert node.pg("fetch", remote).exit_code == 0
+    assert node.pg("apply").exit_code == 0
+    node.kimi.write_text(edit(node.kimi.read_text()))
+    assert node.pg("record", "eagle3", sample_repo.KIMI, "-m", message).exit_code == 0
+    assert node.pg("push", remote).exit_code == 0

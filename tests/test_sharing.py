@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import sample_repo
 from conftest import Sample, git, patchguard
+from helpers import pushes_an_update
 from sample_repo import KIMI
 
 from guard.gitpaths import HISTORY_REF
@@ -108,11 +109,7 @@ def test_changes_on_both_sides_are_refused_by_name_and_nothing_is_lost(
 
 def test_fetch_theirs_and_undo_of_a_fetch(nodes: tuple[Sample, Sample, Path]) -> None:
     node0, node1, remote = nodes
-    assert node1.pg("fetch", remote).exit_code == 0
-    node1.pg("apply")
-    node1.kimi.write_text(node1.kimi.read_text() + "\n# node 1\n")
-    assert node1.pg("record", "eagle3", KIMI, "-m", "node 1").exit_code == 0
-    assert node1.pg("push", remote).exit_code == 0
+    pushes_an_update(node1, remote, lambda text: text + "\n# node 1\n", "node 1")
     node0.kimi.write_text(node0.kimi.read_text() + "\n# node 0\n")
     assert node0.pg("record", "eagle3", KIMI, "-m", "node 0").exit_code == 0
     mine = node0.pg("show", "eagle3").output
@@ -194,11 +191,7 @@ def test_push_names_a_fetched_change_it_would_take_back(
     """Issue 31, point 4: an undo of a fetch, pushed, would take node 1's update away from
     everyone: refused by name, and pushed only when asked, the choice kept in the history."""
     node0, node1, remote = nodes
-    assert node1.pg("fetch", remote).exit_code == 0
-    node1.pg("apply")
-    node1.kimi.write_text(node1.kimi.read_text() + "\n# tuned on node 1\n")
-    assert node1.pg("record", "eagle3", KIMI, "-m", "tuned").exit_code == 0
-    assert node1.pg("push", remote).exit_code == 0
+    pushes_an_update(node1, remote, lambda text: text + "\n# tuned on node 1\n")
     remote_tip = git(remote, "rev-parse", HISTORY_REF).stdout
     assert node0.pg("fetch", remote).exit_code == 0
     assert node0.pg("undo").exit_code == 0  # node 0 takes the fetch back, locally

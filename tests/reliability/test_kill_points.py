@@ -21,7 +21,7 @@ from collections.abc import Callable
 import pytest
 import sample_repo
 from conftest import Sample, git
-from helpers import run_patchguard
+from helpers import pushes_an_update, run_patchguard
 
 from guard.faults import JOURNAL_POINTS, KILL_VARIABLE, STORE_POINTS
 from guard.gitpaths import HISTORY_REF
@@ -134,12 +134,9 @@ def fetch_update(sample: Sample, env: dict[str, str], point: str) -> None:
     assert sample.pg("push", remote).exit_code == 0
     node1 = Sample(sample.root.parent / "node1", sample.commits)
     git(sample.root.parent, "clone", "-q", str(sample.root), str(node1.root))
-    assert node1.pg("fetch", remote).exit_code == 0 and node1.pg("apply").exit_code == 0
-    node1.kimi.write_text(
-        node1.kimi.read_text().replace("\n\nEntryClass", EXTRA + "\n\nEntryClass")
+    pushes_an_update(
+        node1, remote, lambda text: text.replace("\n\nEntryClass", EXTRA + "\n\nEntryClass")
     )
-    assert node1.pg("record", "eagle3", sample_repo.KIMI).exit_code == 0
-    assert node1.pg("push", remote).exit_code == 0
     killed(sample, env, point, "fetch", str(remote))
     read_forwards(sample, env, backwards=("another patchguard",))  # it is the earlier one here
     fetched = "extra_capture" in json.dumps(history_manifest(sample))
