@@ -347,10 +347,10 @@ def test_the_name_rules_are_git_s_verify_path(tmp_path: Path) -> None:
     [
         ("files.0.path", GIT_REFUSES, ""),
         ("files.0.path", ["/x.py", "/etc/passwd"], "not absolute"),
-        ("files.0.path", ["python/x\0.py", "python\\x.py"], "without NUL or backslash"),
+        ("files.0.path", ["", "python/x\0.py", "python\\x.py"], "non-empty POSIX path without NUL"),
         ("requires.0", ["../x.py", ".git/x.py", "git~1:s/x.py"], ""),
     ],
-    ids=["git-refuses", "absolute", "nul-backslash", "required-symbol"],
+    ids=["git-refuses", "absolute", "empty-nul-backslash", "required-symbol"],
 )
 def test_a_bundle_naming_a_path_git_refuses_imports_nothing(
     sample: Sample, tmp_path: Path, field: str, paths: list[str], reason: str
