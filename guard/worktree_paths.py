@@ -47,10 +47,22 @@ def name_problem(path: str) -> str | None:
     return None
 
 
+# The code points HFS+ ignores in a name: `.g\u200cit` is `.git` there (git's next_hfs_char).
+_HFS_IGNORED = dict.fromkeys(
+    [*range(0x200C, 0x2010), *range(0x202A, 0x202F), *range(0x206A, 0x2070), 0xFEFF]
+)
+
+
 def is_git_dir_name(part: str) -> bool:
-    """As git's verify_path: `.git` in any case, with trailing dots or spaces, or NTFS `git~1`."""
+    """As git's verify_path with core.protectNTFS and core.protectHFS: `.git` in any case; as
+    NTFS reads a name, also its short name `git~1`, either with trailing dots or spaces or an
+    alternate data stream (`:name`) after it (is_ntfs_dotgit); as HFS+ reads it, with the code
+    points it ignores (is_hfs_dotgit). Refused on every system, as git refuses `.GIT`: a bundle
+    made here may be applied on any of them."""
     name = part.lower()
-    return name.rstrip(". ") == ".git" or name == "git~1"
+    if not name.isascii():
+        name = name.translate(_HFS_IGNORED)
+    return name.partition(":")[0].rstrip(". ") in (".git", "git~1")
 
 
 _walked: set[str] | None = None  # see one_walk

@@ -20,7 +20,7 @@ from conftest import Sample, git, patchguard
 
 from guard.gitdir import locate
 from guard.repo import Repo
-from guard.worktree_paths import UnsafePath
+from guard.worktree_paths import UnsafePath, name_problem
 
 KIMI = sample_repo.KIMI
 GIT_CONFIG = "[core]\n\trepositoryformatversion = 0\n\tbare = false\n"
@@ -277,3 +277,118 @@ def test_list_without_anything_recorded_is_not_an_error(sample: Sample) -> None:
     listed = sample.pg("list")
     assert listed.exit_code == 0
     assert "nothing recorded" in listed.output
+
+
+# --- issue 31: each rule of git's verify_path, held to git ---------------------------------
+
+# Names git will not put in an index: core.protectNTFS is git's default everywhere,
+# core.protectHFS macOS's (the HFS+ names: `.git` with a code point HFS+ ignores).
+GIT_REFUSES = [
+    ".git/config",
+    ".GIT/config",
+    "vendor/.Git/config",
+    ".git./config",
+    ".git /config",
+    ".git. /config",
+    ".git:stream/config",
+    "git~1/config",
+    "GIT~1/hooks/post-checkout",
+    "git~1./config",
+    "git~1 /config",
+    "git~1:stream/config",
+    ".g\u200cit/config",
+    "\ufeff.GIT/config",
+    ".git\\config",
+    "git~1\\config",
+    "python//x.py",
+    "python/./x.py",
+    "python/../x.py",
+    "../x.py",
+    "/x.py",
+    "python/",
+    ".",
+    "..",
+]
+GIT_TAKES = [
+    ".gitignore",
+    "vendor/.gitmodules",
+    ".gitx/y.py",
+    ".git.x/y.py",
+    "git~2/y.py",
+    "git/y.py",
+    "a.git/y.py",
+    "..x/y.py",
+    "x./y.py",
+    "x:y.py",
+    ".g\u200cix/y.py",
+]
+
+
+def test_the_name_rules_are_git_s_verify_path(tmp_path: Path) -> None:
+    """patchguard refuses a name exactly where `git update-index` says "invalid path"; the one
+    difference, a backslash, is patchguard refusing what git refuses only on Windows."""
+    git(tmp_path, "init", "-q")
+    blob = git(tmp_path, "hash-object", "-w", "--stdin", input="x = 1\n").stdout.strip()
+    for path in [*GIT_REFUSES, *GIT_TAKES, "python\\x.py"]:
+        said = git(
+            tmp_path,
+            *("-c", "core.protectNTFS=true", "-c", "core.protectHFS=true", "update-index"),
+            *("--add", "--cacheinfo", f"100644,{blob},{path}"),
+            check=False,
+        )
+        git_refuses = said.returncode != 0
+        assert not git_refuses or "invalid path" in said.stderr.lower(), (path, said.stderr)
+        assert git_refuses == (path in GIT_REFUSES), (path, said.stderr)
+        assert (name_problem(path) is not None) == (git_refuses or "\\" in path), path
+
+
+@pytest.mark.parametrize(
+    ("field", "paths", "reason"),
+    [
+        ("files.0.path", GIT_REFUSES, ""),
+        ("files.0.path", ["/x.py", "/etc/passwd"], "not absolute"),
+        ("files.0.path", ["", "python/x\0.py", "python\\x.py"], "non-empty POSIX path without NUL"),
+        ("requires.0", ["../x.py", ".git/x.py", "git~1:s/x.py"], ""),
+    ],
+    ids=["git-refuses", "absolute", "empty-nul-backslash", "required-symbol"],
+)
+def test_a_bundle_naming_a_path_git_refuses_imports_nothing(
+    sample: Sample, tmp_path: Path, field: str, paths: list[str], reason: str
+) -> None:
+    """The file a patch changes, or the file of a symbol it requires."""
+    sample.record_eagle3()
+    bundle = tmp_path / "b.json"
+    assert sample.pg("export", "-o", bundle).exit_code == 0
+    assert sample.pg("drop", "eagle3").exit_code == 0
+    honest = bundle.read_text()
+    for path in paths:
+        if field == "files.0.path":
+            aimed = honest.replace(f'"path": "{KIMI}"', json.dumps({"path": path})[1:-1])
+        else:  # the first `KIMI::` is the first required symbol
+            aimed = honest.replace(f'"{KIMI}::', json.dumps(f"{path}::")[:-1], 1)
+        assert aimed != honest
+        bundle.write_text(aimed)
+        result = sample.pg("import", bundle)
+        assert result.exit_code == 2, (path, result.output, result.stderr)
+        assert len(result.stderr.strip().splitlines()) == 1, (path, result.stderr)
+        assert f"field manifest.patches.0.{field}" in result.stderr, (path, result.stderr)
+        assert reason in result.stderr, (path, result.stderr)
+        assert sample.pg("list", "--json").output.count('"name"') == 0, path
+
+
+def test_the_common_git_dir_inside_a_linked_worktree_is_refused(tmp_path: Path) -> None:
+    """A linked worktree whose repository's common directory was moved into it: `gitdata/config`
+    is no nested repository and not in the worktree's own git dir, only in the common one."""
+    main, linked = tmp_path / "main", tmp_path / "linked"
+    git(tmp_path, "init", "-q", str(main))
+    git(main, "commit", "-q", "--allow-empty", "-m", "one")
+    git(main, "worktree", "add", "-q", str(linked))
+    (main / ".git").rename(linked / "gitdata")
+    (main / ".git").write_text(f"gitdir: {linked / 'gitdata'}\n")
+    (linked / ".git").write_text(f"gitdir: {linked / 'gitdata' / 'worktrees' / 'linked'}\n")
+    said = git(linked, "rev-parse", "--git-common-dir").stdout.strip()
+    assert Path(said) == linked / "gitdata"
+    repo = Repo.discover(linked)
+    with pytest.raises(UnsafePath, match="lies in the git directory"):
+        repo.worktree_path("gitdata/config")
+    assert repo.worktree_path("src/ok.py") == linked / "src" / "ok.py"
