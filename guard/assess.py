@@ -8,6 +8,7 @@ once at its qualified place in the result.
 
 from __future__ import annotations
 
+import ast
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
@@ -15,7 +16,7 @@ from enum import StrEnum
 from functools import cached_property
 from pathlib import PurePosixPath
 
-from guard import fastpath, parsed
+from guard import bodies, fastpath, parsed, slips
 from guard.errors import ConfigError
 from guard.manifest import FileChange, Manifest, Patch
 from guard.manifest import Resolution as PatchResolution
@@ -44,6 +45,7 @@ class State(StrEnum):
     CONFLICTED = "conflicted"  # the file itself is in conflict: unmerged, markers, no parse
     CONFLICT = "conflict"  # the patch does not merge with a file that is fine
     DOUBLED = "doubled"
+    EDITED = "edited"  # every added name is in place, but a definition's code is not recorded
     MISSING_FILE = "missing-file"
     OUTSIDE_SPARSE = "outside-sparse"
     UNSAFE_PATH = "unsafe-path"
@@ -60,6 +62,7 @@ _SEVERITY = [
     State.OUTSIDE_SPARSE,
     State.MISSING_FILE,
     State.CONFLICT,
+    State.EDITED,
     State.DOUBLED,
     State.DRIFTED,
     State.UNAPPLIED,
@@ -209,7 +212,8 @@ class CheckReport:
 def fix_for(patch_name: str, verdict: FileVerdict) -> str:
     """The next command for a file of a patch in a bad state.
 
-    Never `record`: recording over a conflict would re-base the patch onto this commit.
+    Never `record` but for an edited definition (the edit may be what the user wants kept):
+    recording over a conflict would re-base the patch onto this commit.
     `verdict.stacked_on`: the unapplied patches it was recorded on top of there.
     """
     state = verdict.state
@@ -219,6 +223,12 @@ def fix_for(patch_name: str, verdict: FileVerdict) -> str:
         return f"patchguard apply {patch_name}"
     if state is State.DOUBLED:
         return f"patchguard apply {patch_name} (takes the patch's copy out; HEAD's stays)"
+    if state is State.EDITED:
+        return (
+            f"keep your edit as the patch: patchguard record {patch_name}; or put the recorded "
+            f"code back: patchguard apply {patch_name} (your other edits stay; patchguard undo "
+            "takes it back)"
+        )
     if state is State.CONFLICTED and verdict.conflict == UNMERGED:
         return (
             f"patchguard apply {patch_name} (finishes git's merge for the patch's part, keeps "
@@ -263,6 +273,7 @@ class Worktree:
         self._unwritten: set[str] = set()  # staged by a dry run: `_content` is not on disk
         self._head: dict[str, bytes | None] = {}
         self._indexes: dict[bytes, SymbolIndex | SourceSyntaxError] = {}
+        self._syntax: dict[bytes, ast.Module | None] = {}  # only for comparing bodies
         self._renames: dict[str, str] = {}
         self.unsafe: dict[str, str] = {}  # path -> why patchguard may not read or write it
         self._unmerged: dict[str, dict[int, str]] = {}  # as assessed (see pretend)
@@ -399,6 +410,14 @@ class Worktree:
         if isinstance(cached, SourceSyntaxError):
             raise cached
         return cached
+
+    def syntax(self, content: bytes, path: str) -> ast.Module | None:
+        """The syntax tree itself, once per distinct content (None: it does not parse). Kept
+        apart from `symbols`, whose cached index does not hold it: only bodies are compared
+        with it, and only where the names are in place but the text is not the recorded one."""
+        if content not in self._syntax:
+            self._syntax[content] = bodies.parse(content, path)
+        return self._syntax[content]
 
     def resolve(self, index: SymbolIndex, path: str, qualname: str, depth: int = 0) -> Resolution:
         """`index.resolve`, and, for a method its class leaves to a base imported from another
@@ -547,17 +566,20 @@ def _assess_versions(
     is the recording itself (byte for byte as recorded), on a commit resolved by hand that
     resolution, and between them whichever upstream moved least from.
     """
-    first = None
+    first = edited = None
     for version, resolution in _nearest_first(repo, tree, change, path):
         verdict = _assess_at(repo, tree, patch, version, path)
         verdict.version = version
         if resolution is not None:
             verdict.detail += f" (from the resolution made at {resolution.commit[:7]})"
-        if verdict.state is not State.CONFLICT:
-            return verdict
+        if verdict.state is State.EDITED:  # unless another version's code is what is there
+            edited = edited or verdict
+        elif verdict.state is not State.CONFLICT:
+            return verdict if edited is None or verdict.state is State.APPLIED else edited
         first = first or verdict
-    assert first is not None
-    return first
+    verdict = edited or first
+    assert verdict is not None
+    return verdict
 
 
 def _nearest_first(
@@ -753,6 +775,9 @@ def _assess_change(
         upgrade = _upgrade_from_earlier(repo, tree, patch, change, path, current, patched)
         if upgrade is not None:
             return upgrade
+        edited = _edited(tree, patch, change, path, current, patched, added_symbols)
+        if edited is not None:
+            return edited
         return FileVerdict(
             path,
             State.APPLIED,
@@ -786,6 +811,36 @@ def _assess_change(
         forward.content,
         patched,
     )
+
+
+def _edited(
+    tree: Worktree,
+    patch: Patch,
+    change: FileChange,
+    path: str,
+    current: bytes,
+    patched: bytes,
+    added_symbols: Sequence[str],
+) -> FileVerdict | None:
+    """Every added name is in place, the text is not the recorded one: is each definition's
+    code the recorded code (guard.bodies)? If not, the file is `edited`, and what `apply`
+    would write puts the recorded lines of those definitions back, every other line kept
+    (None when that would not parse or not hold the recorded code: then by hand)."""
+    here, recorded = tree.syntax(current, path), tree.syntax(patched, path)
+    if here is None or recorded is None:
+        return None  # a file that does not parse is `conflicted` (_unparsable)
+    found = bodies.edits(current, here, patched, recorded, added_symbols)
+    if not found:
+        return None
+    restored = bodies.restored(current, patched, found)
+    again = tree.syntax(restored, path)
+    holds = (
+        again is not None
+        and not bodies.edits(restored, again, patched, recorded, added_symbols)
+        and not tree.symbol_problems(restored, path, required_in(patch, change.path))
+    )
+    detail = "; ".join(edit.describe() for edit in found)
+    return FileVerdict(path, State.EDITED, detail, restored if holds else None, patched)
 
 
 def _upgrade_from_earlier(

@@ -524,7 +524,12 @@ def apply(cwd: Path, names: tuple[str, ...], dry_run: bool, merge: bool, as_json
     from guard import patching
 
     outcomes = patching.apply(
-        Repo.discover(cwd), names, dry_run=dry_run, merge=merge, finish_git_merges=True
+        Repo.discover(cwd),
+        names,
+        dry_run=dry_run,
+        merge=merge,
+        finish_git_merges=True,
+        restore_edits=True,
     )
     _finish(outcomes, as_json)
 
