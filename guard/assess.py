@@ -154,6 +154,9 @@ class CheckReport:
     symbols: list[SymbolResult]
     imports: list[ImportResult] = field(default_factory=list)
     runtime_seconds: float | None = None  # what the runtime probe cost, when it ran
+    # What holds but should not stay (stray copies of a patch's methods): said on every
+    # check, which is why a report with warnings is never remembered as verified
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -1036,7 +1039,12 @@ def status_report(repo: Repo, names: Sequence[str] = ()) -> CheckReport:
     symbols = [check_symbol(tree, spec, owner) for spec, owner in _owners(manifest, patches)]
     if not names:
         symbols += [check_symbol(tree, spec, None) for spec in manifest.guards]
-    return CheckReport(head=repo.head_commit(), patches=verdicts, symbols=symbols)
+    return CheckReport(
+        head=repo.head_commit(),
+        patches=verdicts,
+        symbols=symbols,
+        warnings=stray_copies(tree, patches),
+    )
 
 
 def _owners(manifest: Manifest, patches: Sequence[Patch]) -> list[tuple[str, str | None]]:
@@ -1089,10 +1097,54 @@ def _check(repo: Repo, tree: Worktree | None) -> CheckReport:
     owners += [(spec, None) for spec in manifest.guards]
     symbols = [check_symbol(tree, spec, owner) for spec, owner in owners]
     head = tree.head_commit
-    report = CheckReport(head=head, patches=verdicts, symbols=symbols)
-    if report.ok and head is not None and not report.checks_nothing:
+    report = CheckReport(
+        head=head,
+        patches=verdicts,
+        symbols=symbols,
+        warnings=stray_copies(tree, manifest.patches),
+    )
+    if report.ok and head is not None and not report.checks_nothing and not report.warnings:
         _remember_verified(repo, tree, head)
     return report
+
+
+def stray_copies(tree: Worktree, patches: Sequence[Patch]) -> list[str]:
+    """Module-level functions named as a method a patch adds to that file, whose first
+    parameter is `self`: copies of the method typed outside its class (the heredoc's slip),
+    left behind when the patch went back in. Python never runs them as the method, and the
+    next edit may go to the wrong copy. Read from the index already parsed; the syntax tree
+    (for `self`) only where such a name is defined at module level."""
+    found = []
+    for patch in patches:
+        for change in patch.files:
+            path = tree.renamed(change.path)
+            methods = {q.rsplit(".", 1)[1]: q for q in change.added_symbols if "." in q}
+            current = tree.read(path)
+            if current is None or not any(_mentions_definition(current, q) for q in methods):
+                continue
+            try:
+                index = tree.symbols(current, path)
+            except SourceSyntaxError:
+                continue  # said as a syntax error already
+            if not any(d.kind == "def" for name in methods for d in index.find(name)):
+                continue
+            syntax = tree.syntax(current, path)
+            for node in slips.module_methods(syntax) if syntax is not None else []:
+                if node.name not in methods:
+                    continue
+                method = index.resolve(methods[node.name])
+                runs = (
+                    f"the class's own, line {method.lineno}, is the one that runs"
+                    if method.state == PRESENT
+                    else f"the class has none: patchguard apply {patch.name} puts it back"
+                )
+                found.append(
+                    f"{path}:{node.lineno}: def {node.name}(self, ...) at module level is a "
+                    f"stray copy of patch {patch.name}'s method {methods[node.name]}, which "
+                    f"Python never runs as the method ({runs}) -> delete lines "
+                    f"{node.lineno}-{node.end_lineno} of {path}"
+                )
+    return found
 
 
 def _remember_verified(repo: Repo, tree: Worktree, head: str) -> None:

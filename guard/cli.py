@@ -427,6 +427,8 @@ def run(
         problems = [*problems, f"not started: {' '.join(command)}"]
         click.echo(render.banner("guard FAILED, command NOT run", problems), err=True)
         sys.exit(EXIT_GUARD_FAILED)
+    for line in render.warning_lines(report):
+        click.echo(line, err=True)
     preflight.execute(command)
 
 
@@ -498,6 +500,8 @@ def status(cwd: Path, names: tuple[str, ...], as_json: bool) -> None:
     else:
         lines = render.status_lines(report.patches, report.symbols)
         click.echo("\n".join(lines) or "no patches recorded")
+    for line in render.warning_lines(report):
+        click.echo(line, err=True)
     sys.exit(EXIT_OK if report.ok else EXIT_GUARD_FAILED)
 
 
