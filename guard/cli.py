@@ -161,8 +161,9 @@ def cli(ctx: click.Context, directory: Path | None) -> None:
 @click.option(
     "--strict",
     is_flag=True,
-    help="Refuse (exit 1, nothing recorded) what looks like a slip: a method typed at module "
-    "level right after its class, a name one letter off the one it delegates to.",
+    help="Refuse (exit 1, nothing recorded) what looks like a slip: a function at module level "
+    "whose first parameter is self (a method typed outside its class, wherever it stands), a "
+    "name one letter off the one it delegates to.",
 )
 @_directory_option
 def record(
@@ -480,7 +481,8 @@ def _repo_or_none(cwd: Path) -> Repo | None:
 def status(cwd: Path, names: tuple[str, ...], as_json: bool) -> None:
     """Show each patch's state, file by file.
 
-    States: applied, unapplied, drifted, upstream, doubled, conflict (the patch does not
+    States: applied, edited (a definition the patch adds is there, but not its recorded
+    code), unapplied, drifted, upstream, doubled, conflict (the patch does not
     merge here; `patchguard resolve` keeps it as you shape it), conflicted (the file itself
     is: unmerged, conflict markers, or it does not parse), missing-file, outside-sparse,
     unsafe-path (a link, or a path into a git directory). Exits 1 whenever `check` would.
