@@ -88,6 +88,9 @@ class FileVerdict:
     version: FileChange | None = None  # the version decided from: the recording or a resolution
     stacked_on: list[str] = field(default_factory=list)  # a conflict: patches to apply first
     conflict: str | None = None  # for CONFLICTED: UNMERGED, MARKERS or SYNTAX
+    # for EDITED: the edit is kept by a resolution for this version of upstream's file, as
+    # re-recording away from the patch's base would re-base it (or a resolution decided)
+    keep_by_resolving: bool = False
 
 
 UNMERGED = "unmerged"  # git left stage entries in the index: `patchguard apply` can finish it
@@ -227,10 +230,14 @@ def fix_for(patch_name: str, verdict: FileVerdict) -> str:
     if state is State.DOUBLED:
         return f"patchguard apply {patch_name} (takes the patch's copy out; HEAD's stays)"
     if state is State.EDITED:
+        keep = (
+            f"keep your edit for this version of the file: patchguard resolve {patch_name}"
+            if verdict.keep_by_resolving
+            else f"keep your edit as the patch: patchguard record {patch_name}"
+        )
         return (
-            f"keep your edit as the patch: patchguard record {patch_name}; or put the recorded "
-            f"code back: patchguard apply {patch_name} (your other edits stay; patchguard undo "
-            "takes it back)"
+            f"{keep}; or put the recorded code back: patchguard apply {patch_name} (your other "
+            "edits stay; patchguard undo takes it back)"
         )
     if state is State.CONFLICTED and verdict.conflict == UNMERGED:
         return (
@@ -569,20 +576,17 @@ def _assess_versions(
     is the recording itself (byte for byte as recorded), on a commit resolved by hand that
     resolution, and between them whichever upstream moved least from.
     """
-    first = edited = None
+    first = None
     for version, resolution in _nearest_first(repo, tree, change, path):
         verdict = _assess_at(repo, tree, patch, version, path)
         verdict.version = version
         if resolution is not None:
             verdict.detail += f" (from the resolution made at {resolution.commit[:7]})"
-        if verdict.state is State.EDITED:  # unless another version's code is what is there
-            edited = edited or verdict
-        elif verdict.state is not State.CONFLICT:
-            return verdict if edited is None or verdict.state is State.APPLIED else edited
+        if verdict.state is not State.CONFLICT:  # `edited` too: this version is the reference
+            return verdict
         first = first or verdict
-    verdict = edited or first
-    assert verdict is not None
-    return verdict
+    assert first is not None
+    return first
 
 
 def _nearest_first(
@@ -843,7 +847,15 @@ def _edited(
         and not tree.symbol_problems(restored, path, required_in(patch, change.path))
     )
     detail = "; ".join(edit.describe() for edit in found)
-    return FileVerdict(path, State.EDITED, detail, restored if holds else None, patched)
+    recording = any(c.patched_blob == change.patched_blob for c in patch.files)
+    return FileVerdict(
+        path,
+        State.EDITED,
+        detail,
+        restored if holds else None,
+        patched,
+        keep_by_resolving=not recording or tree.head_commit != patch.base_commit,
+    )
 
 
 def _upgrade_from_earlier(
