@@ -63,29 +63,21 @@ def _opening(lines: list[str], node: ast.stmt) -> str:
 
 
 def module_methods(tree: ast.Module) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
-    """Functions at module level whose first parameter is `self`: methods typed outside their
-    class, unless the module puts them into one (`Class.name = name`, `setattr(C, "n", name)`)."""
-    attached = {
-        node.value.id
+    """Functions at module level whose first parameter is `self` and that the module never
+    names: methods typed outside their class. One the module does name is put to use on
+    purpose (`Class.name = name`, `setattr(C, "n", name)`, `MethodType(name, obj)`), and
+    is none of this."""
+    named = {
+        node.id
         for node in ast.walk(tree)
-        if isinstance(node, ast.Assign)
-        and isinstance(node.value, ast.Name)
-        and any(isinstance(t, ast.Attribute | ast.Subscript) for t in node.targets)
-    } | {
-        argument.id
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Name)
-        and node.func.id == "setattr"
-        for argument in node.args[2:3]
-        if isinstance(argument, ast.Name)
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)
     }
     return [
         node
         for node in tree.body
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
         and [a.arg for a in (*node.args.posonlyargs, *node.args.args)][:1] == ["self"]
-        and node.name not in attached
+        and node.name not in named
     ]
 
 

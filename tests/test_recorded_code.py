@@ -203,9 +203,11 @@ def test_a_function_the_module_puts_into_a_class_is_no_slip(
     node = Checkout(sample.root, clean_env)
     added = (
         "\n\ndef describe(self):\n    return type(self).__name__\n\n\n"
+        "def _forward(self, *args):\n    return self.language_model(*args)\n\n\n"
         f"{CLASS}.describe = describe\n"
+        f"setattr({CLASS}, 'forward', functools.wraps({CLASS}.forward)(_forward))\n"
     )
-    node.kimi.write_text(node.kimi.read_text() + added)
+    node.kimi.write_text("import functools\n" + node.kimi.read_text() + added)
     recorded = node.pg("record", "describe", KIMI, "--strict", check=0)
     assert "warning" not in recorded.stderr
 
