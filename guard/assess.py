@@ -846,7 +846,18 @@ def _edited(
         and not bodies.edits(restored, again, patched, recorded, added_symbols)
         and not tree.symbol_problems(restored, path, required_in(patch, change.path))
     )
-    detail = "; ".join(edit.describe() for edit in found)
+    # A method's edit is said of the method, not again of its class (unless the class differs
+    # before it: then both)
+    said = [
+        edit
+        for edit in found
+        if not any(
+            inner.qualname.startswith(f"{edit.qualname}.")
+            and inner.span[0] <= edit.line <= inner.span[1]
+            for inner in found
+        )
+    ]
+    detail = "; ".join(edit.describe() for edit in said)
     recording = any(c.patched_blob == change.patched_blob for c in patch.files)
     return FileVerdict(
         path,
