@@ -836,14 +836,29 @@ def _edited(
     here, recorded = tree.syntax(current, path), tree.syntax(patched, path)
     if here is None or recorded is None:
         return None  # a file that does not parse is `conflicted` (_unparsable)
-    found = bodies.edits(current, here, patched, recorded, added_symbols)
+    recorded_at = _definition_lines(tree, patched, path, added_symbols)
+    found = bodies.edits(
+        current,
+        here,
+        _definition_lines(tree, current, path, added_symbols),
+        patched,
+        recorded,
+        recorded_at,
+    )
     if not found:
         return None
     restored = bodies.restored(current, patched, found)
     again = tree.syntax(restored, path)
     holds = (
         again is not None
-        and not bodies.edits(restored, again, patched, recorded, added_symbols)
+        and not bodies.edits(
+            restored,
+            again,
+            _definition_lines(tree, restored, path, added_symbols),
+            patched,
+            recorded,
+            recorded_at,
+        )
         and not tree.symbol_problems(restored, path, required_in(patch, change.path))
     )
     # A method's edit is said of the method, not again of its class (unless the class differs
@@ -867,6 +882,15 @@ def _edited(
         patched,
         keep_by_resolving=not recording or tree.head_commit != patch.base_commit,
     )
+
+
+def _definition_lines(
+    tree: Worktree, content: bytes, path: str, qualnames: Sequence[str]
+) -> dict[str, int]:
+    """Where each of `qualnames` is defined in `content` (the last definition, which Python
+    keeps), from its index, parsed once."""
+    index = tree.symbols(content, path)
+    return {q: index.find(q)[-1].lineno for q in qualnames if index.find(q)}
 
 
 def _upgrade_from_earlier(

@@ -12,22 +12,11 @@ Asked only where every added name is in place but the text is not the recorded o
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 # Fields that are spelling, not code: `u"x"` is `"x"`, a `# type:` comment is a comment.
 _SPELLING = frozenset({"kind", "type_comment"})
-_COMPOUND = (
-    ast.If,
-    ast.Try,
-    ast.TryStar,
-    ast.With,
-    ast.AsyncWith,
-    ast.For,
-    ast.AsyncFor,
-    ast.While,
-)
-_DEFINITION = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 Definition = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
 
 
@@ -62,16 +51,19 @@ def parse(content: bytes, path: str) -> ast.Module | None:
 def edits(
     current: bytes,
     current_tree: ast.Module,
+    current_at: Mapping[str, int],
     recorded: bytes,
     recorded_tree: ast.Module,
-    qualnames: Sequence[str],
+    recorded_at: Mapping[str, int],
 ) -> list[Edit]:
-    """Each of `qualnames` defined in both whose code differs, in the order given."""
+    """Each definition whose code differs, in the order of `recorded_at`: the qualified names
+    with the line of their `def`/`class` (Python's last binding of each, as guard.symbols
+    finds them) in either file."""
     here, there = definitions(current_tree), definitions(recorded_tree)
     lines, recorded_lines = _lines(current), _lines(recorded)
     found = []
-    for qualname in qualnames:
-        mine, theirs = here.get(qualname), there.get(qualname)
+    for qualname, defined in recorded_at.items():
+        mine, theirs = here.get(current_at.get(qualname, 0)), there.get(defined)
         if mine is None or theirs is None:
             continue  # a name not in place is a missing symbol, said elsewhere
         difference = first_difference(mine, theirs)
@@ -98,39 +90,26 @@ def restored(current: bytes, recorded: bytes, found: Sequence[Edit]) -> bytes:
     other line kept. The caller checks the result (it parses, and holds the recorded code)."""
     lines = current.splitlines(keepends=True)
     recorded_lines = recorded.splitlines(keepends=True)
-    done: list[tuple[int, int]] = []
-    for edit in sorted(found, key=lambda e: e.span[0], reverse=True):
+    outermost = [  # a method of an added class goes back with its class
+        edit
+        for edit in found
+        if not any(
+            other is not edit and other.span[0] <= edit.span[0] <= edit.span[1] <= other.span[1]
+            for other in found
+        )
+    ]
+    for edit in sorted(outermost, key=lambda e: e.span[0], reverse=True):  # apart: last first
         start, end = edit.span
-        if any(s <= start and end <= e for s, e in done):
-            continue  # inside a definition already put back whole (a method of an added class)
         first, last = edit.recorded_span
         lines[start - 1 : end] = [
             _shifted(line, edit.indent) for line in recorded_lines[first - 1 : last]
         ]
-        done.append((start, end))
     return b"".join(lines)
 
 
-def definitions(tree: ast.Module) -> dict[str, Definition]:
-    """Each `def` and `class` by qualified name (the last of a name, as Python keeps it),
-    through classes and compound statements, as guard.symbols names them."""
-    return dict(_walk(tree.body, ""))
-
-
-def _walk(body: list[ast.stmt], prefix: str) -> Iterator[tuple[str, Definition]]:
-    for node in body:
-        if isinstance(node, _DEFINITION):
-            yield prefix + node.name, node
-            if isinstance(node, ast.ClassDef):
-                yield from _walk(node.body, f"{prefix}{node.name}.")
-        elif isinstance(node, ast.Match):
-            for case in node.cases:
-                yield from _walk(case.body, prefix)
-        elif isinstance(node, _COMPOUND):
-            for field in ("body", "orelse", "finalbody"):
-                yield from _walk(getattr(node, field, []), prefix)
-            for handler in getattr(node, "handlers", []):
-                yield from _walk(handler.body, prefix)
+def definitions(tree: ast.Module) -> dict[int, Definition]:
+    """Every `def` and `class` statement by its line (two never start on one line)."""
+    return {node.lineno: node for node in ast.walk(tree) if isinstance(node, Definition)}
 
 
 def first_difference(a: ast.AST, b: ast.AST) -> tuple[int, int] | None:

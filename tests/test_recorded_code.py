@@ -15,6 +15,7 @@ types it (right after the last method, no comment).
 from __future__ import annotations
 
 import json
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -28,16 +29,7 @@ CLASS = sample_repo.CLASS
 CALL = "self.language_model.set_eagle3_layers_to_capture(layer_ids)"
 SPEC = f"{CLASS}.set_eagle3_layers_to_capture"
 # The incident's slip: the three methods typed at column 0 after `EntryClass = [...]`.
-AT_COLUMN_0 = """
-def set_eagle3_layers_to_capture(self, layer_ids=None):
-    self.language_model.set_eagle3_layers_to_capture(layer_ids)
-
-def get_embed_and_head(self):
-    return self.language_model.get_embed_and_head()
-
-def set_embed_and_head(self, embed, head):
-    self.language_model.set_embed_and_head(embed, head)
-"""
+AT_COLUMN_0 = textwrap.dedent(sample_repo.EAGLE3_METHODS)
 
 
 @pytest.fixture
@@ -133,6 +125,25 @@ def test_comments_and_formatting_are_not_an_edit_a_docstring_is(node: Checkout) 
     edited = node.pg("check", check=1)
     assert f"{SPEC} is not the recorded code" in edited.stderr
     assert '`"""Choose the layers the draft reads."""`' in edited.stderr
+
+
+def test_an_added_class_is_held_whole_and_put_back_whole(
+    sample: Sample, clean_env: dict[str, str]
+) -> None:
+    node = Checkout(sample.root, clean_env)
+    added = '\n\nclass Helper:\n    """Helps."""\n\n    LIMIT = 3\n\n    def go(self, x):\n'
+    node.kimi.write_text(node.kimi.read_text() + added + "        return x + 1\n")
+    node.pg("record", "helper", KIMI, check=0)
+    recorded = node.kimi.read_text()
+    node.kimi.write_text(
+        recorded.replace("LIMIT = 3", "LIMIT = 4").replace("x + 1", "x + 2") + "X = 1\n"
+    )
+    status = node.pg("status", check=1).stdout
+    assert "Helper is not the recorded code" in status and "`LIMIT = 4`" in status
+    assert "Helper.go is not the recorded code" in status and "`return x + 2`" in status
+    node.pg("apply", check=0)
+    assert node.kimi.read_text() == recorded + "X = 1\n"
+    node.pg("check", check=0)
 
 
 def test_a_hook_never_undoes_the_edit(node: Checkout) -> None:
