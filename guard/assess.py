@@ -9,6 +9,7 @@ once at its qualified place in the result.
 from __future__ import annotations
 
 import ast
+import pickle
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
@@ -833,34 +834,12 @@ def _edited(
     code the recorded code (guard.bodies)? If not, the file is `edited`, and what `apply`
     would write puts the recorded lines of those definitions back, every other line kept
     (None when that would not parse or not hold the recorded code: then by hand)."""
-    here, recorded = tree.syntax(current, path), tree.syntax(patched, path)
-    if here is None or recorded is None:
-        return None  # a file that does not parse is `conflicted` (_unparsable)
-    recorded_at = _definition_lines(tree, patched, path, added_symbols)
-    found = bodies.edits(
-        current,
-        here,
-        _definition_lines(tree, current, path, added_symbols),
-        patched,
-        recorded,
-        recorded_at,
+    found, holds = _body_edits(
+        tree, current, patched, path, added_symbols, required_in(patch, change.path)
     )
     if not found:
         return None
     restored = bodies.restored(current, patched, found)
-    again = tree.syntax(restored, path)
-    holds = (
-        again is not None
-        and not bodies.edits(
-            restored,
-            again,
-            _definition_lines(tree, restored, path, added_symbols),
-            patched,
-            recorded,
-            recorded_at,
-        )
-        and not tree.symbol_problems(restored, path, required_in(patch, change.path))
-    )
     # A method's edit is said of the method, not again of its class (unless the class differs
     # before it: then both)
     said = [
@@ -882,6 +861,61 @@ def _edited(
         patched,
         keep_by_resolving=not recording or tree.head_commit != patch.base_commit,
     )
+
+
+def _body_edits(
+    tree: Worktree,
+    current: bytes,
+    patched: bytes,
+    path: str,
+    qualnames: Sequence[str],
+    required: Sequence[str],
+) -> tuple[list[bodies.Edit], bool]:
+    """The definitions of `current` whose code is not `patched`'s, and whether putting their
+    recorded lines back gives a file that parses and holds every required symbol. Kept by the
+    contents beside the parses (guard.parsed's cache): a file compared once is not parsed
+    again for it, so a red check repeated costs what any other does."""
+    inputs = [fastpath.model_namespace(), bodies.rules_id(), fastpath.blob_id(current)]
+    inputs += [fastpath.blob_id(patched), *qualnames, "", *required]
+    key = "bodies-" + fastpath.digest("\0".join(inputs).encode())
+    kept = tree.repo.parse_cache.get(key)
+    if kept is not None:
+        try:
+            found, holds = pickle.loads(kept)
+        except Exception:  # what a changed patchguard wrote: a miss
+            pass
+        else:
+            return list(found), bool(holds)
+    here, recorded = tree.syntax(current, path), tree.syntax(patched, path)
+    if here is None or recorded is None:
+        return [], False  # a file that does not parse is `conflicted` (_unparsable)
+    recorded_at = _definition_lines(tree, patched, path, qualnames)
+    found = bodies.edits(
+        current,
+        here,
+        _definition_lines(tree, current, path, qualnames),
+        patched,
+        recorded,
+        recorded_at,
+    )
+    holds = False
+    if found:
+        restored = bodies.restored(current, patched, found)
+        again = tree.syntax(restored, path)
+        holds = (
+            again is not None
+            and not bodies.edits(
+                restored,
+                again,
+                _definition_lines(tree, restored, path, qualnames),
+                patched,
+                recorded,
+                recorded_at,
+            )
+            and not tree.symbol_problems(restored, path, required)
+        )
+    tree.repo.parse_cache.put(key, pickle.dumps((found, holds), protocol=pickle.HIGHEST_PROTOCOL))
+    return found, holds
 
 
 def _definition_lines(
