@@ -208,6 +208,23 @@ def test_a_method_typed_after_entryclass_is_a_slip_naming_its_class(
     assert f"class {CLASS} defines self.language_model, which it uses" in recorded.stderr
 
 
+def test_the_slip_names_the_class_whose_methods_call_it(
+    sample: Sample, clean_env: dict[str, str]
+) -> None:
+    """Not the nearest class above: the one that calls `self.NAME()`."""
+    node = Checkout(sample.root, clean_env)
+    text = node.kimi.read_text().replace(
+        "        self.language_model.load_weights(weights)\n",
+        "        self.language_model.load_weights(weights)\n        self.tie_weights()\n",
+    )
+    other = "\n\nclass Other:\n    pass\n"
+    node.kimi.write_text(text + other + "\n\ndef tie_weights(self):\n    return None\n")
+    recorded = node.pg("record", "tie", KIMI, check=0)
+    assert f"class {CLASS} calls self.tie_weights(): probably meant inside class {CLASS}" in (
+        recorded.stderr
+    )
+
+
 def test_a_function_the_module_puts_into_a_class_is_no_slip(
     sample: Sample, clean_env: dict[str, str]
 ) -> None:
