@@ -232,13 +232,13 @@ def fix_for(patch_name: str, verdict: FileVerdict) -> str:
         return f"patchguard apply {patch_name} (takes the patch's copy out; HEAD's stays)"
     if state is State.EDITED:
         keep = (
-            f"keep your edit for this version of the file: patchguard resolve {patch_name}"
+            "keep your edit for this version of the file"
             if verdict.keep_by_resolving
-            else f"keep your edit as the patch: patchguard record {patch_name}"
+            else "keep your edit as the patch"
         )
         return (
-            f"{keep}; or put the recorded code back: patchguard apply {patch_name} (your other "
-            "edits stay; patchguard undo takes it back)"
+            f"{keep}: {keep_edit(patch_name, verdict)}; or put the recorded code back: "
+            f"patchguard apply {patch_name} (your other edits stay; patchguard undo takes it back)"
         )
     if state is State.CONFLICTED and verdict.conflict == UNMERGED:
         return (
@@ -272,6 +272,14 @@ def fix_for(patch_name: str, verdict: FileVerdict) -> str:
             f"only if you no longer want this patch: patchguard drop {patch_name}"
         )
     return "nothing to do"
+
+
+def keep_edit(patch_name: str, verdict: FileVerdict) -> str:
+    """The command that keeps an `edited` file's edit as the patch: a re-record on the patch's
+    base, a resolution for this version of upstream's file elsewhere (a re-record there would
+    re-base the patch)."""
+    verb = "resolve" if verdict.keep_by_resolving else "record"
+    return f"patchguard {verb} {patch_name}"
 
 
 class Worktree:

@@ -15,6 +15,7 @@ from guard.assess import (
     assess_patch,
     check,
     fix_for,
+    keep_edit,
     merge_labels,
     select_patches,
     stacked,
@@ -93,11 +94,12 @@ def apply(
         elif state is State.EDITED and any(
             f.merged is None for f in verdict.files if f.state is state
         ):
+            worst = next(f for f in verdict.files if f.state is state and f.merged is None)
             outcome.ok = False
             outcome.message = (
                 "left untouched: the recorded code cannot be put back cleanly here (the edit "
                 f"changed what stands around it); put it back by hand (patchguard show "
-                f"{patch.name} has it), or keep yours: patchguard record {patch.name}"
+                f"{patch.name} has it), or keep yours: {keep_edit(patch.name, worst)}"
             )
         else:
             writes |= {
@@ -185,7 +187,7 @@ def unapply(
                 outcome.message = (
                     f"{file_verdict.path}: the patch's code there is edited, so taking the "
                     f"recorded change out would take your edit too: keep the edit first "
-                    f"(patchguard record {patch.name}) or put the recorded code back "
+                    f"({keep_edit(patch.name, file_verdict)}) or put the recorded code back "
                     f"(patchguard apply {patch.name}), then unapply"
                 )
                 break
