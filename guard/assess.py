@@ -8,6 +8,8 @@ once at its qualified place in the result.
 
 from __future__ import annotations
 
+import ast
+import pickle
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
@@ -15,7 +17,7 @@ from enum import StrEnum
 from functools import cached_property
 from pathlib import PurePosixPath
 
-from guard import fastpath, parsed
+from guard import bodies, fastpath, parsed, slips
 from guard.errors import ConfigError
 from guard.manifest import FileChange, Manifest, Patch
 from guard.manifest import Resolution as PatchResolution
@@ -44,6 +46,7 @@ class State(StrEnum):
     CONFLICTED = "conflicted"  # the file itself is in conflict: unmerged, markers, no parse
     CONFLICT = "conflict"  # the patch does not merge with a file that is fine
     DOUBLED = "doubled"
+    EDITED = "edited"  # every added name is in place, but a definition's code is not recorded
     MISSING_FILE = "missing-file"
     OUTSIDE_SPARSE = "outside-sparse"
     UNSAFE_PATH = "unsafe-path"
@@ -60,6 +63,7 @@ _SEVERITY = [
     State.OUTSIDE_SPARSE,
     State.MISSING_FILE,
     State.CONFLICT,
+    State.EDITED,
     State.DOUBLED,
     State.DRIFTED,
     State.UNAPPLIED,
@@ -85,6 +89,9 @@ class FileVerdict:
     version: FileChange | None = None  # the version decided from: the recording or a resolution
     stacked_on: list[str] = field(default_factory=list)  # a conflict: patches to apply first
     conflict: str | None = None  # for CONFLICTED: UNMERGED, MARKERS or SYNTAX
+    # for EDITED: the edit is kept by a resolution for this version of upstream's file, as
+    # re-recording away from the patch's base would re-base it (or a resolution decided)
+    keep_by_resolving: bool = False
 
 
 UNMERGED = "unmerged"  # git left stage entries in the index: `patchguard apply` can finish it
@@ -151,6 +158,9 @@ class CheckReport:
     symbols: list[SymbolResult]
     imports: list[ImportResult] = field(default_factory=list)
     runtime_seconds: float | None = None  # what the runtime probe cost, when it ran
+    # What holds but should not stay (stray copies of a patch's methods): said on every
+    # check, which is why a report with warnings is never remembered as verified
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -209,7 +219,8 @@ class CheckReport:
 def fix_for(patch_name: str, verdict: FileVerdict) -> str:
     """The next command for a file of a patch in a bad state.
 
-    Never `record`: recording over a conflict would re-base the patch onto this commit.
+    Never `record` but for an edited definition (the edit may be what the user wants kept):
+    recording over a conflict would re-base the patch onto this commit.
     `verdict.stacked_on`: the unapplied patches it was recorded on top of there.
     """
     state = verdict.state
@@ -219,6 +230,16 @@ def fix_for(patch_name: str, verdict: FileVerdict) -> str:
         return f"patchguard apply {patch_name}"
     if state is State.DOUBLED:
         return f"patchguard apply {patch_name} (takes the patch's copy out; HEAD's stays)"
+    if state is State.EDITED:
+        keep = (
+            "keep your edit for this version of the file"
+            if verdict.keep_by_resolving
+            else "keep your edit as the patch"
+        )
+        return (
+            f"{keep}: {keep_edit(patch_name, verdict)}; or put the recorded code back: "
+            f"patchguard apply {patch_name} (your other edits stay; patchguard undo takes it back)"
+        )
     if state is State.CONFLICTED and verdict.conflict == UNMERGED:
         return (
             f"patchguard apply {patch_name} (finishes git's merge for the patch's part, keeps "
@@ -253,6 +274,14 @@ def fix_for(patch_name: str, verdict: FileVerdict) -> str:
     return "nothing to do"
 
 
+def keep_edit(patch_name: str, verdict: FileVerdict) -> str:
+    """The command that keeps an `edited` file's edit as the patch: a re-record on the patch's
+    base, a resolution for this version of upstream's file elsewhere (a re-record there would
+    re-base the patch)."""
+    verb = "resolve" if verdict.keep_by_resolving else "record"
+    return f"patchguard {verb} {patch_name}"
+
+
 class Worktree:
     """The files patches are assessed against: the worktree, plus edits not yet written."""
 
@@ -263,6 +292,7 @@ class Worktree:
         self._unwritten: set[str] = set()  # staged by a dry run: `_content` is not on disk
         self._head: dict[str, bytes | None] = {}
         self._indexes: dict[bytes, SymbolIndex | SourceSyntaxError] = {}
+        self._syntax: dict[bytes, ast.Module | None] = {}  # only for comparing bodies
         self._renames: dict[str, str] = {}
         self.unsafe: dict[str, str] = {}  # path -> why patchguard may not read or write it
         self._unmerged: dict[str, dict[int, str]] = {}  # as assessed (see pretend)
@@ -399,6 +429,14 @@ class Worktree:
         if isinstance(cached, SourceSyntaxError):
             raise cached
         return cached
+
+    def syntax(self, content: bytes, path: str) -> ast.Module | None:
+        """The syntax tree itself, once per distinct content (None: it does not parse). Kept
+        apart from `symbols`, whose cached index does not hold it: only bodies are compared
+        with it, and only where the names are in place but the text is not the recorded one."""
+        if content not in self._syntax:
+            self._syntax[content] = bodies.parse(content, path)
+        return self._syntax[content]
 
     def resolve(self, index: SymbolIndex, path: str, qualname: str, depth: int = 0) -> Resolution:
         """`index.resolve`, and, for a method its class leaves to a base imported from another
@@ -553,7 +591,7 @@ def _assess_versions(
         verdict.version = version
         if resolution is not None:
             verdict.detail += f" (from the resolution made at {resolution.commit[:7]})"
-        if verdict.state is not State.CONFLICT:
+        if verdict.state is not State.CONFLICT:  # `edited` too: this version is the reference
             return verdict
         first = first or verdict
     assert first is not None
@@ -753,6 +791,9 @@ def _assess_change(
         upgrade = _upgrade_from_earlier(repo, tree, patch, change, path, current, patched)
         if upgrade is not None:
             return upgrade
+        edited = _edited(tree, patch, change, path, current, patched, added_symbols)
+        if edited is not None:
+            return edited
         return FileVerdict(
             path,
             State.APPLIED,
@@ -789,6 +830,112 @@ def _assess_change(
         forward.content,
         patched,
     )
+
+
+def _edited(
+    tree: Worktree,
+    patch: Patch,
+    change: FileChange,
+    path: str,
+    current: bytes,
+    patched: bytes,
+    added_symbols: Sequence[str],
+) -> FileVerdict | None:
+    """Every added name is in place, the text is not the recorded one: is each definition's
+    code the recorded code (guard.bodies)? If not, the file is `edited`, and what `apply`
+    would write puts the recorded lines of those definitions back, every other line kept
+    (None when that would not parse or not hold the recorded code: then by hand)."""
+    found, holds = _body_edits(
+        tree, current, patched, path, added_symbols, required_in(patch, change.path)
+    )
+    if not found:
+        return None
+    restored = bodies.restored(current, patched, found)
+    # A method's edit is said of the method, not again of its class (unless the class differs
+    # before it: then both)
+    said = [
+        edit
+        for edit in found
+        if not any(
+            inner.qualname.startswith(f"{edit.qualname}.")
+            and inner.span[0] <= edit.line <= inner.span[1]
+            for inner in found
+        )
+    ]
+    detail = "; ".join(edit.describe() for edit in said)
+    recording = any(c.patched_blob == change.patched_blob for c in patch.files)
+    return FileVerdict(
+        path,
+        State.EDITED,
+        detail,
+        restored if holds else None,
+        patched,
+        keep_by_resolving=not recording or tree.head_commit != patch.base_commit,
+    )
+
+
+def _body_edits(
+    tree: Worktree,
+    current: bytes,
+    patched: bytes,
+    path: str,
+    qualnames: Sequence[str],
+    required: Sequence[str],
+) -> tuple[list[bodies.Edit], bool]:
+    """The definitions of `current` whose code is not `patched`'s, and whether putting their
+    recorded lines back gives a file that parses and holds every required symbol. Kept by the
+    contents beside the parses (guard.parsed's cache): a file compared once is not parsed
+    again for it, so a red check repeated costs what any other does."""
+    inputs = [fastpath.model_namespace(), bodies.rules_id(), fastpath.blob_id(current)]
+    inputs += [fastpath.blob_id(patched), *qualnames, "", *required]
+    key = "bodies-" + fastpath.digest("\0".join(inputs).encode())
+    kept = tree.repo.parse_cache.get(key)
+    if kept is not None:
+        try:
+            found, holds = pickle.loads(kept)
+        except Exception:  # what a changed patchguard wrote: a miss
+            pass
+        else:
+            return list(found), bool(holds)
+    here, recorded = tree.syntax(current, path), tree.syntax(patched, path)
+    if here is None or recorded is None:
+        return [], False  # a file that does not parse is `conflicted` (_unparsable)
+    recorded_at = _definition_lines(tree, patched, path, qualnames)
+    found = bodies.edits(
+        current,
+        here,
+        _definition_lines(tree, current, path, qualnames),
+        patched,
+        recorded,
+        recorded_at,
+    )
+    holds = False
+    if found:
+        restored = bodies.restored(current, patched, found)
+        again = tree.syntax(restored, path)
+        holds = (
+            again is not None
+            and not bodies.edits(
+                restored,
+                again,
+                _definition_lines(tree, restored, path, qualnames),
+                patched,
+                recorded,
+                recorded_at,
+            )
+            and not tree.symbol_problems(restored, path, required)
+        )
+    tree.repo.parse_cache.put(key, pickle.dumps((found, holds), protocol=pickle.HIGHEST_PROTOCOL))
+    return found, holds
+
+
+def _definition_lines(
+    tree: Worktree, content: bytes, path: str, qualnames: Sequence[str]
+) -> dict[str, int]:
+    """Where each of `qualnames` is defined in `content` (the last definition, which Python
+    keeps), from its index, parsed once."""
+    index = tree.symbols(content, path)
+    return {q: index.find(q)[-1].lineno for q in qualnames if index.find(q)}
 
 
 def _upgrade_from_earlier(
@@ -986,7 +1133,12 @@ def status_report(repo: Repo, names: Sequence[str] = ()) -> CheckReport:
     symbols = [check_symbol(tree, spec, owner) for spec, owner in _owners(manifest, patches)]
     if not names:
         symbols += [check_symbol(tree, spec, None) for spec in manifest.guards]
-    return CheckReport(head=repo.head_commit(), patches=verdicts, symbols=symbols)
+    return CheckReport(
+        head=repo.head_commit(),
+        patches=verdicts,
+        symbols=symbols,
+        warnings=stray_copies(tree, patches),
+    )
 
 
 def _owners(manifest: Manifest, patches: Sequence[Patch]) -> list[tuple[str, str | None]]:
@@ -1039,10 +1191,54 @@ def _check(repo: Repo, tree: Worktree | None) -> CheckReport:
     owners += [(spec, None) for spec in manifest.guards]
     symbols = [check_symbol(tree, spec, owner) for spec, owner in owners]
     head = tree.head_commit
-    report = CheckReport(head=head, patches=verdicts, symbols=symbols)
-    if report.ok and head is not None and not report.checks_nothing:
+    report = CheckReport(
+        head=head,
+        patches=verdicts,
+        symbols=symbols,
+        warnings=stray_copies(tree, manifest.patches),
+    )
+    if report.ok and head is not None and not report.checks_nothing and not report.warnings:
         _remember_verified(repo, tree, head)
     return report
+
+
+def stray_copies(tree: Worktree, patches: Sequence[Patch]) -> list[str]:
+    """Module-level functions named as a method a patch adds to that file, whose first
+    parameter is `self`: copies of the method typed outside its class (the heredoc's slip),
+    left behind when the patch went back in. Python never runs them as the method, and the
+    next edit may go to the wrong copy. Read from the index already parsed; the syntax tree
+    (for `self`) only where such a name is defined at module level."""
+    found = []
+    for patch in patches:
+        for change in patch.files:
+            path = tree.renamed(change.path)
+            methods = {q.rsplit(".", 1)[1]: q for q in change.added_symbols if "." in q}
+            current = tree.read(path)
+            if current is None or not any(_mentions_definition(current, q) for q in methods):
+                continue
+            try:
+                index = tree.symbols(current, path)
+            except SourceSyntaxError:
+                continue  # said as a syntax error already
+            if not any(d.kind == "def" for name in methods for d in index.find(name)):
+                continue
+            syntax = tree.syntax(current, path)
+            for node in slips.module_methods(syntax) if syntax is not None else []:
+                if node.name not in methods:
+                    continue
+                method = index.resolve(methods[node.name])
+                runs = (
+                    f"the class's own, line {method.lineno}, is the one that runs"
+                    if method.state == PRESENT
+                    else f"the class has none: patchguard apply {patch.name} puts it back"
+                )
+                found.append(
+                    f"{path}:{node.lineno}: def {node.name}(self, ...) at module level is a "
+                    f"stray copy of patch {patch.name}'s method {methods[node.name]}, which "
+                    f"Python never runs as the method ({runs}) -> delete lines "
+                    f"{node.lineno}-{node.end_lineno} of {path}"
+                )
+    return found
 
 
 def _remember_verified(repo: Repo, tree: Worktree, head: str) -> None:

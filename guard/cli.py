@@ -161,8 +161,9 @@ def cli(ctx: click.Context, directory: Path | None) -> None:
 @click.option(
     "--strict",
     is_flag=True,
-    help="Refuse (exit 1, nothing recorded) what looks like a slip: a method typed at module "
-    "level right after its class, a name one letter off the one it delegates to.",
+    help="Refuse (exit 1, nothing recorded) what looks like a slip: a function at module level "
+    "whose first parameter is self (a method typed outside its class, wherever it stands), a "
+    "name one letter off the one it delegates to.",
 )
 @_directory_option
 def record(
@@ -427,6 +428,8 @@ def run(
         problems = [*problems, f"not started: {' '.join(command)}"]
         click.echo(render.banner("guard FAILED, command NOT run", problems), err=True)
         sys.exit(EXIT_GUARD_FAILED)
+    for line in render.warning_lines(report):
+        click.echo(line, err=True)
     preflight.execute(command)
 
 
@@ -478,7 +481,8 @@ def _repo_or_none(cwd: Path) -> Repo | None:
 def status(cwd: Path, names: tuple[str, ...], as_json: bool) -> None:
     """Show each patch's state, file by file.
 
-    States: applied, unapplied, drifted, upstream, doubled, conflict (the patch does not
+    States: applied, edited (a definition the patch adds is there, but not its recorded
+    code), unapplied, drifted, upstream, doubled, conflict (the patch does not
     merge here; `patchguard resolve` keeps it as you shape it), conflicted (the file itself
     is: unmerged, conflict markers, or it does not parse), missing-file, outside-sparse,
     unsafe-path (a link, or a path into a git directory). Exits 1 whenever `check` would.
@@ -498,6 +502,8 @@ def status(cwd: Path, names: tuple[str, ...], as_json: bool) -> None:
     else:
         lines = render.status_lines(report.patches, report.symbols)
         click.echo("\n".join(lines) or "no patches recorded")
+    for line in render.warning_lines(report):
+        click.echo(line, err=True)
     sys.exit(EXIT_OK if report.ok else EXIT_GUARD_FAILED)
 
 
@@ -524,7 +530,12 @@ def apply(cwd: Path, names: tuple[str, ...], dry_run: bool, merge: bool, as_json
     from guard import patching
 
     outcomes = patching.apply(
-        Repo.discover(cwd), names, dry_run=dry_run, merge=merge, finish_git_merges=True
+        Repo.discover(cwd),
+        names,
+        dry_run=dry_run,
+        merge=merge,
+        finish_git_merges=True,
+        restore_edits=True,
     )
     _finish(outcomes, as_json)
 

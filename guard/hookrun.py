@@ -157,10 +157,13 @@ def _apply_locked(repo: Repo, hook: str) -> int:
         replay.remember(repo, before, after, outcomes)
         return 0
     report = assess.check(repo, tree)
+    from guard import render
+
+    for line in render.warning_lines(report):
+        print(line, file=sys.stderr)
     if report.ok:  # the check remembered this content: its key is verified now
         replay.remember(repo, before, current_key(str(repo.workdir)), outcomes)
         return 0
-    from guard import render
 
     print(render.banner(f"guard FAILED after {hook}", report.problems()), file=sys.stderr)
     return 1

@@ -15,6 +15,7 @@ from guard.assess import (
     assess_patch,
     check,
     fix_for,
+    keep_edit,
     merge_labels,
     select_patches,
     stacked,
@@ -46,6 +47,7 @@ def apply(
     merge: bool = False,
     allow_mid_operation: bool = False,
     finish_git_merges: bool = False,
+    restore_edits: bool = False,
     tree: Worktree | None = None,
 ) -> list[PatchOutcome]:
     """Bring every selected patch to `applied` (or leave it `upstream`), patch by patch.
@@ -54,6 +56,8 @@ def apply(
     of that patch's files untouched, unless `merge` asks for conflict markers.
     `finish_git_merges` (the `apply` command; never a hook): a patched file git left unmerged
     gets the patch's part of git's conflict resolved first (guard.unmerged).
+    `restore_edits` (the `apply` command; never a hook, which would undo an edit made on
+    purpose): an `edited` definition gets its recorded lines back, the rest of the file kept.
     """
     every, patches, tree, journal = _begin_writing(
         repo, "apply", names, dry_run, allow_mid_operation, tree
@@ -82,6 +86,21 @@ def apply(
             worst = next(f for f in verdict.files if f.state is state)
             outcome.ok = False
             outcome.message = "left untouched -> " + fix_for(patch.name, worst)
+        elif state is State.EDITED and not restore_edits:
+            outcome.ok = False
+            outcome.message = "left untouched (an edit of the patch's code) -> " + fix_for(
+                patch.name, next(f for f in verdict.files if f.state is state)
+            )
+        elif state is State.EDITED and any(
+            f.merged is None for f in verdict.files if f.state is state
+        ):
+            worst = next(f for f in verdict.files if f.state is state and f.merged is None)
+            outcome.ok = False
+            outcome.message = (
+                "left untouched: the recorded code cannot be put back cleanly here (the edit "
+                f"changed what stands around it); put it back by hand (patchguard show "
+                f"{patch.name} has it), or keep yours: {keep_edit(patch.name, worst)}"
+            )
         else:
             writes |= {
                 f.path: (f.merged, modes[f.path]) for f in verdict.files if f.merged is not None
@@ -92,6 +111,10 @@ def apply(
                     "conflict markers written; edit them into the right shape, then keep that "
                     f"for this version: patchguard resolve {patch.name}"
                 )
+            elif state is State.EDITED:
+                outcome.message = (
+                    "would put the recorded code back" if dry_run else "put the recorded code back"
+                ) + " (your other edits stay; patchguard undo takes it back)"
             elif state is State.DOUBLED:
                 outcome.message = (
                     "would take the patch's copy out" if dry_run else "took the patch's copy out"
@@ -159,6 +182,15 @@ def unapply(
         outcome = PatchOutcome(verdict)
         writes: dict[str, tuple[bytes | None, str]] = {}
         for recorded, file_verdict in zip(patch.files, verdict.files, strict=True):
+            if file_verdict.state is State.EDITED:
+                outcome.ok = False
+                outcome.message = (
+                    f"{file_verdict.path}: the patch's code there is edited, so taking the "
+                    f"recorded change out would take your edit too: keep the edit first "
+                    f"({keep_edit(patch.name, file_verdict)}) or put the recorded code back "
+                    f"(patchguard apply {patch.name}), then unapply"
+                )
+                break
             if file_verdict.state is not State.APPLIED:
                 continue
             change = file_verdict.version or recorded  # a resolution, where one decided

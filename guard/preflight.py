@@ -232,6 +232,9 @@ def report_check(
             print(render.banner("guard FAILED", with_hook_advice(repo, report)), file=sys.stderr)
         elif not quiet:
             print("\n".join([*render.check_lines(report), "patchguard: all guards hold"]))
+        if not as_json:
+            for line in render.warning_lines(report):
+                print(line, file=sys.stderr)
     except BrokenPipeError:  # the reader left early: the verdict stands, a failed guard stays 1
         silence_stdout()
     return EXIT_OK if report.ok else EXIT_GUARD_FAILED

@@ -62,6 +62,7 @@ def stamp(repo: Repo) -> dict[str, Any]:
         "symbols": {s.spec: s.ok for s in report.symbols} if report else {},
         # As `check` refuses to pass on nothing: a stamp that guards nothing vouches for nothing.
         "ok": bool(report and report.ok and not report.checks_nothing),
+        "problems": report.problems() if report else [],  # why not ok, as `check` says it
         "patchguard": patchguard_version(),
         "timestamp": datetime.now(UTC).isoformat(timespec="seconds"),
     }

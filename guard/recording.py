@@ -279,7 +279,7 @@ def _with_patches_below(
         for recorded, verdict in zip(
             patch.files, assess_patch(repo, tree, patch).files, strict=True
         ):
-            if recorded.path != path or verdict.state is not State.APPLIED:
+            if recorded.path != path or verdict.state not in (State.APPLIED, State.EDITED):
                 continue
             change = verdict.version or recorded  # a resolution, where one decided
             merged = repo.merge3(

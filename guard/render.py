@@ -54,6 +54,7 @@ def check_json(report: CheckReport, repository: str) -> str:
             ],
             "runtime_seconds": report.runtime_seconds,
             "problems": report.problems(),
+            "warnings": report.warnings,
         },
         indent=2,
     )
@@ -116,6 +117,11 @@ def check_lines(report: CheckReport) -> list[str]:
     present = sum(1 for s in report.symbols if s.ok)
     lines.append(f"symbols: {present}/{len(report.symbols)} present")
     return lines
+
+
+def warning_lines(report: CheckReport) -> list[str]:
+    """What holds but should not stay, one loud line each (stderr, green or not)."""
+    return [f"patchguard: warning: {warning}" for warning in report.warnings]
 
 
 def outcome_lines(outcomes: Sequence[PatchOutcome]) -> list[str]:
