@@ -236,6 +236,11 @@ def verify(
     facts = None if interpreter is None else interpreters.facts_of(interpreter, repo.layout.git_dir)
     tree = assess.Worktree(repo, facts)
     report = patching.apply_then_check(repo, tree=tree)[1] if apply else assess.check(repo, tree)
+    if facts is not None:
+        version = ".".join(str(part) for part in facts["sys.version_info"][:3])
+        for symbol in report.symbols:
+            if not symbol.ok:
+                symbol.detail += f"; conditions decided for Python {version} at {interpreter}"
     if report.checks_nothing:
         raise ConfigError(
             f"{repo.layout.manifest_path} guards nothing (no patch, no guard), so a check would "

@@ -100,9 +100,7 @@ def test_an_edit_outside_the_guarded_files_is_named(
     assert marker.exists()
 
 
-def test_an_untracked_module_in_a_guarded_package_is_named(
-    sample: Sample, tmp_path: Path
-) -> None:
+def test_an_untracked_module_in_a_guarded_package_is_named(sample: Sample, tmp_path: Path) -> None:
     node1, stamp = two_nodes(sample, tmp_path)
     stray = "python/sglang/srt/layers/stray.py"
     (node1.root / stray).parent.mkdir(parents=True, exist_ok=True)
