@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -135,7 +137,7 @@ def test_a_module_that_starts_a_server_neither_stalls_the_probe_nor_outlives_it(
         "import subprocess\n"
         f"with open({str(pids)!r}, 'w') as out:\n"
         "    for keep in (True, False):  # close_fds=False: it holds the answer pipe too\n"
-        "        out.write('%d\\n' % subprocess.Popen(['sleep', '60'], close_fds=keep).pid)\n"
+        "        out.write('%d\\n' % subprocess.Popen(['sleep', '3600'], close_fds=keep).pid)\n"
         + path.read_text()
     )
     args = ("check", "--runtime", "--runtime-timeout", "30", "--python", sys.executable)
@@ -149,7 +151,12 @@ def test_a_module_that_starts_a_server_neither_stalls_the_probe_nor_outlives_it(
 
     children = [int(pid) for pid in pids.read_text().split()]
     assert len(children) == 2
-    wait_until(lambda: all(ended(pid) for pid in children), "the probe's children were killed")
+    try:  # an hour's sleep ends only by the kill
+        wait_until(lambda: all(ended(pid) for pid in children), "the probe's children are killed")
+    finally:
+        for pid in children:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
 
 
 FAKE = "patchguard-probe:" + json.dumps([[True, "present at runtime"]])
