@@ -44,6 +44,7 @@ def probe(getattr=getattr, isinstance=isinstance, callable=callable, hasattr=has
     import importlib, json, os, sys, unicodedata
     request = json.loads(sys.stdin.read())
     nonce, channel, asked = request["nonce"], request["channel"], request["asked"]
+    os.dup2(os.open(os.devnull, os.O_RDONLY), 0)  # no module reads the request (the nonce) again
     import_module, realpath, normalize = importlib.import_module, os.path.realpath, unicodedata.normalize
     write, close, path = os.write, os.close, sys.path
     modules, lines, missing = {}, [], object()
@@ -54,7 +55,11 @@ def probe(getattr=getattr, isinstance=isinstance, callable=callable, hasattr=has
             try:
                 modules[module] = import_module(module)
             except BaseException as error:
-                modules[module] = "importing %s failed: %s: %s" % (module, type(error).__name__, error)
+                try:
+                    said = str(error)
+                except BaseException:  # an exception whose __str__ raises too
+                    said = "(its message cannot be shown)"
+                modules[module] = "importing %s failed: %s: %s" % (module, type(error).__name__, said)
         obj = modules[module]
         if isinstance(obj, str):
             lines.append("? cannot tell: " + obj)
@@ -74,7 +79,11 @@ def probe(getattr=getattr, isinstance=isinstance, callable=callable, hasattr=has
             if obj is missing:
                 lines.append("0 Python finds no %s in %s" % (qualname, module))
             elif method and (obj is None or not (callable(obj) or hasattr(type(obj), "__get__"))):
-                lines.append("0 %s is %s at runtime, not a function" % (qualname, repr(obj)[:200]))
+                try:
+                    shown = repr(obj)[:200]
+                except BaseException:
+                    shown = "a %s" % type(obj).__name__
+                lines.append("0 %s is %s at runtime, not a function" % (qualname, shown))
             else:
                 lines.append("1 present at runtime")
         except BaseException as error:
