@@ -162,6 +162,14 @@ def test_a_module_that_starts_a_server_neither_stalls_the_probe_nor_outlives_it(
 FAKE = "patchguard-probe:" + json.dumps([[True, "present at runtime"]])
 
 
+def check_runtime_after(guarded: Sample, env: dict[str, str], code: str, exit_code: int) -> str:
+    """`check --runtime`'s error output once the guarded module ends with `code`."""
+    path = guarded.root / DEEPSEEK
+    path.write_text(path.read_text() + "\n" + code)
+    args = ("check", "--runtime", "--python", sys.executable)
+    return run_patchguard(guarded.root, env, args, exit_code).stderr
+
+
 @pytest.mark.parametrize(
     "fooling",
     [
@@ -176,34 +184,27 @@ def test_a_module_cannot_answer_for_the_probe(
 ) -> None:
     """The method is not there for Python (the switch is set); the module's own output or
     its changes to builtins never turn that green."""
-    path = guarded.root / DEEPSEEK
-    path.write_text(path.read_text() + "\n" + fooling)
     switched = {**clean_env, "SGLANG_NO_SUCH_SWITCH": "1"}
-    args = ("check", "--runtime", "--python", sys.executable)
-    output = run_patchguard(guarded.root, switched, args, 1).stderr
+    output = check_runtime_after(guarded, switched, fooling, 1)
     assert "Python finds no DeepseekV3ForCausalLM.get_embed_and_head" in output
 
 
 def test_a_method_rebound_to_a_value_is_red_though_callable_is_replaced(
     guarded: Sample, clean_env: dict[str, str]
 ) -> None:
-    path = guarded.root / DEEPSEEK
-    path.write_text(
-        path.read_text() + "\nimport builtins\nbuiltins.callable = lambda obj: True\n"
+    rebound = (
+        "import builtins\nbuiltins.callable = lambda obj: True\n"
         "DeepseekV3ForCausalLM.get_embed_and_head = 42\n"
     )
-    args = ("check", "--runtime", "--python", sys.executable)
-    output = run_patchguard(guarded.root, clean_env, args, 1).stderr
+    output = check_runtime_after(guarded, clean_env, rebound, 1)
     assert "DeepseekV3ForCausalLM.get_embed_and_head is 42 at runtime, not a function" in output
 
 
 def test_a_probe_that_ends_without_answering_is_never_green(
     guarded: Sample, clean_env: dict[str, str]
 ) -> None:
-    path = guarded.root / DEEPSEEK
-    path.write_text(path.read_text() + f"\nprint({FAKE!r}, flush=True)\nimport os\nos._exit(0)\n")
-    args = ("check", "--runtime", "--python", sys.executable)
-    said = run_patchguard(guarded.root, clean_env, args, 2).stderr
+    exits = f"print({FAKE!r}, flush=True)\nimport os\nos._exit(0)\n"
+    said = check_runtime_after(guarded, clean_env, exits, 2)
     assert said.startswith(f"patchguard: the runtime probe with {sys.executable} ended without")
 
 
