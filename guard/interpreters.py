@@ -58,6 +58,10 @@ def own_facts() -> dict[str, Any]:
 def facts_of(python: str, git_dir: Path) -> dict[str, Any] | None:
     """The facts of `python`, or None where they are patchguard's own (whose parses are kept
     under the model's namespace as they are)."""
+    if "/" not in python:  # `--python python3.12`: found on PATH, as running it would
+        import shutil
+
+        python = shutil.which(python) or python
     if os.path.realpath(python) == os.path.realpath(sys.executable):
         return None
     try:

@@ -83,6 +83,8 @@ def test_the_commands_interpreter_decides_the_version(
         assert f"conditions decided for Python {version[0]}.{version[1]}." in said.stderr
         assert "command NOT run" in said.stderr
     run_patchguard(root, clean_env, ("check", "--python", other), exit_code)
+    on_path = {**clean_env, "PATH": f"{os.path.dirname(other)}{os.pathsep}{clean_env['PATH']}"}
+    run_patchguard(root, on_path, ("check", "--python", os.path.basename(other)), exit_code)
     run_patchguard(root, clean_env, ("check", "--runtime", "--python", other), exit_code)
     # What the other interpreter decided is never remembered as this one's green, nor red.
     run_patchguard(root, clean_env, ("check",), 1 - exit_code)
