@@ -174,18 +174,18 @@ def check_runtime_after(guarded: Sample, env: dict[str, str], code: str, exit_co
     "fooling",
     [
         f"import atexit\natexit.register(print, {FAKE!r})\nprint({FAKE!r})\n",
+        f"import os\nos.write(1, {FAKE!r}.encode() + b'\\n')\nos.write(2, b'1 present\\n')\n",
         "import builtins\nbuiltins.getattr = lambda *args: (lambda self: None)\n",
-        "import sys\nsys.stdout.write('1 present at runtime\\n')\n",
     ],
-    ids=["atexit-answer", "replaced-getattr", "answer-shaped-line"],
+    ids=["atexit-answer", "answer-on-fd-1-and-2", "replaced-getattr"],
 )
 def test_a_module_cannot_answer_for_the_probe(
     guarded: Sample, clean_env: dict[str, str], fooling: str
 ) -> None:
-    """The method is not there for Python (the switch is set); the module's own output or
-    its changes to builtins never turn that green."""
-    switched = {**clean_env, "SGLANG_NO_SUCH_SWITCH": "1"}
-    output = check_runtime_after(guarded, switched, fooling, 1)
+    """The module deletes the method, then prints answers or replaces builtins: Python
+    finds nothing, and the module's own doing never turns that green."""
+    deleted = "del DeepseekV3ForCausalLM.get_embed_and_head\n" + fooling
+    output = check_runtime_after(guarded, clean_env, deleted, 1)
     assert "Python finds no DeepseekV3ForCausalLM.get_embed_and_head" in output
 
 
