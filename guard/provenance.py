@@ -8,6 +8,7 @@ pre-flight checks print reports, without either importing the other.
 from __future__ import annotations
 
 import json
+import os
 from datetime import UTC, datetime
 from pathlib import PurePosixPath
 from typing import Any
@@ -83,8 +84,7 @@ def code_edits(repo: Repo, dirty: list[str], guarded: list[str]) -> dict[str, st
     for path in dirty:
         if path in guarded:
             continue
-        content = repo.read_file(path)
-        here = None if content is None else fastpath.blob_id(content)
+        here = _content_id(repo, path)
         try:
             committed = None if head is None else str(head[path].id)
         except KeyError:
@@ -95,10 +95,25 @@ def code_edits(repo: Repo, dirty: list[str], guarded: list[str]) -> dict[str, st
     if packages:
         listing = run_git(["ls-files", "-z", "--others", "--", *packages], repo.workdir).stdout
         for path in listing.split("\0"):
-            content = repo.read_file(path) if path.endswith(".py") else None
-            if content is not None:
-                edits[path] = fastpath.blob_id(content)
+            if path.endswith(".py"):
+                edits[path] = _content_id(repo, path)
     return dict(sorted(edits.items()))
+
+
+def _content_id(repo: Repo, path: str) -> str | None:
+    """The id git gives what is at `path` now: a file's blob as git stores it, a link's target
+    (a link is never read through), a submodule's checked-out commit; None when nothing is."""
+    full = repo.workdir / path
+    if full.is_symlink():
+        return fastpath.blob_id(os.fsencode(os.readlink(full)))
+    if full.is_dir():  # a submodule, or a directory where the file was (no file, then)
+        return (
+            run_git(["rev-parse", "HEAD"], full).stdout.strip()
+            if (full / ".git").exists()
+            else None
+        )
+    content = repo.read_file(path)
+    return None if content is None else fastpath.blob_id(content)
 
 
 def _package_directory(repo: Repo, path: str) -> PurePosixPath:

@@ -127,3 +127,24 @@ def test_the_same_edit_on_both_nodes_is_the_same_code(sample: Sample, tmp_path: 
     refused = node1.pg("check", "--same-as", stamp)
     assert f"file {PARALLEL_STATE}: " in refused.stderr
     assert "-> deleted" in refused.stderr
+
+
+def test_a_link_retargeted_on_one_node_is_a_difference_not_a_crash(
+    sample: Sample, tmp_path: Path
+) -> None:
+    sample.root.joinpath("python/sglang/srt/current.py").symlink_to("distributed/parallel_state.py")
+    sample.git("add", "-A")
+    sample.git("commit", "-qm", "a link to the module")
+    node1, stamp = two_nodes(sample, tmp_path)
+    link = node1.root / "python/sglang/srt/current.py"
+    link.unlink()
+    link.symlink_to("/etc/hostname")  # a link is never read through, only named
+    (node1.root / "python/sglang/srt/models/alias.py").symlink_to("/etc/hostname")
+    refused = node1.pg("check", "--same-as", stamp)
+    assert refused.exit_code == 1
+    assert "file python/sglang/srt/current.py: as HEAD has it -> " in refused.stderr
+    assert "file python/sglang/srt/models/alias.py: as HEAD has it -> " in refused.stderr
+    link.unlink()
+    link.symlink_to("distributed/parallel_state.py")
+    (node1.root / "python/sglang/srt/models/alias.py").unlink()
+    assert node1.pg("check", "--same-as", stamp).exit_code == 0
