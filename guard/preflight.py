@@ -62,7 +62,7 @@ def command_interpreter(command: Sequence[str], cwd: Path, env: Mapping[str, str
 
     The command itself when it is a Python interpreter; the interpreter of a script's `#!`
     line; the command after a wrapper (`env`, `nice`, `uv run`); otherwise python3 on PATH.
-    `env`: the command's environment (command_environment), whose PATH finds it.
+    `env`: the command's environment (unwrapped), whose PATH finds it.
     """
     words = unwrapped(command, env)[0]
     search = env.get("PATH", os.defpath)

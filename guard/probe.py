@@ -120,7 +120,7 @@ def confirm(
 ) -> float:
     """Set each symbol's runtime answer (and its verdict: Python decides); the seconds it took.
 
-    `env`: the environment the command runs with (guard.preflight.command_environment), as a
+    `env`: the environment the command runs with (guard.preflight.unwrapped), as a
     module may define a name only when a variable is set.
     """
     asked = []
