@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 import pickle
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from functools import cached_property
@@ -55,6 +55,10 @@ class State(StrEnum):
 GOOD_STATES = frozenset({State.APPLIED, State.UPSTREAM})
 CANNOT_TELL_FROM_READING = "cannot tell from reading"
 ASK_PYTHON = "ask Python: patchguard check --runtime (or define it unconditionally)"
+ASK_THE_RIGHT_PYTHON = (
+    "probe with the interpreter that has the module's dependencies: --python PATH (or give "
+    "the probe the environment they need, e.g. run --runtime -- env VAR=... python ...)"
+)
 UPSTREAM_AS_TEXT = "HEAD already contains this change"
 # A patch is as bad as its worst file; mixed applied/upstream files make it "applied".
 _SEVERITY = [
@@ -207,6 +211,9 @@ class CheckReport:
             if symbol.state == CANNOT_TELL and symbol.runtime is None:
                 lines.append(f"{symbol.spec}: {symbol.detail} -> {ASK_PYTHON}")
                 continue
+            if symbol.runtime == CANNOT_TELL:  # the probe could not import it: nothing decided
+                lines.append(f"{symbol.spec}: {symbol.detail} -> {ASK_THE_RIGHT_PYTHON}")
+                continue
             if symbol.patch:
                 fix = f"restore it, or re-record: patchguard record {symbol.patch}"
             else:
@@ -285,8 +292,11 @@ def keep_edit(patch_name: str, verdict: FileVerdict) -> str:
 class Worktree:
     """The files patches are assessed against: the worktree, plus edits not yet written."""
 
-    def __init__(self, repo: Repo) -> None:
+    def __init__(self, repo: Repo, facts: Mapping[str, object] | None = None) -> None:
         self.repo = repo
+        # The interpreter's facts conditions are decided for (guard.interpreters); None:
+        # patchguard's own, the only verdicts the fast path may remember.
+        self.facts = facts
         self._content: dict[str, bytes | None] = {}  # as git sees them (`git diff`'s view)
         self._raw: dict[str, bytes | None] = {}  # the bytes on disk, as read or written
         self._unwritten: set[str] = set()  # staged by a dry run: `_content` is not on disk
@@ -424,7 +434,7 @@ class Worktree:
     def symbols(self, content: bytes, path: str) -> SymbolIndex:
         """Parse once per distinct content; raises SourceSyntaxError."""
         if content not in self._indexes:
-            self._indexes[content] = parsed.parse(content, path, self.repo.parse_cache)
+            self._indexes[content] = parsed.parse(content, path, self.repo.parse_cache, self.facts)
         cached = self._indexes[content]
         if isinstance(cached, SourceSyntaxError):
             raise cached
@@ -1197,7 +1207,8 @@ def _check(repo: Repo, tree: Worktree | None) -> CheckReport:
         symbols=symbols,
         warnings=stray_copies(tree, manifest.patches),
     )
-    if report.ok and head is not None and not report.checks_nothing and not report.warnings:
+    remembered = not report.checks_nothing and not report.warnings and tree.facts is None
+    if report.ok and head is not None and remembered:
         _remember_verified(repo, tree, head)
     return report
 

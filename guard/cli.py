@@ -274,7 +274,9 @@ def _same_as_option(func: Callable[..., Any]) -> Callable[..., Any]:
         default=None,
         metavar="STAMP",
         help="Also fail unless this node runs the same code as the node that wrote STAMP "
-        "(patchguard stamp): HEAD, the patches and their states, the guarded files.",
+        "(patchguard stamp): HEAD, the patches and their states, the guarded files, and every "
+        "other edit (tracked files not as HEAD has them, untracked .py files in guarded "
+        "packages), each difference named by path.",
     )(func)
 
 
@@ -295,15 +297,18 @@ def _with_import_options(func: Callable[..., Any]) -> Callable[..., Any]:
         "--runtime",
         is_flag=True,
         help="Ask Python: import each guarded module in a fresh process of the interpreter "
-        "(see --python), confirm it is this checkout's file, and look each symbol up. Python "
-        "decides every symbol, including those reading cannot tell. Writes nothing.",
+        "(see --python), with COMMAND's environment (env VAR=1, env -u VAR, env -i), confirm "
+        "it is this checkout's file, and look each symbol up. Python decides every symbol, "
+        "including those reading cannot tell. Writes nothing.",
     )(func)
     func = click.option(
         "--python",
         default=None,
         metavar="PATH",
-        help="The interpreter for --import (default: for run, the one COMMAND runs: itself, its "
-        "script's #! line, or python3 on PATH; for check, python3 on PATH).",
+        help="The interpreter for --import, --runtime and the conditions reading decides "
+        "(sys.version_info, sys.platform...) (default: for run, the one COMMAND runs: itself, "
+        "its script's #! line, or python3 on PATH; for check, python3 on PATH for --import and "
+        "--runtime, patchguard's own for reading).",
     )(func)
     return click.option(
         "--import",
@@ -401,8 +406,10 @@ def run(
 
     COMMAND replaces patchguard (exec): its exit status, signals, stdin and stdout pass
     through untouched. patchguard's options end at COMMAND's first word: everything after
-    it is COMMAND's (`--` before COMMAND works too). --import and --runtime check the
-    interpreter COMMAND runs (see --python); --runtime probes before COMMAND starts.
+    it is COMMAND's (`--` before COMMAND works too). --import, --runtime and the conditions
+    reading decides (sys.version_info, sys.platform) are for the interpreter COMMAND runs (see
+    --python) and, for --runtime, with COMMAND's environment (`env VAR=1 python ...`);
+    --runtime probes before COMMAND starts.
     """
     if command[:1] == ("--",):
         command = command[1:]

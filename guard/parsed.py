@@ -5,22 +5,31 @@ assesses 40 patched files would pay that 40 times on every checkout. The result 
 function of the bytes and of the model's own code and interpreter (conditions such as
 `sys.version_info` are decided for the running Python), so it is kept under the blob id of
 the bytes, in a namespace of the model's source and the interpreter
-(guard.fastpath.model_namespace): a new patchguard or another Python parses afresh. Entries are pickles of guard.symbols objects in the worktree's
+(guard.fastpath.model_namespace), and, for another interpreter's facts (guard.interpreters), of
+those facts too: a new patchguard or another Python parses afresh. Entries are pickles of guard.symbols objects in the worktree's
 git dir, which only patchguard writes (see guard.content_cache).
 """
 
 from __future__ import annotations
 
 import pickle
+from collections.abc import Mapping
 
 from guard.content_cache import ContentCache
-from guard.fastpath import blob_id, model_namespace
+from guard.fastpath import blob_id, digest, model_namespace
 from guard.symbols import SourceSyntaxError, SymbolIndex
 
 
-def parse(content: bytes, path: str, cache: ContentCache) -> SymbolIndex | SourceSyntaxError:
-    """The file's SymbolIndex, or the syntax error that stops Python from importing it."""
-    key = f"{model_namespace()}-{blob_id(content)}"
+def parse(
+    content: bytes, path: str, cache: ContentCache, facts: Mapping[str, object] | None = None
+) -> SymbolIndex | SourceSyntaxError:
+    """The file's SymbolIndex, or the syntax error that stops Python from importing it.
+
+    `facts`: the interpreter's whose conditions are decided; None for patchguard's own."""
+    namespace = model_namespace()
+    if facts is not None:
+        namespace += digest(repr(sorted(facts.items())).encode())[:8]
+    key = f"{namespace}-{blob_id(content)}"
     kept = cache.get(key)
     if kept is not None:
         found = _loads(kept, path)
@@ -28,7 +37,7 @@ def parse(content: bytes, path: str, cache: ContentCache) -> SymbolIndex | Sourc
             return found
     result: SymbolIndex | SourceSyntaxError
     try:
-        result = SymbolIndex.parse(content, path)
+        result = SymbolIndex.parse(content, path, facts)
     except SourceSyntaxError as error:
         result = error
     cache.put(key, _dumps(result))

@@ -265,11 +265,13 @@ def _begin_writing(
 
 
 def apply_then_check(
-    repo: Repo, *, allow_mid_operation: bool = False
+    repo: Repo, *, allow_mid_operation: bool = False, tree: Worktree | None = None
 ) -> tuple[list[PatchOutcome], CheckReport]:
     """Apply every patch, then check the result from the same view of the files, so each is
-    read and parsed once (hooks, `patchguard git`, bisect steps, `run --apply`)."""
-    tree = Worktree(repo)
+    read and parsed once (hooks, `patchguard git`, bisect steps, `run --apply`).
+
+    `tree`: a view for another interpreter's facts (`run --apply`), else a fresh one."""
+    tree = tree or Worktree(repo)
     outcomes = apply(repo, allow_mid_operation=allow_mid_operation, tree=tree)
     return outcomes, check(repo, tree)
 

@@ -13,10 +13,10 @@ import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from guard import assess, patching
+from guard import assess, interpreters, patching
 from guard.assess import CheckReport, ImportResult
 from guard.errors import (
     EXIT_GUARD_FAILED,
@@ -53,47 +53,104 @@ _PYTHON_NAME = re.compile(r"(python|pypy)(\d+(\.\d+)*)?[a-z]?")
 # Words that start another command, with how many option words of their own they take.
 _WRAPPERS = {"env": 0, "nice": 0, "nohup": 0, "time": 0, "uv": 1, "poetry": 1, "pipenv": 1}
 _HINT = "to check another interpreter, pass --python PATH"
+_ENV_LONG_OPTIONS = {"ignore-environment": "i", "unset": "u", "chdir": "C", "split-string": "S"}
+_ENV_VALUED = frozenset("uCS")  # env's options that take a value
 
 
-def command_interpreter(command: Sequence[str], cwd: Path) -> str:
+def command_interpreter(command: Sequence[str], cwd: Path, env: Mapping[str, str]) -> str:
     """The Python that COMMAND will run, so `--import` checks the code that really runs.
 
     The command itself when it is a Python interpreter; the interpreter of a script's `#!`
     line; the command after a wrapper (`env`, `nice`, `uv run`); otherwise python3 on PATH.
+    `env`: the command's environment (unwrapped), whose PATH finds it.
     """
-    words = list(command)
-    while words and words[0] in _WRAPPERS:
-        words = _after_wrapper(words)
-    found = _which(words[0], cwd) if words else None
+    words = unwrapped(command, env)[0]
+    search = env.get("PATH", os.defpath)
+    found = _which(words[0], cwd, search) if words else None
     if found and _PYTHON_NAME.fullmatch(os.path.basename(found)):
         return found
     if found:
-        shebang = _shebang_interpreter(found, cwd)
+        shebang = _shebang_interpreter(found, cwd, search)
         if shebang:
             return shebang
-    fallback = shutil.which("python3")
+    fallback = shutil.which("python3", path=search)
     if fallback is None:
         raise ConfigError(f"no python3 on PATH to check --import with; {_HINT}")
     return fallback
 
 
+def unwrapped(command: Sequence[str], env: Mapping[str, str]) -> tuple[list[str], dict[str, str]]:
+    """The command past its wrappers (`env`, `nice`, `uv run`), and the environment it runs
+    with: `env`'s own changes applied as env(1) applies them."""
+    words, changed = list(command), dict(env)
+    while words and words[0] in _WRAPPERS:
+        if words[0] == "env":
+            words, changed = _env_command(words[1:], changed)
+        else:
+            words = _after_wrapper(words)
+    return words, changed
+
+
 def _after_wrapper(words: list[str]) -> list[str]:
-    """The command a wrapper runs: past its options, VAR=value words and subcommand."""
+    """The command a wrapper other than env runs: past its options and subcommand."""
     rest = words[1 + _WRAPPERS[words[0]] :]
-    while rest and (rest[0].startswith("-") or ("=" in rest[0] and words[0] == "env")):
-        takes_value = rest[0] in ("-n", "--adjustment", "-u", "--unset", "-C", "--chdir")
-        rest = rest[2:] if takes_value else rest[1:]
+    while rest and rest[0].startswith("-"):
+        rest = rest[2:] if rest[0] in ("-n", "--adjustment") else rest[1:]
     return rest
 
 
-def _which(word: str, cwd: Path) -> str | None:
+def _env_command(words: list[str], env: dict[str, str]) -> tuple[list[str], dict[str, str]]:
+    """What `env ARGS` runs, and with what, as GNU env(1) does it: its options first (`-i`,
+    `-`, `-u NAME`, `-C DIR`, `-S STRING`, whose words are read as more arguments), then the
+    environment emptied (`-i`), the `-u` names unset, the `NAME=VALUE` words set in order, up
+    to the command. (`-C DIR` changes nothing an import sees from the checkout's root.)"""
+    import shlex  # only for a command that starts with env
+
+    empty, unset, rest = False, [], list(words)
+    while rest and rest[0].startswith("-") and rest[0] != "--":
+        word = rest.pop(0)
+        if word.startswith("--"):
+            name, has_value, value = word[2:].partition("=")
+            letter = _ENV_LONG_OPTIONS.get(name, "")
+            if letter in _ENV_VALUED and not has_value:
+                value = rest.pop(0) if rest else ""
+            options = [(letter, value)]
+        else:
+            options = []
+            for index, letter in enumerate(word[1:] or "i", start=1):  # `-` alone is -i
+                value = (
+                    (word[index + 1 :] or (rest.pop(0) if rest else ""))
+                    if letter in _ENV_VALUED
+                    else ""
+                )
+                options.append((letter, value))
+                if value:
+                    break
+        for letter, value in options:
+            empty = empty or letter == "i"
+            if letter == "u":
+                unset.append(value)
+            elif letter == "S":
+                rest[:0] = shlex.split(value)
+    if rest[:1] == ["--"]:
+        rest.pop(0)
+    changed = {} if empty else dict(env)
+    for name in unset:
+        changed.pop(name, None)
+    while rest and "=" in rest[0] and not rest[0].startswith("="):
+        name, _, value = rest.pop(0).partition("=")
+        changed[name] = value
+    return rest, changed
+
+
+def _which(word: str, cwd: Path, search: str) -> str | None:
     if "/" in word:
         path = cwd / word
         return str(path) if path.is_file() else None
-    return shutil.which(word)
+    return shutil.which(word, path=search)
 
 
-def _shebang_interpreter(path: str, cwd: Path) -> str | None:
+def _shebang_interpreter(path: str, cwd: Path, search: str) -> str | None:
     """The Python named on a script's `#!` line (directly or through env), if any."""
     try:
         with open(path, "rb") as handle:
@@ -107,15 +164,19 @@ def _shebang_interpreter(path: str, cwd: Path) -> str | None:
         words = [w for w in words[1:] if not w.startswith("-")]
     if not words or not _PYTHON_NAME.fullmatch(os.path.basename(words[0])):
         return None
-    return _which(words[0], cwd) if "/" not in words[0] else words[0]
+    return _which(words[0], cwd, search) if "/" not in words[0] else words[0]
 
 
-def resolve_import(module: str, python: str, workdir: Path, cwd: Path) -> ImportResult:
-    """Does `python` import `module` from this checkout? Package code is never run."""
+def resolve_import(
+    module: str, python: str, workdir: Path, cwd: Path, env: Mapping[str, str]
+) -> ImportResult:
+    """Does `python` import `module` from this checkout, in the command's environment `env`?
+    Package code is never run."""
     try:
         probe = subprocess.run(
             [python, "-c", _RESOLVE, module],
             cwd=cwd,
+            env=env,
             capture_output=True,
             text=True,
             timeout=60,
@@ -170,24 +231,49 @@ def verify(
 
     `--import` and `--runtime` use `python`, else the interpreter COMMAND will run.
     """
-    tree = assess.Worktree(repo)
-    report = patching.apply_then_check(repo)[1] if apply else assess.check(repo, tree)
+    env = unwrapped(command, os.environ)[1]
+    interpreter = _interpreter(python, command, cwd, env, needed=bool(import_names or runtime))
+    facts = None if interpreter is None else interpreters.facts_of(interpreter, repo.layout.git_dir)
+    tree = assess.Worktree(repo, facts)
+    report = patching.apply_then_check(repo, tree=tree)[1] if apply else assess.check(repo, tree)
+    if facts is not None:
+        version = ".".join(str(part) for part in facts["sys.version_info"][:3])
+        for symbol in report.symbols:
+            if not symbol.ok:
+                symbol.detail += f"; conditions decided for Python {version} at {interpreter}"
     if report.checks_nothing:
         raise ConfigError(
             f"{repo.layout.manifest_path} guards nothing (no patch, no guard), so a check would "
             "pass without checking anything. Record a patch (patchguard record NAME) or guard a "
             "symbol (patchguard require SPEC)."
         )
-    if not import_names and not runtime:
+    if interpreter is None or (not import_names and not runtime):
         return report
-    interpreter = python or command_interpreter(command, cwd)
-    report.imports = [resolve_import(name, interpreter, repo.workdir, cwd) for name in import_names]
+    report.imports = [
+        resolve_import(name, interpreter, repo.workdir, cwd, env) for name in import_names
+    ]
     if runtime:
         from guard import probe  # runs user code in another process: never on the hooks' path
 
         timeout = probe.DEFAULT_TIMEOUT if runtime_timeout is None else runtime_timeout
-        report.runtime_seconds = probe.confirm(report, repo, tree, interpreter, timeout)
+        report.runtime_seconds = probe.confirm(report, repo, tree, interpreter, timeout, env)
     return report
+
+
+def _interpreter(
+    python: str | None, command: Sequence[str], cwd: Path, env: Mapping[str, str], needed: bool
+) -> str | None:
+    """The interpreter whose answers count: `--python`, else the one COMMAND runs (python3 on
+    PATH for `check --import`/`--runtime`); None when only reading asks and none is found
+    (patchguard's own then decides, as for `check` without --python)."""
+    if python is not None or not (command or needed):
+        return python
+    try:
+        return command_interpreter(command, cwd, env)
+    except ConfigError:
+        if needed:
+            raise
+        return None
 
 
 def report_check(

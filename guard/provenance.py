@@ -8,13 +8,14 @@ pre-flight checks print reports, without either importing the other.
 from __future__ import annotations
 
 import json
+import os
 from datetime import UTC, datetime
 from pathlib import PurePosixPath
 from typing import Any
 
 from guard import assess, fastpath
 from guard.errors import ConfigError
-from guard.repo import Repo
+from guard.repo import Repo, run_git
 from guard.symbols import parse_spec
 
 STAMP_FORMAT = "patchguard.stamp/1"
@@ -50,13 +51,15 @@ def stamp(repo: Repo) -> dict[str, Any]:
     for path in guarded:
         content = repo.read_file(path)
         files[path] = None if content is None else fastpath.blob_id(content)
+    dirty = repo.changed_tracked_files()
     return {
         "format": STAMP_FORMAT,
         "repository": str(repo.workdir),
         "head": None if git.head_is_unborn else str(git.head.target),
         "branch": branch,
         "upstream": upstream,
-        "dirty": repo.changed_tracked_files(),
+        "dirty": dirty,
+        "edits": code_edits(repo, dirty, guarded),
         "patches": {v.name: str(v.state) for v in report.patches} if report else {},
         "files": files,
         "symbols": {s.spec: s.ok for s in report.symbols} if report else {},
@@ -66,6 +69,62 @@ def stamp(repo: Repo) -> dict[str, Any]:
         "patchguard": patchguard_version(),
         "timestamp": datetime.now(UTC).isoformat(timespec="seconds"),
     }
+
+
+def code_edits(repo: Repo, dirty: list[str], guarded: list[str]) -> dict[str, str | None]:
+    """The rest of the code that runs, beside the guarded files: each tracked file whose content
+    differs from HEAD's, and each untracked `.py` file in a guarded file's package (where an
+    import finds it), by the blob id of its content (None: deleted).
+
+    A file only staged, or touched back to HEAD's bytes, is no edit: the code is HEAD's.
+    """
+    import pygit2  # stamps and --same-as only
+
+    head = None if repo.git.head_is_unborn else repo.git.head.peel(pygit2.Commit).tree
+    edits: dict[str, str | None] = {}
+    for path in dirty:
+        if path in guarded:
+            continue
+        here = _content_id(repo, path)
+        try:
+            committed = None if head is None else str(head[path].id)
+        except KeyError:
+            committed = None
+        if here != committed:
+            edits[path] = here
+    packages = sorted({str(_package_directory(repo, path)) for path in guarded})
+    if packages:
+        listing = run_git(["ls-files", "-z", "--others", "--", *packages], repo.workdir).stdout
+        for path in listing.split("\0"):
+            if path.endswith(".py"):
+                edits[path] = _content_id(repo, path)
+    return dict(sorted(edits.items()))
+
+
+def _content_id(repo: Repo, path: str) -> str | None:
+    """The id git gives what is at `path` now: a file's blob as git stores it, a link's target
+    (a link is never read through), a submodule's checked-out commit; None when nothing is."""
+    full = repo.workdir / path
+    if full.is_symlink():
+        return fastpath.blob_id(os.fsencode(os.readlink(full)))
+    if full.is_dir():  # a submodule, or a directory where the file was (no file, then)
+        return (
+            run_git(["rev-parse", "HEAD"], full).stdout.strip()
+            if (full / ".git").exists()
+            else None
+        )
+    content = repo.read_file(path)
+    return None if content is None else fastpath.blob_id(content)
+
+
+def _package_directory(repo: Repo, path: str) -> PurePosixPath:
+    """The top package a guarded file belongs to (its own directory when it is in none), as
+    a path of the checkout: where `import` may find a stray module beside the recorded ones."""
+    from guard.probe import module_of  # the import rule the probe follows; stamps only
+
+    module, root = module_of(repo.workdir, path)
+    top = root.relative_to(repo.workdir) / module.split(".")[0] if "." in module else None
+    return PurePosixPath(top.as_posix()) if top is not None else PurePosixPath(path).parent
 
 
 def load_stamp(source: str, raw: bytes) -> dict[str, Any]:
@@ -97,13 +156,19 @@ _STAMP_TYPES: dict[str, tuple[type, ...]] = {
     "dirty": (list,),
     "patches": (dict,),
     "files": (dict,),
+    "edits": (dict,),
     "symbols": (dict,),
 }
 
 
 def _refuse_malformed(source: str, data: dict[str, Any]) -> None:
     """A line that says it is a stamp but holds other kinds of values: one clear line."""
-    values = {"patches": (str,), "files": (str, type(None)), "symbols": (bool,)}
+    values = {
+        "patches": (str,),
+        "files": (str, type(None)),
+        "edits": (str, type(None)),
+        "symbols": (bool,),
+    }
     for key, kinds in _STAMP_TYPES.items():
         inner = values.get(key)
         bad = key in data and not isinstance(data[key], kinds)
@@ -125,13 +190,14 @@ def diff_stamps(repo: Repo | None, old: dict[str, Any], new: dict[str, Any]) -> 
         lines.append(f"branch: {_branch(old)} -> {_branch(new)}")
     if old.get("upstream") != new.get("upstream"):
         lines.append(f"upstream: {_upstream(old)} -> {_upstream(new)}")
-    for key, label in (("patches", "patch"), ("symbols", "symbol"), ("files", "guarded file")):
+    labels = (("patches", "patch"), ("symbols", "symbol"), ("files", "guarded file"))
+    for key, label in (*labels, ("edits", "file")):
         before, after = old.get(key) or {}, new.get(key) or {}
+        unnamed = _UNEDITED if key == "edits" else None
         for name in sorted(set(before) | set(after)):
-            if before.get(name) != after.get(name):
-                lines.append(
-                    f"{label} {name}: {_word(key, before.get(name))} -> {_word(key, after.get(name))}"
-                )
+            was, now = before.get(name, unnamed), after.get(name, unnamed)
+            if was != now:
+                lines.append(f"{label} {name}: {_word(key, was)} -> {_word(key, now)}")
     old_dirty, new_dirty = set(old.get("dirty") or []), set(new.get("dirty") or [])
     if old_dirty != new_dirty:
         added = ", ".join(sorted(new_dirty - old_dirty)) or "none"
@@ -145,14 +211,15 @@ def diff_stamps(repo: Repo | None, old: dict[str, Any], new: dict[str, Any]) -> 
 
 
 # What must agree for two nodes to run the same code; their paths, branches and times may differ.
-_SAME_CODE_KEYS = ("head", "patches", "files")
-SAME_CODE = "same code: HEAD, patches, guarded files and symbols are unchanged"
+_SAME_CODE_KEYS = ("head", "patches", "files", "edits")
+SAME_CODE = "same code: HEAD, patches, guarded files, other edits and symbols are unchanged"
+_UNEDITED = object()  # a path an `edits` map does not name: HEAD's content
 
 
 def differences_from(repo: Repo, other: dict[str, Any]) -> list[str]:
     """What makes this checkout's code differ from another node's stamp (`--same-as`), in the
-    words of `stamp --diff`; empty when HEAD, the patches and their states, and the guarded
-    files' ids are the same."""
+    words of `stamp --diff`; empty when HEAD, the patches and their states, the guarded files'
+    ids and every other edit of the code (`edits`) are the same."""
     here = stamp(repo)
     lines = diff_stamps(
         repo, {k: other.get(k) for k in _SAME_CODE_KEYS}, {k: here.get(k) for k in _SAME_CODE_KEYS}
@@ -161,6 +228,8 @@ def differences_from(repo: Repo, other: dict[str, Any]) -> list[str]:
 
 
 def _word(key: str, value: Any) -> str:
+    if key == "edits":
+        return {_UNEDITED: "as HEAD has it", None: "deleted"}.get(value) or str(value)[:10]
     if key == "symbols":
         return {True: "present", False: "missing", None: "not guarded"}[value]
     if key == "files":

@@ -6,8 +6,10 @@ import ast
 import builtins
 import sys
 import unicodedata
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+
+from guard.interpreters import own_facts
 
 TYPE_CHECKING = False  # not `from typing import ...`: the hooks import this module
 if TYPE_CHECKING:
@@ -127,7 +129,11 @@ class SymbolIndex:
         self._callables: frozenset[str] | None = None
 
     @classmethod
-    def parse(cls, source: bytes, path: str) -> SymbolIndex:
+    def parse(
+        cls, source: bytes, path: str, facts: Mapping[str, object] | None = None
+    ) -> SymbolIndex:
+        """`facts`: the interpreter's (guard.interpreters) that conditions are decided for; None
+        for patchguard's own."""
         try:
             tree = ast.parse(source, filename=path)
         except SyntaxError as error:
@@ -142,7 +148,7 @@ class SymbolIndex:
             raise SourceSyntaxError(path, error.lineno, error.msg) from None
         except (RecursionError, MemoryError):
             return cls([], _Model(unreadable=_TOO_DEEP))
-        model = _Model()
+        model = _Model(known={**_KNOWN_VALUES, **facts} if facts else _KNOWN_VALUES)
         try:
             model.run(tree)
             definitions = list(_walk(tree.body, prefix="", block_counter=iter(range(1 << 62))))
@@ -408,15 +414,7 @@ NOT_DEFINED = "not defined"
 _KNOWN_VALUES: dict[str, object] = {
     "typing.TYPE_CHECKING": False,
     "typing_extensions.TYPE_CHECKING": False,
-    "sys.version_info": sys.version_info,
-    "sys.version_info.major": sys.version_info.major,
-    "sys.version_info.minor": sys.version_info.minor,
-    "sys.version_info.micro": sys.version_info.micro,
-    "sys.platform": sys.platform,
-    "sys.byteorder": sys.byteorder,
-    "sys.maxsize": sys.maxsize,
-    "sys.implementation.name": sys.implementation.name,
-    "os.name": __import__("os").name,
+    **own_facts(),  # `sys.version_info`, `sys.platform`...: another interpreter's replace them
 }
 # Decorators that return a function or descriptor for what they decorate (never None or
 # something else); a `()` suffix: the decorator is what calling it returns.
@@ -527,8 +525,11 @@ class _Model:
     cannot tell (`may_fail`). Outside try bodies, calls are assumed to return.
     """
 
-    def __init__(self, unreadable: str | None = None) -> None:
+    def __init__(
+        self, unreadable: str | None = None, known: Mapping[str, object] = _KNOWN_VALUES
+    ) -> None:
         self.unreadable = unreadable
+        self.known = known  # what names such as `sys.version_info` are for the interpreter
         self.scopes: dict[int, dict[str, list[Binding]]] = {_MODULE_SCOPE: {}}
         self.classes: dict[int, _Class] = {}
         self.globals_of: dict[int, frozenset[str]] = {}
@@ -1182,7 +1183,7 @@ class _Model:
         if isinstance(node, ast.Name | ast.Attribute):
             looked = self._lookup_env(node, env)
             if isinstance(looked, _Origin):
-                return _KNOWN_VALUES.get(looked.dotted, _UNKNOWN)
+                return self.known.get(looked.dotted, _UNKNOWN)
             if isinstance(looked, _LocalDef | _LocalClass):
                 return _UNKNOWN
             return looked

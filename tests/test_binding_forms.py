@@ -254,5 +254,7 @@ def test_check_runtime_agrees_with_python_on_every_form(
         if answers[_spec(i, form)]["present"] != python_says[_package(i)]
     ]
     assert disagree == []
-    assert {s["runtime"] for s in data["symbols"]} == {"present", "absent"}
+    assert {s["runtime"] for s in data["symbols"]} == {"present", "absent", "cannot-tell"}
+    failed = [s for s in data["symbols"] if s["runtime"] == "cannot-tell"]
+    assert all("cannot tell: importing " in s["detail"] for s in failed)  # nothing else is
     assert git(copy, "status", "--porcelain", "--ignored").stdout == before  # wrote nothing

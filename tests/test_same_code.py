@@ -77,3 +77,74 @@ def test_a_patch_in_another_state_is_named(sample: Sample, tmp_path: Path) -> No
     refused = node1.pg("check", "--same-as", stamp)
     assert refused.exit_code == 1
     assert "guarded file python/sglang/srt/models/kimi_k25.py" in refused.stderr
+
+
+PARALLEL_STATE = "python/sglang/srt/distributed/parallel_state.py"
+
+
+def test_an_edit_outside_the_guarded_files_is_named(
+    sample: Sample, tmp_path: Path, clean_env: dict[str, str]
+) -> None:
+    """Issue 27, point 4: the second node's own edit of another module is code that runs."""
+    node1, stamp = two_nodes(sample, tmp_path)
+    path = node1.root / PARALLEL_STATE
+    path.write_text(path.read_text() + "x = 1\n")  # echo "x = 1" >> parallel_state.py
+    marker = tmp_path / "launched"
+    said = run_patchguard(
+        node1.root, clean_env, ("run", "--same-as", str(stamp), "--", "touch", str(marker)), 1
+    ).stderr
+    assert not marker.exists()
+    assert f"code differs from {stamp}: file {PARALLEL_STATE}: as HEAD has it -> " in said
+    path.write_text(path.read_text().replace("x = 1\n", ""))  # back to HEAD's bytes: same code
+    run_patchguard(node1.root, clean_env, ("run", "--same-as", str(stamp), "touch", str(marker)), 0)
+    assert marker.exists()
+
+
+def test_an_untracked_module_in_a_guarded_package_is_named(sample: Sample, tmp_path: Path) -> None:
+    node1, stamp = two_nodes(sample, tmp_path)
+    stray = "python/sglang/srt/layers/stray.py"
+    (node1.root / stray).parent.mkdir(parents=True, exist_ok=True)
+    (node1.root / stray).write_text("import os\n")
+    (node1.root / "python/sglang/notes.txt").write_text("not code\n")
+    (node1.root / "scratch.py").write_text("print('outside every package')\n")
+    refused = node1.pg("check", "--same-as", stamp)
+    assert refused.exit_code == 1
+    assert f"file {stray}: as HEAD has it -> " in refused.stderr
+    assert "notes.txt" not in refused.stderr
+    assert "scratch.py" not in refused.stderr
+
+
+def test_the_same_edit_on_both_nodes_is_the_same_code(sample: Sample, tmp_path: Path) -> None:
+    node1, _ = two_nodes(sample, tmp_path)
+    for root in (sample.root, node1.root):
+        (root / PARALLEL_STATE).write_text("TP_GROUP = None\nx = 1\n")
+        (root / "python/sglang/srt/models/kimi_k25.py").touch()
+    stamp = tmp_path / "shared" / "again.stamp"
+    stamp.write_text(sample.pg("stamp").stdout)
+    assert PARALLEL_STATE in stamp.read_text()
+    assert node1.pg("check", "--same-as", stamp).exit_code == 0
+    (node1.root / PARALLEL_STATE).unlink()
+    refused = node1.pg("check", "--same-as", stamp)
+    assert f"file {PARALLEL_STATE}: " in refused.stderr
+    assert "-> deleted" in refused.stderr
+
+
+def test_a_link_retargeted_on_one_node_is_a_difference_not_a_crash(
+    sample: Sample, tmp_path: Path
+) -> None:
+    sample.root.joinpath("python/sglang/srt/current.py").symlink_to("distributed/parallel_state.py")
+    sample.git("add", "-A")
+    sample.git("commit", "-qm", "a link to the module")
+    node1, stamp = two_nodes(sample, tmp_path)
+    link = node1.root / "python/sglang/srt/current.py"
+    link.unlink()
+    link.symlink_to("/etc/hostname")  # a link is never read through, only named
+    (node1.root / "python/sglang/srt/models/alias.py").symlink_to("/etc/hostname")
+    refused = node1.pg("check", "--same-as", stamp)
+    assert refused.exit_code == 1
+    assert "file python/sglang/srt/current.py: as HEAD has it -> " in refused.stderr
+    assert "file python/sglang/srt/models/alias.py: as HEAD has it -> " in refused.stderr
+    link.unlink()
+    link.symlink_to("distributed/parallel_state.py")
+    (node1.root / "python/sglang/srt/models/alias.py").unlink()
+    assert node1.pg("check", "--same-as", stamp).exit_code == 0
