@@ -501,7 +501,7 @@ def status(cwd: Path, names: tuple[str, ...], as_json: bool) -> None:
     for entry in journal.interrupted(repo):  # the files below are half written: say so
         click.echo(
             f"patchguard: {entry.describe()}: the next apply, unapply or undo puts its files "
-            "back as they were",
+            "back as they were (a file edited since stays as it is)",
             err=True,
         )
     if as_json:

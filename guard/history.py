@@ -85,10 +85,17 @@ def current(repo: Repo) -> str | None:
     name: read as "no history", it would let the next write start the history over."""
     import pygit2
 
-    reference = repo.git.references.get(HISTORY_REF)
-    if reference is None:
-        return None
-    target = repo.git.get(reference.target)
+    try:
+        reference = repo.git.references.get(HISTORY_REF)
+        if reference is None:
+            return None
+        target = repo.git.get(reference.resolve().target)
+    except (pygit2.GitError, pygit2.InvalidSpecError, ValueError, KeyError) as error:
+        raise ConfigError(
+            f"{HISTORY_REF} cannot be read ({error}); nothing was read or changed. Put it back "
+            f"where it was: git update-ref {HISTORY_REF} COMMIT (the commit named in "
+            f"{repo.layout.derived_from_path}), or delete it: git update-ref -d {HISTORY_REF}"
+        ) from None
     if isinstance(target, pygit2.Commit):
         return str(target.id)
     kind = "missing object" if target is None else type(target).__name__.lower()

@@ -271,8 +271,8 @@ def recover(repo: Repo) -> Entry | None:
         return None
     if _roll_back(repo, path, record).stuck:  # edited since: `undo` lists it, refuses to lose it
         _mark_done(path, record)
-    else:
-        _remove_tree(path)
+        return None  # nothing was put back: the edit stays, and `undo` says why
+    _remove_tree(path)
     return entry
 
 

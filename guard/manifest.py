@@ -125,19 +125,26 @@ def read_manifest_bytes(path: Path) -> bytes:
             f"no manifest at {path}: nothing is guarded in this repository yet. "
             "Run `patchguard record NAME` or `patchguard require SPEC` first."
         ) from None
+    except OSError as error:  # a directory in its place, no permission to read it
+        raise ConfigError(
+            f"cannot read {path}: {error.strerror}; remove what stands there (it is derived "
+            "from refs/patchguard/history again), or run patchguard as a user who may read it"
+        ) from None
 
 
-def parse_manifest(raw: bytes, path: Path, *, source: str | None = None) -> Manifest:
+def parse_manifest(
+    raw: bytes, path: Path, *, source: str | None = None, remedy: str | None = None
+) -> Manifest:
     """Validated on first sight (guard.schema); the same bytes later with json alone.
 
     `path` is the manifest.json beside which validated contents are remembered; `source`
-    names where `raw` came from in a refusal (default: that path)."""
+    names where `raw` came from in a refusal (default: that path), `remedy` what to do."""
     digest = blob_id(raw)
     if digest in _validated(path):
         return Manifest.from_dict(json.loads(raw))
     from guard.schema import validate_manifest
 
-    data = validate_manifest(raw, Path(source) if source else path)
+    data = validate_manifest(raw, Path(source) if source else path, remedy=remedy)
     _remember_validated(path, digest)
     return Manifest.from_dict(data)
 

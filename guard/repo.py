@@ -37,6 +37,7 @@ _MERGE_CACHE_KEEP = 256
 PARSE_CACHE_DIR = "patchguard-cache/parsed"
 _PARSE_CACHE_KEEP = 512
 _BINARY_SNIFF = 8000
+_EARLIER_STATES = 50  # how far back a stale manifest.json, or the last valid state, is looked for
 _BATCH = 128  # names per `git cat-file --batch` round trip: well under a pipe's 64 KiB
 # Also take the store's lock (Repo.lock); undo takes it itself, for the undo of a drop only.
 MANIFEST_WRITERS = frozenset({"record", "require", "drop", "import", "resolve", "fetch"})
@@ -235,8 +236,15 @@ def derive_manifest(layout: Layout, raw: bytes, commit: str) -> None:
     from guard.manifest import save_manifest
 
     save_manifest(layout.manifest_path, raw)
-    atomic_write(layout.derived_from_path, f"{commit}\n".encode())
-    layout.transaction_path.unlink(missing_ok=True)
+    try:
+        atomic_write(layout.derived_from_path, f"{commit}\n".encode())
+        layout.transaction_path.unlink(missing_ok=True)
+    except OSError as error:  # a directory in its place, a read-only store
+        raise ConfigError(
+            f"cannot write {layout.derived_from_path}: {error.strerror}; remove what stands "
+            "there, or run patchguard as a user who can write the repository, then run the "
+            "command again"
+        ) from None
 
 
 def _read_text(path: Path) -> str | None:
@@ -299,8 +307,6 @@ class Repo:
 
         path = self.layout.manifest_path
         held = self._history_if_derived_is_stale()
-        if held is None and not path.exists():
-            held = self.history_manifest_bytes()
         if held is not None:
             self.manifest_bytes = held
             return parse_manifest(held, path)
@@ -308,23 +314,35 @@ class Repo:
             self.manifest_bytes = b""
             return Manifest()
         self.manifest_bytes = read_manifest_bytes(path)
-        return parse_manifest(self.manifest_bytes, path)
+        return parse_manifest(self.manifest_bytes, path, remedy=self._derived_remedy())
+
+    def has_patches(self) -> bool:
+        """Is anything recorded here: manifest.json, or a history ref to derive it from?"""
+        from guard.gitpaths import read_ref
+
+        path = self.layout.manifest_path
+        return path.is_file() or read_ref(HISTORY_REF, (str(self.layout.common_dir),)) is not None
 
     def _history_if_derived_is_stale(self) -> bytes | None:
-        """The history's manifest (validated) when manifest.json lags the ref; else None.
+        """The history's manifest (validated) when manifest.json lags the ref or is gone; else
+        None (manifest.json is the truth to read).
 
-        Two small file reads when all is well, and no git. A manifest.json edited by hand
-        (its content is not that of the commit it names) stays what the user made it: the
-        next change takes it over into the history (guard.history)."""
+        Two small file reads when all is well, and no git. manifest.json is stale when its
+        content is that of an earlier state of the history (a kill after the ref moved, a push
+        into this checkout, a file left by a patchguard that wrote no manifest.from). Edited
+        by hand (its content is no state of the history), it stays what the user made it and
+        the next change takes it over (guard.history), unless the ref moved meanwhile too:
+        then neither is chosen for the user."""
         from guard.gitpaths import read_ref
 
         layout = self.layout
         tip = read_ref(HISTORY_REF, (str(layout.common_dir),))
         cut_off = layout.transaction_path.exists()
         named = _read_text(layout.derived_from_path)
-        if tip is None and not cut_off:
+        derived = _read_bytes(layout.manifest_path)
+        if tip is None and not cut_off and derived is not None:
             return None  # no history (or a store only git reads): manifest.json as it is
-        if named == tip and not cut_off:
+        if named == tip and not cut_off and derived is not None:
             return None
         found = self._objects.read(HISTORY_REF)
         if found is None:
@@ -332,20 +350,42 @@ class Repo:
         if found[1] != "commit":
             raise ConfigError(self.not_a_commit(found[0], found[1]))
         tip = found[0]
-        derived = _read_bytes(layout.manifest_path)
-        held = self.file_at(tip, MANIFEST_ENTRY) or b""
-        if derived is not None and blob_id(derived) == blob_id(held):
-            self._derive(held, tip)  # the same content: only the name lagged
-            return None
-        edited = derived is not None and (
-            named is None
-            or blob_id(derived) != self._object_id(f"{named}:{MANIFEST_ENTRY}", "blob")
+        held = self._valid_history_manifest(tip)
+        if derived is None or blob_id(derived) == blob_id(held) or cut_off:
+            self._derive(held, tip)
+            return held
+        untouched = named is not None and blob_id(derived) == self._object_id(
+            f"{named}:{MANIFEST_ENTRY}", "blob"
         )
-        if edited and not cut_off:
+        if untouched or self._is_earlier_state(tip, blob_id(derived)):
+            self._derive(held, tip)
+            return held
+        if named is not None and named != tip:
+            raise ConfigError(
+                f"{layout.manifest_path} was edited by hand, and {HISTORY_REF} moved since it "
+                f"was derived (from {named[:10]} to {tip[:10]}: a push into this checkout?); "
+                "nothing was changed. Keep the history's patches: delete the file, and it is "
+                "derived again. Keep your edit: make it again after that, with patchguard "
+                "record or require."
+            )
+        return None
+
+    def _is_earlier_state(self, tip: str, blob: str) -> bool:
+        """Is `blob` the manifest of one of the newest states of the history below `tip`?"""
+        names = [f"{tip}~{depth}:{MANIFEST_ENTRY}" for depth in range(1, _EARLIER_STATES)]
+        return any(found and found[0] == blob for found in self._objects.read_many(names))
+
+    def _derived_remedy(self) -> str | None:
+        """What to do about a manifest.json the schema refuses, where a history holds the
+        patches: it is derived from the ref, so deleting it loses nothing but a hand edit."""
+        from guard.gitpaths import read_ref
+
+        if read_ref(HISTORY_REF, (str(self.layout.common_dir),)) is None:
             return None
-        self._valid_history_manifest(tip, held)
-        self._derive(held, tip)
-        return held
+        return (
+            f"it is derived from {HISTORY_REF}: delete it and patchguard derives it again "
+            "(losing only an edit made to it by hand), or fix that edit"
+        )
 
     def not_a_commit(self, oid: str, kind: str) -> str:
         """One line for a history ref that points at something other than a commit; the way
@@ -363,41 +403,58 @@ class Repo:
             f"is a chain of commits, so nothing was read or changed. To go on, {way_back}"
         )
 
-    def _valid_history_manifest(self, tip: str, held: bytes) -> None:
-        """Refuse a history tip the schema refuses (a push from another version, a hand
-        update-ref), naming the last valid version: never copied into manifest.json."""
+    def _valid_history_manifest(self, tip: str) -> bytes:
+        """The manifest of the history's newest state, refused when the schema refuses it (a
+        push from another version, a hand update-ref), naming the last valid version: never
+        copied into manifest.json."""
         from guard.manifest import parse_manifest
 
+        held = self.file_at(tip, MANIFEST_ENTRY)
+        where = f"{HISTORY_REF} at {tip[:10]} ({self._subject(tip)})"
+        if held is None:
+            raise InvalidHistoryTip(
+                f"{where} holds no manifest.json: it is not a state of patchguard's history; "
+                f"nothing was read from it. {self._way_back(tip, undo=False)}",
+                b"",
+            )
         try:
             parse_manifest(held, self.layout.manifest_path)
         except ConfigError:
             from guard.schema import validate_manifest
 
             try:
-                validate_manifest(
-                    held,
-                    Path(f"{HISTORY_REF} at {tip[:10]} ({self._subject(tip)})"),
-                    remedy=self._way_back(tip),
-                )
+                validate_manifest(held, Path(where), remedy=self._way_back(tip))
             except ConfigError as error:
                 raise InvalidHistoryTip(str(error), held) from None
             raise
+        return held
 
-    def _way_back(self, tip: str) -> str:
+    def _way_back(self, tip: str, *, undo: bool = True) -> str:
+        """The last valid state below `tip` (or, off its line, the one manifest.json was
+        derived from), and the command that returns to it: `undo` where that is one step."""
         from guard.manifest import parse_manifest
 
-        for depth in range(1, 100):
-            found = self._objects.read(f"{tip}~{depth}")
-            if found is None:
-                break
+        known = _read_text(self.layout.derived_from_path)
+        candidates = [f"{tip}~{depth}" for depth in range(1, _EARLIER_STATES)]
+        for name in [*candidates, *([known] if known else [])]:
+            found = self._objects.read(name)
+            if found is None or found[1] != "commit":
+                continue
             raw = self.file_at(found[0], MANIFEST_ENTRY)
+            if raw is None:
+                continue
             try:
-                parse_manifest(raw or b"", self.layout.manifest_path)
+                parse_manifest(raw, self.layout.manifest_path)
             except ConfigError:
                 continue
+            back = (
+                "`patchguard undo` takes the bad change back"
+                if undo and name == candidates[0]
+                else f"put it back: git update-ref {HISTORY_REF} {found[0]}"
+            )
             return (
                 f"nothing was read from it. The last valid version is {found[0][:10]} "
-                f"({self._subject(found[0])}); `patchguard undo` takes the bad change back"
+                f"({self._subject(found[0])}); {back}"
             )
         return (
             "nothing was read from it, and no earlier version is valid either; delete the ref "
@@ -411,12 +468,18 @@ class Repo:
 
     def _derive(self, held: bytes, tip: str) -> None:
         """Rebuild manifest.json from the ref, when no other patchguard is changing the
-        patches right now (it then does so itself); a read-only store stays as it is."""
+        patches right now (it then does so itself) and the ref still holds `tip` (a writer
+        that finished meanwhile derived its own); a read-only store stays as it is."""
+        from guard.gitpaths import read_ref
         from guard.lock import if_free
 
         with if_free(self.layout.store_lock_path) as free:
-            if free and self._objects.read(HISTORY_REF) is not None:
-                with suppress(ConfigError, OSError):
+            now = read_ref(HISTORY_REF, (str(self.layout.common_dir),))
+            if now is None:  # packed: git knows
+                with suppress(ConfigError):
+                    now = run_git(["rev-parse", "-q", "--verify", HISTORY_REF], self.workdir).stdout
+            if free and (now or "").strip() == tip:
+                with suppress(ConfigError):
                     derive_manifest(self.layout, held, tip)
 
     def history_manifest_bytes(self) -> bytes | None:
@@ -480,7 +543,7 @@ class Repo:
         needs a manifest, and without one it refuses before creating anything.
         """
         starts_a_store = operation in ("record", "require", "import", "fetch")
-        if not starts_a_store and not self.layout.manifest_path.is_file():
+        if not starts_a_store and not self.has_patches():
             from guard.manifest import read_manifest_bytes
 
             read_manifest_bytes(self.layout.manifest_path)  # says "no manifest ..."

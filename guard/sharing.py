@@ -44,14 +44,13 @@ def push(repo: Repo, remote: str, *, take_back: bool = False) -> str:
             f"{remote}'s: patchguard fetch {remote} --theirs"
         )
     if taken:
-        with repo.lock("push"), repo.store_lock("push"):
-            manifest = repo.load_manifest()
-            history.save(
-                repo, manifest, f"pushed to {remote}, taking back its {', '.join(taken)}", note=True
-            )
-        tip = history.current(repo) or tip
-    try:
-        run_git(["push", "-q", remote, f"{HISTORY_REF}:{HISTORY_REF}"], repo.workdir)
+        choice = f"chose to take back {remote}'s {', '.join(taken)} (pushed from here)"
+        if next(history.walk(repo, tip)).subject != choice:  # a retry adds no second one
+            with repo.lock("push"), repo.store_lock("push"):
+                history.save(repo, repo.load_manifest(), choice, note=True)
+            tip = history.current(repo) or tip
+    try:  # the commit checked above, not the ref: an undo made meanwhile is not carried along
+        run_git(["push", "-q", remote, f"{tip}:{HISTORY_REF}"], repo.workdir)
     except ConfigError:
         if _remote_has_more(repo, remote, tip):
             raise ConfigError(
@@ -72,8 +71,8 @@ def _taken_back(repo: Repo, theirs: str, tip: str) -> list[str]:
     undo since then of a change that brought them, where our version is not the remote's."""
     import pygit2
 
-    if theirs == tip or pygit2.Oid(hex=theirs) not in repo.git:
-        return []
+    if theirs == tip or not isinstance(repo.git.get(theirs), pygit2.Commit):
+        return []  # not fetched here, or not a commit: git's push says what it makes of it
     if not repo.git.descendant_of(tip, theirs):
         return []  # not a fast-forward: git refuses, and _remote_has_more says why
     remote_state = history.manifest_at(repo, theirs)
@@ -139,7 +138,15 @@ def _fetch_tip(repo: Repo, remote: str) -> str:
                 f"clone that has them: patchguard push {remote}"
             ) from None
         raise
-    return run_git(["rev-parse", "--verify", "FETCH_HEAD^{commit}"], repo.workdir).stdout.strip()
+    try:
+        return run_git(
+            ["rev-parse", "--verify", "FETCH_HEAD^{commit}"], repo.workdir
+        ).stdout.strip()
+    except ConfigError:
+        raise ConfigError(
+            f"{HISTORY_REF} of {remote} is not a commit, so it holds no patches; nothing was "
+            "changed here. Push the patches there again from a clone that has them."
+        ) from None
 
 
 def _validated_state(repo: Repo, remote: str, oid: str) -> Manifest:

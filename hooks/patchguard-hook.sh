@@ -98,8 +98,10 @@ if [ "$hook_name" = reference-transaction ]; then
     esac
 fi
 
-# Nothing recorded in this repository yet: nothing to guard.
-[ -f "$common/patchguard/manifest.json" ] || exit "$status"
+# Nothing recorded in this repository yet: nothing to guard. (A history ref without
+# manifest.json: Python derives the file again.)
+[ -f "$common/patchguard/manifest.json" ] || [ -f "$common/refs/patchguard/history" ] ||
+    exit "$status"
 
 if [ "${PATCHGUARD_SKIP:-}" = 1 ]; then
     echo "patchguard: PATCHGUARD_SKIP=1, $hook_name hook did nothing" >&2
@@ -143,6 +145,13 @@ verified_in_cache() {
     # A change to the patches was cut off (guard/history.py): manifest.json may lag the
     # history ref, and Python derives it again before anything is decided.
     [ -e "$common/patchguard/transaction" ] && return 1
+    # manifest.json derived from another commit than the ref holds (a push into this
+    # checkout): Python derives it again. A packed ref is left to the next slow path.
+    if [ -f "$common/refs/patchguard/history" ]; then
+        IFS= read -r tip <"$common/refs/patchguard/history" || return 1
+        IFS= read -r derived_from <"$common/patchguard/manifest.from" || return 1
+        [ "$tip" = "$derived_from" ] || return 1
+    fi
     cache="$git_dir/patchguard-cache/verified.sh"
     [ -f "$cache" ] && command . "$cache" 2>/dev/null || return 1
     [ "$patchguard_model" = "

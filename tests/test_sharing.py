@@ -201,7 +201,9 @@ def test_push_names_a_fetched_change_it_would_take_back(
     assert f"patchguard push --take-back {remote}" in refused.stderr
     assert git(remote, "rev-parse", HISTORY_REF).stdout == remote_tip
     assert node0.pg("push", "--take-back", remote).exit_code == 0
-    assert f"pushed to {remote}, taking back its eagle3" in node0.pg("log").output
+    assert f"chose to take back {remote}'s eagle3 (pushed from here)" in node0.pg("log").output
+    assert node0.pg("push", "--take-back", remote).exit_code == 0  # a retry adds no second
+    assert node0.pg("log").output.count("chose to take back") == 1
     assert (
         git(remote, "rev-parse", HISTORY_REF).stdout == node0.git("rev-parse", HISTORY_REF).stdout
     )
