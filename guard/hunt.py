@@ -34,8 +34,6 @@ from guard.metrics import Metric
 from guard.provenance import stamp
 from guard.repo import Repo, run_git
 
-COMPARE_FORMAT = "patchguard.compare/1"
-BISECT_FORMAT = "patchguard.bisect/1"
 DEFAULT_REPEATS = 8
 DEFAULT_MAX_REPEATS = 32
 DEFAULT_MIN_EFFECT_PCT = 5.0
