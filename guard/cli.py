@@ -709,17 +709,20 @@ def _hunt_options(
     **counts: Any,
 ) -> Any:
     """hunt.Options from the command line (guard.hunt, and with it scipy, loads only here)."""
-    from guard import hunt
+    from guard import hunt, stats
     from guard.metrics import HIGHER, LOWER, parse_metric
 
     if command[:1] == ("--",):
         command = command[1:]
-    if not command:
-        raise click.UsageError("name the benchmark command after --")
     repeats = counts["repeats"] or hunt.DEFAULT_REPEATS
     cap = counts["max_repeats"] or 4 * repeats
     if cap < repeats:
         raise click.UsageError(f"--max-repeats {cap} is below --repeats {repeats}")
+    if not stats.Plan(repeats, cap).can_differ:
+        raise click.UsageError(
+            f"with at most {cap} runs per side no change can be shown (the test cannot reach "
+            "significance); raise --max-repeats to 8 or more"
+        )
     direction = None if higher_is_better is None else HIGHER if higher_is_better else LOWER
     effect = counts["min_effect"]
     return hunt.Options(

@@ -54,6 +54,12 @@ class Plan:
     def alpha_per_look(self) -> float:
         return ALPHA / len(self.sizes)
 
+    @property
+    def can_differ(self) -> bool:
+        """Whether the last look's pairs can reach significance at all: the signed-rank test's
+        smallest two-sided p-value with n pairs is 2/2^n (0.0078 for 8)."""
+        return 2.0 / 2**self.cap <= self.alpha_per_look
+
 
 @dataclass(frozen=True)
 class Decision:
