@@ -21,11 +21,12 @@ from pathlib import Path
 
 import pytest
 import sample_repo
+from click.testing import Result
 from conftest import patchguard
 from helpers import PATIENCE, Checkout, killed_at_the_end, methods_once_in_class, wait_until
 from test_json_docs import documented
 
-BENCH = ("python", sample_repo.THROUGHPUT_BENCH)
+BENCH = (sys.executable, sample_repo.THROUGHPUT_BENCH)
 TRUE_DELTA = 100 * (1 / sample_repo.SLOWDOWN - 1)  # -33.3%
 USER_EDIT = "\nmy own note, not part of any patch\n"
 
@@ -38,20 +39,29 @@ def slowdown(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, 
 
 @pytest.fixture
 def hunt(
-    tmp_path: Path, clean_env: dict[str, str], slowdown: tuple[Path, dict[str, str]]
+    tmp_path: Path,
+    clean_env: dict[str, str],
+    slowdown: tuple[Path, dict[str, str]],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> Checkout:
     template, commits = slowdown
     root = tmp_path / "sglang"
     shutil.copytree(template, root, symlinks=True)
-    env = {**clean_env, "BENCH_COUNTER": str(tmp_path / "runs")}
-    checkout = Checkout(root, env, dict(commits))
+    counter = str(tmp_path / "runs")
+    monkeypatch.setenv("BENCH_COUNTER", counter)  # for the commands run in-process
+    checkout = Checkout(root, {**clean_env, "BENCH_COUNTER": counter}, dict(commits))
     checkout.git("checkout", "-q", "-b", "work", "s00")
     sample_repo.add_eagle3_methods(root)
-    checkout.pg("record", "eagle3", sample_repo.KIMI, check=0)
-    checkout.pg("install", check=0)
+    for args in (("record", "eagle3", sample_repo.KIMI), ("install",)):
+        assert patchguard("-C", root, *args).exit_code == 0
     with (root / "README.md").open("a") as readme:
         readme.write(USER_EDIT)
     return checkout
+
+
+def in_process(hunt: Checkout, *args: str) -> Result:
+    """The CLI in this process (scipy is loaded once): the commands that need no signal."""
+    return patchguard("-C", hunt.root, *args)
 
 
 def runs_made(hunt: Checkout) -> int:
@@ -82,7 +92,8 @@ def test_compare_before_and_after_the_slowdown_says_different(
 ) -> None:
     kimi = hunt.kimi.read_bytes()
     plot = tmp_path / "hunt.svg"
-    result = hunt.pg("compare", "s02", "s12", "--json", "--plot", str(plot), "--", *BENCH, check=0)
+    result = in_process(hunt, "compare", "s02", "s12", "--json", "--plot", str(plot), "--", *BENCH)
+    assert result.exit_code == 0, result.stderr
     report = json.loads(result.stdout)
     assert report["verdict"] == "different"
     assert abs(report["delta_pct"] - TRUE_DELTA) < 3
@@ -103,7 +114,8 @@ def test_an_a_a_compare_across_upstreams_edit_says_no_change(hunt: Checkout) -> 
     Many A/A compares are the false-positive test on pure noise (test_stats.py); this one is
     the same question asked through git, and it prints the table."""
     kimi = hunt.kimi.read_bytes()
-    result = hunt.pg("compare", "s03", "s07", "--max-repeats", "8", "--", *BENCH, check=0)
+    result = in_process(hunt, "compare", "s03", "s07", "--max-repeats", "8", "--", *BENCH)
+    assert result.exit_code == 0, result.stderr
     lines = result.stdout.splitlines()
     assert lines[0] == "metric: Output token throughput (tok/s), higher is better"
     assert lines[1].split() == ["side", "commit", "median", "n"]
@@ -118,10 +130,9 @@ def test_an_a_a_compare_across_upstreams_edit_says_no_change(hunt: Checkout) -> 
 def test_bisect_on_the_metric_names_the_slow_commit(hunt: Checkout) -> None:
     kimi = hunt.kimi.read_bytes()
     hunt.pg("bisect", "start", "s13", "s00", check=0)
-    result = hunt.pg(
-        "bisect", "run", "--metric", "Output token throughput (tok/s):", "--json", "--", *BENCH
-    )
-    assert result.returncode == 0, result.stderr
+    metric = "Output token throughput (tok/s):"
+    result = in_process(hunt, "bisect", "run", "--metric", metric, "--json", "--", *BENCH)
+    assert result.exit_code == 0, result.stderr
     report = json.loads(result.stdout)
     assert report["verdict"] == "found"
     assert report["first_changed"] == hunt.commits["s09"]
@@ -181,8 +192,8 @@ def test_a_commit_without_the_patch_is_never_measured(hunt: Checkout) -> None:
     )
     conflicting = commit_on_top(hunt, "s12", upstream, "kimi: a debug helper")
     before = hunt.kimi.read_bytes()
-    result = hunt.pg("compare", "s02", conflicting, "--", *BENCH)
-    assert result.returncode == 1, result.stderr
+    result = in_process(hunt, "compare", "s02", conflicting, "--", *BENCH)
+    assert result.exit_code == 1, result.stderr
     assert f"the patches do not hold at {conflicting[:10]}" in result.stderr
     assert "patchguard resolve NAME" in result.stderr
     assert result.stdout == ""
@@ -228,7 +239,7 @@ BAD_REQUESTS = [
 def test_bad_requests_get_one_line_and_change_nothing(hunt: Checkout) -> None:
     before = hunt.kimi.read_bytes()
     for args, said in BAD_REQUESTS:
-        result = patchguard("-C", hunt.root, *args)
+        result = in_process(hunt, *args)
         assert result.exit_code in (1, 2), (args, result.output)
         assert said in result.stderr, (args, result.stderr)
         assert hunt.kimi.read_bytes() == before
