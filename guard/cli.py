@@ -741,10 +741,8 @@ _DEFAULT_METRIC = "Output token throughput (tok/s)"
 
 @cli.command(
     epilog=_epilog(
-        "patchguard compare v0.5.9 v0.5.10 -- python -m sglang.bench_one_batch "
-        "--model-path /models/kimi-k2.5 --batch-size 1 --input-len 256 --output-len 32 "
-        "--metric 'Decode. median throughput'",
-        "patchguard compare HEAD~1 HEAD --json --plot hunt.svg -- python bench.py",
+        "patchguard compare v0.5.9 v0.5.10 -- python ~/throughput.py",
+        "patchguard compare c1 c2 --metric 'Median TTFT (ms)' --json -- python ~/throughput.py",
     )
 )
 @click.argument("a")
@@ -817,7 +815,8 @@ def bisect() -> None:
         "patchguard bisect run --log hunt.jsonl python ~/bench.py --quick",
         "patchguard git bisect reset",
         exit_codes="Exit codes: git bisect run's own (0 when it found the commit); 1 when no "
-        "bisect is in progress or a guard fails afterwards; 2 usage or configuration error.",
+        "bisect is in progress or a guard fails afterwards (with --metric: 1 when no commit is "
+        "named); 2 usage or configuration error; 130 interrupted.",
     ),
 )
 @click.option(
@@ -840,6 +839,7 @@ def bisect() -> None:
 @click.pass_context
 def bisect_run(
     ctx: click.Context,
+    /,
     log: Path | None,
     command: tuple[str, ...],
     metric: str | None,
@@ -856,6 +856,13 @@ def bisect_run(
     on. COMMAND's status means what it means to git bisect: 0 good, 1-127 bad, 125 skip.
     A failure of patchguard itself aborts the bisect rather than mark a commit bad.
     Options end at COMMAND: everything after its first word is COMMAND's.
+
+    With --metric M, COMMAND is a benchmark and its status does not decide: GOOD and BAD are
+    measured as `patchguard compare` measures them, then each commit git offers is run
+    (--repeats/2 runs to begin with, doubled while undecided) and marked like the one of
+    GOOD and BAD it does not differ from; a commit that stays undecided, or where the patches
+    do not hold, is skipped. It ends on the first changed commit, with its change against
+    GOOD (exit 0; 1 when no commit is named). Put COMMAND after `--`.
     """
     cwd: Path = ctx.obj
     if metric is not None:

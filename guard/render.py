@@ -368,7 +368,7 @@ def hunt_lines(hunt: Hunt) -> list[str]:
 def hunt_json(hunt: Hunt) -> str:
     change = hunt.change
     endpoints = hunt.endpoints
-    steps = [
+    steps: list[dict[str, Any]] = [
         {"commit": endpoints.a.commit, "verdict": "good", "samples": _samples_json(endpoints.a)},
         {"commit": endpoints.b.commit, "verdict": "bad", "samples": _samples_json(endpoints.b)},
     ]

@@ -58,7 +58,7 @@ class Plan:
     def can_differ(self) -> bool:
         """Whether the last look's pairs can reach significance at all: the signed-rank test's
         smallest two-sided p-value with n pairs is 2/2^n (0.0078 for 8)."""
-        return 2.0 / 2**self.cap <= self.alpha_per_look
+        return bool(2.0 / 2.0**self.cap <= self.alpha_per_look)
 
 
 @dataclass(frozen=True)
@@ -150,11 +150,11 @@ def median_of(values: Sequence[float]) -> float:
 
 
 def _median(x: np.ndarray, axis: int = -1) -> np.ndarray:
-    return np.median(x, axis=axis)
+    return np.asarray(np.median(x, axis=axis))
 
 
 def _median_difference(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
-    return np.median(x, axis=axis) - np.median(y, axis=axis)
+    return np.asarray(np.median(x, axis=axis) - np.median(y, axis=axis))
 
 
 def _spread_pct(log_values: np.ndarray) -> float:
