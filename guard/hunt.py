@@ -127,10 +127,10 @@ class Hunt:
 class _Bench:
     """Runs CMD at commits of one checkout with the patches in place, and reads the metric."""
 
-    def __init__(self, repo: Repo, options: Options, say: Callable[[str], None]) -> None:
+    def __init__(self, repo: Repo, options: Options, progress: Callable[[str], None]) -> None:
         self.repo = repo
         self.options = options
-        self.say = say
+        self.progress = progress
         self.home = _current(repo)  # where the user is: back there at the end
         self.here: str | None = None  # the commit the patches are applied at, stamp taken
         self.stamp: dict[str, Any] = {}
@@ -213,9 +213,9 @@ class _Bench:
                 if status
                 else f"no positive value for {self.options.metric.describe()}"
             )
-            self.say(f"{what} at {commit[:10]}: run failed ({why}); not counted: {tail}")
+            self.progress(f"{what} at {commit[:10]}: run failed ({why}); not counted: {tail}")
             return None
-        self.say(f"{what} at {commit[:10]}: {value:g}")
+        self.progress(f"{what} at {commit[:10]}: {value:g}")
         now = datetime.now(UTC).isoformat(timespec="seconds")
         return Sample(value, {**self.stamp, "timestamp": now})
 
@@ -290,7 +290,7 @@ def _current(repo: Repo) -> str:
 
 @contextmanager
 def _session(
-    repo: Repo, options: Options, say: Callable[[str], None], operation: str
+    repo: Repo, options: Options, progress: Callable[[str], None], operation: str
 ) -> Iterator[_Bench]:
     """Signals deferred, the patches lifted, a bench; at the end (and on Ctrl-C) back home."""
     refusing = repo.operation_in_progress()
@@ -298,7 +298,7 @@ def _session(
         raise GuardFailure(
             f"a {refusing} is in progress; finish it (or abort it) before measuring commits"
         )
-    bench = _Bench(repo, options, say)
+    bench = _Bench(repo, options, progress)
     with _deferred_signals(bench), moves.lifted(repo, operation) as lift:
         try:
             yield bench
@@ -339,11 +339,13 @@ def _commit(repo: Repo, revision: str) -> str:
 # --- compare --------------------------------------------------------------------------------------
 
 
-def compare(repo: Repo, a: str, b: str, options: Options, say: Callable[[str], None]) -> Comparison:
+def compare(
+    repo: Repo, a: str, b: str, options: Options, progress: Callable[[str], None]
+) -> Comparison:
     """CMD at A and at B in order-balanced pairs, until the answer is settled or at the cap."""
     commits = _commit(repo, a), _commit(repo, b)
     try:
-        with _session(repo, options, say, "compare") as bench:
+        with _session(repo, options, progress, "compare") as bench:
             return _compare(bench, *commits)
     except _Stop:
         raise Interrupted(
@@ -417,7 +419,7 @@ def _not_carried(refusal: _NotCarried, operation: str) -> str:
 # --- bisect run --metric ------------------------------------------------------------------------
 
 
-def bisect(repo: Repo, options: Options, say: Callable[[str], None]) -> Hunt:
+def bisect(repo: Repo, options: Options, progress: Callable[[str], None]) -> Hunt:
     """After `patchguard bisect start BAD GOOD`: measure GOOD and BAD, then mark each commit
     git bisect offers as like GOOD or like BAD, until git names the first changed one."""
     if not (repo.layout.git_dir / "BISECT_START").exists():
@@ -434,7 +436,7 @@ def bisect(repo: Repo, options: Options, say: Callable[[str], None]) -> Hunt:
         )
     steps: list[Step] = []
     try:
-        with _session(repo, options, say, "bisect run --metric") as bench:
+        with _session(repo, options, progress, "bisect run --metric") as bench:
             return _bisect(bench, goods[0], bad[0], steps, (good_term, bad_term))
     except _Stop:
         marked = f"{len(steps)} commit(s) marked so far stay marked" if steps else "nothing marked"
@@ -539,12 +541,12 @@ def _mark(bench: _Bench, step: Step, terms: tuple[str, str]) -> list[str]:
     bench.leave()
     term = {"good": terms[0], "bad": terms[1]}.get(step.verdict, "skip")
     change = f" ({step.vs_good.delta_pct:+.1f}% against GOOD)" if step.vs_good else ""
-    bench.say(f"{step.commit[:10]} is {step.verdict}{change}: git bisect {term}")
+    bench.progress(f"{step.commit[:10]} is {step.verdict}{change}: git bisect {term}")
     said = bench._git("bisect", term, step.commit).splitlines()
     bench.home = bench.head()
     for line in said:
         if line.startswith("Bisecting:"):
-            bench.say(line)
+            bench.progress(line)
     return said
 
 
