@@ -365,19 +365,22 @@ def _compare(bench: _Bench, a: str, b: str) -> Comparison:
                 f"{' '.join(options.command)} fails at {commit[:10]} with the patches in "
                 "place (its output is above); fix that first (patchguard run -- CMD there)"
             )
-    first = {a: 0, b: 0}  # pairs kept that began with each side
+    sides = {"A": runs_a, "B": runs_b}
+    first = {"A": 0, "B": 0}  # pairs kept that began with each side (A and B may be one commit)
     failures = 0
 
     def look(size: int, alpha: float) -> stats.Decision:
         nonlocal failures
         while len(runs_a.samples) < size:
-            lead = a if first[a] < first[b] or (first[a] == first[b] and bench.here == a) else b
-            other = b if lead == a else a
+            if first["A"] == first["B"]:  # balanced: begin where the last pair ended
+                lead = "A" if bench.here == a else "B"
+            else:
+                lead = "A" if first["A"] < first["B"] else "B"
+            order = (lead, "B" if lead == "A" else "A")
             number = len(runs_a.samples) + 1
-            pair = [
-                bench.run(commit, f"pair {number} {_side(commit, a)}") for commit in (lead, other)
-            ]
-            if pair[0] is None or pair[1] is None:  # a failed pair is dropped, as Skia does
+            got = [bench.run(sides[side].commit, f"pair {number} {side}") for side in order]
+            pair = [sample for sample in got if sample is not None]
+            if len(pair) < 2:  # a failed pair is dropped, as Skia does
                 failures += 1
                 if failures > max(2, size // 2):
                     raise GuardFailure(
@@ -386,9 +389,8 @@ def _compare(bench: _Bench, a: str, b: str) -> Comparison:
                     )
                 continue
             first[lead] += 1
-            sample_of = dict(zip((lead, other), pair, strict=True))
-            runs_a.samples.append(sample_of[a])  # type: ignore[arg-type]
-            runs_b.samples.append(sample_of[b])  # type: ignore[arg-type]
+            for side, sample in zip(order, pair, strict=True):
+                sides[side].samples.append(sample)
         return stats.decide(
             runs_a.values,
             runs_b.values,
@@ -401,10 +403,6 @@ def _compare(bench: _Bench, a: str, b: str) -> Comparison:
     decision, size = stats.settle(plan, look, lambda d: d.verdict != stats.UNKNOWN)
     capped = decision.verdict == stats.UNKNOWN and size == plan.sizes[-1]
     return Comparison(options.metric, runs_a, runs_b, decision, capped, bench.runs)
-
-
-def _side(commit: str, a: str) -> str:
-    return "A" if commit == a else "B"
 
 
 def _not_carried(refusal: _NotCarried, operation: str) -> str:

@@ -150,8 +150,21 @@ def test_bisect_on_the_metric_names_the_slow_commit(hunt: Checkout) -> None:
     as_the_user_left_it(hunt, kimi)
 
 
-def test_ctrl_c_in_a_compare_puts_everything_back(hunt: Checkout, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("command", "go_on"),
+    [
+        (("compare", "s02", "s12"), "to go on, run the same compare again"),
+        (("bisect", "run", "--metric", "Output token throughput (tok/s)"), "the bisect stays"),
+    ],
+    ids=["compare", "bisect"],
+)
+def test_ctrl_c_puts_everything_back_and_says_how_to_go_on(
+    hunt: Checkout, tmp_path: Path, command: tuple[str, ...], go_on: str
+) -> None:
     kimi = hunt.kimi.read_bytes()
+    if command[0] == "bisect":
+        hunt.pg("bisect", "start", "s13", "s00", check=0)
+    bisecting_at = hunt.head()
     started = tmp_path / "third-run"
     # The third run (the first counted one) hangs, as a benchmark waiting on a server might.
     run = (
@@ -159,7 +172,7 @@ def test_ctrl_c_in_a_compare_puts_everything_back(hunt: Checkout, tmp_path: Path
         "sleep 60; fi"
     )
     child = subprocess.Popen(
-        ["patchguard", "compare", "s02", "s12", "--", "sh", "-c", run],
+        ["patchguard", *command, "--", "sh", "-c", run],
         cwd=hunt.root,
         env=hunt.env,
         stdout=subprocess.PIPE,
@@ -170,14 +183,19 @@ def test_ctrl_c_in_a_compare_puts_everything_back(hunt: Checkout, tmp_path: Path
     with killed_at_the_end(child):
         wait_until(lambda: started.exists() or child.poll() is not None, "no third run")
         assert child.poll() is None, child.communicate()
-        assert hunt.git("symbolic-ref", "-q", "HEAD", check=False).returncode != 0  # detached
-        assert methods_once_in_class(hunt.kimi)  # measuring with the patch in place
+        assert hunt.head() != bisecting_at  # measuring elsewhere...
+        assert methods_once_in_class(hunt.kimi)  # ...with the patch in place
         os.killpg(child.pid, signal.SIGINT)  # what Ctrl-C does: the whole foreground group
         stdout, stderr = child.communicate(timeout=PATIENCE)
     assert child.returncode == 130, stderr
     assert "Traceback" not in stderr
-    assert "interrupted" in stderr and "to go on, run the same compare again" in stderr
-    assert stdout == ""  # no verdict from a cut-short compare
+    assert "interrupted" in stderr and go_on in stderr
+    assert stdout == ""  # no verdict from a cut-short hunt
+    assert hunt.head() == bisecting_at
+    if command[0] == "bisect":
+        assert methods_once_in_class(hunt.kimi)
+        hunt.pg("check", check=0)
+        hunt.pg("git", "bisect", "reset", check=0)
     as_the_user_left_it(hunt, kimi)
 
 
