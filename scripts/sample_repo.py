@@ -168,10 +168,9 @@ def build(root: Path, filler: int = 0) -> dict[str, str]:
 
 REGRESSION_FILE = "python/sglang/srt/distributed/parallel_state.py"
 HUNT_BENCH = "bench_eagle3.py"
-# The benchmark of the hunt: it needs the EAGLE-3 methods in the class, and fails (exit 1) on the
-# regression. torch is not needed: the model module gets a stand-in.
-HUNT_BENCH_TEXT = f'''"""Fails without the EAGLE-3 methods, and on the slow all-reduce."""
-import sys
+# What both benchmarks begin with: the model imported from the checkout (torch is not needed: the
+# model module gets a stand-in), and a failure (exit 1) without the EAGLE-3 methods.
+_BENCH_PREAMBLE = f"""import sys
 import types
 
 sys.path.insert(0, "python")
@@ -185,10 +184,16 @@ from sglang.srt.models.kimi_k25 import {CLASS}  # noqa: E402
 missing = [m for m in {METHODS!r} if not callable(getattr({CLASS}, m, None))]
 if missing:
     sys.exit(f"bench: the model lacks {{', '.join(missing)}}")
-if getattr(parallel_state, "SLOW_ALLREDUCE", False):
+"""
+# The benchmark of the hunt: it needs the EAGLE-3 methods in the class, and fails on the regression.
+HUNT_BENCH_TEXT = (
+    '"""Fails without the EAGLE-3 methods, and on the slow all-reduce."""\n'
+    + _BENCH_PREAMBLE
+    + """if getattr(parallel_state, "SLOW_ALLREDUCE", False):
     sys.exit("bench: regression: all-reduce is slow")
 print("bench: ok")
-'''
+"""
+)
 
 
 # A stand-in for `python -m sglang.bench_serving`: the same `Label: value` rows (40 columns), a
@@ -198,24 +203,11 @@ print("bench: ok")
 THROUGHPUT_BENCH = "bench_throughput.py"
 THROUGHPUT = 94.0
 SLOWDOWN = 1.5  # the slow all-reduce: 94 -> 62.7 tok/s, -33.3%
-THROUGHPUT_BENCH_TEXT = f'''"""Output token throughput of the Kimi-K2.5 model (a stand-in for sglang.bench_serving)."""
-import os
-import random
-import sys
-import types
-
-sys.path.insert(0, "python")
-torch = types.ModuleType("torch")
-torch.nn = types.SimpleNamespace(Module=object)
-sys.modules["torch"] = torch
-
-from sglang.srt.distributed import parallel_state  # noqa: E402
-from sglang.srt.models.kimi_k25 import {CLASS}  # noqa: E402
-
-missing = [m for m in {METHODS!r} if not callable(getattr({CLASS}, m, None))]
-if missing:
-    sys.exit(f"bench: the model lacks {{', '.join(missing)}}")
-counter = os.environ.get("BENCH_COUNTER")
+THROUGHPUT_BENCH_TEXT = (
+    '"""Output token throughput of the Kimi-K2.5 model (a stand-in for sglang.bench_serving)."""\n'
+    + "import os\nimport random\n"
+    + _BENCH_PREAMBLE
+    + f"""counter = os.environ.get("BENCH_COUNTER")
 if counter:
     run = int(open(counter).read() or 0) if os.path.exists(counter) else 0
     with open(counter, "w") as handle:
@@ -231,7 +223,8 @@ print("{{:<40}} {{:<10}}".format("Backend:", "sglang"))
 print("{{:<40}} {{:<10}}".format("Successful requests:", 1000))
 print("{{:<40}} {{:<10.2f}}".format("Output token throughput (tok/s):", value))
 print("{{:<40}} {{:<10.2f}}".format("Median TTFT (ms):", 40.0 * cost))
-'''
+"""
+)
 
 
 def build_slowdown(root: Path) -> dict[str, str]:
