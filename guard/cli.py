@@ -651,7 +651,8 @@ def _measure_options(func: Callable[..., Any]) -> Callable[..., Any]:
             default=None,
             metavar="FILE",
             help="Read the metric from what each run appends to FILE (sglang's --output-file "
-            "JSONL), not from its output.",
+            "JSONL), not from its output; relative to the top of the checkout, where COMMAND "
+            "runs.",
         ),
         click.option(
             "--higher-is-better/--lower-is-better",
@@ -701,7 +702,6 @@ def _progress(line: str) -> None:
 
 
 def _hunt_options(
-    cwd: Path,
     command: tuple[str, ...],
     metric: str,
     higher_is_better: bool | None,
@@ -732,7 +732,7 @@ def _hunt_options(
         repeats=repeats,
         max_repeats=cap,
         warmups=counts["warmups"],
-        metric_file=None if metric_file is None else cwd / metric_file,
+        metric_file=metric_file,
     )
 
 
@@ -789,7 +789,7 @@ def compare(
     """
     from guard import hunt
 
-    options = _hunt_options(cwd, command, metric, higher_is_better, metric_file, **counts)
+    options = _hunt_options(command, metric, higher_is_better, metric_file, **counts)
     if plot_file is not None:
         plot_file = cwd / plot_file
         hunt.require_plotting(plot_file)
@@ -898,7 +898,7 @@ def _bisect_metric(
 ) -> None:
     from guard import hunt
 
-    options = _hunt_options(cwd, command, metric, higher_is_better, metric_file, **counts)
+    options = _hunt_options(command, metric, higher_is_better, metric_file, **counts)
     found = hunt.bisect(Repo.discover(cwd), options, _progress)
     click.echo(render.hunt_json(found) if as_json else "\n".join(render.hunt_lines(found)))
     sys.exit(EXIT_OK if found.verdict == hunt.FOUND else EXIT_GUARD_FAILED)

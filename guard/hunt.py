@@ -68,7 +68,8 @@ class Options:
     repeats: int = DEFAULT_REPEATS
     max_repeats: int = DEFAULT_MAX_REPEATS
     warmups: int = 1
-    metric_file: Path | None = None  # read what each run appended here, not its output
+    metric_file: Path | None = None  # what each run appends here is read, not its output;
+    # relative to the top of the checkout, where CMD runs (as git bisect run runs it)
 
 
 @dataclass
@@ -118,7 +119,6 @@ class Hunt:
     first_changed: str | None
     change: stats.Decision | None  # first_changed against GOOD
     runs: int
-    said: list[str] = field(default_factory=list)  # git bisect's last words
 
 
 # --- measuring with the patches carried ---------------------------------------------------------
@@ -138,6 +138,8 @@ class _Bench:
         self.runs = 0
         self.stop_asked = False
         self.child: subprocess.Popen[bytes] | None = None
+        given = options.metric_file
+        self.metric_file = None if given is None else repo.workdir / given
 
     def _view(self) -> Repo:
         """A fresh view after git moved (the index and HEAD read anew)."""
@@ -203,9 +205,10 @@ class _Bench:
         self.runs += 1
         self.stop_if_asked()  # a run cut short by Ctrl-C is never counted
         self._refuse_changed_code(commit)
-        if self.options.metric_file is not None:
-            output = self._metric_file_text(before)
-        value = self.options.metric.read(output) if status == 0 else None
+        source = output
+        if self.metric_file is not None:
+            source = self._metric_file_text(self.metric_file, before)
+        value = self.options.metric.read(source) if status == 0 else None
         if value is None or value <= 0:
             tail = " | ".join(output.strip().splitlines()[-_TAIL_LINES:]) or "(no output)"
             why = (
@@ -262,13 +265,12 @@ class _Bench:
             )
 
     def _metric_file_size(self) -> int:
-        path = self.options.metric_file
+        path = self.metric_file
         return path.stat().st_size if path is not None and path.exists() else 0
 
-    def _metric_file_text(self, before: int) -> str:
+    @staticmethod
+    def _metric_file_text(path: Path, before: int) -> str:
         """What the run appended to --metric-file (all of it, if the run rewrote the file)."""
-        path = self.options.metric_file
-        assert path is not None
         if not path.exists():
             return ""
         data = path.read_bytes()
@@ -455,7 +457,6 @@ def _bisect(bench: _Bench, good: str, bad: str, steps: list[Step], terms: tuple[
         verdict = NO_CHANGE if endpoints.decision.verdict == stats.SAME else UNDECIDED
         return Hunt(options.metric, endpoints, steps, verdict, None, None, bench.runs)
     measured = {good: endpoints.a, bad: endpoints.b}
-    said: list[str] = []
     while True:
         commit = bench.home  # the commit git bisect checked out
         if commit in measured:  # git has nothing left between GOOD and BAD
@@ -465,7 +466,8 @@ def _bisect(bench: _Bench, good: str, bad: str, steps: list[Step], terms: tuple[
         measured[commit] = step.runs
         steps.append(step)
         said = _mark(bench, step, terms)
-        found = [line.split()[0] for line in said if line.endswith(" is the first bad commit")]
+        first_line = f" is the first {terms[1]} commit"
+        found = [line.split()[0] for line in said if line.endswith(first_line)]
         if found:
             first = _commit(bench.repo, found[0])
             break
@@ -477,7 +479,7 @@ def _bisect(bench: _Bench, good: str, bad: str, steps: list[Step], terms: tuple[
         if step.commit == first:
             change = step.vs_good
     verdict = FOUND if first is not None else AMBIGUOUS
-    return Hunt(options.metric, endpoints, steps, verdict, first, change, bench.runs, said)
+    return Hunt(options.metric, endpoints, steps, verdict, first, change, bench.runs)
 
 
 def _step(bench: _Bench, commit: str, endpoints: Comparison) -> Step:

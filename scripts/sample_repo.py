@@ -198,14 +198,14 @@ print("bench: ok")
 
 # A stand-in for `python -m sglang.bench_serving`: the same `Label: value` rows (40 columns), a
 # throughput that depends on the code (a third lower with the slow all-reduce), 2% noise, and a
-# failure without the EAGLE-3 methods. With BENCH_COUNTER naming a file, the noise of run N is
+# failure without the EAGLE-3 methods; `--output-file F` appends a JSON line. With BENCH_COUNTER naming a file, the noise of run N is
 # seeded with N (the file counts the runs): the same hunt draws the same numbers every time.
 THROUGHPUT_BENCH = "bench_throughput.py"
 THROUGHPUT = 94.0
 SLOWDOWN = 1.5  # the slow all-reduce: 94 -> 62.7 tok/s, -33.3%
 THROUGHPUT_BENCH_TEXT = (
     '"""Output token throughput of the Kimi-K2.5 model (a stand-in for sglang.bench_serving)."""\n'
-    + "import os\nimport random\n"
+    + "import json\nimport os\nimport random\n"
     + _BENCH_PREAMBLE
     + f"""counter = os.environ.get("BENCH_COUNTER")
 if counter:
@@ -223,6 +223,9 @@ print("{{:<40}} {{:<10}}".format("Backend:", "sglang"))
 print("{{:<40}} {{:<10}}".format("Successful requests:", 1000))
 print("{{:<40}} {{:<10.2f}}".format("Output token throughput (tok/s):", value))
 print("{{:<40}} {{:<10.2f}}".format("Median TTFT (ms):", 40.0 * cost))
+if "--output-file" in sys.argv:  # as sglang's: one JSON line appended per run
+    with open(sys.argv[sys.argv.index("--output-file") + 1], "a") as results:
+        results.write(json.dumps({{"output_throughput": value}}) + "\\n")
 """
 )
 

@@ -112,12 +112,16 @@ def test_compare_before_and_after_the_slowdown_says_different(
 def test_an_a_a_compare_across_upstreams_edit_says_no_change(hunt: Checkout) -> None:
     """Both before the slowdown, on either side of upstream's edit of the patched file (s05).
     Many A/A compares are the false-positive test on pure noise (test_stats.py); this one is
-    the same question asked through git, and it prints the table."""
+    the same question asked through git, read from the JSON lines sglang appends, and it
+    prints the table."""
     kimi = hunt.kimi.read_bytes()
-    result = in_process(hunt, "compare", "s03", "s07", "--max-repeats", "8", "--", *BENCH)
+    metric = ("--metric", "json:output_throughput", "--metric-file", "results.jsonl")
+    bench = (*BENCH, "--output-file", "results.jsonl")  # sglang's JSONL, appended per run
+    result = in_process(hunt, "compare", "s03", "s07", "--max-repeats", "8", *metric, "--", *bench)
     assert result.exit_code == 0, result.stderr
+    assert len((hunt.root / "results.jsonl").read_text().splitlines()) == runs_made(hunt)
     lines = result.stdout.splitlines()
-    assert lines[0] == "metric: Output token throughput (tok/s), higher is better"
+    assert lines[0] == "metric: json:output_throughput, higher is better"
     assert lines[1].split() == ["side", "commit", "median", "n"]
     assert lines[2].split()[:2] == ["A", hunt.commits["s03"][:10]]
     assert lines[3].split()[:2] == ["B", hunt.commits["s07"][:10]]
