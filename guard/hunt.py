@@ -185,7 +185,12 @@ class _Bench:
             raise GuardFailure(f"cannot lift the patches after measuring: {reasons}")
 
     def go_home(self) -> None:
-        self.leave()
+        try:
+            self.leave()
+        finally:
+            self._checkout_home()
+
+    def _checkout_home(self) -> None:
         if _current(self.repo) != self.home:
             if len(self.home) == 40 and all(c in "0123456789abcdef" for c in self.home):
                 self._git("checkout", "-q", "--detach", self.home)
@@ -300,6 +305,7 @@ def _session(
         raise GuardFailure(
             f"a {refusing} is in progress; finish it (or abort it) before measuring commits"
         )
+    repo.load_manifest()  # nothing recorded: said now, before any move (and nothing to carry)
     bench = _Bench(repo, options, progress)
     with _deferred_signals(bench), moves.lifted(repo, operation) as lift:
         try:

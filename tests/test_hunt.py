@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 import sample_repo
 from click.testing import Result
-from conftest import patchguard
+from conftest import Sample, patchguard
 from helpers import PATIENCE, Checkout, killed_at_the_end, methods_once_in_class, wait_until
 from test_json_docs import documented
 
@@ -267,6 +267,29 @@ def test_bad_requests_get_one_line_and_change_nothing(hunt: Checkout) -> None:
         assert hunt.kimi.read_bytes() == before
         assert hunt.head() == hunt.commits["s00"]
     assert not Path(hunt.env["BENCH_COUNTER"]).exists()  # the benchmark never ran
+
+
+def test_an_edit_that_stops_git_ends_the_compare_with_everything_back(hunt: Checkout) -> None:
+    """An untracked file where B has one: git refuses to move there; the compare says why and
+    puts the user back (branch, patch, the file), having counted nothing."""
+    kimi = hunt.kimi.read_bytes()
+    mine = hunt.root / "docs" / "notes_12.md"
+    mine.parent.mkdir()
+    mine.write_text("my own notes\n")
+    result = in_process(hunt, "compare", "s02", "s12", "--", *BENCH)
+    assert result.exit_code == 1, result.stderr
+    assert f"cannot move to {hunt.commits['s12'][:10]}" in result.stderr
+    assert "save them (git stash)" in result.stderr
+    assert result.stdout == ""
+    assert mine.read_text() == "my own notes\n"
+    as_the_user_left_it(hunt, kimi)
+
+
+def test_with_nothing_recorded_nothing_moves(sample: Sample) -> None:
+    result = sample.pg("compare", "old", "main", "--", "true")
+    assert result.exit_code == 2
+    assert "nothing is guarded in this repository yet" in result.stderr
+    assert sample.git("symbolic-ref", "--short", "HEAD").stdout.strip() == "main"
 
 
 def test_check_and_hooks_never_load_the_statistics(hunt: Checkout) -> None:
