@@ -255,6 +255,7 @@ BAD_REQUESTS = [
     (("compare", "s01", "s02", "--repeats", "8", "--max-repeats", "4", "--", "true"), "below"),
     (("compare", "s01", "s02", "--metric", "re:(a)(b)", "--", "true"), "exactly one"),
     (("compare", "s01", "s02", "--"), "Missing argument"),
+    (("compare", "s01", "s02", "--", "no-such-benchmark"), "cannot start no-such-benchmark"),
     (("bisect", "run", "--json", "true"), "go with --metric"),
     (("bisect", "run", "--metric", "x", "--log", "l.jsonl", "true"), "--log goes with"),
     (("bisect", "run", "--metric", "x", "true"), "no bisect is in progress"),
