@@ -191,11 +191,9 @@ class _Bench:
             self._checkout_home()
 
     def _checkout_home(self) -> None:
+        """The branch again (a commit id, as a bisect's home is, leaves HEAD detached there)."""
         if _current(self.repo) != self.home:
-            if len(self.home) == 40 and all(c in "0123456789abcdef" for c in self.home):
-                self._git("checkout", "-q", "--detach", self.home)
-            else:
-                self._git("checkout", "-q", self.home)
+            self._git("checkout", "-q", self.home)
 
     def stop_if_asked(self) -> None:
         if self.stop_asked:
