@@ -16,12 +16,14 @@ at each; a bisect measures GOOD and BAD as compare does, then each commit git bi
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import signal
 import subprocess
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from contextlib import contextmanager, suppress
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
@@ -31,7 +33,7 @@ from guard import fastpath, moves, patching, stats
 from guard.errors import EXIT_INTERRUPTED, ConfigError, GuardFailure, PatchguardError
 from guard.lock import HELD_VARIABLE
 from guard.metrics import Metric
-from guard.provenance import stamp
+from guard.provenance import same_code, stamp
 from guard.repo import Repo, run_git
 
 DEFAULT_REPEATS = 8
@@ -39,6 +41,7 @@ DEFAULT_MAX_REPEATS = 32
 DEFAULT_MIN_EFFECT_PCT = 5.0
 FOUND, NO_CHANGE, UNDECIDED, AMBIGUOUS = "found", "no-change", "unknown", "ambiguous"
 _TAIL_LINES = 5  # of a failed run's output, in its message
+KEPT_FILE = "patchguard-hunt.jsonl"  # in the worktree's git dir: a metric bisect's samples
 
 
 class Interrupted(PatchguardError):
@@ -121,6 +124,53 @@ class Hunt:
     runs: int
 
 
+class _Kept:
+    """A metric bisect's samples, written down as they are measured (KEPT_FILE), so a hunt
+    that Ctrl-C stopped goes on without measuring anything twice. A kept sample is taken again
+    only for the same hunt (bisect, endpoints, command, metric) and the same code: its stamp's
+    HEAD, patches and guarded files equal the stamp at that commit now. A finished hunt drops
+    the file."""
+
+    def __init__(self, path: Path, hunt: list[str]) -> None:
+        self.path = path
+        self.key = hashlib.sha1(json.dumps(hunt).encode()).hexdigest()
+        self.lines: list[dict[str, Any]] = []
+        if path.exists():
+            for line in path.read_text(errors="replace").splitlines():
+                with suppress(json.JSONDecodeError):
+                    data = json.loads(line)
+                    if isinstance(data, dict) and data.get("hunt") == self.key:
+                        self.lines.append(data)
+
+    def pairs(
+        self, stamp_a: dict[str, Any], stamp_b: dict[str, Any]
+    ) -> list[tuple[str, Sample, Sample]]:
+        """(which side led, A's sample, B's sample) of the pairs kept, where the code is the same."""
+        found = []
+        for line in self.lines:
+            if line.get("kind") == "pair":
+                a, b = Sample(**line["a"]), Sample(**line["b"])
+                if same_code(a.stamp, stamp_a) and same_code(b.stamp, stamp_b):
+                    found.append((str(line["lead"]), a, b))
+        return found
+
+    def samples(self, commit: str, now: dict[str, Any]) -> list[Sample]:
+        found = [Sample(**line["sample"]) for line in self.lines if line.get("commit") == commit]
+        return [sample for sample in found if same_code(sample.stamp, now)]
+
+    def add(self, **record: Any) -> None:
+        line = {"hunt": self.key, **record}
+        self.lines.append(line)
+        with self.path.open("a", encoding="utf-8") as handle:
+            handle.write(json.dumps(line, separators=(",", ":")) + "\n")
+
+    def samples_kept(self) -> int:
+        return sum(2 if line.get("kind") == "pair" else 1 for line in self.lines)
+
+    def drop(self) -> None:
+        self.path.unlink(missing_ok=True)
+
+
 # --- measuring with the patches carried ---------------------------------------------------------
 
 
@@ -134,6 +184,7 @@ class _Bench:
         self.home = _current(repo)  # where the user is: back there at the end
         self.here: str | None = None  # the commit the patches are applied at, stamp taken
         self.stamp: dict[str, Any] = {}
+        self.stamps: dict[str, dict[str, Any]] = {}  # each commit's, at its last visit
         self.applied = False
         self.runs = 0
         self.stop_asked = False
@@ -171,7 +222,7 @@ class _Bench:
         _, report = patching.apply_then_check(view, allow_mid_operation=True)
         if not report.ok:
             raise _NotCarried(commit, report.problems())
-        self.stamp = stamp(view)
+        self.stamp = self.stamps[commit] = stamp(view)
         self.here = commit
 
     def leave(self) -> None:
@@ -362,10 +413,11 @@ def compare(
         raise GuardFailure(_not_carried(refusal, "compare")) from None
 
 
-def _compare(bench: _Bench, a: str, b: str) -> Comparison:
+def _compare(bench: _Bench, a: str, b: str, kept: _Kept | None = None) -> Comparison:
     options = bench.options
     runs_a, runs_b = Runs(a), Runs(b)
     for commit in sorted((a, b), key=lambda c: c != bench.head()):  # where it is first
+        bench.visit(commit)
         if not bench.warm_up(commit):
             raise GuardFailure(
                 f"{' '.join(options.command)} fails at {commit[:10]} with the patches in "
@@ -374,6 +426,10 @@ def _compare(bench: _Bench, a: str, b: str) -> Comparison:
     sides = {"A": runs_a, "B": runs_b}
     first = {"A": 0, "B": 0}  # pairs kept that began with each side (A and B may be one commit)
     failures = 0
+    for lead, sample_a, sample_b in kept.pairs(bench.stamps[a], bench.stamps[b]) if kept else []:
+        first[lead] += 1
+        runs_a.samples.append(sample_a)
+        runs_b.samples.append(sample_b)
 
     def look(size: int, alpha: float) -> stats.Decision:
         nonlocal failures
@@ -397,6 +453,13 @@ def _compare(bench: _Bench, a: str, b: str) -> Comparison:
             first[lead] += 1
             for side, sample in zip(order, pair, strict=True):
                 sides[side].samples.append(sample)
+            if kept is not None:
+                kept.add(
+                    kind="pair",
+                    lead=lead,
+                    a=asdict(runs_a.samples[-1]),
+                    b=asdict(runs_b.samples[-1]),
+                )
         return stats.decide(
             runs_a.values,
             runs_b.values,
@@ -439,22 +502,36 @@ def bisect(repo: Repo, options: Options, progress: Callable[[str], None]) -> Hun
             "patchguard bisect start BAD GOOD"
         )
     steps: list[Step] = []
+    hunt = [
+        (repo.layout.git_dir / "BISECT_START").read_text(errors="replace"),
+        goods[0],
+        bad[0],
+        *options.command,
+        options.metric.spec,
+        str(options.metric_file),
+    ]
+    kept = _Kept(repo.layout.git_dir / KEPT_FILE, hunt)
     try:
         with _session(repo, options, progress, "bisect run --metric") as bench:
-            return _bisect(bench, goods[0], bad[0], steps, (good_term, bad_term))
+            found = _bisect(bench, goods[0], bad[0], steps, (good_term, bad_term), kept)
     except _Stop:
         marked = f"{len(steps)} commit(s) marked so far stay marked" if steps else "nothing marked"
         raise Interrupted(
-            f"interrupted: {marked}, the bisect stays where it is, and the tree and patches are "
-            "as they were; to go on, run patchguard bisect run --metric ... again (or leave "
-            "the bisect: patchguard git bisect reset)"
+            f"interrupted: {marked}, the {kept.samples_kept()} samples counted so far are kept, "
+            "the bisect stays where it is, and the tree and patches are as they were; to go "
+            "on, run the same patchguard bisect run --metric again: nothing is measured twice "
+            "(or leave the bisect: patchguard git bisect reset)"
         ) from None
+    kept.drop()
+    return found
 
 
-def _bisect(bench: _Bench, good: str, bad: str, steps: list[Step], terms: tuple[str, str]) -> Hunt:
+def _bisect(
+    bench: _Bench, good: str, bad: str, steps: list[Step], terms: tuple[str, str], kept: _Kept
+) -> Hunt:
     options = bench.options
     try:
-        endpoints = _compare(bench, good, bad)
+        endpoints = _compare(bench, good, bad, kept)
     except _NotCarried as refusal:
         raise GuardFailure(_not_carried(refusal, "bisect")) from None
     if endpoints.decision.verdict != stats.DIFFERENT:
@@ -466,7 +543,7 @@ def _bisect(bench: _Bench, good: str, bad: str, steps: list[Step], terms: tuple[
         if commit in measured:  # git has nothing left between GOOD and BAD
             first = bad if commit == bad else None
             break
-        step = _step(bench, commit, endpoints)
+        step = _step(bench, commit, endpoints, kept)
         measured[commit] = step.runs
         steps.append(step)
         said = _mark(bench, step, terms)
@@ -486,18 +563,20 @@ def _bisect(bench: _Bench, good: str, bad: str, steps: list[Step], terms: tuple[
     return Hunt(options.metric, endpoints, steps, verdict, first, change, bench.runs)
 
 
-def _step(bench: _Bench, commit: str, endpoints: Comparison) -> Step:
+def _step(bench: _Bench, commit: str, endpoints: Comparison, kept: _Kept) -> Step:
     """Measure one commit against GOOD's and BAD's runs; mark it like the one it does not
     differ from, or skip it when it differs from both or neither at the cap."""
     options = bench.options
     runs = Runs(commit)
     try:
+        bench.visit(commit)
         if not bench.warm_up(commit):
             return Step(
                 commit, "skip", runs, reason="the command failed here (its output is above)"
             )
     except _NotCarried as refusal:
         return Step(commit, "skip", runs, reason=_not_carried(refusal, "bisect"))
+    runs.samples = kept.samples(commit, bench.stamps[commit])
     failures = 0
 
     def look(size: int, alpha: float) -> tuple[stats.Decision, stats.Decision] | None:
@@ -510,6 +589,7 @@ def _step(bench: _Bench, commit: str, endpoints: Comparison) -> Step:
                     return None
                 continue
             runs.samples.append(sample)
+            kept.add(kind="sample", commit=commit, sample=asdict(sample))
         vs_good, vs_bad = (
             stats.decide(
                 side.values,

@@ -157,26 +157,31 @@ def test_bisect_on_the_metric_names_the_slow_commit(hunt: Checkout) -> None:
     as_the_user_left_it(hunt, kimi)
 
 
+METRIC = "Output token throughput (tok/s)"
+
+
 @pytest.mark.parametrize(
-    ("command", "go_on"),
+    ("command", "hang_at", "go_on"),
     [
-        (("compare", "s02", "s12"), "to go on, run the same compare again"),
-        (("bisect", "run", "--metric", "Output token throughput (tok/s)"), "the bisect stays"),
+        (("compare", "s02", "s12"), 3, "to go on, run the same compare again"),
+        (("bisect", "run", "--metric", METRIC), 8, "the 4 samples counted so far are kept"),
     ],
     ids=["compare", "bisect"],
 )
 def test_ctrl_c_puts_everything_back_and_says_how_to_go_on(
-    hunt: Checkout, tmp_path: Path, command: tuple[str, ...], go_on: str
+    hunt: Checkout, tmp_path: Path, command: tuple[str, ...], hang_at: int, go_on: str
 ) -> None:
     kimi = hunt.kimi.read_bytes()
     if command[0] == "bisect":
         hunt.pg("bisect", "start", "s13", "s00", check=0)
     bisecting_at = hunt.head()
-    started = tmp_path / "third-run"
-    # The third run (the first counted one) hangs, as a benchmark waiting on a server might.
+    started, armed = tmp_path / "hung", tmp_path / "armed"
+    armed.touch()
+    # A run hangs (in the compare the first counted one; in the bisect the second run of the
+    # third pair of GOOD and BAD), as a benchmark waiting on a server might.
     run = (
-        f'{" ".join(BENCH)}; if [ "$(cat "$BENCH_COUNTER")" -ge 3 ]; then touch {started}; '
-        "sleep 60; fi"
+        f'{" ".join(BENCH)}; if [ -e {armed} ] && [ "$(cat "$BENCH_COUNTER")" -ge {hang_at} ]; '
+        f"then touch {started}; sleep 60; fi"
     )
     child = subprocess.Popen(
         ["patchguard", *command, "--", "sh", "-c", run],
@@ -188,7 +193,7 @@ def test_ctrl_c_puts_everything_back_and_says_how_to_go_on(
         start_new_session=True,
     )
     with killed_at_the_end(child):
-        wait_until(lambda: started.exists() or child.poll() is not None, "no third run")
+        wait_until(lambda: started.exists() or child.poll() is not None, "no run hung")
         assert child.poll() is None, child.communicate()
         assert hunt.head() != bisecting_at  # measuring elsewhere...
         assert methods_once_in_class(hunt.kimi)  # ...with the patch in place
@@ -202,8 +207,23 @@ def test_ctrl_c_puts_everything_back_and_says_how_to_go_on(
     if command[0] == "bisect":
         assert methods_once_in_class(hunt.kimi)
         hunt.pg("check", check=0)
+        armed.unlink()
+        go_on_with_the_hunt(hunt, ("sh", "-c", run), runs_before=runs_made(hunt))
         hunt.pg("git", "bisect", "reset", check=0)
     as_the_user_left_it(hunt, kimi)
+
+
+def go_on_with_the_hunt(hunt: Checkout, bench: tuple[str, ...], runs_before: int) -> None:
+    """The same command again: the two pairs of GOOD and BAD counted before are not measured
+    again (33 runs from the start; the two pairs fewer now)."""
+    result = in_process(hunt, "bisect", "run", "--metric", METRIC, "--json", "--", *bench)
+    assert result.exit_code == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["first_changed"] == hunt.commits["s09"]
+    assert report["runs"] == runs_made(hunt) - runs_before <= 33 - 4
+    for step in report["steps"]:
+        samples_carry_their_code(step["samples"], step["commit"])
+    assert not (hunt.root / ".git" / "patchguard-hunt.jsonl").exists()  # a finished hunt
 
 
 def test_a_commit_without_the_patch_is_never_measured(hunt: Checkout) -> None:
