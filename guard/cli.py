@@ -660,6 +660,166 @@ def _report_lift(lift: moves.Lift, what: str) -> None:
         click.echo(render.banner(f"guard FAILED after {what}", lift.report.problems()), err=True)
 
 
+def _measure_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """What `compare` and `bisect run --metric` share: the metric, the runs, the smallest effect."""
+    options = [
+        click.option(
+            "--metric-file",
+            type=click.Path(dir_okay=False, path_type=Path),
+            default=None,
+            metavar="FILE",
+            help="Read the metric from what each run appends to FILE (sglang's --output-file "
+            "JSONL), not from its output; relative to the top of the checkout, where COMMAND "
+            "runs.",
+        ),
+        click.option(
+            "--higher-is-better/--lower-is-better",
+            "higher_is_better",
+            default=None,
+            help="Which way is better, for a metric whose name does not say (sglang's do: "
+            "throughput up, latency down).",
+        ),
+        click.option(
+            "--warmups",
+            type=click.IntRange(min=0),
+            default=1,
+            show_default=True,
+            help="Uncounted runs at each commit before the counted ones.",
+        ),
+        click.option(
+            "--max-repeats",
+            type=click.IntRange(min=2),
+            default=None,
+            metavar="K",
+            help="The cap: while the answer is unknown the runs are doubled up to K per side "
+            "(default: 4 x N).",
+        ),
+        click.option(
+            "--repeats",
+            type=click.IntRange(min=2),
+            default=None,
+            metavar="N",
+            help="Counted runs per side to begin with (default: 8; bisect steps start at N/2).",
+        ),
+        click.option(
+            "--min-effect",
+            type=click.FloatRange(min=0),
+            default=None,
+            metavar="PCT",
+            help="The smallest change that counts, in percent (default: 5): `different` needs "
+            "at least this, `same` means the whole interval is within it.",
+        ),
+    ]
+    for option in options:
+        func = option(func)
+    return func
+
+
+def _progress(line: str) -> None:
+    click.echo(f"patchguard: {line}", err=True)
+
+
+def _hunt_options(
+    command: tuple[str, ...],
+    metric: str,
+    higher_is_better: bool | None,
+    metric_file: Path | None,
+    **counts: Any,
+) -> Any:
+    """hunt.Options from the command line (guard.hunt, and with it scipy, loads only here)."""
+    from guard import hunt, stats
+    from guard.metrics import HIGHER, LOWER, parse_metric
+
+    if command[:1] == ("--",):
+        command = command[1:]
+    repeats = counts["repeats"] or hunt.DEFAULT_REPEATS
+    cap = counts["max_repeats"] or 4 * repeats
+    if cap < repeats:
+        raise click.UsageError(f"--max-repeats {cap} is below --repeats {repeats}")
+    if not stats.Plan(repeats, cap).can_differ:
+        raise click.UsageError(
+            f"with at most {cap} runs per side no change can be shown (the test cannot reach "
+            "significance); raise --max-repeats to 8 or more"
+        )
+    direction = None if higher_is_better is None else HIGHER if higher_is_better else LOWER
+    effect = counts["min_effect"]
+    return hunt.Options(
+        command=command,
+        metric=parse_metric(metric, direction),
+        min_effect_pct=hunt.DEFAULT_MIN_EFFECT_PCT if effect is None else effect,
+        repeats=repeats,
+        max_repeats=cap,
+        warmups=counts["warmups"],
+        metric_file=metric_file,
+    )
+
+
+_DEFAULT_METRIC = "Output token throughput (tok/s)"
+
+
+@cli.command(
+    epilog=_epilog(
+        "patchguard compare v0.5.9 v0.5.10 -- python ~/throughput.py",
+        "patchguard compare c1 c2 --metric 'Median TTFT (ms)' --json -- python ~/throughput.py",
+    )
+)
+@click.argument("a")
+@click.argument("b")
+@click.option(
+    "--metric",
+    default=_DEFAULT_METRIC,
+    show_default=True,
+    metavar="M",
+    help="A line's label as printed (with or without its colon), json:KEY or re:PATTERN.",
+)
+@_measure_options
+@_json_option
+@click.option(
+    "--plot",
+    "plot_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    metavar="FILE",
+    help="Draw each side's runs into FILE (.png or .svg; needs git-patchguard[plot]).",
+)
+@_directory_option
+@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
+def compare(
+    cwd: Path,
+    a: str,
+    b: str,
+    metric: str,
+    as_json: bool,
+    plot_file: Path | None,
+    command: tuple[str, ...],
+    higher_is_better: bool | None,
+    metric_file: Path | None,
+    **counts: Any,
+) -> None:
+    """Run COMMAND at commits A and B with the patches carried, and say whether it changed.
+
+    A warm-up run at each side, then A and B in order-balanced pairs; the metric of each run
+    is read from its output. The answer is `different` (significant, and at least
+    --min-effect), `same` (the whole 95% interval within --min-effect) or `unknown`; while
+    unknown the runs are doubled, up to --max-repeats. Every sample is stamped with the code
+    it ran on, and only runs with the patches in place count. Afterwards (and after Ctrl-C,
+    exit 130) your branch, tree and patches are as they were. Put COMMAND after `--`.
+    """
+    from guard import hunt
+
+    options = _hunt_options(command, metric, higher_is_better, metric_file, **counts)
+    if plot_file is not None:
+        plot_file = cwd / plot_file
+        hunt.require_plotting(plot_file)
+    comparison = hunt.compare(Repo.discover(cwd), a, b, options, _progress)
+    if plot_file is not None:
+        hunt.plot(comparison, plot_file)
+    if as_json:
+        click.echo(render.compare_json(comparison))
+    else:
+        click.echo("\n".join(render.compare_lines(comparison)))
+
+
 @cli.group(epilog=_epilog("patchguard bisect run --log hunt.jsonl python ~/bench.py"))
 def bisect() -> None:
     """Bisect a regression with the patches in place at every commit."""
@@ -673,7 +833,8 @@ def bisect() -> None:
         "patchguard bisect run --log hunt.jsonl python ~/bench.py --quick",
         "patchguard git bisect reset",
         exit_codes="Exit codes: git bisect run's own (0 when it found the commit); 1 when no "
-        "bisect is in progress or a guard fails afterwards; 2 usage or configuration error.",
+        "bisect is in progress or a guard fails afterwards (with --metric: 1 when no commit is "
+        "named); 2 usage or configuration error; 130 interrupted.",
     ),
 )
 @click.option(
@@ -682,9 +843,29 @@ def bisect() -> None:
     default=None,
     help="Append one JSON line per step: the stamp of the tree measured and COMMAND's exit.",
 )
+@click.option(
+    "--metric",
+    default=None,
+    metavar="M",
+    help="Bisect on a measured metric instead of COMMAND's status (a label as printed, "
+    "json:KEY or re:PATTERN): GOOD and BAD are measured, then each commit is marked like the "
+    "one it does not differ from (see compare).",
+)
+@_measure_options
+@_json_option
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 @click.pass_context
-def bisect_run(ctx: click.Context, log: Path | None, command: tuple[str, ...]) -> None:
+def bisect_run(
+    ctx: click.Context,
+    /,
+    log: Path | None,
+    command: tuple[str, ...],
+    metric: str | None,
+    as_json: bool,
+    higher_is_better: bool | None,
+    metric_file: Path | None,
+    **counts: Any,
+) -> None:
     """Drive `git bisect run COMMAND` with the patches applied at each commit.
 
     At each commit the patches are applied and checked; where they cannot be applied or
@@ -693,8 +874,27 @@ def bisect_run(ctx: click.Context, log: Path | None, command: tuple[str, ...]) -
     on. COMMAND's status means what it means to git bisect: 0 good, 1-127 bad, 125 skip.
     A failure of patchguard itself aborts the bisect rather than mark a commit bad.
     Options end at COMMAND: everything after its first word is COMMAND's.
+
+    With --metric M, COMMAND is a benchmark and its status does not decide: GOOD and BAD are
+    measured as `patchguard compare` measures them, then each commit git offers is run
+    (--repeats/2 runs to begin with, doubled while undecided) and marked like the one of
+    GOOD and BAD it does not differ from; a commit that stays undecided, or where the patches
+    do not hold, is skipped. It ends on the first changed commit, with its change against
+    GOOD (exit 0; 1 when no commit is named). Put COMMAND after `--`.
     """
     cwd: Path = ctx.obj
+    if metric is not None:
+        if log is not None:
+            raise click.UsageError(
+                "--log goes with a pass/fail COMMAND; with --metric, --json holds every sample "
+                "and the stamp of the code it ran on"
+            )
+        _bisect_metric(cwd, command, metric, as_json, higher_is_better, metric_file, counts)
+    measuring = [counts[k] for k in ("repeats", "max_repeats", "min_effect")]
+    if as_json or metric_file or higher_is_better is not None or counts["warmups"] != 1:
+        measuring.append(True)
+    if any(value is not None for value in measuring):
+        raise click.UsageError("--json and the measuring options go with --metric M")
     from guard import moves
 
     status, lift = moves.bisect_run(Repo.discover(cwd), command, log)
@@ -703,6 +903,23 @@ def bisect_run(ctx: click.Context, log: Path | None, command: tuple[str, ...]) -
         sys.stdout.flush()
     _report_lift(lift, "bisect run")
     sys.exit(status or (EXIT_OK if lift.ok else EXIT_GUARD_FAILED))
+
+
+def _bisect_metric(
+    cwd: Path,
+    command: tuple[str, ...],
+    metric: str,
+    as_json: bool,
+    higher_is_better: bool | None,
+    metric_file: Path | None,
+    counts: dict[str, Any],
+) -> None:
+    from guard import hunt
+
+    options = _hunt_options(command, metric, higher_is_better, metric_file, **counts)
+    found = hunt.bisect(Repo.discover(cwd), options, _progress)
+    click.echo(render.hunt_json(found) if as_json else "\n".join(render.hunt_lines(found)))
+    sys.exit(EXIT_OK if found.verdict == hunt.FOUND else EXIT_GUARD_FAILED)
 
 
 def _bisect_shorthand(word: str) -> None:

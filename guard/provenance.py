@@ -216,6 +216,11 @@ SAME_CODE = "same code: HEAD, patches, guarded files, other edits and symbols ar
 _UNEDITED = object()  # a path an `edits` map does not name: HEAD's content
 
 
+def same_code(one: dict[str, Any], other: dict[str, Any]) -> bool:
+    """Whether two stamps describe the same code (a hunt's kept sample against the tree now)."""
+    return all(one.get(key) == other.get(key) for key in _SAME_CODE_KEYS)
+
+
 def differences_from(repo: Repo, other: dict[str, Any]) -> list[str]:
     """What makes this checkout's code differ from another node's stamp (`--same-as`), in the
     words of `stamp --diff`; empty when HEAD, the patches and their states, the guarded files'

@@ -12,11 +12,15 @@ if TYPE_CHECKING:
     from typing import Any
 
     from guard.bisect_status import StepResult
+    from guard.hunt import Comparison, Hunt, Runs
     from guard.manifest import Patch
     from guard.moves import Lift
     from guard.patching import PatchOutcome
+    from guard.stats import Decision
 
 CHECK_JSON_FORMAT = "patchguard.check/1"
+COMPARE_JSON_FORMAT = "patchguard.compare/1"
+BISECT_JSON_FORMAT = "patchguard.bisect/1"
 
 
 def verdict_json(verdict: PatchVerdict) -> dict[str, Any]:
@@ -245,3 +249,157 @@ def step_lines(result: StepResult) -> list[str]:
     return [
         f"bisect step at {commit}: patches in place; the command exited {result.status} ({verdict})"
     ]
+
+
+# --- the regression hunt (guard.hunt) -----------------------------------------------------------
+
+
+def compare_lines(comparison: Comparison) -> list[str]:
+    """The short table of `patchguard compare`: each side's median, Δ% with its interval, n, p."""
+    from guard.stats import median_of
+
+    decision = comparison.decision
+    lines = [_metric_line(comparison), "side  commit      median      n"]
+    for side, runs in (("A", comparison.a), ("B", comparison.b)):
+        lines.append(
+            f"{side:<5} {runs.commit[:10]}  {median_of(runs.values):<10.4g}  {len(runs.samples)}"
+        )
+    lines.append(f"{_delta(decision)}, p = {decision.p_value:.2g}, {decision.n[0]} pairs")
+    lines.append(_verdict_line(comparison))
+    return lines
+
+
+def _metric_line(comparison: Comparison) -> str:
+    metric = comparison.metric
+    better = f", {metric.direction} is better" if metric.direction else ""
+    return f"metric: {metric.spec}{better}"
+
+
+def _delta(decision: Decision) -> str:
+    low, high = decision.ci_pct
+    return (
+        f"Δ {decision.delta_pct:+.1f}% (95% CI {low:+.1f}% to {high:+.1f}%), single runs vary "
+        f"by ±{decision.noise_pct:.1f}%"
+    )
+
+
+def _verdict_line(comparison: Comparison) -> str:
+    decision = comparison.decision
+    effect = decision.min_effect_pct
+    if decision.verdict == "different":
+        way = "higher" if decision.delta_pct > 0 else "lower"
+        direction = comparison.metric.direction
+        judged = f" ({'better' if way == direction else 'worse'})" if direction else ""
+        return f"different: B is {abs(decision.delta_pct):.1f}% {way} than A{judged}"
+    if decision.verdict == "same":
+        return f"same: any change is within ±{effect:g}% (--min-effect)"
+    where = (
+        f" at the cap ({decision.n[0]} runs per side, --max-repeats)" if comparison.capped else ""
+    )
+    line = f"unknown{where}: neither a change of {effect:g}% or more nor its absence is shown"
+    if decision.unstable:
+        line += (
+            f"; unstable: single runs vary by ±{decision.noise_pct:.1f}%, more than the change "
+            "that counts (quiet the machine, or lengthen each run)"
+        )
+    return line
+
+
+def compare_json(comparison: Comparison) -> str:
+    from guard.stats import median_of
+
+    decision = comparison.decision
+    return json.dumps(
+        {
+            "format": COMPARE_JSON_FORMAT,
+            "verdict": decision.verdict,
+            "delta_pct": decision.delta_pct,
+            "ci_pct": list(decision.ci_pct),
+            "p_value": decision.p_value,
+            "n": decision.n[0],
+            "noise_pct": decision.noise_pct,
+            "unstable": decision.unstable,
+            "capped": comparison.capped,
+            "min_effect_pct": decision.min_effect_pct,
+            "metric": comparison.metric.spec,
+            "direction": comparison.metric.direction,
+            "runs": comparison.runs,
+            **{
+                name: {
+                    "commit": runs.commit,
+                    "median": median_of(runs.values),
+                    "samples": _samples_json(runs),
+                }
+                for name, runs in (("a", comparison.a), ("b", comparison.b))
+            },
+        },
+        indent=2,
+    )
+
+
+def _samples_json(runs: Runs) -> list[dict[str, Any]]:
+    return [{"value": s.value, "stamp": s.stamp} for s in runs.samples]
+
+
+def hunt_lines(hunt: Hunt) -> list[str]:
+    """`bisect run --metric`: GOOD against BAD, each step, and the first changed commit."""
+    lines = ["GOOD (A) against BAD (B):", *compare_lines(hunt.endpoints)]
+    if hunt.steps:
+        lines.append("steps:")
+    for step in hunt.steps:
+        against = f" {_delta(step.vs_good)}" if step.vs_good else ""
+        lines.append(
+            f"  {step.commit[:10]} {step.verdict:<4} {len(step.runs.samples)} runs{against}"
+        )
+        if step.reason:
+            lines.append(f"    skipped: {step.reason}")
+    if hunt.verdict == "found":
+        lines.append(f"first changed: {hunt.first_changed}")
+        if hunt.change is not None:
+            lines.append(f"  against GOOD: {_delta(hunt.change)}")
+    elif hunt.verdict == "ambiguous":
+        lines.append(
+            "no single commit: the first change is among the skipped commits (git bisect log "
+            "lists them); patchguard resolve where the patches did not hold, then go on"
+        )
+    else:
+        lines.append(
+            f"nothing to hunt: GOOD and BAD are {'the same' if hunt.verdict == 'no-change' else 'not shown to differ'}"
+            " (see above); nothing was marked"
+        )
+    lines.append(f"{hunt.runs} benchmark runs (warm-ups and failed runs included)")
+    return lines
+
+
+def hunt_json(hunt: Hunt) -> str:
+    change = hunt.change
+    endpoints = hunt.endpoints
+    steps: list[dict[str, Any]] = [
+        {"commit": endpoints.a.commit, "verdict": "good", "samples": _samples_json(endpoints.a)},
+        {"commit": endpoints.b.commit, "verdict": "bad", "samples": _samples_json(endpoints.b)},
+    ]
+    steps += [
+        {
+            "commit": step.commit,
+            "verdict": step.verdict,
+            "samples": _samples_json(step.runs),
+            "delta_pct": step.vs_good.delta_pct if step.vs_good else None,
+            "reason": step.reason,
+        }
+        for step in hunt.steps
+    ]
+    return json.dumps(
+        {
+            "format": BISECT_JSON_FORMAT,
+            "verdict": hunt.verdict,
+            "first_changed": hunt.first_changed,
+            "delta_pct": change.delta_pct if change else None,
+            "ci_pct": list(change.ci_pct) if change else None,
+            "endpoints": endpoints.decision.verdict,
+            "metric": hunt.metric.spec,
+            "direction": hunt.metric.direction,
+            "runs": hunt.runs,
+            "steps": steps,
+        },
+        indent=2,
+    )

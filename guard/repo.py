@@ -92,13 +92,15 @@ def run_git(
     *,
     passthrough: bool = False,
     env: Mapping[str, str] | None = None,
+    own_session: bool = False,
 ) -> subprocess.CompletedProcess[str]:
     """Every `git` command patchguard runs goes through here.
 
     Captured (the default), a failure raises ConfigError carrying the command and git's stderr.
     With `passthrough`, git gets the terminal, stdin, stdout and stderr, its status is returned
     as a shell would report it (128+N when a signal ended it), and Ctrl-C goes to git alone:
-    patchguard waits to put the patches back.
+    patchguard waits to put the patches back. With `own_session`, git runs out of reach of the
+    terminal's Ctrl-C (a hunt's checkout is never cut halfway; the hunt stops between runs).
     """
     import subprocess  # not at import: a replayed hook (guard.replay) starts no process
 
@@ -111,7 +113,14 @@ def run_git(
             if result.returncode < 0:
                 result.returncode = 128 - result.returncode
             return result
-        result = subprocess.run(command, cwd=cwd, env=full_env, capture_output=True, text=True)
+        result = subprocess.run(
+            command,
+            cwd=cwd,
+            env=full_env,
+            capture_output=True,
+            text=True,
+            start_new_session=own_session,
+        )
     except OSError as error:
         raise ConfigError(f"cannot run `{' '.join(command)}`: {error}. Is git on PATH?") from None
     if result.returncode != 0:

@@ -168,10 +168,9 @@ def build(root: Path, filler: int = 0) -> dict[str, str]:
 
 REGRESSION_FILE = "python/sglang/srt/distributed/parallel_state.py"
 HUNT_BENCH = "bench_eagle3.py"
-# The benchmark of the hunt: it needs the EAGLE-3 methods in the class, and fails (exit 1) on the
-# regression. torch is not needed: the model module gets a stand-in.
-HUNT_BENCH_TEXT = f'''"""Fails without the EAGLE-3 methods, and on the slow all-reduce."""
-import sys
+# What both benchmarks begin with: the model imported from the checkout (torch is not needed: the
+# model module gets a stand-in), and a failure (exit 1) without the EAGLE-3 methods.
+_BENCH_PREAMBLE = f"""import sys
 import types
 
 sys.path.insert(0, "python")
@@ -185,10 +184,78 @@ from sglang.srt.models.kimi_k25 import {CLASS}  # noqa: E402
 missing = [m for m in {METHODS!r} if not callable(getattr({CLASS}, m, None))]
 if missing:
     sys.exit(f"bench: the model lacks {{', '.join(missing)}}")
-if getattr(parallel_state, "SLOW_ALLREDUCE", False):
+"""
+# The benchmark of the hunt: it needs the EAGLE-3 methods in the class, and fails on the regression.
+HUNT_BENCH_TEXT = (
+    '"""Fails without the EAGLE-3 methods, and on the slow all-reduce."""\n'
+    + _BENCH_PREAMBLE
+    + """if getattr(parallel_state, "SLOW_ALLREDUCE", False):
     sys.exit("bench: regression: all-reduce is slow")
 print("bench: ok")
-'''
+"""
+)
+
+
+# A stand-in for `python -m sglang.bench_serving`: the same `Label: value` rows (40 columns), a
+# throughput that depends on the code (a third lower with the slow all-reduce), 2% noise, and a
+# failure without the EAGLE-3 methods; `--output-file F` appends a JSON line. With BENCH_COUNTER naming a file, the noise of run N is
+# seeded with N (the file counts the runs): the same hunt draws the same numbers every time.
+THROUGHPUT_BENCH = "bench_throughput.py"
+THROUGHPUT = 94.0
+SLOWDOWN = 1.5  # the slow all-reduce: 94 -> 62.7 tok/s, -33.3%
+THROUGHPUT_BENCH_TEXT = (
+    '"""Output token throughput of the Kimi-K2.5 model (a stand-in for sglang.bench_serving)."""\n'
+    + "import json\nimport os\nimport random\n"
+    + _BENCH_PREAMBLE
+    + f"""counter = os.environ.get("BENCH_COUNTER")
+if counter:
+    run = int(open(counter).read() or 0) if os.path.exists(counter) else 0
+    with open(counter, "w") as handle:
+        handle.write(str(run + 1))
+    noise = random.Random(run)
+else:
+    noise = random.Random()
+cost = {SLOWDOWN} if getattr(parallel_state, "SLOW_ALLREDUCE", False) else 1.0
+value = {THROUGHPUT} / cost * noise.lognormvariate(0, 0.02)
+print("Starting warmup with 1 sequences...")
+print("{{:=^50}}".format(" Serving Benchmark Result "))
+print("{{:<40}} {{:<10}}".format("Backend:", "sglang"))
+print("{{:<40}} {{:<10}}".format("Successful requests:", 1000))
+print("{{:<40}} {{:<10.2f}}".format("Output token throughput (tok/s):", value))
+print("{{:<40}} {{:<10.2f}}".format("Median TTFT (ms):", 40.0 * cost))
+if "--output-file" in sys.argv:  # as sglang's: one JSON line appended per run
+    with open(sys.argv[sys.argv.index("--output-file") + 1], "a") as results:
+        results.write(json.dumps({{"output_throughput": value}}) + "\\n")
+"""
+)
+
+
+def build_slowdown(root: Path) -> dict[str, str]:
+    """A regression hunt over fourteen commits (s00..s13, each also a tag): the benchmark
+    (bench_throughput.py) from s00 on, upstream editing the patched file at s05, and the slow
+    all-reduce at s09, a third off the throughput; the other commits touch other files."""
+    root.mkdir(parents=True, exist_ok=True)
+    git(root, "init", "-q", "-b", "main")
+    for path, text in OTHER_FILES.items():
+        write(root, path, text)
+    write(root, KIMI, KIMI_V1)
+    write(root, THROUGHPUT_BENCH, THROUGHPUT_BENCH_TEXT)
+    commits = {"s00": commit(root, "s00: sglang with Kimi-K2.5 and its benchmark")}
+    for number in range(1, 14):
+        name = f"s{number:02d}"
+        if number == 5:
+            write(root, KIMI, KIMI_V2)
+            subject = "kimi: vision token default, forward refactor"
+        elif number == 9:
+            write(root, REGRESSION_FILE, "TP_GROUP = None\nSLOW_ALLREDUCE = True\n")
+            subject = "distributed: new all-reduce (slow)"
+        else:
+            write(root, f"docs/notes_{number:02d}.md", f"# release note {number}\n")
+            subject = f"docs: release note {number}"
+        commits[name] = commit(root, f"{name}: {subject}")
+    for name, commit_id in commits.items():
+        git(root, "tag", name, commit_id)
+    return commits
 
 
 def build_hunt(root: Path) -> dict[str, str]:

@@ -2,9 +2,9 @@
 
 The examples form one story on the sample history (scripts/sample_repo.py, build_hunt): a
 clone of upstream at ~/sglang, reset to c0 with the EAGLE-3 methods added, a benchmark at
-~/bench.py, a serving venv at ~/venvs/serve that imports sglang from the checkout (with a
-stand-in torch, so `check --runtime` can import the model), a second
-checkout at ~/sglang-gpu2, and a stash of an unrelated edit. They run through sh in that
+~/bench.py (and one that prints sglang's throughput rows at ~/throughput.py), a serving venv
+at ~/venvs/serve that imports sglang from the checkout (with a stand-in torch, so `check
+--runtime` can import the model), a second checkout at ~/sglang-gpu2, and a stash of an unrelated edit. They run through sh in that
 order, in ~/sglang, with HOME pointing at the test's directory.
 """
 
@@ -40,6 +40,7 @@ ORDER = [
     "undo",
     "stamp",
     "run",
+    "compare",
     "export",
     "import",
     "push",
@@ -96,6 +97,7 @@ def home(tmp_path: Path, clean_env: dict[str, str]) -> Iterator[tuple[Path, dict
     git(checkout, "stash", "push", "-q", "--", str(other))
     sample_repo.add_eagle3_methods(checkout)
     (home / "bench.py").write_text(sample_repo.HUNT_BENCH_TEXT)
+    (home / "throughput.py").write_text(sample_repo.THROUGHPUT_BENCH_TEXT)
     venv = home / "venvs" / "serve"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     site = next((venv / "lib").glob("python3*/site-packages"))
@@ -152,6 +154,9 @@ EFFECTS: dict[str, Callable[[Path, str], bool]] = {
         "is the first bad commit" in out
     ),
     "patchguard git bisect reset": lambda home, out: _methods_in_place(home),
+    "patchguard compare v0.5.9 v0.5.10 -- python ~/throughput.py": lambda home, out: (
+        "different: B is 3" in out and _methods_in_place(home)
+    ),
     "patchguard drop eagle3": lambda home, out: not _listed(home).get("patches"),
     "patchguard push origin": lambda home, out: "pushed the patches to origin" in out,
     "patchguard -C ~/sglang-gpu2 fetch --install origin": lambda home, out: (
