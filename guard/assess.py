@@ -862,9 +862,9 @@ def _held_version(repo: Repo, name: str, recorded: FileChange, held: FileChange)
     found = order(repo, name, recorded.path, held.patched_blob, recorded.patched_blob)
     if found is None:
         return "the worktree holds another version of this patch"
-    made = f", the {found.made_by} one" if found.made_by else ""
+    made = f"the {found.made_by} one, " if found.made_by else ""
     since = "taken back since" if found.held == LATER else "updated since"
-    return f"the worktree holds {found.article()} version of this patch ({since}{made})"
+    return f"the worktree holds {found.article()} version of this patch: {made}{since}"
 
 
 def _contains_change(
