@@ -214,7 +214,7 @@ _IN_WORDS = {
     State.DRIFTED: "is not applied to this version of the file ({})",
     State.CONFLICT: "does not merge with this version of the file ({})",
     State.CONFLICTED: "cannot be checked: the file itself is conflicted ({})",
-    State.DOUBLED: "is there twice ({})",
+    State.DOUBLED: "is doubled ({})",
     State.MISSING_FILE: "cannot be applied: {}",
     State.OUTSIDE_SPARSE: "cannot be applied: {}",
     State.UNSAFE_PATH: "cannot be applied: {}",

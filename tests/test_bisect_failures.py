@@ -217,9 +217,17 @@ def test_a_file_too_deep_for_python_is_never_green_and_never_a_crash(depth: int)
     ("command", "said", "exit_code"),
     [
         ("kill -SEGV $$", "the command died from SIGSEGV (signal 11)", 4),
-        ("exit 129", "the command exited 129, as a shell reports a program that died from SIGHUP", 4),
+        (
+            "exit 129",
+            "the command exited 129, as a shell reports a program that died from SIGHUP",
+            4,
+        ),
         ("kill -INT $$", "the command was interrupted (SIGINT: Ctrl-C)", 130),
-        ("exit 130", "the command exited 130, as a program that was interrupted (Ctrl-C) does", 130),
+        (
+            "exit 130",
+            "the command exited 130, as a program that was interrupted (Ctrl-C) does",
+            130,
+        ),
     ],
     ids=["sigsegv", "exit-129", "sigint", "exit-130"],
 )

@@ -344,7 +344,7 @@ def test_rest_of_patch_that_cannot_merge_is_a_conflict(hunt: Checkout) -> None:
     )
     hunt.git("commit", "-q", "-am", "upstream sets it differently")
     status = json.loads(hunt.pg("status", "--json").stdout)["patches"][0]
-    assert status["state"] == "conflict"
+    assert status["state"] == "does-not-merge"
     assert hunt.pg("check").returncode == 1
     assert hunt.pg("apply").returncode == 1
     assert hunt.kimi.read_text() == hunt.head_file()  # nothing written
