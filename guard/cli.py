@@ -547,9 +547,7 @@ def unapply(cwd: Path, names: tuple[str, ...], dry_run: bool, as_json: bool) -> 
 
 
 @cli.command(
-    epilog=_epilog(
-        "patchguard undo", "patchguard undo --list", "patchguard undo 2", "patchguard log --json"
-    )
+    epilog=_epilog("patchguard undo", "patchguard undo --list", "patchguard undo --list --json")
 )
 @click.argument("number", type=click.IntRange(min=0), required=False, metavar="[N]")
 @click.option("--list", "as_list", is_flag=True, help="List what can be undone, newest first.")

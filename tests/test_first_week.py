@@ -4,6 +4,7 @@ state stands in a sentence as words. Driven through the installed CLI on the sam
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
@@ -143,3 +144,37 @@ def test_a_state_stands_in_a_sentence_as_words(sample: Sample, clean_env: dict[s
         "missing: "
     ) in moved.stderr
     assert "is missing-file" not in moved.stderr
+
+
+def test_log_and_undo_list_number_alike_from_0_and_undo_n_takes_back_0_to_n(
+    sample: Sample, clean_env: dict[str, str]
+) -> None:
+    record(sample.root, clean_env)
+    tune(sample.root, clean_env)
+    pg(sample.root, clean_env, "require", f"{KIMI}::KimiK25ForConditionalGeneration.load_weights")
+    log = json.loads(pg(sample.root, clean_env, "log", "--json").stdout)
+    assert [c["number"] for c in log["changes"]] == [0, 1, 2]
+    assert log["changes"][1]["subject"] == f"re-recorded eagle3 ({KIMI})"
+    listed = json.loads(pg(sample.root, clean_env, "undo", "--list", "--json").stdout)
+    assert [(e["number"], e["kind"]) for e in listed["entries"]] == [
+        (0, "patches"),
+        (1, "patches"),
+        (2, "patches"),
+    ]
+    assert [e["what"].split(" at ")[0] for e in listed["entries"]] == [
+        c["subject"] for c in log["changes"]
+    ]
+    mine = json.loads(pg(sample.root, clean_env, "log", "eagle3", "--json").stdout)
+    shown = pg(sample.root, clean_env, "show", "eagle3@{0}").stdout  # log NAME's 0: the tuned
+    assert mine["changes"][0]["subject"] == f"re-recorded eagle3 ({KIMI})"
+    assert "embed, head = self.language_model" in shown
+    too_far = pg(sample.root, clean_env, "undo", "3", check=2)
+    assert "numbered 0 to 2; nothing was undone" in too_far.stderr
+    undone = pg(sample.root, clean_env, "undo", "1")  # the require and the re-record
+    assert [line.split(" at ")[0] for line in undone.stdout.splitlines()] == [
+        f"undid {log['changes'][0]['subject']}",
+        f"undid re-recorded eagle3 ({KIMI})",
+    ]
+    assert "later than the one now recorded" in undone.stderr
+    left = pg(sample.root, clean_env, "undo", "--list").stdout
+    assert left.startswith(f"0. recorded eagle3 ({KIMI}) at ")
