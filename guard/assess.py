@@ -834,7 +834,7 @@ def _upgrade_from_earlier(
         if not _contains_change(repo, old_base, current, old_patched, labels):
             continue
         upgrade = repo.merge3(old_patched, current, patched, labels)
-        held = _held_version(repo, patch.name, change, earlier)
+        held = _held_version(repo, change, earlier)
         if upgrade.clean and not tree.symbol_problems(
             upgrade.content, path, required_in(patch, change.path)
         ):
@@ -855,11 +855,11 @@ def _upgrade_from_earlier(
     return None
 
 
-def _held_version(repo: Repo, name: str, recorded: FileChange, held: FileChange) -> str:
+def _held_version(repo: Repo, recorded: FileChange, held: FileChange) -> str:
     """What the worktree holds, in words, "earlier" or "later" read from the history."""
     from guard.version_order import LATER, order
 
-    found = order(repo, name, recorded.path, held.patched_blob, recorded.patched_blob)
+    found = order(repo, held.patched_blob, recorded.patched_blob)
     if found is None:
         return "the worktree holds another version of this patch"
     made = f"the {found.made_by} one, " if found.made_by else ""

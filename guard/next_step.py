@@ -65,7 +65,7 @@ def _line(repo: Repo, verdict: PatchVerdict) -> str:
 def _held(repo: Repo, name: str, verdict: FileVerdict) -> str:
     """ "the re-recorded version of patch eagle3 (later than the one now recorded)"."""
     assert verdict.held is not None and verdict.version is not None
-    found = order(repo, name, verdict.path, verdict.held.patched_blob, verdict.version.patched_blob)
+    found = order(repo, verdict.held.patched_blob, verdict.version.patched_blob)
     if found is None:
         return f"another version of patch {name} than the one now recorded"
     made = f"the {found.made_by}" if found.made_by else "a"

@@ -31,18 +31,26 @@ class Order:
         return "an earlier" if self.held == EARLIER else "a later"
 
 
-def order(repo: Repo, name: str, path: str, held_blob: str, recorded_blob: str) -> Order | None:
-    """Where `held_blob` (the worktree's version of `path`) stands to `recorded_blob`: None when
-    the history holds either nowhere (nothing to read the order from)."""
+def order(repo: Repo, held_blob: str, recorded_blob: str) -> Order | None:
+    """Where `held_blob` (the worktree's version of a patch's file) stands to `recorded_blob`: None when
+    the history holds either nowhere (nothing to read the order from).
+
+    Each state pins every blob its manifest needs in its `blobs/` tree, so the state that first
+    held a version is found by a tree lookup per state, without reading any manifest.
+    """
+    import pygit2
+
     first: dict[str, tuple[int, str]] = {}
-    changes = list(history.walk(repo))
-    for age, change in enumerate(reversed(changes)):  # the oldest first
-        patch = history.manifest_at(repo, change.commit).patch(name)
-        for file_change in patch.files if patch else []:
-            if file_change.path == path:
-                first.setdefault(file_change.patched_blob, (age, change.subject))
+    for age, change in enumerate(history.walk(repo)):  # newest first: the last hit is the oldest
+        tree = repo.git[change.commit].peel(pygit2.Commit).tree
+        if history.BLOBS_ENTRY not in tree:
+            continue
+        pinned = tree[history.BLOBS_ENTRY].peel(pygit2.Tree)
+        for blob in (held_blob, recorded_blob):
+            if blob in pinned:
+                first[blob] = (age, change.subject)
     if held_blob not in first or recorded_blob not in first:
         return None
     (held_age, subject), (recorded_age, _) = first[held_blob], first[recorded_blob]
     made_by = next((verb for verb in _MADE_BY if subject.startswith(verb)), "")
-    return Order(LATER if held_age > recorded_age else EARLIER, made_by)
+    return Order(LATER if held_age < recorded_age else EARLIER, made_by)
