@@ -481,8 +481,8 @@ def status(cwd: Path, names: tuple[str, ...], as_json: bool) -> None:
     States: applied, unapplied, drifted, upstream, doubled, does-not-merge (the patch does
     not merge with this version of the file; `patchguard resolve` keeps it as you shape it),
     conflicted (the file itself is: unmerged, conflict markers, or it does not parse),
-    missing-file, outside-sparse,
-    unsafe-path (a link, or a path into a git directory). Exits 1 whenever `check` would.
+    missing-file, outside-sparse, unsafe-path (a link, or a path into a git directory).
+    Exits 1 whenever `check` would.
     """
     repo = Repo.discover(cwd)
     report = assess.status_report(repo, names)
