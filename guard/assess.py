@@ -44,7 +44,7 @@ class State(StrEnum):
     DRIFTED = "drifted"
     UPSTREAM = "upstream"
     CONFLICTED = "conflicted"  # the file itself is in conflict: unmerged, markers, no parse
-    CONFLICT = "conflict"  # the patch does not merge with a file that is fine
+    CONFLICT = "does-not-merge"  # the patch does not merge with a fine file (was "conflict")
     DOUBLED = "doubled"
     EDITED = "edited"  # every added name is in place, but a definition's code is not recorded
     MISSING_FILE = "missing-file"
@@ -96,6 +96,7 @@ class FileVerdict:
     # for EDITED: the edit is kept by a resolution for this version of upstream's file, as
     # re-recording away from the patch's base would re-base it (or a resolution decided)
     keep_by_resolving: bool = False
+    held: FileChange | None = None  # another version of the patch, which the worktree holds
 
 
 UNMERGED = "unmerged"  # git left stage entries in the index: `patchguard apply` can finish it
@@ -201,8 +202,8 @@ class CheckReport:
                 label = "defined twice" if verdict.state is State.DOUBLED else "missing"
                 symbols = f"; {label}: {', '.join(lost)}" if lost else ""
                 lines.append(
-                    f"{verdict.path}: patch {patch.name} is {verdict.state} ({verdict.detail})"
-                    f"{symbols} -> {fix_for(patch.name, verdict)}"
+                    f"{verdict.path}: patch {patch.name} {in_words(verdict)}{symbols} -> "
+                    f"{fix_for(patch.name, verdict)}"
                 )
         for symbol in self.symbols:
             spec = parse_spec(symbol.spec)
@@ -221,6 +222,26 @@ class CheckReport:
             lines.append(f"{symbol.spec}: missing ({symbol.detail}) -> {fix}")
         lines += [f"import {i.module}: {i.detail}" for i in self.imports if not i.ok]
         return lines
+
+
+# A state in a sentence: "patch eagle3 cannot be applied: the file does not exist ...", never
+# "patch eagle3 is missing-file"; the state's name stays in `status` and in the JSON.
+_IN_WORDS = {
+    State.UNAPPLIED: "is not applied ({})",
+    State.DRIFTED: "is not applied to this version of the file ({})",
+    State.CONFLICT: "does not merge with this version of the file ({})",
+    State.CONFLICTED: "cannot be checked: the file itself is conflicted ({})",
+    State.DOUBLED: "is doubled ({})",
+    State.MISSING_FILE: "cannot be applied: {}",
+    State.OUTSIDE_SPARSE: "cannot be applied: {}",
+    State.UNSAFE_PATH: "cannot be applied: {}",
+}
+
+
+def in_words(verdict: FileVerdict) -> str:
+    """What a file's state means for its patch, as the predicate of "patch NAME ..."."""
+    said = _IN_WORDS.get(verdict.state, f"is {verdict.state} ({{}})")
+    return said.format(verdict.detail)
 
 
 def fix_for(patch_name: str, verdict: FileVerdict) -> str:
@@ -819,7 +840,7 @@ def _assess_change(
         return FileVerdict(
             path,
             State.CONFLICT,
-            "the change does not merge cleanly with this file",
+            "the lines it changes were changed here too",
             forward.content,
         )
     required = required_in(patch, change.path)
@@ -957,12 +978,13 @@ def _upgrade_from_earlier(
     current: bytes,
     patched: bytes,
 ) -> FileVerdict | None:
-    """The worktree holds an earlier version of this patch (updated since by a fetch, an import
-    or a re-record elsewhere): its definitions, but not this version's text (the update may
-    change one, or add one right beside them, which a merge from the patch's base cannot
-    place). The update is merged onto the file from the version it holds, keeping the user's
-    other edits. None when no earlier version is what the file holds (the user edited the
-    patch by hand, or never had it)."""
+    """The worktree holds another version of this patch from the history: an earlier one (the
+    patch was updated since by a fetch, an import or a re-record elsewhere) or a later one (an
+    undo took it back). Its definitions, but not this version's text (the update may change
+    one, or add one right beside them, which a merge from the patch's base cannot place). The
+    recorded version is merged onto the file from the one it holds, keeping the user's other
+    edits. None when no version is what the file holds (the user edited the patch by hand, or
+    never had it)."""
     from guard import history  # only here: definitions in place, text not the recorded one
 
     labels = merge_labels(patch)
@@ -974,24 +996,37 @@ def _upgrade_from_earlier(
         if not _contains_change(repo, old_base, current, old_patched, labels):
             continue
         upgrade = repo.merge3(old_patched, current, patched, labels)
+        held = _held_version(repo, change, earlier)
         if upgrade.clean and not tree.symbol_problems(
             upgrade.content, path, required_in(patch, change.path)
         ):
             return FileVerdict(
                 path,
                 State.DRIFTED,
-                "the worktree holds an earlier version of this patch (it was updated since: a "
-                "fetch, an import or a re-record); the update merges cleanly",
+                f"{held}; the recorded one merges cleanly onto it",
                 upgrade.content,
                 patched,
+                held=earlier,
             )
         return FileVerdict(
             path,
             State.CONFLICT,
-            "the worktree holds an earlier version of this patch, and its update does not "
-            "merge with your edits there",
+            f"{held}, and the recorded one does not merge with your edits there",
+            held=earlier,
         )
     return None
+
+
+def _held_version(repo: Repo, recorded: FileChange, held: FileChange) -> str:
+    """What the worktree holds, in words, "earlier" or "later" read from the history."""
+    from guard.version_order import LATER, order
+
+    found = order(repo, held.patched_blob, recorded.patched_blob)
+    if found is None:
+        return "the worktree holds another version of this patch"
+    made = f"the {found.made_by} one, " if found.made_by else ""
+    since = "taken back since" if found.held == LATER else "updated since"
+    return f"the worktree holds {found.article()} version of this patch: {made}{since}"
 
 
 def _contains_change(

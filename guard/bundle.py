@@ -107,8 +107,9 @@ def parse_bundle(source: str, raw: bytes) -> tuple[runtime.Manifest, dict[str, s
     return manifest, bundle.blobs
 
 
-def import_bundle(repo: Repo, source: str, raw: bytes) -> list[str]:
-    """Add the bundle's patches and guards; same-named patches are replaced (and said so)."""
+def import_bundle(repo: Repo, source: str, raw: bytes) -> tuple[list[str], list[str]]:
+    """Add the bundle's patches and guards; same-named patches are replaced (and said so).
+    Returns what it did, line by line, and the patches whose recording it changed."""
     manifest, blobs = parse_bundle(source, raw)
     with repo.lock("import"):
         return _merge_bundle(repo, manifest, blobs, source)
@@ -135,20 +136,21 @@ def refuse_unimportable(
 
 def _merge_bundle(
     repo: Repo, bundled: runtime.Manifest, blobs: dict[str, str], source: str
-) -> list[str]:
+) -> tuple[list[str], list[str]]:
     refuse_unimportable(repo, bundled.patches, lambda oid: base64.b64decode(blobs[oid]))
     for encoded in blobs.values():
         repo.store_blob(base64.b64decode(encoded))
     current = repo.load_manifest(missing_ok=True)
     incoming = {p.name: p for p in bundled.patches}
     lines = [_import_line(current.patch(name), patch) for name, patch in incoming.items()]
+    changed_patches = [n for n, p in incoming.items() if current.patch(n) != p]
     patches = [incoming.pop(p.name, p) for p in current.patches] + list(incoming.values())
     guards = list(dict.fromkeys([*current.guards, *bundled.guards]))
     lines += [f"imported guard {g}" for g in bundled.guards if g not in current.guards]
     changed = replace(current, patches=patches, guards=guards)
     if changed != current:  # the same bundle twice: nothing to write, nothing to undo
         history.save(repo, changed, f"imported from {source}: {', '.join(lines)}")
-    return lines
+    return lines, changed_patches
 
 
 def _import_line(held: runtime.Patch | None, incoming: runtime.Patch) -> str:

@@ -489,10 +489,11 @@ def status(cwd: Path, names: tuple[str, ...], as_json: bool) -> None:
     """Show each patch's state, file by file.
 
     States: applied, edited (a definition the patch adds is there, but not its recorded
-    code), unapplied, drifted, upstream, doubled, conflict (the patch does not
-    merge here; `patchguard resolve` keeps it as you shape it), conflicted (the file itself
-    is: unmerged, conflict markers, or it does not parse), missing-file, outside-sparse,
-    unsafe-path (a link, or a path into a git directory). Exits 1 whenever `check` would.
+    code), unapplied, drifted, upstream, doubled, does-not-merge (the patch does not merge
+    with this version of the file; `patchguard resolve` keeps it as you shape it), conflicted
+    (the file itself is: unmerged, conflict markers, or it does not parse), missing-file,
+    outside-sparse, unsafe-path (a link, or a path into a git directory). Exits 1 whenever
+    `check` would.
     """
     repo = Repo.discover(cwd)
     report = assess.status_report(repo, names)
@@ -563,44 +564,86 @@ def unapply(cwd: Path, names: tuple[str, ...], dry_run: bool, as_json: bool) -> 
     _finish(outcomes, as_json)
 
 
-@cli.command(epilog=_epilog("patchguard undo", "patchguard undo --list"))
+@cli.command(
+    epilog=_epilog("patchguard undo", "patchguard undo --list", "patchguard undo --list --json")
+)
+@click.argument("number", type=click.IntRange(min=0), required=False, metavar="[N]")
 @click.option("--list", "as_list", is_flag=True, help="List what can be undone, newest first.")
+@_json_option
 @_directory_option
-def undo(cwd: Path, as_list: bool) -> None:
+def undo(cwd: Path, number: int | None, as_list: bool, as_json: bool) -> None:
     """Undo the last change: an apply or unapply, or any change to the patches.
 
     An apply or unapply (patchguard git lifts count as unapply) puts the files back exactly
     as they were before it; the last 10 are kept. A change to the patches (record, re-record,
     require, drop, import, resolve, fetch) is taken back by a new change that restores the
-    patches as they were, so `patchguard log` keeps both. Says which one it undid; run it
-    again to step further back.
+    patches as they were, so `patchguard log` keeps both. Says which one it undid, and what
+    the worktree holds now with the command that brings it in line; run it again to step
+    further back. `undo N` takes back entries 0 to N of `undo --list` (numbered from 0 as
+    `patchguard log` numbers its changes: 0 is the newest, what `undo` takes back).
 
     Refuses (exit 1) if a file was edited since, rather than lose that edit.
     """
     from guard import undoing
 
     repo = Repo.discover(cwd)
-    if as_list:
-        click.echo("\n".join(undoing.undo_list(repo)) or "nothing to undo")
+    if as_list or as_json:
+        if not as_list or number is not None:
+            raise click.UsageError("--json goes with --list, which takes no N")
+        entries = undoing.undo_entries(repo)
+        if as_json:
+            payload = {"format": undoing.UNDO_LIST_JSON_FORMAT, "entries": entries}
+            click.echo(json.dumps(payload, indent=2))
+        else:
+            click.echo("\n".join(undoing.undo_list(repo)) or "nothing to undo")
         return
-    click.echo(f"undid {undoing.undo(repo)}")
+    done = [undoing.undo(repo)] if number is None else undoing.undo_through(repo, number)
+    for undone in done:
+        click.echo(f"undid {undone.what}")
+    _say_worktree(repo, [name for undone in done for name in undone.patches])
+
+
+def _say_worktree(repo: Repo, names: list[str]) -> None:
+    """After the patches changed under the worktree: what it holds, and the next command."""
+    if not names:
+        return
+    from guard import next_step
+
+    for line in next_step.worktree_lines(repo, names):
+        click.echo(f"patchguard: {line}", err=True)
 
 
 @cli.command(
-    epilog=_epilog("patchguard log", "patchguard log eagle3", "patchguard show eagle3@{1}")
+    epilog=_epilog(
+        "patchguard log",
+        "patchguard log eagle3",
+        "patchguard show eagle3@{1}",
+        "patchguard log --json",
+    )
 )
 @click.argument("name", required=False)
+@_json_option
 @_directory_option
-def log(cwd: Path, name: str | None) -> None:
+def log(cwd: Path, name: str | None, as_json: bool) -> None:
     """Show the history of the patches (or of patch NAME), newest first.
 
     Each change says what changed (recorded, re-recorded with which files, resolved,
     dropped, imported, fetched from where, undone), when, at which HEAD, and the
-    description. `patchguard show NAME@{N}` shows the version N of `log NAME`.
+    description. Changes are numbered from 0, the newest: `patchguard show NAME@{N}` shows
+    the version N of `log NAME`, and `undo --list` numbers the same way.
     """
     from guard import history
 
-    click.echo("\n".join(history.log_lines(Repo.discover(cwd), name)) or "no history yet")
+    repo = Repo.discover(cwd)
+    if as_json:
+        payload = {
+            "format": history.LOG_JSON_FORMAT,
+            "patch": name,
+            "changes": history.log_entries(repo, name),
+        }
+        click.echo(json.dumps(payload, indent=2))
+        return
+    click.echo("\n".join(history.log_lines(repo, name)) or "no history yet")
 
 
 @cli.command(
@@ -832,9 +875,11 @@ def bisect() -> None:
         "patchguard git bisect start v0.5.10 v0.5.9",
         "patchguard bisect run --log hunt.jsonl python ~/bench.py --quick",
         "patchguard git bisect reset",
-        exit_codes="Exit codes: git bisect run's own (0 when it found the commit); 1 when no "
-        "bisect is in progress or a guard fails afterwards (with --metric: 1 when no commit is "
-        "named); 2 usage or configuration error; 130 interrupted.",
+        exit_codes="Exit codes: 0 when git bisect run found the commit; 1 when no bisect is in "
+        "progress or a guard fails afterwards (with --metric: when no commit is named); 2 usage "
+        "or configuration error; 4 when the bisect stopped at a commit with nothing marked (the "
+        "command died from a signal or exited above 127, or patchguard's part of the step "
+        "failed: run it again to go on); 130 interrupted; otherwise git bisect run's own.",
     ),
 )
 @click.option(
@@ -871,8 +916,10 @@ def bisect_run(
     At each commit the patches are applied and checked; where they cannot be applied or
     a guard fails, the commit is skipped (exit 125) and the reason printed. Otherwise
     COMMAND runs with the patches in place, and they are lifted again before git moves
-    on. COMMAND's status means what it means to git bisect: 0 good, 1-127 bad, 125 skip.
-    A failure of patchguard itself aborts the bisect rather than mark a commit bad.
+    on. COMMAND's status means what it means to git bisect: 0 good, 1-127 bad, 125 skip;
+    a command that was interrupted, died from a signal or exited above 127 stops the bisect
+    there with nothing marked, and says so. A failure of patchguard itself aborts the bisect
+    rather than mark a commit bad.
     Options end at COMMAND: everything after its first word is COMMAND's.
 
     With --metric M, COMMAND is a benchmark and its status does not decide: GOOD and BAD are
@@ -965,7 +1012,7 @@ def bisect_step(log: Path | None, decided: Path | None, command: tuple[str, ...]
         click.echo(f"patchguard: {line}", err=True)
     if decided is not None:
         with contextlib.suppress(OSError):  # not written: the wrapper aborts the bisect
-            decided.write_text(str(result.status))
+            moves.decide(decided, result)
     sys.exit(result.status)
 
 
@@ -991,7 +1038,7 @@ def list_(cwd: Path, as_json: bool) -> None:
     """List recorded patches and guards (without computing states)."""
     manifest = Repo.discover(cwd).load_manifest(missing_ok=True)
     if as_json:
-        click.echo(json.dumps(manifest.to_dict(), indent=2))
+        click.echo(json.dumps({"format": render.LIST_JSON_FORMAT, **manifest.to_dict()}, indent=2))
         return
     if not manifest.patches and not manifest.guards:
         click.echo("nothing recorded: no patches and no guards (patchguard record NAME)")
@@ -1051,8 +1098,14 @@ def show(cwd: Path, names: tuple[str, ...]) -> None:
     default=None,
     help="Forget resolution N of the patch (as `patchguard show NAME` numbers them).",
 )
+@click.option(
+    "--keep-extra",
+    is_flag=True,
+    help="Keep lines the resolution adds that are neither the patch's nor upstream's, without "
+    "asking (a debug line left in the file would ride along in every move).",
+)
 @_directory_option
-def resolve(cwd: Path, name: str, forget: int | None) -> None:
+def resolve(cwd: Path, name: str, forget: int | None, keep_extra: bool) -> None:
     """Keep the patch as you shaped it by hand at this commit, for this version of upstream.
 
     Where patch NAME does not merge (upstream changed the lines it touches), edit the file
@@ -1062,18 +1115,41 @@ def resolve(cwd: Path, name: str, forget: int | None) -> None:
     bisect steps, apply) merges from the version whose base is nearest to the file at hand,
     so the commits around this one are carried too, and the recorded base gets the recorded
     file back byte for byte. `patchguard undo` takes a resolution back.
+
+    Lines the resolution adds that are neither the patch's nor upstream's are listed, and kept
+    only when you confirm (on a terminal) or pass --keep-extra; otherwise nothing is kept
+    (exit 1). Where the patch merges here as it is, nothing conflicts and nothing is kept.
     """
     from guard import recording
 
-    outcome = recording.resolve(Repo.discover(cwd), name, forget=forget)
+    repo = Repo.discover(cwd)
+    try:
+        outcome = recording.resolve(repo, name, forget=forget, keep_extra=keep_extra)
+    except recording.ExtraLines as extra:
+        click.echo(
+            f"patchguard: the resolution of {name} adds {len(extra.lines)} line(s) that are "
+            "neither the patch's nor upstream's:",
+            err=True,
+        )
+        for line in extra.lines:
+            click.echo(f"  + {line}", err=True)
+        if not sys.stdin.isatty() or not click.confirm("Keep them in the resolution?", err=True):
+            raise
+        outcome = recording.resolve(repo, name, keep_extra=extra.lines)
     if forget is not None:
         click.echo(f"forgot resolution {forget} of patch {name}")
     elif outcome.resolved:
         for path in outcome.resolved:
             click.echo(f"resolved patch {name}: {path} kept as it is for this version of upstream")
+        if outcome.extra:
+            click.echo(
+                f"  with {len(outcome.extra)} line(s) neither the patch's nor upstream's, as "
+                "you asked (patchguard undo takes the resolution back)"
+            )
     else:
         click.echo(
-            f"nothing to resolve: patch {name} merges here as it is (patchguard status {name})"
+            f"nothing to resolve: nothing conflicts, patch {name} merges with this version of "
+            f"the file as it is; nothing was kept (patchguard status {name})"
         )
 
 
@@ -1153,8 +1229,9 @@ def import_(cwd: Path, file: str, install_now: bool) -> None:
 
     repo = Repo.discover(cwd)
     raw = sys.stdin.buffer.read() if file == "-" else bundle.read_bundle(cwd / file)
-    lines = bundle.import_bundle(repo, file, raw)
+    lines, changed = bundle.import_bundle(repo, file, raw)
     click.echo("\n".join(lines) or "the bundle holds nothing")
+    _say_worktree(repo, changed)
     _advise_hooks(repo, "them", install_now=install_now)
 
 
@@ -1194,14 +1271,18 @@ def push(cwd: Path, remote: str, take_back: bool) -> None:
 )
 @click.option("--ours", is_flag=True, help="Where a patch changed on both sides, keep yours.")
 @_install_option
+@_json_option
 @_directory_option
-def fetch(cwd: Path, remote: str, theirs: bool, ours: bool, install_now: bool) -> None:
+def fetch(
+    cwd: Path, remote: str, theirs: bool, ours: bool, install_now: bool, as_json: bool
+) -> None:
     """Bring in the patches pushed to REMOTE: new and updated ones, patch by patch.
 
     A patch changed both here and on REMOTE since the last version both had is refused by
     name (exit 1) and nothing changes, unless --theirs or --ours says which to keep. The
-    working tree is not touched: `patchguard apply` puts fetched patches in. `patchguard
-    undo` takes a fetch back.
+    working tree is not touched: a line for each patch fetched says what the worktree holds
+    and the command that brings it in line (`patchguard apply NAME`). `patchguard undo`
+    takes a fetch back.
     """
     from guard import sharing
 
@@ -1209,7 +1290,27 @@ def fetch(cwd: Path, remote: str, theirs: bool, ours: bool, install_now: bool) -
         raise click.UsageError("--theirs and --ours ask for opposite things; give one of them")
     repo = Repo.discover(cwd)
     keep = sharing.THEIRS if theirs else sharing.OURS if ours else None
-    click.echo("\n".join(sharing.fetch(repo, remote, keep)))
+    fetched = sharing.fetch(repo, remote, keep)
+    if as_json:
+        from guard import next_step
+
+        payload = {
+            "format": sharing.FETCH_JSON_FORMAT,
+            "remote": remote,
+            "up_to_date": fetched.up_to_date,
+            "changes": [{"kind": c.kind, "name": c.name} for c in fetched.changes],
+            "worktree": next_step.worktree_lines(repo, fetched.patches),
+            "installed_hooks": (
+                install.install(repo.layout, install.HOOK_TYPES, False)
+                if install_now and not install.hooks_installed(repo.layout)
+                else []
+            ),
+        }
+        click.echo(json.dumps(payload, indent=2))
+        _advise_hooks(repo, "them", install_now=False)  # on stderr, when still not installed
+        return
+    click.echo("\n".join(fetched.lines()))
+    _say_worktree(repo, fetched.patches)
     _advise_hooks(repo, "them", install_now=install_now)
 
 
@@ -1269,7 +1370,12 @@ def doctor(cwd: Path, as_json: bool) -> None:
     """
     diagnosis = install.doctor(locate(cwd))
     if as_json:
-        payload = {"ok": diagnosis.ok, "lines": diagnosis.lines, "problems": diagnosis.problems}
+        payload = {
+            "format": render.DOCTOR_JSON_FORMAT,
+            "ok": diagnosis.ok,
+            "lines": diagnosis.lines,
+            "problems": diagnosis.problems,
+        }
         click.echo(json.dumps(payload, indent=2))
         sys.exit(EXIT_OK if diagnosis.ok else EXIT_GUARD_FAILED)
     click.echo("\n".join(diagnosis.lines))

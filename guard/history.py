@@ -43,6 +43,8 @@ from guard.repo import MANIFEST_ENTRY, derive_manifest
 
 TYPE_CHECKING = False  # not `from typing import ...`, as in the modules the hooks import
 if TYPE_CHECKING:
+    from typing import Any
+
     import pygit2
 
     from guard.repo import Repo
@@ -428,29 +430,61 @@ def versions(repo: Repo, name: str | None = None) -> list[Version]:
     return found
 
 
-def log_lines(repo: Repo, name: str | None) -> list[str]:
-    """`patchguard log [NAME]`: newest first, numbered as `show NAME@{N}` reads them."""
+LOG_JSON_FORMAT = "patchguard.log/1"
+
+
+def log_entries(repo: Repo, name: str | None) -> list[dict[str, Any]]:
+    """`patchguard log [NAME]` as data, newest first: entry N is what `show NAME@{N}` and
+    `undo --list` call N (0 is the newest)."""
     found = versions(repo, name)
     if name is not None and not found:
         raise ConfigError(
             f"patch {name} has no history (see `patchguard log` for the patches that have one)"
         )
-    lines = []
+    entries = []
     for number, version in enumerate(found):
         change = version.change
-        at = f"at {change.head[:10]}" if change.head else "at no commit"
-        label = f"{name}@{{{number}}}" if name else f"{number}."
-        lines.append(f"{label} {change.when()} {at}: {change.subject}")
-        if version.invalid:
-            lines.append(
-                f"    (not a valid manifest; `patchguard undo` takes it back): {version.invalid}"
-            )
+        patches = []
         for patch_name in [name] if name else version.changed:
             patch = version.after.patch(patch_name)
-            if patch is None:
-                lines.append(f"    {patch_name}: (dropped)")
-            else:
-                lines.append(f"    {patch_name}: {patch.description or '(no description)'}")
+            patches.append(
+                {
+                    "name": patch_name,
+                    "dropped": patch is None,
+                    "description": None if patch is None else patch.description,
+                }
+            )
+        entries.append(
+            {
+                "number": number,
+                "commit": change.commit,
+                "time": datetime.fromtimestamp(change.created).astimezone().isoformat(),
+                "head": change.head,
+                "subject": change.subject,
+                "undoes": change.undoes,
+                "patches": patches,
+                "invalid": version.invalid,
+            }
+        )
+    return entries
+
+
+def log_lines(repo: Repo, name: str | None) -> list[str]:
+    """`patchguard log [NAME]`: newest first, numbered as `show NAME@{N}` reads them."""
+    lines = []
+    for entry in log_entries(repo, name):
+        number, head = entry["number"], entry["head"]
+        when = datetime.fromisoformat(entry["time"]).strftime("%Y-%m-%d %H:%M:%S")
+        at = f"at {head[:10]}" if head else "at no commit"
+        label = f"{name}@{{{number}}}" if name else f"{number}."
+        lines.append(f"{label} {when} {at}: {entry['subject']}")
+        if entry["invalid"]:
+            lines.append(
+                f"    (not a valid manifest; `patchguard undo` takes it back): {entry['invalid']}"
+            )
+        for patch in entry["patches"]:
+            said = "(dropped)" if patch["dropped"] else patch["description"] or "(no description)"
+            lines.append(f"    {patch['name']}: {said}")
     return lines
 
 

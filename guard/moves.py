@@ -24,8 +24,16 @@ from types import FrameType
 
 from guard import assess, journal, patching, stashes
 from guard.atomic import atomic_write
-from guard.bisect_status import BISECT_ABORT, BISECT_SKIP, GO_ON, StepResult
-from guard.errors import ConfigError, GuardFailure, one_line
+from guard.bisect_status import (
+    BISECT_ABORT,
+    BISECT_SKIP,
+    EXIT_BISECT_STOPPED,
+    GO_ON,
+    INTERRUPTED,
+    STOPPED_SUFFIX,
+    StepResult,
+)
+from guard.errors import EXIT_INTERRUPTED, ConfigError, GuardFailure, one_line
 from guard.install import isolated_command
 from guard.lock import HELD_VARIABLE, exclusive
 from guard.provenance import stamp
@@ -36,14 +44,19 @@ STEP_DECIDED = "patchguard-bisect-step"  # in the worktree's git dir: the status
 # What git bisect runs at each commit. Only a status the step decided and wrote down reaches git:
 # a step killed by a signal, or a Python that cannot start patchguard, ends with a status of its
 # own (1 for a traceback) that git would read as "bad". $1: the file, then the step's argv. It
-# travels in the environment, so git's "running ..." line stays short.
+# travels in the environment, so git's "running ..." line stays short. A step that stops git
+# leaves why in the file beside it (STOPPED_SUFFIX), for `bisect run`'s own exit status.
 WRAPPER_VARIABLE = "PATCHGUARD_BISECT_STEP"
 STEP_WRAPPER = (
-    'decided=$1; shift; rm -f "$decided"; "$@"; status=$?\n'
+    f'decided=$1; stopped=$1{STOPPED_SUFFIX}; shift; rm -f "$decided" "$stopped"; "$@"; '
+    "status=$?\n"
     'if [ "$(cat "$decided" 2>/dev/null)" = "$status" ]; then exit "$status"; fi\n'
-    'echo "patchguard: bisect step at $(git rev-parse --short HEAD) ended with status $status '
-    "before patchguard decided anything (killed by a signal, or patchguard could not start), "
-    f'aborting the bisect. {GO_ON}" >&2\n'
+    f'if [ "$status" = {INTERRUPTED} ]; then echo interrupted >"$stopped"; '
+    'why="was interrupted (Ctrl-C) before patchguard decided anything"\n'
+    'else echo stopped >"$stopped"; why="ended with status $status before patchguard decided '
+    'anything (killed by a signal, or patchguard could not start)"; fi\n'
+    'echo "patchguard: bisect step at $(git rev-parse --short HEAD) $why, aborting the bisect. '
+    f'{GO_ON}" >&2\n'
     "exit 128\n"
 )
 
@@ -177,7 +190,13 @@ def _hold(repo: Repo) -> dict[str, str]:
 
 
 def bisect_run(repo: Repo, command: Sequence[str], log: Path | None) -> tuple[int, Lift]:
-    """`git bisect run` where each step applies the patches, runs COMMAND, and lifts them again."""
+    """`git bisect run` where each step applies the patches, runs COMMAND, and lifts them again.
+
+    The status is git's, except where git stopped the run without a verdict: 130 when a step
+    was interrupted (or git itself was, by Ctrl-C), EXIT_BISECT_STOPPED when a step's command
+    died from a signal or exited above 127, or patchguard's part of the step failed (git's
+    own status then is 256 minus the step's, which says nothing).
+    """
     if not (repo.layout.git_dir / "BISECT_START").exists():
         raise GuardFailure(
             "no bisect is in progress; start one first: patchguard git bisect start BAD GOOD"
@@ -211,7 +230,24 @@ def bisect_run(repo: Repo, command: Sequence[str], log: Path | None) -> tuple[in
             pass  # after a Ctrl-C git is gone at once; a step may still be lifting: wait for it
         lift.skipped = _skipped_by_bisect(repo)
         decided.unlink(missing_ok=True)
-    return status, lift
+        stopped = _stopped_path(decided)
+        why = stopped.read_text().strip() if stopped.exists() else None
+        stopped.unlink(missing_ok=True)
+    if status == EXIT_INTERRUPTED or why == "interrupted":
+        return EXIT_INTERRUPTED, lift
+    return (EXIT_BISECT_STOPPED if why is not None else status), lift
+
+
+def _stopped_path(decided: Path) -> Path:
+    return decided.with_name(decided.name + STOPPED_SUFFIX)
+
+
+def decide(decided: Path, result: StepResult) -> None:
+    """Tell the step's wrapper the status decided, and `bisect run` why a step stops git."""
+    if result.stops_git:
+        why = "interrupted" if result.status == INTERRUPTED else "stopped"
+        _stopped_path(decided).write_text(why + "\n")
+    decided.write_text(str(result.status))
 
 
 STEP_NAME = "patchguard-step"  # what git's "running ..." line shows before COMMAND
@@ -267,7 +303,8 @@ def bisect_step(repo: Repo, command: Sequence[str], log: Path | None) -> StepRes
 def _step(repo: Repo, head: str, command: Sequence[str], log: Path | None) -> StepResult:
     _, report = patching.apply_then_check(repo, allow_mid_operation=True)
     if report.ok:
-        result = StepResult(_run_forwarding_signals(command, repo.workdir), head)
+        status, ended_by = _run_forwarding_signals(command, repo.workdir)
+        result = StepResult(status, head, signal=ended_by)
     else:
         result = StepResult(BISECT_SKIP, head, "the patches do not hold here", report.problems())
     if log is not None:
@@ -286,10 +323,11 @@ def _log_step(repo: Repo, log: Path, result: StepResult) -> None:
         handle.write(json.dumps(line, separators=(",", ":")) + "\n")
 
 
-def _run_forwarding_signals(command: Sequence[str], cwd: Path) -> int:
+def _run_forwarding_signals(command: Sequence[str], cwd: Path) -> tuple[int, int | None]:
     """Run the user's command and wait; SIGTERM/SIGHUP are passed on, Ctrl-C reaches it itself.
 
-    A status from a signal is reported as 128+N, which aborts the bisect.
+    Returns its status and the signal that ended it, if one did: the status is then 128+N,
+    which aborts the bisect.
     """
     try:
         child = subprocess.Popen(list(command), cwd=cwd)
@@ -308,7 +346,7 @@ def _run_forwarding_signals(command: Sequence[str], cwd: Path) -> int:
     finally:
         for number, handler in previous.items():
             signal.signal(number, handler)
-    return status if status >= 0 else 128 - status
+    return (status, None) if status >= 0 else (128 - status, -status)
 
 
 def _let_the_command_answer(_number: int, _frame: FrameType | None) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from guard import history
@@ -137,15 +137,23 @@ def _grown(repo: Repo, previous: Patch, files: Sequence[FileChange]) -> list[str
     grown = []
     for change in files:
         old = before.get(change.path)
-        if old is None:
-            continue
-        new = repo.blob(change.patched_blob)
-        lines = new.splitlines()
-        for number in sorted(repo.diff(repo.blob(old.patched_blob), new, change.path).added_lines):
-            text = lines[number - 1].decode(errors="replace").strip()
-            if text:
-                grown.append(f"{change.path}:{number}: {text}")
+        if old is not None:
+            old_text, new_text = repo.blob(old.patched_blob), repo.blob(change.patched_blob)
+            grown += _added_lines(repo, old_text, new_text, change.path)
     return grown
+
+
+def _added_lines(
+    repo: Repo, old: bytes, new: bytes, path: str, known: frozenset[bytes] = frozenset()
+) -> list[str]:
+    """The non-blank lines `new` adds to `old`, less those in `known` (stripped): "FILE:N: text"."""
+    lines = new.splitlines()
+    found = []
+    for number in sorted(repo.diff(old, new, path).added_lines):
+        text = lines[number - 1].strip()
+        if text and text not in known:
+            found.append(f"{path}:{number}: {text.decode(errors='replace')}")
+    return found
 
 
 def _chosen_hunks(repo: Repo, paths: Sequence[str]) -> dict[str, bytes]:
@@ -400,32 +408,62 @@ def drop(repo: Repo, target: str, *, cwd: Path) -> str:
 
 @dataclass
 class ResolveOutcome:
-    """What `resolve` kept: the paths given a new resolution (empty: the patch merges here)."""
+    """What `resolve` kept: the paths given a new resolution (empty: nothing conflicts here)."""
 
     patch: Patch
     resolved: list[str]
+    extra: list[str] = field(default_factory=list)  # kept lines neither the patch's nor HEAD's
+
+
+class ExtraLines(GuardFailure):
+    """A resolution would keep lines that are neither the patch's nor upstream's: not kept
+    unless the user says so (a debug line left in the file would ride along in every move)."""
+
+    def __init__(self, name: str, lines: list[str]) -> None:
+        super().__init__(
+            f"not resolved: the resolution of {name} adds {len(lines)} line(s) that are neither "
+            "the patch's nor upstream's; take them out of the file and resolve again, or keep "
+            f"them: patchguard resolve {name} --keep-extra"
+        )
+        self.lines = lines
+
+
+KEEP_ANY = True  # `keep_extra`: keep whatever extra lines the resolution adds
 
 
 @locked("resolve")
-def resolve(repo: Repo, name: str, *, forget: int | None = None) -> ResolveOutcome:
+def resolve(
+    repo: Repo,
+    name: str,
+    *,
+    forget: int | None = None,
+    keep_extra: bool | Sequence[str] = False,
+) -> ResolveOutcome:
     """Keep each file of NAME as the user shaped it at this commit, as another version of it.
 
     The recording stays as it was (base, diff, description, required symbols); a resolution is
     kept beside it for this version of upstream's file, so a move carries the patch from the
-    version whose base is nearest. Only files that no version carries here get one: a file the
-    recorded change (or an earlier resolution) already merges into as it stands is left alone.
+    version whose base is nearest. Only files where no version merges with HEAD's file get one:
+    elsewhere nothing conflicts, and the worktree's other edits are the user's, not the patch's.
+    A resolution that adds lines neither the patch nor HEAD has raises ExtraLines unless
+    `keep_extra` is KEEP_ANY or lists them ("FILE:N: text", as ExtraLines.lines has them).
     `forget` drops resolution N instead (numbered as `patchguard show` lists them).
     """
     repo.refuse_mid_operation("resolve")
     manifest = repo.load_manifest()
     (patch,) = select_patches(manifest, [name])
     resolved: list[str] = []
+    extra: list[str] = []
     if forget is not None:
         updated = _forget_resolution(patch, forget)
     else:
-        updated, resolved = _resolve_here(repo, patch)
+        updated, resolved, extra = _resolve_here(repo, patch)
         if not resolved:
             return ResolveOutcome(patch, [])
+        if extra and keep_extra is not KEEP_ANY:
+            approved = set(keep_extra) if not isinstance(keep_extra, bool) else set()
+            if not set(extra) <= approved:
+                raise ExtraLines(name, extra)
     from guard import schema  # pydantic: only where a changed patch is checked
 
     schema.validate_data(schema.Patch, asdict(updated), f"cannot resolve {name!r}")
@@ -436,10 +474,10 @@ def resolve(repo: Repo, name: str, *, forget: int | None = None) -> ResolveOutco
         else f"resolved {name} ({', '.join(resolved)})"
     )
     history.save(repo, after, change)  # `patchguard undo` takes it back
-    return ResolveOutcome(updated, resolved)
+    return ResolveOutcome(updated, resolved, extra)
 
 
-def _resolve_here(repo: Repo, patch: Patch) -> tuple[Patch, list[str]]:
+def _resolve_here(repo: Repo, patch: Patch) -> tuple[Patch, list[str], list[str]]:
     if repo.has_conflicts():
         raise ConfigError(
             "the index has unmerged entries: finish what git stopped on first (patchguard "
@@ -448,7 +486,8 @@ def _resolve_here(repo: Repo, patch: Patch) -> tuple[Patch, list[str]]:
     head_commit = repo.head_commit_id()
     tree = Worktree(repo)
     verdict = assess_patch(repo, tree, patch)
-    files, resolved = [], []
+    files, resolved, extra = [], [], []
+    labels = merge_labels(patch)
     for change, file_verdict in zip(patch.files, verdict.files, strict=True):
         path = file_verdict.path
         current, head = tree.read(path), tree.head(path)
@@ -458,7 +497,10 @@ def _resolve_here(repo: Repo, patch: Patch) -> tuple[Patch, list[str]]:
                 f"{'in the worktree' if current is None else 'at HEAD'}; a resolution is the "
                 "patched file on top of upstream's. Check out a commit that has it."
             )
-        if current == head or _carried(repo, change, head, current, merge_labels(patch)):
+        if _merges_at_head(repo, tree, patch, change, head, path):
+            files.append(change)  # nothing conflicts: the worktree's other edits stay the user's
+            continue
+        if current == head or _carried(repo, change, head, current, labels):
             if file_verdict.state is State.CONFLICT:
                 raise ConfigError(
                     f"cannot resolve {patch.name}: {path} does not carry the patch yet. Edit it "
@@ -485,16 +527,48 @@ def _resolve_here(repo: Repo, patch: Patch) -> tuple[Patch, list[str]]:
         others = [r for r in change.resolutions if r.base_blob != resolution.base_blob]
         files.append(replace(change, resolutions=[*others, resolution]))
         resolved.append(path)
-    return replace(patch, files=files), resolved
+        extra += _extra_lines(repo, change, head, current, path)
+    return replace(patch, files=files), resolved, extra
+
+
+def _merges_at_head(
+    repo: Repo, tree: Worktree, patch: Patch, change: FileChange, head: bytes, path: str
+) -> bool:
+    """Does a version already kept merge with HEAD's file, every required symbol in place?"""
+    required = required_in(patch, change.path)
+    for base_blob, patched_blob in _versions(change):
+        base = repo.blob(base_blob) if base_blob else b""
+        merged = repo.merge3(base, head, repo.blob(patched_blob), merge_labels(patch))
+        if merged.clean and not tree.symbol_problems(
+            merged.content, path, required, decided_only=True
+        ):
+            return True
+    return False
+
+
+def _extra_lines(
+    repo: Repo, change: FileChange, head: bytes, current: bytes, path: str
+) -> list[str]:
+    """The lines the resolution adds to HEAD's file that no version of the patch has and HEAD
+    does not have elsewhere either ("FILE:N: text"): a debug line left while resolving."""
+    known = {line.strip() for line in head.splitlines()}
+    for _, patched_blob in _versions(change):
+        known.update(line.strip() for line in repo.blob(patched_blob).splitlines())
+    return _added_lines(repo, head, current, path, frozenset(known))
+
+
+def _versions(change: FileChange) -> list[tuple[str | None, str]]:
+    """(base blob, patched blob) of the recording and of each resolution of one file."""
+    return [(change.base_blob, change.patched_blob)] + [
+        (r.base_blob, r.patched_blob) for r in change.resolutions
+    ]
 
 
 def _carried(
     repo: Repo, change: FileChange, head: bytes, current: bytes, labels: tuple[str, str, str]
 ) -> bool:
     """Would a move put exactly `current` here from a version already kept?"""
-    versions = [(change.base_blob, change.patched_blob)]
-    versions += [(r.base_blob, r.patched_blob) for r in change.resolutions]
-    for base_blob, patched_blob in versions:
+    for base_blob, patched_blob in _versions(change):
         base = repo.blob(base_blob) if base_blob else b""
         merged = repo.merge3(base, head, repo.blob(patched_blob), labels)
         if merged.clean and merged.content == current:

@@ -21,6 +21,8 @@ if TYPE_CHECKING:
 CHECK_JSON_FORMAT = "patchguard.check/1"
 COMPARE_JSON_FORMAT = "patchguard.compare/1"
 BISECT_JSON_FORMAT = "patchguard.bisect/1"
+LIST_JSON_FORMAT = "patchguard.list/1"
+DOCTOR_JSON_FORMAT = "patchguard.doctor/1"
 
 
 def verdict_json(verdict: PatchVerdict) -> dict[str, Any]:
@@ -234,10 +236,10 @@ def lift_lines(lift: Lift) -> list[str]:
 
 
 def step_lines(result: StepResult) -> list[str]:
-    from guard.bisect_status import BISECT_ABORT, BISECT_SKIP, GO_ON
+    from guard.bisect_status import BISECT_SKIP, GO_ON, STOPPED_GO_ON
 
     commit = result.head[:10]
-    if result.status == BISECT_ABORT and result.skipped is None:
+    if result.stops_git and result.problems:  # patchguard's own part failed
         where = f" at {commit}" if commit else ""
         return [
             f"bisect step{where} failed, aborting the bisect: "
@@ -245,6 +247,8 @@ def step_lines(result: StepResult) -> list[str]:
         ]
     if result.status == BISECT_SKIP and result.skipped:
         return [f"skipping {commit}: {result.skipped}", *(f"  - {p}" for p in result.problems)]
+    if result.stops_git:
+        return [f"bisect step at {commit}: patches in place; {_ended(result)}. {STOPPED_GO_ON}"]
     verdict = {0: "good", BISECT_SKIP: "skip"}.get(result.status, "bad")
     return [
         f"bisect step at {commit}: patches in place; the command exited {result.status} ({verdict})"
@@ -403,3 +407,30 @@ def hunt_json(hunt: Hunt) -> str:
         },
         indent=2,
     )
+
+
+def _ended(result: StepResult) -> str:
+    """How a step's command ended when git cannot read it as good, bad or skip."""
+    import signal
+
+    from guard.bisect_status import INTERRUPTED
+
+    def name(number: int) -> str | None:
+        try:
+            return signal.Signals(number).name
+        except ValueError:
+            return None
+
+    if result.signal == signal.SIGINT:
+        return "the command was interrupted (SIGINT: Ctrl-C)"
+    if result.signal is not None:
+        return f"the command died from {name(result.signal) or 'a signal'} (signal {result.signal})"
+    if result.status == INTERRUPTED:
+        return "the command exited 130, as a program that was interrupted (Ctrl-C) does"
+    by_shell = name(result.status - 128)
+    if by_shell is not None:
+        return (
+            f"the command exited {result.status}, as a shell reports a program that died from "
+            f"{by_shell}"
+        )
+    return f"the command exited {result.status}"

@@ -10,7 +10,7 @@ side had is lost and the next fetch or push starts from there.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from guard import history
@@ -21,6 +21,49 @@ from guard.repo import MANIFEST_ENTRY, Repo, run_git
 
 THEIRS = "theirs"
 OURS = "ours"
+FETCH_JSON_FORMAT = "patchguard.fetch/1"
+
+
+@dataclass(frozen=True)
+class Came:
+    """One thing a fetch changed here: a patch or a guard, and how."""
+
+    kind: str  # "new", "updated", "dropped", "took-theirs", "kept-ours", "new-guard", ...
+    name: str  # the patch's name, or the guard's spec
+
+    def line(self) -> str:
+        return {
+            "new": "new patch {}",
+            "updated": "updated patch {}",
+            "dropped": "dropped {}",
+            "took-theirs": "took theirs of {}",
+            "kept-ours": "kept ours of {}",
+            "new-guard": "new guard {}",
+            "dropped-guard": "dropped guard {}",
+        }[self.kind].format(self.name)
+
+    @property
+    def is_patch(self) -> bool:
+        return not self.kind.endswith("-guard")
+
+
+@dataclass
+class Fetched:
+    """What `fetch` did: the changes it brought, patch by patch (none: already up to date)."""
+
+    remote: str
+    up_to_date: bool
+    changes: list[Came] = field(default_factory=list)
+
+    def lines(self) -> list[str]:
+        if self.up_to_date:
+            return [f"already up to date with {self.remote}"]
+        return [c.line() for c in self.changes] or [f"fetched from {self.remote}: nothing new"]
+
+    @property
+    def patches(self) -> list[str]:
+        """The patches whose recording changed here (the worktree may not hold them as now)."""
+        return [c.name for c in self.changes if c.is_patch and c.kind != "kept-ours"]
 
 
 def push(repo: Repo, remote: str, *, take_back: bool = False) -> str:
@@ -105,26 +148,26 @@ def _remote_has_more(repo: Repo, remote: str, tip: str) -> bool:
     return theirs not in repo.git or not repo.git.descendant_of(tip, theirs)
 
 
-def fetch(repo: Repo, remote: str, keep: str | None = None) -> list[str]:
+def fetch(repo: Repo, remote: str, keep: str | None = None) -> Fetched:
     """Bring `remote`'s patches in, patch by patch; `keep` (THEIRS/OURS) settles both-sided ones."""
     with repo.lock("fetch"):
         theirs = _fetch_tip(repo, remote)
         ours_manifest = repo.load_manifest(missing_ok=True)
         ours = history.current(repo)
         if ours is not None and (ours == theirs or repo.git.descendant_of(ours, theirs)):
-            return [f"already up to date with {remote}"]
+            return Fetched(remote, up_to_date=True)
         base = str(repo.git.merge_base(ours, theirs) or "") if ours is not None else ""
         theirs_manifest = _validated_state(repo, remote, theirs)
-        merged, lines = _merge(
+        merged, changes = _merge(
             history.manifest_at(repo, base or None), ours_manifest, theirs_manifest, remote, keep
         )
         incoming = [p for p in merged.patches if p not in ours_manifest.patches]
         from guard.bundle import refuse_unimportable  # pydantic: only when patches come in
 
         refuse_unimportable(repo, incoming, repo.blob)
-        summary = ", ".join(lines) or "nothing new"
+        summary = ", ".join(c.line() for c in changes) or "nothing new"
         history.save(repo, merged, f"fetched from {remote}: {summary}", merged=theirs)
-        return lines or [f"fetched from {remote}: nothing new"]
+        return Fetched(remote, up_to_date=False, changes=changes)
 
 
 def _fetch_tip(repo: Repo, remote: str) -> str:
@@ -173,11 +216,11 @@ def _validated_state(repo: Repo, remote: str, oid: str) -> Manifest:
 
 def _merge(
     base: Manifest, ours: Manifest, theirs: Manifest, remote: str, keep: str | None
-) -> tuple[Manifest, list[str]]:
+) -> tuple[Manifest, list[Came]]:
     """A 3-way merge of manifests, by patch name (and by guard)."""
     names = list(dict.fromkeys([p.name for p in (*ours.patches, *theirs.patches)]))
     patches: list[Patch] = []
-    lines: list[str] = []
+    lines: list[Came] = []
     both: list[str] = []
     for name in names:
         b, o, t = base.patch(name), ours.patch(name), theirs.patch(name)
@@ -185,11 +228,11 @@ def _merge(
             chosen = o
         elif o == b or keep == THEIRS:
             chosen = t
-            lines.append(_what_came(name, o, t, keep if o != b else None))
+            lines.append(Came(_what_came(o, t, keep if o != b else None), name))
         else:
             chosen = o
             if keep == OURS:
-                lines.append(f"kept ours of {name}")
+                lines.append(Came("kept-ours", name))
             else:
                 both.append(name)
         if chosen is not None:
@@ -208,15 +251,15 @@ def _merge(
         if in_theirs if in_ours == (spec in base.guards) else in_ours:
             guards.append(spec)
         if in_ours != (spec in guards):
-            lines.append(f"{'new' if spec in guards else 'dropped'} guard {spec}")
+            lines.append(Came("new-guard" if spec in guards else "dropped-guard", spec))
     return replace(ours, patches=patches, guards=guards), lines
 
 
-def _what_came(name: str, ours: Patch | None, theirs: Patch | None, keep: str | None) -> str:
+def _what_came(ours: Patch | None, theirs: Patch | None, keep: str | None) -> str:
     if keep == THEIRS:
-        return f"took theirs of {name}"
+        return "took-theirs"
     if ours is None:
-        return f"new patch {name}"
+        return "new"
     if theirs is None:
-        return f"dropped {name}"
-    return f"updated patch {name}"
+        return "dropped"
+    return "updated"

@@ -22,6 +22,7 @@ from guard.assess import (
     Worktree,
     _contains_change,
     assess_patch,
+    in_words,
     merge_labels,
     required_in,
 )
@@ -150,7 +151,7 @@ def _doubt(tree: Worktree, patch: Patch, finished: Finished, verdict: FileVerdic
     if marker_lines(final):
         return "a conflict marker would remain"
     if verdict.state in _NOT_WRITABLE:
-        return f"with git's conflict taken out, the patch is {verdict.state} ({verdict.detail})"
+        return f"with git's conflict taken out, the patch {in_words(verdict)}"
     problems = tree.symbol_problems(final, verdict.path, required_in(patch, verdict.path))
     if problems:
         return "; ".join(f"{name}: {why}" for name, why in problems.items())

@@ -208,3 +208,53 @@ def test_a_file_too_deep_for_python_is_never_green_and_never_a_crash(depth: int)
         compile(source, "deep.py", "exec")
     found = SymbolIndex.parse(source.encode(), "deep.py").resolve("K.f")
     assert found.state == CANNOT_TELL
+
+
+# --- issue 29: a step interrupted or killed is reported as what it was ---------------------------
+
+
+@pytest.mark.parametrize(
+    ("command", "said", "exit_code"),
+    [
+        ("kill -SEGV $$", "the command died from SIGSEGV (signal 11)", 4),
+        (
+            "exit 129",
+            "the command exited 129, as a shell reports a program that died from SIGHUP",
+            4,
+        ),
+        ("kill -INT $$", "the command was interrupted (SIGINT: Ctrl-C)", 130),
+        (
+            "exit 130",
+            "the command exited 130, as a program that was interrupted (Ctrl-C) does",
+            130,
+        ),
+    ],
+    ids=["sigsegv", "exit-129", "sigint", "exit-130"],
+)
+def test_a_step_that_died_or_was_interrupted_says_so_marks_nothing_and_exits_as_documented(
+    hunt: Hunt, command: str, said: str, exit_code: int
+) -> None:
+    """git bisect run stops on a status above 127 and marks nothing: the step says what ended
+    the command (never "bad"), how to go on, and bisect run exits 130 or 4, not git's 256-N."""
+    run = hunt.pg("bisect", "run", "sh", "-c", command)
+    assert run.returncode == exit_code, run.stderr
+    [line] = [x for x in run.stderr.splitlines() if "patches in place;" in x]
+    assert f"bisect step at {hunt.commits['c2'][:10]}: patches in place; {said}." in line
+    assert "(bad)" not in run.stderr
+    assert "nothing is marked and the bisect stays at this commit" in line
+    assert "run patchguard bisect run again to go on" in line
+    assert "patchguard bisect reset" in line
+    assert hunt.marks() == []
+    assert hunt.methods_once()
+    if exit_code == 4:  # once is enough: going on, as the line says, finds the regression
+        again = hunt.pg("bisect", "run", "python", str(hunt.bench), check=0)
+        assert f"{hunt.commits['c4']} is the first bad commit" in again.stdout
+
+
+def test_a_step_whose_patchguard_part_fails_exits_4(hunt: Hunt, tmp_path: Path) -> None:
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    vanishing = f"rm -r {logs} && python {hunt.bench}"
+    run = hunt.pg("bisect", "run", "--log", str(logs / "hunt.jsonl"), "sh", "-c", vanishing)
+    assert run.returncode == 4
+    assert hunt.marks() == []

@@ -250,7 +250,10 @@ def test_a_conflict_in_a_patch_without_symbols_is_never_remembered(
     for _ in range(2):  # a first green check would have filled the verified cache
         check = user.pg("check")
         assert check.returncode == 1
-        assert "README.md: patch notes is conflicted" in check.stderr
+        assert (
+            "README.md: patch notes cannot be checked: the file itself is conflicted"
+            in check.stderr
+        )
 
 
 # --- advice never re-bases a patch ----------------------------------------------------------
@@ -281,13 +284,13 @@ def test_a_patch_that_does_not_merge_is_never_advised_to_be_recorded(user: Check
     upstream_method_at_the_end(user)
     moved = user.pg("git", "checkout", "-q", "upstream-adds")
     assert moved.returncode == 1
-    assert "is conflict" in moved.stderr
+    assert "patch eagle3 does not merge with this version of the file (" in moved.stderr
     assert "the patch does not merge with this version of the file" in moved.stderr
     assert "patchguard resolve eagle3" in moved.stderr
     assert "patchguard record" not in moved.stderr
     status = user.pg("status")
     assert status.returncode == 1  # as check: a conflict is a failed guard
-    assert "eagle3: conflict" in status.stdout
+    assert "eagle3: does-not-merge" in status.stdout
     back = user.pg("git", "checkout", "-q", "-")  # the advice, pasted
     assert back.returncode == 0, back.stderr
     assert user.git("symbolic-ref", "--short", "HEAD").stdout.strip() == "work"

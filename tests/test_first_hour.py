@@ -187,15 +187,15 @@ def test_undo_names_each_operation_and_lists_the_journal(sample: Sample) -> None
     assert sample.pg("apply").exit_code == 0
     assert sample.pg("unapply").exit_code == 0
     listed = sample.pg("undo", "--list").output.splitlines()
-    assert listed[0].startswith("1. the unapply of eagle3 at ")
-    assert listed[1].startswith("2. the apply of eagle3 at ")
+    assert listed[0].startswith("0. the unapply of eagle3 at ")
+    assert listed[1].startswith("1. the apply of eagle3 at ")
     first = sample.pg("undo")
     assert first.output.startswith("undid the unapply of eagle3 at ")
     second = sample.pg("undo")
     assert second.output.startswith("undid the apply of eagle3 at ")
     assert KIMI in second.output
     # what is left is the change to the patches: the record itself, also undoable
-    assert sample.pg("undo", "--list").output.startswith(f"1. recorded eagle3 ({KIMI}) at ")
+    assert sample.pg("undo", "--list").output.startswith(f"0. recorded eagle3 ({KIMI}) at ")
 
 
 # --- 8. a patch swept into HEAD's commit ---------------------------------------------------------

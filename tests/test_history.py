@@ -178,9 +178,9 @@ def test_undo_list_merges_worktree_writes_and_patch_changes_in_time_order(
     assert sample.pg("drop", "eagle3").exit_code == 0
     listed = sample.pg("undo", "--list").output.splitlines()
     assert [line.split(" at ")[0] for line in listed] == [
-        "1. dropped eagle3",
-        "2. the apply of eagle3",
-        f"3. recorded eagle3 ({KIMI})",
+        "0. dropped eagle3",
+        "1. the apply of eagle3",
+        f"2. recorded eagle3 ({KIMI})",
     ]
     assert sample.pg("undo").output.startswith("undid dropped eagle3")
     assert sample.pg("undo").output.startswith("undid the apply of eagle3")

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+from pathlib import Path
 
 import click
 import pytest
-from conftest import ROOT, Sample
+from conftest import ROOT, Sample, patchguard
 
 from guard.cli import cli
 
@@ -30,19 +32,64 @@ COMMANDS = [
     (("list", "--json"), "## `patchguard list --json`", None),
     (("doctor", "--json"), "## `patchguard doctor --json`", None),
     (("stamp", "--json"), "## `patchguard stamp --json`", None),
+    (("log", "--json"), "## `patchguard log --json`", "`changes` (in `log --json`"),
+    (("log", "eagle3", "--json"), "## `patchguard log --json`", "`changes` (in `log --json`"),
+    (("undo", "--list", "--json"), "## `patchguard undo --list --json`", "`entries` (in `undo"),
 ]
+LISTS = ("patches", "changes", "entries")  # the list one level down each report holds
 
 
-@pytest.mark.parametrize(("args", "section", "patches"), COMMANDS, ids=lambda a: str(a))
+def assert_documented(report: dict[str, object], section: str, nested: str | None) -> None:
+    assert set(report) == documented(section), section
+    assert re.fullmatch(r"patchguard\.[a-z-]+/\d+", str(report["format"])), section
+    if nested is not None:
+        (key,) = [k for k in LISTS if k in report]
+        items = report[key]
+        assert isinstance(items, list) and items, section
+        assert set(items[0]) == documented(nested), section
+
+
+@pytest.mark.parametrize(("args", "section", "nested"), COMMANDS, ids=lambda a: str(a))
 def test_every_json_key_is_documented_and_every_documented_key_is_there(
-    sample: Sample, args: tuple[str, ...], section: str, patches: str | None
+    sample: Sample, args: tuple[str, ...], section: str, nested: str | None
 ) -> None:
     sample.record_eagle3()
     result = sample.pg(*args)
-    report = json.loads(result.output)
-    assert set(report) == documented(section), args
-    if patches is not None:
-        assert set(report["patches"][0]) == documented(patches), args
+    assert_documented(json.loads(result.stdout), section, nested)
+
+
+def test_fetch_json_is_documented_key_by_key(sample: Sample, tmp_path: Path) -> None:
+    """Through a real remote: a clone fetches the patch another pushed."""
+    remote = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
+    sample.record_eagle3()
+    assert sample.pg("push", str(remote)).exit_code == 0
+    clone = tmp_path / "node1"
+    subprocess.run(["git", "clone", "-q", str(sample.root), str(clone)], check=True)
+    fetched = patchguard("-C", clone, "fetch", "--json", str(remote))
+    assert fetched.exit_code == 0, fetched.output
+    report = json.loads(fetched.stdout)
+    assert_documented(report, "## `patchguard fetch --json`", None)
+    assert report["format"] == "patchguard.fetch/1"
+    assert report["changes"] == [{"kind": "new", "name": "eagle3"}]
+    assert report["worktree"] == [
+        "the worktree does not hold patch eagle3 yet: patchguard apply eagle3 puts it in"
+    ]
+    again = json.loads(patchguard("-C", clone, "fetch", "--json", str(remote)).stdout)
+    assert again["up_to_date"] is True and again["changes"] == []
+
+
+def test_every_report_has_a_format_key_naming_its_command(sample: Sample) -> None:
+    """patchguard.COMMAND/N for every --json report (list and doctor had none)."""
+    sample.record_eagle3()
+    for args, name in [
+        (("list", "--json"), "list"),
+        (("doctor", "--json"), "doctor"),
+        (("log", "--json"), "log"),
+        (("undo", "--list", "--json"), "undo-list"),
+        (("status", "--json"), "status"),
+    ]:
+        assert json.loads(sample.pg(*args).stdout)["format"] == f"patchguard.{name}/1", args
 
 
 def test_every_command_with_json_has_a_section() -> None:
@@ -52,5 +99,5 @@ def test_every_command_with_json_has_a_section() -> None:
             found |= with_json(sub, f"{path} {name}".strip())
         return found
 
-    sections = set(re.findall(r"`patchguard ([a-z ]+?) --json`", DOC))
+    sections = set(re.findall(r"`patchguard ([a-z ]+?)(?: --[a-z]+)* --json`", DOC))
     assert with_json(cli, "") <= sections

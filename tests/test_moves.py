@@ -344,7 +344,7 @@ def test_rest_of_patch_that_cannot_merge_is_a_conflict(hunt: Checkout) -> None:
     )
     hunt.git("commit", "-q", "-am", "upstream sets it differently")
     status = json.loads(hunt.pg("status", "--json").stdout)["patches"][0]
-    assert status["state"] == "conflict"
+    assert status["state"] == "does-not-merge"
     assert hunt.pg("check").returncode == 1
     assert hunt.pg("apply").returncode == 1
     assert hunt.kimi.read_text() == hunt.head_file()  # nothing written
@@ -493,8 +493,11 @@ def test_interrupt_during_a_bisect_step_leaves_the_patch_applied(
         wait_until(started.exists, "the step never ran the command")
         os.killpg(child.pid, signal.SIGINT)
         _, stderr = child.communicate(timeout=PATIENCE)
-    assert child.returncode >= 128
+    assert child.returncode == 130, stderr  # issue 29: interrupted, as the contract says
     assert "Traceback" not in stderr
+    assert "the command was interrupted (SIGINT: Ctrl-C)" in stderr
+    assert "(bad)" not in stderr
+    assert "run patchguard bisect run again to go on" in stderr
     assert methods_once_in_class(hunt.kimi)
     hunt.pg("check", check=0)
     hunt.pg("git", "bisect", "reset", check=0)

@@ -10,6 +10,8 @@ methods (typed, documented, at the same spot).
 from __future__ import annotations
 
 import json
+import os
+import pty
 import subprocess
 from pathlib import Path
 
@@ -178,3 +180,65 @@ def test_resolutions_travel_in_bundles(hunt: Checkout, tmp_path: Path) -> None:
     node2.pg("apply", check=0)
     assert methods_once(node2)
     node2.pg("check", check=0)
+
+
+# --- issue 29: a resolution names what it adds beyond the patch and upstream ---------------------
+
+DEBUG_LINE = '        print("DEBUG forward")\n'
+FORWARD = "    def forward(self, input_ids, positions, forward_batch):\n"
+
+
+def test_a_debug_line_left_in_a_resolution_is_named_and_kept_only_when_asked(
+    hunt: Checkout,
+) -> None:
+    hunt.pg("git", "checkout", "-q", "r1", check=1)
+    sample_repo.add_eagle3_methods(hunt.root)
+    hunt.kimi.write_text(hunt.kimi.read_text().replace(FORWARD, FORWARD + DEBUG_LINE, 1))
+    history = hunt.pg("log", "--json", check=0).stdout
+    refused = hunt.pg("resolve", "eagle3", check=1)  # stdin is no terminal: nothing to ask
+    assert f'+ {KIMI}:15: print("DEBUG forward")' in refused.stderr
+    assert "adds 1 line(s) that are neither the patch's nor upstream's" in refused.stderr
+    assert "patchguard resolve eagle3 --keep-extra" in refused.stderr
+    assert "get_embed_and_head" not in refused.stderr  # the patch's own lines are not listed
+    assert hunt.pg("log", "--json", check=0).stdout == history  # nothing kept
+    assert "resolution 1" not in hunt.pg("show", "eagle3", check=0).stdout
+    kept = hunt.pg("resolve", "eagle3", "--keep-extra", check=0)
+    assert f"resolved patch eagle3: {KIMI} kept as it is" in kept.stdout
+    assert "with 1 line(s) neither the patch's nor upstream's" in kept.stdout
+    hunt.pg("git", "checkout", "-q", "r2", check=0)
+    assert DEBUG_LINE in hunt.kimi.read_text()  # carried, as the user confirmed
+
+
+def test_on_a_terminal_resolve_asks_before_keeping_an_extra_line(hunt: Checkout) -> None:
+    hunt.pg("git", "checkout", "-q", "r1", check=1)
+    sample_repo.add_eagle3_methods(hunt.root)
+    hunt.kimi.write_text(hunt.kimi.read_text().replace(FORWARD, FORWARD + DEBUG_LINE, 1))
+    for answer, code in (("n", 1), ("y", 0)):
+        primary, secondary = pty.openpty()
+        os.write(primary, f"{answer}\n".encode())
+        asked = subprocess.run(
+            ["patchguard", "resolve", "eagle3"],
+            cwd=hunt.root,
+            env=hunt.env,
+            stdin=secondary,
+            capture_output=True,
+            text=True,
+        )
+        os.close(primary)
+        os.close(secondary)
+        assert asked.returncode == code, asked.stderr
+        assert "Keep them in the resolution?" in asked.stderr
+    assert "resolved patch eagle3" in asked.stdout
+    assert "resolution 1" in hunt.pg("show", "eagle3", check=0).stdout
+
+
+def test_resolve_where_nothing_conflicts_says_so_and_keeps_nothing(hunt: Checkout) -> None:
+    """At a commit where the patch merges, an edit of the user's own next to it is theirs: a
+    resolution would make it the patch's and carry it everywhere."""
+    hunt.kimi.write_text(hunt.kimi.read_text().replace(FORWARD, FORWARD + DEBUG_LINE, 1))
+    history = hunt.pg("log", "--json", check=0).stdout
+    said = hunt.pg("resolve", "eagle3", check=0)
+    assert said.stdout.startswith("nothing to resolve: nothing conflicts, patch eagle3 merges")
+    assert "nothing was kept" in said.stdout
+    assert hunt.pg("log", "--json", check=0).stdout == history
+    assert "resolution 1" not in hunt.pg("show", "eagle3", check=0).stdout

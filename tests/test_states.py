@@ -29,7 +29,7 @@ def test_stashed_patch_is_unapplied_and_check_names_method_and_file(sample: Samp
     result = sample.pg("check")
     assert result.exit_code == 1
     assert state_of(sample) == State.UNAPPLIED
-    assert f"{sample_repo.KIMI}: patch eagle3 is unapplied" in result.stderr
+    assert f"{sample_repo.KIMI}: patch eagle3 is not applied (applies cleanly)" in result.stderr
     assert "missing: KimiK25ForConditionalGeneration.get_embed_and_head" in result.stderr
     assert "patchguard apply eagle3" in result.stderr
 

@@ -139,7 +139,7 @@ def test_after_a_kill_undo_puts_the_half_written_files_back(
     assert result.output.startswith("undid the interrupted apply of two")
     assert files(sample) == before
     assert not any(name.endswith("-apply") for name in undo_entries(sample))
-    assert sample.pg("undo", "--list").output.startswith("1. the unapply of two")
+    assert sample.pg("undo", "--list").output.startswith("0. the unapply of two")
 
 
 def test_after_a_kill_mid_unapply_a_move_puts_the_files_back_first(
@@ -201,7 +201,7 @@ def test_journal_leftovers_of_a_killed_writer_are_swept(sample: Sample) -> None:
     (no_journal / PACK_FILE).write_bytes(b"old bytes")
     assert sample.pg("apply").exit_code == 0
     assert not no_journal.exists()
-    assert sample.pg("undo", "--list").output.startswith("1. the apply of eagle3")
+    assert sample.pg("undo", "--list").output.startswith("0. the apply of eagle3")
 
 
 def test_duplicate_patch_names_are_refused(sample: Sample, tmp_path: Path) -> None:

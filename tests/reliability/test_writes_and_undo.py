@@ -127,7 +127,7 @@ def test_drop_can_be_undone(sample: Sample) -> None:
     assert dropped.exit_code == 0
     assert "eagle3" not in sample.pg("list").output
     listed = sample.pg("undo", "--list").output
-    assert listed.startswith("1. dropped eagle3 at ")
+    assert listed.startswith("0. dropped eagle3 at ")
     undone = sample.pg("undo")
     assert undone.output.startswith("undid dropped eagle3 at ")
     assert "patch eagle3" in sample.pg("list").output
