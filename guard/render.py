@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from guard.patching import PatchOutcome
     from guard.stats import Decision
 
-CHECK_JSON_FORMAT = "patchguard.check/1"
+CHECK_JSON_FORMAT = "patchguard.check/2"
 COMPARE_JSON_FORMAT = "patchguard.compare/1"
 BISECT_JSON_FORMAT = "patchguard.bisect/1"
 LIST_JSON_FORMAT = "patchguard.list/1"
@@ -68,14 +68,14 @@ def check_json(report: CheckReport, repository: str) -> str:
 
 def status_json(verdicts: Sequence[PatchVerdict]) -> str:
     return json.dumps(
-        {"format": "patchguard.status/1", "patches": [verdict_json(v) for v in verdicts]}, indent=2
+        {"format": "patchguard.status/2", "patches": [verdict_json(v) for v in verdicts]}, indent=2
     )
 
 
 def outcomes_json(outcomes: Sequence[PatchOutcome]) -> str:
     return json.dumps(
         {
-            "format": "patchguard.apply/1",
+            "format": "patchguard.apply/2",
             "ok": all(o.ok for o in outcomes),
             "patches": [
                 {**verdict_json(o.verdict), "ok": o.ok, "message": o.message, "written": o.written}

@@ -232,3 +232,20 @@ def test_an_update_that_adds_a_method_beside_the_patch_applies_over_the_earlier_
     assert applied.exit_code == 0, applied.output + applied.stderr
     assert node0.kimi.read_text() == "# my note\n" + node1.kimi.read_text()
     assert node0.pg("check").exit_code == 0
+
+
+def test_fetch_theirs_brings_back_what_an_undo_here_took_from_the_remote(
+    nodes: tuple[Sample, Sample, Path],
+) -> None:
+    """The push refusal's other way out: keep the remote's version after all."""
+    node0, node1, remote = nodes
+    pushes_an_update(node1, remote, lambda text: text + "\n# tuned on node 1\n")
+    assert node0.pg("fetch", remote).exit_code == 0
+    assert node0.pg("undo").exit_code == 0
+    assert node0.pg("push", remote).exit_code == 1
+    assert node0.pg("fetch", remote).stdout.startswith("already up to date")
+    taken = node0.pg("fetch", remote, "--theirs")
+    assert "took theirs of eagle3" in taken.stdout, taken.output
+    assert "tuned" in node0.pg("show", "eagle3").output
+    assert node0.pg("push", remote).exit_code == 0
+    assert node0.pg("fetch", remote, "--theirs").stdout.startswith("already up to date")
