@@ -497,7 +497,8 @@ def _resolve_here(repo: Repo, patch: Patch) -> tuple[Patch, list[str], list[str]
                 f"{'in the worktree' if current is None else 'at HEAD'}; a resolution is the "
                 "patched file on top of upstream's. Check out a commit that has it."
             )
-        if _merges_at_head(repo, tree, patch, change, head, path):
+        kept_edit = file_verdict.state is State.EDITED and file_verdict.keep_by_resolving
+        if not kept_edit and _merges_at_head(repo, tree, patch, change, head, path):
             files.append(change)  # nothing conflicts: the worktree's other edits stay the user's
             continue
         if current == head or _carried(repo, change, head, current, labels):

@@ -169,7 +169,7 @@ def test_with_a_resolution_the_resolution_is_the_reference(
     sample_repo.add_eagle3_methods(hunt.root)
     adapted = CALL.replace("(layer_ids)", "(layer_ids or [])")
     hunt.kimi.write_text(hunt.kimi.read_text().replace(CALL, adapted))
-    hunt.pg("resolve", "eagle3", check=0)
+    hunt.pg("resolve", "eagle3", "--keep-extra", check=0)  # the adapted call is the extra line
     hunt.pg("check", check=0)
     hunt.kimi.write_text(hunt.kimi.read_text().replace(adapted, CALL))  # the recording's body
     line = hunt.kimi.read_text().splitlines().index(f"        {CALL}") + 1
@@ -182,7 +182,7 @@ def test_with_a_resolution_the_resolution_is_the_reference(
     assert adapted in hunt.kimi.read_text()
     hunt.pg("check", check=0)
     hunt.kimi.write_text(hunt.kimi.read_text().replace(adapted, CALL))
-    hunt.pg("resolve", "eagle3", check=0)  # the edit kept, for this version
+    hunt.pg("resolve", "eagle3", "--keep-extra", check=0)  # the edit kept, for this version
     hunt.pg("check", check=0)
 
 

@@ -284,6 +284,7 @@ def test_a_read_only_directory_during_apply_is_one_line(clean_env: dict[str, str
 INVOCATIONS = {
     "apply": ["apply"],
     "bisect run": ["bisect", "run", "true"],
+    "compare": ["compare", "HEAD", "HEAD", "--", "true"],
     "bisect start": ["bisect", "start"],
     "bisect good": ["bisect", "good"],
     "bisect bad": ["bisect", "bad"],
