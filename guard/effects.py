@@ -1,0 +1,888 @@
+"""What a module's code may do to classes and module globals when it runs: an effect summary
+per function and class, so that reading never says "present" over code that takes a method
+away indirectly (issue 27).
+
+The rule, in the model of guard.symbols: a function *may mutate* when its body (nested
+functions, lambdas and comprehensions included) sets or deletes an attribute, declares a
+`global`, names a builtin that rebinds or reflects (`setattr`, `delattr`, `exec`, `globals`,
+`vars`, ...), reaches a namespace by reflection (`__dict__`, `sys.modules`, frames), or
+reaches a function or class of the checkout that may (by calling it, passing it on, or
+calling a method of that name); a class when any of its methods may (creating an instance
+lets every dunder run: `K()`, `with`, `if k`, `k + 1`, `f'{k}'`...), and, for classes
+derived from it, when its `__init_subclass__` or metaclass may. The import-time code of the
+module (its body, class bodies, decorators, defaults, annotations, bases) is read with the
+values its names may hold; everything it runs, or hands to code that may run it, counts.
+Code outside the checkout changes a class only through the callables it is handed. One
+exception keeps real models readable: a plain method run on an instance may set attributes
+of that instance (`self.x = ...`).
+
+Each file gets one `Effects` (pickled with its parse, guard.parsed): the closure of its own
+import-time code, and a small graph of its functions and classes that another module's check
+follows (`needs`: names imported from elsewhere, resolved by guard.assess).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+
+# Builtins that rebind or reach bindings when they run (by name, or handed to other code).
+MUTATING_BUILTINS = frozenset(
+    {"setattr", "delattr", "exec", "eval", "globals", "vars", "locals", "__import__"}
+)
+# Attributes that reach a namespace or rebind through it.
+_REFLECTIVE_ATTRIBUTES = frozenset(
+    {
+        "__dict__",
+        "__setattr__",
+        "__delattr__",
+        "__globals__",
+        "__builtins__",
+        "f_globals",
+        "f_locals",
+        "f_back",
+        "_getframe",
+        "currentframe",
+        "get_referrers",
+        *MUTATING_BUILTINS,
+    }
+)
+# Builtins that never call what they are given, nor change bindings: their arguments are only
+# read (the dunders of an instance they may run were counted when the instance was made).
+_READING_BUILTINS = frozenset(
+    {
+        "abs", "all", "any", "ascii", "bin", "bool", "bytearray", "bytes", "callable", "chr",
+        "complex", "dict", "dir", "divmod", "enumerate", "float", "format", "frozenset",
+        "hasattr", "hash", "hex", "id", "int", "isinstance", "issubclass", "iter", "len",
+        "list", "next", "object", "oct", "ord", "pow", "print", "range", "repr", "reversed",
+        "round", "set", "slice", "str", "sum", "tuple", "type", "zip", "open", "super",
+        "property", "staticmethod", "classmethod", "getattr",
+    }
+)  # fmt: skip
+_IMPLICIT_CLASS_METHODS = frozenset({"__new__", "__init_subclass__", "__class_getitem__"})
+
+
+ANY = "*"  # a change that may reach any name
+
+
+@dataclass(frozen=True)
+class Reach:
+    """What running something may do: the names it may rebind or delete (a module global or an
+    attribute of that name; ANY: any name), each with why; the names imported from elsewhere it
+    reaches (kind, dotted origin); and the method names it calls on objects of unknown class
+    (a module that defines such methods checks them)."""
+
+    changes: dict[str, str] = field(default_factory=dict)
+    needs: frozenset[tuple[str, str]] = frozenset()
+    attributes: frozenset[str] = frozenset()
+
+    def touching(self, parts: Iterable[str]) -> str | None:
+        """Why a change may reach one of these names (a qualified name's parts), or None."""
+        for name in (ANY, *parts):
+            if name in self.changes:
+                return self.changes[name]
+        return None
+
+
+@dataclass
+class _Node:
+    """One function (or class creation, or instantiation) of the file, before the closure."""
+
+    changes: dict[str, str] = field(default_factory=dict)
+    needs: set[tuple[str, str]] = field(default_factory=set)
+    attributes: set[str] = field(default_factory=set)
+    calls: set[str] = field(default_factory=set)  # keys of the graph
+    returns: set[str] = field(default_factory=set)  # functions defined in it that it returns
+
+
+@dataclass
+class Effects:
+    """A file's effect summary: `at_import` for its own import; `graph` for other modules.
+
+    Keys: `def:Q` (the function or method at qualname Q, run with any arguments), `bound:Q`
+    (a plain method run on an instance), `new:K` (making and using an instance of class K),
+    `hooks:K` (creating a class derived from K), `meta:K` (K used as a metaclass),
+    `method:NAME` (any method of that name in the file)."""
+
+    at_import: Reach
+    graph: dict[str, _Node]
+    imports: dict[str, str]  # a module-level name bound by an import: its dotted origin
+    stars: tuple[str, ...]  # modules of `from M import *`
+    values: dict[str, frozenset[str]]  # what a module-level name may hold after the import
+
+    def value(self, name: str) -> Reach | None:
+        """What using a module-level value of the file may run (None: the file does not bind
+        the name). A name its own import may rebind indirectly may hold anything."""
+        if name not in self.values:
+            return None
+        why = self.at_import.touching([name])
+        if why is not None:
+            return Reach({ANY: f"may be rebound by its module's import ({why})"})
+        keys, needs = [], set()
+        for ref in self.values[name]:
+            kind, _, rest = ref.partition(":")
+            if kind == "def":
+                keys.append(ref)
+            elif kind == "class":
+                keys.append(f"new:{rest}")
+            elif kind == "import":
+                needs.add(("call", rest))
+            elif kind == "danger":
+                return Reach({ANY: f"holds {rest}"})
+        found = _closure(self.graph, keys)
+        return Reach(found.changes, found.needs | needs, found.attributes)
+
+    def reach(self, key: str) -> Reach | None:
+        """The closure of one node (None: the file has no such node)."""
+        if key not in self.graph:
+            return None
+        return _closure(self.graph, [key])
+
+    def export(self, kind: str, name: str) -> Reach | None:
+        """What another module reaches by importing `name` from here and using it as `kind`
+        ("call": called or handed on; "base": a base class; "meta": a metaclass)."""
+        prefixes = {
+            "call": ("def:", "new:"),
+            "result": ("result:",),
+            "base": ("hooks:",),
+            "meta": ("meta:",),
+        }[kind]
+        for prefix in prefixes:
+            found = self.reach(prefix + name)
+            if found is not None:
+                return found
+        return None
+
+
+def _closure(graph: dict[str, _Node], start: Iterable[str]) -> Reach:
+    changes: dict[str, str] = {}
+    needs: set[tuple[str, str]] = set()
+    attributes: set[str] = set()
+    stack, seen = list(start), set()
+    while stack:
+        key = stack.pop()
+        if key in seen or key not in graph:
+            continue
+        seen.add(key)
+        node = graph[key]
+        for name, why in node.changes.items():
+            changes.setdefault(name, why)
+        needs |= node.needs
+        attributes |= node.attributes
+        stack.extend(node.calls)
+    return Reach(changes, frozenset(needs), frozenset(attributes))
+
+
+def summarize(tree: ast.Module, keeping: frozenset[str], metaclasses: frozenset[str]) -> Effects:
+    """The file's Effects; `keeping`: decorators (by origin) that neither call nor replace
+    what they decorate, `metaclasses`: those that keep a class body's attributes (guard.symbols'
+    lists)."""
+    return _Reader(tree, keeping, metaclasses).effects()
+
+
+# A value at import time: the things of the file (and imports) it may be or hold.
+_Refs = frozenset[str]  # "def:Q", "class:Q", "import:ORIGIN", "danger:NAME"
+
+
+class _Reader:
+    def __init__(self, tree: ast.Module, keeping: frozenset[str], metaclasses: frozenset[str]) -> None:
+        self.tree = tree
+        self.keeping = keeping
+        self.metaclasses = metaclasses
+        self.graph: dict[str, _Node] = {}
+        self.functions: dict[str, list[str]] = {}  # a name: the qualnames of functions so named
+        self.classes: dict[str, list[str]] = {}  # a name: the qualnames of classes so named
+        self.members: dict[str, dict[str, list[str]]] = {}  # class qualname: name -> refs
+        self.imports: dict[str, str] = {}
+        self.all_imports: dict[str, set[str]] = {}  # any scope, any time
+        self.stars: list[str] = []
+        self.values: dict[str, set[str]] = {}  # flow-insensitive values of names at import
+        self.changes: dict[str, str] = {}
+        self.needs: set[tuple[str, str]] = set()
+        self.attributes: set[str] = set()
+        self.calls: set[str] = set()
+        self.changed = False
+
+    # -- the file's functions and classes -------------------------------------------------
+
+    def effects(self) -> Effects:
+        self._collect(self.tree.body, "", None)
+        for statement in self.tree.body:
+            if isinstance(statement, ast.Import | ast.ImportFrom):
+                for name, origin in _imported(statement):
+                    self.imports[name] = origin
+        for _ in range(8):  # values flow by assignment: a few passes reach the fixpoint
+            self.changed = False
+            self._run(self.tree.body)
+            if not self.changed:
+                break
+        else:
+            self._mutates("import-time values that reading does not settle")
+        at_import = _closure(self.graph, self.calls)
+        reach = Reach(
+            {**at_import.changes, **self.changes},
+            frozenset(self.needs | at_import.needs),
+            frozenset(self.attributes | at_import.attributes),
+        )
+        top = {
+            name
+            for node in _statements(self.tree.body)
+            for name in _bound_names(node)
+        }
+        values = {name: frozenset(self.values.get(name, ())) for name in top}
+        return Effects(reach, self.graph, self.imports, tuple(self.stars), values)
+
+    def _collect(self, body: list[ast.stmt], prefix: str, owner: ast.ClassDef | None) -> None:
+        """Every def and class reachable through class bodies and compound statements."""
+        for node in _statements(body):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                qualname = prefix + node.name
+                self.functions.setdefault(node.name, []).append(qualname)
+                plain = owner is not None and self._plain_method(node)
+                self.graph[f"def:{qualname}"] = self._function(node, False, qualname)
+                self.graph[f"bound:{qualname}"] = (
+                    self._function(node, True, qualname)
+                    if plain
+                    else _Node(calls={f"def:{qualname}"})
+                )
+                self.graph[f"result:{qualname}"] = _Node(
+                    calls=_results(self.graph[f"def:{qualname}"])
+                )
+                if owner is not None and not plain:  # a plain method runs on an instance only,
+                    # and making one counted every method of its class (new:K)
+                    for name in (node.name, ANY):
+                        self.graph.setdefault(f"method:{name}", _Node()).calls.add(f"def:{qualname}")
+                if owner is not None:
+                    self.members.setdefault(prefix[:-1], {}).setdefault(node.name, []).append(
+                        f"def:{qualname}"
+                    )
+            elif isinstance(node, ast.ClassDef):
+                qualname = prefix + node.name
+                self.classes.setdefault(node.name, []).append(qualname)
+                if owner is not None:
+                    self.members.setdefault(prefix[:-1], {}).setdefault(node.name, []).append(
+                        f"class:{qualname}"
+                    )
+                self._collect(node.body, qualname + ".", node)
+                self._class_nodes(node, qualname)
+            elif isinstance(node, ast.Import | ast.ImportFrom):
+                for name, origin in _imported(node):
+                    self.all_imports.setdefault(name, set()).add(origin)
+                    if origin.endswith(".*"):
+                        self.stars.append(origin[:-2])
+
+    def _plain_method(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+        """Run on an instance (its first parameter): not a static or class method."""
+        if node.name in _IMPLICIT_CLASS_METHODS or not (node.args.posonlyargs or node.args.args):
+            return False
+        return not any(
+            _last_name(d) in ("staticmethod", "classmethod") for d in node.decorator_list
+        )
+
+    def _class_nodes(self, node: ast.ClassDef, qualname: str) -> None:
+        """new:K (every method, bases' too), hooks:K (what deriving from K runs), meta:K."""
+        methods = [
+            n for n in _statements(node.body) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)
+        ]
+        new, hooks, meta = _Node(), _Node(), _Node()
+        for method in methods:
+            plain = self._plain_method(method)
+            new.calls.add(f"{'bound' if plain else 'def'}:{qualname}.{method.name}")
+            meta.calls.add(f"def:{qualname}.{method.name}")
+            if method.name == "__init_subclass__":
+                hooks.calls.add(f"def:{qualname}.{method.name}")
+        for base in [*node.bases, *(k.value for k in node.keywords if k.arg == "metaclass")]:
+            is_meta = base not in node.bases
+            name = _dotted(base) or ""
+            root = name.split(".")[0]
+            if name in self.classes:
+                for target in self.classes[name]:
+                    new.calls.add(f"{'meta' if is_meta else 'new'}:{target}")
+                    hooks.calls.add(f"{'meta' if is_meta else 'hooks'}:{target}")
+                    meta.calls.add(f"meta:{target}")
+            elif root in self.all_imports:
+                for origin in self.all_imports[root]:
+                    dotted = origin + name[len(root) :]
+                    if is_meta and dotted not in self.metaclasses:
+                        hooks.changes[ANY] = (
+                            f"its metaclass {name} (line {base.lineno}) may drop or replace "
+                            "attributes of the classes it makes"
+                        )
+                    new.needs.add(("call", dotted))
+                    hooks.needs.add(("meta" if is_meta else "base", dotted))
+                    meta.needs.add(("meta", dotted))
+        meta.changes[ANY] = (
+            f"{qualname} is a metaclass of the checkout, which may drop or replace attributes "
+            "of the classes it makes"
+        )
+        self.graph[f"new:{qualname}"] = new
+        self.graph[f"hooks:{qualname}"] = hooks
+        self.graph[f"meta:{qualname}"] = meta
+
+    def _function(
+        self,
+        node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda,
+        bound: bool,
+        qualname: str | None = None,
+    ) -> _Node:
+        """The direct facts of running a function's body (lambdas and classes in it included).
+        A function defined in it is a node of its own (`Q.<locals>.name`): what defines and
+        returns a wrapper does not run it."""
+        found = _Node()
+        params = node.args.posonlyargs + node.args.args
+        this = params[0].arg if bound and params else None
+        inner: list[ast.AST] = list(node.body) if isinstance(node.body, list) else [node.body]
+        own = list(_own_code(inner))
+        nested = {}
+        for sub in own:
+            if isinstance(sub, ast.FunctionDef | ast.AsyncFunctionDef) and qualname is not None:
+                key = f"{qualname}.<locals>.{sub.name}"
+                self.graph[f"def:{key}"] = self._function(sub, bound=False, qualname=key)
+                nested[sub.name] = key
+        for key in nested.values():
+            self.graph[f"result:{key}"] = _Node(calls=_results(self.graph[f"def:{key}"]))
+        returned = {
+            id(sub.value) for sub in own if isinstance(sub, ast.Return) and sub.value is not None
+        }
+        called = {id(n.func) for n in own if isinstance(n, ast.Call)}
+        read_only = set(_namespace_reads(own, this))
+        where = f"in {_label(node)}"
+        for sub in own:
+            if isinstance(sub, ast.Name) and sub.id in ("setattr", "delattr") and id(sub) not in called:
+                found.changes.setdefault(ANY, f"hands {sub.id} on (line {sub.lineno}, {where})")
+            if _computed_getattr(sub):  # it may run any method of that name: any method
+                found.attributes.add(ANY)
+                found.calls.add(f"method:{ANY}")
+                continue
+            if id(sub) in read_only:
+                continue
+            for name, why in _direct_mutations(sub, this):
+                found.changes.setdefault(name, f"{why} (line {getattr(sub, 'lineno', 0)}, {where})")
+            if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load):
+                if sub.id in nested:
+                    key = nested[sub.id]
+                    if id(sub) in returned:
+                        found.returns.add(f"def:{key}")
+                    else:
+                        found.calls |= {f"def:{key}", f"result:{key}"}
+                    continue
+                for key in self._named(sub.id):
+                    found.calls |= {key, key.replace("def:", "result:", 1)}
+                for origin in self.all_imports.get(sub.id, ()):
+                    found.needs |= {("call", origin), ("result", origin)}
+            elif isinstance(sub, ast.Attribute) and isinstance(sub.ctx, ast.Load):
+                dotted = _dotted(sub)
+                root = dotted.split(".")[0] if dotted else ""
+                if root in self.all_imports:
+                    for origin in self.all_imports[root]:
+                        found.needs |= {("call", origin + dotted[len(root) :])}
+                        found.needs |= {("result", origin + dotted[len(root) :])}
+                    continue
+                found.attributes.add(sub.attr)
+                found.calls.add(f"method:{sub.attr}")
+        return found
+
+    def _named(self, name: str) -> set[str]:
+        """Graph keys a name of the file may run: its functions and classes of that name."""
+        keys = {f"def:{q}" for q in self.functions.get(name, ()) if "." not in q}
+        keys |= {f"new:{q}" for q in self.classes.get(name, ()) if "." not in q}
+        return keys
+
+    # -- the import-time code -------------------------------------------------------------
+
+    def _mutates(self, why: str, name: str = ANY) -> None:
+        self.changes.setdefault(name, why)
+
+    def _run(self, body: list[ast.stmt]) -> None:
+        for node in body:
+            self._statement(node)
+
+    def _bind(self, target: ast.expr, refs: _Refs) -> None:
+        if isinstance(target, ast.Name):
+            self._flow(target.id, refs)
+        elif isinstance(target, ast.Tuple | ast.List):
+            for element in target.elts:
+                self._bind(element, refs)
+        elif isinstance(target, ast.Starred):
+            self._bind(target.value, refs)
+        elif isinstance(target, ast.Attribute):
+            self._value(target.value)
+            self._flow("." + target.attr, refs)
+        elif isinstance(target, ast.Subscript):
+            self._value(target.slice)
+            self._bind(target.value, refs | self._value(target.value))
+
+    def _flow(self, name: str, refs: _Refs) -> None:
+        known = self.values.setdefault(name, set())
+        if not refs <= known:
+            known |= refs
+            self.changed = True
+
+    def _statement(self, node: ast.stmt) -> None:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            self._signature(node.args, node.returns)
+            qualname = self._qualname(node)
+            self._decorated(node.decorator_list, f"def:{qualname}")
+            self._flow(node.name, frozenset({f"def:{qualname}"}))
+            return
+        if isinstance(node, ast.ClassDef):
+            self._class(node)
+            return
+        if isinstance(node, ast.Expr) and self._bound_by_the_model(node.value):
+            for argument in node.value.args:  # type: ignore[attr-defined]
+                self._value(argument)
+        elif isinstance(node, ast.Assign):
+            refs = self._value(node.value)
+            for target in node.targets:
+                self._bind(target, refs)
+        elif isinstance(node, ast.AnnAssign | ast.AugAssign):
+            refs = self._value(node.value) if node.value is not None else frozenset()
+            if isinstance(node, ast.AnnAssign):
+                self._value(node.annotation)
+            self._bind(node.target, refs)
+        elif isinstance(node, ast.For | ast.AsyncFor):
+            self._bind(node.target, self._value(node.iter))
+        elif isinstance(node, ast.With | ast.AsyncWith):
+            for item in node.items:
+                refs = self._value(item.context_expr)
+                if item.optional_vars is not None:
+                    self._bind(item.optional_vars, refs)
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            for name, origin in _imported(node):
+                if not origin.endswith(".*"):
+                    self._flow(name, frozenset({f"import:{origin}"}))
+        elif isinstance(node, ast.Delete):
+            for target in node.targets:
+                for sub in ast.iter_child_nodes(target):
+                    if isinstance(sub, ast.expr):
+                        self._value(sub)
+        elif isinstance(node, ast.Try | ast.TryStar):
+            for handler in node.handlers:
+                if handler.type is not None:
+                    self._value(handler.type)
+        elif isinstance(node, ast.Match):
+            self._value(node.subject)
+            for case in node.cases:
+                if case.guard is not None:
+                    self._value(case.guard)
+                for sub in ast.walk(case.pattern):
+                    if isinstance(sub, ast.expr):
+                        self._value(sub)
+                self._run(case.body)
+        else:
+            for child in ast.iter_child_nodes(node):
+                if isinstance(child, ast.expr):
+                    self._value(child)
+        for name in ("body", "orelse", "finalbody"):
+            inner = getattr(node, name, None)
+            if isinstance(inner, list) and not isinstance(node, ast.Match):
+                self._run([s for s in inner if isinstance(s, ast.stmt)])
+        for handler in getattr(node, "handlers", ()):
+            self._run(handler.body)
+
+    def _qualname(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> str:
+        return self._qualnames.get(id(node), node.name)
+
+    @property
+    def _qualnames(self) -> dict[int, str]:
+        if not hasattr(self, "_by_node"):
+            self._by_node: dict[int, str] = {}
+            stack: list[tuple[list[ast.stmt], str]] = [(self.tree.body, "")]
+            while stack:
+                body, prefix = stack.pop()
+                for node in _statements(body):
+                    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                        self._by_node[id(node)] = prefix + node.name
+                        if isinstance(node, ast.ClassDef):
+                            stack.append((node.body, prefix + node.name + "."))
+        return self._by_node
+
+    def _signature(self, args: ast.arguments, returns: ast.expr | None) -> None:
+        """Defaults and annotations run when the `def` does."""
+        for expression in [*args.defaults, *args.kw_defaults, returns]:
+            if expression is not None:
+                self._value(expression)
+        for arg in [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]:
+            if arg is not None and arg.annotation is not None:
+                self._value(arg.annotation)
+
+    def _decorated(self, decorators: list[ast.expr], key: str) -> None:
+        """A decorator runs, and gets what it decorates: one of the file may call it; one from
+        elsewhere wraps or registers it (decorating is not calling)."""
+        for decorator in decorators:
+            refs = self._value(decorator)
+            if self._origin(decorator) in self.keeping or (
+                isinstance(decorator, ast.Attribute)
+                and decorator.attr in ("setter", "getter", "deleter")
+            ):
+                continue
+            self._runs(refs)
+            if any(r.startswith(("def:", "class:", "danger:")) for r in refs):
+                self._runs(frozenset({key}))  # code of the file may call what it decorates
+
+    def _bound_by_the_model(self, node: ast.expr) -> bool:
+        """`setattr(C, 'name', ...)` or `delattr(C, 'name')` as a statement: guard.symbols
+        reads it as the binding it is."""
+        return (
+            isinstance(node, ast.Call)
+            and self._origin(node.func) in ("builtins.setattr", "builtins.delattr")
+            and len(node.args) >= 2
+            and isinstance(node.args[1], ast.Constant)
+            and isinstance(node.args[1].value, str)
+        )
+
+    def _origin(self, node: ast.expr) -> str | None:
+        target = node.func if isinstance(node, ast.Call) else node
+        dotted = _dotted(target)
+        if dotted is None:
+            return None
+        root = dotted.split(".")[0]
+        if root in self.imports:
+            origin = self.imports[root] + dotted[len(root) :]
+        elif root in self.functions or root in self.classes or root in self.values:
+            return None
+        else:
+            origin = f"builtins.{dotted}"
+        return f"{origin}()" if isinstance(node, ast.Call) else origin
+
+    def _class(self, node: ast.ClassDef) -> None:
+        qualname = self._qualname(node)
+        for base in node.bases:
+            for ref in self._value(base):
+                if ref.startswith("class:"):
+                    self.calls.add(f"hooks:{ref[6:]}")
+                elif ref.startswith("import:"):
+                    self.needs.add(("base", ref[7:]))
+                else:
+                    self._runs(frozenset({ref}))
+        for keyword in node.keywords:
+            refs = self._value(keyword.value)
+            if keyword.arg == "metaclass":
+                for ref in refs:
+                    if ref.startswith("class:"):
+                        self.calls.add(f"meta:{ref[6:]}")
+                    elif ref.startswith("import:"):
+                        self.needs.add(("meta", ref[7:]))
+                    else:
+                        self._runs(frozenset({ref}))
+            else:
+                self._runs(refs)
+        self._run(node.body)
+        self._decorated(node.decorator_list, f"new:{qualname}")
+        self._flow(node.name, frozenset({f"class:{qualname}"}))
+
+    def _runs(self, refs: _Refs) -> None:
+        """Something may call these (or, for a class, make and use an instance)."""
+        for ref in refs:
+            kind, _, rest = ref.partition(":")
+            if kind == "def":
+                self.calls.add(f"def:{rest}")
+            elif kind == "class":
+                self.calls.add(f"new:{rest}")
+            elif kind == "result":
+                self.needs.add(("result", rest))
+            elif kind == "import":
+                builtin = rest.removeprefix("builtins.")
+                if rest.startswith("builtins.") and builtin in MUTATING_BUILTINS:
+                    self._mutates(f"{builtin} reached through the builtins module")
+                self.needs.add(("call", rest))
+            elif kind == "danger":
+                self._mutates(f"{rest} handed to code that may call it, or called indirectly")
+
+    def _value(self, node: ast.expr) -> _Refs:
+        """The refs an expression's value may hold; what evaluating it runs is recorded."""
+        if isinstance(node, ast.Constant):
+            return frozenset()
+        if isinstance(node, ast.Name):
+            refs = set(self.values.get(node.id, ()))
+            refs |= {f"def:{q}" for q in self.functions.get(node.id, ()) if "." not in q}
+            refs |= {f"class:{q}" for q in self.classes.get(node.id, ()) if "." not in q}
+            if node.id in MUTATING_BUILTINS:
+                refs.add(f"danger:{node.id}")
+            elif node.id == "__builtins__":
+                refs.add("import:builtins")
+            return frozenset(refs)
+        if isinstance(node, ast.Attribute):
+            return self._attribute(self._value(node.value), node.attr)
+        if isinstance(node, ast.Call):
+            return self._call(node)
+        if isinstance(node, ast.Lambda):
+            self._signature(node.args, None)
+            facts = self._function(node, bound=False)
+            for name, why in facts.changes.items():
+                self._mutates(why, name)
+            self.needs |= facts.needs
+            self.attributes |= facts.attributes
+            self.calls |= facts.calls
+            return frozenset()
+        if isinstance(node, ast.NamedExpr):
+            refs = self._value(node.value)
+            self._bind(node.target, refs)
+            return refs
+        if isinstance(node, ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp):
+            for generator in node.generators:
+                self._bind(generator.target, self._value(generator.iter))
+                for test in generator.ifs:
+                    self._value(test)
+            parts = [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]
+            return frozenset().union(*(self._value(p) for p in parts))
+        found: set[str] = set()
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.expr):
+                found |= self._value(child)
+            elif isinstance(child, ast.keyword | ast.comprehension):
+                for sub in ast.iter_child_nodes(child):
+                    if isinstance(sub, ast.expr):
+                        found |= self._value(sub)
+        return frozenset(found)
+
+    def _attribute(self, base: _Refs, attr: str) -> _Refs:
+        found = set(self.values.get("." + attr, ()))
+        if attr in _REFLECTIVE_ATTRIBUTES and base:
+            found.add(f"danger:{attr}")
+        for ref in base:
+            kind, _, rest = ref.partition(":")
+            if kind == "class":
+                found |= set(self.members.get(rest, {}).get(attr, ()))
+                found |= {f"def:{q}" for q in self._inherited(rest, attr)}
+            elif kind == "import":
+                found.add(f"import:{rest}.{attr}")
+            else:
+                found.add(ref)
+        return frozenset(found)
+
+    def _inherited(self, qualname: str, attr: str) -> list[str]:
+        """Methods of that name of the file's other classes (a base may provide it)."""
+        return [
+            q
+            for q in self.functions.get(attr, ())
+            if "." in q and q.rsplit(".", 1)[0] != qualname
+        ]
+
+    def _call(self, node: ast.Call) -> _Refs:
+        callee = self._value(node.func)
+        arguments: set[str] = set()
+        for argument in [*node.args, *(k.value for k in node.keywords)]:
+            arguments |= self._value(argument)
+        self._runs(callee)
+        name = node.func.id if isinstance(node.func, ast.Name) else None
+        reading = name in _READING_BUILTINS and name not in self.values and not callee - {
+            f"danger:{name}"
+        }
+        if name == "getattr" and reading and len(node.args) >= 2:
+            key = node.args[1]
+            if isinstance(key, ast.Constant) and isinstance(key.value, str):
+                return self._attribute(self._value(node.args[0]), key.value)
+            self._mutates(f"getattr with a computed name at line {node.lineno}")
+            return frozenset()
+        if not reading:
+            self._runs(frozenset(arguments))  # what it is handed, it may call
+        returned = set(arguments) | {ref for ref in callee if ref.startswith("class:")}
+        for ref in callee:
+            if ref.startswith("def:") and ref in self.graph:
+                returned |= _returned(self.graph[ref])
+            elif ref.startswith("import:"):
+                returned.add(f"result:{ref[7:]}")  # what a function from elsewhere hands back
+        return frozenset(returned)
+
+
+def _returned(node: _Node) -> set[str]:
+    """What calling a function of the file may hand back: whatever it names of the file, and
+    the functions it defines and returns."""
+    named = {("class:" + k[4:]) if k.startswith("new:") else k for k in node.calls}
+    return {k for k in named if k.startswith(("def:", "class:"))} | node.returns
+
+
+def _results(node: _Node) -> set[str]:
+    """Graph keys that calling what a function returns may run."""
+    return node.returns | {"result:" + k[4:] for k in node.returns}
+
+
+def _own_code(nodes: list[ast.AST]) -> Iterator[ast.AST]:
+    """The nodes a function body runs itself: a nested def's decorators, defaults and
+    annotations, not its body."""
+    stack = list(nodes)
+    while stack:
+        current = stack.pop()
+        yield current
+        if isinstance(current, ast.FunctionDef | ast.AsyncFunctionDef):
+            args = current.args
+            stack += [*current.decorator_list, *args.defaults]
+            stack += [d for d in (*args.kw_defaults, current.returns) if d is not None]
+            stack += [
+                a.annotation
+                for a in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg)
+                if a is not None and a.annotation is not None
+            ]
+            continue
+        stack.extend(ast.iter_child_nodes(current))
+
+
+# Attributes whose change reaches other names' lookups (the class, its bases, its namespace).
+_LOOKUP_ATTRIBUTES = frozenset(
+    {"__class__", "__bases__", "__dict__", "__mro__", "__getattr__", "__getattribute__"}
+)
+
+
+def _changed(attribute: str) -> str:
+    """The name an attribute's change reaches (ANY for one that changes lookup, or a private
+    name that mangling hides from reading)."""
+    private = attribute.startswith("__") and not attribute.endswith("__")
+    return ANY if private or attribute in _LOOKUP_ATTRIBUTES else attribute
+
+
+def _direct_mutations(node: ast.AST, this: str | None) -> Iterator[tuple[str, str]]:
+    """What in a function body changes a class or the module itself (before what it calls):
+    (the name it may change, or ANY; why)."""
+    if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store | ast.Del):
+        if this is not None and isinstance(node.value, ast.Name) and node.value.id == this:
+            return  # an attribute of the instance the method runs on
+        verb = "deletes" if isinstance(node.ctx, ast.Del) else "sets"
+        yield _changed(node.attr), f"{verb} the attribute {node.attr}"
+    elif isinstance(node, ast.Global):
+        for name in node.names:
+            yield name, f"rebinds the module global {name}"
+    elif isinstance(node, ast.Call) and _last_name(node.func) in ("setattr", "delattr"):
+        key = node.args[1] if len(node.args) >= 2 else None
+        if isinstance(key, ast.Constant) and isinstance(key.value, str):
+            yield _changed(key.value), f"{_last_name(node.func)}s {key.value}"
+        else:
+            yield ANY, f"{_last_name(node.func)}s a computed name"
+    elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+        if node.id in MUTATING_BUILTINS - {"setattr", "delattr"} or node.id == "__builtins__":
+            yield ANY, f"uses {node.id}"
+    elif isinstance(node, ast.Attribute) and node.attr in _REFLECTIVE_ATTRIBUTES:
+        yield ANY, f"uses .{node.attr}"
+    elif isinstance(node, ast.Attribute) and node.attr == "modules" and _dotted(node.value) == "sys":
+        yield ANY, "uses sys.modules"
+    elif isinstance(node, ast.Import | ast.ImportFrom):
+        if any(origin.split(".")[0] == "builtins" for _, origin in _imported(node)):
+            yield ANY, "imports builtins"
+
+
+def _computed_getattr(node: ast.AST) -> bool:
+    if not (isinstance(node, ast.Call) and _last_name(node.func) == "getattr"):
+        return False
+    key = node.args[1] if len(node.args) >= 2 else None
+    return not (isinstance(key, ast.Constant) and isinstance(key.value, str))
+
+
+_READING_METHODS = frozenset({"get", "items", "keys", "values", "copy", "__contains__"})
+
+
+def _namespace_reads(nodes: list[ast.AST], this: str | None) -> Iterator[int]:
+    """Ids of `x.__dict__` nodes only read (`x.__dict__[k]`, `.get(k)`, `k in x.__dict__`),
+    or, in a plain method, the instance's own (`self.__dict__[k] = v` sets an attribute of it)."""
+    for node in _walk(nodes):
+        if (
+            isinstance(node, ast.Attribute)
+            and node.attr == "__dict__"
+            and isinstance(node.value, ast.Name)
+            and node.value.id == this
+        ):
+            yield id(node)
+            continue
+        candidates: list[ast.expr] = []
+        if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load):
+            candidates = [node.value]
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if node.func.attr in _READING_METHODS:
+                candidates = [node.func.value]
+        elif isinstance(node, ast.Compare):
+            candidates = list(node.comparators)
+        for candidate in candidates:
+            if isinstance(candidate, ast.Attribute) and candidate.attr == "__dict__":
+                yield id(candidate)
+
+
+def _bound_names(node: ast.stmt) -> Iterator[str]:
+    """The names a module-level statement binds."""
+    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+        yield node.name
+    elif isinstance(node, ast.Import | ast.ImportFrom):
+        yield from (name for name, origin in _imported(node) if not origin.endswith(".*"))
+    else:
+        targets: list[ast.expr] = []
+        if isinstance(node, ast.Assign):
+            targets = node.targets
+        elif isinstance(node, ast.AnnAssign | ast.AugAssign | ast.For | ast.AsyncFor):
+            targets = [node.target]
+        elif isinstance(node, ast.With | ast.AsyncWith):
+            targets = [i.optional_vars for i in node.items if i.optional_vars is not None]
+        for target in targets:
+            for sub in ast.walk(target):
+                if isinstance(sub, ast.Name):
+                    yield sub.id
+        for expression in _own_expressions(node):
+            for sub in ast.walk(expression):
+                if isinstance(sub, ast.NamedExpr) and isinstance(sub.target, ast.Name):
+                    yield sub.target.id
+
+
+def _own_expressions(node: ast.stmt) -> list[ast.expr]:
+    return [child for child in ast.iter_child_nodes(node) if isinstance(child, ast.expr)]
+
+
+def _walk(nodes: list[ast.AST]) -> Iterator[ast.AST]:
+    stack = list(nodes)
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(ast.iter_child_nodes(current))
+
+
+def _statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """A block's statements and those of its compound statements (not of nested scopes)."""
+    stack = list(reversed(body))
+    while stack:
+        node = stack.pop()
+        yield node
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            continue
+        children: list[ast.stmt] = []
+        for name in ("body", "orelse", "finalbody"):
+            inner = getattr(node, name, None)
+            if isinstance(inner, list):
+                children += [s for s in inner if isinstance(s, ast.stmt)]
+        for handler in getattr(node, "handlers", ()):
+            children += handler.body
+        for case in getattr(node, "cases", ()):
+            children += case.body
+        stack.extend(reversed(children))
+
+
+def _imported(node: ast.Import | ast.ImportFrom) -> Iterator[tuple[str, str]]:
+    """(bound name, dotted origin) of each name an import binds; `M.*` for a star."""
+    if isinstance(node, ast.Import):
+        for alias in node.names:
+            if alias.asname:
+                yield alias.asname, alias.name
+            else:
+                root = alias.name.split(".")[0]
+                yield root, root
+        return
+    module = "." * node.level + (node.module or "")
+    for alias in node.names:
+        joined = f"{module}.{alias.name}" if node.module else f"{module}{alias.name}"
+        yield (alias.asname or alias.name), joined
+
+
+def _dotted(node: ast.expr) -> str | None:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        inner = _dotted(node.value)
+        return None if inner is None else f"{inner}.{node.attr}"
+    return None
+
+
+def _last_name(node: ast.expr) -> str:
+    target = node.func if isinstance(node, ast.Call) else node
+    if isinstance(target, ast.Attribute):
+        return target.attr
+    return target.id if isinstance(target, ast.Name) else ""
+
+
+def _label(node: ast.AST) -> str:
+    return f"{node.name}()" if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) else "a lambda"
