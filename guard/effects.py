@@ -60,6 +60,21 @@ _READING_BUILTINS = frozenset(
         "property", "staticmethod", "classmethod", "getattr",
     }
 )  # fmt: skip
+# Callables from outside the checkout that call what they are handed at once.
+_CALLING = frozenset(
+    {
+        *(f"builtins.{n}" for n in ("sorted", "min", "max", "map", "filter", "iter")),
+        "functools.reduce",
+        *(f"itertools.{n}" for n in ("starmap", "filterfalse", "takewhile", "dropwhile")),
+        *(f"itertools.{n}" for n in ("groupby", "accumulate")),
+        *(f"heapq.{n}" for n in ("nlargest", "nsmallest", "merge")),
+        *(f"bisect.{n}" for n in ("bisect", "bisect_left", "bisect_right", "insort")),
+        "timeit.timeit",
+        "timeit.repeat",
+    }
+)
+# Builtins that reach an object's class from the object itself.
+_CLASS_REACHING = frozenset({"type", "super", "vars", "globals", "locals", "getattr"})
 _IMPLICIT_CLASS_METHODS = frozenset({"__new__", "__init_subclass__", "__class_getitem__"})
 
 
@@ -90,9 +105,13 @@ class _Node:
     """One function (or class creation, or instantiation) of the file, before the closure."""
 
     changes: dict[str, str] = field(default_factory=dict)
+    # changes of an attribute of a parameter ("param": they matter when it may be handed a
+    # class), or of the module's own globals ("global": they matter in the guarded module)
+    scoped: dict[str, tuple[str, str]] = field(default_factory=dict)
     needs: set[tuple[str, str]] = field(default_factory=set)
     attributes: set[str] = field(default_factory=set)
-    calls: set[str] = field(default_factory=set)  # keys of the graph
+    calls: set[str] = field(default_factory=set)  # keys of the graph, run with any arguments
+    passes: set[str] = field(default_factory=set)  # keys run with its own parameters only
     returns: set[str] = field(default_factory=set)  # functions defined in it that it returns
 
 
@@ -130,18 +149,27 @@ class Effects:
                 needs.add(("call", rest))
             elif kind == "danger":
                 return Reach({ANY: f"holds {rest}"})
-        found = _closure(self.graph, keys)
+        found = _closure(self.graph, keys, home=False)
         return Reach(found.changes, found.needs | needs, found.attributes)
 
-    def reach(self, key: str) -> Reach | None:
-        """The closure of one node (None: the file has no such node)."""
+    def reach(self, key: str, quiet: bool = False) -> Reach | None:
+        """The closure of one node, for another module (None: the file has no such node);
+        `quiet`: run with arguments that hold nothing of the checkout."""
         if key not in self.graph:
             return None
-        return _closure(self.graph, [key])
+        return _closure(self.graph, [] if quiet else [key], [key] if quiet else [], home=False)
 
     def export(self, kind: str, name: str) -> Reach | None:
         """What another module reaches by importing `name` from here and using it as `kind`
-        ("call": called or handed on; "base": a base class; "meta": a metaclass)."""
+        ("call": called or handed on; "call-quiet": called with arguments that hold nothing
+        of the checkout; "result": what calling it returns, called; "base": a base class;
+        "meta": a metaclass)."""
+        if kind == QUIET:
+            for prefix in ("def:", "new:"):
+                found = self.reach(prefix + name, quiet=prefix == "def:")
+                if found is not None:
+                    return found
+            return None
         prefixes = {
             "call": ("def:", "new:"),
             "result": ("result:",),
@@ -155,22 +183,35 @@ class Effects:
         return None
 
 
-def _closure(graph: dict[str, _Node], start: Iterable[str]) -> Reach:
+QUIET = "call-quiet"  # a need: called with arguments that hold nothing of the checkout
+
+
+def _closure(
+    graph: dict[str, _Node], hot: Iterable[str], quiet: Iterable[str] = (), *, home: bool
+) -> Reach:
+    """Everything reachable from the `hot` keys (run with any arguments) and the `quiet` ones
+    (with arguments that hold nothing of the checkout); `home`: the graph is the guarded
+    module's (its own globals count)."""
     changes: dict[str, str] = {}
     needs: set[tuple[str, str]] = set()
     attributes: set[str] = set()
-    stack, seen = list(start), set()
+    stack = [(k, True) for k in hot] + [(k, False) for k in quiet]
+    seen: set[tuple[str, bool]] = set()
     while stack:
-        key = stack.pop()
-        if key in seen or key not in graph:
+        key, handed = stack.pop()
+        if (key, handed) in seen or key not in graph:
             continue
-        seen.add(key)
+        seen.add((key, handed))
         node = graph[key]
         for name, why in node.changes.items():
             changes.setdefault(name, why)
-        needs |= node.needs
+        for name, (why, scope) in node.scoped.items():
+            if handed or (scope == "global" and home):
+                changes.setdefault(name, why)
+        for kind, origin in node.needs:
+            needs.add(("call" if kind == QUIET and handed else kind, origin))
         attributes |= node.attributes
-        stack.extend(node.calls)
+        stack += [(k, True) for k in node.calls] + [(k, handed) for k in node.passes]
     return Reach(changes, frozenset(needs), frozenset(attributes))
 
 
@@ -202,7 +243,14 @@ class _Reader:
         self.needs: set[tuple[str, str]] = set()
         self.attributes: set[str] = set()
         self.calls: set[str] = set()
+        self.quiet_calls: set[str] = set()  # run with arguments holding nothing of the file
         self.changed = False
+        self.top = {
+            name
+            for node in _statements(tree.body)
+            if not isinstance(node, ast.Import | ast.ImportFrom)
+            for name in _bound_names(node)
+        }
 
     # -- the file's functions and classes -------------------------------------------------
 
@@ -219,7 +267,7 @@ class _Reader:
                 break
         else:
             self._mutates("import-time values that reading does not settle")
-        at_import = _closure(self.graph, self.calls)
+        at_import = _closure(self.graph, self.calls, self.quiet_calls, home=True)
         reach = Reach(
             {**at_import.changes, **self.changes},
             frozenset(self.needs | at_import.needs),
@@ -240,9 +288,10 @@ class _Reader:
                 qualname = prefix + node.name
                 self.functions.setdefault(node.name, []).append(qualname)
                 plain = owner is not None and self._plain_method(node)
-                self.graph[f"def:{qualname}"] = self._function(node, False, qualname)
+                method = owner is not None
+                self.graph[f"def:{qualname}"] = self._function(node, False, qualname, method)
                 self.graph[f"bound:{qualname}"] = (
-                    self._function(node, True, qualname)
+                    self._function(node, True, qualname, method)
                     if plain
                     else _Node(calls={f"def:{qualname}"})
                 )
@@ -325,15 +374,51 @@ class _Reader:
         node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda,
         bound: bool,
         qualname: str | None = None,
+        method: bool = False,
     ) -> _Node:
         """The direct facts of running a function's body (lambdas and classes in it included).
         A function defined in it is a node of its own (`Q.<locals>.name`): what defines and
         returns a wrapper does not run it."""
         found = _Node()
-        params = node.args.posonlyargs + node.args.args
-        this = params[0].arg if bound and params else None
+        args = node.args
+        positional = args.posonlyargs + args.args
+        this = positional[0].arg if bound and positional else None
         inner: list[ast.AST] = list(node.body) if isinstance(node.body, list) else [node.body]
         own = list(_own_code(inner))
+        rebound = {
+            n.id for n in own if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store | ast.Del)
+        }
+        params = {
+            a.arg
+            for a in (*positional, *args.kwonlyargs, args.vararg, args.kwarg)
+            if a is not None and a.arg not in rebound
+        }
+        if method and positional and not _static(node):  # self or cls: bound by Python
+            params.discard(positional[0].arg)
+        held = {
+            id(argument)
+            for call in own
+            if isinstance(call, ast.Call) and self._holds(call.func)
+            for argument in _arguments(call)
+        }
+        # a call whose result the body calls (`g()()`, `r = g(); r()`): what g returns runs
+        callee_names = {
+            n.func.id for n in own if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+        }
+        results_run = {
+            id(n.func.func) for n in own if isinstance(n, ast.Call) and isinstance(n.func, ast.Call)
+        } | {
+            id(n.value.func)
+            for n in own
+            if isinstance(n, ast.Assign)
+            and isinstance(n.value, ast.Call)
+            and any(isinstance(t, ast.Name) and t.id in callee_names for t in n.targets)
+        }
+        quiet = {
+            id(call.func)
+            for call in own
+            if isinstance(call, ast.Call) and self._handed_only(call, params)
+        }
         nested = {}
         for sub in own:
             if isinstance(sub, ast.FunctionDef | ast.AsyncFunctionDef) and qualname is not None:
@@ -357,31 +442,81 @@ class _Reader:
                 continue
             if id(sub) in read_only:
                 continue
-            for name, why in _direct_mutations(sub, this):
-                found.changes.setdefault(name, f"{why} (line {getattr(sub, 'lineno', 0)}, {where})")
+            for name, why, target in _direct_mutations(sub, this):
+                why = f"{why} (line {getattr(sub, 'lineno', 0)}, {where})"
+                root = target.id if isinstance(target, ast.Name) else None
+                if root is not None and root in params - {this}:
+                    found.scoped.setdefault(name, (why, "param"))
+                elif target is None and isinstance(sub, ast.Global) or root in self.top:
+                    found.scoped.setdefault(name, (why, "global"))
+                else:
+                    found.changes.setdefault(name, why)
             if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load):
+                edges = found.passes if id(sub) in quiet else found.calls
                 if sub.id in nested:
                     key = nested[sub.id]
-                    if id(sub) in returned:
+                    if id(sub) in returned or id(sub) in held:
                         found.returns.add(f"def:{key}")
                     else:
-                        found.calls |= {f"def:{key}", f"result:{key}"}
+                        edges.add(f"def:{key}")
+                        (found.calls if id(sub) in results_run else found.returns).add(
+                            f"result:{key}"
+                        )
                     continue
                 for key in self._named(sub.id):
-                    found.calls |= {key, key.replace("def:", "result:", 1)}
+                    if id(sub) in held:  # handed to code that keeps it: it may come back
+                        found.returns.add(key)
+                        continue
+                    edges.add(key)
+                    if key.startswith("def:"):
+                        (found.calls if id(sub) in results_run else found.returns).add(
+                            key.replace("def:", "result:", 1)
+                        )
                 for origin in self.all_imports.get(sub.id, ()):
-                    found.needs |= {("call", origin), ("result", origin)}
+                    found.needs |= {(QUIET if id(sub) in quiet else "call", origin)}
+                    found.needs.add(("result", origin))
             elif isinstance(sub, ast.Attribute) and isinstance(sub.ctx, ast.Load):
                 dotted = _dotted(sub)
                 root = dotted.split(".")[0] if dotted else ""
                 if root in self.all_imports:
                     for origin in self.all_imports[root]:
-                        found.needs |= {("call", origin + dotted[len(root) :])}
-                        found.needs |= {("result", origin + dotted[len(root) :])}
+                        dotted_origin = origin + dotted[len(root) :]
+                        found.needs.add((QUIET if id(sub) in quiet else "call", dotted_origin))
+                        found.needs.add(("result", dotted_origin))
                     continue
                 found.attributes.add(sub.attr)
                 found.calls.add(f"method:{sub.attr}")
         return found
+
+    def _holds(self, func: ast.expr) -> bool:
+        """Does a callee, in a function body, keep what it is handed rather than call it?
+        Code outside the checkout (a method of an object, a builtin) does, except the
+        builtins and library functions that call it at once (sorted, map...); the file's own
+        functions and classes and imported names may call it."""
+        if isinstance(func, ast.Name):
+            if func.id in self.top or func.id in self.all_imports:
+                return False
+            return f"builtins.{func.id}" not in _CALLING
+        dotted = _dotted(func)
+        root = dotted.split(".")[0] if dotted else ""
+        if root in self.all_imports:
+            return False
+        return isinstance(func, ast.Attribute)
+
+    def _handed_only(self, call: ast.Call, params: set[str]) -> bool:
+        """Does the call hand on only the function's own parameters, literals and builtins
+        (so what it changes through them matters only when they may hold a class)?"""
+        for argument in [*call.args, *(k.value for k in call.keywords)]:
+            for sub in ast.walk(argument):
+                if isinstance(sub, ast.Lambda | ast.NamedExpr):
+                    return False
+                if isinstance(sub, ast.Name) and sub.id not in params and (
+                    sub.id in self.top or sub.id in self.all_imports or sub.id in _CLASS_REACHING
+                ):
+                    return False
+                if isinstance(sub, ast.Attribute) and sub.attr in _LOOKUP_ATTRIBUTES:
+                    return False
+        return True
 
     def _named(self, name: str) -> set[str]:
         """Graph keys a name of the file may run: its functions and classes of that name."""
@@ -572,21 +707,24 @@ class _Reader:
         self._decorated(node.decorator_list, f"new:{qualname}")
         self._flow(node.name, frozenset({f"class:{qualname}"}))
 
-    def _runs(self, refs: _Refs) -> None:
-        """Something may call these (or, for a class, make and use an instance)."""
+    def _runs(self, refs: _Refs, quiet: bool = False) -> None:
+        """Something may call these (or, for a class, make and use an instance); `quiet`:
+        with arguments that hold nothing of the checkout."""
         for ref in refs:
             kind, _, rest = ref.partition(":")
             if kind == "def":
-                self.calls.add(f"def:{rest}")
+                (self.quiet_calls if quiet else self.calls).add(f"def:{rest}")
             elif kind == "class":
                 self.calls.add(f"new:{rest}")
             elif kind == "result":
+                self.calls.add(ref)
+            elif kind == "import-result":
                 self.needs.add(("result", rest))
             elif kind == "import":
                 builtin = rest.removeprefix("builtins.")
                 if rest.startswith("builtins.") and builtin in MUTATING_BUILTINS:
                     self._mutates(f"{builtin} reached through the builtins module")
-                self.needs.add(("call", rest))
+                self.needs.add((QUIET if quiet else "call", rest))
             elif kind == "danger":
                 self._mutates(f"{rest} handed to code that may call it, or called indirectly")
 
@@ -611,6 +749,8 @@ class _Reader:
             self._signature(node.args, None)
             facts = self._function(node, bound=False)
             for name, why in facts.changes.items():
+                self._mutates(why, name)
+            for name, (why, _) in facts.scoped.items():
                 self._mutates(why, name)
             self.needs |= facts.needs
             self.attributes |= facts.attributes
@@ -644,8 +784,9 @@ class _Reader:
         for ref in base:
             kind, _, rest = ref.partition(":")
             if kind == "class":
-                found |= set(self.members.get(rest, {}).get(attr, ()))
-                found |= {f"def:{q}" for q in self._inherited(rest, attr)}
+                members = set(self.members.get(rest, {}).get(attr, ()))
+                members |= {f"def:{q}" for q in self._inherited(rest, attr)}
+                found |= members or {ref}  # from object or a base elsewhere: the class's code
             elif kind == "import":
                 found.add(f"import:{rest}.{attr}")
             else:
@@ -665,38 +806,49 @@ class _Reader:
         arguments: set[str] = set()
         for argument in [*node.args, *(k.value for k in node.keywords)]:
             arguments |= self._value(argument)
-        self._runs(callee)
+        self._runs(callee, quiet=not arguments)
         name = node.func.id if isinstance(node.func, ast.Name) else None
-        reading = name in _READING_BUILTINS and name not in self.values and not callee - {
-            f"danger:{name}"
-        }
+        reading = name in _READING_BUILTINS and name not in self.values and not callee
         if name == "getattr" and reading and len(node.args) >= 2:
             key = node.args[1]
             if isinstance(key, ast.Constant) and isinstance(key.value, str):
                 return self._attribute(self._value(node.args[0]), key.value)
             self._mutates(f"getattr with a computed name at line {node.lineno}")
             return frozenset()
-        if not reading:
-            self._runs(frozenset(arguments))  # what it is handed, it may call
+        if self._origin(node.func) in _CALLING or any(
+            r.startswith(("def:", "class:", "danger:")) for r in callee
+        ):
+            self._runs(frozenset(arguments))  # what it is handed, it calls (or may: the file's)
         returned = set(arguments) | {ref for ref in callee if ref.startswith("class:")}
         for ref in callee:
             if ref.startswith("def:") and ref in self.graph:
                 returned |= _returned(self.graph[ref])
             elif ref.startswith("import:"):
-                returned.add(f"result:{ref[7:]}")  # what a function from elsewhere hands back
+                returned.add(f"import-result:{ref[7:]}")  # what one from elsewhere hands back
         return frozenset(returned)
+
+
+def _static(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> bool:
+    return not isinstance(node, ast.Lambda) and any(
+        _last_name(d) == "staticmethod" for d in node.decorator_list
+    )
+
+
+def _arguments(call: ast.Call) -> Iterator[ast.expr]:
+    for argument in [*call.args, *(k.value for k in call.keywords)]:
+        yield argument.value if isinstance(argument, ast.Starred) else argument
 
 
 def _returned(node: _Node) -> set[str]:
     """What calling a function of the file may hand back: whatever it names of the file, and
     the functions it defines and returns."""
-    named = {("class:" + k[4:]) if k.startswith("new:") else k for k in node.calls}
-    return {k for k in named if k.startswith(("def:", "class:"))} | node.returns
+    named = {("class:" + k[4:]) if k.startswith("new:") else k for k in node.calls | node.returns}
+    return {k for k in named if k.startswith(("def:", "class:", "result:"))}
 
 
 def _results(node: _Node) -> set[str]:
     """Graph keys that calling what a function returns may run."""
-    return node.returns | {"result:" + k[4:] for k in node.returns}
+    return node.returns | {"result:" + k[4:] for k in node.returns if k.startswith("def:")}
 
 
 def _own_code(nodes: list[ast.AST]) -> Iterator[ast.AST]:
@@ -732,33 +884,37 @@ def _changed(attribute: str) -> str:
     return ANY if private or attribute in _LOOKUP_ATTRIBUTES else attribute
 
 
-def _direct_mutations(node: ast.AST, this: str | None) -> Iterator[tuple[str, str]]:
+def _direct_mutations(
+    node: ast.AST, this: str | None
+) -> Iterator[tuple[str, str, ast.expr | None]]:
     """What in a function body changes a class or the module itself (before what it calls):
-    (the name it may change, or ANY; why)."""
+    (the name it may change, or ANY; why; the object changed, when it is one)."""
     if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store | ast.Del):
         if this is not None and isinstance(node.value, ast.Name) and node.value.id == this:
             return  # an attribute of the instance the method runs on
         verb = "deletes" if isinstance(node.ctx, ast.Del) else "sets"
-        yield _changed(node.attr), f"{verb} the attribute {node.attr}"
+        yield _changed(node.attr), f"{verb} the attribute {node.attr}", node.value
     elif isinstance(node, ast.Global):
         for name in node.names:
-            yield name, f"rebinds the module global {name}"
+            yield name, f"rebinds the module global {name}", None
     elif isinstance(node, ast.Call) and _last_name(node.func) in ("setattr", "delattr"):
+        verb = _last_name(node.func)
+        target = node.args[0] if node.args else None
         key = node.args[1] if len(node.args) >= 2 else None
         if isinstance(key, ast.Constant) and isinstance(key.value, str):
-            yield _changed(key.value), f"{_last_name(node.func)}s {key.value}"
+            yield _changed(key.value), f"{verb}s {key.value}", target
         else:
-            yield ANY, f"{_last_name(node.func)}s a computed name"
+            yield ANY, f"{verb}s a computed name", target
     elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
         if node.id in MUTATING_BUILTINS - {"setattr", "delattr"} or node.id == "__builtins__":
-            yield ANY, f"uses {node.id}"
+            yield ANY, f"uses {node.id}", None
     elif isinstance(node, ast.Attribute) and node.attr in _REFLECTIVE_ATTRIBUTES:
-        yield ANY, f"uses .{node.attr}"
+        yield ANY, f"uses .{node.attr}", None
     elif isinstance(node, ast.Attribute) and node.attr == "modules" and _dotted(node.value) == "sys":
-        yield ANY, "uses sys.modules"
+        yield ANY, "uses sys.modules", None
     elif isinstance(node, ast.Import | ast.ImportFrom):
         if any(origin.split(".")[0] == "builtins" for _, origin in _imported(node)):
-            yield ANY, "imports builtins"
+            yield ANY, "imports builtins", None
 
 
 def _computed_getattr(node: ast.AST) -> bool:
@@ -774,7 +930,7 @@ _READING_METHODS = frozenset({"get", "items", "keys", "values", "copy", "__conta
 def _namespace_reads(nodes: list[ast.AST], this: str | None) -> Iterator[int]:
     """Ids of `x.__dict__` nodes only read (`x.__dict__[k]`, `.get(k)`, `k in x.__dict__`),
     or, in a plain method, the instance's own (`self.__dict__[k] = v` sets an attribute of it)."""
-    for node in _walk(nodes):
+    for node in nodes:
         if (
             isinstance(node, ast.Attribute)
             and node.attr == "__dict__"
@@ -814,14 +970,11 @@ def _bound_names(node: ast.stmt) -> Iterator[str]:
             for sub in ast.walk(target):
                 if isinstance(sub, ast.Name):
                     yield sub.id
-        for expression in _own_expressions(node):
-            for sub in ast.walk(expression):
-                if isinstance(sub, ast.NamedExpr) and isinstance(sub.target, ast.Name):
-                    yield sub.target.id
-
-
-def _own_expressions(node: ast.stmt) -> list[ast.expr]:
-    return [child for child in ast.iter_child_nodes(node) if isinstance(child, ast.expr)]
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.expr):
+                for sub in ast.walk(child):
+                    if isinstance(sub, ast.NamedExpr) and isinstance(sub.target, ast.Name):
+                        yield sub.target.id
 
 
 def _walk(nodes: list[ast.AST]) -> Iterator[ast.AST]:
