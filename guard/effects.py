@@ -427,9 +427,13 @@ class _Reader:
                 nested[sub.name] = key
         for key in nested.values():
             self.graph[f"result:{key}"] = _Node(calls=_results(self.graph[f"def:{key}"]))
-        returned = {
-            id(sub.value) for sub in own if isinstance(sub, ast.Return) and sub.value is not None
+        returned = {  # what the function hands back: anything inside a return value
+            id(part)
+            for sub in own
+            if isinstance(sub, ast.Return) and sub.value is not None
+            for part in _walk([sub.value])
         }
+        callees = {id(n.func) for n in own if isinstance(n, ast.Call)}
         called = {id(n.func) for n in own if isinstance(n, ast.Call)}
         read_only = set(_namespace_reads(own, this))
         where = f"in {_label(node)}"
@@ -453,25 +457,21 @@ class _Reader:
                     found.changes.setdefault(name, why)
             if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load):
                 edges = found.passes if id(sub) in quiet else found.calls
-                if sub.id in nested:
-                    key = nested[sub.id]
-                    if id(sub) in returned or id(sub) in held:
-                        found.returns.add(f"def:{key}")
-                    else:
-                        edges.add(f"def:{key}")
-                        (found.calls if id(sub) in results_run else found.returns).add(
-                            f"result:{key}"
-                        )
-                    continue
-                for key in self._named(sub.id):
-                    if id(sub) in held:  # handed to code that keeps it: it may come back
+                keys = {f"def:{nested[sub.id]}"} if sub.id in nested else self._named(sub.id)
+                for key in keys:
+                    result = key.replace("def:", "result:", 1)
+                    if id(sub) in callees:
+                        edges.add(key)
+                        if key.startswith("def:") and id(sub) in results_run:
+                            found.calls.add(result)
+                        elif key.startswith("def:") and id(sub) in returned:
+                            found.returns.add(result)
+                    elif id(sub) in returned:  # handed back, maybe inside what keeps it
                         found.returns.add(key)
-                        continue
-                    edges.add(key)
-                    if key.startswith("def:"):
-                        (found.calls if id(sub) in results_run else found.returns).add(
-                            key.replace("def:", "result:", 1)
-                        )
+                    elif id(sub) not in held:  # stored, aliased, handed to the file's code
+                        edges.add(key)
+                if sub.id in nested:
+                    continue
                 for origin in self.all_imports.get(sub.id, ()):
                     found.needs |= {(QUIET if id(sub) in quiet else "call", origin)}
                     found.needs.add(("result", origin))
