@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 # Builtins that rebind or reach bindings when they run (by name, or handed to other code).
 MUTATING_BUILTINS = frozenset(
@@ -288,12 +288,10 @@ class _Reader:
                 qualname = prefix + node.name
                 self.functions.setdefault(node.name, []).append(qualname)
                 plain = owner is not None and self._plain_method(node)
-                method = owner is not None
-                self.graph[f"def:{qualname}"] = self._function(node, False, qualname, method)
+                strict, on_instance = self._function(node, qualname, owner is not None)
+                self.graph[f"def:{qualname}"] = strict
                 self.graph[f"bound:{qualname}"] = (
-                    self._function(node, True, qualname, method)
-                    if plain
-                    else _Node(calls={f"def:{qualname}"})
+                    on_instance if plain else _Node(calls={f"def:{qualname}"})
                 )
                 self.graph[f"result:{qualname}"] = _Node(
                     calls=_results(self.graph[f"def:{qualname}"])
@@ -372,22 +370,44 @@ class _Reader:
     def _function(
         self,
         node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda,
-        bound: bool,
         qualname: str | None = None,
         method: bool = False,
-    ) -> _Node:
-        """The direct facts of running a function's body (lambdas and classes in it included).
-        A function defined in it is a node of its own (`Q.<locals>.name`): what defines and
-        returns a wrapper does not run it."""
+    ) -> tuple[_Node, _Node]:
+        """The direct facts of running a function's body (lambdas and classes in it included),
+        with any arguments, and as a plain method on an instance (where `self.x = ...` and
+        `self.__dict__[k] = v` change only that instance). A function defined in it is a node
+        of its own (`Q.<locals>.name`): what defines and returns a wrapper does not run it."""
         found = _Node()
         args = node.args
         positional = args.posonlyargs + args.args
-        this = positional[0].arg if bound and positional else None
+        this = positional[0].arg if positional else None
         inner: list[ast.AST] = list(node.body) if isinstance(node.body, list) else [node.body]
         own = list(_own_code(inner))
-        rebound = {
-            n.id for n in own if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store | ast.Del)
-        }
+        rebound, callees, callee_names, held = set(), set(), set(), set()
+        results_run, returned, calls, nested = set(), set(), [], {}
+        for sub in own:
+            if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store | ast.Del):
+                rebound.add(sub.id)
+            elif isinstance(sub, ast.Call):
+                calls.append(sub)
+                callees.add(id(sub.func))
+                if isinstance(sub.func, ast.Name):
+                    callee_names.add(sub.func.id)
+                elif isinstance(sub.func, ast.Call):  # `g()()`: what g returns runs
+                    results_run.add(id(sub.func.func))
+                if self._holds(sub.func):
+                    held.update(id(a) for a in _arguments(sub))
+            elif isinstance(sub, ast.Return) and sub.value is not None:
+                returned.update(id(part) for part in _walk([sub.value]))
+            elif isinstance(sub, ast.FunctionDef | ast.AsyncFunctionDef) and qualname:
+                key = f"{qualname}.<locals>.{sub.name}"
+                self.graph[f"def:{key}"] = self._function(sub, key)[0]
+                self.graph[f"result:{key}"] = _Node(calls=_results(self.graph[f"def:{key}"]))
+                nested[sub.name] = key
+        for sub in own:  # `r = g(); r()`: what g returns runs
+            if isinstance(sub, ast.Assign) and isinstance(sub.value, ast.Call):
+                if any(isinstance(t, ast.Name) and t.id in callee_names for t in sub.targets):
+                    results_run.add(id(sub.value.func))
         params = {
             a.arg
             for a in (*positional, *args.kwonlyargs, args.vararg, args.kwarg)
@@ -395,61 +415,26 @@ class _Reader:
         }
         if method and positional and not _static(node):  # self or cls: bound by Python
             params.discard(positional[0].arg)
-        held = {
-            id(argument)
-            for call in own
-            if isinstance(call, ast.Call) and self._holds(call.func)
-            for argument in _arguments(call)
-        }
-        # a call whose result the body calls (`g()()`, `r = g(); r()`): what g returns runs
-        callee_names = {
-            n.func.id for n in own if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
-        }
-        results_run = {
-            id(n.func.func) for n in own if isinstance(n, ast.Call) and isinstance(n.func, ast.Call)
-        } | {
-            id(n.value.func)
-            for n in own
-            if isinstance(n, ast.Assign)
-            and isinstance(n.value, ast.Call)
-            and any(isinstance(t, ast.Name) and t.id in callee_names for t in n.targets)
-        }
-        quiet = {
-            id(call.func)
-            for call in own
-            if isinstance(call, ast.Call) and self._handed_only(call, params)
-        }
-        nested = {}
-        for sub in own:
-            if isinstance(sub, ast.FunctionDef | ast.AsyncFunctionDef) and qualname is not None:
-                key = f"{qualname}.<locals>.{sub.name}"
-                self.graph[f"def:{key}"] = self._function(sub, bound=False, qualname=key)
-                nested[sub.name] = key
-        for key in nested.values():
-            self.graph[f"result:{key}"] = _Node(calls=_results(self.graph[f"def:{key}"]))
-        returned = {  # what the function hands back: anything inside a return value
-            id(part)
-            for sub in own
-            if isinstance(sub, ast.Return) and sub.value is not None
-            for part in _walk([sub.value])
-        }
-        callees = {id(n.func) for n in own if isinstance(n, ast.Call)}
-        called = {id(n.func) for n in own if isinstance(n, ast.Call)}
-        read_only = set(_namespace_reads(own, this))
+        quiet = {id(call.func) for call in calls if self._handed_only(call, params)}
+        read_only = set(_namespace_reads(own))
+        on_self: dict[str, str] = {}  # what only a plain method's own instance takes
         where = f"in {_label(node)}"
         for sub in own:
-            if isinstance(sub, ast.Name) and sub.id in ("setattr", "delattr") and id(sub) not in called:
-                found.changes.setdefault(ANY, f"hands {sub.id} on (line {sub.lineno}, {where})")
+            if isinstance(sub, ast.Name) and sub.id in ("setattr", "delattr"):
+                if id(sub) not in callees:
+                    found.changes.setdefault(ANY, f"hands {sub.id} on (line {sub.lineno}, {where})")
             if _computed_getattr(sub):  # it may run any method of that name: any method
                 found.attributes.add(ANY)
                 found.calls.add(f"method:{ANY}")
                 continue
             if id(sub) in read_only:
                 continue
-            for name, why, target in _direct_mutations(sub, this):
+            for name, why, target in _direct_mutations(sub):
                 why = f"{why} (line {getattr(sub, 'lineno', 0)}, {where})"
                 root = target.id if isinstance(target, ast.Name) else None
-                if root is not None and root in params - {this}:
+                if root is not None and root == this and method:
+                    on_self.setdefault(name, why)
+                elif root is not None and root in params:
                     found.scoped.setdefault(name, (why, "param"))
                 elif target is None and isinstance(sub, ast.Global) or root in self.top:
                     found.scoped.setdefault(name, (why, "global"))
@@ -470,23 +455,32 @@ class _Reader:
                         found.returns.add(key)
                     elif id(sub) not in held:  # stored, aliased, handed to the file's code
                         edges.add(key)
-                if sub.id in nested:
-                    continue
-                for origin in self.all_imports.get(sub.id, ()):
-                    found.needs |= {(QUIET if id(sub) in quiet else "call", origin)}
-                    found.needs.add(("result", origin))
+                if sub.id not in nested:
+                    self._imported_use(sub, sub.id, found, quiet, results_run | returned)
             elif isinstance(sub, ast.Attribute) and isinstance(sub.ctx, ast.Load):
                 dotted = _dotted(sub)
                 root = dotted.split(".")[0] if dotted else ""
                 if root in self.all_imports:
-                    for origin in self.all_imports[root]:
-                        dotted_origin = origin + dotted[len(root) :]
-                        found.needs.add((QUIET if id(sub) in quiet else "call", dotted_origin))
-                        found.needs.add(("result", dotted_origin))
+                    self._imported_use(sub, dotted or "", found, quiet, results_run | returned)
                     continue
                 found.attributes.add(sub.attr)
                 found.calls.add(f"method:{sub.attr}")
-        return found
+        bound = replace(found, changes=dict(found.changes))
+        for name, why in on_self.items():
+            found.changes.setdefault(name, why)
+        return found, bound
+
+    def _imported_use(
+        self, node: ast.expr, dotted: str, found: _Node, quiet: set[int], results: set[int]
+    ) -> None:
+        """An imported name used in a function body: called (quietly, with only its own
+        parameters), and what it returns run when the body calls or hands that back."""
+        root = dotted.split(".")[0]
+        for origin in self.all_imports.get(root, ()):
+            full = origin + dotted[len(root) :]
+            found.needs.add((QUIET if id(node) in quiet else "call", full))
+            if id(node) in results:
+                found.needs.add(("result", full))
 
     def _holds(self, func: ast.expr) -> bool:
         """Does a callee, in a function body, keep what it is handed rather than call it?
@@ -747,7 +741,7 @@ class _Reader:
             return self._call(node)
         if isinstance(node, ast.Lambda):
             self._signature(node.args, None)
-            facts = self._function(node, bound=False)
+            facts = self._function(node)[0]
             for name, why in facts.changes.items():
                 self._mutates(why, name)
             for name, (why, _) in facts.scoped.items():
@@ -884,14 +878,10 @@ def _changed(attribute: str) -> str:
     return ANY if private or attribute in _LOOKUP_ATTRIBUTES else attribute
 
 
-def _direct_mutations(
-    node: ast.AST, this: str | None
-) -> Iterator[tuple[str, str, ast.expr | None]]:
+def _direct_mutations(node: ast.AST) -> Iterator[tuple[str, str, ast.expr | None]]:
     """What in a function body changes a class or the module itself (before what it calls):
     (the name it may change, or ANY; why; the object changed, when it is one)."""
     if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store | ast.Del):
-        if this is not None and isinstance(node.value, ast.Name) and node.value.id == this:
-            return  # an attribute of the instance the method runs on
         verb = "deletes" if isinstance(node.ctx, ast.Del) else "sets"
         yield _changed(node.attr), f"{verb} the attribute {node.attr}", node.value
     elif isinstance(node, ast.Global):
@@ -909,7 +899,7 @@ def _direct_mutations(
         if node.id in MUTATING_BUILTINS - {"setattr", "delattr"} or node.id == "__builtins__":
             yield ANY, f"uses {node.id}", None
     elif isinstance(node, ast.Attribute) and node.attr in _REFLECTIVE_ATTRIBUTES:
-        yield ANY, f"uses .{node.attr}", None
+        yield ANY, f"uses .{node.attr}", node.value
     elif isinstance(node, ast.Attribute) and node.attr == "modules" and _dotted(node.value) == "sys":
         yield ANY, "uses sys.modules", None
     elif isinstance(node, ast.Import | ast.ImportFrom):
@@ -927,18 +917,9 @@ def _computed_getattr(node: ast.AST) -> bool:
 _READING_METHODS = frozenset({"get", "items", "keys", "values", "copy", "__contains__"})
 
 
-def _namespace_reads(nodes: list[ast.AST], this: str | None) -> Iterator[int]:
-    """Ids of `x.__dict__` nodes only read (`x.__dict__[k]`, `.get(k)`, `k in x.__dict__`),
-    or, in a plain method, the instance's own (`self.__dict__[k] = v` sets an attribute of it)."""
+def _namespace_reads(nodes: list[ast.AST]) -> Iterator[int]:
+    """Ids of `x.__dict__` nodes only read (`x.__dict__[k]`, `.get(k)`, `k in x.__dict__`)."""
     for node in nodes:
-        if (
-            isinstance(node, ast.Attribute)
-            and node.attr == "__dict__"
-            and isinstance(node.value, ast.Name)
-            and node.value.id == this
-        ):
-            yield id(node)
-            continue
         candidates: list[ast.expr] = []
         if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load):
             candidates = [node.value]
