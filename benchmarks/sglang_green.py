@@ -96,7 +96,9 @@ def measure(root: Path, count: int) -> dict[str, object]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--wheel-dir", type=Path, default=Path(tempfile.gettempdir()) / "sglang-wheel")
+    parser.add_argument(
+        "--wheel-dir", type=Path, default=Path(tempfile.gettempdir()) / "sglang-wheel"
+    )
     parser.add_argument("--files", type=int, default=30)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()

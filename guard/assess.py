@@ -270,7 +270,7 @@ class Worktree:
         self._unmerged: dict[str, dict[int, str]] = {}  # as assessed (see pretend)
         self._unmerged_read: dict[str, dict[int, str]] | None = None  # as git left the index
         self._import_problems: dict[tuple[str, bytes], str | None] = {}
-        self._reached: dict[tuple[str, int], str | None] = {}  # see reached_at_import
+        self._reached: dict[tuple[str, int], Reach] = {}  # see reached_at_import
         # Paths looked up but not read, by whether they existed: a verdict that no file
         # there changes holds only while they stay so (guard.fastpath keeps both).
         self.absent: set[str] = set()
@@ -500,7 +500,9 @@ class Worktree:
             for attribute in sorted(reach.attributes):  # methods of the guarded module, too
                 calls = home.reach(f"method:{attribute}")
                 for changed, why in (calls.changes if calls else {}).items():
-                    changes.setdefault(changed, f"{name} in {other} calls .{attribute}, which {why}")
+                    changes.setdefault(
+                        changed, f"{name} in {other} calls .{attribute}, which {why}"
+                    )
             return
 
     def symbol_problems(

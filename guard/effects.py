@@ -227,7 +227,9 @@ _Refs = frozenset[str]  # "def:Q", "class:Q", "import:ORIGIN", "danger:NAME"
 
 
 class _Reader:
-    def __init__(self, tree: ast.Module, keeping: frozenset[str], metaclasses: frozenset[str]) -> None:
+    def __init__(
+        self, tree: ast.Module, keeping: frozenset[str], metaclasses: frozenset[str]
+    ) -> None:
         self.tree = tree
         self.keeping = keeping
         self.metaclasses = metaclasses
@@ -273,11 +275,7 @@ class _Reader:
             frozenset(self.needs | at_import.needs),
             frozenset(self.attributes | at_import.attributes),
         )
-        top = {
-            name
-            for node in _statements(self.tree.body)
-            for name in _bound_names(node)
-        }
+        top = {name for node in _statements(self.tree.body) for name in _bound_names(node)}
         values = {name: frozenset(self.values.get(name, ())) for name in top}
         return Effects(reach, self.graph, self.imports, tuple(self.stars), values)
 
@@ -299,7 +297,9 @@ class _Reader:
                 if owner is not None and not plain:  # a plain method runs on an instance only,
                     # and making one counted every method of its class (new:K)
                     for name in (node.name, ANY):
-                        self.graph.setdefault(f"method:{name}", _Node()).calls.add(f"def:{qualname}")
+                        self.graph.setdefault(f"method:{name}", _Node()).calls.add(
+                            f"def:{qualname}"
+                        )
                 if owner is not None:
                     self.members.setdefault(prefix[:-1], {}).setdefault(node.name, []).append(
                         f"def:{qualname}"
@@ -330,7 +330,9 @@ class _Reader:
     def _class_nodes(self, node: ast.ClassDef, qualname: str) -> None:
         """new:K (every method, bases' too), hooks:K (what deriving from K runs), meta:K."""
         methods = [
-            n for n in _statements(node.body) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)
+            n
+            for n in _statements(node.body)
+            if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)
         ]
         new, hooks, meta = _Node(), _Node(), _Node()
         for method in methods:
@@ -383,8 +385,14 @@ class _Reader:
         this = positional[0].arg if positional else None
         inner: list[ast.AST] = list(node.body) if isinstance(node.body, list) else [node.body]
         own = list(_own_code(inner))
-        rebound, callees, callee_names, held = set(), set(), set(), set()
-        results_run, returned, calls, nested = set(), set(), [], {}
+        rebound: set[str] = set()
+        callee_names: set[str] = set()
+        callees: set[int] = set()
+        held: set[int] = set()
+        results_run: set[int] = set()
+        returned: set[int] = set()
+        calls: list[ast.Call] = []
+        nested: dict[str, str] = {}
         for sub in own:
             if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store | ast.Del):
                 rebound.add(sub.id)
@@ -405,9 +413,12 @@ class _Reader:
                 self.graph[f"result:{key}"] = _Node(calls=_results(self.graph[f"def:{key}"]))
                 nested[sub.name] = key
         for sub in own:  # `r = g(); r()`: what g returns runs
-            if isinstance(sub, ast.Assign) and isinstance(sub.value, ast.Call):
-                if any(isinstance(t, ast.Name) and t.id in callee_names for t in sub.targets):
-                    results_run.add(id(sub.value.func))
+            if (
+                isinstance(sub, ast.Assign)
+                and isinstance(sub.value, ast.Call)
+                and any(isinstance(t, ast.Name) and t.id in callee_names for t in sub.targets)
+            ):
+                results_run.add(id(sub.value.func))
         params = {
             a.arg
             for a in (*positional, *args.kwonlyargs, args.vararg, args.kwarg)
@@ -420,9 +431,12 @@ class _Reader:
         on_self: dict[str, str] = {}  # what only a plain method's own instance takes
         where = f"in {_label(node)}"
         for sub in own:
-            if isinstance(sub, ast.Name) and sub.id in ("setattr", "delattr"):
-                if id(sub) not in callees:
-                    found.changes.setdefault(ANY, f"hands {sub.id} on (line {sub.lineno}, {where})")
+            if (
+                isinstance(sub, ast.Name)
+                and sub.id in ("setattr", "delattr")
+                and id(sub) not in callees
+            ):
+                found.changes.setdefault(ANY, f"hands {sub.id} on (line {sub.lineno}, {where})")
             if _computed_getattr(sub):  # it may run any method of that name: any method
                 found.attributes.add(ANY)
                 found.calls.add(f"method:{ANY}")
@@ -436,7 +450,7 @@ class _Reader:
                     on_self.setdefault(name, why)
                 elif root is not None and root in params:
                     found.scoped.setdefault(name, (why, "param"))
-                elif target is None and isinstance(sub, ast.Global) or root in self.top:
+                elif (target is None and isinstance(sub, ast.Global)) or root in self.top:
                     found.scoped.setdefault(name, (why, "global"))
                 else:
                     found.changes.setdefault(name, why)
@@ -504,8 +518,14 @@ class _Reader:
             for sub in ast.walk(argument):
                 if isinstance(sub, ast.Lambda | ast.NamedExpr):
                     return False
-                if isinstance(sub, ast.Name) and sub.id not in params and (
-                    sub.id in self.top or sub.id in self.all_imports or sub.id in _CLASS_REACHING
+                if (
+                    isinstance(sub, ast.Name)
+                    and sub.id not in params
+                    and (
+                        sub.id in self.top
+                        or sub.id in self.all_imports
+                        or sub.id in _CLASS_REACHING
+                    )
                 ):
                     return False
                 if isinstance(sub, ast.Attribute) and sub.attr in _LOOKUP_ATTRIBUTES:
@@ -748,12 +768,12 @@ class _Reader:
                 self._mutates(why, name)
             self.needs |= facts.needs
             self.attributes |= facts.attributes
-            self.calls |= facts.calls
+            self.calls |= facts.calls | facts.passes  # run with whatever it is given
             return frozenset()
         if isinstance(node, ast.NamedExpr):
-            refs = self._value(node.value)
-            self._bind(node.target, refs)
-            return refs
+            assigned = self._value(node.value)
+            self._bind(node.target, assigned)
+            return assigned
         if isinstance(node, ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp):
             for generator in node.generators:
                 self._bind(generator.target, self._value(generator.iter))
@@ -790,9 +810,7 @@ class _Reader:
     def _inherited(self, qualname: str, attr: str) -> list[str]:
         """Methods of that name of the file's other classes (a base may provide it)."""
         return [
-            q
-            for q in self.functions.get(attr, ())
-            if "." in q and q.rsplit(".", 1)[0] != qualname
+            q for q in self.functions.get(attr, ()) if "." in q and q.rsplit(".", 1)[0] != qualname
         ]
 
     def _call(self, node: ast.Call) -> _Refs:
@@ -900,11 +918,14 @@ def _direct_mutations(node: ast.AST) -> Iterator[tuple[str, str, ast.expr | None
             yield ANY, f"uses {node.id}", None
     elif isinstance(node, ast.Attribute) and node.attr in _REFLECTIVE_ATTRIBUTES:
         yield ANY, f"uses .{node.attr}", node.value
-    elif isinstance(node, ast.Attribute) and node.attr == "modules" and _dotted(node.value) == "sys":
+    elif (
+        isinstance(node, ast.Attribute) and node.attr == "modules" and _dotted(node.value) == "sys"
+    ):
         yield ANY, "uses sys.modules", None
-    elif isinstance(node, ast.Import | ast.ImportFrom):
-        if any(origin.split(".")[0] == "builtins" for _, origin in _imported(node)):
-            yield ANY, "imports builtins", None
+    elif isinstance(node, ast.Import | ast.ImportFrom) and any(
+        origin.split(".")[0] == "builtins" for _, origin in _imported(node)
+    ):
+        yield ANY, "imports builtins", None
 
 
 def _computed_getattr(node: ast.AST) -> bool:
@@ -1019,4 +1040,6 @@ def _last_name(node: ast.expr) -> str:
 
 
 def _label(node: ast.AST) -> str:
-    return f"{node.name}()" if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) else "a lambda"
+    return (
+        f"{node.name}()" if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) else "a lambda"
+    )

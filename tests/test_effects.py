@@ -207,7 +207,9 @@ def test_an_alias_of_a_function_that_deletes_the_method_is_not_green(
     sample.record_eagle3()
     method = sample_repo.METHODS[1]
     original = sample.kimi.read_text()
-    alias = f"\n\ndef _drop():\n    del {sample_repo.CLASS}.{method}\n\n\ncleanup = _drop\ncleanup()\n"
+    alias = (
+        f"\n\ndef _drop():\n    del {sample_repo.CLASS}.{method}\n\n\ncleanup = _drop\ncleanup()\n"
+    )
     patcher = f"def patch(cls):\n    delattr(cls, {method!r})\n    return cls\n"
     through = f"\nfrom .patching import patch\n\npatch({sample_repo.CLASS})\n"
     _write(sample.root, {"python/sglang/srt/models/patching.py": patcher})
