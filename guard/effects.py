@@ -390,6 +390,8 @@ class _Reader:
         callees: set[int] = set()
         held: set[int] = set()
         results_run: set[int] = set()
+        values_run: set[int] = set()  # calls whose value is called, or handed to a callee
+        handed: set[int] = set()
         returned: set[int] = set()
         calls: list[ast.Call] = []
         nested: dict[str, str] = {}
@@ -403,6 +405,8 @@ class _Reader:
                     callee_names.add(sub.func.id)
                 elif isinstance(sub.func, ast.Call):  # `g()()`: what g returns runs
                     results_run.add(id(sub.func.func))
+                    values_run.add(id(sub.func))
+                handed.update(id(a) for a in _arguments(sub))
                 if self._holds(sub.func):
                     held.update(id(a) for a in _arguments(sub))
             elif isinstance(sub, ast.Return) and sub.value is not None:
@@ -419,6 +423,7 @@ class _Reader:
                 and any(isinstance(t, ast.Name) and t.id in callee_names for t in sub.targets)
             ):
                 results_run.add(id(sub.value.func))
+                values_run.add(id(sub.value))
         params = {
             a.arg
             for a in (*positional, *args.kwonlyargs, args.vararg, args.kwarg)
@@ -427,6 +432,7 @@ class _Reader:
         if method and positional and not _static(node):  # self or cls: bound by Python
             params.discard(positional[0].arg)
         quiet = {id(call.func) for call in calls if self._handed_only(call, params)}
+        uses = (callees, results_run, returned, held)
         read_only = set(_namespace_reads(own))
         on_self: dict[str, str] = {}  # what only a plain method's own instance takes
         where = f"in {_label(node)}"
@@ -438,8 +444,9 @@ class _Reader:
             ):
                 found.changes.setdefault(ANY, f"hands {sub.id} on (line {sub.lineno}, {where})")
             if _computed_getattr(sub):  # it may run any method of that name: any method
-                found.attributes.add(ANY)
-                found.calls.add(f"method:{ANY}")
+                if id(sub) in values_run or (id(sub) in handed and id(sub) not in held):
+                    found.attributes.add(ANY)
+                    found.calls.add(f"method:{ANY}")
                 continue
             if id(sub) in read_only:
                 continue
@@ -470,12 +477,12 @@ class _Reader:
                     elif id(sub) not in held:  # stored, aliased, handed to the file's code
                         edges.add(key)
                 if sub.id not in nested:
-                    self._imported_use(sub, sub.id, found, quiet, results_run | returned)
+                    self._imported_use(sub, sub.id, found, quiet, uses)
             elif isinstance(sub, ast.Attribute) and isinstance(sub.ctx, ast.Load):
                 dotted = _dotted(sub)
                 root = dotted.split(".")[0] if dotted else ""
                 if root in self.all_imports:
-                    self._imported_use(sub, dotted or "", found, quiet, results_run | returned)
+                    self._imported_use(sub, dotted or "", found, quiet, uses)
                     continue
                 found.attributes.add(sub.attr)
                 found.calls.add(f"method:{sub.attr}")
@@ -485,16 +492,37 @@ class _Reader:
         return found, bound
 
     def _imported_use(
-        self, node: ast.expr, dotted: str, found: _Node, quiet: set[int], results: set[int]
+        self,
+        node: ast.expr,
+        dotted: str,
+        found: _Node,
+        quiet: set[int],
+        uses: tuple[set[int], set[int], set[int], set[int]],
     ) -> None:
-        """An imported name used in a function body: called (quietly, with only its own
-        parameters), and what it returns run when the body calls or hands that back."""
+        """An imported name used in a function body, as the file's own names are: called
+        (quietly, with only its own parameters; what it returns, when the body calls or hands
+        that back), handed back, kept by code that does not call it, or else run."""
+        callees, results_run, returned, held = uses
         root = dotted.split(".")[0]
         for origin in self.all_imports.get(root, ()):
             full = origin + dotted[len(root) :]
-            found.needs.add((QUIET if id(node) in quiet else "call", full))
-            if id(node) in results:
-                found.needs.add(("result", full))
+            if id(node) in callees:
+                found.needs.add((QUIET if id(node) in quiet else "call", full))
+                if id(node) in results_run:
+                    found.needs.add(("result", full))
+                elif id(node) in returned:
+                    found.returns.add(self._import_node(("result", full)))
+            elif id(node) in returned:
+                found.returns.add(self._import_node(("call", full)))
+            elif id(node) not in held:
+                found.needs.add(("call", full))
+
+    def _import_node(self, need: tuple[str, str]) -> str:
+        """A graph key that stands for using a name from elsewhere (for what a function
+        hands back)."""
+        key = f"uses:{need[0]}:{need[1]}"
+        self.graph.setdefault(key, _Node(needs={need}))
+        return key
 
     def _holds(self, func: ast.expr) -> bool:
         """Does a callee, in a function body, keep what it is handed rather than call it?
@@ -730,7 +758,7 @@ class _Reader:
                 (self.quiet_calls if quiet else self.calls).add(f"def:{rest}")
             elif kind == "class":
                 self.calls.add(f"new:{rest}")
-            elif kind == "result":
+            elif kind in ("result", "uses"):
                 self.calls.add(ref)
             elif kind == "import-result":
                 self.needs.add(("result", rest))
@@ -759,17 +787,11 @@ class _Reader:
             return self._attribute(self._value(node.value), node.attr)
         if isinstance(node, ast.Call):
             return self._call(node)
-        if isinstance(node, ast.Lambda):
+        if isinstance(node, ast.Lambda):  # its body runs where the lambda is run
             self._signature(node.args, None)
-            facts = self._function(node)[0]
-            for name, why in facts.changes.items():
-                self._mutates(why, name)
-            for name, (why, _) in facts.scoped.items():
-                self._mutates(why, name)
-            self.needs |= facts.needs
-            self.attributes |= facts.attributes
-            self.calls |= facts.calls | facts.passes  # run with whatever it is given
-            return frozenset()
+            key = f"def:<lambda>:{node.lineno}:{node.col_offset}"
+            self.graph[key] = self._function(node)[0]
+            return frozenset({key})
         if isinstance(node, ast.NamedExpr):
             assigned = self._value(node.value)
             self._bind(node.target, assigned)
@@ -855,7 +877,7 @@ def _returned(node: _Node) -> set[str]:
     """What calling a function of the file may hand back: whatever it names of the file, and
     the functions it defines and returns."""
     named = {("class:" + k[4:]) if k.startswith("new:") else k for k in node.calls | node.returns}
-    return {k for k in named if k.startswith(("def:", "class:", "result:"))}
+    return {k for k in named if k.startswith(("def:", "class:", "result:", "uses:"))}
 
 
 def _results(node: _Node) -> set[str]:
