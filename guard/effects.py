@@ -75,6 +75,15 @@ _CALLING = frozenset(
 )
 # Builtins that reach an object's class from the object itself.
 _CLASS_REACHING = frozenset({"type", "super", "vars", "globals", "locals", "getattr"})
+# Expressions that use their operands' values (and so may run what those hold).
+_TOUCHING = (
+    ast.BinOp,
+    ast.UnaryOp,
+    ast.Compare,
+    ast.BoolOp,
+    ast.FormattedValue,
+    ast.Await,
+)
 _IMPLICIT_CLASS_METHODS = frozenset({"__new__", "__init_subclass__", "__class_getitem__"})
 
 
@@ -619,10 +628,12 @@ class _Reader:
                 self._value(node.annotation)
             self._bind(node.target, refs)
         elif isinstance(node, ast.For | ast.AsyncFor):
-            self._bind(node.target, self._value(node.iter))
+            self._bind(node.target, self._touch(self._value(node.iter)))
+        elif isinstance(node, ast.If | ast.While):
+            self._touch(self._value(node.test))
         elif isinstance(node, ast.With | ast.AsyncWith):
             for item in node.items:
-                refs = self._value(item.context_expr)
+                refs = self._touch(self._value(item.context_expr))
                 if item.optional_vars is not None:
                     self._bind(item.optional_vars, refs)
         elif isinstance(node, ast.Import | ast.ImportFrom):
@@ -756,7 +767,7 @@ class _Reader:
             kind, _, rest = ref.partition(":")
             if kind == "def":
                 (self.quiet_calls if quiet else self.calls).add(f"def:{rest}")
-            elif kind == "class":
+            elif kind in ("class", "instance"):
                 self.calls.add(f"new:{rest}")
             elif kind in ("result", "uses"):
                 self.calls.add(ref)
@@ -798,7 +809,7 @@ class _Reader:
             return assigned
         if isinstance(node, ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp):
             for generator in node.generators:
-                self._bind(generator.target, self._value(generator.iter))
+                self._bind(generator.target, self._touch(self._value(generator.iter)))
                 for test in generator.ifs:
                     self._value(test)
             parts = [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]
@@ -811,12 +822,23 @@ class _Reader:
                 for sub in ast.iter_child_nodes(child):
                     if isinstance(sub, ast.expr):
                         found |= self._value(sub)
+        if isinstance(node, ast.Subscript):  # `Optional[K]` hands K to typing, keeps it
+            self._touch(self._value(node.value))
+        elif isinstance(node, _TOUCHING):
+            self._touch(frozenset(found))
         return frozenset(found)
+
+    def _touch(self, refs: _Refs) -> _Refs:
+        """A value is used (indexed, iterated, tested, operated on, entered): what it may be
+        or hold may run (a defaultdict's factory, an instance's dunders)."""
+        self._runs(frozenset(r for r in refs if not r.startswith(("import:", "class:"))))
+        return refs
 
     def _attribute(self, base: _Refs, attr: str) -> _Refs:
         found = set(self.values.get("." + attr, ()))
         if attr in _REFLECTIVE_ATTRIBUTES and base:
             found.add(f"danger:{attr}")
+        self._touch(base)
         for ref in base:
             kind, _, rest = ref.partition(":")
             if kind == "class":
@@ -853,7 +875,9 @@ class _Reader:
             r.startswith(("def:", "class:", "danger:")) for r in callee
         ):
             self._runs(frozenset(arguments))  # what it is handed, it calls (or may: the file's)
-        returned = set(arguments) | {ref for ref in callee if ref.startswith("class:")}
+        returned = set(arguments) | {
+            f"instance:{ref[6:]}" for ref in callee if ref.startswith("class:")
+        }
         for ref in callee:
             if ref.startswith("def:") and ref in self.graph:
                 returned |= _returned(self.graph[ref])
@@ -878,6 +902,7 @@ def _returned(node: _Node) -> set[str]:
     the functions it defines and returns."""
     named = {("class:" + k[4:]) if k.startswith("new:") else k for k in node.calls | node.returns}
     return {k for k in named if k.startswith(("def:", "class:", "result:", "uses:"))}
+
 
 
 def _results(node: _Node) -> set[str]:

@@ -729,6 +729,16 @@ def _indirect_forms() -> list[Form]:
         "default-calls-deleter": DROP + "def g(x=f()):\n    pass\n",
         "kwonly-default-deleter": DROP + "def g(*, x=f()):\n    pass\n",
         "lambda-default-deleter": DROP + "g = lambda x=f(): x\n",
+        # held by code outside the checkout, then run by using what holds it
+        "defaultdict-factory-deleter": (
+            "import collections\n\nd = collections.defaultdict(lambda: delattr(C, 'm'))\nd['x']\n"
+        ),
+        "thread-target-deleter": (
+            "import threading\n" + DROP + "t = threading.Thread(target=f)\nt.start()\nt.join()\n"
+        ),
+        "partial-held-then-called": (
+            "import functools\n" + DROP + "HOOKS = [functools.partial(f)]\nfor h in HOOKS:\n    h()\n"
+        ),
         "init-subclass-of-other-class": (
             "class B:\n    def __init_subclass__(cls):\n        del C.m\n\n\nclass E(B):\n    pass\n"
         ),
