@@ -22,7 +22,6 @@ import sys
 import tempfile
 import time
 import zipfile
-from collections import Counter
 from pathlib import Path
 
 from guard.assess import Worktree, check_symbol
@@ -72,9 +71,19 @@ def methods(path: Path) -> list[str]:
 
 
 def measure(root: Path, count: int) -> dict[str, object]:
+    """Guard every method; the second pass reads the parses the first one kept (as every
+    command after the first does)."""
     files = [p for p in sorted((root / MODELS).glob("*.py")) if methods(p)][:count]
+    figures = one_pass(root, files)
+    warm = one_pass(root, files)
+    assert warm["which"] == figures["which"]
+    figures["seconds_warm"] = warm["seconds"]
+    return figures
+
+
+def one_pass(root: Path, files: list[Path]) -> dict[str, object]:
     tree = Worktree(Repo.discover(root))
-    total, not_green, reasons = 0, [], Counter[str]()
+    total, not_green = 0, []
     started = time.perf_counter()
     for path in files:
         relative = path.relative_to(root).as_posix()
@@ -83,7 +92,6 @@ def measure(root: Path, count: int) -> dict[str, object]:
             result = check_symbol(tree, f"{relative}::{qualname}", None)
             if result.state != "present" or not result.ok:
                 not_green.append(f"{relative}::{qualname}: {result.state}: {result.detail}")
-                reasons[result.detail.split(":")[0]] += 1
     return {
         "files": len(files),
         "methods": total,
@@ -117,7 +125,7 @@ def main() -> None:
     print(
         f"{figures['wheel']}: {figures['methods']} methods in {figures['files']} model files, "
         f"{figures['not_green']} not present from reading ({figures['share_not_green']:.2%}), "
-        f"{figures['seconds']} s"
+        f"{figures['seconds']} s (parses kept: {figures['seconds_warm']} s)"
     )
     for line in figures["which"]:  # type: ignore[attr-defined]
         print(f"  {line}")

@@ -904,7 +904,6 @@ def _returned(node: _Node) -> set[str]:
     return {k for k in named if k.startswith(("def:", "class:", "result:", "uses:"))}
 
 
-
 def _results(node: _Node) -> set[str]:
     """Graph keys that calling what a function returns may run."""
     return node.returns | {"result:" + k[4:] for k in node.returns if k.startswith("def:")}

@@ -737,7 +737,9 @@ def _indirect_forms() -> list[Form]:
             "import threading\n" + DROP + "t = threading.Thread(target=f)\nt.start()\nt.join()\n"
         ),
         "partial-held-then-called": (
-            "import functools\n" + DROP + "HOOKS = [functools.partial(f)]\nfor h in HOOKS:\n    h()\n"
+            "import functools\n"
+            + DROP
+            + "HOOKS = [functools.partial(f)]\nfor h in HOOKS:\n    h()\n"
         ),
         "init-subclass-of-other-class": (
             "class B:\n    def __init_subclass__(cls):\n        del C.m\n\n\nclass E(B):\n    pass\n"
