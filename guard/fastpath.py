@@ -61,14 +61,17 @@ _namespace: list[str] = []
 
 
 def model_namespace() -> str:
-    """What a verdict depends on besides the files: the model's code (guard/symbols.py) and
-    the interpreter it decides conditions for (`sys.version_info`, `sys.platform`...). Part of
-    every verified key's cache and every parse kept (guard.parsed); baked into the hooks."""
+    """What a verdict depends on besides the files: the model's code (guard/symbols.py and the
+    effect summaries of guard/effects.py) and the interpreter it decides conditions for
+    (`sys.version_info`, `sys.platform`...). Part of every verified key's cache and every parse
+    kept (guard.parsed); baked into the hooks."""
     if not _namespace:
         import sys
 
-        with open(os.path.join(os.path.dirname(__file__), "symbols.py"), "rb") as handle:
-            source = handle.read()
+        source = b""
+        for name in ("symbols.py", "effects.py"):
+            with open(os.path.join(os.path.dirname(__file__), name), "rb") as handle:
+                source += handle.read()
         facts = f"{sys.version}\0{sys.platform}\0{os.name}\0{sys.maxsize}\0{sys.byteorder}"
         _namespace.append(blob_id(source + facts.encode())[:16])
     return _namespace[0]
