@@ -466,6 +466,10 @@ class Worktree:
         if (path, kind, origin) in seen:
             return
         seen.add((path, kind, origin))
+        handed = None
+        if kind in ("hands", "hands-result"):  # it gets a function or class of the module
+            origin, handed = origin.split("\t")
+            kind = "call" if kind == "hands" else "result"
         for other, name in _module_files(path, origin):
             if other not in self._content and not self.exists(other, file=True):
                 continue
@@ -492,6 +496,11 @@ class Worktree:
             if reach is None:  # not bound there: from one of its star imports, if any
                 for star in effects.stars:
                     self._reaches(other, kind, f"{star}.{name}", home, seen, depth + 1, changes)
+                return
+            if handed is not None:  # what it does with it: only what it is handed may run
+                ran = home.reach(handed) if reach.runs_arguments else None
+                for changed, why in (ran.changes if ran else {}).items():
+                    changes.setdefault(changed, f"{name} in {other} runs what it is handed: {why}")
                 return
             for changed, why in reach.changes.items():
                 changes.setdefault(changed, f"{name} in {other} {why}")

@@ -73,6 +73,18 @@ _CALLING = frozenset(
         "timeit.repeat",
     }
 )
+# Library callables that keep what they are handed (wrap, register, cache), never call it.
+_KEEPING_CALLS = frozenset(
+    {
+        *(f"functools.{n}" for n in ("wraps", "update_wrapper", "partial", "partialmethod")),
+        *(f"functools.{n}" for n in ("lru_cache", "cache", "cached_property", "singledispatch")),
+        "contextlib.contextmanager",
+        "atexit.register",
+        "weakref.ref",
+        "weakref.finalize",
+        "typing.cast",
+    }
+)
 # Builtins that reach an object's class from the object itself.
 _CLASS_REACHING = frozenset({"type", "super", "vars", "globals", "locals", "getattr"})
 # Expressions that use their operands' values (and so may run what those hold).
@@ -100,6 +112,7 @@ class Reach:
     changes: dict[str, str] = field(default_factory=dict)
     needs: frozenset[tuple[str, str]] = frozenset()
     attributes: frozenset[str] = frozenset()
+    runs_arguments: bool = False  # what it is handed may run (see _Node)
 
     def touching(self, parts: Iterable[str]) -> str | None:
         """Why a change may reach one of these names (a qualified name's parts), or None."""
@@ -122,6 +135,7 @@ class _Node:
     calls: set[str] = field(default_factory=set)  # keys of the graph, run with any arguments
     passes: set[str] = field(default_factory=set)  # keys run with its own parameters only
     returns: set[str] = field(default_factory=set)  # functions defined in it that it returns
+    runs_arguments: bool = False  # it may call what it is handed (a decorator that runs it)
 
 
 @dataclass
@@ -188,7 +202,12 @@ class Effects:
         for prefix in prefixes:
             found = self.reach(prefix + name)
             if found is not None:
-                return found
+                entry = self.graph[prefix + name]
+                runs = entry.runs_arguments or prefix == "new:"
+                runs |= prefix == "result:" and any(
+                    self.graph[k].runs_arguments for k in entry.calls if k in self.graph
+                )
+                return replace(found, runs_arguments=runs)
         return None
 
 
@@ -442,6 +461,13 @@ class _Reader:
             params.discard(positional[0].arg)
         quiet = {id(call.func) for call in calls if self._handed_only(call, params)}
         uses = (callees, results_run, returned, held)
+        handed = {id(a) for call in calls for a in _arguments(call)}
+        found.runs_arguments = any(
+            isinstance(sub, ast.Name)
+            and sub.id in params
+            and (id(sub) in callees or (id(sub) in handed and id(sub) not in held))
+            for sub in own
+        )
         read_only = set(_namespace_reads(own))
         on_self: dict[str, str] = {}  # what only a plain method's own instance takes
         where = f"in {_label(node)}"
@@ -545,7 +571,7 @@ class _Reader:
         dotted = _dotted(func)
         root = dotted.split(".")[0] if dotted else ""
         if root in self.all_imports:
-            return False
+            return any(o + dotted[len(root) :] in _KEEPING_CALLS for o in self.all_imports[root])
         return isinstance(func, ast.Attribute)
 
     def _handed_only(self, call: ast.Call, params: set[str]) -> bool:
@@ -708,6 +734,21 @@ class _Reader:
             self._runs(refs)
             if any(r.startswith(("def:", "class:", "danger:")) for r in refs):
                 self._runs(frozenset({key}))  # code of the file may call what it decorates
+            self._hands(refs, frozenset({key}))
+
+    def _hands(self, callee: _Refs, handed: _Refs) -> None:
+        """A function from another module of the checkout gets functions or classes of this
+        one: if it calls what it is handed, they run (guard.assess reads it)."""
+        keys = [
+            f"new:{r[6:]}" if r.startswith("class:") else r
+            for r in handed
+            if r.startswith(("def:", "class:"))
+        ]
+        for ref in callee:
+            kind, _, rest = ref.partition(":")
+            if kind in ("import", "import-result") and keys:
+                need = "hands" if kind == "import" else "hands-result"
+                self.needs |= {(need, f"{rest}\t{key}") for key in keys}
 
     def _bound_by_the_model(self, node: ast.expr) -> bool:
         """`setattr(C, 'name', ...)` or `delattr(C, 'name')` as a statement: guard.symbols
@@ -875,6 +916,7 @@ class _Reader:
             r.startswith(("def:", "class:", "danger:")) for r in callee
         ):
             self._runs(frozenset(arguments))  # what it is handed, it calls (or may: the file's)
+        self._hands(callee, frozenset(arguments))
         returned = set(arguments) | {
             f"instance:{ref[6:]}" for ref in callee if ref.startswith("class:")
         }

@@ -837,6 +837,31 @@ def _indirect_forms() -> list[Form]:
             },
         )
     )
+    deleting = "\n\n@run_now\ndef unrelated():\n    del C.m\n"
+    found.append(
+        Form(
+            "other-module-decorator-runs-it",
+            _in_class(M, head="from .base import run_now\n\n\n", after=deleting),
+            others={"base.py": "def run_now(fn):\n    fn()\n    return fn\n"},
+        )
+    )
+    found.append(
+        Form(
+            "other-module-runs-what-it-is-handed",
+            _in_class(M, head="from .base import apply\n\n\n", after="\n\n" + DROP + "apply(f)\n"),
+            others={"base.py": "def apply(callback):\n    return callback()\n"},
+        )
+    )
+    found.append(
+        Form(
+            "other-module-wrapping-decorator",
+            _in_class(M, head="from .base import run_now\n\n\n", after=deleting),
+            others={
+                "base.py": "import functools\n\n\ndef run_now(fn):\n    @functools.wraps(fn)\n"
+                "    def inner(*args):\n        return fn(*args)\n\n    return inner\n"
+            },
+        )
+    )
     # look-alikes that leave C.m in place: reading keeps them green
     harmless = {
         "alias-of-pure-function": "def f():\n    return 1\n\n\ng = f\nX = g()\n",
