@@ -568,8 +568,8 @@ class _Reader:
             if func.id in self.top or func.id in self.all_imports:
                 return False
             return f"builtins.{func.id}" not in _CALLING
-        dotted = _dotted(func)
-        root = dotted.split(".")[0] if dotted else ""
+        dotted = _dotted(func) or ""
+        root = dotted.split(".")[0]
         if root in self.all_imports:
             return any(o + dotted[len(root) :] in _KEEPING_CALLS for o in self.all_imports[root])
         return isinstance(func, ast.Attribute)
