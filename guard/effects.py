@@ -1,24 +1,30 @@
 """What a module's code may do to classes and module globals when it runs: an effect summary
 per function and class, so that reading never says "present" over code that takes a method
-away indirectly (issue 27).
+away indirectly (issue 27). One rule, not a list of patterns:
 
-The rule, in the model of guard.symbols: a function *may mutate* when its body (nested
-functions, lambdas and comprehensions included) sets or deletes an attribute, declares a
-`global`, names a builtin that rebinds or reflects (`setattr`, `delattr`, `exec`, `globals`,
-`vars`, ...), reaches a namespace by reflection (`__dict__`, `sys.modules`, frames), or
-reaches a function or class of the checkout that may (by calling it, passing it on, or
-calling a method of that name); a class when any of its methods may (creating an instance
-lets every dunder run: `K()`, `with`, `if k`, `k + 1`, `f'{k}'`...), and, for classes
-derived from it, when its `__init_subclass__` or metaclass may. The import-time code of the
-module (its body, class bodies, decorators, defaults, annotations, bases) is read with the
-values its names may hold; everything it runs, or hands to code that may run it, counts.
-Code outside the checkout changes a class only through the callables it is handed. One
-exception keeps real models readable: a plain method run on an instance may set attributes
-of that instance (`self.x = ...`).
+- A function may change a name when its body (lambdas and classes in it included) sets or
+  deletes an attribute of that name, rebinds that global, or reaches any name by reflection
+  (`setattr`/`delattr` with a computed name, `exec`, `globals`, `vars`, `__dict__`,
+  `sys.modules`, frames, the builtins module), or when a function or class of the checkout it
+  runs may. A change of an attribute of a parameter counts only where the function may be
+  handed something of the checkout; a change of the module's own globals only in the guarded
+  module; a plain method's `self.x = ...` changes only its instance.
+- Making an instance of a class of the checkout runs, as far as reading knows, every method of
+  the class (then `K()`, `with k`, `if k`, `k + 1`, `f'{k}'`, a property may run any of them);
+  deriving from a class runs its `__init_subclass__` and its metaclass (a metaclass of the
+  checkout may drop anything).
+- The import-time code of the module (its body, class bodies, decorators, defaults,
+  annotations, bases) is read with the values its names may hold: what it calls, indexes,
+  iterates, tests or operates on runs what the value may be or hold, in this module or, through
+  its imports (`needs`, resolved by guard.assess), in another module of the checkout.
+- Code outside the checkout changes a class only through what it is handed, and keeps (wraps,
+  registers) a function it is handed rather than calling it, except the builtins and library
+  functions that call it at once (`sorted`, `map`, `functools.reduce`...); a function of the
+  checkout is read for whether it calls what it is handed.
 
 Each file gets one `Effects` (pickled with its parse, guard.parsed): the closure of its own
-import-time code, and a small graph of its functions and classes that another module's check
-follows (`needs`: names imported from elsewhere, resolved by guard.assess).
+import-time code, and the graph of its functions and classes that another module's check
+follows. Building it is one walk of each function; a closure is one walk of the graph.
 """
 
 from __future__ import annotations
@@ -26,6 +32,8 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
+
+from guard.symbols import _own_statements
 
 # Builtins that rebind or reach bindings when they run (by name, or handed to other code).
 MUTATING_BUILTINS = frozenset(
@@ -277,7 +285,7 @@ class _Reader:
         self.changed = False
         self.top = {
             name
-            for node in _statements(tree.body)
+            for node in _own_statements(tree.body)
             if not isinstance(node, ast.Import | ast.ImportFrom)
             for name in _bound_names(node)
         }
@@ -303,13 +311,13 @@ class _Reader:
             frozenset(self.needs | at_import.needs),
             frozenset(self.attributes | at_import.attributes),
         )
-        top = {name for node in _statements(self.tree.body) for name in _bound_names(node)}
+        top = {name for node in _own_statements(self.tree.body) for name in _bound_names(node)}
         values = {name: frozenset(self.values.get(name, ())) for name in top}
         return Effects(reach, self.graph, self.imports, tuple(self.stars), values)
 
     def _collect(self, body: list[ast.stmt], prefix: str, owner: ast.ClassDef | None) -> None:
         """Every def and class reachable through class bodies and compound statements."""
-        for node in _statements(body):
+        for node in _own_statements(body):
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 qualname = prefix + node.name
                 self.functions.setdefault(node.name, []).append(qualname)
@@ -359,7 +367,7 @@ class _Reader:
         """new:K (every method, bases' too), hooks:K (what deriving from K runs), meta:K."""
         methods = [
             n
-            for n in _statements(node.body)
+            for n in _own_statements(node.body)
             if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)
         ]
         new, hooks, meta = _Node(), _Node(), _Node()
@@ -705,7 +713,7 @@ class _Reader:
             stack: list[tuple[list[ast.stmt], str]] = [(self.tree.body, "")]
             while stack:
                 body, prefix = stack.pop()
-                for node in _statements(body):
+                for node in _own_statements(body):
                     if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
                         self._by_node[id(node)] = prefix + node.name
                         if isinstance(node, ast.ClassDef):
@@ -1073,26 +1081,6 @@ def _walk(nodes: list[ast.AST]) -> Iterator[ast.AST]:
         current = stack.pop()
         yield current
         stack.extend(ast.iter_child_nodes(current))
-
-
-def _statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
-    """A block's statements and those of its compound statements (not of nested scopes)."""
-    stack = list(reversed(body))
-    while stack:
-        node = stack.pop()
-        yield node
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            continue
-        children: list[ast.stmt] = []
-        for name in ("body", "orelse", "finalbody"):
-            inner = getattr(node, name, None)
-            if isinstance(inner, list):
-                children += [s for s in inner if isinstance(s, ast.stmt)]
-        for handler in getattr(node, "handlers", ()):
-            children += handler.body
-        for case in getattr(node, "cases", ()):
-            children += case.body
-        stack.extend(reversed(children))
 
 
 def _imported(node: ast.Import | ast.ImportFrom) -> Iterator[tuple[str, str]]:
