@@ -870,7 +870,11 @@ class _Reader:
                     if isinstance(sub, ast.expr):
                         found |= self._value(sub)
         if isinstance(node, ast.Subscript):  # `Optional[K]` hands K to typing, keeps it
-            self._touch(self._value(node.value))
+            container = self._value(node.value)
+            self._touch(container)
+            classes = frozenset(r for r in container if r.startswith("class:"))
+            if classes:  # `K[int]` runs K.__class_getitem__
+                self._runs(self._attribute(classes, "__class_getitem__") - classes)
         elif isinstance(node, _TOUCHING):
             self._touch(frozenset(found))
         return frozenset(found)

@@ -741,6 +741,10 @@ def _indirect_forms() -> list[Form]:
             + DROP
             + "HOOKS = [functools.partial(f)]\nfor h in HOOKS:\n    h()\n"
         ),
+        "class-getitem-deleter": (
+            "class K:\n    def __class_getitem__(cls, item):\n        del C.m\n        return cls\n\n\n"
+            "X = K[int]\n"
+        ),
         "init-subclass-of-other-class": (
             "class B:\n    def __init_subclass__(cls):\n        del C.m\n\n\nclass E(B):\n    pass\n"
         ),
