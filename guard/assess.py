@@ -470,7 +470,7 @@ class Worktree:
         if kind in ("hands", "hands-result"):  # it gets a function or class of the module
             origin, handed = origin.split("\t")
             kind = "call" if kind == "hands" else "result"
-        for other, name in _module_files(path, origin):
+        for other, name in self._checkout_modules(path, origin):
             if other not in self._content and not self.exists(other, file=True):
                 continue
             content = self.read(other)
@@ -513,6 +513,23 @@ class Worktree:
                         changed, f"{name} in {other} calls .{attribute}, which {why}"
                     )
             return
+
+    def _checkout_modules(self, path: str, origin: str) -> Iterator[tuple[str, str]]:
+        """`_module_files` of an origin that may be a module of the checkout: a relative one,
+        or an absolute one whose top-level package sits at the import root of `path`'s own
+        package (`torch.cuda` is looked for once, as `torch` there, not under every folder)."""
+        if origin.startswith("."):
+            yield from _module_files(path, origin)
+            return
+        parts = PurePosixPath(path).parent.parts
+        top = len(parts)
+        while top > 0 and self.exists("/".join([*parts[:top], "__init__.py"]), file=True):
+            top -= 1
+        root = "/".join([*parts[:top], origin.split(".")[0]])
+        if self.exists(root) or self.exists(f"{root}.py", file=True):
+            for other, name in _module_files(path, origin):
+                if other.startswith((f"{root}/", f"{root}.py")):
+                    yield other, name
 
     def symbol_problems(
         self, content: bytes, path: str, qualnames: Iterable[str], *, decided_only: bool = False
