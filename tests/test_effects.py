@@ -203,7 +203,8 @@ def test_a_hook_in_another_module_that_drops_the_method_is_not_green(
 def test_an_alias_of_a_function_that_deletes_the_method_is_not_green(
     sample: Sample, clean_env: dict[str, str]
 ) -> None:
-    """`g = f; g()` and `from .patching import patch; patch(C)`: each cannot tell."""
+    """`g = f; g()` and `from sglang.srt.models.patching import patch; patch(C)`: each
+    cannot tell."""
     sample.record_eagle3()
     method = sample_repo.METHODS[1]
     original = sample.kimi.read_text()
@@ -211,7 +212,7 @@ def test_an_alias_of_a_function_that_deletes_the_method_is_not_green(
         f"\n\ndef _drop():\n    del {sample_repo.CLASS}.{method}\n\n\ncleanup = _drop\ncleanup()\n"
     )
     patcher = f"def patch(cls):\n    delattr(cls, {method!r})\n    return cls\n"
-    through = f"\nfrom .patching import patch\n\npatch({sample_repo.CLASS})\n"
+    through = f"\nfrom sglang.srt.models.patching import patch\n\npatch({sample_repo.CLASS})\n"
     _write(sample.root, {"python/sglang/srt/models/patching.py": patcher})
     for tail, named in ((alias, "_drop()"), (through, "patching.py")):
         sample.kimi.write_text(original + tail)
