@@ -261,6 +261,9 @@ _Refs = frozenset[str]  # "def:Q", "class:Q", "import:ORIGIN", "danger:NAME"
 
 
 class _Reader:
+    """Builds a file's Effects: the graph of its functions and classes (`_collect`), then the
+    import-time code read with the values its names may hold (`_run`, to a fixpoint)."""
+
     def __init__(
         self, tree: ast.Module, keeping: frozenset[str], metaclasses: frozenset[str]
     ) -> None:
