@@ -579,6 +579,8 @@ class _Reader:
             return f"builtins.{func.id}" not in _CALLING
         dotted = _dotted(func) or ""
         root = dotted.split(".")[0]
+        if root in self.top:  # `HOOKS.append(f)`: kept where the import may run it
+            return False
         if root in self.all_imports:
             return any(o + dotted[len(root) :] in _KEEPING_CALLS for o in self.all_imports[root])
         return isinstance(func, ast.Attribute)
@@ -882,6 +884,16 @@ class _Reader:
             self._touch(frozenset(found))
         return frozenset(found)
 
+    def _store_in(self, node: ast.expr, refs: _Refs) -> None:
+        """What a container (a name, an attribute, an item of one) may now hold."""
+        if isinstance(node, ast.Name):
+            self._flow(node.id, refs)
+        elif isinstance(node, ast.Attribute):
+            self._flow("." + node.attr, refs)
+            self._store_in(node.value, refs)
+        elif isinstance(node, ast.Subscript):
+            self._store_in(node.value, refs)
+
     def _touch(self, refs: _Refs) -> _Refs:
         """A value is used (indexed, iterated, tested, operated on, entered): what it may be
         or hold may run (a defaultdict's factory, an instance's dunders)."""
@@ -930,6 +942,8 @@ class _Reader:
         ):
             self._runs(frozenset(arguments))  # what it is handed, it calls (or may: the file's)
         self._hands(callee, frozenset(arguments))
+        if isinstance(node.func, ast.Attribute):  # `HOOKS.append(f)`: the receiver keeps it
+            self._store_in(node.func.value, frozenset(arguments))
         returned = set(arguments) | {
             f"instance:{ref[6:]}" for ref in callee if ref.startswith("class:")
         }

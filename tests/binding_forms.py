@@ -745,6 +745,10 @@ def _indirect_forms() -> list[Form]:
             "class K:\n    def __class_getitem__(cls, item):\n        del C.m\n        return cls\n\n\n"
             "X = K[int]\n"
         ),
+        "kept-in-a-list-then-called": DROP + "HOOKS = []\nHOOKS.append(f)\nHOOKS[0]()\n",
+        "kept-by-a-function-then-called": (
+            DROP + "HOOKS = []\n\n\ndef setup():\n    HOOKS.append(f)\n\n\nsetup()\nHOOKS[0]()\n"
+        ),
         "init-subclass-of-other-class": (
             "class B:\n    def __init_subclass__(cls):\n        del C.m\n\n\nclass E(B):\n    pass\n"
         ),
