@@ -77,6 +77,10 @@ _CALLING = frozenset(
         *(f"bisect.{n}" for n in ("bisect", "bisect_left", "bisect_right", "insort")),
         "timeit.timeit",
         "timeit.repeat",
+        "weakref.finalize",  # at once when what it watches is already gone
+        "sys.settrace",
+        "sys.setprofile",
+        "threading.settrace",
     }
 )
 # Library callables that keep what they are handed (wrap, register, cache), never call it.
@@ -87,7 +91,6 @@ _KEEPING_CALLS = frozenset(
         "contextlib.contextmanager",
         "atexit.register",
         "weakref.ref",
-        "weakref.finalize",
         "typing.cast",
     }
 )
@@ -673,6 +676,7 @@ class _Reader:
                 refs = self._touch(self._value(item.context_expr))
                 if item.optional_vars is not None:
                     self._bind(item.optional_vars, refs)
+                    self._touch(self._value(item.optional_vars))  # its exit runs what it keeps
         elif isinstance(node, ast.Import | ast.ImportFrom):
             for name, origin in _imported(node):
                 if not origin.endswith(".*"):
@@ -809,6 +813,19 @@ class _Reader:
             else:
                 self._runs(refs)
         self._run(node.body)
+        kept = set().union(  # `p = property(f)`: an instance may run what the class keeps
+            *(
+                self.values.get(n, set())
+                for s in _statements(node.body)
+                if isinstance(s, ast.Assign | ast.AnnAssign | ast.AugAssign)
+                for n in _bound_names(s)
+            )
+        )
+        self.graph[f"new:{qualname}"].calls |= {
+            f"new:{r[6:]}" if r.startswith(("class:", "instance:")) else r
+            for r in kept
+            if r.startswith(("def:", "class:", "instance:", "result:", "uses:"))
+        }
         self._decorated(node.decorator_list, f"new:{qualname}")
         self._flow(node.name, frozenset({f"class:{qualname}"}))
 

@@ -749,6 +749,15 @@ def _indirect_forms() -> list[Form]:
         "kept-by-a-function-then-called": (
             DROP + "HOOKS = []\n\n\ndef setup():\n    HOOKS.append(f)\n\n\nsetup()\nHOOKS[0]()\n"
         ),
+        "exit-stack-callback": (
+            "import contextlib\n"
+            + DROP
+            + "with contextlib.ExitStack() as stack:\n    stack.callback(f)\n"
+        ),
+        "finalize-of-garbage": "import weakref\n" + DROP + "weakref.finalize(set(), f)\n",
+        "property-of-module-function": (
+            "def f(self):\n    del C.m\n    return 1\n\n\nclass K:\n    p = property(f)\n\n\nX = K().p\n"
+        ),
         "init-subclass-of-other-class": (
             "class B:\n    def __init_subclass__(cls):\n        del C.m\n\n\nclass E(B):\n    pass\n"
         ),
