@@ -498,7 +498,7 @@ class Worktree:
                     self._reaches(other, kind, f"{star}.{name}", home, seen, depth + 1, changes)
                 return
             if handed is not None:  # what it does with it: only what it is handed may run
-                ran = home.reach(handed) if reach.runs_arguments else None
+                ran = home.reach(handed, home=True) if reach.runs_arguments else None
                 for changed, why in (ran.changes if ran else {}).items():
                     changes.setdefault(changed, f"{name} in {other} runs what it is handed: {why}")
                 return
@@ -507,7 +507,7 @@ class Worktree:
             for need in sorted(reach.needs):
                 self._reaches(other, *need, home, seen, depth + 1, changes)
             for attribute in sorted(reach.attributes):  # methods of the guarded module, too
-                calls = home.reach(f"method:{attribute}")
+                calls = home.reach(f"method:{attribute}", home=True)
                 for changed, why in (calls.changes if calls else {}).items():
                     changes.setdefault(
                         changed, f"{name} in {other} calls .{attribute}, which {why}"

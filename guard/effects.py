@@ -184,12 +184,13 @@ class Effects:
         found = _closure(self.graph, keys, home=False)
         return Reach(found.changes, found.needs | needs, found.attributes)
 
-    def reach(self, key: str, quiet: bool = False) -> Reach | None:
-        """The closure of one node, for another module (None: the file has no such node);
-        `quiet`: run with arguments that hold nothing of the checkout."""
+    def reach(self, key: str, quiet: bool = False, home: bool = False) -> Reach | None:
+        """The closure of one node (None: the file has no such node); `quiet`: run with
+        arguments that hold nothing of the checkout; `home`: for the guarded module itself
+        (its own globals count)."""
         if key not in self.graph:
             return None
-        return _closure(self.graph, [] if quiet else [key], [key] if quiet else [], home=False)
+        return _closure(self.graph, [] if quiet else [key], [key] if quiet else [], home=home)
 
     def export(self, kind: str, name: str) -> Reach | None:
         """What another module reaches by importing `name` from here and using it as `kind`
@@ -755,9 +756,9 @@ class _Reader:
         """A function from another module of the checkout gets functions or classes of this
         one: if it calls what it is handed, they run (guard.assess reads it)."""
         keys = [
-            f"new:{r[6:]}" if r.startswith("class:") else r
+            f"new:{r.partition(':')[2]}" if r.startswith(("class:", "instance:")) else r
             for r in handed
-            if r.startswith(("def:", "class:"))
+            if r.startswith(("def:", "class:", "instance:", "new:"))
         ]
         for ref in callee:
             kind, _, rest = ref.partition(":")

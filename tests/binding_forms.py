@@ -864,6 +864,17 @@ def _indirect_forms() -> list[Form]:
     )
     found.append(
         Form(
+            "other-module-class-decorator-instantiates",
+            _in_class(
+                M,
+                head="from .base import instantiate\n\n\n",
+                after="\n\n@instantiate\nclass K:\n    def __init__(self):\n        del C.m\n",
+            ),
+            others={"base.py": "def instantiate(cls):\n    cls()\n    return cls\n"},
+        )
+    )
+    found.append(
+        Form(
             "other-module-runs-what-it-is-handed",
             _in_class(M, head="from .base import apply\n\n\n", after="\n\n" + DROP + "apply(f)\n"),
             others={"base.py": "def apply(callback):\n    return callback()\n"},
