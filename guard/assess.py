@@ -409,7 +409,9 @@ class Worktree:
         found = index.resolve(qualname)
         if found.state == PRESENT:
             parts = [unicodedata.normalize("NFKC", part) for part in qualname.split(".")]
-            why = self.reached_at_import(index, path).touching(parts)
+            why = self.reached_at_import(index, path).touching(parts) or self._init_changes(
+                path, parts
+            )
             if why is not None:
                 return Resolution(CANNOT_TELL, None, f"code run at import may change it: {why}")
         if found.state != ABSENT or not found.inherit or depth >= _MAX_BASE_FILES:
@@ -513,6 +515,27 @@ class Worktree:
                         changed, f"{name} in {other} calls .{attribute}, which {why}"
                     )
             return
+
+    def _init_changes(self, path: str, parts: list[str]) -> str | None:
+        """Why the code of a package's `__init__.py` around the module (run before it, and
+        able to reach it: `from . import mod; strip(mod.C)`) may change one of these names."""
+        folders = PurePosixPath(path).parent.parts
+        for depth in range(len(folders), 0, -1):
+            init = "/".join([*folders[:depth], "__init__.py"])
+            if not self.exists(init, file=True):
+                return None
+            content = self.read(init)
+            try:
+                index = self.symbols(content, init) if content is not None else None
+            except SourceSyntaxError:
+                return None  # said as the package's import failing
+            if index is None or index.effects is None:
+                continue
+            own = index.effects.at_import.touching(parts)
+            why = own or self.reached_at_import(index, init).touching(parts)
+            if why is not None:
+                return f"{init}: {why}"
+        return None
 
     def _checkout_modules(self, path: str, origin: str) -> Iterator[tuple[str, str]]:
         """`_module_files` of an origin that may be a module of the checkout: a relative one,

@@ -854,6 +854,16 @@ def _indirect_forms() -> list[Form]:
             },
         )
     )
+    found.append(
+        Form(
+            "package-init-hands-the-class-on",
+            _in_class(M),
+            others={
+                "__init__.py": "from . import mod\nfrom .helpers import strip\n\nstrip(mod.C)\n",
+                "helpers.py": "def strip(cls):\n    del cls.m\n",
+            },
+        )
+    )
     deleting = "\n\n@run_now\ndef unrelated():\n    del C.m\n"
     found.append(
         Form(
