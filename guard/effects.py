@@ -173,12 +173,14 @@ class Effects:
         keys, needs = [], set()
         for ref in self.values[name]:
             kind, _, rest = ref.partition(":")
-            if kind == "def":
+            if kind in ("def", "result", "uses"):
                 keys.append(ref)
-            elif kind == "class":
+            elif kind in ("class", "instance"):
                 keys.append(f"new:{rest}")
             elif kind == "import":
                 needs.add(("call", rest))
+            elif kind == "import-result":
+                needs.add(("result", rest))
             elif kind == "danger":
                 return Reach({ANY: f"holds {rest}"})
         found = _closure(self.graph, keys, home=False)
@@ -915,7 +917,7 @@ class _Reader:
     def _touch(self, refs: _Refs) -> _Refs:
         """A value is used (indexed, iterated, tested, operated on, entered): what it may be
         or hold may run (a defaultdict's factory, an instance's dunders)."""
-        self._runs(frozenset(r for r in refs if not r.startswith(("import:", "class:"))))
+        self._runs(frozenset(r for r in refs if not r.startswith("class:")))
         return refs
 
     def _attribute(self, base: _Refs, attr: str) -> _Refs:

@@ -864,6 +864,16 @@ def _indirect_forms() -> list[Form]:
             },
         )
     )
+    found.append(
+        Form(
+            "other-module-instance-dunder",
+            _in_class(M, after="\n\nfrom .base import k\n\nX = k + 1\n"),
+            others={
+                "base.py": "class K:\n    def __add__(self, other):\n        from . import mod\n\n"
+                "        del mod.C.m\n        return 1\n\n\nk = K()\n"
+            },
+        )
+    )
     deleting = "\n\n@run_now\ndef unrelated():\n    del C.m\n"
     found.append(
         Form(
