@@ -874,6 +874,25 @@ def _indirect_forms() -> list[Form]:
             },
         )
     )
+    found.append(
+        Form(
+            "other-module-set-name",
+            "from .base import D\n\n\nclass C:\n" + M + "    d = D()\n",
+            others={
+                "base.py": "class D:\n    def __set_name__(self, owner, name):\n        owner.m = None\n"
+            },
+        )
+    )
+    found.append(
+        Form(
+            "other-module-class-getitem",
+            "from .base import strip\n\n\nclass C:\n" + M + "\n\nX = strip[C]\n",
+            others={
+                "base.py": "class Strip:\n    def __getitem__(self, cls):\n        del cls.m\n"
+                "        return cls\n\n\nstrip = Strip()\n"
+            },
+        )
+    )
     deleting = "\n\n@run_now\ndef unrelated():\n    del C.m\n"
     found.append(
         Form(
