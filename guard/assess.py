@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import pickle
 import re
+import unicodedata
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
@@ -18,6 +19,7 @@ from functools import cached_property
 from pathlib import PurePosixPath
 
 from guard import bodies, fastpath, parsed, slips
+from guard.effects import ANY, Effects, Reach
 from guard.errors import ConfigError
 from guard.manifest import FileChange, Manifest, Patch
 from guard.manifest import Resolution as PatchResolution
@@ -329,6 +331,7 @@ class Worktree:
         self._unmerged: dict[str, dict[int, str]] = {}  # as assessed (see pretend)
         self._unmerged_read: dict[str, dict[int, str]] | None = None  # as git left the index
         self._import_problems: dict[tuple[str, bytes], str | None] = {}
+        self._reached: dict[tuple[str, int], Reach] = {}  # see reached_at_import
         # Paths looked up but not read, by whether they existed: a verdict that no file
         # there changes holds only while they stay so (guard.fastpath keeps both).
         self.absent: set[str] = set()
@@ -473,6 +476,13 @@ class Worktree:
         """`index.resolve`, and, for a method its class leaves to a base imported from another
         module of this checkout, that module's answer (as attribute lookup goes on to it)."""
         found = index.resolve(qualname)
+        if found.state == PRESENT:
+            parts = [unicodedata.normalize("NFKC", part) for part in qualname.split(".")]
+            why = self.reached_at_import(index, path).touching(parts) or self._init_changes(
+                path, parts
+            )
+            if why is not None:
+                return Resolution(CANNOT_TELL, None, f"code run at import may change it: {why}")
         if found.state != ABSENT or not found.inherit or depth >= _MAX_BASE_FILES:
             return found
         leaf = qualname.rsplit(".", 1)[-1]
@@ -495,6 +505,123 @@ class Worktree:
                     )
                 break
         return found
+
+    def reached_at_import(self, index: SymbolIndex, path: str) -> Reach:
+        """What the module's import runs in other modules of the checkout may change (a base
+        class's `__init_subclass__` or metaclass, a function it calls: guard.effects), by the
+        name it may change. Once per file and command."""
+        effects = index.effects
+        if effects is None:
+            return Reach()
+        if (path, id(effects)) not in self._reached:
+            changes: dict[str, str] = {}
+            seen: set[tuple[str, str, str]] = set()
+            for kind, origin in sorted(effects.at_import.needs):
+                self._reaches(path, kind, origin, effects, seen, 0, changes)
+            self._reached[path, id(effects)] = Reach(changes)
+        return self._reached[path, id(effects)]
+
+    def _reaches(
+        self,
+        path: str,
+        kind: str,
+        origin: str,
+        home: Effects,
+        seen: set[tuple[str, str, str]],
+        depth: int,
+        changes: dict[str, str],
+    ) -> None:
+        """Add to `changes` what using `origin` (imported by `path`) as `kind` may change,
+        followed through the modules of the checkout. A module outside it adds nothing: it
+        changes a class only through what it is handed, and that was read where it is handed."""
+        if (path, kind, origin) in seen:
+            return
+        seen.add((path, kind, origin))
+        handed = None
+        if kind in ("hands", "hands-result"):  # it gets a function or class of the module
+            origin, handed = origin.split("\t")
+            kind = "call" if kind == "hands" else "result"
+        for other, name in self._checkout_modules(path, origin):
+            if other not in self._content and not self.exists(other, file=True):
+                continue
+            content = self.read(other)
+            if content is None:
+                continue
+            if depth >= _MAX_EFFECT_FILES:
+                changes.setdefault(ANY, f"{origin} leads through more modules than reading follows")
+                return
+            try:
+                effects = self.symbols(content, other).effects
+            except SourceSyntaxError:
+                return  # the import fails: said where the module is read
+            if effects is None:
+                changes.setdefault(ANY, f"{other} nests too deeply for reading")
+                return
+            first, _, rest = name.partition(".")
+            reach = effects.export(kind, name)
+            if reach is None and first in effects.imports:  # imported there: follow it
+                onward = effects.imports[first] + (f".{rest}" if rest else "")
+                self._reaches(other, kind, onward, home, seen, depth + 1, changes)
+                return
+            reach = reach or effects.value(first)  # a value its import made
+            if reach is None:  # not bound there: from one of its star imports, if any
+                for star in effects.stars:
+                    self._reaches(other, kind, f"{star}.{name}", home, seen, depth + 1, changes)
+                return
+            if handed is not None:  # what it does with it: only what it is handed may run
+                ran = home.reach(handed, home=True) if reach.runs_arguments else None
+                for changed, why in (ran.changes if ran else {}).items():
+                    changes.setdefault(changed, f"{name} in {other} runs what it is handed: {why}")
+                return
+            for changed, why in reach.changes.items():
+                changes.setdefault(changed, f"{name} in {other} {why}")
+            for need in sorted(reach.needs):
+                self._reaches(other, *need, home, seen, depth + 1, changes)
+            for attribute in sorted(reach.attributes):  # methods of the guarded module, too
+                calls = home.reach(f"method:{attribute}", home=True)
+                for changed, why in (calls.changes if calls else {}).items():
+                    changes.setdefault(
+                        changed, f"{name} in {other} calls .{attribute}, which {why}"
+                    )
+            return
+
+    def _init_changes(self, path: str, parts: list[str]) -> str | None:
+        """Why the code of a package's `__init__.py` around the module (run before it, and
+        able to reach it: `from . import mod; strip(mod.C)`) may change one of these names."""
+        folders = PurePosixPath(path).parent.parts
+        for depth in range(len(folders), 0, -1):
+            init = "/".join([*folders[:depth], "__init__.py"])
+            if not self.exists(init, file=True):
+                return None
+            content = self.read(init)
+            try:
+                index = self.symbols(content, init) if content is not None else None
+            except SourceSyntaxError:
+                return None  # said as the package's import failing
+            if index is None or index.effects is None:
+                continue
+            own = index.effects.at_import.touching(parts)
+            why = own or self.reached_at_import(index, init).touching(parts)
+            if why is not None:
+                return f"{init}: {why}"
+        return None
+
+    def _checkout_modules(self, path: str, origin: str) -> Iterator[tuple[str, str]]:
+        """`_module_files` of an origin that may be a module of the checkout: a relative one,
+        or an absolute one whose top-level package sits at the import root of `path`'s own
+        package (`torch.cuda` is looked for once, as `torch` there, not under every folder)."""
+        if origin.startswith("."):
+            yield from _module_files(path, origin)
+            return
+        parts = PurePosixPath(path).parent.parts
+        top = len(parts)
+        while top > 0 and self.exists("/".join([*parts[:top], "__init__.py"]), file=True):
+            top -= 1
+        root = "/".join([*parts[:top], origin.split(".")[0]])
+        if self.exists(root) or self.exists(f"{root}.py", file=True):
+            for other, name in _module_files(path, origin):
+                if other.startswith((f"{root}/", f"{root}.py")):
+                    yield other, name
 
     def symbol_problems(
         self, content: bytes, path: str, qualnames: Iterable[str], *, decided_only: bool = False
@@ -536,6 +663,7 @@ class Worktree:
 
 
 _MAX_BASE_FILES = 8  # a chain of bases across modules deeper than this is not followed
+_MAX_EFFECT_FILES = 12  # modules followed from one import-time use (guard.effects)
 
 
 def _module_files(path: str, origin: str) -> Iterator[tuple[str, str]]:

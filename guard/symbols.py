@@ -15,6 +15,8 @@ TYPE_CHECKING = False  # not `from typing import ...`: the hooks import this mod
 if TYPE_CHECKING:
     from typing import Any
 
+    from guard.effects import Effects
+
 SPEC_SEPARATOR = "::"
 
 # Decorators that legitimately define the same name twice in one block.
@@ -126,6 +128,7 @@ class SymbolIndex:
         self.attribute_write: int | None = None  # the first line that sets or deletes an attribute
         # `from .x.y import z` at the top of the module, always run: (line, dots, "x.y")
         self.relative_imports: list[tuple[int, int, str]] = []
+        self.effects: Effects | None = None  # what its import-time code may change (guard.effects)
         self._callables: frozenset[str] | None = None
 
     @classmethod
@@ -154,11 +157,15 @@ class SymbolIndex:
             definitions = list(_walk(tree.body, prefix="", block_counter=iter(range(1 << 62))))
             reflection = _reflection(tree)
             attribute_write = _attribute_write(tree)
+            from guard.effects import summarize  # only when a file is parsed
+
+            effects = summarize(tree, _KEEPING_DECORATORS, _KEEPING_METACLASSES)
         except RecursionError:
             return cls([], _Model(unreadable=_TOO_DEEP))
         index = cls(definitions, model)
         index.reflection = reflection
         index.attribute_write = attribute_write
+        index.effects = effects
         index.relative_imports = [
             (node.lineno, node.level, node.module or "")
             for node in tree.body
@@ -185,6 +192,10 @@ class SymbolIndex:
                 reason=f"line {lineno} reaches bindings by reflection ({what}), which reading "
                 "does not follow",
             )
+        parts = [unicodedata.normalize("NFKC", part) for part in qualname.split(".")]
+        why = self.effects.at_import.touching(parts) if self.effects is not None else None
+        if found.state == PRESENT and why is not None:
+            return Resolution(CANNOT_TELL, reason=f"code run at import may change it: {why}")
         return found
 
     def defines_callable(self, qualname: str) -> bool:

@@ -627,4 +627,335 @@ def forms() -> list[Form]:
         add(Form(name, _in_class(M, after="\n\n" + tail)))
     # A package of the module's name beside it is what `import` loads.
     add(Form("package-shadows-module", _in_class(M), others={"mod/__init__.py": "X = 1\n"}))
+    found += _indirect_forms()
+    return found
+
+
+DROP = "def f():\n    del C.m\n\n\n"  # a function that takes the method off its class
+
+
+def _dunder(name: str, params: str, returns: str, use: str) -> str:
+    """A class K of the checkout whose `name` dunder deletes C.m, and a statement that runs it."""
+    return (
+        f"class K:\n    def {name}(self{params}):\n        del C.m\n        return {returns}\n\n\n"
+        f"{use}\n"
+    )
+
+
+def _indirect_forms() -> list[Form]:
+    """Issue 27, point 8: module-level code that reaches a deletion or rebinding of C.m only
+    indirectly (through an alias, a lambda, a comprehension, a callable handed to a builtin, a
+    decorator, a dunder method, a class-creation hook, a default argument, another module of
+    the checkout), and look-alikes whose code leaves it alone."""
+    after = {
+        # aliases and calls through values
+        "alias-of-deleter": DROP + "g = f\ng()\n",
+        "alias-chain-of-deleter": DROP + "g = f\nh = g\nh()\n",
+        "alias-in-tuple": DROP + "g, h = f, len\ng()\n",
+        "alias-from-dict": DROP + "TABLE = {'drop': f}\nTABLE['drop']()\n",
+        "returned-deleter": DROP + "def get():\n    return f\n\n\nget()()\n",
+        "deleter-through-helper": DROP + "def run():\n    f()\n\n\nrun()\n",
+        "nulls-through-helper": "def f():\n    C.m = None\n\n\ndef run():\n    f()\n\n\nrun()\n",
+        "global-through-alias": "def f():\n    global C\n    C = None\n\n\ng = f\ng()\n",
+        "global-del-called": "def f():\n    global C\n    del C\n\n\nf()\n",
+        "assign-from-call": DROP + "X = f()\n",
+        "if-test-call": DROP + "if f():\n    pass\n",
+        # lambdas
+        "lambda-called-at-once": "(lambda: delattr(C, 'm'))()\n",
+        "lambda-alias-called": "g = lambda: delattr(C, 'm')\ng()\n",
+        "lambda-calls-deleter": DROP + "(lambda: f())()\n",
+        "lambda-setattr-none": "X = (lambda: setattr(C, 'm', None))()\n",
+        # comprehensions and generators
+        "listcomp-delattr": "[delattr(C, 'm') for _ in [1]]\n",
+        "setcomp-delattr": "X = {delattr(C, 'm') for _ in [1]}\n",
+        "dictcomp-delattr": "X = {k: delattr(C, 'm') for k in [1]}\n",
+        "genexp-delattr": "list(delattr(C, 'm') for _ in [1])\n",
+        "genexp-any-deleter": DROP + "any(f() for _ in [1])\n",
+        "listcomp-condition-deleter": DROP + "X = [1 for _ in [1] if f()]\n",
+        # callables handed to builtins that call them
+        "sorted-key-deleter": DROP.replace("f():", "f(x):") + "sorted([1], key=f)\n",
+        "max-key-deleter": DROP.replace("f():", "f(x):") + "max([1, 2], key=f)\n",
+        "map-deleter": DROP.replace("f():", "f(x):") + "list(map(f, [1]))\n",
+        "filter-deleter": DROP.replace("f():", "f(x):") + "X = list(filter(f, [1]))\n",
+        "for-over-map": DROP.replace("f():", "f(x):") + "for _ in map(f, [1]):\n    pass\n",
+        "partial-delattr": "import functools\nfunctools.partial(delattr, C, 'm')()\n",
+        "partial-from-import": "from functools import partial\npartial(setattr, C, 'm', None)()\n",
+        "partial-deleter": "import functools\n" + DROP + "functools.partial(f)()\n",
+        "map-delattr": "list(map(delattr, [C], ['m']))\n",
+        # builtins reached by another name
+        "getattr-builtins-delattr": "import builtins\ngetattr(builtins, 'delattr')(C, 'm')\n",
+        "builtins-attribute-delattr": "import builtins\nbuiltins.delattr(C, 'm')\n",
+        "builtins-alias-setattr": "import builtins as b\nb.setattr(C, 'm', None)\n",
+        "delattr-alias": "drop = delattr\ndrop(C, 'm')\n",
+        # decorators
+        "decorator-deletes": "def d(g):\n    del C.m\n    return g\n\n\n@d\ndef unrelated():\n    pass\n",
+        "decorator-factory-deletes": (
+            "def d():\n    del C.m\n    return lambda g: g\n\n\n@d()\ndef unrelated():\n    pass\n"
+        ),
+        "class-decorator-deletes": (
+            "def d(k):\n    del C.m\n    return k\n\n\n@d\nclass Unrelated:\n    pass\n"
+        ),
+        # dunder methods run by module-level statements on instances of checkout classes
+        "dunder-init": _dunder("__init__", "", "None", "K()"),
+        "dunder-new": (
+            "class K:\n    def __new__(cls):\n        del C.m\n        return object.__new__(cls)\n\n\nK()\n"
+        ),
+        "dunder-enter": _dunder("__enter__", "", "self", "with K.__new__(K):\n    pass").replace(
+            "return self\n", "return self\n\n    def __exit__(self, *a):\n        return None\n"
+        ),
+        "dunder-bool": _dunder("__bool__", "", "True", "k = K()\nif k:\n    pass"),
+        "dunder-add": _dunder("__add__", ", other", "1", "k = K()\nX = k + 1"),
+        "dunder-iter": _dunder("__iter__", "", "iter(())", "for _ in K():\n    pass"),
+        "dunder-format": _dunder("__format__", ", spec", "''", "k = K()\nX = f'{k}'"),
+        "dunder-str": _dunder("__str__", "", "''", "X = str(K())"),
+        "dunder-getitem": _dunder("__getitem__", ", key", "1", "X = K()[0]"),
+        "dunder-eq": _dunder("__eq__", ", other", "True", "X = K() == 1"),
+        "dunder-len": _dunder("__len__", "", "0", "X = len(K())"),
+        "dunder-call": _dunder("__call__", "", "None", "k = K()\nk()"),
+        "dunder-getattr": _dunder("__getattr__", ", name", "1", "X = K().anything"),
+        "property-read": (
+            "class K:\n    @property\n    def p(self):\n        del C.m\n        return 1\n\n\n"
+            "X = K().p\n"
+        ),
+        # methods of C itself, and class-creation hooks
+        "classmethod-drop": None,
+        "staticmethod-drop": None,
+        "set-name-descriptor": None,
+        "mro-entries": (
+            "class K:\n    def __mro_entries__(self, bases):\n        del C.m\n        return (object,)\n\n\n"
+            "class E(K()):\n    pass\n"
+        ),
+        "default-runs-lambda": "def g(x=(lambda: delattr(C, 'm'))()):\n    pass\n",
+        "default-calls-deleter": DROP + "def g(x=f()):\n    pass\n",
+        "kwonly-default-deleter": DROP + "def g(*, x=f()):\n    pass\n",
+        "lambda-default-deleter": DROP + "g = lambda x=f(): x\n",
+        # held by code outside the checkout, then run by using what holds it
+        "defaultdict-factory-deleter": (
+            "import collections\n\nd = collections.defaultdict(lambda: delattr(C, 'm'))\nd['x']\n"
+        ),
+        "thread-target-deleter": (
+            "import threading\n" + DROP + "t = threading.Thread(target=f)\nt.start()\nt.join()\n"
+        ),
+        "partial-held-then-called": (
+            "import functools\n"
+            + DROP
+            + "HOOKS = [functools.partial(f)]\nfor h in HOOKS:\n    h()\n"
+        ),
+        "class-getitem-deleter": (
+            "class K:\n    def __class_getitem__(cls, item):\n        del C.m\n        return cls\n\n\n"
+            "X = K[int]\n"
+        ),
+        "kept-in-a-list-then-called": DROP + "HOOKS = []\nHOOKS.append(f)\nHOOKS[0]()\n",
+        "kept-by-a-function-then-called": (
+            DROP + "HOOKS = []\n\n\ndef setup():\n    HOOKS.append(f)\n\n\nsetup()\nHOOKS[0]()\n"
+        ),
+        "exit-stack-callback": (
+            "import contextlib\n"
+            + DROP
+            + "with contextlib.ExitStack() as stack:\n    stack.callback(f)\n"
+        ),
+        "finalize-of-garbage": "import weakref\n" + DROP + "weakref.finalize(set(), f)\n",
+        "property-of-module-function": (
+            "def f(self):\n    del C.m\n    return 1\n\n\nclass K:\n    p = property(f)\n\n\nX = K().p\n"
+        ),
+        "init-subclass-of-other-class": (
+            "class B:\n    def __init_subclass__(cls):\n        del C.m\n\n\nclass E(B):\n    pass\n"
+        ),
+    }
+    found = []
+    for name, tail in after.items():
+        if tail is not None:
+            found.append(Form(name, _in_class(M, after="\n\n" + tail)))
+    found.append(
+        Form(
+            "classmethod-drop",
+            _in_class(
+                M + "\n    @classmethod\n    def drop(cls):\n        del cls.m\n",
+                after="\n\nC.drop()\n",
+            ),
+        )
+    )
+    found.append(
+        Form(
+            "staticmethod-drop",
+            _in_class(
+                M + "\n    @staticmethod\n    def drop():\n        C.m = None\n",
+                after="\n\nC.drop()\n",
+            ),
+        )
+    )
+    found.append(
+        Form(
+            "set-name-descriptor",
+            "class D:\n    def __set_name__(self, owner, name):\n        owner.m = None\n\n\n"
+            + _in_class(M + "    d = D()\n"),
+        )
+    )
+    # hooks found in another module of the checkout
+    drops_hook = "class B:\n    def __init_subclass__(cls, **kw):\n        super().__init_subclass__(**kw)\n        del cls.m\n"
+    nulls_hook = "class B:\n    def __init_subclass__(cls):\n        cls.m = None\n"
+    meta_drops = (
+        "class Meta(type):\n    def __new__(mcs, name, bases, ns):\n        ns.pop('m', None)\n"
+        "        return super().__new__(mcs, name, bases, ns)\n\n\nclass B(metaclass=Meta):\n    pass\n"
+    )
+    meta_nulls = (
+        "class Meta(type):\n    def __init__(cls, name, bases, ns):\n        super().__init__(name, bases, ns)\n"
+        "        cls.m = None\n\n\nclass B(metaclass=Meta):\n    pass\n"
+    )
+    through_helper = "def _strip(cls):\n    delattr(cls, 'm')\n\n\nclass B:\n    def __init_subclass__(cls):\n        _strip(cls)\n"
+    sub = "from .base import B\n\n\nclass C(B):\n" + M
+    for name, base in [
+        ("other-module-init-subclass-drops", drops_hook),
+        ("other-module-init-subclass-nulls", nulls_hook),
+        ("other-module-metaclass-drops", meta_drops),
+        ("other-module-metaclass-nulls", meta_nulls),
+        ("other-module-hook-through-helper", through_helper),
+    ]:
+        found.append(Form(name, sub, others={"base.py": base}))
+    found.append(
+        Form(
+            "other-module-base-of-base-hook",
+            "from .middle import B\n\n\nclass C(B):\n" + M,
+            others={
+                "middle.py": "from .base import A\n\n\nclass B(A):\n    pass\n",
+                "base.py": drops_hook.replace("class B", "class A"),
+            },
+        )
+    )
+    patcher = "def patch(cls):\n    del cls.m\n    return cls\n"
+    found.append(
+        Form(
+            "other-module-patch-call",
+            _in_class(M, head="from .base import patch\n\n\n", after="\n\npatch(C)\n"),
+            others={"base.py": patcher},
+        )
+    )
+    found.append(
+        Form(
+            "other-module-patch-decorator",
+            "from .base import patch\n\n\n@patch\nclass C:\n" + M,
+            others={"base.py": patcher},
+        )
+    )
+    found.append(
+        Form(
+            "other-module-patch-attribute",
+            _in_class(M, head="from . import base\n\n\n", after="\n\nbase.patch(C)\n"),
+            others={"base.py": patcher},
+        )
+    )
+    found.append(
+        Form(
+            "other-module-patch-through-helper",
+            _in_class(M, head="from .base import patch\n\n\n", after="\n\npatch(C)\n"),
+            others={
+                "base.py": "from .helpers import strip\n\n\ndef patch(cls):\n    strip(cls)\n",
+                "helpers.py": "def strip(cls):\n    cls.m = None\n",
+            },
+        )
+    )
+    found.append(
+        Form(
+            "package-init-hands-the-class-on",
+            _in_class(M),
+            others={
+                "__init__.py": "from . import mod\nfrom .helpers import strip\n\nstrip(mod.C)\n",
+                "helpers.py": "def strip(cls):\n    del cls.m\n",
+            },
+        )
+    )
+    found.append(
+        Form(
+            "other-module-instance-dunder",
+            _in_class(M, after="\n\nfrom .base import k\n\nX = k + 1\n"),
+            others={
+                "base.py": "class K:\n    def __add__(self, other):\n        from . import mod\n\n"
+                "        del mod.C.m\n        return 1\n\n\nk = K()\n"
+            },
+        )
+    )
+    found.append(
+        Form(
+            "other-module-set-name",
+            "from .base import D\n\n\nclass C:\n" + M + "    d = D()\n",
+            others={
+                "base.py": "class D:\n    def __set_name__(self, owner, name):\n        owner.m = None\n"
+            },
+        )
+    )
+    found.append(
+        Form(
+            "other-module-class-getitem",
+            "from .base import strip\n\n\nclass C:\n" + M + "\n\nX = strip[C]\n",
+            others={
+                "base.py": "class Strip:\n    def __getitem__(self, cls):\n        del cls.m\n"
+                "        return cls\n\n\nstrip = Strip()\n"
+            },
+        )
+    )
+    deleting = "\n\n@run_now\ndef unrelated():\n    del C.m\n"
+    found.append(
+        Form(
+            "other-module-decorator-runs-it",
+            _in_class(M, head="from .base import run_now\n\n\n", after=deleting),
+            others={"base.py": "def run_now(fn):\n    fn()\n    return fn\n"},
+        )
+    )
+    found.append(
+        Form(
+            "other-module-class-decorator-instantiates",
+            _in_class(
+                M,
+                head="from .base import instantiate\n\n\n",
+                after="\n\n@instantiate\nclass K:\n    def __init__(self):\n        del C.m\n",
+            ),
+            others={"base.py": "def instantiate(cls):\n    cls()\n    return cls\n"},
+        )
+    )
+    found.append(
+        Form(
+            "other-module-runs-what-it-is-handed",
+            _in_class(M, head="from .base import apply\n\n\n", after="\n\n" + DROP + "apply(f)\n"),
+            others={"base.py": "def apply(callback):\n    return callback()\n"},
+        )
+    )
+    found.append(
+        Form(
+            "other-module-wrapping-decorator",
+            _in_class(M, head="from .base import run_now\n\n\n", after=deleting),
+            others={
+                "base.py": "import functools\n\n\ndef run_now(fn):\n    @functools.wraps(fn)\n"
+                "    def inner(*args):\n        return fn(*args)\n\n    return inner\n"
+            },
+        )
+    )
+    # look-alikes that leave C.m in place: reading keeps them green
+    harmless = {
+        "alias-of-pure-function": "def f():\n    return 1\n\n\ng = f\nX = g()\n",
+        "sorted-key-builtin": "X = sorted(['b', 'a'], key=len)\n",
+        "map-pure-lambda": "X = list(map(lambda v: v + 1, [1]))\n",
+        "comprehension-pure": "X = [v * 2 for v in range(3)]\n",
+        "registering-decorator": "REGISTRY = []\n\n\ndef register(g):\n    REGISTRY.append(g)\n    return g\n\n\n@register\ndef unrelated():\n    pass\n",
+        "pure-instance": "class K:\n    def __bool__(self):\n        return True\n\n\nif K():\n    pass\n",
+    }
+    for name, tail in harmless.items():
+        found.append(Form(name, _in_class(M, after="\n\n" + tail)))
+    found.append(
+        Form(
+            "other-module-registering-hook",
+            sub,
+            others={
+                "base.py": "REGISTRY = {}\n\n\nclass B:\n    def __init_subclass__(cls, **kw):\n        super().__init_subclass__(**kw)\n        REGISTRY[cls.__name__] = cls\n"
+            },
+        )
+    )
+    found.append(
+        Form(
+            "other-module-pure-call",
+            _in_class(M, head="from .base import flag\n\nENABLED = flag()\n\n\n"),
+            others={
+                "base.py": "import os\n\n\ndef flag():\n    return os.environ.get('NO_SUCH_VAR_XYZ') is None\n"
+            },
+        )
+    )
     return found

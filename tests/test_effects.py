@@ -1,0 +1,223 @@
+"""Issue 27, point 8: code run at import that changes a method indirectly (through an alias, a
+hook of a base class in another module, a function of the checkout handed the class) is
+"cannot tell" from reading; real-shaped model code stays present (guard.effects)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import sample_repo
+from conftest import Sample, git
+from helpers import run_patchguard
+
+UTILS = {
+    "python/sglang/srt/utils/__init__.py": "from sglang.srt.utils.common import *\n",
+    "python/sglang/srt/utils/common.py": '''\
+import functools
+import os
+
+import torch
+
+_OVERRIDES = {}
+
+
+def is_cuda():
+    return torch.cuda.is_available() and torch.version.cuda is not None
+
+
+def get_bool_env_var(name, default="false"):
+    return os.getenv(name, default).lower() in ("true", "1")
+
+
+def set_weight_attrs(weight, weight_attrs):
+    """As sglang: attributes of a tensor, by computed names."""
+    if weight_attrs is None:
+        return
+    for key, value in weight_attrs.items():
+        setattr(weight, key, value)
+
+
+def register_custom_op(mutates_args=()):
+    def decorator(fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            return fn(*args, **kwargs)
+
+        wrapper.mutates_args = mutates_args
+        _OVERRIDES[fn.__name__] = wrapper
+        return wrapper
+
+    return decorator
+''',
+    "python/sglang/srt/layers/__init__.py": "",
+    "python/sglang/srt/layers/base.py": """\
+from torch import nn
+
+LAYERS = {}
+
+
+class RegisteredLayer(nn.Module):
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        LAYERS[cls.__name__] = cls
+
+    def __init__(self):
+        super().__init__()
+        self.cache = {}
+""",
+}
+
+MODEL = "python/sglang/srt/models/llama_like.py"
+MODEL_TEXT = '''\
+"""A model file shaped like sglang's: what its import runs leaves its classes alone."""
+
+import logging
+from typing import Iterable, Optional, Tuple
+
+import torch
+from torch import nn
+
+from sglang.srt.layers.base import RegisteredLayer
+from sglang.srt.utils import get_bool_env_var, is_cuda, register_custom_op, set_weight_attrs
+
+logger = logging.getLogger(__name__)
+_is_cuda = is_cuda()
+_use_fused = get_bool_env_var("SGLANG_USE_FUSED")
+
+
+@register_custom_op(mutates_args=["output"])
+def fused_attention(q, k, v, output):
+    output.copy_(q @ k.transpose(-1, -2) @ v)
+
+
+@torch.compile(dynamic=True)
+def rotate_half(x):
+    x1, x2 = x.chunk(2, dim=-1)
+    return torch.cat((-x2, x1), dim=-1)
+
+
+class LlamaMLP(RegisteredLayer):
+    def __init__(self, hidden_size: int, intermediate_size: int) -> None:
+        super().__init__()
+        self.gate_up_proj = nn.Linear(hidden_size, 2 * intermediate_size)
+        set_weight_attrs(self.gate_up_proj.weight, {"output_dim": 0})
+        self.__dict__["_fused"] = _use_fused
+
+    def forward(self, x):
+        gate, up = self.gate_up_proj(x).chunk(2, dim=-1)
+        return nn.functional.silu(gate) * up
+
+
+class LlamaForCausalLM(nn.Module):
+    def __init__(self, config, quant_config: Optional[dict] = None) -> None:
+        super().__init__()
+        self.config = config
+        self.mlp = LlamaMLP(config.hidden_size, config.intermediate_size)
+
+    @torch.no_grad()
+    def forward(self, input_ids, positions, forward_batch):
+        forward_batch.out_cache_loc = positions
+        return self.mlp(input_ids)
+
+    def load_weights(self, weights: Iterable[Tuple[str, torch.Tensor]]):
+        params = dict(self.named_parameters())
+        for name, loaded in weights:
+            setattr(params[name], "loaded", True)
+            params[name].data.copy_(loaded)
+
+    @property
+    def hidden_size(self) -> int:
+        return self.config.hidden_size
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(config)
+
+
+EntryClass = [LlamaForCausalLM]
+'''
+
+
+def _methods(text: str) -> list[str]:
+    import ast
+
+    return [
+        f"{node.name}.{item.name}"
+        for node in ast.parse(text).body
+        if isinstance(node, ast.ClassDef)
+        for item in node.body
+        if isinstance(item, ast.FunctionDef)
+    ]
+
+
+def _write(root: Path, files: dict[str, str]) -> None:
+    for path, text in files.items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(text)
+
+
+def test_real_shaped_model_code_stays_present(sample: Sample, clean_env: dict[str, str]) -> None:
+    """Import-time calls into the checkout, a registering __init_subclass__ in another module,
+    a wrapping decorator, setattr on tensors, `self.x = ...`: every method stays present."""
+    _write(sample.root, {**UTILS, MODEL: MODEL_TEXT})
+    git(sample.root, "add", "-A")
+    git(sample.root, "commit", "-qm", "a llama-shaped model", env=clean_env)
+    specs = [f"{MODEL}::{q}" for q in _methods(MODEL_TEXT)]
+    kimi = (sample.root / sample_repo.KIMI).read_text()
+    specs += [f"{sample_repo.KIMI}::{q}" for q in _methods(kimi)]
+    run_patchguard(sample.root, clean_env, ("require", *specs), check=0)
+    data = json.loads(run_patchguard(sample.root, clean_env, ("check", "--json"), check=0).stdout)
+    assert {s["spec"]: s["state"] for s in data["symbols"]} == dict.fromkeys(specs, "present")
+
+
+def test_a_hook_in_another_module_that_drops_the_method_is_not_green(
+    sample: Sample, clean_env: dict[str, str]
+) -> None:
+    """The base class, imported from another module of the checkout, takes the method off
+    every class derived from it: reading says cannot tell, naming the hook; the other
+    methods of an unrelated file stay present."""
+    sample.record_eagle3()
+    method = sample_repo.METHODS[0]
+    hooks = (
+        "from torch import nn\n\n\nclass Stripped(nn.Module):\n"
+        "    def __init_subclass__(cls, **kwargs):\n"
+        "        super().__init_subclass__(**kwargs)\n"
+        f"        cls.{method} = None\n"
+    )
+    _write(sample.root, {"python/sglang/srt/models/hooks.py": hooks})
+    text = sample.kimi.read_text()
+    text = text.replace(
+        "from torch import nn\n", "from torch import nn\n\nfrom .hooks import Stripped\n"
+    ).replace("(nn.Module):", "(nn.Module, Stripped):", 1)
+    sample.kimi.write_text(text)
+    result = run_patchguard(sample.root, clean_env, ("check", "--json"), check=1)
+    states = {s["spec"]: s for s in json.loads(result.stdout)["symbols"]}
+    dropped = states[f"{sample_repo.KIMI}::{sample_repo.CLASS}.{method}"]
+    assert dropped["state"] == "cannot-tell"
+    assert "hooks.py" in dropped["detail"] and method in dropped["detail"]
+    others = [s for spec, s in states.items() if not spec.endswith(f".{method}")]
+    assert others and all(s["state"] == "present" for s in others)
+
+
+def test_an_alias_of_a_function_that_deletes_the_method_is_not_green(
+    sample: Sample, clean_env: dict[str, str]
+) -> None:
+    """`g = f; g()` and `from sglang.srt.models.patching import patch; patch(C)`: each
+    cannot tell."""
+    sample.record_eagle3()
+    method = sample_repo.METHODS[1]
+    original = sample.kimi.read_text()
+    alias = (
+        f"\n\ndef _drop():\n    del {sample_repo.CLASS}.{method}\n\n\ncleanup = _drop\ncleanup()\n"
+    )
+    patcher = f"def patch(cls):\n    delattr(cls, {method!r})\n    return cls\n"
+    through = f"\nfrom sglang.srt.models.patching import patch\n\npatch({sample_repo.CLASS})\n"
+    _write(sample.root, {"python/sglang/srt/models/patching.py": patcher})
+    for tail, named in ((alias, "_drop()"), (through, "patching.py")):
+        sample.kimi.write_text(original + tail)
+        result = run_patchguard(sample.root, clean_env, ("check",), check=1)
+        assert "cannot tell from reading" in result.stdout + result.stderr
+        assert named in result.stdout + result.stderr
+    sample.kimi.write_text(original)
+    run_patchguard(sample.root, clean_env, ("check",), check=0)
