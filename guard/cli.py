@@ -813,7 +813,8 @@ _DEFAULT_METRIC = "Output token throughput (tok/s)"
     default=_DEFAULT_METRIC,
     show_default=True,
     metavar="M",
-    help="A line's label as printed (with or without its colon), json:KEY or re:PATTERN.",
+    help="A line's label as printed (with or without its colon and its unit), json:KEY or "
+    "re:PATTERN.",
 )
 @_measure_options
 @_json_option

@@ -34,7 +34,7 @@ from guard.errors import EXIT_INTERRUPTED, ConfigError, GuardFailure, Patchguard
 from guard.lock import HELD_VARIABLE
 from guard.metrics import Metric
 from guard.provenance import same_code, stamp
-from guard.repo import Repo, run_git
+from guard.repo import Repo, out_of_reach_of_ctrl_c, run_git
 
 DEFAULT_REPEATS = 8
 DEFAULT_MAX_REPEATS = 32
@@ -198,7 +198,7 @@ class _Bench:
 
     def _git(self, *args: str) -> str:
         held = {HELD_VARIABLE: str(self.repo.layout.worktree_lock_path)}
-        return run_git(args, self.repo.workdir, env=held, own_session=True).stdout
+        return run_git(args, self.repo.workdir, env=held).stdout
 
     def head(self) -> str:
         return self._git("rev-parse", "HEAD").strip()
@@ -356,7 +356,7 @@ def _session(
         )
     repo.load_manifest()  # nothing recorded: said now, before any move (and nothing to carry)
     bench = _Bench(repo, options, progress)
-    with _deferred_signals(bench), moves.lifted(repo, operation) as lift:
+    with out_of_reach_of_ctrl_c(), _deferred_signals(bench), moves.lifted(repo, operation) as lift:
         try:
             yield bench
         finally:
@@ -539,7 +539,7 @@ def _bisect(
         return Hunt(options.metric, endpoints, steps, verdict, None, None, bench.runs)
     measured = {good: endpoints.a, bad: endpoints.b}
     while True:
-        commit = bench.home  # the commit git bisect checked out
+        commit = _waiting(bench)
         if commit in measured:  # git has nothing left between GOOD and BAD
             first = bad if commit == bad else None
             break
@@ -561,6 +561,16 @@ def _bisect(
             change = step.vs_good
     verdict = FOUND if first is not None else AMBIGUOUS
     return Hunt(options.metric, endpoints, steps, verdict, first, change, bench.runs)
+
+
+def _waiting(bench: _Bench) -> str:
+    """The commit git bisect waits to hear about: the one it checked out last (it says so in
+    BISECT_EXPECTED_REV), wherever the user moved HEAD since; HEAD where git wrote none."""
+    try:
+        expected = (bench.repo.layout.git_dir / "BISECT_EXPECTED_REV").read_text().strip()
+    except OSError:
+        return bench.home
+    return _commit(bench.repo, expected) if expected else bench.home
 
 
 def _step(bench: _Bench, commit: str, endpoints: Comparison, kept: _Kept) -> Step:

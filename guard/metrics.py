@@ -5,7 +5,8 @@ Three ways to name it (docs/hunting.md):
   throughput (tok/s):` padded to 40 columns, then the value) and as `bench_one_batch` and
   `bench_one_batch_server` print theirs (`Decode.  median latency: 0.01178 s, median
   throughput:    339.57 token/s`: a `key: value` pair after each comma, under the line's
-  `Decode.` prefix). Typed with or without its colon; spaces and case do not matter.
+  `Decode.` prefix). Typed with or without its colon and its trailing unit (`(tok/s)`); spaces
+  and case do not matter.
 - `json:KEY`, a key of a JSON line (sglang appends JSONL with `--output-file`); a bare KEY that
   no label matches is tried as one too.
 - `re:PATTERN`, a regular expression with one group.
@@ -28,6 +29,7 @@ LOWER = "lower"
 _NUMBER = re.compile(r"\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)")
 _PREFIX = re.compile(r"^(\S.*?\.)\s+(\S.*)$")  # `Decode 0.` / `Prefill.` before the first key
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_UNIT = re.compile(r"\s*\([^()]*\)$")  # a label's trailing unit: `(tok/s)`, `(ms)`
 # Words that say which way is better in sglang's labels and JSON keys (sglang-bench-output.md).
 _HIGHER_WORDS = ("throughput", "accept length", "accept_length", "acc_length")
 _LOWER_WORDS = ("latency", "ttft", "tpot", "itl", "duration", "(ms)", "(s)", "_ms", "_s")
@@ -54,7 +56,7 @@ class Metric:
 
     def describe(self) -> str:
         if self.kind == "label":
-            return f"the `{self.key}:` line"
+            return f"the `{self.key}:` line (a label is matched whole, with or without its unit)"
         return f"the JSON key {self.key}" if self.kind == "json" else f"the pattern {self.key!r}"
 
 
@@ -108,7 +110,8 @@ def _labelled(output: str, wanted: str) -> list[str]:
             key = _normal(key)
             if position == 0 and (split := _PREFIX.match(key)):
                 prefix, key = split.group(1), split.group(2)
-            if wanted in (key, f"{prefix} {key}"):
+            unit = _UNIT.sub("", key)  # `output token throughput (tok/s)` as typed without it
+            if wanted in (key, f"{prefix} {key}", unit, f"{prefix} {unit}"):
                 found.append(value)
     return found
 

@@ -86,21 +86,35 @@ class FileDiff:
         self.added_lines = added_lines
 
 
+_OUT_OF_REACH = [False]  # set by out_of_reach_of_ctrl_c
+
+
+@contextmanager
+def out_of_reach_of_ctrl_c() -> Iterator[None]:
+    """While a hunt runs (guard.hunt): the terminal's Ctrl-C reaches the benchmark and
+    patchguard, which stops between runs, and never one of patchguard's own git commands
+    halfway (a checkout cut off, an `ls-files` killed and read as git failing)."""
+    _OUT_OF_REACH[0] = True
+    try:
+        yield
+    finally:
+        _OUT_OF_REACH[0] = False
+
+
 def run_git(
     args: Sequence[str],
     cwd: Path,
     *,
     passthrough: bool = False,
     env: Mapping[str, str] | None = None,
-    own_session: bool = False,
 ) -> subprocess.CompletedProcess[str]:
     """Every `git` command patchguard runs goes through here.
 
     Captured (the default), a failure raises ConfigError carrying the command and git's stderr.
     With `passthrough`, git gets the terminal, stdin, stdout and stderr, its status is returned
     as a shell would report it (128+N when a signal ended it), and Ctrl-C goes to git alone:
-    patchguard waits to put the patches back. With `own_session`, git runs out of reach of the
-    terminal's Ctrl-C (a hunt's checkout is never cut halfway; the hunt stops between runs).
+    patchguard waits to put the patches back. Inside `out_of_reach_of_ctrl_c`, captured git
+    runs in its own session.
     """
     import subprocess  # not at import: a replayed hook (guard.replay) starts no process
 
@@ -119,7 +133,7 @@ def run_git(
             env=full_env,
             capture_output=True,
             text=True,
-            start_new_session=own_session,
+            start_new_session=_OUT_OF_REACH[0],
         )
     except OSError as error:
         raise ConfigError(f"cannot run `{' '.join(command)}`: {error}. Is git on PATH?") from None

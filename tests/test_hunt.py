@@ -346,3 +346,59 @@ def test_a_kept_sample_is_taken_again_only_for_the_same_hunt_and_code(tmp_path: 
     assert _Kept(path, ["bisect", "another command"]).samples("c1", code) == []
     again.drop()
     assert not path.exists()
+
+
+def test_bisect_measures_the_commit_git_waits_for_and_a_label_typed_without_its_unit(
+    hunt: Checkout,
+) -> None:
+    """The user looks at BAD after starting the bisect (HEAD is no longer git's pick), and
+    types the row's label as it reads, without `(tok/s)`: the hunt still finds s09."""
+    kimi = hunt.kimi.read_bytes()
+    hunt.pg("bisect", "start", "s13", "s00", check=0)
+    hunt.pg("git", "checkout", "-q", "s13", check=0)
+    result = in_process(
+        hunt, "bisect", "run", "--metric", "Output token throughput", "--json", "--", *BENCH
+    )
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["first_changed"] == hunt.commits["s09"]
+    hunt.pg("git", "bisect", "reset", check=0)
+    as_the_user_left_it(hunt, kimi)
+
+
+def test_ctrl_c_while_patchguard_runs_git_stops_between_runs(
+    hunt: Checkout, tmp_path: Path
+) -> None:
+    """Ctrl-C reaches the terminal's whole process group; one of patchguard's own short git
+    commands (here its third `ls-files --unmerged`) must not be in it, or it dies and the
+    hunt ends as if git had failed, on a detached commit (found by hand on real sglang)."""
+    kimi = hunt.kimi.read_bytes()
+    wrapper = tmp_path / "bin" / "git"
+    wrapper.parent.mkdir()
+    count = tmp_path / "ls-files-count"
+    wrapper.write_text(
+        f"#!{sys.executable}\n"
+        "import os, signal, sys, time\n"
+        f"if sys.argv[1:3] == ['ls-files', '--unmerged']:\n"
+        f"    count = {str(count)!r}\n"
+        "    n = int(open(count).read()) + 1 if os.path.exists(count) else 1\n"
+        "    open(count, 'w').write(str(n))\n"
+        "    if n == 3:  # Ctrl-C: the group of the terminal, where patchguard is\n"
+        "        os.killpg(os.getpgid(os.getppid()), signal.SIGINT)\n"
+        "        time.sleep(0.3)\n"
+        f"os.execv({shutil.which('git')!r}, ['git', *sys.argv[1:]])\n"
+    )
+    wrapper.chmod(0o755)
+    env = {**hunt.env, "PATH": f"{wrapper.parent}{os.pathsep}{hunt.env['PATH']}"}
+    child = subprocess.run(
+        ["patchguard", "compare", "s02", "s12", "--", *BENCH],
+        cwd=hunt.root,
+        env=env,
+        capture_output=True,
+        text=True,
+        start_new_session=True,  # its own group, as a shell gives a foreground job
+        timeout=PATIENCE,
+    )
+    assert int(count.read_text()) >= 3
+    assert child.returncode == 130, child.stderr
+    assert "interrupted" in child.stderr and "failed" not in child.stderr, child.stderr
+    as_the_user_left_it(hunt, kimi)
