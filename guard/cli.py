@@ -742,7 +742,8 @@ def _measure_options(func: Callable[..., Any]) -> Callable[..., Any]:
             type=click.IntRange(min=2),
             default=None,
             metavar="N",
-            help="Counted runs per side to begin with (default: 8; bisect steps start at N/2).",
+            help="Counted runs per side to begin with (default: 8; bisect steps start at N/2, at "
+            "least 3).",
         ),
         click.option(
             "--min-effect",

@@ -189,6 +189,7 @@ class _Bench:
         self.runs = 0
         self.stop_asked = False
         self.child: subprocess.Popen[bytes] | None = None
+        self.printed_no_value = False  # the last failed run exited 0 but gave no metric
         given = options.metric_file
         self.metric_file = None if given is None else repo.workdir / given
 
@@ -271,6 +272,7 @@ class _Bench:
                 else f"no positive value for {self.options.metric.describe()}"
             )
             self.progress(f"{what} at {commit[:10]}: run failed ({why}); not counted: {tail}")
+            self.printed_no_value = status == 0
             return None
         self.progress(f"{what} at {commit[:10]}: {value:g}")
         now = datetime.now(UTC).isoformat(timespec="seconds")
@@ -418,11 +420,18 @@ def _compare(bench: _Bench, a: str, b: str, kept: _Kept | None = None) -> Compar
     runs_a, runs_b = Runs(a), Runs(b)
     for commit in sorted((a, b), key=lambda c: c != bench.head()):  # where it is first
         bench.visit(commit)
-        if not bench.warm_up(commit):
+        if bench.warm_up(commit):
+            continue
+        if bench.printed_no_value:
             raise GuardFailure(
-                f"{' '.join(options.command)} fails at {commit[:10]} with the patches in "
-                "place (its output is above); fix that first (patchguard run -- CMD there)"
+                f"{' '.join(options.command)} ran at {commit[:10]} with the patches in place "
+                f"and exited 0, but its output has no positive value for "
+                f"{options.metric.describe()}; check --metric against the output above"
             )
+        raise GuardFailure(
+            f"{' '.join(options.command)} fails at {commit[:10]} with the patches in "
+            "place (its output is above); fix that first (patchguard run -- CMD there)"
+        )
     sides = {"A": runs_a, "B": runs_b}
     first = {"A": 0, "B": 0}  # pairs kept that began with each side (A and B may be one commit)
     failures = 0

@@ -402,3 +402,10 @@ def test_ctrl_c_while_patchguard_runs_git_stops_between_runs(
     assert child.returncode == 130, child.stderr
     assert "interrupted" in child.stderr and "failed" not in child.stderr, child.stderr
     as_the_user_left_it(hunt, kimi)
+
+
+def test_a_label_that_names_no_row_says_so_not_that_the_benchmark_fails(hunt: Checkout) -> None:
+    result = in_process(hunt, "compare", "s02", "s12", "--metric", "Output token", "--", *BENCH)
+    assert result.exit_code == 1
+    assert "exited 0, but its output has no positive value" in result.stderr, result.stderr
+    assert "fix that first" not in result.stderr
