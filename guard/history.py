@@ -478,10 +478,9 @@ def log_lines(repo: Repo, name: str | None) -> list[str]:
         at = f"at {head[:10]}" if head else "at no commit"
         label = f"{name}@{{{number}}}" if name else f"{number}."
         lines.append(f"{label} {when} {at}: {entry['subject']}")
-        if entry["invalid"]:
-            lines.append(
-                f"    (not a valid manifest; `patchguard undo` takes it back): {entry['invalid']}"
-            )
+        if entry["invalid"]:  # only the newest state is what `undo` takes back next
+            way = "`patchguard undo` takes it back" if number == 0 else "it changed no patch"
+            lines.append(f"    (not a valid manifest; {way}): {entry['invalid']}")
         for patch in entry["patches"]:
             said = "(dropped)" if patch["dropped"] else patch["description"] or "(no description)"
             lines.append(f"    {patch['name']}: {said}")
