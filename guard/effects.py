@@ -33,6 +33,8 @@ import ast
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 
+from guard.statements import own_statements
+
 # Builtins that rebind or reach bindings when they run (by name, or handed to other code).
 MUTATING_BUILTINS = frozenset(
     {"setattr", "delattr", "exec", "eval", "globals", "vars", "locals", "__import__"}
@@ -292,7 +294,7 @@ class _Reader:
         self.changed = False
         self.top = {
             name
-            for node in _statements(tree.body)
+            for node in own_statements(tree.body)
             if not isinstance(node, ast.Import | ast.ImportFrom)
             for name in _bound_names(node)
         }
@@ -318,13 +320,13 @@ class _Reader:
             frozenset(self.needs | at_import.needs),
             frozenset(self.attributes | at_import.attributes),
         )
-        top = {name for node in _statements(self.tree.body) for name in _bound_names(node)}
+        top = {name for node in own_statements(self.tree.body) for name in _bound_names(node)}
         values = {name: frozenset(self.values.get(name, ())) for name in top}
         return Effects(reach, self.graph, self.imports, tuple(self.stars), values)
 
     def _collect(self, body: list[ast.stmt], prefix: str, owner: ast.ClassDef | None) -> None:
         """Every def and class reachable through class bodies and compound statements."""
-        for node in _statements(body):
+        for node in own_statements(body):
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 qualname = prefix + node.name
                 self.functions.setdefault(node.name, []).append(qualname)
@@ -374,7 +376,7 @@ class _Reader:
         """new:K (every method, bases' too), hooks:K (what deriving from K runs), meta:K."""
         methods = [
             n
-            for n in _statements(node.body)
+            for n in own_statements(node.body)
             if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)
         ]
         new, hooks, meta = _Node(), _Node(), _Node()
@@ -723,7 +725,7 @@ class _Reader:
             stack: list[tuple[list[ast.stmt], str]] = [(self.tree.body, "")]
             while stack:
                 body, prefix = stack.pop()
-                for node in _statements(body):
+                for node in own_statements(body):
                     if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
                         self._by_node[id(node)] = prefix + node.name
                         if isinstance(node, ast.ClassDef):
@@ -819,7 +821,7 @@ class _Reader:
         kept = set().union(  # `p = property(f)`: an instance may run what the class keeps
             *(
                 self.values.get(n, set())
-                for s in _statements(node.body)
+                for s in own_statements(node.body)
                 if isinstance(s, ast.Assign | ast.AnnAssign | ast.AugAssign)
                 for n in _bound_names(s)
             )
@@ -1120,26 +1122,6 @@ def _walk(nodes: list[ast.AST]) -> Iterator[ast.AST]:
         current = stack.pop()
         yield current
         stack.extend(ast.iter_child_nodes(current))
-
-
-def _statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
-    """A block's statements and those of its compound statements (not of nested scopes)."""
-    stack = list(reversed(body))
-    while stack:
-        node = stack.pop()
-        yield node
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            continue
-        children: list[ast.stmt] = []
-        for name in ("body", "orelse", "finalbody"):
-            inner = getattr(node, name, None)
-            if isinstance(inner, list):
-                children += [s for s in inner if isinstance(s, ast.stmt)]
-        for handler in getattr(node, "handlers", ()):
-            children += handler.body
-        for case in getattr(node, "cases", ()):
-            children += case.body
-        stack.extend(reversed(children))
 
 
 def _imported(node: ast.Import | ast.ImportFrom) -> Iterator[tuple[str, str]]:

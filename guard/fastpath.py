@@ -69,10 +69,10 @@ _namespace: list[str] = []
 
 
 def model_namespace() -> str:
-    """What a verdict depends on besides the files: the model's code (guard/symbols.py, the
-    effect summaries of guard/effects.py, the interpreter's facts of guard/interpreters.py,
-    the comparison of recorded bodies of guard/bodies.py, and guard/assess.py, which decides
-    the states) and the interpreter it decides conditions for (`sys.version_info`,
+    """What a verdict depends on besides the files: the model's code (guard/symbols.py and
+    guard/statements.py, the effect summaries of guard/effects.py, the interpreter's facts of
+    guard/interpreters.py, the comparison of recorded bodies of guard/bodies.py, and
+    guard/assess.py, which decides the states) and the interpreter it decides conditions for (`sys.version_info`,
     `sys.platform`...). Part of every verified key's cache and every parse kept
     (guard.parsed); baked into the hooks. A patchguard that decides otherwise trusts none of
     an older one's keys (a gutted body verified green before `edited` existed)."""
@@ -80,7 +80,14 @@ def model_namespace() -> str:
         import sys
 
         source = b""
-        for name in ("symbols.py", "effects.py", "interpreters.py", "bodies.py", "assess.py"):
+        for name in (
+            "symbols.py",
+            "statements.py",
+            "effects.py",
+            "interpreters.py",
+            "bodies.py",
+            "assess.py",
+        ):
             with open(os.path.join(os.path.dirname(__file__), name), "rb") as handle:
                 source += handle.read()
         facts = f"{sys.version}\0{sys.platform}\0{os.name}\0{sys.maxsize}\0{sys.byteorder}"

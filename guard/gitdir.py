@@ -9,9 +9,11 @@ from pathlib import Path
 from guard.errors import ConfigError
 from guard.gitpaths import (
     DERIVED_FROM_FILE_NAME,
+    HISTORY_REF,
     STORE_DIR_NAME,
     TRANSACTION_FILE_NAME,
     find_repository,
+    read_ref,
 )
 
 PENDING_FILE_NAME = "patchguard-pending"
@@ -43,6 +45,11 @@ class Layout:
 
     def _fields(self) -> tuple[Path, Path, Path]:
         return self.workdir, self.git_dir, self.common_dir
+
+    def history_tip(self) -> str | None:
+        """The commit refs/patchguard/history names, read from its files without git (None:
+        no such ref, or one only git can read); guard.history is what knows it for sure."""
+        return read_ref(HISTORY_REF, (str(self.common_dir),))
 
     @property
     def store_dir(self) -> Path:

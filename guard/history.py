@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 import time
 from collections.abc import Iterator
 from contextlib import suppress
@@ -166,10 +165,10 @@ def save(
 
 def _begin(repo: Repo, old: str | None, new: str, change: str) -> None:
     """Step 2 of save: the transaction file, flushed before the ref may move."""
-    record = {"from": old, "to": new, "change": change, "pid": os.getpid()}
+    said = f"{HISTORY_REF}: {old or 'none'} -> {new}: {change}\n"  # for a person; read by none
     try:
         repo.layout.store_dir.mkdir(parents=True, exist_ok=True)
-        atomic_write(repo.layout.transaction_path, (json.dumps(record) + "\n").encode())
+        atomic_write(repo.layout.transaction_path, said.encode())
     except OSError as error:
         raise ConfigError(
             f"cannot write {repo.layout.transaction_path}: {error.strerror}; nothing was "

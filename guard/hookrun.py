@@ -12,7 +12,6 @@ from pathlib import Path
 
 from guard.errors import PatchguardError
 from guard.gitdir import locate
-from guard.gitpaths import HISTORY_REF, read_ref
 from guard.lock import held_by_parent
 
 TYPE_CHECKING = False  # not `from typing import ...`: typing costs the hooks ~3 ms
@@ -72,7 +71,7 @@ def run(name: str, args: list[str], stdin: str, cwd: Path) -> int:
     layout = locate(cwd)
     if held_by_parent(layout.worktree_lock_path):  # under `patchguard git`, which puts back
         return 0  # this worktree's patches itself (another worktree's hook does its own work)
-    if not layout.manifest_path.exists() and not read_ref(HISTORY_REF, (str(layout.common_dir),)):
+    if not layout.manifest_path.exists() and layout.history_tip() is None:
         return 0  # nothing recorded (with a history ref, Python derives manifest.json again)
     # Entry-point plugins of pydantic are never needed here, and looking for them costs ~40 ms.
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")

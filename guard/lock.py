@@ -47,6 +47,11 @@ def _timeout() -> float:
     return value
 
 
+def _held_here(lock_path: Path) -> bool:
+    """This process holds the lock already, or the holder that started it does."""
+    return bool(_depth.get(lock_path)) or held_by_parent(lock_path)
+
+
 def held_by_parent(lock_path: Path) -> bool:
     """True in a process started by the holder of this lock (see HELD_VARIABLE)."""
     return os.environ.get(HELD_VARIABLE) == str(lock_path)
@@ -55,7 +60,7 @@ def held_by_parent(lock_path: Path) -> bool:
 @contextmanager
 def exclusive(lock_path: Path, operation: str) -> Iterator[None]:
     """Hold `lock_path` while `operation` writes; wait a bounded time for it."""
-    if _depth.get(lock_path) or held_by_parent(lock_path):
+    if _held_here(lock_path):
         _depth[lock_path] = _depth.get(lock_path, 0) + 1
         try:
             yield
@@ -106,7 +111,7 @@ def if_free(lock_path: Path) -> Iterator[bool]:
     """Hold `lock_path` if nobody else does (True), without waiting; False when another
     process holds it or it cannot be taken (a read-only git dir). For repairs that may wait
     for the next command: a derived file rebuilt by a reader, never a change of its own."""
-    if _depth.get(lock_path) or held_by_parent(lock_path):
+    if _held_here(lock_path):
         yield True
         return
     try:

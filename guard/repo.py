@@ -341,10 +341,7 @@ class Repo:
 
     def has_patches(self) -> bool:
         """Is anything recorded here: manifest.json, or a history ref to derive it from?"""
-        from guard.gitpaths import read_ref
-
-        path = self.layout.manifest_path
-        return path.is_file() or read_ref(HISTORY_REF, (str(self.layout.common_dir),)) is not None
+        return self.layout.manifest_path.is_file() or self.layout.history_tip() is not None
 
     def _history_if_derived_is_stale(self) -> bytes | None:
         """The history's manifest (validated) when manifest.json lags the ref or is gone; else
@@ -356,10 +353,8 @@ class Repo:
         by hand (its content is no state of the history), it stays what the user made it and
         the next change takes it over (guard.history), unless the ref moved meanwhile too:
         then neither is chosen for the user."""
-        from guard.gitpaths import read_ref
-
         layout = self.layout
-        tip = read_ref(HISTORY_REF, (str(layout.common_dir),))
+        tip = layout.history_tip()
         cut_off = layout.transaction_path.exists()
         named = _read_text(layout.derived_from_path)
         derived = _read_bytes(layout.manifest_path)
@@ -401,9 +396,7 @@ class Repo:
     def _derived_remedy(self) -> str | None:
         """What to do about a manifest.json the schema refuses, where a history holds the
         patches: it is derived from the ref, so deleting it loses nothing but a hand edit."""
-        from guard.gitpaths import read_ref
-
-        if read_ref(HISTORY_REF, (str(self.layout.common_dir),)) is None:
+        if self.layout.history_tip() is None:
             return None
         return (
             f"it is derived from {HISTORY_REF}: delete it and patchguard derives it again "
@@ -493,15 +486,16 @@ class Repo:
         """Rebuild manifest.json from the ref, when no other patchguard is changing the
         patches right now (it then does so itself) and the ref still holds `tip` (a writer
         that finished meanwhile derived its own); a read-only store stays as it is."""
-        from guard.gitpaths import read_ref
         from guard.lock import if_free
 
         with if_free(self.layout.store_lock_path) as free:
-            now = read_ref(HISTORY_REF, (str(self.layout.common_dir),))
+            if not free:
+                return
+            now = self.layout.history_tip()
             if now is None:  # packed: git knows
                 with suppress(ConfigError):
                     now = run_git(["rev-parse", "-q", "--verify", HISTORY_REF], self.workdir).stdout
-            if free and (now or "").strip() == tip:
+            if (now or "").strip() == tip:
                 with suppress(ConfigError):
                     derive_manifest(self.layout, held, tip)
 

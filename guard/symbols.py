@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from guard.interpreters import own_facts
+from guard.statements import own_statements
 
 TYPE_CHECKING = False  # not `from typing import ...`: the hooks import this module
 if TYPE_CHECKING:
@@ -731,10 +732,7 @@ class _Model:
         doubt = doubt or passes_on
         self.classes[inner] = _Class(node.name, bases, origins)
         self.globals_of[inner] = frozenset(
-            name
-            for n in _own_statements(node.body)
-            if isinstance(n, ast.Global)
-            for name in n.names
+            name for n in own_statements(node.body) if isinstance(n, ast.Global) for name in n.names
         )
         body_env = dict(env)
         raises, _ = self._body(node.body, inner, None, body_env)
@@ -1575,31 +1573,16 @@ def _returns_a_function(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
         return False
     param = node.args.args[0].arg
     inner = {s.name for s in node.body if isinstance(s, ast.FunctionDef)}
-    returns = [s for s in _own_statements(node.body) if isinstance(s, ast.Return)]
+    returns = [s for s in own_statements(node.body) if isinstance(s, ast.Return)]
     last = node.body[-1]
     return (
         isinstance(last, ast.Return)
         and all(isinstance(r.value, ast.Name) and r.value.id in inner | {param} for r in returns)
         and not any(
             isinstance(s, ast.Assign | ast.AugAssign | ast.Delete | ast.Global | ast.Nonlocal)
-            for s in _own_statements(node.body)
+            for s in own_statements(node.body)
         )
     )
-
-
-def _own_statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
-    """The statements of a block and of its compound statements, not of nested scopes."""
-    stack = list(reversed(body))
-    while stack:
-        node = stack.pop()
-        yield node
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            continue
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.stmt):
-                stack.append(child)
-            elif isinstance(child, ast.ExceptHandler | ast.match_case):
-                stack.extend(child.body)
 
 
 def _own_expressions(node: ast.stmt) -> list[ast.expr]:
