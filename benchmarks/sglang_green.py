@@ -24,8 +24,8 @@ import time
 import zipfile
 from pathlib import Path
 
-from guard.assess import Worktree, check_symbol
-from guard.repo import Repo
+from guard.git.repo import Repo
+from guard.tree.assess import Worktree, check_symbol
 
 MODELS = "python/sglang/srt/models"
 IDENTITY = {

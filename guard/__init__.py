@@ -16,7 +16,7 @@ from guard.errors import GuardError
 
 TYPE_CHECKING = False  # not `from typing import ...`: typing costs the hooks' fast path ~10 ms
 if TYPE_CHECKING:
-    from guard.assess import CheckReport
+    from guard.tree.assess import CheckReport
 
 __all__ = ["GuardError", "require"]
 
@@ -35,6 +35,6 @@ def require(
     `runtime` asks this interpreter, in a fresh process, whether each required symbol is
     there (it imports the guarded modules there): Python decides, not reading.
     """
-    from guard.preflight import require_report
+    from guard.cli.preflight import require_report
 
     return require_report(repo, apply=apply, import_name=import_name, runtime=runtime)

@@ -21,20 +21,20 @@ def main() -> None:
 def _dispatch(argv: list[str]) -> int:
     directory = _start_directory(argv)
     if argv[:1] == ["hook"]:
-        from guard.hookrun import main as run_hook
+        from guard.cli.hookrun import main as run_hook
 
         return run_hook(argv[1:])
     flags = _plain_check(argv)
     if flags is not None:
         return _check(directory, *flags)
-    from guard.cli import main as run_cli
+    from guard.cli.commands import main as run_cli
 
     return run_cli()
 
 
 def _crash_dir(argv: list[str]) -> str:
     """A crash log goes into the git dir of the checkout the command ran in."""
-    from guard.gitpaths import find_repository
+    from guard.git.gitpaths import find_repository
 
     return find_repository(_start_directory(argv))[1]
 
@@ -43,7 +43,7 @@ def _start_directory(argv: list[str]) -> str:
     """Where the command runs (`-C DIR`, repeatable like git's, before or after the command
     name; the words after `git`, `run`, `bisect` or `hook` are not ours, but git's own -C
     says where `patchguard git` works)."""
-    from guard.gitpaths import git_start_directory
+    from guard.git.gitpaths import git_start_directory
 
     try:
         directory = os.getcwd()
@@ -68,7 +68,7 @@ def _start_directory(argv: list[str]) -> str:
 
 def _check(directory: str, quiet: bool, as_json: bool) -> int:
     """A plain check: the verified cache first, then the full check, neither through click."""
-    from guard.fastpath import is_verified
+    from guard.store.fastpath import is_verified
 
     if not as_json and is_verified(directory):
         if not quiet:
@@ -76,7 +76,7 @@ def _check(directory: str, quiet: bool, as_json: bool) -> int:
         return 0
     from pathlib import Path
 
-    from guard.preflight import report_check
+    from guard.cli.preflight import report_check
 
     return report_check(Path(directory), quiet=quiet, as_json=as_json)
 

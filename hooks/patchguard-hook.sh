@@ -5,7 +5,7 @@ hook_name='@HOOK_NAME@'
 install_python='@INSTALL_PYTHON@'
 launcher='@LAUNCHER@'
 reinstall='@REINSTALL@'
-# guard.fastpath.model_namespace() of the installed patchguard: a key verified by another
+# guard.store.fastpath.model_namespace() of the installed patchguard: a key verified by another
 # Python or another version of patchguard is not this hook's to trust.
 model='@MODEL_NAMESPACE@'
 # The SHA-1 tool found at install (sha1sum, else shasum; empty: none): the verified key holds
@@ -24,7 +24,7 @@ fi
 
 # This worktree's git dir and the common one, found as git finds them for the hook it runs
 # (in the top of the worktree, GIT_DIR exported when set), with builtins only: this runs on
-# every checkout and commit. The Python side (guard.gitpaths) decides anything odd.
+# every checkout and commit. The Python side (guard.git.gitpaths) decides anything odd.
 git_dir=${GIT_DIR:-.git}
 if [ -f "$git_dir" ]; then
     IFS= read -r line <"$git_dir"
@@ -126,8 +126,8 @@ if [ "$hook_name" = post-commit ]; then
 fi
 
 # True when the manifest, every guarded file (by content) and HEAD's entries for those files
-# are as they were when patchguard last verified them: the key of guard/fastpath.py. The
-# cache is sourced (it only assigns the patchguard_* lists of guard/fastpath.py's SECTIONS);
+# are as they were when patchguard last verified them: the key of guard/store/fastpath.py. The
+# cache is sourced (it only assigns the patchguard_* lists of guard/store/fastpath.py's SECTIONS);
 # `command` keeps a damaged one from ending the hook. Any doubt is false, and Python decides.
 verified() {
     # Lists split on newlines only, never globbed; the shell's own settings come back after.
@@ -142,7 +142,7 @@ verified() {
     return "$found"
 }
 verified_in_cache() {
-    # A change to the patches was cut off (guard/history.py): manifest.json may lag the
+    # A change to the patches was cut off (guard/store/history.py): manifest.json may lag the
     # history ref, and Python derives it again before anything is decided.
     [ -e "$common/patchguard/transaction" ] && return 1
     # manifest.json derived from another commit than the ref holds (a push into this
@@ -166,7 +166,7 @@ $model
         [ -e "$path" ] || return 1
     done
     # No guarded file may now be a link or lie beyond one, or in a nested repository
-    # (guard/worktree_paths.py): the full path refuses those.
+    # (guard/git/worktree_paths.py): the full path refuses those.
     hashed= # each path as ./PATH: sha1sum reads a file named "-" as its stdin
     for path in $patchguard_paths; do
         [ -L "$path" ] || [ ! -f "$path" ] && return 1 # a link, gone, or not a file to read
@@ -188,7 +188,7 @@ $model
         key="$key${line%% *} "
     done
     # HEAD's entries: kept in the cache for a commit it has seen (the id from the ref files,
-    # as guard.gitpaths.read_head reads them), else from git.
+    # as guard.git.gitpaths.read_head reads them), else from git.
     IFS= read -r head <"$git_dir/HEAD" || return 1
     case "$head" in
     "ref: "*)

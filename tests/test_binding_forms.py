@@ -26,12 +26,12 @@ from binding_forms import Form, forms
 from conftest import GIT_IDENTITY, git
 from helpers import run_patchguard
 
-from guard import history
-from guard.assess import Worktree, check, check_symbol
 from guard.errors import PatchguardError
-from guard.recording import require
-from guard.repo import PARSE_CACHE_DIR, Repo
-from guard.symbols import SymbolIndex
+from guard.git.repo import PARSE_CACHE_DIR, Repo
+from guard.store import history
+from guard.tree.assess import Worktree, check, check_symbol
+from guard.tree.recording import require
+from guard.truth.symbols import SymbolIndex
 
 # Forms that are red while Python finds the symbol: reading cannot decide them (a decorator,
 # a call, a condition decided only at runtime...). Lower this when the model decides more.
@@ -184,7 +184,7 @@ def test_static_is_never_green_where_python_finds_nothing(
 def test_a_kept_parse_answers_as_a_fresh_one(
     checkout: tuple[Path, list[Form]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Issue 22: a file's parse is kept by its content (guard.parsed); on every form, the
+    """Issue 22: a file's parse is kept by its content (guard.truth.parsed); on every form, the
     kept one gives the same answers, and a second command parses nothing."""
     root, all_forms = checkout
     copy = tmp_path / "copy"

@@ -17,8 +17,8 @@ from conftest import Sample, git
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from guard.gitdir import locate
-from guard.repo import MERGE_CACHE_DIR, MergeResult, Repo
+from guard.git.gitdir import locate
+from guard.git.repo import MERGE_CACHE_DIR, MergeResult, Repo
 
 LABELS = ("base", "ours", "theirs")
 lines = st.lists(st.sampled_from([b"a\n", b"b\n", b"c\n", b"\n", b"d"]), max_size=6).map(b"".join)
@@ -113,7 +113,7 @@ def test_the_in_memory_merge_is_libgit2s_merge(
     repo: Repo, base: bytes, ours: bytes, theirs: bytes
 ) -> None:
     """The buffer merge (no object written) answers exactly as the object-store one."""
-    from guard.inmemory_merge import merge_file
+    from guard.git.inmemory_merge import merge_file
 
     found = merge_file(base, ours, theirs, LABELS)
     assert found is not None
@@ -122,7 +122,7 @@ def test_the_in_memory_merge_is_libgit2s_merge(
 
 
 def test_a_cached_merge_renamed_to_another_key_is_a_miss(repo: Repo) -> None:
-    """An entry is bound to its key (guard.content_cache): swapped or copied, it is not used."""
+    """An entry is bound to its key (guard.git.content_cache): swapped or copied, it is not used."""
     base = b"renamed\nb\nc\n"
     cache = repo.layout.git_dir / MERGE_CACHE_DIR
 

@@ -18,7 +18,7 @@ import sample_repo
 from conftest import Histories, git
 from helpers import Checkout, methods_once_in_class
 
-from guard.markers import marker_lines
+from guard.git.markers import marker_lines
 
 KIMI = sample_repo.KIMI
 METHODS = sample_repo.METHODS

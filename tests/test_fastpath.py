@@ -13,8 +13,8 @@ import pytest
 import sample_repo
 from conftest import Sample, git, patchguard
 
-from guard.fastpath import CACHE_DIR_NAME, VERIFIED_FILE, model_namespace
-from guard.gitdir import locate
+from guard.git.gitdir import locate
+from guard.store.fastpath import CACHE_DIR_NAME, VERIFIED_FILE, model_namespace
 
 PROBE = """
 import sys
@@ -24,14 +24,14 @@ sys.argv = ["patchguard", "-C", sys.argv[1], "check", "-q"]
 try:
     main()
 except SystemExit as leaving:
-    heavy = sorted(m for m in ("pygit2", "pydantic", "click", "guard.assess") if m in sys.modules)
+    heavy = sorted(m for m in ("pygit2", "pydantic", "click", "guard.tree.assess") if m in sys.modules)
     print(leaving.code, ",".join(heavy))
 """
 
 
 def fast_check(sample: Sample) -> tuple[str, str]:
     """(exit code, heavy modules imported) of `patchguard check -q` in a fresh interpreter;
-    guard.assess among them says the full path ran."""
+    guard.tree.assess among them says the full path ran."""
     out = subprocess.run(
         [sys.executable, "-c", PROBE, str(sample.root)], capture_output=True, text=True, check=True
     ).stdout.split()
@@ -151,7 +151,7 @@ def test_a_commit_of_a_guarded_file_voids_the_key(sample: Sample) -> None:
     sample.record_eagle3()
     assert sample.pg("check").exit_code == 0
     sample.git("commit", "-q", "-am", "the patch, committed")
-    assert "guard.assess" in fast_check(sample)[1]  # the full path decided
+    assert "guard.tree.assess" in fast_check(sample)[1]  # the full path decided
     sample.git("reset", "-q", "--soft", "HEAD~1")
     assert fast_check(sample) == ("0", "")  # HEAD's file as verified: the key holds again
 
@@ -200,7 +200,7 @@ def test_a_package_that_appears_beside_a_guarded_module_voids_the_key(
     shadow.parent.mkdir()
     shadow.write_text("")
     code, imported = fast_check(hooked)
-    assert code == "1" and "guard.assess" in imported  # the full path decided: red
+    assert code == "1" and "guard.tree.assess" in imported  # the full path decided: red
     switch = git(hooked.root, "checkout", "-q", "-b", "topic", env=clean_env, check=False)
     assert "shadows it" in switch.stderr
     shadow.unlink()
@@ -216,7 +216,7 @@ def test_a_guarded_file_made_a_link_is_never_green_from_the_cache(hooked: Sample
     hooked.kimi.unlink()
     hooked.kimi.symlink_to(elsewhere)
     code, imported = fast_check(hooked)
-    assert code == "1" and "guard.assess" in imported
+    assert code == "1" and "guard.tree.assess" in imported
     switch = hooked.git("checkout", "-q", "-b", "topic", check=False)
     assert "unsafe-path" in switch.stderr or "symbolic link" in switch.stderr
 
@@ -239,7 +239,7 @@ def test_a_conflict_resolved_by_hand_without_git_add_is_no_verified_state(hooked
     )
     assert hooked.git("ls-files", "-u").stdout
     code, imported = fast_check(hooked)
-    assert code == "1" and "guard.assess" in imported
+    assert code == "1" and "guard.tree.assess" in imported
 
 
 def test_a_key_verified_by_another_python_or_patchguard_is_not_trusted(hooked: Sample) -> None:
@@ -252,7 +252,7 @@ def test_a_key_verified_by_another_python_or_patchguard_is_not_trusted(hooked: S
     hook.write_text(real.replace("install_python='", "install_python='/gone"))
     switch = hooked.git("checkout", "-q", "-b", "topic", check=False)
     assert "patches were NOT checked" in switch.stderr  # the sh did not trust the key
-    assert "guard.assess" in fast_check(hooked)[1]  # nor did Python: decided in full
+    assert "guard.tree.assess" in fast_check(hooked)[1]  # nor did Python: decided in full
 
 
 @pytest.mark.parametrize("name", ["-", "-dash.py", "sp ace.py", "quo'te.py"])

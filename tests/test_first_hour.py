@@ -116,7 +116,7 @@ def test_import_failure_names_the_interpreter_and_the_flag(
 def test_dash_h_works_for_every_command() -> None:
     from click.testing import CliRunner
 
-    from guard.cli import cli
+    from guard.cli.commands import cli
 
     def helped(*args: str) -> str:
         result = CliRunner().invoke(cli, [*args, "-h"], prog_name="patchguard")

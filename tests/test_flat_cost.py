@@ -1,7 +1,7 @@
 """Issue 22, item 1: the cost of a command does not grow with the number of patches or files.
 
 Counted, not timed: the git processes a re-applying hook starts (GIT_TRACE), and the parses a
-command makes (guard.parsed keeps them by content). Timings are for `make bench`.
+command makes (guard.truth.parsed keeps them by content). Timings are for `make bench`.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ import sample_repo
 from conftest import Sample
 from helpers import stash_then_checkout
 
-from guard.patching import apply_then_check
-from guard.repo import Repo
-from guard.symbols import SymbolIndex
+from guard.git.repo import Repo
+from guard.tree.patching import apply_then_check
+from guard.truth.symbols import SymbolIndex
 
 GIT = shutil.which("git") or "git"
 MODELS = "python/sglang/srt/models"

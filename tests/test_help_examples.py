@@ -21,7 +21,7 @@ import pytest
 import sample_repo
 from conftest import git
 
-from guard.cli import cli
+from guard.cli.commands import cli
 
 # The order of the story: each command's examples run in the order its help lists them.
 ORDER = [

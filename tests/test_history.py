@@ -12,12 +12,12 @@ from conftest import Sample, git
 from helpers import run_patchguard
 from sample_repo import KIMI
 
-from guard import history as patch_history
 from guard.errors import ConfigError
-from guard.gitdir import locate
-from guard.gitpaths import HISTORY_REF
-from guard.history import LEGACY_STORE_REF
-from guard.repo import Repo
+from guard.git.gitdir import locate
+from guard.git.gitpaths import HISTORY_REF
+from guard.git.repo import Repo
+from guard.store import history as patch_history
+from guard.store.history import LEGACY_STORE_REF
 
 
 def history(sample: Sample) -> list[str]:
@@ -117,7 +117,7 @@ def test_two_writers_racing_on_the_ref_lose_nothing(sample: Sample) -> None:
 
 def test_the_ref_is_moved_compare_and_swap(sample: Sample) -> None:
     """The ref moved after this writer read it: update-ref with the old value refuses."""
-    from guard import history as history_module
+    from guard.store import history as history_module
 
     sample.record_eagle3()
     repo = Repo.discover(sample.root)

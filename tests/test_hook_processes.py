@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from conftest import Sample
 
-from guard.gitdir import locate
+from guard.git.gitdir import locate
 
 GIT = shutil.which("git") or "git"
 

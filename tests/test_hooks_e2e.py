@@ -12,7 +12,7 @@ import pytest
 import sample_repo
 from conftest import ROOT, Sample, git, method_count, patchguard
 
-from guard.install import HOOK_TYPES, LEGACY_SUFFIX
+from guard.ops.install import HOOK_TYPES, LEGACY_SUFFIX
 
 KIMI = sample_repo.KIMI
 METHODS = sample_repo.METHODS

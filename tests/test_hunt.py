@@ -320,7 +320,7 @@ def test_check_and_hooks_never_load_the_statistics(hunt: Checkout) -> None:
     """scipy and numpy come with compare and bisect --metric only: `check` (its full path,
     through click) and the hook pay nothing for them."""
     probe = (
-        "import sys\nfrom pathlib import Path\nfrom guard import hookrun\nfrom guard.cli import main\n"
+        "import sys\nfrom pathlib import Path\nfrom guard import hookrun\nfrom guard.cli.commands import main\n"
         "hookrun.run('post-checkout', ['a', 'b', '1'], '', Path.cwd())\n"
         "sys.argv = ['patchguard', 'check', '--json']\n"
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
@@ -333,7 +333,7 @@ def test_check_and_hooks_never_load_the_statistics(hunt: Checkout) -> None:
 
 
 def test_a_kept_sample_is_taken_again_only_for_the_same_hunt_and_code(tmp_path: Path) -> None:
-    from guard.hunt import Sample, _Kept
+    from guard.hunt.hunt import Sample, _Kept
 
     code = {"head": "c1", "patches": {"eagle3": "applied"}, "files": {sample_repo.KIMI: "b1"}}
     other_code = {**code, "files": {sample_repo.KIMI: "b2"}}  # the patch re-recorded since

@@ -1,4 +1,4 @@
-"""guard.index_file reads git's index file itself: held to git's own answers on real indexes.
+"""guard.git.index_file reads git's index file itself: held to git's own answers on real indexes.
 
 Whatever the state, an answer is git's answer or None (ask git); in the states a commit or a
 checkout leaves, it must answer, or the fast path would start git after all.
@@ -15,9 +15,9 @@ import pytest
 import sample_repo
 from conftest import Sample
 
-from guard.fastpath import unmerged
-from guard.gitdir import locate
-from guard.index_file import IndexFile
+from guard.git.gitdir import locate
+from guard.git.index_file import IndexFile
+from guard.store.fastpath import unmerged
 
 NEW = "python/sglang/srt/models/new_model.py"
 # Names that hold the index's extension signatures, a directory beside a file of the same
@@ -219,8 +219,8 @@ def test_a_name_made_to_look_like_an_entry_of_the_guarded_file_is_not_trusted(
 def test_an_index_read_whole_is_known_again_by_its_checksum(sample: Sample) -> None:
     """`check` keeps the checksum of the index in which git left no guarded file unmerged;
     the same index is not read again, and any other index (one `git add` later) is."""
-    from guard.fastpath import CACHE_DIR_NAME, VERIFIED_FILE, current_key
-    from guard.index_file import checksum
+    from guard.git.index_file import checksum
+    from guard.store.fastpath import CACHE_DIR_NAME, VERIFIED_FILE, current_key
 
     sample.record_eagle3()
     assert sample.pg("check", "-q").exit_code == 0

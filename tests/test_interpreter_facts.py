@@ -16,7 +16,7 @@ import pytest
 from conftest import git
 from helpers import run_patchguard
 
-from guard import interpreters
+from guard.truth import interpreters
 
 OURS = sys.version_info[:2]
 

@@ -12,7 +12,7 @@ import click
 import pytest
 from conftest import ROOT, Sample, patchguard
 
-from guard.cli import cli
+from guard.cli.commands import cli
 
 DOC = (ROOT / "docs" / "json.md").read_text()
 

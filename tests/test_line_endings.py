@@ -18,8 +18,9 @@ import sample_repo
 from conftest import git
 from helpers import run_patchguard
 
-from guard.fastpath import blob_id, is_verified
-from guard.repo import Repo
+from guard.git.objects import blob_id
+from guard.git.repo import Repo
+from guard.store.fastpath import is_verified
 
 KIMI = sample_repo.KIMI
 CRLF_METHODS = sample_repo.EAGLE3_METHODS.replace("\n", "\r\n").encode()
@@ -230,7 +231,7 @@ CONFIGS = [{}, {"core.autocrlf": "true"}, {"core.autocrlf": "input"}, {"core.eol
 )
 def test_conversions_equal_gits(tmp_path: Path, config: dict[str, str]) -> None:
     """For every attribute line and content: what git stores from the working file (with and
-    without CRs in the index) and what `git checkout` writes, compared with guard.eol."""
+    without CRs in the index) and what `git checkout` writes, compared with guard.git.eol."""
     root = tmp_path / "r"
     git(tmp_path, "init", "-q", str(root))
     for key, value in config.items():

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from conftest import Sample, git, patchguard
 
-from guard.gitdir import locate
+from guard.git.gitdir import locate
 
 
 def manifest_path(sample: Sample) -> Path:
@@ -105,7 +105,7 @@ def test_works_from_a_subdirectory_with_paths_relative_to_it(git_repo) -> None:
 def test_runtime_records_have_exactly_the_schemas_fields() -> None:
     from dataclasses import fields
 
-    from guard import manifest, schema
+    from guard.store import manifest, schema
 
     for name in ("FileChange", "Patch", "Manifest"):
         runtime = [f.name for f in fields(getattr(manifest, name))]
@@ -115,7 +115,7 @@ def test_runtime_records_have_exactly_the_schemas_fields() -> None:
 LOAD_AND_REPORT = """
 import sys
 from pathlib import Path
-from guard.repo import Repo
+from guard.git.repo import Repo
 manifest = Repo.discover(Path(sys.argv[1])).load_manifest()
 print(len(manifest.patches), "pydantic" in sys.modules)
 """

@@ -27,7 +27,7 @@ from helpers import (
     wait_until,
 )
 
-from guard.gitdir import locate
+from guard.git.gitdir import locate
 
 KIMI = sample_repo.KIMI
 AUX_LINE = "        self.capture_aux_hidden_states = True\n"

@@ -18,9 +18,9 @@ import pytest
 import sample_repo
 from conftest import Sample, git, patchguard
 
-from guard.gitdir import locate
-from guard.repo import Repo
-from guard.worktree_paths import UnsafePath, name_problem
+from guard.git.gitdir import locate
+from guard.git.repo import Repo
+from guard.git.worktree_paths import UnsafePath, name_problem
 
 KIMI = sample_repo.KIMI
 GIT_CONFIG = "[core]\n\trepositoryformatversion = 0\n\tbare = false\n"

@@ -256,7 +256,7 @@ def test_run_runtime_probes_with_the_commands_environment(
 )
 def test_the_environment_is_read_as_env_reads_it(options: list[str]) -> None:
     """The model of env(1) held against env(1) itself."""
-    from guard.preflight import unwrapped
+    from guard.cli.preflight import unwrapped
 
     base = {"HOME": "/nowhere", "A": "0", "PATH": os.environ["PATH"]}
     printed = subprocess.run(

@@ -1,4 +1,4 @@
-"""Issue 22: a re-apply seen before is replayed (guard.replay), and only when that is the truth.
+"""Issue 22: a re-apply seen before is replayed (guard.tree.replay), and only when that is the truth.
 
 Told apart by the git processes a hook starts (GIT_TRACE): the full re-apply reads objects
 and the index through git, a replay starts none of its own.
@@ -14,9 +14,9 @@ import sample_repo
 from conftest import Sample
 from helpers import stash_then_checkout
 
-from guard.fastpath import CACHE_DIR_NAME
-from guard.gitdir import locate
-from guard.replay import REPLAYS_DIR
+from guard.git.gitdir import locate
+from guard.store.fastpath import CACHE_DIR_NAME
+from guard.tree.replay import REPLAYS_DIR
 
 GIT = shutil.which("git") or "git"
 

@@ -20,7 +20,7 @@ import sample_repo
 from conftest import method_count
 from helpers import Checkout
 
-from guard.gitdir import locate
+from guard.git.gitdir import locate
 
 KIMI = sample_repo.KIMI
 UPSTREAM_METHOD = """

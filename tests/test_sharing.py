@@ -11,7 +11,7 @@ from conftest import Sample, git, patchguard
 from helpers import pushes_an_update
 from sample_repo import KIMI
 
-from guard.gitpaths import HISTORY_REF
+from guard.git.gitpaths import HISTORY_REF
 
 
 @pytest.fixture

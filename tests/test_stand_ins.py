@@ -16,7 +16,7 @@ import pytest
 import sample_repo
 from conftest import Sample, method_count
 
-from guard.install import launcher
+from guard.ops.install import launcher
 
 IMPOSTOR_SAYS = "the impostor guard package ran"
 

@@ -7,7 +7,7 @@ import json
 import sample_repo
 from conftest import Sample, method_count
 
-from guard.assess import State
+from guard.tree.assess import State
 
 METHODS = sample_repo.METHODS
 

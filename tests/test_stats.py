@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 from scipy import stats as scipy_stats
 
-from guard import stats
 from guard.errors import ConfigError
-from guard.metrics import HIGHER, LOWER, parse_metric
+from guard.hunt import stats
+from guard.hunt.metrics import HIGHER, LOWER, parse_metric
 
 NOISE = 0.02  # 2% per run, as a quiet GPU box gives
 PLAN = stats.Plan(8, 32)  # compare's defaults

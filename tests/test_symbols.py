@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from guard.symbols import SourceSyntaxError, Spec, SymbolIndex, describe_miss, parse_spec
+from guard.truth.symbols import SourceSyntaxError, Spec, SymbolIndex, describe_miss, parse_spec
 
 CLASS_THEN_ENTRY = b"""\
 class Model:

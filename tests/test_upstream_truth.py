@@ -17,7 +17,7 @@ import sample_repo
 from conftest import git
 from helpers import run_patchguard
 
-from guard.symbols import PRESENT, SymbolIndex
+from guard.truth.symbols import PRESENT, SymbolIndex
 
 KIMI = sample_repo.KIMI
 CLASS = sample_repo.CLASS

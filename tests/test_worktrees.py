@@ -21,7 +21,7 @@ import sample_repo
 from conftest import git, method_count
 from helpers import run_patchguard
 
-from guard.gitdir import locate
+from guard.git.gitdir import locate
 
 KIMI = sample_repo.KIMI
 METHODS = sample_repo.METHODS
@@ -253,7 +253,7 @@ def test_a_long_bisect_in_one_worktree_never_stops_anothers_hook(
 HOLD = """
 import sys, time
 from pathlib import Path
-from guard.lock import exclusive
+from guard.git.lock import exclusive
 with exclusive(Path(sys.argv[1]), "test holder"):
     print("held", flush=True)
     time.sleep(60)

@@ -16,10 +16,10 @@ import pytest
 from conftest import Sample
 from helpers import run_patchguard
 
-from guard import journal
-from guard.gitdir import locate
-from guard.journal import JOURNAL_FILE, PACK_FILE, UNDO_DIR_NAME, Journal
-from guard.repo import Repo
+from guard.git.gitdir import locate
+from guard.git.repo import Repo
+from guard.store import journal
+from guard.store.journal import JOURNAL_FILE, PACK_FILE, UNDO_DIR_NAME, Journal
 
 SMALL = "python/sglang/srt/a_small.py"  # written first (files go in path order)
 LARGE = "python/sglang/srt/b_large.py"

@@ -14,7 +14,7 @@ import pytest
 import sample_repo
 from conftest import Sample, git, patchguard
 
-from guard.gitdir import locate
+from guard.git.gitdir import locate
 
 KIMI = sample_repo.KIMI
 

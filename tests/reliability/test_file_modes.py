@@ -13,7 +13,7 @@ import sample_repo
 from conftest import Sample, git
 from helpers import run_patchguard
 
-from guard.gitdir import locate
+from guard.git.gitdir import locate
 
 LAUNCHER = "tools/launch_eagle3.sh"
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from conftest import Sample, git
 
-from guard.gitpaths import HISTORY_REF
+from guard.git.gitpaths import HISTORY_REF
 
 
 def test_patches_survive_aggressive_gc_and_a_clone(sample: Sample, tmp_path: Path) -> None:

@@ -1,6 +1,6 @@
 """Each writer killed at each step boundary (issue 31): the next command finishes or undoes it.
 
-A writer is stopped dead by SIGKILL at a named point (guard.faults: PATCHGUARD_KILL_AT, set
+A writer is stopped dead by SIGKILL at a named point (guard.git.faults: PATCHGUARD_KILL_AT, set
 only here), as `kill -9` or a power cut would stop it. Then the commands a user runs next
 (status, check, apply) must read the state forwards: the history ref is the truth, manifest.json
 is derived from it again before anything is decided, nothing the user typed is lost (their
@@ -23,8 +23,8 @@ import sample_repo
 from conftest import Sample, git
 from helpers import pushes_an_update, run_patchguard
 
-from guard.faults import JOURNAL_POINTS, KILL_VARIABLE, STORE_POINTS
-from guard.gitpaths import HISTORY_REF
+from guard.git.faults import JOURNAL_POINTS, KILL_VARIABLE, STORE_POINTS
+from guard.git.gitpaths import HISTORY_REF
 
 EXTRA = "\n    def extra_capture(self):\n        return self.language_model\n"
 BACKWARDS = ("another patchguard", "earlier version")

@@ -13,12 +13,12 @@ import pytest
 import sample_repo
 from conftest import Sample, method_count
 
-from guard.gitdir import locate
+from guard.git.gitdir import locate
 
 HOLD = """
 import sys, time
 from pathlib import Path
-from guard.lock import exclusive
+from guard.git.lock import exclusive
 with exclusive(Path(sys.argv[1]), "test holder"):
     print("held", flush=True)
     time.sleep(60)

@@ -23,8 +23,8 @@ from helpers import (
 )
 
 from guard.errors import CRASH_LOG_NAME, INTERRUPTED_MESSAGE
-from guard.fastpath import blob_id
-from guard.gitdir import locate
+from guard.git.gitdir import locate
+from guard.git.objects import blob_id
 
 
 def run(
@@ -318,7 +318,7 @@ INVOCATIONS = {
 def _all_commands() -> set[str]:
     import click
 
-    from guard.cli import cli
+    from guard.cli.commands import cli
 
     found = set()
     for name, command in cli.commands.items():

@@ -15,7 +15,7 @@ import sample_repo
 from conftest import Sample, patchguard
 from helpers import as_another_user, home_others_can_read
 
-from guard.repo import MERGE_CACHE_DIR
+from guard.git.repo import MERGE_CACHE_DIR
 
 
 def objects(root: Path) -> set[str]:

@@ -16,7 +16,7 @@ import sample_repo
 from conftest import Sample, git
 from helpers import NOBODY, as_another_user, home_others_can_read
 
-from guard.gitdir import locate
+from guard.git.gitdir import locate
 
 OTHER_FILE = "python/sglang/srt/models/deepseek_v2.py"
 FORWARD = f"{sample_repo.KIMI}::{sample_repo.CLASS}.forward"

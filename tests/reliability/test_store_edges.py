@@ -13,7 +13,7 @@ import sample_repo
 from conftest import Sample, git
 from helpers import run_patchguard
 
-from guard.gitpaths import HISTORY_REF
+from guard.git.gitpaths import HISTORY_REF
 
 NEWEST = "\n    def newest_helper(self):\n        return 42\n"
 STORE = Path(".git/patchguard")

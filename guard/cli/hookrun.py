@@ -1,0 +1,224 @@
+"""What the git hooks do: re-apply after checkout/merge/rewrite, report stashes, fail loudly.
+
+Entered as `patchguard hook NAME ARGS...` from the scripts `patchguard install` writes.
+Nothing heavy is imported until the repository turns out to have something to guard.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from guard.errors import PatchguardError
+from guard.git.gitdir import locate
+from guard.git.lock import held_by_parent
+
+TYPE_CHECKING = False  # not `from typing import ...`: typing costs the hooks ~3 ms
+
+if TYPE_CHECKING:
+    from guard.git.repo import Repo
+
+NULL_OID_CHARS = {"0"}
+PRE_COMMIT_FLAG = "--pre-commit"
+STDIN_HOOKS = frozenset({"post-rewrite", "reference-transaction"})
+NEW_WORKTREE_SWITCH = "patchguard.applyOnNewWorktree"
+_AUTOSTASH_FILES = ("rebase-merge/autostash", "rebase-apply/autostash", "MERGE_AUTOSTASH")
+
+
+def say(message: str) -> None:
+    print(f"patchguard: {message}", file=sys.stderr)
+
+
+def main(argv: list[str]) -> int:
+    """`patchguard hook NAME ARGS...`; stdin is read only for hooks that get input from git."""
+    if not argv:
+        say("usage: patchguard hook NAME [ARGS...] (called by the installed git hooks)")
+        return 2
+    if argv[0] == PRE_COMMIT_FLAG:
+        name, args = argv[1] if len(argv) > 1 else "", _args_from_pre_commit(argv[1:2])
+    else:
+        name, args = argv[0], argv[1:]
+    stdin = sys.stdin.read() if name in STDIN_HOOKS else ""
+    if os.environ.get("PATCHGUARD_SKIP") == "1":
+        say(f"PATCHGUARD_SKIP=1, {name} hook did nothing")
+        return 0
+    try:
+        return run(name, args, stdin, Path.cwd())
+    except PatchguardError as error:
+        say(f"{name} hook: {error}")
+        return error.exit_code
+
+
+def _args_from_pre_commit(name: list[str]) -> list[str]:
+    """The pre-commit framework passes git's hook arguments as environment variables."""
+    names = {
+        "post-checkout": ("PRE_COMMIT_FROM_REF", "PRE_COMMIT_TO_REF", "PRE_COMMIT_CHECKOUT_TYPE"),
+        "post-merge": ("PRE_COMMIT_IS_SQUASH_MERGE",),
+        "post-rewrite": ("PRE_COMMIT_REWRITE_COMMAND",),
+    }.get(name[0] if name else "", ())
+    return [os.environ.get(variable, "") for variable in names]
+
+
+# A plain `git bisect good|bad` refuses to move over the file the hook just patched (issue 21).
+BISECT_ADVICE = (
+    "a bisect is in progress: plain git bisect cannot move over the patched file; move with "
+    "patchguard bisect good|bad|skip, or let patchguard bisect run COMMAND drive it"
+)
+
+
+def run(name: str, args: list[str], stdin: str, cwd: Path) -> int:
+    layout = locate(cwd)
+    if held_by_parent(layout.worktree_lock_path):  # under `patchguard git`, which puts back
+        return 0  # this worktree's patches itself (another worktree's hook does its own work)
+    if not layout.manifest_path.exists() and layout.history_tip() is None:
+        return 0  # nothing recorded (with a history ref, Python derives manifest.json again)
+    # Entry-point plugins of pydantic are never needed here, and looking for them costs ~40 ms.
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+    from guard.git.repo import Repo
+
+    repo = Repo(layout)
+    if name == "reference-transaction":
+        return _report_stash(repo, args, stdin)
+    if name == "post-checkout" and args[2:3] == ["0"]:
+        return _report_restored(repo)
+    if name not in ("post-checkout", "post-merge", "post-rewrite", "post-commit"):
+        say(f"unknown hook {name!r}; nothing done")
+        return 0
+    if name == "post-commit" and not repo.layout.pending_path.exists():
+        return 0
+    if reason := _busy(repo, name, args):
+        say(reason)
+        return 0
+    new_worktree = name == "post-checkout" and set(args[0] if args else "x") <= NULL_OID_CHARS
+    if new_worktree and not _new_worktree_enabled(repo):
+        say(f"new worktree: patches not applied ({NEW_WORKTREE_SWITCH} is false)")
+        return 0
+    return _apply_and_check(repo, name)
+
+
+def _busy(repo: Repo, hook: str, args: list[str]) -> str | None:
+    """Why patches must stay out of the tree right now: a pick or an autostash would trip on them.
+
+    Patches left out for a merge or rebase come back with the hook that fires when it
+    concludes (post-commit for `git commit` or `merge --continue`, post-rewrite for a rebase).
+    """
+    for relative in _AUTOSTASH_FILES:
+        if (repo.layout.git_dir / relative).exists():
+            return "an autostash is pending and brings your changes back; patches not re-applied"
+    operation = repo.operation_in_progress()
+    finished_rebase = hook == "post-rewrite" and args[:1] == ["rebase"]
+    if operation == "rebase" and finished_rebase:
+        return None
+    # git removes MERGE_HEAD only after post-merge: there it means the merge just finished.
+    if operation == "merge" and hook == "post-merge":
+        return None
+    if operation:
+        repo.layout.pending_path.touch()
+        return f"{operation} in progress: patches are left out until it finishes"
+    return None
+
+
+def _new_worktree_enabled(repo: Repo) -> bool:
+    try:
+        return repo.git.config.get_bool(NEW_WORKTREE_SWITCH)
+    except KeyError:
+        return True
+
+
+def _apply_and_check(repo: Repo, hook: str) -> int:
+    """Re-apply, then check. A re-apply from these very files seen before is replayed
+    (guard.tree.replay); a result whose content was verified before needs no second assessment.
+    All under the worktree's lock: the files a replay is chosen by, or remembered from, are
+    the files it writes over."""
+    from guard.store import journal
+
+    with repo.lock("apply"):
+        journal.recover(repo)  # a killed writer's files first, as every writer does
+        return _apply_locked(repo, hook)
+
+
+def _apply_locked(repo: Repo, hook: str) -> int:
+    from guard.store.fastpath import current_key
+    from guard.tree import replay
+
+    before = current_key(str(repo.workdir))
+    replayed = replay.replay(repo, before)
+    if replayed is not None:
+        _say_written(repo, replayed)
+        return 0
+    from guard.tree import assess, patching
+
+    tree = assess.Worktree(repo)
+    outcomes = patching.apply(repo, allow_mid_operation=True, tree=tree)
+    _say_written(repo, [(o.verdict.name, o.written) for o in outcomes if o.written])
+    after = current_key(str(repo.workdir))
+    if all(o.ok for o in outcomes) and after is not None and after.verified:
+        replay.remember(repo, before, after, outcomes)
+        return 0
+    report = assess.check(repo, tree)
+    from guard.cli import render
+
+    for line in render.warning_lines(report):
+        print(line, file=sys.stderr)
+    if report.ok:  # the check remembered this content: its key is verified now
+        replay.remember(repo, before, current_key(str(repo.workdir)), outcomes)
+        return 0
+
+    print(render.banner(f"guard FAILED after {hook}", report.problems()), file=sys.stderr)
+    return 1
+
+
+def _say_written(repo: Repo, written: list[tuple[str, list[str]]]) -> None:
+    for name, paths in written:
+        say(f"re-applied {name} ({', '.join(paths)})")
+    if written and (repo.layout.git_dir / "BISECT_START").exists():
+        say(BISECT_ADVICE)
+    repo.layout.pending_path.unlink(missing_ok=True)
+
+
+def _report_restored(repo: Repo) -> int:
+    """A file checkout is an explicit request to restore a file: respect it, and say what it cost."""
+    from guard.tree import assess
+
+    report = assess.check(repo)
+    for verdict in report.patches:
+        if not verdict.ok:
+            files = ", ".join(f.path for f in verdict.files if f.state != assess.State.APPLIED)
+            say(
+                f"patch {verdict.name} is no longer in {files}; "
+                f"bring it back with: patchguard apply {verdict.name}"
+            )
+    return 0
+
+
+def _report_stash(repo: Repo, args: list[str], stdin: str) -> int:
+    """At `git stash` push (refs/stash committed, tree still dirty): say which patches it took.
+
+    Only a push creates a stash commit here; pop, drop and clear delete or move the ref. A
+    patch counts as taken only if the stash commit holds its file changed against HEAD, so
+    `git stash push -- OTHER_FILE` says nothing.
+    """
+    if args[:1] != ["committed"]:
+        return 0
+    stashes = [
+        fields[1]
+        for fields in (line.split() for line in stdin.splitlines())
+        if len(fields) == 3 and fields[2] == "refs/stash" and set(fields[1]) - NULL_OID_CHARS
+    ]
+    if not stashes:
+        return 0
+    from guard.tree import assess
+
+    taken = []
+    for verdict in assess.status(repo):
+        paths = [f.path for f in verdict.files if f.state is assess.State.APPLIED]
+        if any(repo.file_at(stashes[-1], p) != repo.head_file(p) for p in paths):
+            taken.append(verdict.name)
+    if taken:
+        say(
+            f"git stash took patch {', '.join(taken)} into refs/stash; patchguard keeps its own "
+            "copy and the next checkout re-applies it. To get this exact tree back later: "
+            "patchguard git stash pop"
+        )
+    return 0

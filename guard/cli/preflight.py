@@ -1,0 +1,373 @@
+"""Pre-flight for benchmarks: refuse to start on the wrong code (the stamp of the code that
+ran is guard.ops.provenance's).
+
+`verify` is what `check --import`, `run` and the Python API `require()` share: apply (on
+request), check, and make sure the interpreter imports this checkout and not a stale copy.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from guard.errors import (
+    EXIT_GUARD_FAILED,
+    EXIT_OK,
+    ConfigError,
+    GuardError,
+    PatchguardError,
+    silence_stdout,
+)
+from guard.git.repo import Repo
+from guard.ops.provenance import differences_from
+from guard.tree import assess, patching
+from guard.tree.assess import CheckReport, ImportResult
+from guard.truth import interpreters
+
+TYPE_CHECKING = False  # typing costs the hooks ~3 ms
+if TYPE_CHECKING:
+    from typing import Any
+
+# Resolves MODULE the way `import` would, without executing any package code: the top level
+# through sys.path, each submodule through its parent's search locations only.
+_RESOLVE = r"""
+import importlib.machinery, importlib.util, json, sys
+parts = sys.argv[1].split(".")
+spec = importlib.util.find_spec(parts[0])
+for part in parts[1:]:
+    locations = list(spec.submodule_search_locations or []) if spec else []
+    spec = importlib.machinery.PathFinder.find_spec(part, locations) if locations else None
+found = None
+if spec is not None:
+    found = {"origin": spec.origin, "locations": list(spec.submodule_search_locations or [])}
+print(json.dumps({"executable": sys.executable, "spec": found}))
+"""
+
+
+_PYTHON_NAME = re.compile(r"(python|pypy)(\d+(\.\d+)*)?[a-z]?")
+# Words that start another command, with how many option words of their own they take.
+_WRAPPERS = {"env": 0, "nice": 0, "nohup": 0, "time": 0, "uv": 1, "poetry": 1, "pipenv": 1}
+_HINT = "to check another interpreter, pass --python PATH"
+_ENV_LONG_OPTIONS = {"ignore-environment": "i", "unset": "u", "chdir": "C", "split-string": "S"}
+_ENV_VALUED = frozenset("uCS")  # env's options that take a value
+
+
+def command_interpreter(command: Sequence[str], cwd: Path, env: Mapping[str, str]) -> str:
+    """The Python that COMMAND will run, so `--import` checks the code that really runs.
+
+    The command itself when it is a Python interpreter; the interpreter of a script's `#!`
+    line; the command after a wrapper (`env`, `nice`, `uv run`); otherwise python3 on PATH.
+    `env`: the command's environment (unwrapped), whose PATH finds it.
+    """
+    words = unwrapped(command, env)[0]
+    search = env.get("PATH", os.defpath)
+    found = _which(words[0], cwd, search) if words else None
+    if found and _PYTHON_NAME.fullmatch(os.path.basename(found)):
+        return found
+    if found:
+        shebang = _shebang_interpreter(found, cwd, search)
+        if shebang:
+            return shebang
+    fallback = shutil.which("python3", path=search)
+    if fallback is None:
+        raise ConfigError(f"no python3 on PATH to check --import with; {_HINT}")
+    return fallback
+
+
+def unwrapped(command: Sequence[str], env: Mapping[str, str]) -> tuple[list[str], dict[str, str]]:
+    """The command past its wrappers (`env`, `nice`, `uv run`), and the environment it runs
+    with: `env`'s own changes applied as env(1) applies them."""
+    words, changed = list(command), dict(env)
+    while words and words[0] in _WRAPPERS:
+        if words[0] == "env":
+            words, changed = _env_command(words[1:], changed)
+        else:
+            words = _after_wrapper(words)
+    return words, changed
+
+
+def _after_wrapper(words: list[str]) -> list[str]:
+    """The command a wrapper other than env runs: past its options and subcommand."""
+    rest = words[1 + _WRAPPERS[words[0]] :]
+    while rest and rest[0].startswith("-"):
+        rest = rest[2:] if rest[0] in ("-n", "--adjustment") else rest[1:]
+    return rest
+
+
+def _env_command(words: list[str], env: dict[str, str]) -> tuple[list[str], dict[str, str]]:
+    """What `env ARGS` runs, and with what, as GNU env(1) does it: its options first (`-i`,
+    `-`, `-u NAME`, `-C DIR`, `-S STRING`, whose words are read as more arguments), then the
+    environment emptied (`-i`), the `-u` names unset, the `NAME=VALUE` words set in order, up
+    to the command. (`-C DIR` changes nothing an import sees from the checkout's root.)"""
+    import shlex  # only for a command that starts with env
+
+    empty, unset, rest = False, [], list(words)
+    while rest and rest[0].startswith("-") and rest[0] != "--":
+        word = rest.pop(0)
+        if word.startswith("--"):
+            name, has_value, value = word[2:].partition("=")
+            letter = _ENV_LONG_OPTIONS.get(name, "")
+            if letter in _ENV_VALUED and not has_value:
+                value = rest.pop(0) if rest else ""
+            options = [(letter, value)]
+        else:
+            options = []
+            for index, letter in enumerate(word[1:] or "i", start=1):  # `-` alone is -i
+                value = (
+                    (word[index + 1 :] or (rest.pop(0) if rest else ""))
+                    if letter in _ENV_VALUED
+                    else ""
+                )
+                options.append((letter, value))
+                if value:
+                    break
+        for letter, value in options:
+            empty = empty or letter == "i"
+            if letter == "u":
+                unset.append(value)
+            elif letter == "S":
+                rest[:0] = shlex.split(value)
+    if rest[:1] == ["--"]:
+        rest.pop(0)
+    changed = {} if empty else dict(env)
+    for name in unset:
+        changed.pop(name, None)
+    while rest and "=" in rest[0] and not rest[0].startswith("="):
+        name, _, value = rest.pop(0).partition("=")
+        changed[name] = value
+    return rest, changed
+
+
+def _which(word: str, cwd: Path, search: str) -> str | None:
+    if "/" in word:
+        path = cwd / word
+        return str(path) if path.is_file() else None
+    return shutil.which(word, path=search)
+
+
+def _shebang_interpreter(path: str, cwd: Path, search: str) -> str | None:
+    """The Python named on a script's `#!` line (directly or through env), if any."""
+    try:
+        with open(path, "rb") as handle:
+            first = handle.readline(256)
+    except OSError:
+        return None
+    if not first.startswith(b"#!"):
+        return None
+    words = first[2:].decode(errors="replace").split()
+    if words and os.path.basename(words[0]) == "env":
+        words = [w for w in words[1:] if not w.startswith("-")]
+    if not words or not _PYTHON_NAME.fullmatch(os.path.basename(words[0])):
+        return None
+    return _which(words[0], cwd, search) if "/" not in words[0] else words[0]
+
+
+def resolve_import(
+    module: str, python: str, workdir: Path, cwd: Path, env: Mapping[str, str]
+) -> ImportResult:
+    """Does `python` import `module` from this checkout, in the command's environment `env`?
+    Package code is never run."""
+    try:
+        probe = subprocess.run(
+            [python, "-c", _RESOLVE, module],
+            cwd=cwd,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    except OSError as error:
+        raise ConfigError(
+            f"cannot run the interpreter {python}: {error}. Pass an existing one with --python PATH."
+        ) from None
+    if probe.returncode != 0:
+        last = (probe.stderr.strip().splitlines() or ["(no output)"])[-1]
+        return ImportResult(
+            module, python, None, False, f"{python} could not resolve it: {last}; {_HINT}"
+        )
+    found = json.loads(probe.stdout)["spec"]
+    if found is None:
+        return ImportResult(
+            module, python, None, False, f"{python} cannot import {module} at all; {_HINT}"
+        )
+    location = found["origin"] if found["origin"] not in (None, "namespace") else None
+    location = location or (found["locations"] or [None])[0]
+    if location is None:
+        return ImportResult(
+            module, python, None, False, f"{module} has no file location for {python}; {_HINT}"
+        )
+    resolved = Path(location).resolve()
+    if resolved.is_relative_to(workdir.resolve()):
+        return ImportResult(module, python, str(resolved), True, f"imported from {resolved}")
+    return ImportResult(
+        module,
+        python,
+        str(resolved),
+        False,
+        f"{python} imports {module} from {resolved}, not from this checkout {workdir}: "
+        "the patched code is not the code that runs (a non-editable install?). "
+        f"Fix: pip uninstall {module.split('.')[0]} && pip install -e <checkout's package dir> "
+        f"(or {_HINT})",
+    )
+
+
+def verify(
+    repo: Repo,
+    *,
+    apply: bool = False,
+    import_names: Sequence[str] = (),
+    python: str | None = None,
+    command: Sequence[str] = (),
+    runtime: bool = False,
+    runtime_timeout: float | None = None,
+    cwd: Path,
+) -> CheckReport:
+    """Apply if asked, then check everything; the report says whether the code is right.
+
+    `--import` and `--runtime` use `python`, else the interpreter COMMAND will run.
+    """
+    env = unwrapped(command, os.environ)[1]
+    interpreter = _interpreter(python, command, cwd, env, needed=bool(import_names or runtime))
+    facts = None if interpreter is None else interpreters.facts_of(interpreter, repo.layout.git_dir)
+    tree = assess.Worktree(repo, facts)
+    report = patching.apply_then_check(repo, tree=tree)[1] if apply else assess.check(repo, tree)
+    if facts is not None:
+        version = ".".join(str(part) for part in facts["sys.version_info"][:3])
+        for symbol in report.symbols:
+            if not symbol.ok:
+                symbol.detail += f"; conditions decided for Python {version} at {interpreter}"
+    if report.checks_nothing:
+        raise ConfigError(
+            f"{repo.layout.manifest_path} guards nothing (no patch, no guard), so a check would "
+            "pass without checking anything. Record a patch (patchguard record NAME) or guard a "
+            "symbol (patchguard require SPEC)."
+        )
+    if interpreter is None or (not import_names and not runtime):
+        return report
+    report.imports = [
+        resolve_import(name, interpreter, repo.workdir, cwd, env) for name in import_names
+    ]
+    if runtime:
+        from guard.truth import probe  # runs user code in another process: never on the hooks' path
+
+        timeout = probe.DEFAULT_TIMEOUT if runtime_timeout is None else runtime_timeout
+        report.runtime_seconds = probe.confirm(report, repo, tree, interpreter, timeout, env)
+    return report
+
+
+def _interpreter(
+    python: str | None, command: Sequence[str], cwd: Path, env: Mapping[str, str], needed: bool
+) -> str | None:
+    """The interpreter whose answers count: `--python`, else the one COMMAND runs (python3 on
+    PATH for `check --import`/`--runtime`); None when only reading asks and none is found
+    (patchguard's own then decides, as for `check` without --python)."""
+    if python is not None or not (command or needed):
+        return python
+    try:
+        return command_interpreter(command, cwd, env)
+    except ConfigError:
+        if needed:
+            raise
+        return None
+
+
+def report_check(
+    cwd: Path,
+    *,
+    quiet: bool = False,
+    as_json: bool = False,
+    import_names: Sequence[str] = (),
+    python: str | None = None,
+    same_as: tuple[str, dict[str, Any]] | None = None,
+    runtime: bool = False,
+    runtime_timeout: float | None = None,
+) -> int:
+    """`patchguard check`: print the report (JSON, the banner, or a summary); the exit code.
+
+    `same_as` (the stamp file's name and its last stamp) also fails when this node's code
+    differs from that node's.
+
+    Shared by the click command and the entry point, which serves a plain `check` without
+    importing click when the verified cache misses.
+    """
+    from guard.cli import render
+
+    repo = Repo.discover(cwd)
+    report = verify(
+        repo,
+        import_names=import_names,
+        python=python,
+        runtime=runtime,
+        runtime_timeout=runtime_timeout,
+        cwd=cwd,
+    )
+    if same_as is not None and report.ok:
+        differs = differences_from(repo, same_as[1])
+        if differs:
+            print(render.banner(f"code differs from {same_as[0]}", differs), file=sys.stderr)
+            return EXIT_GUARD_FAILED
+    try:
+        if as_json:
+            print(render.check_json(report, str(repo.workdir)))
+        elif not report.ok:
+            print(render.banner("guard FAILED", with_hook_advice(repo, report)), file=sys.stderr)
+        elif not quiet:
+            print("\n".join([*render.check_lines(report), "patchguard: all guards hold"]))
+        if not as_json:
+            for line in render.warning_lines(report):
+                print(line, file=sys.stderr)
+    except BrokenPipeError:  # the reader left early: the verdict stands, a failed guard stays 1
+        silence_stdout()
+    return EXIT_OK if report.ok else EXIT_GUARD_FAILED
+
+
+def with_hook_advice(repo: Repo, report: CheckReport) -> list[str]:
+    """The problems, and, when the hooks are missing, that they would have prevented some."""
+    from guard.ops.install import hooks_installed
+
+    if hooks_installed(repo.layout):
+        return report.problems()
+    return [
+        *report.problems(),
+        "hooks are not installed, so checkouts do not re-apply patches: patchguard install",
+    ]
+
+
+def require_report(
+    repo: str | os.PathLike[str], *, apply: bool, import_name: str | None, runtime: bool = False
+) -> CheckReport:
+    """The body of `guard.require()`: every failure becomes one GuardError."""
+    try:
+        report = verify(
+            Repo.discover(Path(repo)),
+            apply=apply,
+            import_names=[import_name] if import_name else [],
+            runtime=runtime,
+            python=sys.executable,  # the interpreter that called require() is the one that runs
+            cwd=Path.cwd(),
+        )
+    except PatchguardError as error:
+        raise GuardError(f"patchguard: {error}", [str(error)], error.exit_code) from None
+    if not report.ok:
+        problems = report.problems()
+        listing = "\n".join(f"  - {problem}" for problem in problems)
+        raise GuardError(f"patchguard: the code is not as guarded:\n{listing}", problems)
+    return report
+
+
+def execute(command: Sequence[str]) -> None:
+    """Replace this process with the benchmark: its status, signals and stdio pass through."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    try:
+        os.execvp(command[0], list(command))
+    except OSError as error:
+        raise ConfigError(
+            f"cannot run {command[0]}: {error.strerror}; check the command and PATH"
+        ) from None

@@ -1,0 +1,436 @@
+"""Reports as text for people and as stable JSON for scripts (documented in docs/cli.md)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+from guard.tree.assess import GOOD_STATES, CheckReport, PatchVerdict, State, SymbolResult
+
+TYPE_CHECKING = False  # not `from typing import ...`: typing costs the hooks ~3 ms
+if TYPE_CHECKING:
+    from typing import Any
+
+    from guard.hunt.hunt import Comparison, Hunt, Runs
+    from guard.hunt.stats import Decision
+    from guard.ops.bisect_status import StepResult
+    from guard.ops.moves import Lift
+    from guard.store.manifest import Patch
+    from guard.tree.patching import PatchOutcome
+
+CHECK_JSON_FORMAT = "patchguard.check/2"
+COMPARE_JSON_FORMAT = "patchguard.compare/1"
+BISECT_JSON_FORMAT = "patchguard.bisect/1"
+LIST_JSON_FORMAT = "patchguard.list/1"
+DOCTOR_JSON_FORMAT = "patchguard.doctor/1"
+
+
+def verdict_json(verdict: PatchVerdict) -> dict[str, Any]:
+    return {
+        "name": verdict.name,
+        "state": str(verdict.state),
+        "files": [
+            {"path": f.path, "state": str(f.state), "detail": f.detail} for f in verdict.files
+        ],
+    }
+
+
+def check_json(report: CheckReport, repository: str) -> str:
+    return json.dumps(
+        {
+            "format": CHECK_JSON_FORMAT,
+            "ok": report.ok,
+            "repository": repository,
+            "head": report.head,
+            "patches": [verdict_json(v) for v in report.patches],
+            "symbols": [
+                {
+                    "spec": s.spec,
+                    "present": s.ok,
+                    "detail": s.detail,
+                    "patch": s.patch,
+                    "state": s.state,
+                    "runtime": s.runtime,
+                }
+                for s in report.symbols
+            ],
+            "imports": [
+                {"module": i.module, "python": i.python, "location": i.location, "ok": i.ok}
+                for i in report.imports
+            ],
+            "runtime_seconds": report.runtime_seconds,
+            "problems": report.problems(),
+            "warnings": report.warnings,
+        },
+        indent=2,
+    )
+
+
+def status_json(verdicts: Sequence[PatchVerdict]) -> str:
+    return json.dumps(
+        {"format": "patchguard.status/2", "patches": [verdict_json(v) for v in verdicts]}, indent=2
+    )
+
+
+def outcomes_json(outcomes: Sequence[PatchOutcome]) -> str:
+    return json.dumps(
+        {
+            "format": "patchguard.apply/2",
+            "ok": all(o.ok for o in outcomes),
+            "patches": [
+                {**verdict_json(o.verdict), "ok": o.ok, "message": o.message, "written": o.written}
+                for o in outcomes
+            ],
+        },
+        indent=2,
+    )
+
+
+def status_lines(
+    verdicts: Sequence[PatchVerdict], symbols: Sequence[SymbolResult] = ()
+) -> list[str]:
+    """Each patch file by file, then every required symbol that is not where it must be
+    (unless its patch's state says why already)."""
+    lines = []
+    for verdict in verdicts:
+        lines.append(f"{verdict.name}: {verdict.state}")
+        for f in verdict.files:
+            lines.append(f"  {f.path}: {f.state} ({f.detail})")
+        committed = verdict.committed_in_head
+        if committed:
+            files = " ".join(f.path for f in verdict.files)
+            undo = (
+                f"git reset -q --soft HEAD~1 && git restore --staged {files}"
+                if committed.only_the_patch
+                else f"git reset -q HEAD~1 -- {files} && git commit -q --amend --no-edit"
+            )
+            lines += [
+                f"  the patch is committed in HEAD: {committed.summary}",
+                "  if that was an accident (git commit -a), take it back out of the commit, "
+                "keeping it in your working tree:",
+                f"    {undo}",
+            ]
+    explained = {v.name for v in verdicts if not v.ok}
+    lines += [
+        f"{s.spec}: missing ({s.detail})" for s in symbols if not s.ok and s.patch not in explained
+    ]
+    return lines
+
+
+def check_lines(report: CheckReport) -> list[str]:
+    """A one-screen summary; problems come from CheckReport.problems()."""
+    lines = [f"patch {v.name}: {v.state}" for v in report.patches]
+    present = sum(1 for s in report.symbols if s.ok)
+    lines.append(f"symbols: {present}/{len(report.symbols)} present")
+    return lines
+
+
+def warning_lines(report: CheckReport) -> list[str]:
+    """What holds but should not stay, one loud line each (stderr, green or not)."""
+    return [f"patchguard: warning: {warning}" for warning in report.warnings]
+
+
+def outcome_lines(outcomes: Sequence[PatchOutcome]) -> list[str]:
+    lines = []
+    for outcome in outcomes:
+        files = f" ({', '.join(outcome.written)})" if outcome.written else ""
+        lines.append(f"{outcome.verdict.name}: {outcome.verdict.state} -> {outcome.message}{files}")
+        for f in outcome.verdict.files:
+            if f.state not in GOOD_STATES and not outcome.ok:
+                lines.append(f"  {f.path}: {f.state}: {f.detail}")
+    return lines
+
+
+def show_lines(patches: Sequence[Patch], color: bool) -> list[str]:
+    """`patchguard show`: what each patch is, what it requires, and its diff as recorded."""
+    import click  # only here: the hooks import this module for the banner
+
+    lines: list[str] = []
+    for patch in patches:
+        title = f"patch {patch.name}"
+        lines += [click.style(title, fg="yellow") if color else title]
+        if patch.description:
+            lines.append(f"    {patch.description}")
+        lines.append(f"base:     {patch.base_commit}")
+        lines.append(f"recorded: {patch.created_at[:19].replace('T', ' ')} UTC")
+        lines += [f"file:     {change.path}" for change in patch.files]
+        lines += [f"requires: {spec}" for spec in patch.requires]
+        resolutions = [(c.path, r) for c in patch.files for r in c.resolutions]
+        lines += [
+            f"resolution {number}: {path} at {r.commit[:10]}, "
+            f"{r.created_at[:19].replace('T', ' ')} UTC (patchguard resolve {patch.name} --drop {number})"
+            for number, (path, r) in enumerate(resolutions, 1)
+        ]
+        for change in patch.files:
+            lines.append("")
+            lines += [_diff_line(line, color) for line in change.diff.splitlines()]
+        for number, (path, r) in enumerate(resolutions, 1):
+            lines += ["", f"resolution {number} ({path} at {r.commit[:10]}):"]
+            lines += [_diff_line(line, color) for line in r.diff.splitlines()]
+        lines.append("")
+    return lines[:-1]
+
+
+_DIFF_COLORS = (("+++", "bold"), ("---", "bold"), ("+", "green"), ("-", "red"), ("@@", "cyan"))
+
+
+def _diff_line(line: str, color: bool) -> str:
+    import click
+
+    for prefix, style in _DIFF_COLORS if color else ():
+        if line.startswith(prefix):
+            return click.style(line, bold=True) if style == "bold" else click.style(line, fg=style)
+    return line
+
+
+def banner(title: str, problems: Sequence[str]) -> str:
+    """The loud failure block hooks and `check` print to stderr."""
+    rule = "=" * 72
+    body = "\n".join(f"  - {p}" for p in problems)
+    return f"{rule}\npatchguard: {title}\n{body}\n{rule}"
+
+
+def lift_lines(lift: Lift) -> list[str]:
+    """What `patchguard git` and `bisect run` did with the patches around git."""
+    names = ", ".join(lift.lifted)
+    if lift.stopped == "conflicted stash pop":
+        out = f"; patches {names} are out of the tree" if lift.lifted else ""
+        return [
+            f"the stash pop stopped on a conflict{out}. patchguard apply finishes git's merge "
+            "in the patched files (and says whether the stash can be dropped); conflicts "
+            "elsewhere are yours to resolve"
+        ]
+    if lift.stopped and not lift.lifted:
+        return []
+    if lift.stopped:
+        return [
+            f"git stopped in the middle of a {lift.stopped}; patches {names} are out of the "
+            f"tree and come back when it is finished (git commit, git {lift.stopped} "
+            "--continue). If you abort it instead, run: patchguard apply"
+        ]
+    lines = []
+    if lift.stash_held:
+        lines.append(
+            f"the stash held patch {', '.join(lift.stash_held)}: git applied the rest of the "
+            "stash only, and the patch is put back by 3-way merge as after any move"
+        )
+    for outcome in lift.put_back:
+        name = outcome.verdict.name
+        if outcome.written:
+            lines.append(f"re-applied {name} ({', '.join(outcome.written)})")
+        elif not outcome.ok:
+            lines.append(f"{name}: {outcome.message}")
+        elif name in (*lift.lifted, *lift.stash_held) and outcome.verdict.state is State.UPSTREAM:
+            lines.append(f"{name} is upstream here (HEAD has all of it); nothing to put back")
+    if lift.hint:
+        lines.append(lift.hint)
+    if lift.skipped:
+        names = " ".join(sorted({o.verdict.name for o in lift.put_back})) or "NAME"
+        lines.append(
+            f"bisect skipped {len(lift.skipped)} commit(s) where the patches did not hold: "
+            + "; ".join(lift.skipped)
+            + ". To measure one: patchguard git checkout COMMIT, shape the file there, "
+            f"patchguard resolve {names}; then run patchguard bisect run again"
+        )
+    return lines
+
+
+def step_lines(result: StepResult) -> list[str]:
+    from guard.ops.bisect_status import BISECT_SKIP, GO_ON, STOPPED_GO_ON
+
+    commit = result.head[:10]
+    if result.stops_git and result.problems:  # patchguard's own part failed
+        where = f" at {commit}" if commit else ""
+        return [
+            f"bisect step{where} failed, aborting the bisect: "
+            f"{'; '.join(p.rstrip('.') for p in result.problems)}. {GO_ON}"
+        ]
+    if result.status == BISECT_SKIP and result.skipped:
+        return [f"skipping {commit}: {result.skipped}", *(f"  - {p}" for p in result.problems)]
+    if result.stops_git:
+        return [f"bisect step at {commit}: patches in place; {_ended(result)}. {STOPPED_GO_ON}"]
+    verdict = {0: "good", BISECT_SKIP: "skip"}.get(result.status, "bad")
+    return [
+        f"bisect step at {commit}: patches in place; the command exited {result.status} ({verdict})"
+    ]
+
+
+# --- the regression hunt (guard.hunt.hunt) -----------------------------------------------------------
+
+
+def compare_lines(comparison: Comparison) -> list[str]:
+    """The short table of `patchguard compare`: each side's median, Δ% with its interval, n, p."""
+    from guard.hunt.stats import median_of
+
+    decision = comparison.decision
+    lines = [_metric_line(comparison), "side  commit      median      n"]
+    for side, runs in (("A", comparison.a), ("B", comparison.b)):
+        lines.append(
+            f"{side:<5} {runs.commit[:10]}  {median_of(runs.values):<10.4g}  {len(runs.samples)}"
+        )
+    lines.append(f"{_delta(decision)}, p = {decision.p_value:.2g}, {decision.n[0]} pairs")
+    lines.append(_verdict_line(comparison))
+    return lines
+
+
+def _metric_line(comparison: Comparison) -> str:
+    metric = comparison.metric
+    better = f", {metric.direction} is better" if metric.direction else ""
+    return f"metric: {metric.spec}{better}"
+
+
+def _delta(decision: Decision) -> str:
+    low, high = decision.ci_pct
+    return (
+        f"Δ {decision.delta_pct:+.1f}% (95% CI {low:+.1f}% to {high:+.1f}%), single runs vary "
+        f"by ±{decision.noise_pct:.1f}%"
+    )
+
+
+def _verdict_line(comparison: Comparison) -> str:
+    decision = comparison.decision
+    effect = decision.min_effect_pct
+    if decision.verdict == "different":
+        way = "higher" if decision.delta_pct > 0 else "lower"
+        direction = comparison.metric.direction
+        judged = f" ({'better' if way == direction else 'worse'})" if direction else ""
+        return f"different: B is {abs(decision.delta_pct):.1f}% {way} than A{judged}"
+    if decision.verdict == "same":
+        return f"same: any change is within ±{effect:g}% (--min-effect)"
+    where = (
+        f" at the cap ({decision.n[0]} runs per side, --max-repeats)" if comparison.capped else ""
+    )
+    line = f"unknown{where}: neither a change of {effect:g}% or more nor its absence is shown"
+    if decision.unstable:
+        line += (
+            f"; unstable: single runs vary by ±{decision.noise_pct:.1f}%, more than the change "
+            "that counts (quiet the machine, or lengthen each run)"
+        )
+    return line
+
+
+def compare_json(comparison: Comparison) -> str:
+    from guard.hunt.stats import median_of
+
+    decision = comparison.decision
+    return json.dumps(
+        {
+            "format": COMPARE_JSON_FORMAT,
+            "verdict": decision.verdict,
+            "delta_pct": decision.delta_pct,
+            "ci_pct": list(decision.ci_pct),
+            "p_value": decision.p_value,
+            "n": decision.n[0],
+            "noise_pct": decision.noise_pct,
+            "unstable": decision.unstable,
+            "capped": comparison.capped,
+            "min_effect_pct": decision.min_effect_pct,
+            "metric": comparison.metric.spec,
+            "direction": comparison.metric.direction,
+            "runs": comparison.runs,
+            **{
+                name: {
+                    "commit": runs.commit,
+                    "median": median_of(runs.values),
+                    "samples": _samples_json(runs),
+                }
+                for name, runs in (("a", comparison.a), ("b", comparison.b))
+            },
+        },
+        indent=2,
+    )
+
+
+def _samples_json(runs: Runs) -> list[dict[str, Any]]:
+    return [{"value": s.value, "stamp": s.stamp} for s in runs.samples]
+
+
+def hunt_lines(hunt: Hunt) -> list[str]:
+    """`bisect run --metric`: GOOD against BAD, each step, and the first changed commit."""
+    lines = ["GOOD (A) against BAD (B):", *compare_lines(hunt.endpoints)]
+    if hunt.steps:
+        lines.append("steps:")
+    for step in hunt.steps:
+        against = f" {_delta(step.vs_good)}" if step.vs_good else ""
+        lines.append(
+            f"  {step.commit[:10]} {step.verdict:<4} {len(step.runs.samples)} runs{against}"
+        )
+        if step.reason:
+            lines.append(f"    skipped: {step.reason}")
+    if hunt.verdict == "found":
+        lines.append(f"first changed: {hunt.first_changed}")
+        if hunt.change is not None:
+            lines.append(f"  against GOOD: {_delta(hunt.change)}")
+    elif hunt.verdict == "ambiguous":
+        lines.append(
+            "no single commit: the first change is among the skipped commits (git bisect log "
+            "lists them); patchguard resolve where the patches did not hold, then go on"
+        )
+    else:
+        lines.append(
+            f"nothing to hunt: GOOD and BAD are {'the same' if hunt.verdict == 'no-change' else 'not shown to differ'}"
+            " (see above); nothing was marked"
+        )
+    lines.append(f"{hunt.runs} benchmark runs (warm-ups and failed runs included)")
+    return lines
+
+
+def hunt_json(hunt: Hunt) -> str:
+    change = hunt.change
+    endpoints = hunt.endpoints
+    steps: list[dict[str, Any]] = [
+        {"commit": endpoints.a.commit, "verdict": "good", "samples": _samples_json(endpoints.a)},
+        {"commit": endpoints.b.commit, "verdict": "bad", "samples": _samples_json(endpoints.b)},
+    ]
+    steps += [
+        {
+            "commit": step.commit,
+            "verdict": step.verdict,
+            "samples": _samples_json(step.runs),
+            "delta_pct": step.vs_good.delta_pct if step.vs_good else None,
+            "reason": step.reason,
+        }
+        for step in hunt.steps
+    ]
+    return json.dumps(
+        {
+            "format": BISECT_JSON_FORMAT,
+            "verdict": hunt.verdict,
+            "first_changed": hunt.first_changed,
+            "delta_pct": change.delta_pct if change else None,
+            "ci_pct": list(change.ci_pct) if change else None,
+            "endpoints": endpoints.decision.verdict,
+            "metric": hunt.metric.spec,
+            "direction": hunt.metric.direction,
+            "runs": hunt.runs,
+            "steps": steps,
+        },
+        indent=2,
+    )
+
+
+def _ended(result: StepResult) -> str:
+    """How a step's command ended when git cannot read it as good, bad or skip."""
+    import signal
+
+    from guard.ops.bisect_status import INTERRUPTED
+
+    def name(number: int) -> str | None:
+        try:
+            return signal.Signals(number).name
+        except ValueError:
+            return None
+
+    if result.signal == signal.SIGINT:
+        return "the command was interrupted (SIGINT: Ctrl-C)"
+    if result.signal is not None:
+        return f"the command died from {name(result.signal) or 'a signal'} (signal {result.signal})"
+    if result.status == INTERRUPTED:
+        return "the command exited 130, as a program that was interrupted (Ctrl-C) does"
+    by_shell = name(result.status - 128)
+    if by_shell is not None:
+        return (
+            f"the command exited {result.status}, as a shell reports a program that died from "
+            f"{by_shell}"
+        )
+    return f"the command exited {result.status}"

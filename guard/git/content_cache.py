@@ -1,0 +1,63 @@
+"""Answers kept by the content they were computed from: merges, parses. A cache, never a record.
+
+Each entry is a file named by a key the caller derives from the inputs (blob ids), holding a
+SHA-1 of its key and payload, and the payload. Entries are renamed into place but never
+fsynced: a torn or truncated entry after a power loss fails its checksum and counts as a
+miss, so the cache costs no disk flush; an entry renamed to another key fails it too. It lives in the worktree's git dir, which nothing from a bundle or a
+checkout can write (guard.git.worktree_paths). A cache that cannot be written (a read-only git
+dir, a full disk) only means computing again.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from guard.git.atomic import atomic_write
+
+try:  # the bare C module: hashlib would cost the hooks more than a whole lookup
+    from _sha1 import sha1
+except ImportError:  # pragma: no cover - CPython built without it
+    from hashlib import sha1
+
+_DIGEST = 20
+
+
+class ContentCache:
+    """At most about 2 x `keep` entries in `directory`; the oldest go when it grows past that."""
+
+    def __init__(self, directory: Path, keep: int) -> None:
+        self.directory = directory
+        self.keep = keep
+        self._entries: int | None = None  # counted on the first write of this process
+
+    def get(self, key: str) -> bytes | None:
+        try:
+            data = (self.directory / key).read_bytes()
+        except OSError:
+            return None
+        payload = data[_DIGEST:]
+        return payload if _digest(key, payload) == data[:_DIGEST] else None
+
+    def put(self, key: str, payload: bytes) -> None:
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            if self._entries is None:
+                self._entries = len(os.listdir(self.directory))
+            if self._entries >= 2 * self.keep:
+                self._prune()
+            atomic_write(self.directory / key, _digest(key, payload) + payload, durable=False)
+            self._entries += 1
+        except OSError:
+            return
+
+    def _prune(self) -> None:
+        """Keep the `keep` newest entries (and temp files a killed writer left go too)."""
+        entries = sorted(self.directory.iterdir(), key=lambda p: p.stat().st_mtime)
+        for stale in entries[: max(0, len(entries) - self.keep)]:
+            stale.unlink(missing_ok=True)
+        self._entries = min(len(entries), self.keep)
+
+
+def _digest(key: str, payload: bytes) -> bytes:
+    return bytes(sha1(key.encode() + b"\0" + payload).digest())

@@ -1,0 +1,28 @@
+"""Kill points for the crash tests: a writer stopped dead at a named step boundary.
+
+The suite sets PATCHGUARD_KILL_AT=STEP and runs a writer; at that step the process sends
+itself SIGKILL, as a power cut or `kill -9` would stop it (no handler, no cleanup); with
+STEP:stop it sends SIGSTOP instead, so a test can act while the writer waits there. Every
+step boundary of the store's transaction (guard.store.history.save) and of the worktree's journal
+(guard.store.journal) is a point, so the suite can show that each crash leaves a state the next
+command completes or rolls back. Unset, each point costs one dictionary lookup.
+"""
+
+from __future__ import annotations
+
+import os
+
+KILL_VARIABLE = "PATCHGUARD_KILL_AT"
+
+# Every point, in the order a writer passes them (tests/reliability/test_kill_points.py).
+STORE_POINTS = ("store-begun", "store-ref-moved", "store-derived")
+JOURNAL_POINTS = ("journal-marked", "journal-first-file", "journal-written")
+
+
+def point(name: str) -> None:
+    """Die here when the crash tests ask for it."""
+    asked = os.environ.get(KILL_VARIABLE)
+    if asked is not None and asked.partition(":")[0] == name:
+        import signal
+
+        os.kill(os.getpid(), signal.SIGSTOP if asked.endswith(":stop") else signal.SIGKILL)

@@ -1,0 +1,122 @@
+"""The layout of a checkout as Paths: where its files, git dir and shared git dir are."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from guard.errors import ConfigError
+from guard.git.gitpaths import (
+    DERIVED_FROM_FILE_NAME,
+    HISTORY_REF,
+    STORE_DIR_NAME,
+    TRANSACTION_FILE_NAME,
+    find_repository,
+    read_ref,
+)
+
+PENDING_FILE_NAME = "patchguard-pending"
+LOCK_FILE_NAME = "patchguard-lock"  # in each worktree's own git dir; the hooks know it by name
+
+
+class Layout:
+    """Where a worktree's files, its own git dir and the shared (common) git dir are.
+
+    A plain class, as every class a re-applying hook builds (guard.tree.replay): @dataclass would
+    cost each hook the dataclasses module and inspect, more than the hook's own work.
+    """
+
+    __slots__ = ("common_dir", "git_dir", "workdir")
+
+    def __init__(self, workdir: Path, git_dir: Path, common_dir: Path) -> None:
+        self.workdir = workdir
+        self.git_dir = git_dir
+        self.common_dir = common_dir
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Layout) and self._fields() == other._fields()
+
+    def __hash__(self) -> int:
+        return hash(self._fields())
+
+    def __repr__(self) -> str:
+        return f"Layout(workdir={self.workdir!r}, git_dir={self.git_dir!r}, common_dir={self.common_dir!r})"
+
+    def _fields(self) -> tuple[Path, Path, Path]:
+        return self.workdir, self.git_dir, self.common_dir
+
+    def history_tip(self) -> str | None:
+        """The commit refs/patchguard/history names, read from its files without git (None:
+        no such ref, or one only git can read); guard.store.history is what knows it for sure."""
+        return read_ref(HISTORY_REF, (str(self.common_dir),))
+
+    @property
+    def store_dir(self) -> Path:
+        """patchguard's files: in the common dir, so every linked worktree shares them."""
+        return self.common_dir / STORE_DIR_NAME
+
+    @property
+    def manifest_path(self) -> Path:
+        return self.store_dir / "manifest.json"
+
+    @property
+    def worktree_lock_path(self) -> Path:
+        """The lock of what touches this worktree alone: apply, unapply, moves, bisect steps.
+
+        In the worktree's own git dir, so a long move in one worktree never keeps another's hook
+        waiting. The hook script compares PATCHGUARD_LOCK_HELD with it by name.
+        """
+        return self.git_dir / LOCK_FILE_NAME
+
+    @property
+    def store_lock_path(self) -> Path:
+        """The lock of the shared manifest and its blobs, held only while they are rewritten."""
+        return self.store_dir / "lock"
+
+    @property
+    def transaction_path(self) -> Path:
+        """Present while a change to the patches is under way (guard.store.history.save): from before
+        the history ref moves until manifest.json is derived from it. The hooks and `check`
+        trust no verified key while it exists (hooks/patchguard-hook.sh knows it by name)."""
+        return self.store_dir / TRANSACTION_FILE_NAME
+
+    @property
+    def derived_from_path(self) -> Path:
+        """The history commit manifest.json was derived from, written after it: a reader whose
+        ref names another commit knows the derived file is stale without asking git."""
+        return self.store_dir / DERIVED_FROM_FILE_NAME
+
+    @property
+    def pending_path(self) -> Path:
+        """Present while patches are out for an unfinished merge or rebase of this worktree.
+
+        The post-commit hook looks for it by name (hooks/patchguard-hook.sh) and re-applies
+        when the commit that concludes the operation is made.
+        """
+        return self.git_dir / PENDING_FILE_NAME
+
+
+def locate(start: Path) -> Layout:
+    """Walk up from `start` to the worktree root, as git does (GIT_DIR: see find_repository)."""
+    workdir, git_dir, common_dir = find_repository(str(start))
+    # patchguard runs git in the worktree's root, where a relative GIT_DIR or GIT_WORK_TREE
+    # would name another place: from now on they are the absolute paths they stand for.
+    for variable, value in (("GIT_DIR", git_dir), ("GIT_WORK_TREE", workdir)):
+        if variable in os.environ:
+            os.environ[variable] = value
+    _refuse_sha256(Path(common_dir))
+    return Layout(workdir=Path(workdir), git_dir=Path(git_dir), common_dir=Path(common_dir))
+
+
+def _refuse_sha256(common_dir: Path) -> None:
+    """Every command says so up front, install included (libgit2 reads SHA-1 repositories)."""
+    try:
+        config = (common_dir / "config").read_text(errors="replace")
+    except OSError:
+        return
+    if re.search(r"^\s*objectformat\s*=\s*sha256\s*$", config, flags=re.M | re.I):
+        raise ConfigError(
+            f"{common_dir.parent} uses SHA-256 object ids, which patchguard does not support "
+            "yet; nothing was changed. Use a SHA-1 clone of the repository."
+        )

@@ -1,0 +1,1016 @@
+"""Repository access through pygit2: HEAD's files, the worktree, the object store and libgit2's merge."""
+
+from __future__ import annotations
+
+import os
+import stat
+import weakref
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
+from functools import cached_property
+from pathlib import Path
+
+from guard.errors import ConfigError
+from guard.git.atomic import atomic_write, remove_stale_temporaries
+from guard.git.content_cache import ContentCache
+from guard.git.gitdir import Layout, locate
+from guard.git.gitpaths import HISTORY_REF
+from guard.git.index_file import IndexFile
+from guard.git.lock import exclusive
+from guard.git.objects import blob_id
+
+TYPE_CHECKING = False  # not `from typing import ...`: typing costs the hooks ~3 ms
+if TYPE_CHECKING:
+    import subprocess
+    from typing import IO
+
+    import pygit2
+
+    from guard.git.eol import Conversion
+    from guard.git.worktree_paths import UnsafePath
+    from guard.store.manifest import Manifest
+
+# Every state of the patches: a commit whose tree holds the manifest and its blobs (guard.store.history).
+MANIFEST_ENTRY = "manifest.json"
+MERGE_CACHE_DIR = "patchguard-cache/merges"  # in the worktree's git dir
+_MERGE_CACHE_KEEP = 256
+PARSE_CACHE_DIR = "patchguard-cache/parsed"
+_PARSE_CACHE_KEEP = 512
+_BINARY_SNIFF = 8000
+_EARLIER_STATES = 50  # how far back a stale manifest.json, or the last valid state, is looked for
+_BATCH = 128  # names per `git cat-file --batch` round trip: well under a pipe's 64 KiB
+# Also take the store's lock (Repo.lock); undo takes it itself, for the undo of a drop only.
+MANIFEST_WRITERS = frozenset({"record", "require", "drop", "import", "resolve", "fetch"})
+
+
+class InvalidHistoryTip(ConfigError):
+    """The history ref's newest state is not a valid manifest; `undo` takes it back."""
+
+    def __init__(self, message: str, raw: bytes) -> None:
+        super().__init__(message)
+        self.raw = raw
+
+
+class MergeResult:
+    """A 3-way merge of one file; `content` has conflict markers when not `clean`.
+
+    Plain classes here, not dataclasses: see guard.git.gitdir.Layout.
+    """
+
+    __slots__ = ("clean", "content")
+
+    def __init__(self, clean: bool, content: bytes) -> None:
+        self.clean = clean
+        self.content = content
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, MergeResult) and (self.clean, self.content) == (
+            other.clean,
+            other.content,
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.clean, self.content))
+
+    def __repr__(self) -> str:
+        return f"MergeResult(clean={self.clean!r}, content={self.content!r})"
+
+
+class FileDiff:
+    """A diff's text, and the line numbers (in the new file) of the lines it adds."""
+
+    __slots__ = ("added_lines", "text")
+
+    def __init__(self, text: str, added_lines: set[int]) -> None:
+        self.text = text
+        self.added_lines = added_lines
+
+
+_OUT_OF_REACH = [False]  # set by out_of_reach_of_ctrl_c
+
+
+@contextmanager
+def out_of_reach_of_ctrl_c() -> Iterator[None]:
+    """While a hunt runs (guard.hunt.hunt): the terminal's Ctrl-C reaches the benchmark and
+    patchguard, which stops between runs, and never one of patchguard's own git commands
+    halfway (a checkout cut off, an `ls-files` killed and read as git failing)."""
+    _OUT_OF_REACH[0] = True
+    try:
+        yield
+    finally:
+        _OUT_OF_REACH[0] = False
+
+
+def run_git(
+    args: Sequence[str],
+    cwd: Path,
+    *,
+    passthrough: bool = False,
+    env: Mapping[str, str] | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """Every `git` command patchguard runs goes through here.
+
+    Captured (the default), a failure raises ConfigError carrying the command and git's stderr.
+    With `passthrough`, git gets the terminal, stdin, stdout and stderr, its status is returned
+    as a shell would report it (128+N when a signal ended it), and Ctrl-C goes to git alone:
+    patchguard waits to put the patches back. Inside `out_of_reach_of_ctrl_c`, captured git
+    runs in its own session.
+    """
+    import subprocess  # not at import: a replayed hook (guard.tree.replay) starts no process
+
+    command = ["git", *args]
+    full_env = {**os.environ, **env} if env else None
+    try:
+        if passthrough:
+            with _interrupts_to_child():
+                result = subprocess.run(command, cwd=cwd, env=full_env, text=True)
+            if result.returncode < 0:
+                result.returncode = 128 - result.returncode
+            return result
+        result = subprocess.run(
+            command,
+            cwd=cwd,
+            env=full_env,
+            capture_output=True,
+            text=True,
+            start_new_session=_OUT_OF_REACH[0],
+        )
+    except OSError as error:
+        raise ConfigError(f"cannot run `{' '.join(command)}`: {error}. Is git on PATH?") from None
+    if result.returncode != 0:
+        lines = result.stderr.strip().splitlines()
+        # git's own reason comes first ("fatal: 'x' does not appear to be a git repository");
+        # what follows is often advice ("Please make sure ... and the repository exists.")
+        said = [line for line in lines if line.startswith(("fatal:", "error:"))][:1] or lines[-1:]
+        raise ConfigError(
+            f"`{' '.join(command)}` failed in {cwd}: {said[0] if said else f'exit {result.returncode}'}"
+        )
+    return result
+
+
+def _outlive_child(_number: int, _frame: object) -> None:
+    """A handler, not SIG_IGN: an ignored signal stays ignored in the child across exec."""
+
+
+@contextmanager
+def _interrupts_to_child() -> Iterator[None]:
+    """The terminal sends SIGINT/SIGQUIT to the child as well; we outlive it to clean up."""
+    import signal
+
+    previous = [(s, signal.signal(s, _outlive_child)) for s in (signal.SIGINT, signal.SIGQUIT)]
+    try:
+        yield
+    finally:
+        for number, handler in previous:
+            signal.signal(number, handler)
+
+
+def _record_instead(path: str, refusal: UnsafePath) -> str:
+    """What to record instead of a path patchguard could not write back."""
+    if refusal.link_target is not None:
+        target = os.path.normpath(os.path.join(os.path.dirname(path), refusal.link_target))
+        return f"record the file it points to: patchguard record NAME {target}"
+    if refusal.repository is not None:
+        inner = path[len(refusal.repository) + 1 :]
+        return f"record it from there, as git add would: cd {refusal.repository} && patchguard record NAME {inner}"
+    return "record a file git checks out in this worktree"
+
+
+def is_binary(data: bytes) -> bool:
+    """git's own heuristic: a NUL byte near the start."""
+    return b"\0" in data[:_BINARY_SNIFF]
+
+
+class _Objects:
+    """Reads git objects through one `git cat-file --batch`, started on first use.
+
+    The hooks need a few blobs; loading libgit2 for them would cost ~60 ms, this ~2 ms.
+    """
+
+    def __init__(self, workdir: Path) -> None:
+        self._workdir = workdir
+        self._process: subprocess.Popen[bytes] | None = None
+
+    def read(self, name: str) -> tuple[str, str, bytes] | None:
+        """(object id, type, content) for `HEAD`, `HEAD:path`, `<commit>:path` or an id."""
+        return self.read_many([name])[0]
+
+    def read_many(self, names: Sequence[str]) -> list[tuple[str, str, bytes] | None]:
+        """`read` for each name, the questions written together: one round trip per batch
+        rather than one per object, however many files a command assesses."""
+        process = self._process or self._start()
+        assert process.stdin is not None and process.stdout is not None
+        found: list[tuple[str, str, bytes] | None] = []
+        # Batches small enough for the pipe: git answers only after it read every question.
+        for start in range(0, len(names), _BATCH):
+            batch = names[start : start + _BATCH]
+            process.stdin.write(
+                b"".join(name.encode("utf-8", "surrogateescape") + b"\0" for name in batch)
+            )
+            process.stdin.flush()
+            found += [self._answer(process.stdout, name) for name in batch]
+        return found
+
+    def _answer(self, output: IO[bytes], name: str) -> tuple[str, str, bytes] | None:
+        line = output.readline()
+        if not line:
+            raise ConfigError(
+                f"`git cat-file` stopped while reading {name} in {self._workdir}; run "
+                "`git status` there to see what is wrong with the repository"
+            )
+        header = line.split()
+        if len(header) != 3 or not header[2].isdigit():
+            return None  # "<name> missing" or "ambiguous"
+        content = output.read(int(header[2]))
+        output.read(1)  # the newline after the content
+        return header[0].decode(), header[1].decode(), content
+
+    def _start(self) -> subprocess.Popen[bytes]:
+        import subprocess
+
+        command = ["git", "cat-file", "--batch", "-z"]
+        try:
+            self._process = subprocess.Popen(
+                command,
+                cwd=self._workdir,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,  # Ctrl-C meant for git must not end our reader
+            )
+        except OSError as error:
+            raise ConfigError(
+                f"cannot run `{' '.join(command)}`: {error}. Is git on PATH?"
+            ) from None
+        weakref.finalize(self, _stop, self._process)
+        return self._process
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    with suppress(OSError):
+        if process.stdin is not None:
+            process.stdin.close()
+        process.wait()  # it ends at once on end of input; a timeout would poll with sleeps
+
+
+def derive_manifest(layout: Layout, raw: bytes, commit: str) -> None:
+    """manifest.json from the history commit `commit`, then the name of that commit, then the
+    transaction file gone: the last steps of every change to the patches (guard.store.history)."""
+    from guard.store.manifest import save_manifest
+
+    save_manifest(layout.manifest_path, raw)
+    try:
+        atomic_write(layout.derived_from_path, f"{commit}\n".encode())
+        layout.transaction_path.unlink(missing_ok=True)
+    except OSError as error:  # a directory in its place, a read-only store
+        raise ConfigError(
+            f"cannot write {layout.derived_from_path}: {error.strerror}; remove what stands "
+            "there, or run patchguard as a user who can write the repository, then run the "
+            "command again"
+        ) from None
+
+
+def _read_text(path: Path) -> str | None:
+    try:
+        return path.read_text().strip() or None
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def _read_bytes(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return None
+
+
+class Repo:
+    """One worktree of a git repository, as patchguard needs to see it.
+
+    Reads go through `git cat-file` (guard hooks stay light); libgit2 (pygit2) is loaded on
+    first use of `git`, for merges that are not known yet, diffs, status and writes.
+    """
+
+    def __init__(self, layout: Layout) -> None:
+        self.layout = layout
+        self.workdir = layout.workdir
+        self.manifest_bytes = b""
+        self._objects = _Objects(layout.workdir)
+        self._blobs: dict[str, bytes] = {}
+
+    @cached_property
+    def git(self) -> pygit2.Repository:
+        import pygit2
+
+        try:
+            return pygit2.Repository(str(self.layout.git_dir))
+        except pygit2.GitError as error:
+            raise ConfigError(
+                f"cannot open the git repository at {self.layout.git_dir}: {error}. Check it "
+                "with `git status` there."
+            ) from None
+
+    @classmethod
+    def discover(cls, start: Path) -> Repo:
+        return cls(locate(start))
+
+    # --- the manifest and the content it refers to -------------------------------------------
+
+    def load_manifest(self, missing_ok: bool = False) -> Manifest:
+        """The patches as the history holds them now, validated; the bytes are kept in
+        `manifest_bytes` (for the verified cache, and as the base a writer changes).
+
+        manifest.json is derived from the history ref for the hooks, and names the commit it
+        was derived from (Layout.derived_from_path). When that is not the ref's commit any
+        more, or a change to the patches was cut off (Layout.transaction_path), the ref's own
+        manifest is read, held to the schema first, and the derived file rebuilt from it: the
+        next command completes what a killed writer began, before it decides anything.
+        """
+        from guard.store.manifest import Manifest, parse_manifest, read_manifest_bytes
+
+        path = self.layout.manifest_path
+        held = self._history_if_derived_is_stale()
+        if held is not None:
+            self.manifest_bytes = held
+            return parse_manifest(held, path)
+        if missing_ok and not path.exists():
+            self.manifest_bytes = b""
+            return Manifest()
+        self.manifest_bytes = read_manifest_bytes(path)
+        return parse_manifest(self.manifest_bytes, path, remedy=self._derived_remedy())
+
+    def has_patches(self) -> bool:
+        """Is anything recorded here: manifest.json, or a history ref to derive it from?"""
+        return self.layout.manifest_path.is_file() or self.layout.history_tip() is not None
+
+    def _history_if_derived_is_stale(self) -> bytes | None:
+        """The history's manifest (validated) when manifest.json lags the ref or is gone; else
+        None (manifest.json is the truth to read).
+
+        Two small file reads when all is well, and no git. manifest.json is stale when its
+        content is that of an earlier state of the history (a kill after the ref moved, a push
+        into this checkout, a file left by a patchguard that wrote no manifest.from). Edited
+        by hand (its content is no state of the history), it stays what the user made it and
+        the next change takes it over (guard.store.history), unless the ref moved meanwhile too:
+        then neither is chosen for the user."""
+        layout = self.layout
+        tip = layout.history_tip()
+        cut_off = layout.transaction_path.exists()
+        named = _read_text(layout.derived_from_path)
+        derived = _read_bytes(layout.manifest_path)
+        if tip is None and not cut_off and derived is not None:
+            return None  # no history (or a store only git reads): manifest.json as it is
+        if named == tip and not cut_off and derived is not None:
+            return None
+        found = self._objects.read(HISTORY_REF)
+        if found is None:
+            return None
+        if found[1] != "commit":
+            raise ConfigError(self.not_a_commit(found[0], found[1]))
+        tip = found[0]
+        held = self._valid_history_manifest(tip)
+        if derived is None or blob_id(derived) == blob_id(held) or cut_off:
+            self._derive(held, tip)
+            return held
+        untouched = named is not None and blob_id(derived) == self._object_id(
+            f"{named}:{MANIFEST_ENTRY}", "blob"
+        )
+        if untouched or self._is_earlier_state(tip, blob_id(derived)):
+            self._derive(held, tip)
+            return held
+        if named is not None and named != tip:
+            raise ConfigError(
+                f"{layout.manifest_path} was edited by hand, and {HISTORY_REF} moved since it "
+                f"was derived (from {named[:10]} to {tip[:10]}: a push into this checkout?); "
+                "nothing was changed. Keep the history's patches: delete the file, and it is "
+                "derived again. Keep your edit: make it again after that, with patchguard "
+                "record or require."
+            )
+        return None
+
+    def _is_earlier_state(self, tip: str, blob: str) -> bool:
+        """Is `blob` the manifest of one of the newest states of the history below `tip`?"""
+        names = [f"{tip}~{depth}:{MANIFEST_ENTRY}" for depth in range(1, _EARLIER_STATES)]
+        return any(found and found[0] == blob for found in self._objects.read_many(names))
+
+    def _derived_remedy(self) -> str | None:
+        """What to do about a manifest.json the schema refuses, where a history holds the
+        patches: it is derived from the ref, so deleting it loses nothing but a hand edit."""
+        if self.layout.history_tip() is None:
+            return None
+        return (
+            f"it is derived from {HISTORY_REF}: delete it and patchguard derives it again "
+            "(losing only an edit made to it by hand), or fix that edit"
+        )
+
+    def not_a_commit(self, oid: str, kind: str) -> str:
+        """One line for a history ref that points at something other than a commit; the way
+        back is the commit manifest.json was last derived from, when it is still there."""
+        known = _read_text(self.layout.derived_from_path)
+        if known is not None and self._object_id(known, "commit"):
+            way_back = f"put it back where it was: git update-ref {HISTORY_REF} {known}"
+        else:
+            way_back = (
+                "delete it to start the history again from manifest.json: "
+                f"git update-ref -d {HISTORY_REF}"
+            )
+        return (
+            f"{HISTORY_REF} points at a {kind} ({oid[:10]}), not a commit: patchguard's history "
+            f"is a chain of commits, so nothing was read or changed. To go on, {way_back}"
+        )
+
+    def _valid_history_manifest(self, tip: str) -> bytes:
+        """The manifest of the history's newest state, refused when the schema refuses it (a
+        push from another version, a hand update-ref), naming the last valid version: never
+        copied into manifest.json."""
+        from guard.store.manifest import parse_manifest
+
+        held = self.file_at(tip, MANIFEST_ENTRY)
+        where = f"{HISTORY_REF} at {tip[:10]} ({self._subject(tip)})"
+        if held is None:
+            raise InvalidHistoryTip(
+                f"{where} holds no manifest.json: it is not a state of patchguard's history; "
+                f"nothing was read from it. {self._way_back(tip, undo=False)}",
+                b"",
+            )
+        try:
+            parse_manifest(held, self.layout.manifest_path)
+        except ConfigError:
+            from guard.store.schema import validate_manifest
+
+            try:
+                validate_manifest(held, Path(where), remedy=self._way_back(tip))
+            except ConfigError as error:
+                raise InvalidHistoryTip(str(error), held) from None
+            raise
+        return held
+
+    def _way_back(self, tip: str, *, undo: bool = True) -> str:
+        """The last valid state below `tip` (or, off its line, the one manifest.json was
+        derived from), and the command that returns to it: `undo` where that is one step."""
+        from guard.store.manifest import parse_manifest
+
+        known = _read_text(self.layout.derived_from_path)
+        candidates = [f"{tip}~{depth}" for depth in range(1, _EARLIER_STATES)]
+        for name in [*candidates, *([known] if known else [])]:
+            found = self._objects.read(name)
+            if found is None or found[1] != "commit":
+                continue
+            raw = self.file_at(found[0], MANIFEST_ENTRY)
+            if raw is None:
+                continue
+            try:
+                parse_manifest(raw, self.layout.manifest_path)
+            except ConfigError:
+                continue
+            back = (
+                "`patchguard undo` takes the bad change back"
+                if undo and name == candidates[0]
+                else f"put it back: git update-ref {HISTORY_REF} {found[0]}"
+            )
+            return (
+                f"nothing was read from it. The last valid version is {found[0][:10]} "
+                f"({self._subject(found[0])}); {back}"
+            )
+        return (
+            "nothing was read from it, and no earlier version is valid either; delete the ref "
+            f"to start again from manifest.json: git update-ref -d {HISTORY_REF}"
+        )
+
+    def _subject(self, commit: str) -> str:
+        found = self._objects.read(commit)
+        message = found[2].split(b"\n\n", 1)[-1] if found is not None else b""
+        return message.split(b"\n", 1)[0].decode(errors="replace") or "no subject"
+
+    def _derive(self, held: bytes, tip: str) -> None:
+        """Rebuild manifest.json from the ref, when no other patchguard is changing the
+        patches right now (it then does so itself) and the ref still holds `tip` (a writer
+        that finished meanwhile derived its own); a read-only store stays as it is."""
+        from guard.git.lock import if_free
+
+        with if_free(self.layout.store_lock_path) as free:
+            if not free:
+                return
+            now = self.layout.history_tip()
+            if now is None:  # packed: git knows
+                with suppress(ConfigError):
+                    now = run_git(["rev-parse", "-q", "--verify", HISTORY_REF], self.workdir).stdout
+            if (now or "").strip() == tip:
+                with suppress(ConfigError):
+                    derive_manifest(self.layout, held, tip)
+
+    def history_manifest_bytes(self) -> bytes | None:
+        """The manifest as the history ref holds it (guard.store.history), through `git cat-file`."""
+        return self.file_at(HISTORY_REF, MANIFEST_ENTRY)
+
+    def store_blob(self, data: bytes) -> str:
+        with self.writing_objects():
+            return str(self.git.create_blob(data))
+
+    @contextmanager
+    def writing_objects(self) -> Iterator[None]:
+        """libgit2 reports a store it cannot write (another user's `.git/objects`, a full disk)
+        as GitError or OSError; callers write objects before anything else, so nothing changed."""
+        import pygit2
+
+        try:
+            yield
+        except (pygit2.GitError, OSError) as error:
+            raise ConfigError(
+                f"cannot write to the object store of {self.layout.common_dir}: {error}; nothing "
+                "was changed. Run patchguard as a user who can write the repository (or free "
+                "space there), then run the command again."
+            ) from None
+
+    def prefetch(self, oids: Iterable[str]) -> None:
+        """Read every blob a command will need in one batch (see blob)."""
+        wanted = sorted({oid for oid in oids if oid not in self._blobs})
+        for oid, found in zip(wanted, self._objects.read_many(wanted), strict=True):
+            if found is not None and found[1] == "blob":
+                self._blobs[oid] = found[2]
+
+    def blob(self, oid: str) -> bytes:
+        """A blob by id, read once per command: an id names the same bytes forever."""
+        if oid in self._blobs:
+            return self._blobs[oid]
+        found = self._objects.read(oid)
+        if found is None:
+            raise ConfigError(
+                f"blob {oid} is missing from the object store of {self.layout.common_dir} "
+                f"(was {HISTORY_REF} deleted?). Re-import the patch with `patchguard import`."
+            )
+        if found[1] != "blob":
+            raise ConfigError(
+                f"object {oid} is not a blob; the manifest is damaged. Re-import the patch "
+                "(`patchguard import`) or record it again."
+            )
+        self._blobs[oid] = found[2]
+        return found[2]
+
+    @contextmanager
+    def lock(self, operation: str) -> Iterator[None]:
+        """This worktree's writer lock; for a change of the manifest, the store's lock as well.
+
+        A move or a bisect holds its worktree's lock for as long as git runs, and a hook of
+        another worktree takes only its own: it is never kept waiting. The manifest and its
+        blobs are shared by every worktree, so rewriting them also holds the store's lock,
+        always taken second (one order, no deadlock) and only while that short command runs.
+
+        Only `record`, `require`, `import` and `fetch` may start a store; every other writer
+        needs a manifest, and without one it refuses before creating anything.
+        """
+        starts_a_store = operation in ("record", "require", "import", "fetch")
+        if not starts_a_store and not self.has_patches():
+            from guard.store.manifest import read_manifest_bytes
+
+            read_manifest_bytes(self.layout.manifest_path)  # says "no manifest ..."
+        store = self.store_lock(operation) if operation in MANIFEST_WRITERS else nullcontext()
+        with exclusive(self.layout.worktree_lock_path, operation), store:
+            yield
+
+    def store_lock(self, operation: str) -> AbstractContextManager[None]:
+        """The lock of the shared manifest alone; take it inside this worktree's (`lock`)."""
+        return exclusive(self.layout.store_lock_path, operation)
+
+    def refuse_mid_operation(self, action: str) -> None:
+        """Writing patches into the tree mid-rebase/merge would break the next step."""
+        operation = self.operation_in_progress()
+        if operation:
+            raise ConfigError(
+                f"a {operation} is in progress in {self.workdir}: {action} would get in its way. "
+                f"Finish it (git {operation} --continue) or abort it, then run patchguard {action}."
+            )
+
+    # --- HEAD and the worktree ---------------------------------------------------------------
+
+    def head_commit(self) -> str | None:
+        """HEAD's commit id; None in a repository with no commits yet."""
+        return self.commit_id("HEAD")
+
+    def commit_id(self, rev: str) -> str | None:
+        """The commit `rev` names (`HEAD`, `stash@{0}`, an id), or None when it names none."""
+        return self._object_id(rev, "commit")
+
+    def tree_id(self, rev: str) -> str | None:
+        """The tree of the commit `rev` names (`stash@{0}^2`), or None."""
+        return self._object_id(f"{rev}^{{tree}}", "tree")
+
+    def _object_id(self, rev: str, kind: str) -> str | None:
+        found = self._objects.read(rev)
+        return found[0] if found is not None and found[1] == kind else None
+
+    def head_commit_id(self) -> str:
+        head = self.head_commit()
+        if head is None:
+            raise ConfigError(
+                f"{self.workdir} has no commits yet; commit once, then record patches on top."
+            )
+        return head
+
+    def head_parent(self) -> str | None:
+        """HEAD's first parent, or None for a root commit (or no commit)."""
+        found = self._objects.read("HEAD")
+        for line in found[2].splitlines() if found else []:
+            if not line:
+                break  # the headers end at the first blank line
+            if line.startswith(b"parent "):
+                return line.split()[1].decode()
+        return None
+
+    def head_commit_paths(self) -> set[str]:
+        """The paths HEAD's own commit changed (against its first parent)."""
+        import pygit2
+
+        commit = self.git.head.peel(pygit2.Commit)
+        if commit.parents:
+            diff = commit.parents[0].tree.diff_to_tree(commit.tree)
+        else:
+            diff = commit.tree.diff_to_tree(swap=True)  # against the empty tree
+        return {str(p) for d in diff.deltas for p in (d.old_file.path, d.new_file.path)}
+
+    def head_is_published(self) -> bool:
+        """Is HEAD reachable from a remote-tracking branch or a tag: upstream's, not ours to
+        rewrite? (One git call; asked only when HEAD holds a patch's exact text.)"""
+        command = ["for-each-ref", "--contains=HEAD", "--count=1", "--format=%(refname)"]
+        found = run_git([*command, "refs/remotes/", "refs/tags/"], self.workdir)
+        return bool(found.stdout.strip())
+
+    def head_summary(self) -> str:
+        """HEAD's short id and subject, as `git log --oneline` shows it."""
+        import pygit2
+
+        commit = self.git.head.peel(pygit2.Commit)
+        return f"{commit.short_id} {commit.message.splitlines()[0] if commit.message else ''}"
+
+    def head_file(self, path: str) -> bytes | None:
+        """The file as HEAD has it, or None when HEAD has no such file."""
+        return self.file_at("HEAD", path)
+
+    def files_at(self, commit: str, paths: Sequence[str]) -> dict[str, bytes | None]:
+        """`file_at` of each path, in one batch. Each blob is kept by its id too: a recorded
+        base is most often HEAD's file, and is then not read again (see blob).
+
+        When git's index is that commit's tree (as a commit or a checkout leaves it), the index
+        names each file's blob and git reads it by id, walking no trees: a third of the cost.
+        """
+        ids = self._blob_ids_in_index(commit, paths)
+        wanted = [path for path in paths if ids is None or ids[path] is not None]
+        names = [f"{commit}:{path}" if ids is None else str(ids[path]) for path in wanted]
+        files: dict[str, bytes | None] = dict.fromkeys(paths)
+        for path, item in zip(wanted, self._objects.read_many(names), strict=True):
+            if item is not None and item[1] == "blob":
+                self._blobs[item[0]] = files[path] = item[2]
+        return files
+
+    def _blob_ids_in_index(self, commit: str, paths: Sequence[str]) -> dict[str, str | None] | None:
+        """The blob id of each path in `commit` (None: no such file), from git's index when it
+        is that commit's tree (guard.git.index_file); None when the index cannot say."""
+        index = self.index_file
+        found = (
+            None
+            if index is None
+            else index.tree_entries(str(self.layout.common_dir), commit, paths)
+        )
+        if found is None:
+            return None
+        ids: dict[str, str | None] = dict.fromkeys(paths)
+        ids.update((path, oid) for _, kind, oid, path in found if kind == "blob")
+        return ids
+
+    @cached_property
+    def index_file(self) -> IndexFile | None:
+        """git's index file, read once per command (guard.git.index_file). Its answers hold for the
+        bytes read (HEAD's entries only when its cache tree is that commit's tree, "nothing
+        unmerged" only under its own checksum), so a read from before git changed the index
+        (`patchguard git`) is never wrong, only silent more often."""
+        return IndexFile.read(str(self.layout.git_dir))
+
+    def file_at(self, commit: str, path: str) -> bytes | None:
+        """The file in a commit's tree, or None when it has no such file (or is no file)."""
+        found = self._objects.read(f"{commit}:{path}")
+        return found[2] if found is not None and found[1] == "blob" else None
+
+    def file_blob_id(self, commit: str, path: str) -> str | None:
+        """The blob id of the file in a commit's tree (None: no such file)."""
+        return self._object_id(f"{commit}:{path}", "blob")
+
+    def stash_paths(self) -> list[str]:
+        """The tracked files stash@{0} changes (against the commit it was made on)."""
+        if self._objects.read("refs/stash") is None:
+            return []
+        listing = run_git(
+            ["diff", "--no-renames", "--name-only", "-z", "stash@{0}^1", "stash@{0}"], self.workdir
+        )
+        return [path for path in listing.stdout.split("\0") if path]
+
+    def commit_with_files(self, commit: str, files: Mapping[str, bytes]) -> str:
+        """A copy of `commit` (parents, author, message) whose tree holds `files` instead of
+        its own versions of them; written to the object store, referenced by nothing."""
+        import pygit2
+
+        original = self.git.revparse_single(commit).peel(pygit2.Commit)
+        index = pygit2.Index()
+        index.read_tree(original.tree)
+        for path, data in files.items():
+            index.add(pygit2.IndexEntry(path, self.git.create_blob(data), index[path].mode))
+        tree = index.write_tree(self.git)
+        copy = self.git.create_commit(
+            None, original.author, original.committer, original.message, tree, original.parent_ids
+        )
+        return str(copy)
+
+    def has_conflicts(self) -> bool:
+        """Does the index hold unmerged entries (a `stash pop` that stopped on a conflict)?"""
+        self.git.index.read()
+        return self.git.index.conflicts is not None
+
+    def unmerged(self) -> dict[str, dict[int, str]]:
+        """The paths git left unmerged, with their stage entries' blob ids (1 base, 2 ours,
+        3 theirs; a side that deleted the file has none). One `git ls-files` for the whole
+        index (usually empty), so the hooks need no libgit2."""
+        listing = run_git(["ls-files", "--unmerged", "-z", "--full-name"], self.workdir).stdout
+        stages: dict[str, dict[int, str]] = {}
+        for entry in listing.split("\0"):
+            if entry:
+                info, _, path = entry.partition("\t")
+                _mode, oid, stage = info.split()
+                stages.setdefault(path, {})[int(stage)] = oid
+        return stages
+
+    def worktree_path(self, path: str) -> Path:
+        """The absolute path of a repository path, where git itself would write it.
+
+        Refuses (UnsafePath) a path beyond a symbolic link, a link itself, a path into a nested
+        repository or into this repository's git directories: guard.git.worktree_paths.
+        """
+        from guard.git.worktree_paths import checked_path
+
+        layout = self.layout
+        git_dirs = (str(layout.git_dir), str(layout.common_dir))
+        return Path(checked_path(str(self.workdir), path, git_dirs))
+
+    def read_file(self, path: str) -> bytes | None:
+        """The file as git sees it (what `git diff` compares): line endings converted back."""
+        raw = self.read_raw(path)
+        return None if raw is None else self.to_git(path, raw)
+
+    def read_raw(self, path: str) -> bytes | None:
+        """The file's bytes on disk."""
+        try:
+            return self.worktree_path(path).read_bytes()
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        except IsADirectoryError:  # upstream made it a directory: a state, as a link is
+            from guard.git.worktree_paths import UnsafePath
+
+            raise UnsafePath(
+                f"{path} is a directory in the worktree, not a file; patchguard never writes "
+                "over it (check out a commit where it is a file, or stop guarding it with "
+                "`patchguard drop NAME`)"
+            ) from None
+
+    def to_git(self, path: str, raw: bytes) -> bytes:
+        """A working file's bytes as git would store them; without a CR there is nothing to ask."""
+        if b"\r" not in raw:
+            return raw
+        return self.conversion(path).to_git(raw, lambda: self._index_has_cr(path))
+
+    def to_worktree(self, path: str, data: bytes, on_disk: bytes | None = None) -> bytes:
+        """Content as git stores it, as `git checkout` would write it (line endings converted).
+
+        A file whose bytes on disk hold no CR keeps its LF endings: git reads it back the same
+        either way, and the common case asks git nothing.
+        """
+        if on_disk is not None and b"\r" not in on_disk:
+            return data
+        return self.conversion(path).to_worktree(data)
+
+    def write_raw(self, path: str, data: bytes, mode: int | None = None) -> None:
+        """Atomic replacement; callers hold the repository lock, so older temp files are stale.
+
+        An existing file keeps its permission bits; a new one gets `mode` (see atomic_write).
+        Not flushed to disk, as git never flushes the files it checks out: every write goes
+        through the journal (guard.store.journal), whose one flushed mark makes a set of files
+        whole or not at all, and a flush per file would make the cost grow with the files.
+        """
+        full = self.worktree_path(path)
+        full.parent.mkdir(parents=True, exist_ok=True)
+        remove_stale_temporaries(full)
+        atomic_write(full, data, mode, durable=False)
+
+    def permissions(self, path: str) -> int | None:
+        """The file's permission bits on disk, or None when there is no such file."""
+        try:
+            return stat.S_IMODE(self.worktree_path(path).stat().st_mode)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+
+    def git_mode(self, path: str) -> str:
+        """The mode `git add` would record for the file: executable when its owner may run it."""
+        permissions = self.permissions(path) or 0
+        from guard.store.manifest import EXECUTABLE_MODE, REGULAR_MODE
+
+        return EXECUTABLE_MODE if permissions & stat.S_IXUSR else REGULAR_MODE
+
+    def conversion(self, path: str) -> Conversion:
+        """git's line-ending conversion for this path, asked each time: a checkout in between
+        can bring another .gitattributes."""
+        from guard.git.eol import ATTRIBUTES, decide, parse_check_attr
+
+        listing = run_git(["check-attr", "-z", *ATTRIBUTES, "--", path], self.workdir)
+        return decide(parse_check_attr(listing.stdout), self._config)
+
+    @cached_property
+    def _config(self) -> dict[str, str]:
+        from guard.git.eol import parse_config
+
+        return parse_config(run_git(["config", "-z", "--list"], self.workdir).stdout)
+
+    def _index_has_cr(self, path: str) -> bool:
+        """git leaves a CRLF file alone when the index holds it with CRs ("safer autocrlf")."""
+        found = self._objects.read(f":{path}")
+        return found is not None and b"\r" in found[2]
+
+    def delete_file(self, path: str) -> None:
+        self.worktree_path(path).unlink(missing_ok=True)
+
+    def relpath(self, user_path: str, cwd: Path) -> str:
+        """A user's path (relative to their cwd, like git's) as a repository path.
+
+        The directories it goes through are resolved (a checkout reached through a symlink),
+        the last component is not (it names the file itself). As `git add`, a file beyond a
+        symbolic link or inside a submodule is refused: patchguard could never write it back.
+        """
+        from guard.git.worktree_paths import UnsafePath
+
+        absolute = Path(os.path.normpath(cwd / user_path))
+        for candidate in (absolute, Path(os.path.realpath(absolute.parent)) / absolute.name):
+            with suppress(ValueError):
+                relative = candidate.relative_to(self.workdir).as_posix()
+                try:
+                    self.worktree_path(relative)
+                except UnsafePath as error:
+                    raise UnsafePath(f"{error}; {_record_instead(relative, error)}") from None
+                return relative
+        raise ConfigError(
+            f"{user_path} is outside the worktree {self.workdir}; name a path inside it"
+        )
+
+    def changed_tracked_files(self) -> list[str]:
+        """Tracked files whose worktree content differs from HEAD (staged or not).
+
+        A file a sparse checkout leaves out (skip-worktree) is not a change, as `git status`
+        says; libgit2 would call it deleted.
+        """
+        from pygit2.enums import FileStatus
+
+        changed = []
+        for path, flags in self.git.status(untracked_files="no").items():
+            if flags & (FileStatus.IGNORED | FileStatus.CURRENT) or flags == FileStatus.WT_NEW:
+                continue
+            changed.append(path)
+        if any(not (self.workdir / path).exists() for path in changed):
+            outside = self.outside_sparse_checkout()
+            changed = [path for path in changed if path not in outside]
+        return sorted(changed)
+
+    def outside_sparse_checkout(self) -> set[str]:
+        """Tracked paths a sparse checkout leaves out of the worktree (skip-worktree)."""
+        listing = run_git(["ls-files", "-t", "-z"], self.workdir).stdout
+        return {entry[2:] for entry in listing.split("\0") if entry.startswith("S ")}
+
+    def follow_rename(self, path: str, base_commit: str) -> str | None:
+        """The path `path` was renamed to between `base_commit` and HEAD, by git's detection."""
+        import pygit2
+
+        try:
+            base = self.git.get(base_commit)
+            if base is None:
+                return None
+            base_tree = base.peel(pygit2.Tree)
+            head_tree = self.git.head.peel(pygit2.Tree)
+        except (KeyError, ValueError, pygit2.GitError):
+            return None
+        diff = base_tree.diff_to_tree(head_tree)
+        diff.find_similar()
+        for delta in diff.deltas:
+            if delta.status_char() == "R" and delta.old_file.path == path:
+                return str(delta.new_file.path)
+        return None
+
+    def operation_in_progress(self) -> str | None:
+        """The name of a rebase, merge, cherry-pick, revert or am under way, if any."""
+        markers = {
+            "rebase-merge": "rebase",
+            "rebase-apply": "rebase",
+            "MERGE_HEAD": "merge",
+            "CHERRY_PICK_HEAD": "cherry-pick",
+            "REVERT_HEAD": "revert",
+        }
+        for marker, name in markers.items():
+            if (self.layout.git_dir / marker).exists():
+                return name
+        return None
+
+    # --- libgit2's diff and merge ------------------------------------------------------------
+
+    def diff(self, old: bytes, new: bytes, path: str) -> FileDiff:
+        import pygit2
+
+        patch = pygit2.Patch.create_from(old, new, old_as_path=path, new_as_path=path)
+        added = {
+            line.new_lineno for hunk in patch.hunks for line in hunk.lines if line.origin == "+"
+        }
+        return FileDiff(text=patch.text or "", added_lines=added)
+
+    def merge3(
+        self,
+        base: bytes,
+        ours: bytes,
+        theirs: bytes,
+        labels: tuple[str, str, str],
+        union: bool = False,
+    ) -> MergeResult:
+        """A 3-way merge of one file: exact identities first, then a merge seen before (by
+        content), and libgit2 only for a new one. `union`: both sides of a conflict, ours
+        first (`git merge-file --union`)."""
+        if ours == theirs or theirs == base:
+            return MergeResult(clean=True, content=ours)
+        if ours == base:
+            return MergeResult(clean=True, content=theirs)
+        key = blob_id(
+            b"\0".join(
+                [
+                    *(blob_id(x).encode() for x in (base, ours, theirs)),
+                    *(label.encode() for label in labels),
+                    *([b"union"] if union else []),
+                ]
+            )
+        )
+        known = self.merge_cache.get(key)
+        if known is not None:
+            return MergeResult(clean=known[:1] == b"1", content=known[1:])
+        from guard.git.inmemory_merge import merge_file
+
+        found = merge_file(base, ours, theirs, labels, union)  # writes nothing, not even objects
+        result = (
+            MergeResult(clean=found[0], content=found[1])
+            if found is not None
+            else self._libgit2_merge(base, ours, theirs, labels, union)
+        )
+        self.merge_cache.put(key, (b"1" if result.clean else b"0") + result.content)
+        return result
+
+    @cached_property
+    def merge_cache(self) -> ContentCache:
+        return ContentCache(self.layout.git_dir / MERGE_CACHE_DIR, _MERGE_CACHE_KEEP)
+
+    @cached_property
+    def parse_cache(self) -> ContentCache:
+        """Parsed files by content (guard.truth.symbols.SymbolIndex.cached)."""
+        return ContentCache(self.layout.git_dir / PARSE_CACHE_DIR, _PARSE_CACHE_KEEP)
+
+    def _libgit2_merge(
+        self,
+        base: bytes,
+        ours: bytes,
+        theirs: bytes,
+        labels: tuple[str, str, str],
+        union: bool = False,
+    ) -> MergeResult:
+        """libgit2's git_merge_file on raw bytes (pygit2's wrapper decodes to str and drops labels)."""
+        import pygit2
+        from pygit2.enums import FileMode
+        from pygit2.ffi import C, ffi
+
+        with self.writing_objects():  # where the buffer-only merge is not available
+            entries = [
+                pygit2.IndexEntry("file", self.git.create_blob(data), FileMode.BLOB)
+                for data in (base, ours, theirs)
+            ]
+        keep_alive = []
+        c_entries = []
+        for entry in entries:
+            c_entry, ref = entry._to_c()
+            keep_alive.append(ref)
+            c_entries.append(c_entry)
+        options = ffi.new("git_merge_file_options *")
+        options.version = 1
+        label_buffers = [ffi.new("char[]", label.encode()) for label in labels]
+        options.ancestor_label, options.our_label, options.their_label = label_buffers
+        options.flags = C.GIT_MERGE_FILE_STYLE_MERGE
+        if union:
+            options.favor = C.GIT_MERGE_FILE_FAVOR_UNION
+        result = ffi.new("git_merge_file_result *")
+        error = C.git_merge_file_from_index(result, self.git._repo, *c_entries, options)
+        if error < 0:
+            raise ConfigError(
+                f"libgit2 could not merge {labels[1]} (error {error}); leave the file as it is "
+                "and run `patchguard status` to see which patch is involved"
+            )
+        try:
+            return MergeResult(
+                clean=bool(result.automergeable), content=bytes(ffi.buffer(result.ptr, result.len))
+            )
+        finally:
+            C.git_merge_file_result_free(result)

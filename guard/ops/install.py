@@ -1,0 +1,362 @@
+"""Install, uninstall and diagnose the git hooks, in the directory git really runs hooks from.
+
+Unlike pre-commit we follow `core.hooksPath`, and a foreign hook already in place is kept
+as `NAME.patchguard-legacy` and chained: it runs first with the same arguments and stdin.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from guard.errors import ConfigError
+from guard.git.atomic import atomic_write
+from guard.git.gitdir import Layout
+from guard.git.repo import run_git
+from guard.store.fastpath import model_namespace
+
+HOOK_TYPES = (
+    "post-checkout",
+    "post-merge",
+    "post-rewrite",
+    "post-commit",
+    "reference-transaction",
+)
+# What a whole install wrote before post-commit existed: such a record means "every hook".
+_WHOLE_BEFORE_POST_COMMIT = {"post-checkout", "post-merge", "post-rewrite", "reference-transaction"}
+MARKER = "patchguard-managed-hook"
+LEGACY_SUFFIX = ".patchguard-legacy"
+TEMPLATE_NAME = "patchguard-hook.sh"
+LAUNCHER_NAME = "patchguard_entry.py"
+_INTERPRETER_PREFIX = "install_python='"
+# How doctor starts patchguard as the hooks do, without running a hook: the hook's module and
+# the libraries a re-apply may need (a manifest seen first is validated, a merge may need libgit2).
+_PROBE = (
+    "import runpy, sys; runpy.run_path(sys.argv[1])['load_guard'](); "
+    "import guard.cli.hookrun, pydantic, pygit2"
+)
+
+
+PACKAGE_DIR = Path(__file__).resolve().parent.parent  # the `guard` package: this is guard/ops/
+
+
+def template_text() -> str:
+    """The hook template: packaged in the wheel, or beside the sources in a checkout."""
+    package = PACKAGE_DIR
+    for candidate in (package / "_data" / "hooks", package.parent / "hooks"):
+        if (candidate / TEMPLATE_NAME).is_file():
+            return (candidate / TEMPLATE_NAME).read_text()
+    raise ConfigError(
+        f"the hook template {TEMPLATE_NAME} is missing from this installation; reinstall "
+        f"patchguard ({reinstall_command()})"
+    )
+
+
+def reinstall_command() -> str:
+    """The command that installs this copy of patchguard again, from where it came from.
+
+    pip records the source of an install from a path, a clone or a URL (PEP 610,
+    `direct_url.json`); only an install from the index has none. A hint naming the index for a
+    copy installed from a clone would send the user to a package that may not be there.
+    """
+    import json
+    import shlex
+    from importlib.metadata import PackageNotFoundError, distribution
+    from urllib.parse import unquote, urlparse
+
+    try:
+        recorded = distribution("git-patchguard").read_text("direct_url.json")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return f"pip install -e {shlex.quote(str(PACKAGE_DIR.parent))}"
+    if not recorded:
+        return "pip install --force-reinstall git-patchguard"
+    source = json.loads(recorded)
+    url = str(source.get("url", ""))
+    if "vcs_info" in source:
+        vcs = source["vcs_info"]
+        return f"pip install {vcs.get('vcs', 'git')}+{url}@{vcs.get('commit_id', '')}"
+    if url.startswith("file:"):
+        path = shlex.quote(unquote(urlparse(url).path))
+        editable = source.get("dir_info", {}).get("editable", False)
+        return f"pip install {'-e ' if editable else '--force-reinstall '}{path}"
+    return f"pip install --force-reinstall {shlex.quote(url)}"
+
+
+def launcher() -> str:
+    """patchguard_entry.py, installed beside the `guard` package (in a wheel and in a checkout)."""
+    path = PACKAGE_DIR.parent / LAUNCHER_NAME
+    if not path.is_file():
+        raise ConfigError(
+            f"{path} is missing from this installation; reinstall patchguard "
+            f"({reinstall_command()})"
+        )
+    return str(path)
+
+
+def isolated_command(python: str) -> list[str]:
+    """This patchguard under `python`, as the hooks and bisect steps run it: whatever
+    PYTHONPATH, the user's site or the current directory hold (see patchguard_entry.py)."""
+    return [python, "-I", launcher()]
+
+
+def _sh_single_quoted(value: str) -> str:
+    """Text to put between single quotes in sh."""
+    return value.replace("'", "'\\''")
+
+
+def render_hook(hook_type: str, python: str) -> str:
+    return (
+        template_text()
+        .replace("@HOOK_NAME@", _sh_single_quoted(hook_type))
+        .replace("@INSTALL_PYTHON@", _sh_single_quoted(python))
+        .replace("@LAUNCHER@", _sh_single_quoted(launcher()))
+        .replace("@REINSTALL@", _sh_single_quoted(reinstall_command()))
+        .replace("@MODEL_NAMESPACE@", _sh_single_quoted(model_namespace()))
+        .replace("@SHA1SUM@", _sh_single_quoted(sha1_tool()))
+    )
+
+
+def sha1_tool() -> str:
+    """The SHA-1 tool the hooks hash files with (see guard.store.fastpath): coreutils' or busybox's
+    sha1sum, else shasum (macOS); "" when there is none, and the hooks then leave every
+    decision to Python. Only PATH's absolute directories are searched: hooks run at the top of
+    the worktree, where a relative one would name whatever the checked-out tree holds."""
+    import shutil
+
+    search = os.pathsep.join(
+        d for d in os.environ.get("PATH", os.defpath).split(os.pathsep) if os.path.isabs(d)
+    )
+    return shutil.which("sha1sum", path=search) or shutil.which("shasum", path=search) or ""
+
+
+def git_hooks_dir(layout: Layout) -> Path:
+    """Ask git itself, so core.hooksPath (absolute, relative, per worktree) is honoured exactly."""
+    result = run_git(["rev-parse", "--git-path", "hooks"], layout.workdir)
+    return (layout.workdir / result.stdout.strip()).resolve()
+
+
+def hooks_installed(layout: Layout) -> bool:
+    """Are patchguard's hooks where git runs them? (For advice; asks git once.)"""
+    return is_ours(git_hooks_dir(layout) / "post-checkout")
+
+
+def is_ours(path: Path) -> bool:
+    try:
+        with path.open("rb") as handle:
+            return MARKER.encode() in handle.read(256)
+    except OSError:
+        return False
+
+
+def baked_interpreter(path: Path) -> str | None:
+    """The interpreter an installed hook calls."""
+    for line in path.read_text(errors="replace").splitlines():
+        if line.startswith(_INTERPRETER_PREFIX):
+            return line[len(_INTERPRETER_PREFIX) :].rstrip("'").replace("'\\''", "'")
+    return None
+
+
+def _record_path(layout: Layout) -> Path:
+    return layout.store_dir / "hooks.json"
+
+
+@contextmanager
+def _writing_hooks(command: str, lines: list[str]) -> Iterator[None]:
+    """A user who may read the repository but not write it: one line, saying what was done."""
+    try:
+        yield
+    except OSError as error:
+        where = f" in {Path(error.filename).parent}" if error.filename else ""
+        raise ConfigError(
+            f"cannot write{where}: {error.strerror} ({'; '.join(lines) or 'nothing was changed'}"
+            f"). Run patchguard {command} as a user who can write there (the repository's owner)."
+        ) from None
+
+
+def install(layout: Layout, hook_types: tuple[str, ...], force: bool) -> list[str]:
+    """Write the hooks; re-running changes nothing. Returns one line per hook."""
+    lines: list[str] = []
+    with _writing_hooks("install", lines):
+        return _install(layout, hook_types, force, lines)
+
+
+def _install(
+    layout: Layout, hook_types: tuple[str, ...], force: bool, lines: list[str]
+) -> list[str]:
+    hooks_dir = git_hooks_dir(layout)
+    if hooks_dir.exists() and not hooks_dir.is_dir():
+        raise ConfigError(
+            f"git runs hooks from {hooks_dir} (core.hooksPath), which is not a directory, so "
+            "git runs no hooks at all. Point core.hooksPath at a directory, or unset it: "
+            "git config --unset core.hooksPath"
+        )
+    if not hooks_dir.is_dir():
+        default = hooks_dir == (layout.common_dir / "hooks").resolve()  # git init --template=
+        if not (force or default):
+            raise ConfigError(
+                f"git runs hooks from {hooks_dir} (core.hooksPath), which does not exist, so git "
+                "runs no hooks at all. Create it, or pass --force to let patchguard create it."
+            )
+        hooks_dir.mkdir(parents=True)
+    for hook_type in hook_types:
+        path = hooks_dir / hook_type
+        legacy = hooks_dir / (hook_type + LEGACY_SUFFIX)
+        wanted = render_hook(hook_type, sys.executable)
+        if path.exists() or path.is_symlink():
+            if is_ours(path):
+                if path.read_text() == wanted and os.access(path, os.X_OK):
+                    lines.append(f"{hook_type}: already installed at {path}")
+                    continue
+            elif legacy.exists() or legacy.is_symlink():
+                raise ConfigError(
+                    f"{path} is not patchguard's, and {legacy} already exists: patchguard will not "
+                    "overwrite either. Merge them by hand, then run patchguard install again."
+                )
+            else:
+                os.replace(path, legacy)
+                lines.append(f"{hook_type}: existing hook kept as {legacy.name}, runs first")
+        atomic_write(path, wanted.encode(), mode=0o755)
+        path.chmod(0o755)
+        lines.append(f"{hook_type}: installed at {path}")
+    _write_record(layout, hooks_dir, hook_types)
+    return lines
+
+
+def _write_record(layout: Layout, hooks_dir: Path, hook_types: tuple[str, ...]) -> None:
+    record_path = _record_path(layout)
+    previous = _read_record(layout)
+    recorded = previous.get("hooks")
+    types = sorted(set(recorded if isinstance(recorded, list) else []) | set(hook_types))
+    layout.store_dir.mkdir(parents=True, exist_ok=True)
+    record = {"hooks_dir": str(hooks_dir), "python": sys.executable, "hooks": types}
+    atomic_write(record_path, (json.dumps(record, indent=2) + "\n").encode())
+
+
+def _expected_hooks(record: dict[str, object]) -> set[str]:
+    """The hooks `install` was asked for: every one, unless `--hook` chose some. A whole install
+    by an earlier patchguard lacks the hooks added since, and `doctor` says so."""
+    recorded = record.get("hooks")
+    if not isinstance(recorded, list) or set(recorded) >= _WHOLE_BEFORE_POST_COMMIT:
+        return set(HOOK_TYPES)
+    return {str(hook) for hook in recorded}
+
+
+def _read_record(layout: Layout) -> dict[str, object]:
+    try:
+        data = json.loads(_record_path(layout).read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def uninstall(layout: Layout, hook_types: tuple[str, ...]) -> list[str]:
+    """Remove our hooks and put back exactly what was there before."""
+    lines: list[str] = []
+    with _writing_hooks("uninstall", lines):
+        return _uninstall(layout, hook_types, lines)
+
+
+def _uninstall(layout: Layout, hook_types: tuple[str, ...], lines: list[str]) -> list[str]:
+    hooks_dir = Path(str(_read_record(layout).get("hooks_dir") or git_hooks_dir(layout)))
+    for hook_type in hook_types:
+        path = hooks_dir / hook_type
+        legacy = hooks_dir / (hook_type + LEGACY_SUFFIX)
+        if not is_ours(path):
+            lines.append(f"{hook_type}: not installed at {path}; left alone")
+            continue
+        if legacy.exists() or legacy.is_symlink():
+            os.replace(legacy, path)
+            lines.append(f"{hook_type}: removed; previous hook restored")
+        else:
+            path.unlink()
+            lines.append(f"{hook_type}: removed")
+    remaining = [t for t in HOOK_TYPES if is_ours(hooks_dir / t)]
+    if remaining:
+        _write_record(layout, hooks_dir, ())
+    else:
+        _record_path(layout).unlink(missing_ok=True)
+    return lines
+
+
+def _cannot_import_patchguard(interpreter: str, seen: dict[str, str | None]) -> str | None:
+    """Why `interpreter` cannot run the hooks' code (as the hooks run it: -I), or None."""
+    if interpreter not in seen:
+        try:
+            probe = subprocess.run(
+                [interpreter, "-I", "-c", _PROBE, launcher()],
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
+            lines = probe.stderr.strip().splitlines() or [f"exit {probe.returncode}"]
+            seen[interpreter] = None if probe.returncode == 0 else lines[-1]
+        except (OSError, subprocess.TimeoutExpired) as error:
+            seen[interpreter] = str(error)
+    return seen[interpreter]
+
+
+@dataclass
+class Diagnosis:
+    lines: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def doctor(layout: Layout) -> Diagnosis:
+    """Which hooks are installed, where, with which interpreter, and whether git runs them."""
+    diagnosis = Diagnosis()
+    hooks_dir = git_hooks_dir(layout)
+    diagnosis.lines.append(f"git runs hooks from {hooks_dir}")
+    if not hooks_dir.is_dir():
+        diagnosis.problems.append(
+            f"{hooks_dir} does not exist, so git runs no hooks (core.hooksPath?); "
+            "run: patchguard install --force"
+        )
+        return diagnosis
+    recorded_dir = _read_record(layout).get("hooks_dir")
+    if recorded_dir and Path(str(recorded_dir)) != hooks_dir:
+        diagnosis.problems.append(
+            f"hooks were installed in {recorded_dir}, but git now runs hooks from {hooks_dir} "
+            "(core.hooksPath changed?); run: patchguard install"
+        )
+    expected = _expected_hooks(_read_record(layout))
+    imports: dict[str, str | None] = {}  # one probe per interpreter
+    for hook_type in HOOK_TYPES:
+        path = hooks_dir / hook_type
+        if not is_ours(path):
+            if hook_type not in expected:
+                continue
+            why = " (this patchguard re-applies with it when a merge that stopped is committed)"
+            diagnosis.problems.append(
+                f"{hook_type}: not installed{why if hook_type == 'post-commit' else ''}; "
+                "run: patchguard install"
+            )
+            continue
+        interpreter = baked_interpreter(path) or "?"
+        diagnosis.lines.append(f"{hook_type}: installed at {path}, calls {interpreter}")
+        if not os.access(path, os.X_OK):
+            diagnosis.problems.append(
+                f"{hook_type}: {path} is not executable, so git skips it; run: chmod +x {path}"
+            )
+        if not os.access(interpreter, os.X_OK):
+            diagnosis.problems.append(
+                f"{hook_type}: interpreter {interpreter} is missing; reinstall: patchguard install"
+            )
+        elif reason := _cannot_import_patchguard(interpreter, imports):
+            diagnosis.problems.append(
+                f"{hook_type}: {interpreter} cannot import patchguard ({reason}), so the hook "
+                "checks nothing; run patchguard install with the patchguard you use"
+            )
+        legacy = hooks_dir / (hook_type + LEGACY_SUFFIX)
+        if legacy.exists():
+            diagnosis.lines.append(f"{hook_type}: chains the previous hook {legacy.name} first")
+    return diagnosis

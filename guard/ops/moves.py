@@ -1,0 +1,354 @@
+"""Moves between commits with the patches lifted: `patchguard git ARGS` and `patchguard bisect run`.
+
+git refuses to move when a patched file differs between commits, and a stash of the patch merges
+back as a second copy. So, like StGit's pop-move-push: take every applied patch out (journaled,
+as `unapply`), let git move over a clean file, and put the patches back by the usual 3-way apply.
+The worktree's lock is held across all three; the hooks git fires in that worktree meanwhile
+see HELD_VARIABLE and stand aside. Other worktrees (and a worktree git creates) are not held:
+their hooks do their own work.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager, suppress
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+
+from guard.errors import EXIT_INTERRUPTED, ConfigError, GuardFailure, one_line
+from guard.git.atomic import atomic_write
+from guard.git.lock import HELD_VARIABLE, exclusive
+from guard.git.repo import Repo, run_git
+from guard.ops.bisect_status import (
+    BISECT_ABORT,
+    BISECT_SKIP,
+    EXIT_BISECT_STOPPED,
+    GO_ON,
+    INTERRUPTED,
+    STOPPED_SUFFIX,
+    StepResult,
+)
+from guard.ops.install import isolated_command
+from guard.ops.provenance import stamp
+from guard.store import journal
+from guard.tree import assess, patching, stashes
+
+STEP_COMMAND = ("bisect", "step")
+STEP_DECIDED = "patchguard-bisect-step"  # in the worktree's git dir: the status a step decided
+# What git bisect runs at each commit. Only a status the step decided and wrote down reaches git:
+# a step killed by a signal, or a Python that cannot start patchguard, ends with a status of its
+# own (1 for a traceback) that git would read as "bad". $1: the file, then the step's argv. It
+# travels in the environment, so git's "running ..." line stays short. A step that stops git
+# leaves why in the file beside it (STOPPED_SUFFIX), for `bisect run`'s own exit status.
+WRAPPER_VARIABLE = "PATCHGUARD_BISECT_STEP"
+STEP_WRAPPER = (
+    f'decided=$1; stopped=$1{STOPPED_SUFFIX}; shift; rm -f "$decided" "$stopped"; "$@"; '
+    "status=$?\n"
+    'if [ "$(cat "$decided" 2>/dev/null)" = "$status" ]; then exit "$status"; fi\n'
+    f'if [ "$status" = {INTERRUPTED} ]; then echo interrupted >"$stopped"; '
+    'why="was interrupted (Ctrl-C) before patchguard decided anything"\n'
+    'else echo stopped >"$stopped"; why="ended with status $status before patchguard decided '
+    'anything (killed by a signal, or patchguard could not start)"; fi\n'
+    'echo "patchguard: bisect step at $(git rev-parse --short HEAD) $why, aborting the bisect. '
+    f'{GO_ON}" >&2\n'
+    "exit 128\n"
+)
+
+
+@dataclass
+class Lift:
+    """What happened to the patches around one git command."""
+
+    lifted: list[str] = field(default_factory=list)
+    entry: Path | None = None  # the lift's undo entry
+    stopped: str | None = None
+    put_back: list[patching.PatchOutcome] = field(default_factory=list)
+    report: assess.CheckReport | None = None
+    skipped: list[str] = field(default_factory=list)  # commits bisect skipped: "abbrev subject"
+    hint: str | None = None  # what to run instead, when git refused
+    stash_held: list[str] = field(default_factory=list)  # patches a popped stash held
+
+    @property
+    def ok(self) -> bool:
+        """No red check afterwards (none runs when nothing is recorded or git stopped halfway)."""
+        return self.report is None or self.report.ok
+
+
+@contextmanager
+def lifted(repo: Repo, operation: str) -> Iterator[Lift]:
+    """Hold the worktree's lock, take the applied patches out, yield, put them back, check.
+
+    When git stops in the middle of an operation, the patches stay out (the pending marker
+    lets the hook that fires when it concludes put them back). An exception on the way still
+    puts the patches back before it propagates.
+    """
+    lift = Lift()
+    if not repo.layout.manifest_path.exists():  # nothing recorded: plain git, nothing written
+        yield lift
+        return
+    with repo.lock(operation):
+        journal.recover(repo)  # before the trial: a killed writer's half-written files go back
+        _refuse_unliftable(repo)
+        outcomes = patching.unapply(repo, allow_mid_operation=True)
+        lift.lifted = [o.verdict.name for o in outcomes if o.written]
+        lift.entry = journal.latest_entry(repo) if lift.lifted else None
+        try:
+            yield lift
+        finally:
+            _put_back(repo, lift)
+
+
+def _refuse_unliftable(repo: Repo) -> None:
+    """Before git runs: every applied patch must come out cleanly, or nothing is touched."""
+    trial = patching.unapply(repo, dry_run=True, allow_mid_operation=True)
+    stuck = [o for o in trial if not o.ok]
+    if stuck:
+        reasons = "; ".join(f"patch {o.verdict.name}: {o.message}" for o in stuck)
+        raise GuardFailure(
+            f"cannot lift the patches, so git was not run and nothing changed: {reasons}. "
+            "Your own edits touch the patch there: keep them in it (patchguard resolve NAME "
+            "where the patch does not merge as recorded, patchguard record NAME FILE on its "
+            "base) or save them elsewhere (git stash), then run the command again."
+        )
+
+
+def _put_back(repo: Repo, lift: Lift) -> None:
+    operation = repo.operation_in_progress() or (
+        "conflicted stash pop" if repo.has_conflicts() else None
+    )
+    if operation:
+        lift.stopped = operation
+        if lift.lifted:
+            repo.layout.pending_path.write_text(" ".join(lift.lifted) + "\n")
+        return
+    if lift.entry is not None:
+        # Byte for byte when git left the lifted files alone; otherwise (or when the entry was
+        # pruned by a long bisect) the 3-way apply below decides.
+        with suppress(GuardFailure):
+            journal.undo(repo, lift.entry)
+    lift.put_back, lift.report = patching.apply_then_check(repo, allow_mid_operation=True)
+    repo.layout.pending_path.unlink(missing_ok=True)
+
+
+def run_git_lifted(repo: Repo, args: Sequence[str], cwd: Path) -> tuple[int, Lift]:
+    """`git ARGS` with the patches lifted; returns git's status and what happened around it.
+
+    A stash pop or apply of a stash that holds a patch applies the stash without it
+    (guard.tree.stashes); the patch comes back with the others.
+    """
+    with lifted(repo, "git " + " ".join(args[:2])) as lift:
+        stash = stashes.plan(repo, args) if repo.layout.manifest_path.exists() else None
+        if stash is None:
+            status = run_git(args, cwd, passthrough=True, env=_hold(repo)).returncode
+        else:
+            lift.stash_held = stash.patches
+            status = 0
+            if stash.apply is not None:  # a stash of nothing but the patches has nothing else
+                status = run_git(stash.apply, cwd, passthrough=True, env=_hold(repo)).returncode
+            if status == 0 and stash.drop is not None:
+                status = run_git(stash.drop, cwd, passthrough=True, env=_hold(repo)).returncode
+        if status != 0:
+            lift.hint = _carry_edits_hint(repo, args)
+    return status, lift
+
+
+def _carry_edits_hint(repo: Repo, args: Sequence[str]) -> str | None:
+    """A checkout git refused: with the patches out, what stops it is the user's other edits in
+    a patched file (a debug line). `-m` carries them, as git checkout -m does; say so."""
+    if not args or args[0] not in ("checkout", "switch") or {"-m", "--merge"} & set(args):
+        return None
+    edited = sorted(
+        {
+            change.path
+            for patch in repo.load_manifest().patches
+            for change in patch.files
+            if repo.read_file(change.path) not in (None, repo.head_file(change.path))
+        }
+    )
+    if not edited:
+        return None
+    command = shlex.join(["patchguard", "git", args[0], "-m", *args[1:]])
+    return (
+        f"your other edits in {', '.join(edited)} are still in the tree (the patches were "
+        f"lifted); to carry them along, as git checkout -m does: {command}"
+    )
+
+
+def _hold(repo: Repo) -> dict[str, str]:
+    """The environment that tells this worktree's hooks and nested patchguard calls that we
+    hold its lock."""
+    return {HELD_VARIABLE: str(repo.layout.worktree_lock_path)}
+
+
+# --- bisect ------------------------------------------------------------------------------------
+
+
+def bisect_run(repo: Repo, command: Sequence[str], log: Path | None) -> tuple[int, Lift]:
+    """`git bisect run` where each step applies the patches, runs COMMAND, and lifts them again.
+
+    The status is git's, except where git stopped the run without a verdict: 130 when a step
+    was interrupted (or git itself was, by Ctrl-C), EXIT_BISECT_STOPPED when a step's command
+    died from a signal or exited above 127, or patchguard's part of the step failed (git's
+    own status then is 256 minus the step's, which says nothing).
+    """
+    if not (repo.layout.git_dir / "BISECT_START").exists():
+        raise GuardFailure(
+            "no bisect is in progress; start one first: patchguard git bisect start BAD GOOD"
+        )
+    if log is not None:
+        try:  # before the first step: a log that cannot be written would abort it after measuring
+            log.open("a").close()
+        except OSError as error:
+            raise ConfigError(
+                f"cannot write the bisect log {log}: {error.strerror}; name a file in a "
+                "directory that exists and that you can write"
+            ) from None
+    decided = repo.layout.git_dir / STEP_DECIDED
+    step = [str(decided), *isolated_command(sys.executable), *STEP_COMMAND]
+    step += ["--decided", str(decided)]
+    if log is not None:
+        step += ["--log", str(log.resolve())]
+    bin_dir = _step_command(repo, step)
+    with lifted(repo, "bisect run") as lift:
+        status = run_git(
+            ["bisect", "run", STEP_NAME, *command],
+            repo.workdir,
+            passthrough=True,
+            env={
+                **_hold(repo),
+                WRAPPER_VARIABLE: STEP_WRAPPER,
+                "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
+            },
+        ).returncode
+        with _step_lock(repo, "bisect run"):
+            pass  # after a Ctrl-C git is gone at once; a step may still be lifting: wait for it
+        lift.skipped = _skipped_by_bisect(repo)
+        decided.unlink(missing_ok=True)
+        stopped = _stopped_path(decided)
+        why = stopped.read_text().strip() if stopped.exists() else None
+        stopped.unlink(missing_ok=True)
+    if status == EXIT_INTERRUPTED or why == "interrupted":
+        return EXIT_INTERRUPTED, lift
+    return (EXIT_BISECT_STOPPED if why is not None else status), lift
+
+
+def _stopped_path(decided: Path) -> Path:
+    return decided.with_name(decided.name + STOPPED_SUFFIX)
+
+
+def decide(decided: Path, result: StepResult) -> None:
+    """Tell the step's wrapper the status decided, and `bisect run` why a step stops git."""
+    if result.stops_git:
+        why = "interrupted" if result.status == INTERRUPTED else "stopped"
+        _stopped_path(decided).write_text(why + "\n")
+    decided.write_text(str(result.status))
+
+
+STEP_NAME = "patchguard-step"  # what git's "running ..." line shows before COMMAND
+
+
+def _step_command(repo: Repo, step: Sequence[str]) -> Path:
+    """A command named STEP_NAME, in a directory of the git dir put first on git's PATH: git
+    prints each step as `running 'patchguard-step' COMMAND...`, not patchguard's command line."""
+    bin_dir = repo.layout.git_dir / "patchguard-bin"
+    bin_dir.mkdir(exist_ok=True)
+    script = (
+        "#!/bin/sh\n# patchguard bisect run's step (guard/ops/moves.py): the wrapper is in the "
+        f'environment\nexec sh -c "${WRAPPER_VARIABLE}" patchguard-bisect-step '
+        f'{shlex.join(step)} -- "$@"\n'
+    )
+    atomic_write(bin_dir / STEP_NAME, script.encode(), mode=0o755)
+    return bin_dir
+
+
+def _skipped_by_bisect(repo: Repo) -> list[str]:
+    """The commits this bisect skipped, as `git bisect log` lists them ("abbrev subject")."""
+    if not (repo.layout.git_dir / "BISECT_START").exists():
+        return []  # it ended (git bisect run --no-reset or a reset from the command)
+    said = run_git(["bisect", "log"], repo.workdir).stdout.splitlines()
+    skips = [
+        line[len("# skip: [") :].split("] ", 1) for line in said if line.startswith("# skip: [")
+    ]
+    return [f"{commit[:10]} {subject}" for commit, subject in skips]
+
+
+def _step_lock(repo: Repo, operation: str) -> AbstractContextManager[None]:
+    """Per worktree, as the bisect is: a bisect in another worktree steps on its own."""
+    return exclusive(repo.layout.git_dir / "patchguard-bisect-step.lock", operation)
+
+
+def bisect_step(repo: Repo, command: Sequence[str], log: Path | None) -> StepResult:
+    """One commit of `patchguard bisect run`: apply, check, run, lift; a status for git.
+
+    A commit where the patches cannot be applied, or the guard is red, is skipped (125): it
+    says nothing about the regression. A failure of patchguard itself aborts the bisect (128),
+    whatever it is (a bug included), and never marks a commit: only COMMAND's status does.
+    """
+    head = repo.head_commit_id()
+    try:
+        with _step_lock(repo, "bisect step"):
+            return _step(repo, head, command, log)
+    except Exception as error:  # patchguard's own part failed: the commit was not measured
+        return StepResult(
+            BISECT_ABORT, head, None, [one_line(error, lambda: str(repo.layout.git_dir))]
+        )
+
+
+def _step(repo: Repo, head: str, command: Sequence[str], log: Path | None) -> StepResult:
+    _, report = patching.apply_then_check(repo, allow_mid_operation=True)
+    if report.ok:
+        status, ended_by = _run_forwarding_signals(command, repo.workdir)
+        result = StepResult(status, head, signal=ended_by)
+    else:
+        result = StepResult(BISECT_SKIP, head, "the patches do not hold here", report.problems())
+    if log is not None:
+        _log_step(repo, log, result)
+    leftover = [o for o in patching.unapply(repo, allow_mid_operation=True) if not o.ok]
+    if leftover:
+        result.problems += [f"patch {o.verdict.name}: {o.message}" for o in leftover]
+        result.status = BISECT_ABORT
+    return result
+
+
+def _log_step(repo: Repo, log: Path, result: StepResult) -> None:
+    """One JSON line: the stamp of the tree that was measured, and what the command said."""
+    line = {**stamp(repo), "exit": result.status, "skipped": result.skipped}
+    with log.open("a", encoding="utf-8") as handle:
+        handle.write(json.dumps(line, separators=(",", ":")) + "\n")
+
+
+def _run_forwarding_signals(command: Sequence[str], cwd: Path) -> tuple[int, int | None]:
+    """Run the user's command and wait; SIGTERM/SIGHUP are passed on, Ctrl-C reaches it itself.
+
+    Returns its status and the signal that ended it, if one did: the status is then 128+N,
+    which aborts the bisect.
+    """
+    try:
+        child = subprocess.Popen(list(command), cwd=cwd)
+    except OSError as error:
+        raise GuardFailure(f"cannot start {command[0]}: {error}") from None
+
+    def forward(number: int, _frame: FrameType | None) -> None:
+        child.send_signal(number)
+
+    previous = {
+        number: signal.signal(number, forward) for number in (signal.SIGTERM, signal.SIGHUP)
+    }
+    previous[signal.SIGINT] = signal.signal(signal.SIGINT, _let_the_command_answer)
+    try:
+        status = child.wait()
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+    return (status, None) if status >= 0 else (128 - status, -status)
+
+
+def _let_the_command_answer(_number: int, _frame: FrameType | None) -> None:
+    """Ctrl-C reaches the command from the terminal; the step waits for it, then lifts."""

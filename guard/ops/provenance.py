@@ -1,0 +1,284 @@
+"""The provenance stamp: one JSON line that says exactly which code ran, and what changed
+between two of them (`patchguard stamp`, `stamp --diff`, each `bisect run` step's log).
+
+Its own module below the operations: `bisect` steps stamp the tree they measured, and the
+pre-flight checks print reports, without either importing the other.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import UTC, datetime
+from pathlib import PurePosixPath
+from typing import Any
+
+from guard.errors import ConfigError
+from guard.git.objects import blob_id
+from guard.git.repo import Repo, run_git
+from guard.tree import assess
+from guard.truth.symbols import parse_spec
+
+STAMP_FORMAT = "patchguard.stamp/1"
+
+
+def patchguard_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version  # ~10 ms; stamps only
+
+    try:
+        return version("git-patchguard")
+    except PackageNotFoundError:  # pragma: no cover - running from an uninstalled tree
+        return "unknown"
+
+
+def stamp(repo: Repo) -> dict[str, Any]:
+    """One JSON object that says exactly which code is about to run (keys in docs/benchmarks.md)."""
+    report = assess.check(repo) if repo.layout.manifest_path.exists() else None
+    git = repo.git
+    branch = None if git.head_is_detached or git.head_is_unborn else git.head.shorthand
+    upstream = None
+    if branch is not None:
+        tracking = git.branches.local[branch].upstream
+        if tracking is not None:
+            ahead, behind = git.ahead_behind(git.head.target, tracking.target)
+            upstream = {"ref": tracking.shorthand, "ahead": ahead, "behind": behind}
+    guarded = sorted(
+        {f.path for v in report.patches for f in v.files}
+        | {parse_spec(s.spec).path for s in report.symbols if s.patch is None}
+        if report
+        else set()
+    )
+    files = {}
+    for path in guarded:
+        content = repo.read_file(path)
+        files[path] = None if content is None else blob_id(content)
+    dirty = repo.changed_tracked_files()
+    return {
+        "format": STAMP_FORMAT,
+        "repository": str(repo.workdir),
+        "head": None if git.head_is_unborn else str(git.head.target),
+        "branch": branch,
+        "upstream": upstream,
+        "dirty": dirty,
+        "edits": code_edits(repo, dirty, guarded),
+        "patches": {v.name: str(v.state) for v in report.patches} if report else {},
+        "files": files,
+        "symbols": {s.spec: s.ok for s in report.symbols} if report else {},
+        # As `check` refuses to pass on nothing: a stamp that guards nothing vouches for nothing.
+        "ok": bool(report and report.ok and not report.checks_nothing),
+        "problems": report.problems() if report else [],  # why not ok, as `check` says it
+        "patchguard": patchguard_version(),
+        "timestamp": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+
+
+def code_edits(repo: Repo, dirty: list[str], guarded: list[str]) -> dict[str, str | None]:
+    """The rest of the code that runs, beside the guarded files: each tracked file whose content
+    differs from HEAD's, and each untracked `.py` file in a guarded file's package (where an
+    import finds it), by the blob id of its content (None: deleted).
+
+    A file only staged, or touched back to HEAD's bytes, is no edit: the code is HEAD's.
+    """
+    import pygit2  # stamps and --same-as only
+
+    head = None if repo.git.head_is_unborn else repo.git.head.peel(pygit2.Commit).tree
+    edits: dict[str, str | None] = {}
+    for path in dirty:
+        if path in guarded:
+            continue
+        here = _content_id(repo, path)
+        try:
+            committed = None if head is None else str(head[path].id)
+        except KeyError:
+            committed = None
+        if here != committed:
+            edits[path] = here
+    packages = sorted({str(_package_directory(repo, path)) for path in guarded})
+    if packages:
+        listing = run_git(["ls-files", "-z", "--others", "--", *packages], repo.workdir).stdout
+        for path in listing.split("\0"):
+            if path.endswith(".py"):
+                edits[path] = _content_id(repo, path)
+    return dict(sorted(edits.items()))
+
+
+def _content_id(repo: Repo, path: str) -> str | None:
+    """The id git gives what is at `path` now: a file's blob as git stores it, a link's target
+    (a link is never read through), a submodule's checked-out commit; None when nothing is."""
+    full = repo.workdir / path
+    if full.is_symlink():
+        return blob_id(os.fsencode(os.readlink(full)))
+    if full.is_dir():  # a submodule, or a directory where the file was (no file, then)
+        return (
+            run_git(["rev-parse", "HEAD"], full).stdout.strip()
+            if (full / ".git").exists()
+            else None
+        )
+    content = repo.read_file(path)
+    return None if content is None else blob_id(content)
+
+
+def _package_directory(repo: Repo, path: str) -> PurePosixPath:
+    """The top package a guarded file belongs to (its own directory when it is in none), as
+    a path of the checkout: where `import` may find a stray module beside the recorded ones."""
+    from guard.truth.probe import module_of  # the import rule the probe follows; stamps only
+
+    module, root = module_of(repo.workdir, path)
+    top = root.relative_to(repo.workdir) / module.split(".")[0] if "." in module else None
+    return PurePosixPath(top.as_posix()) if top is not None else PurePosixPath(path).parent
+
+
+def load_stamp(source: str, raw: bytes) -> dict[str, Any]:
+    """The last stamp line of a file (a results JSONL may hold many).
+
+    Stamps are ASCII JSON; other lines (a log's bytes in any encoding, nested too deeply for
+    json) are simply not stamps.
+    """
+    lines = [line for line in raw.decode(errors="replace").splitlines() if line.strip()]
+    for line in reversed(lines):
+        try:
+            data = json.loads(line)
+        except (json.JSONDecodeError, RecursionError):
+            continue
+        if isinstance(data, dict) and data.get("format") == STAMP_FORMAT:
+            _refuse_malformed(source, data)
+            return data
+    raise ConfigError(
+        f"{source} holds no patchguard stamp (a JSON line with format {STAMP_FORMAT}); "
+        "write one with `patchguard stamp >> FILE`"
+    )
+
+
+# The kinds of value each key of a stamp holds (docs/benchmarks.md); None where a key may be null.
+_STAMP_TYPES: dict[str, tuple[type, ...]] = {
+    "head": (str, type(None)),
+    "branch": (str, type(None)),
+    "upstream": (dict, type(None)),
+    "dirty": (list,),
+    "patches": (dict,),
+    "files": (dict,),
+    "edits": (dict,),
+    "symbols": (dict,),
+}
+
+
+def _refuse_malformed(source: str, data: dict[str, Any]) -> None:
+    """A line that says it is a stamp but holds other kinds of values: one clear line."""
+    values = {
+        "patches": (str,),
+        "files": (str, type(None)),
+        "edits": (str, type(None)),
+        "symbols": (bool,),
+    }
+    for key, kinds in _STAMP_TYPES.items():
+        inner = values.get(key)
+        bad = key in data and not isinstance(data[key], kinds)
+        if not bad and inner and isinstance(data.get(key), dict):
+            bad = not all(isinstance(v, inner) for v in data[key].values())
+        if bad:
+            raise ConfigError(
+                f"{source}: the stamp's {key!r} is {type(data[key]).__name__}, not what "
+                "`patchguard stamp` writes; write a new one with `patchguard stamp >> FILE`"
+            )
+
+
+def diff_stamps(repo: Repo | None, old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """What changed between two stamps, in plain words: the first question of a regression hunt."""
+    lines = []
+    if old.get("head") != new.get("head"):
+        lines.append(_head_moved(repo, old.get("head"), new.get("head")))
+    if old.get("branch") != new.get("branch"):
+        lines.append(f"branch: {_branch(old)} -> {_branch(new)}")
+    if old.get("upstream") != new.get("upstream"):
+        lines.append(f"upstream: {_upstream(old)} -> {_upstream(new)}")
+    labels = (("patches", "patch"), ("symbols", "symbol"), ("files", "guarded file"))
+    for key, label in (*labels, ("edits", "file")):
+        before, after = old.get(key) or {}, new.get(key) or {}
+        unnamed = _UNEDITED if key == "edits" else None
+        for name in sorted(set(before) | set(after)):
+            was, now = before.get(name, unnamed), after.get(name, unnamed)
+            if was != now:
+                lines.append(f"{label} {name}: {_word(key, was)} -> {_word(key, now)}")
+    old_dirty, new_dirty = set(old.get("dirty") or []), set(new.get("dirty") or [])
+    if old_dirty != new_dirty:
+        added = ", ".join(sorted(new_dirty - old_dirty)) or "none"
+        gone = ", ".join(sorted(old_dirty - new_dirty)) or "none"
+        lines.append(f"uncommitted changes: newly dirty {added}; no longer dirty {gone}")
+    if old.get("patchguard") != new.get("patchguard"):
+        lines.append(
+            f"patchguard: {old.get('patchguard') or 'unknown'} -> {new.get('patchguard') or 'unknown'}"
+        )
+    return lines or [SAME_CODE]
+
+
+# What must agree for two nodes to run the same code; their paths, branches and times may differ.
+_SAME_CODE_KEYS = ("head", "patches", "files", "edits")
+SAME_CODE = "same code: HEAD, patches, guarded files, other edits and symbols are unchanged"
+_UNEDITED = object()  # a path an `edits` map does not name: HEAD's content
+
+
+def same_code(one: dict[str, Any], other: dict[str, Any]) -> bool:
+    """Whether two stamps describe the same code (a hunt's kept sample against the tree now)."""
+    return all(one.get(key) == other.get(key) for key in _SAME_CODE_KEYS)
+
+
+def differences_from(repo: Repo, other: dict[str, Any]) -> list[str]:
+    """What makes this checkout's code differ from another node's stamp (`--same-as`), in the
+    words of `stamp --diff`; empty when HEAD, the patches and their states, the guarded files'
+    ids and every other edit of the code (`edits`) are the same."""
+    here = stamp(repo)
+    lines = diff_stamps(
+        repo, {k: other.get(k) for k in _SAME_CODE_KEYS}, {k: here.get(k) for k in _SAME_CODE_KEYS}
+    )
+    return [] if lines == [SAME_CODE] else lines
+
+
+def _word(key: str, value: Any) -> str:
+    if key == "edits":
+        return {_UNEDITED: "as HEAD has it", None: "deleted"}.get(value) or str(value)[:10]
+    if key == "symbols":
+        return {True: "present", False: "missing", None: "not guarded"}[value]
+    if key == "files":
+        return "absent" if value is None else str(value)[:10]
+    return "not recorded" if value is None else str(value)
+
+
+def _branch(stamp_data: dict[str, Any]) -> str:
+    return str(stamp_data.get("branch") or "(detached HEAD)")
+
+
+def _upstream(stamp_data: dict[str, Any]) -> str:
+    upstream = stamp_data.get("upstream")
+    if not upstream:
+        return "none"
+    return f"{upstream['ref']} (ahead {upstream['ahead']}, behind {upstream['behind']})"
+
+
+def _head_moved(repo: Repo | None, old: str | None, new: str | None) -> str:
+    span = f"({(old or 'none')[:7]}..{(new or 'none')[:7]})"
+    if repo is None or old is None or new is None:
+        return f"HEAD changed {span}"
+    import pygit2  # only here: the checks that share this module stay light
+
+    try:
+        ahead, behind = repo.git.ahead_behind(new, old)
+        old_tree = repo.git.revparse_single(old).peel(pygit2.Commit).tree
+        new_tree = repo.git.revparse_single(new).peel(pygit2.Commit).tree
+    except (KeyError, ValueError):
+        return f"HEAD changed {span}; these commits are not in {repo.workdir}"
+    touched = [delta.new_file.path for delta in old_tree.diff_to_tree(new_tree).deltas]
+    if not behind:
+        moved = f"HEAD moved {ahead} commit{'s' if ahead != 1 else ''} {span}"
+    elif not ahead:
+        moved = f"HEAD moved back {behind} commit{'s' if behind != 1 else ''} {span}"
+    else:
+        moved = f"HEAD moved to another line of history: {ahead} ahead, {behind} behind {span}"
+    by_directory: dict[str, int] = {}
+    for path in touched:
+        directory = str(PurePosixPath(path).parent)
+        by_directory[directory] = by_directory.get(directory, 0) + 1
+    where = ", ".join(
+        f"{count} file{'s' if count > 1 else ''} touched under {directory}/"
+        for directory, count in sorted(by_directory.items())
+    )
+    return f"{moved}, {where}" if where else moved

@@ -1,0 +1,384 @@
+"""The nearly free path: "nothing the verdict depends on changed since it was last verified".
+
+A verified state is keyed by content, never by mtime or by commit id: the SHA-1 of the bytes
+of the manifest and of every guarded file in the worktree (as `sha1sum` prints them: a
+smaller process than git), then HEAD's entries for those files (as `git ls-tree` prints them:
+mode, type, id and path; a file HEAD lacks has no line). That is all a verdict reads, so a
+commit that touches no guarded file keeps the key, and a checkout to another commit with the
+same guarded files finds it. The hook scripts compute the same key in sh before starting
+Python at all; `patchguard check` computes it here with nothing but os and _sha1.
+
+HEAD's entries come from `git ls-tree`, or, for a commit the cache has seen, from the cache:
+a commit's tree never changes, so the entries of its verified paths are kept beside the keys
+and neither the hooks nor `check` start that second git process for a commit they know (the
+commit id read from the ref files, as git would resolve it; any doubt runs ls-tree). For a
+commit it has not seen, `check` reads them from the index file when the index is HEAD's tree,
+as it is right after a commit or a checkout (guard.git.index_file). No key holds the index, but
+whatever trusts one asks it whether git left a guarded file unmerged; an index read whole and
+found without such entries is known again by its checksum, and not read again. A missing,
+corrupt or outdated cache only means a miss, so the slow path (which writes the cache after a
+successful check) runs and decides.
+"""
+
+from __future__ import annotations
+
+import os
+
+from guard.errors import PatchguardError
+from guard.git.gitpaths import (
+    DERIVED_FROM_FILE_NAME,
+    HISTORY_REF,
+    STORE_DIR_NAME,
+    TRANSACTION_FILE_NAME,
+    find_repository,
+    read_head,
+    read_ref,
+)
+from guard.git.index_file import IndexFile
+from guard.git.index_file import checksum as index_checksum
+from guard.git.objects import blob_id, digest
+from guard.git.worktree_paths import checked_path, one_walk
+
+TYPE_CHECKING = False  # importing typing or collections would cost this path more than its work
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping, Sequence
+
+CACHE_DIR_NAME = "patchguard-cache"  # per worktree: inside that worktree's own git dir
+# The guarded paths and the keys verified for them, newest first, as sh variable assignments:
+# the hooks source the file (`read` in sh costs a system call per byte; sourcing reads blocks).
+VERIFIED_FILE = "verified.sh"
+_HEAD = (
+    "# patchguard: keys verified in this worktree (guard/store/fastpath.py); the hooks source it"
+)
+# Its variables, each a list of lines, one per line between `patchguard_NAME='` and a line of
+# a lone quote (a quote in a line is written '\'', so no line is a lone quote): the guarded
+# paths; the keys, newest first; HEAD's entries by commit ("<commit> <entries, as in a key>");
+# paths looked up but not read, which must stay absent, or present, for the keys to hold
+# (guard.tree.assess.Worktree.exists); the model_namespace() of the Python that verified them; the
+# checksums of index files read whole that held none of the paths unmerged (newest first).
+SECTIONS = ("paths", "keys", "heads", "absent", "present", "model", "merged")
+MAX_VERIFIED = 32
+MAX_MERGED = 8
+# HEAD's entries for the guarded files, exactly as the hook scripts ask for them.
+HEAD_LISTING = ("--literal-pathspecs", "ls-tree", "--full-tree")  # then COMMIT -- PATHS...
+
+
+# Besides every module of guard/truth/: the modules of guard/tree/ that decide a state.
+ASSESSING_MODULES = ("tree/assess.py",)
+_namespace: list[str] = []
+
+
+def model_namespace() -> str:
+    """What a verdict depends on besides the files: the model's code (every module of
+    guard/truth/: the binding model, the effect summaries, the interpreter's facts, the
+    comparison of recorded bodies; and guard/tree/'s assessment, which decides the states) and
+    the interpreter it decides conditions for (`sys.version_info`, `sys.platform`...). Part of every verified key's cache and every parse kept
+    (guard.truth.parsed); baked into the hooks. A patchguard that decides otherwise trusts none of
+    an older one's keys (a gutted body verified green before `edited` existed)."""
+    if not _namespace:
+        import sys
+
+        source = b""
+        package = os.path.dirname(os.path.dirname(__file__))  # this is guard/store/
+        truth = os.path.join(package, "truth")
+        names = [os.path.join("truth", n) for n in sorted(os.listdir(truth)) if n.endswith(".py")]
+        for name in [*names, *ASSESSING_MODULES]:
+            with open(os.path.join(package, name), "rb") as handle:
+                source += handle.read()
+        facts = f"{sys.version}\0{sys.platform}\0{os.name}\0{sys.maxsize}\0{sys.byteorder}"
+        _namespace.append(blob_id(source + facts.encode())[:16])
+    return _namespace[0]
+
+
+def make_key(digests: Iterable[str], entries: str) -> str:
+    """One line, as the sh hooks build it: each file's digest, then HEAD's entries
+    (key_entries)."""
+    return "".join(found + " " for found in digests) + entries
+
+
+def key_entries(listing: str) -> str:
+    """ls-tree's lines, each followed by a space: how a key holds HEAD's entries."""
+    lines = listing.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    return "".join(line + " " for line in lines)
+
+
+def head_listing(
+    workdir: str,
+    common_dir: str,
+    commit: str,
+    paths: Sequence[str],
+    index: IndexFile | None,
+) -> str | None:
+    """The entries of `paths` in `commit` (HEAD) as `git ls-tree` prints them, the key's
+    second half: from the index file when it can say (guard.git.index_file), else from git; None
+    when git fails."""
+    listing = None if index is None else index.head_entries(common_dir, commit, paths)
+    if listing is None:
+        listing = _git_output(workdir, [*HEAD_LISTING, commit, "--", *paths])
+    return listing
+
+
+def unmerged(
+    workdir: str, git_dir: str, paths: Sequence[str], index: IndexFile | None
+) -> bool | None:
+    """Does git's index hold unmerged entries for any of `paths` (None: git failed)?
+
+    No key holds the index: a conflict the user resolved by hand back to verified bytes,
+    without `git add`, is still a conflict (guard.tree.assess), so what trusts a key asks this:
+    of the index file itself (`index`, read once) when it can say, else of `git ls-files`.
+    """
+    said = None if index is None else index.unmerged(paths)
+    if said is not None:
+        return said
+    found = _git_output(workdir, ["--literal-pathspecs", "ls-files", "--unmerged", "--", *paths])
+    return None if found is None else found != ""
+
+
+def _git_output(workdir: str, args: Sequence[str]) -> str | None:
+    """What `git -C workdir ARGS` prints, or None when it fails.
+
+    Started with posix_spawn and pipes: the subprocess module alone would cost this path
+    more than the git process does.
+    """
+    out_read, out_write = os.pipe()
+    devnull = os.open(os.devnull, os.O_RDWR)
+    try:
+        pid = os.posix_spawnp(
+            "git",
+            ["git", "-C", workdir, *args],
+            os.environ,
+            file_actions=[
+                (os.POSIX_SPAWN_DUP2, devnull, 0),
+                (os.POSIX_SPAWN_DUP2, out_write, 1),
+                (os.POSIX_SPAWN_DUP2, devnull, 2),
+            ],
+        )
+    except OSError:
+        os.close(out_read)
+        return None
+    finally:
+        os.close(out_write)
+        os.close(devnull)
+    chunks = []
+    with os.fdopen(out_read, "rb") as output:
+        while chunk := output.read(65536):
+            chunks.append(chunk)
+    _, status = os.waitpid(pid, 0)
+    if os.waitstatus_to_exitcode(status) != 0:
+        return None
+    return b"".join(chunks).decode("utf-8", "surrogateescape")
+
+
+class CurrentKey:
+    """The key of a worktree's content as it is now, with what it was looked up in."""
+
+    __slots__ = ("git_dir", "index", "key", "keys", "merged", "paths", "workdir")
+
+    def __init__(
+        self,
+        key: str,
+        paths: list[str],
+        keys: list[str],
+        workdir: str,
+        git_dir: str,
+        index: IndexFile | None,
+        merged: list[str],
+    ) -> None:
+        self.key = key
+        self.paths = paths  # the guarded paths the key covers
+        self.keys = keys  # the keys verified for them
+        self.workdir = workdir
+        self.git_dir = git_dir
+        self.index = index  # when HEAD's entries were read from it: not read again
+        self.merged = merged  # checksums of indexes known to hold none of the paths unmerged
+
+    @property
+    def verified(self) -> bool:
+        return self.key in self.keys
+
+    def unmerged(self) -> bool | None:
+        """unmerged() of the paths; an index already known by its checksum is not read."""
+        index = self.index
+        known = index.checksum if index is not None else index_checksum(self.git_dir)
+        if known is not None and known in self.merged:
+            return False
+        index = index if index is not None else IndexFile.read(self.git_dir)
+        return unmerged(self.workdir, self.git_dir, self.paths, index)
+
+
+def is_verified(start: str) -> bool:
+    """True only when this exact content was verified before, and git left none of it
+    unmerged; any doubt means False."""
+    found = current_key(start)
+    return found is not None and found.verified and found.unmerged() is False
+
+
+def current_key(start: str) -> CurrentKey | None:
+    """The key of the content as it is now, or None when the cache cannot say (no cache, a
+    file missing, no key for this manifest)."""
+    try:
+        workdir, git_dir, common_dir = find_repository(start)
+        with open(os.path.join(git_dir, CACHE_DIR_NAME, VERIFIED_FILE), encoding="utf-8") as f:
+            paths, keys, commits, absent, present, model, merged = parse_verified(f.read())
+        if model != [model_namespace()]:
+            return None  # verified by another Python, or another patchguard
+        heads = dict(line.split(" ", 1) for line in commits)  # ValueError without a space
+        if any(os.path.lexists(os.path.join(workdir, p)) for p in absent) or not all(
+            os.path.exists(os.path.join(workdir, p)) for p in present
+        ):
+            return None  # a module appeared or went where the verdict looked
+        with one_walk():  # a link or a nested repository now: the full path says so
+            for path in paths:
+                checked_path(workdir, path, (git_dir, common_dir))
+        if not derived_from_history(common_dir):
+            return None  # a change to the patches was cut off, or the ref moved by hand
+        digests = []
+        for path in [manifest_path(common_dir), *(os.path.join(workdir, p) for p in paths)]:
+            with open(path, "rb") as handle:
+                digests.append(digest(handle.read()))
+        if not any(key.startswith(digests[0]) for key in keys):
+            return None  # no key for this manifest: spare the git call
+        head = read_head(git_dir, common_dir)
+        entries = heads.get(head or "")
+        index = None
+        if entries is None:
+            index = IndexFile.read(git_dir)
+            listing = head_listing(workdir, common_dir, head or "HEAD", paths, index)
+            if listing is None:
+                return None
+            entries = key_entries(listing)
+        key = make_key(digests, entries)
+        return CurrentKey(key, paths, keys, workdir, git_dir, index, merged)
+    except (OSError, UnicodeDecodeError, ValueError, PatchguardError):
+        return None
+
+
+def parse_verified(text: str) -> list[list[str]]:
+    """The lines of each of SECTIONS, as _write_key wrote them; ValueError for anything else."""
+    lines = iter(text.split("\n"))
+    if next(lines) != _HEAD:
+        raise ValueError("not a verified file")
+    found = []
+    for name in SECTIONS:
+        if next(lines, None) != f"patchguard_{name}='":
+            raise ValueError("not a verified file")
+        section = []
+        for line in lines:
+            if line == "'":
+                break
+            section.append(line.replace("'\\''", "'"))
+        else:
+            raise ValueError("not a verified file")  # no closing quote: a torn file
+        found.append(section)
+    if list(lines) != [""]:
+        raise ValueError("not a verified file")
+    return found
+
+
+def derived_from_history(common_dir: str) -> bool:
+    """Is manifest.json derived from the history ref's commit, with no change under way?
+    (guard.store.history.save; the files are guard.git.gitdir.Layout's.) The hooks' sh looks only for
+    the transaction file: a ref moved by hand is noticed by the next slow path."""
+    store = os.path.join(common_dir, STORE_DIR_NAME)
+    if os.path.exists(os.path.join(store, TRANSACTION_FILE_NAME)):
+        return False
+    try:
+        with open(os.path.join(store, DERIVED_FROM_FILE_NAME), encoding="utf-8") as handle:
+            named = handle.read().strip() or None
+    except OSError:
+        named = None
+    return named == read_ref(HISTORY_REF, (common_dir,))
+
+
+def manifest_path(common_dir: str) -> str:
+    """This checkout's own manifest: never named in the cache, so a copied checkout (cp -a)
+    hashes its own manifest, not the one it was copied from."""
+    return os.path.join(common_dir, "patchguard", "manifest.json")
+
+
+def remember(
+    git_dir: str,
+    common_dir: str,
+    workdir: str,
+    manifest_bytes: bytes,
+    head: str,
+    contents: Mapping[str, bytes],
+    looked_up: tuple[Iterable[str], Iterable[str]],
+    index: IndexFile | None,
+) -> None:
+    """Record that this content passed `check` at commit `head` (the commit whose files the
+    verdict read), while the paths of `looked_up` were (absent, present); `index` is git's
+    index as the check read it.
+
+    The cache lists worktree-relative paths only; it is skipped when a path cannot be listed
+    safely one per line, or when the cache cannot be written (a read-only git dir).
+    """
+    absent, present = (set(paths) for paths in looked_up)
+    if any("\n" in path or "\r" in path for path in (*contents, *absent, *present)):
+        return
+    paths = sorted(contents)
+    listing = head_listing(workdir, common_dir, head, paths, index)
+    if listing is None:
+        return
+    entries = key_entries(listing)
+    key = make_key([digest(manifest_bytes), *(digest(contents[p]) for p in paths)], entries)
+    merged = index.checksum if index is not None and index.unmerged(paths) is False else None
+    try:
+        _write_key(
+            os.path.join(git_dir, CACHE_DIR_NAME),
+            paths,
+            key,
+            (head, entries),
+            (absent, present),
+            merged,
+        )
+    except OSError:
+        return  # a read-only git dir: the next check takes the full path again
+
+
+def _write_key(
+    cache: str,
+    paths: Sequence[str],
+    key: str,
+    head: tuple[str, str],
+    looked_up: tuple[set[str], set[str]],
+    merged: str | None,
+) -> None:
+    from pathlib import Path
+
+    from guard.git.atomic import atomic_write
+
+    os.makedirs(cache, exist_ok=True)
+    verified_file = os.path.join(cache, VERIFIED_FILE)
+    try:
+        with open(verified_file, encoding="utf-8") as handle:
+            known = parse_verified(handle.read())
+    except (OSError, UnicodeDecodeError, ValueError):
+        known = [[] for _ in SECTIONS]
+    known_paths, keys, commits, absent, present, model, indexes = known
+    if known_paths != list(paths) or model != [model_namespace()]:
+        keys, commits, absent, present, indexes = [], [], [], [], []  # other paths or model
+    keys = [key, *[k for k in keys if k != key]][:MAX_VERIFIED]  # newest first
+    if merged is not None:
+        indexes = [merged, *[i for i in indexes if i != merged]][:MAX_MERGED]
+    commits = [" ".join(head), *[c for c in commits if not c.startswith(head[0] + " ")]]
+    # Every key holds only while every path any of them looked up stays as it was then.
+    sections = {
+        "paths": list(paths),
+        "keys": keys,
+        "heads": commits[:MAX_VERIFIED],
+        "absent": sorted(looked_up[0].union(absent)),
+        "present": sorted(looked_up[1].union(present)),
+        "model": [model_namespace()],
+        "merged": indexes,
+    }
+    text = "".join(
+        f"patchguard_{name}='\n"
+        + "".join(line.replace("'", "'\\''") + "\n" for line in lines)
+        + "'\n"
+        for name, lines in sections.items()
+    )
+    # A cache, never flushed: a torn file fails parse_verified here, and `command .` in sh
+    atomic_write(Path(verified_file), (_HEAD + "\n" + text).encode(), durable=False)

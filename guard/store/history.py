@@ -1,0 +1,545 @@
+"""The patches' history: every change to the manifest is a commit on `refs/patchguard/history`.
+
+StGit's model (its stack state is a commit whose parent is the previous state): each commit's
+tree holds `manifest.json` and, under `blobs/`, every blob that manifest refers to, so whatever a
+patch needs is reachable from the ref and `git gc` keeps it by construction. The first parent is
+the state before the change, and the message says what changed, at which HEAD and when. So
+`log` is a walk of first parents, an earlier version is a tree away, and `undo` is one more
+commit restoring the tree of the state before (the history keeps both).
+
+The ref is the truth; `manifest.json` in the common git dir is derived from it after every
+write, because the hooks' fast path reads that file with no git process at all. The ref is
+moved compare-and-swap (`git update-ref REF NEW OLD`): a writer whose manifest is not the state
+the ref holds, or whose update finds the ref moved, changes nothing and says to run it again.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import time
+from collections.abc import Iterator
+from contextlib import suppress
+from dataclasses import dataclass
+from datetime import datetime
+
+from guard.errors import ConfigError
+from guard.git import faults
+from guard.git.atomic import atomic_write
+from guard.git.gitpaths import HISTORY_REF
+from guard.git.objects import blob_id
+from guard.git.repo import MANIFEST_ENTRY, derive_manifest
+from guard.store.manifest import (
+    FileChange,
+    Manifest,
+    Patch,
+    now_utc,
+    parse_manifest,
+    save_manifest,
+    serialize,
+    validated_bytes,
+)
+
+TYPE_CHECKING = False  # not `from typing import ...`, as in the modules the hooks import
+if TYPE_CHECKING:
+    from typing import Any
+
+    import pygit2
+
+    from guard.git.repo import Repo
+
+LEGACY_STORE_REF = "refs/patchguard/store"  # before history: a tree pinning the blobs
+BLOBS_ENTRY = "blobs"
+TAKEN_OVER = "took over the manifest as found"  # the first state of a manifest older than history
+STARTED = "no patches yet"  # the first state of a repository whose first change is a fetch
+_NO_REF = "0" * 40  # update-ref's "this ref must not exist yet"
+_HEAD_TRAILER = "Patchguard-Head: "
+_TIME_TRAILER = "Patchguard-Time: "
+_UNDOES_TRAILER = "Patchguard-Undoes: "
+_NOTE_TRAILER = "Patchguard-Note: "  # a state that changed no patch: nothing for undo
+
+
+@dataclass(frozen=True)
+class Change:
+    """One commit of the history: what changed, when, at which HEAD."""
+
+    commit: str
+    subject: str
+    created: float  # seconds since the epoch, as journal entries have it
+    head: str | None
+    undoes: str | None  # the commit whose change this one took back
+    parent: str | None  # the state before it (the first parent)
+    note: bool = False  # it changed no patch (a choice recorded at a push)
+
+    def when(self) -> str:
+        return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(self.created))
+
+    def describe(self) -> str:
+        """e.g. "re-recorded eagle3 (kimi_k25.py) at 2026-12-01 09:40:12"."""
+        return f"{self.subject} at {self.when()}"
+
+
+def current(repo: Repo) -> str | None:
+    """The commit the history ref points at; None before the first write (or a legacy tree).
+
+    A ref that points at anything but a commit (a blob put there by hand) is refused by
+    name: read as "no history", it would let the next write start the history over."""
+    import pygit2
+
+    try:
+        reference = repo.git.references.get(HISTORY_REF)
+        if reference is None:
+            return None
+        target = repo.git.get(reference.resolve().target)
+    except (pygit2.GitError, pygit2.InvalidSpecError, ValueError, KeyError) as error:
+        raise ConfigError(
+            f"{HISTORY_REF} cannot be read ({error}); nothing was read or changed. Put it back "
+            f"where it was: git update-ref {HISTORY_REF} COMMIT (the commit named in "
+            f"{repo.layout.derived_from_path}), or delete it: git update-ref -d {HISTORY_REF}"
+        ) from None
+    if isinstance(target, pygit2.Commit):
+        return str(target.id)
+    kind = "missing object" if target is None else type(target).__name__.lower()
+    raise ConfigError(repo.not_a_commit(str(reference.target), kind))
+
+
+def save(
+    repo: Repo,
+    manifest: Manifest,
+    change: str,
+    *,
+    undoes: str | None = None,
+    merged: str | None = None,
+    note: bool = False,
+) -> None:
+    """Every change to the patches, as one transaction (StGit's: prepare, then commit).
+
+    1. Objects: the blobs' tree and the new state's commit, on top of the state this writer
+       loaded (a failure here changed nothing anyone sees).
+    2. The transaction file, flushed: from here until step 5, no verified key is trusted and
+       the next command derives manifest.json from the ref again (Repo.load_manifest).
+    3. The ref, compare-and-swap: the change is made, or refused whole.
+    4. manifest.json derived from the new state, then the name of that state beside it.
+    5. The transaction file removed.
+    A writer killed anywhere leaves either the old state or the new one, whole: the ref is the
+    truth, and whatever was derived from it is derived again before anything is decided.
+    `change` says what changed, for `patchguard log` ("recorded eagle3 (2 files)"); a `note`
+    changes no patch but is kept in the history all the same (a choice made at a push).
+    """
+    raw = validated_bytes(manifest)
+    with repo.writing_objects():
+        prepared = _prepare(
+            repo, raw, manifest.blob_ids(), change, undoes=undoes, merged=merged, note=note
+        )
+    if prepared is None:  # the state the ref holds already
+        tip = current(repo)
+        if tip is None:
+            save_manifest(repo.layout.manifest_path, raw)
+        else:
+            derive_manifest(repo.layout, raw, tip)
+        repo.manifest_bytes = raw
+        return
+    old, new = prepared
+    _begin(repo, old, new, change)
+    faults.point("store-begun")
+    try:
+        _move_ref(repo, new, old, change)
+    except ConfigError:
+        repo.layout.transaction_path.unlink(missing_ok=True)
+        raise
+    faults.point("store-ref-moved")
+    try:
+        derive_manifest(repo.layout, raw, new)
+    except ConfigError:  # "nothing was changed" must hold: the ref goes back where it was
+        from guard.git.repo import run_git
+
+        if old is None:
+            run_git(["update-ref", "-d", HISTORY_REF, new], repo.workdir)
+        else:
+            run_git(["update-ref", HISTORY_REF, old, new], repo.workdir)
+        repo.layout.transaction_path.unlink(missing_ok=True)
+        raise
+    faults.point("store-derived")
+    repo.manifest_bytes = raw
+
+
+def _begin(repo: Repo, old: str | None, new: str, change: str) -> None:
+    """Step 2 of save: the transaction file, flushed before the ref may move."""
+    said = f"{HISTORY_REF}: {old or 'none'} -> {new}: {change}\n"  # for a person; read by none
+    try:
+        repo.layout.store_dir.mkdir(parents=True, exist_ok=True)
+        atomic_write(repo.layout.transaction_path, said.encode())
+    except OSError as error:
+        raise ConfigError(
+            f"cannot write {repo.layout.transaction_path}: {error.strerror}; nothing was "
+            "changed. Free space, or run patchguard as a user who can write the repository."
+        ) from None
+
+
+def _prepare(
+    repo: Repo,
+    raw: bytes,
+    blobs: set[str],
+    subject: str,
+    *,
+    undoes: str | None = None,
+    merged: str | None = None,
+    note: bool = False,
+) -> tuple[str | None, str] | None:
+    """The new state's commit for the manifest `raw` (validated), and the ref's value it goes
+    on top of; None when `raw` is the state already.
+
+    `repo.manifest_bytes` is the manifest this writer loaded: the change is made on top of the
+    state that holds it, and refused when another writer's change came in between.
+    `merged` is a second parent (a fetch's remote state), `undoes` the change taken back.
+    """
+    old = current(repo)
+    parent = _parent_for(repo, old)
+    if parent is None and merged is not None:  # a first fetch: undo goes back to no patches
+        parent = _commit(repo, _tree(repo, serialize(Manifest()), set()), [], STARTED)
+    tree = _tree(repo, raw, blobs)
+    same = parent is not None and _commit_at(repo, parent).tree_id == tree
+    if merged is None and same and not note:
+        return None
+    parents = [p for p in (parent, merged) if p is not None]
+    return old, _commit(repo, tree, parents, subject, undoes, note=note)
+
+
+def _parent_for(repo: Repo, old: str | None) -> str | None:
+    """The state this write goes on top of, taking over a manifest the history does not hold.
+
+    No history yet: an existing manifest (from before history, or from a repository whose ref
+    was deleted) becomes the first commit exactly as found. A manifest that is an earlier
+    state of the history was loaded before another writer's change: refused. Any other
+    manifest was written outside patchguard (by hand, by an older version): it is kept as a
+    change of its own, so nothing is lost.
+    """
+    loaded = repo.manifest_bytes
+    if old is None:
+        if not loaded:
+            return None
+        return _commit(repo, _tree(repo, loaded, _present_blobs(repo, loaded)), [], TAKEN_OVER)
+    if blob_id(loaded) == _manifest_blob(repo, old):
+        return old
+    if not loaded or any(blob_id(loaded) == _manifest_blob(repo, c.commit) for c in walk(repo)):
+        refresh(repo)  # the derived file behind the ref: bring it up to date for the next run
+        raise ConfigError(
+            f"the patches changed while this command ran (another patchguard moved "
+            f"{HISTORY_REF}); nothing was changed. Run it again."
+        )
+    taken = _tree(repo, loaded, _present_blobs(repo, loaded))
+    return _commit(repo, taken, [old], "took over manifest.json as changed outside patchguard")
+
+
+def _present_blobs(repo: Repo, raw: bytes) -> set[str]:
+    """The blobs a manifest found on disk refers to that the object store still has."""
+    import pygit2
+
+    try:
+        wanted = Manifest.from_dict(json.loads(raw)).blob_ids()
+    except (ValueError, KeyError, TypeError):
+        return set()
+    return {oid for oid in wanted if pygit2.Oid(hex=oid) in repo.git}
+
+
+def _tree(repo: Repo, raw: bytes, blobs: set[str]) -> pygit2.Oid:
+    import pygit2
+    from pygit2.enums import FileMode
+
+    root = repo.git.TreeBuilder()
+    root.insert(MANIFEST_ENTRY, repo.git.create_blob(raw), FileMode.BLOB)
+    if blobs:
+        pinned = repo.git.TreeBuilder()
+        for oid in sorted(blobs):
+            pinned.insert(oid, pygit2.Oid(hex=oid), FileMode.BLOB)
+        root.insert(BLOBS_ENTRY, pinned.write(), FileMode.TREE)
+    return root.write()
+
+
+def _commit(
+    repo: Repo,
+    tree: pygit2.Oid,
+    parents: list[str],
+    subject: str,
+    undoes: str | None = None,
+    *,
+    note: bool = False,
+) -> str:
+    import pygit2
+
+    head = repo.head_commit()
+    trailers = [f"{_HEAD_TRAILER}{head or 'none'}", f"{_TIME_TRAILER}{now_utc()}"]
+    if undoes:
+        trailers.append(f"{_UNDOES_TRAILER}{undoes}")
+    if note:
+        trailers.append(f"{_NOTE_TRAILER}yes")
+    message = f"{subject}\n\n" + "".join(f"{t}\n" for t in trailers)
+    try:
+        signature = repo.git.default_signature
+    except (KeyError, ValueError, pygit2.GitError):  # no user.name: still say which machine
+        import socket
+
+        signature = pygit2.Signature("patchguard", f"patchguard@{socket.gethostname()}")
+    oids = [pygit2.Oid(hex=p) for p in parents]
+    return str(repo.git.create_commit(None, signature, signature, message, tree, oids))
+
+
+def _move_ref(repo: Repo, new: str, old: str | None, subject: str) -> None:
+    """Compare-and-swap: the ref moves only if it still holds `old` (or is still absent)."""
+    from guard.git.repo import run_git
+
+    legacy = repo.git.references.get(LEGACY_STORE_REF)
+    update = ["update-ref", "-m", f"patchguard: {subject}", HISTORY_REF, new, old or _NO_REF]
+    try:
+        run_git(update, repo.workdir)
+    except ConfigError:
+        if current(repo) != old:
+            raise ConfigError(
+                f"another patchguard changed the patches at the same moment ({HISTORY_REF} "
+                "moved); nothing was changed. Run it again."
+            ) from None
+        raise
+    if legacy is not None:  # the history now pins every blob the store tree pinned
+        run_git(["update-ref", "-d", LEGACY_STORE_REF, str(legacy.target)], repo.workdir)
+
+
+def refresh(repo: Repo) -> None:
+    """Write manifest.json from the ref (the derived file the hooks read)."""
+    tip = current(repo)
+    raw = repo.history_manifest_bytes()
+    if tip is not None and raw is not None:
+        derive_manifest(repo.layout, raw, tip)
+
+
+# --- reading the history ---------------------------------------------------------------------
+
+
+def walk(repo: Repo, start: str | None = None) -> Iterator[Change]:
+    """The states from `start` (default: the ref) back along first parents: newest first."""
+    oid = start or current(repo)
+    while oid is not None:
+        change = _change(repo, oid)
+        yield change
+        oid = change.parent
+
+
+def _change(repo: Repo, oid: str) -> Change:
+    found = _commit_at(repo, oid)
+    message = found.message
+    subject, _, body = message.partition("\n")
+    fields = {
+        line.split(": ", 1)[0] + ": ": line.split(": ", 1)[1]
+        for line in body.splitlines()
+        if ": " in line
+    }
+    created = float(found.commit_time)
+    with_time = fields.get(_TIME_TRAILER)
+    if with_time:
+        with suppress(ValueError):
+            created = datetime.fromisoformat(with_time).timestamp()
+    head = fields.get(_HEAD_TRAILER)
+    return Change(
+        commit=oid,
+        subject=subject,
+        created=created,
+        head=None if head in (None, "none") else head,
+        undoes=fields.get(_UNDOES_TRAILER),
+        parent=str(found.parent_ids[0]) if found.parent_ids else None,
+        note=_NOTE_TRAILER in fields,
+    )
+
+
+def _commit_at(repo: Repo, oid: str) -> pygit2.Commit:
+    import pygit2
+
+    return repo.git[oid].peel(pygit2.Commit)
+
+
+def _manifest_blob(repo: Repo, oid: str) -> str | None:
+    tree = _commit_at(repo, oid).tree
+    return str(tree[MANIFEST_ENTRY].id) if MANIFEST_ENTRY in tree else None
+
+
+def earlier_versions(repo: Repo, name: str, path: str, depth: int = 20) -> list[FileChange]:
+    """What patch `name` held for `path` in the last `depth` states, newest first, each once.
+
+    A worktree may still hold one of them after the patch was updated elsewhere (a fetch, an
+    import, a re-record in another worktree): guard.tree.assess then upgrades it, where a look at
+    the definitions alone would call the stale copy applied.
+    """
+    found: dict[str, FileChange] = {}
+    for change in itertools.islice(walk(repo), depth):
+        try:
+            patch = manifest_at(repo, change.commit).patch(name)
+        except ConfigError:  # a state that is not valid held no version of anything
+            continue
+        for file_change in patch.files if patch else []:
+            if file_change.path == path:
+                found.setdefault(file_change.patched_blob, file_change)
+    return list(found.values())
+
+
+def manifest_at(repo: Repo, oid: str | None) -> Manifest:
+    """The manifest a state holds, held to the schema: a state pushed in from another
+    version, or put on the ref by hand, may not be valid (ConfigError)."""
+    if oid is None:
+        return Manifest()
+    import pygit2
+
+    tree = _commit_at(repo, oid).tree
+    if MANIFEST_ENTRY not in tree:
+        return Manifest()
+    raw = tree[MANIFEST_ENTRY].peel(pygit2.Blob).data
+    source = f"{HISTORY_REF} at {oid[:10]}"
+    return parse_manifest(raw, repo.layout.manifest_path, source=source)
+
+
+@dataclass(frozen=True)
+class Version:
+    """A change in the history, with the patches it left (for `log` and `show NAME@{N}`)."""
+
+    change: Change
+    after: Manifest
+    changed: list[str]  # the patches whose recording this change altered
+    invalid: str | None = None  # why the state is not a valid manifest (it changed nothing)
+
+
+def versions(repo: Repo, name: str | None = None) -> list[Version]:
+    """The changes, newest first; with `name`, only those that changed that patch."""
+    found = []
+    changes = list(walk(repo))
+    manifests: list[Manifest | str] = []
+    for change in changes:
+        try:
+            manifests.append(manifest_at(repo, change.commit))
+        except ConfigError as error:
+            manifests.append(str(error))
+    manifests.append(Manifest())
+    for index, change in enumerate(changes):
+        after = manifests[index]
+        before = next((m for m in manifests[index + 1 :] if isinstance(m, Manifest)), Manifest())
+        if isinstance(after, str):
+            if name is None:
+                found.append(Version(change, before, [], invalid=after))
+            continue
+        names = list(dict.fromkeys([p.name for p in after.patches + before.patches]))
+        changed = [n for n in names if after.patch(n) != before.patch(n)]
+        if name is None or name in changed:
+            found.append(Version(change, after, changed))
+    return found
+
+
+LOG_JSON_FORMAT = "patchguard.log/1"
+
+
+def log_entries(repo: Repo, name: str | None) -> list[dict[str, Any]]:
+    """`patchguard log [NAME]` as data, newest first: entry N is what `show NAME@{N}` and
+    `undo --list` call N (0 is the newest)."""
+    found = versions(repo, name)
+    if name is not None and not found:
+        raise ConfigError(
+            f"patch {name} has no history (see `patchguard log` for the patches that have one)"
+        )
+    entries = []
+    for number, version in enumerate(found):
+        change = version.change
+        patches = []
+        for patch_name in [name] if name else version.changed:
+            patch = version.after.patch(patch_name)
+            patches.append(
+                {
+                    "name": patch_name,
+                    "dropped": patch is None,
+                    "description": None if patch is None else patch.description,
+                }
+            )
+        entries.append(
+            {
+                "number": number,
+                "commit": change.commit,
+                "time": datetime.fromtimestamp(change.created).astimezone().isoformat(),
+                "head": change.head,
+                "subject": change.subject,
+                "undoes": change.undoes,
+                "patches": patches,
+                "invalid": version.invalid,
+            }
+        )
+    return entries
+
+
+def log_lines(repo: Repo, name: str | None) -> list[str]:
+    """`patchguard log [NAME]`: newest first, numbered as `show NAME@{N}` reads them."""
+    lines = []
+    for entry in log_entries(repo, name):
+        number, head = entry["number"], entry["head"]
+        when = datetime.fromisoformat(entry["time"]).strftime("%Y-%m-%d %H:%M:%S")
+        at = f"at {head[:10]}" if head else "at no commit"
+        label = f"{name}@{{{number}}}" if name else f"{number}."
+        lines.append(f"{label} {when} {at}: {entry['subject']}")
+        if entry["invalid"]:  # only the newest state is what `undo` takes back next
+            way = "`patchguard undo` takes it back" if number == 0 else "it changed no patch"
+            lines.append(f"    (not a valid manifest; {way}): {entry['invalid']}")
+        for patch in entry["patches"]:
+            said = "(dropped)" if patch["dropped"] else patch["description"] or "(no description)"
+            lines.append(f"    {patch['name']}: {said}")
+    return lines
+
+
+def patch_version(repo: Repo, text: str) -> Patch:
+    """`NAME@{N}`: the patch as change N of `patchguard log NAME` left it."""
+    name, _, rest = text.partition("@{")
+    if not rest.endswith("}") or not rest[:-1].isdigit():
+        raise ConfigError(f"{text}: write NAME@{{N}}, N as `patchguard log {name}` numbers them")
+    number = int(rest[:-1])
+    found = versions(repo, name)
+    if not found:
+        raise ConfigError(f"no patch named {name} in the history; see: patchguard log")
+    if number >= len(found):
+        raise ConfigError(
+            f"patch {name} has {len(found)} version(s) in its history, numbered 0 to "
+            f"{len(found) - 1}; see: patchguard log {name}"
+        )
+    patch = found[number].after.patch(name)
+    if patch is None:
+        raise ConfigError(
+            f"{text} is the change that dropped {name}; the version before it is "
+            f"{name}@{{{number + 1}}}"
+        )
+    return patch
+
+
+# --- undo ------------------------------------------------------------------------------------
+
+
+def undoable(repo: Repo) -> list[Change]:
+    """The changes `undo` can take back, newest first: not an undo, not one undone, and not
+    the manifest as it was found (there was no state before it to go back to)."""
+    undone: set[str] = set()
+    found = []
+    for change in walk(repo):
+        if change.undoes is not None:
+            undone.add(change.undoes)
+        elif change.commit in undone or change.note:
+            continue
+        elif change.parent is not None or change.subject not in (TAKEN_OVER, STARTED):
+            found.append(change)
+    return found
+
+
+def undo_change(repo: Repo, change: Change) -> None:
+    """A new state holding the manifest from before `change` (the history keeps both).
+
+    A newest state that is not a valid manifest can be taken back too: that is the way out
+    the refusal to read it names."""
+    from guard.git.repo import InvalidHistoryTip
+
+    with repo.lock("undo"), repo.store_lock("undo"):  # it rewrites the shared manifest
+        try:
+            repo.load_manifest()
+        except InvalidHistoryTip as invalid:
+            repo.manifest_bytes = invalid.raw  # the state this undo goes on top of
+        if current(repo) is None or change not in undoable(repo):
+            raise ConfigError("the patches changed meanwhile; nothing was undone. Run it again.")
+        before = manifest_at(repo, change.parent)
+        save(repo, before, f"undid: {change.subject}", undoes=change.commit)

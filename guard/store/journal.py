@@ -1,0 +1,482 @@
+"""All-or-nothing writes with undo, for apply, unapply, undo and drop.
+
+Each operation gets an entry under the worktree's git dir. First the old bytes (and permission
+bits) of every file it touches are kept there, in one pack, and the entry is marked
+`writing`; both are flushed to disk, a few fsyncs for the whole operation however many files
+it writes. Only then are the files replaced, each atomically (not flushed: as git does not
+flush what it checks out, and the pack holds their old bytes); then the entry is marked
+`done` (not flushed either: recover() finds every file as written), and is what `patchguard
+undo` puts back. Kept bytes carry their blob id, so a damaged copy is never put back. So a set of files is changed whole or not at all: a write that
+fails puts back the files written before it, and a writer killed in between leaves its entry
+`writing`, which the next writer (recover) puts back before it starts. Only the newest entries
+are kept.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from contextlib import nullcontext, suppress
+from pathlib import Path
+
+from guard.errors import ConfigError, GuardFailure
+from guard.git import faults
+from guard.git.atomic import TEMP_SUFFIX, atomic_write
+from guard.git.objects import blob_id
+from guard.git.worktree_paths import UnsafePath, one_walk
+
+TYPE_CHECKING = False  # not `from typing import ...`: typing costs the hooks ~3 ms
+if TYPE_CHECKING:
+    from typing import Any
+
+    from guard.git.repo import Repo
+
+UNDO_DIR_NAME = "patchguard-undo"
+KEEP_ENTRIES = 10
+JOURNAL_FILE = "journal.json"
+PACK_FILE = "before.pack"  # the old bytes of every file of the entry, flushed with one fsync
+WRITING = "writing"  # the old bytes are kept; files may be half replaced
+DONE = "done"  # every file is replaced: an entry for `undo`
+
+
+class Journal:
+    """The record of one operation's writes, kept before the working files it describes."""
+
+    def __init__(self, git_dir: Path, operation: str) -> None:
+        self.root = git_dir / UNDO_DIR_NAME
+        self.operation = operation
+        self.entry: Path | None = None
+        self.files: list[dict[str, Any]] = []
+        self.patches: list[str] = []
+        self._writes: dict[str, tuple[bytes | None, int | None]] = {}  # path: (after, its mode)
+        self._kept = bytearray()  # every file's old bytes, one after the other (PACK_FILE)
+
+    def before_write(
+        self,
+        path: str,
+        before: bytes | None,
+        after: bytes | None,
+        patch: str,
+        modes: tuple[int | None, int | None] = (None, None),
+    ) -> None:
+        """Keep `before` and note `after` (None: delete), for write() to put in place.
+
+        `modes`: the permission bits of the file before, and those a file that is created gets.
+        """
+        try:
+            self.entry = self.entry or self._new_entry()
+            self._keep(path, before, after, patch, modes)
+        except OSError as error:  # no file is written before write(): leave no entry behind
+            self.discard()
+            raise ConfigError(
+                f"cannot keep the undo copy of {path} in {self.root}: {error.strerror}; "
+                "nothing was changed (free space, or make the git dir writable)"
+            ) from None
+
+    def _keep(
+        self,
+        path: str,
+        before: bytes | None,
+        after: bytes | None,
+        patch: str,
+        modes: tuple[int | None, int | None],
+    ) -> None:
+        if patch not in self.patches:
+            self.patches.append(patch)
+        after_blob = None if after is None else blob_id(after)
+        known = next((f for f in self.files if f["path"] == path), None)
+        if known is not None:  # a second patch on the same file: the first `before` stands
+            known["after_blob"] = after_blob
+            created_mode = self._writes[path][1]
+        else:
+            kept: dict[str, Any] = {"before": None}
+            if before is not None:
+                kept = {
+                    "before": PACK_FILE,
+                    "offset": len(self._kept),
+                    "size": len(before),
+                    "before_blob": blob_id(before),
+                }
+                self._kept += before
+            self.files.append(
+                {"path": path, **kept, "before_mode": modes[0], "after_blob": after_blob}
+            )
+            created_mode = modes[1]
+        self._writes[path] = (after, created_mode)
+
+    def write(self, repo: Repo) -> None:
+        """Replace every kept file, in order, all or nothing; then the entry is done.
+
+        A file that cannot be written puts back the ones written before it, and the message
+        says what became of each file.
+        """
+        if self.entry is None:
+            return
+        self.mark_writing()
+        faults.point("journal-marked")
+        with one_walk():  # one package's directories walked once, however many files
+            self._put_all(repo, self.entry)
+        faults.point("journal-written")
+        self._save(DONE, durable=False)  # lost: recover() finds every file as written
+
+    def _put_all(self, repo: Repo, entry: Path) -> None:
+        for path, (after, mode) in self._writes.items():
+            try:
+                _put(repo, path, after, mode)
+                faults.point("journal-first-file")
+            except OSError as error:
+                fates = _roll_back(repo, entry, self._record(WRITING))
+                if not fates.stuck:
+                    self.discard()
+                raise ConfigError(
+                    f"cannot write {path}: {error.strerror}; {fates.describe()}. Free space or "
+                    "make it writable, then run the command again."
+                ) from None
+
+    def mark_writing(self) -> None:
+        """The one flushed step: from here on, a writer killed before `done` has its files put
+        back by the next writer (recover); before it, nothing was written."""
+        assert self.entry is not None
+        try:  # the old bytes first, then the mark that names them
+            atomic_write(self.entry / PACK_FILE, bytes(self._kept))
+            self._save(WRITING, durable=True)
+        except OSError as error:
+            self.discard()
+            raise ConfigError(
+                f"cannot keep the undo copy of {', '.join(self._writes)} in {self.root}: "
+                f"{error.strerror}; nothing was changed (free space, or make the git dir writable)"
+            ) from None
+
+    def discard(self) -> None:
+        """Forget the entry: the change it was for did not happen."""
+        if self.entry is not None:
+            _remove_tree(self.entry)
+        self.entry, self.files, self.patches = None, [], []
+        self._writes, self._kept = {}, bytearray()
+
+    def _record(self, state: str) -> dict[str, Any]:
+        return {
+            "operation": self.operation,
+            "state": state,
+            "patches": self.patches,
+            "created": time.time(),
+            "files": self.files,
+        }
+
+    def _save(self, state: str, *, durable: bool) -> None:
+        assert self.entry is not None
+        raw = json.dumps(self._record(state), indent=2).encode()
+        atomic_write(self.entry / JOURNAL_FILE, raw, durable=durable)
+
+    def _new_entry(self) -> Path:
+        self.root.mkdir(parents=True, exist_ok=True)
+        entries = _entries(self.root)
+        for stale in entries[: max(0, len(entries) - KEEP_ENTRIES + 1)]:
+            _remove_tree(stale)
+        entry = self.root / f"{time.time_ns():020d}-{self.operation}"
+        entry.mkdir()
+        return entry
+
+
+def _put(repo: Repo, path: str, content: bytes | None, mode: int | None) -> None:
+    if content is None:
+        repo.delete_file(path)
+    else:
+        repo.write_raw(path, content, mode)
+
+
+class _Fates:
+    """What putting an entry's files back did to each of them (plain classes here, not
+    dataclasses: see guard.git.gitdir.Layout)."""
+
+    def __init__(self, entry: Path) -> None:
+        self.entry = entry
+        self.put_back: list[str] = []
+        self.untouched: list[str] = []
+        self.stuck: list[str] = []  # neither as before nor as written: edited, or unwritable
+
+    def describe(self) -> str:
+        parts = []
+        if self.put_back:
+            parts.append(f"{', '.join(self.put_back)} put back as it was")
+        if self.untouched:
+            parts.append(f"{', '.join(self.untouched)} not touched")
+        if self.stuck:
+            parts.append(
+                f"{', '.join(self.stuck)} not put back (its earlier content is kept in "
+                f"{self.entry}; the next patchguard apply, unapply or undo tries again)"
+            )
+        return ("nothing was changed: " if not self.stuck else "") + "; ".join(parts)
+
+
+def _roll_back(repo: Repo, entry: Path, record: dict[str, Any]) -> _Fates:
+    """Put every file the entry wrote back as it was before; leave files nobody wrote alone."""
+    fates = _Fates(entry)
+    for item in reversed(record["files"]):
+        path = item["path"]
+        try:
+            before = kept_before(entry, item)
+        except GuardFailure:
+            fates.stuck.append(path)  # its copy did not survive: keep what was written
+            continue
+        current = repo.read_raw(path)
+        if current == before:
+            fates.untouched.append(path)
+            continue
+        if (None if current is None else blob_id(current)) != item["after_blob"]:
+            fates.stuck.append(path)  # not what this entry wrote: keep that edit
+            continue
+        try:
+            _put(repo, path, before, item.get("before_mode"))
+        except OSError:
+            fates.stuck.append(path)
+            continue
+        fates.put_back.append(path)
+    for names in (fates.put_back, fates.untouched, fates.stuck):
+        names.reverse()
+    return fates
+
+
+def recover(repo: Repo) -> Entry | None:
+    """Finish what a killed writer left, before anything else is written (under the lock).
+
+    Every writer of entries (apply, unapply, undo) calls this first, so only the newest
+    entry can be unfinished, and only it is looked at: the hooks pay for one entry, not ten.
+    Still `writing` with every file as it meant to write them, it is done;
+    otherwise its files are put back as they were before it, and it is gone. Its temp files,
+    or the entry itself when the kill came before its journal, are swept. Returns the entry
+    that was put back, if any.
+    """
+    root = repo.layout.git_dir / UNDO_DIR_NAME
+    try:
+        path = root / max(os.listdir(root))  # names sort by time
+        for name in os.listdir(path):  # atomic_write's temp files, beside each kept file
+            if name.endswith(TEMP_SUFFIX):
+                (path / name).unlink(missing_ok=True)
+    except (OSError, ValueError):  # no undo directory, an empty one, or a file in it
+        return None
+    try:
+        record = json.loads((path / JOURNAL_FILE).read_text())
+        if record.get("state", DONE) != WRITING:
+            return None
+        entry = _entry(path, record)
+    except FileNotFoundError:  # killed before its journal: nothing was written for it
+        _remove_tree(path)
+        return None
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None  # damaged: `undo` says so when it gets there
+    if _all_written(repo, record):
+        _mark_done(path, record)
+        return None
+    if _roll_back(repo, path, record).stuck:  # edited since: `undo` lists it, refuses to lose it
+        _mark_done(path, record)
+        return None  # nothing was put back: the edit stays, and `undo` says why
+    _remove_tree(path)
+    return entry
+
+
+def _mark_done(path: Path, record: dict[str, Any]) -> None:
+    atomic_write(path / JOURNAL_FILE, json.dumps({**record, "state": DONE}, indent=2).encode())
+
+
+def _all_written(repo: Repo, record: dict[str, Any]) -> bool:
+    for item in record["files"]:
+        current = repo.read_raw(item["path"])
+        if (None if current is None else blob_id(current)) != item["after_blob"]:
+            return False
+    return True
+
+
+def _manifest_blob(repo: Repo) -> str | None:
+    try:
+        return blob_id(repo.layout.manifest_path.read_bytes())
+    except OSError:
+        return None
+
+
+def _entries(root: Path) -> list[Path]:
+    if not root.is_dir():
+        return []
+    return sorted(p for p in root.iterdir() if (p / JOURNAL_FILE).is_file())
+
+
+class Entry:
+    """One apply, unapply or drop that `undo` can revert."""
+
+    __slots__ = ("created", "files", "interrupted", "operation", "patches", "path")
+
+    def __init__(
+        self,
+        path: Path,
+        operation: str,
+        patches: list[str],
+        created: float,
+        files: list[str],
+        interrupted: bool = False,  # a killed writer's: the next writer puts its files back
+    ) -> None:
+        self.path = path
+        self.operation = operation
+        self.patches = patches
+        self.created = created
+        self.files = files
+        self.interrupted = interrupted
+
+    def describe(self) -> str:
+        """e.g. "the unapply of eagle3 at 2026-12-01 03:59:12 (path/to/file.py)"."""
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(self.created))
+        names = ", ".join(self.patches) or "patches"
+        files = f" ({', '.join(self.files)})" if self.files else ""
+        state = "interrupted " if self.interrupted else ""
+        return f"the {state}{self.operation} of {names} at {when}{files}"
+
+
+def entries(repo: Repo) -> list[Entry]:
+    """What `undo` can revert, newest first; a damaged entry is left out."""
+    found = []
+    for path in reversed(_entries(repo.layout.git_dir / UNDO_DIR_NAME)):
+        try:
+            found.append(_read(path))
+        except GuardFailure:
+            continue
+    return found
+
+
+def interrupted(repo: Repo) -> list[Entry]:
+    """Operations a killed writer left half written (read-only: recover() puts them back)."""
+    return [entry for entry in entries(repo) if entry.interrupted]
+
+
+def latest_entry(repo: Repo) -> Path | None:
+    found = _entries(repo.layout.git_dir / UNDO_DIR_NAME)
+    return found[-1] if found else None
+
+
+def _read(path: Path) -> Entry:
+    try:
+        return _entry(path, json.loads((path / JOURNAL_FILE).read_text()))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        raise GuardFailure(f"the undo entry {path.name} is gone or damaged") from None
+
+
+def _entry(path: Path, record: dict[str, Any]) -> Entry:
+    return Entry(
+        path,
+        str(record["operation"]),
+        [str(name) for name in record.get("patches", [])],
+        float(record["created"]),
+        [str(item["path"]) for item in record["files"]],
+        record.get("state", DONE) == WRITING,
+    )
+
+
+def undo(repo: Repo, entry_path: Path | None = None) -> Entry:
+    """Put back the files of the last operation (or of one entry); refuse if any was edited since.
+
+    The files are put back as one more journaled write, so an undo too is all or nothing. An
+    operation a killed writer left half done is what the last undo means: it is put back.
+    """
+    with repo.lock("undo"):
+        recovered = recover(repo)
+        if recovered is not None and entry_path is None:
+            return recovered
+        return _undo(repo, entry_path or latest_entry(repo))
+
+
+def _undo(repo: Repo, entry_path: Path | None) -> Entry:
+    if entry_path is None:
+        raise ConfigError(
+            "nothing to undo: no apply, unapply or drop is recorded for this worktree"
+        )
+    entry = _read(entry_path)
+    record = json.loads((entry_path / JOURNAL_FILE).read_text())
+    # Undoing a drop rewrites the shared manifest: the store's lock too, as drop took it. A
+    # move's own put-back (an unapply's entry) never waits for another worktree's record.
+    with repo.store_lock("undo") if record.get("manifest") else nullcontext():
+        return _restore(repo, entry_path, entry, record)
+
+
+def _restore(repo: Repo, entry_path: Path, entry: Entry, record: dict[str, Any]) -> Entry:
+    """Put one entry's files back, as one more journaled write (and the manifest, for an entry
+    of a drop made before the history kept every change to the patches)."""
+    putting_back = Journal(repo.layout.git_dir, "undo")
+    restores: list[tuple[str, bytes | None, bytes | None, int | None]] = []
+    edited = []
+    for item in record["files"]:
+        before = kept_before(entry_path, item)
+        try:
+            current = repo.read_raw(item["path"])
+        except UnsafePath:  # a link now (a checkout since): never restored through
+            edited.append(item["path"])
+            continue
+        current_blob = None if current is None else blob_id(current)
+        if current_blob != item["after_blob"] and current != before:
+            edited.append(item["path"])
+        restores.append((item["path"], current, before, item.get("before_mode")))
+    manifest = record.get("manifest")
+    # read now: the entry this undo journals in may prune the oldest, this one
+    saved = (entry_path / manifest["before"]).read_bytes() if manifest else None
+    if manifest and _manifest_blob(repo) != manifest["after_blob"]:
+        edited.append(str(repo.layout.manifest_path))
+    if edited:
+        raise GuardFailure(
+            f"not undone: {', '.join(edited)} changed after the last {entry.operation}, and "
+            "undo would lose those edits. Save them elsewhere, then run patchguard undo again."
+        )
+    for path, current, before, mode in reversed(restores):
+        putting_back.before_write(
+            path, current, before, ", ".join(entry.patches), (repo.permissions(path), mode)
+        )
+    if (
+        saved is not None
+    ):  # an entry from before the history (guard.store.history): a drop or resolve
+        try:
+            from guard.store import history  # only for an entry made before the history
+            from guard.store.manifest import parse_manifest
+
+            repo.load_manifest()
+            history.save(
+                repo, parse_manifest(saved, repo.layout.manifest_path), f"undid: {entry.describe()}"
+            )
+        except ConfigError:
+            putting_back.discard()
+            raise
+    putting_back.write(repo)
+    _remove_tree(entry_path)  # first: a kill before the next line leaves an undo to redo
+    putting_back.discard()
+    return entry
+
+
+def kept_before(entry: Path, item: dict[str, Any]) -> bytes | None:
+    """The bytes an entry kept of a file before it wrote it (None: there was no file).
+
+    Raises GuardFailure when the copy is not the one kept (torn by a power loss); an entry of
+    an earlier patchguard has no blob id to check against.
+    """
+    if not item["before"]:
+        return None
+    with (entry / str(item["before"])).open("rb") as kept:
+        if "offset" in item:  # in the entry's pack (an earlier patchguard kept a file each)
+            kept.seek(int(item["offset"]))
+            before = kept.read(int(item["size"]))
+        else:
+            before = kept.read()
+    if item.get("before_blob", blob_id(before)) != blob_id(before):
+        raise GuardFailure(
+            f"the undo copy of {item['path']} in {entry} is damaged (its bytes are not the ones "
+            "kept); the file is left as it is"
+        )
+    return before
+
+
+def _remove_tree(path: Path) -> None:
+    """An entry holds files only (shutil.rmtree would cost every apply its import)."""
+    try:
+        names = os.listdir(path)
+    except OSError:
+        return
+    for name in names:
+        with suppress(OSError):
+            os.unlink(path / name)
+    with suppress(OSError):
+        os.rmdir(path)

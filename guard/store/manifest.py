@@ -1,0 +1,201 @@
+"""The manifest: which patches exist, what they change, and which symbols they guarantee.
+
+These are the runtime records, plain frozen dataclasses. Their fields mirror the pydantic
+models in guard.store.schema, which validate every manifest before it is used (a test keeps the two
+in step). Validating costs more than a whole hook should (importing pydantic alone is ~100 ms),
+so the content hash of every byte string that passed is remembered beside the manifest: the
+same bytes are then read with json alone. Keyed by content, never by mtime or path.
+"""
+
+from __future__ import annotations
+
+import json
+from contextlib import suppress
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from guard.errors import ConfigError
+from guard.git.atomic import atomic_write
+from guard.git.objects import blob_id
+
+TYPE_CHECKING = False  # not `from typing import ...`: typing costs the hooks ~3 ms
+if TYPE_CHECKING:
+    from typing import Any
+
+SCHEMA_VERSION = 1
+REGULAR_MODE = "100644"  # git's modes for a regular file, and an executable one
+EXECUTABLE_MODE = "100755"
+VALIDATED_FILE = "validated"  # beside manifest.json: content hashes that passed the schema
+_KEEP_VALIDATED = 16
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """The same change, made by hand on another version of upstream's file (`resolve`).
+
+    Where the recorded change does not merge with upstream's file, the user puts the file into
+    the right shape once; from then on moves carry the patch from whichever version (the
+    recording or a resolution) has the base nearest to the file at hand.
+    """
+
+    base_blob: str  # upstream's file where it was resolved (HEAD's, at `commit`)
+    patched_blob: str
+    diff: str
+    commit: str
+    created_at: str
+
+
+@dataclass(frozen=True)
+class FileChange:
+    """One file of a patch, as recorded: enough to re-apply it by 3-way merge."""
+
+    path: str
+    base_blob: str | None
+    patched_blob: str
+    diff: str
+    added_symbols: list[str] = field(default_factory=list)
+    mode: str = REGULAR_MODE  # git's file mode: a file the patch creates gets it back
+    resolutions: list[Resolution] = field(default_factory=list)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> FileChange:
+        resolutions = [Resolution(**r) for r in data.get("resolutions", [])]
+        return cls(**{**data, "resolutions": resolutions})
+
+
+@dataclass(frozen=True)
+class Patch:
+    """A named local change that patchguard keeps in the working tree."""
+
+    name: str
+    description: str
+    created_at: str  # ISO 8601, UTC
+    base_commit: str
+    files: list[FileChange]
+    requires: list[str] = field(default_factory=list)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Patch:
+        files = [FileChange.from_dict(change) for change in data["files"]]
+        return cls(**{**data, "files": files})
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """Everything patchguard guards in one repository (shared by its linked worktrees)."""
+
+    schema_version: int = SCHEMA_VERSION
+    patches: list[Patch] = field(default_factory=list)
+    guards: list[str] = field(default_factory=list)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Manifest:
+        return cls(
+            schema_version=data["schema_version"],
+            patches=[Patch.from_dict(patch) for patch in data.get("patches", [])],
+            guards=list(data.get("guards", [])),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def patch(self, name: str) -> Patch | None:
+        return next((p for p in self.patches if p.name == name), None)
+
+    def blob_ids(self) -> set[str]:
+        """Every blob the manifest refers to; these are pinned against gc."""
+        return {
+            oid
+            for patch in self.patches
+            for change in patch.files
+            for oid in (
+                change.base_blob,
+                change.patched_blob,
+                *(blob for r in change.resolutions for blob in (r.base_blob, r.patched_blob)),
+            )
+            if oid is not None
+        }
+
+
+def read_manifest_bytes(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        raise ConfigError(
+            f"no manifest at {path}: nothing is guarded in this repository yet. "
+            "Run `patchguard record NAME` or `patchguard require SPEC` first."
+        ) from None
+    except OSError as error:  # a directory in its place, no permission to read it
+        raise ConfigError(
+            f"cannot read {path}: {error.strerror}; remove what stands there (it is derived "
+            "from refs/patchguard/history again), or run patchguard as a user who may read it"
+        ) from None
+
+
+def parse_manifest(
+    raw: bytes, path: Path, *, source: str | None = None, remedy: str | None = None
+) -> Manifest:
+    """Validated on first sight (guard.store.schema); the same bytes later with json alone.
+
+    `path` is the manifest.json beside which validated contents are remembered; `source`
+    names where `raw` came from in a refusal (default: that path), `remedy` what to do."""
+    digest = blob_id(raw)
+    if digest in _validated(path):
+        return Manifest.from_dict(json.loads(raw))
+    from guard.store.schema import validate_manifest
+
+    data = validate_manifest(raw, Path(source) if source else path, remedy=remedy)
+    _remember_validated(path, digest)
+    return Manifest.from_dict(data)
+
+
+def validated_bytes(manifest: Manifest) -> bytes:
+    """The bytes of a manifest about to be written, refused when the schema would refuse them."""
+    from guard.store import schema
+
+    data = manifest.to_dict()
+    schema.validate_data(schema.Manifest, data, "refusing to write an invalid manifest")
+    return serialize(manifest)
+
+
+def save_manifest(path: Path, raw: bytes) -> None:
+    """Write validated bytes (validated_bytes) atomically, remember them as valid."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(path, raw)
+    except OSError as error:  # a full disk, a file-size limit (EFBIG), a read-only git dir
+        raise ConfigError(
+            f"cannot write {path}: {error.strerror}; nothing was changed (writes are atomic: "
+            "the manifest is as it was). Free space, or run patchguard as a user who can "
+            "write the repository, then run the command again"
+        ) from None
+    _remember_validated(path, blob_id(raw))
+
+
+def serialize(manifest: Manifest) -> bytes:
+    """The manifest's bytes as save_manifest writes them."""
+    return (json.dumps(manifest.to_dict(), indent=2) + "\n").encode()
+
+
+def _validated(manifest_path: Path) -> list[str]:
+    try:
+        return (manifest_path.parent / VALIDATED_FILE).read_text().split()
+    except (OSError, UnicodeDecodeError):
+        return []
+
+
+def _remember_validated(manifest_path: Path, digest: str) -> None:
+    """A cache: when it cannot be written (read-only checkout), the next read validates again."""
+    known = [d for d in _validated(manifest_path) if d != digest][-(_KEEP_VALIDATED - 1) :]
+    with suppress(OSError):
+        atomic_write(
+            manifest_path.parent / VALIDATED_FILE,
+            "".join(f"{d}\n" for d in [*known, digest]).encode(),
+        )
+
+
+def now_utc() -> str:
+    """A record's timestamp, as the schema's date-time reads it."""
+    from datetime import UTC, datetime
+
+    return datetime.now(UTC).isoformat().replace("+00:00", "Z")

@@ -1,0 +1,282 @@
+"""Sharing the patches through any git remote: push and fetch the history ref with plain git.
+
+The transport is git's own (`git push`/`git fetch` through run_git: a bare repository, another
+node over ssh, a fork), so whatever reaches the code reaches the patches. A fetch merges patch
+by patch against the last state both sides had (their merge base), as git merges files: a
+patch changed on one side only comes in (or stays); one changed on both sides is refused by
+name unless the user chose a side, and the merge commit keeps both parents, so nothing either
+side had is lost and the next fetch or push starts from there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from guard.errors import ConfigError, GuardFailure
+from guard.git.gitpaths import HISTORY_REF
+from guard.git.repo import MANIFEST_ENTRY, Repo, run_git
+from guard.store import history
+from guard.store.manifest import Manifest, Patch
+
+THEIRS = "theirs"
+OURS = "ours"
+FETCH_JSON_FORMAT = "patchguard.fetch/1"
+
+
+@dataclass(frozen=True)
+class Came:
+    """One thing a fetch changed here: a patch or a guard, and how."""
+
+    kind: str  # "new", "updated", "dropped", "took-theirs", "kept-ours", "new-guard", ...
+    name: str  # the patch's name, or the guard's spec
+
+    def line(self) -> str:
+        return {
+            "new": "new patch {}",
+            "updated": "updated patch {}",
+            "dropped": "dropped {}",
+            "took-theirs": "took theirs of {}",
+            "kept-ours": "kept ours of {}",
+            "new-guard": "new guard {}",
+            "dropped-guard": "dropped guard {}",
+        }[self.kind].format(self.name)
+
+    @property
+    def is_patch(self) -> bool:
+        return not self.kind.endswith("-guard")
+
+
+@dataclass
+class Fetched:
+    """What `fetch` did: the changes it brought, patch by patch (none: already up to date)."""
+
+    remote: str
+    up_to_date: bool
+    changes: list[Came] = field(default_factory=list)
+
+    def lines(self) -> list[str]:
+        if self.up_to_date:
+            return [f"already up to date with {self.remote}"]
+        return [c.line() for c in self.changes] or [f"fetched from {self.remote}: nothing new"]
+
+    @property
+    def patches(self) -> list[str]:
+        """The patches whose recording changed here (the worktree may not hold them as now)."""
+        return [c.name for c in self.changes if c.is_patch and c.kind != "kept-ours"]
+
+
+def push(repo: Repo, remote: str, *, take_back: bool = False) -> str:
+    """Push the history ref to the same name on `remote`; refused when it has changes we lack,
+    and when it would take back a change of the remote's (an undo here of a fetch from it)
+    unless `take_back` says so, which the history then records."""
+    tip = history.current(repo)
+    if tip is None:
+        raise ConfigError(
+            "nothing to push: no patch has been recorded in this repository yet "
+            "(patchguard record NAME)"
+        )
+    theirs = _remote_tip(repo, remote)
+    taken = _taken_back(repo, theirs, tip) if theirs is not None else []
+    if taken and not take_back:
+        raise GuardFailure(
+            f"pushing would take back {remote}'s {', '.join(taken)}: this clone undid the "
+            f"change that brought {'it' if len(taken) == 1 else 'them'} in, and the push would "
+            f"make that undo everyone's. Nothing was pushed. To take {'it' if len(taken) == 1 else 'them'} "
+            f"back for everyone: patchguard push --take-back {remote}; to keep "
+            f"{remote}'s: patchguard fetch {remote} --theirs"
+        )
+    if taken:
+        choice = f"chose to take back {remote}'s {', '.join(taken)} (pushed from here)"
+        if next(history.walk(repo, tip)).subject != choice:  # a retry adds no second one
+            with repo.lock("push"), repo.store_lock("push"):
+                history.save(repo, repo.load_manifest(), choice, note=True)
+            tip = history.current(repo) or tip
+    try:  # the commit checked above, not the ref: an undo made meanwhile is not carried along
+        run_git(["push", "-q", remote, f"{tip}:{HISTORY_REF}"], repo.workdir)
+    except ConfigError:
+        if _remote_has_more(repo, remote, tip):
+            raise ConfigError(
+                f"{remote} has changes to the patches that this clone has not fetched; nothing "
+                f"was pushed. Run patchguard fetch {remote}, then push again."
+            ) from None
+        raise
+    return f"pushed the patches to {remote} ({tip[:10]})"
+
+
+def _remote_tip(repo: Repo, remote: str) -> str | None:
+    listed = run_git(["ls-remote", remote, HISTORY_REF], repo.workdir).stdout.split()
+    return listed[0] if listed else None
+
+
+def _taken_back(repo: Repo, theirs: str, tip: str) -> list[str]:
+    """The patches of the remote's state (`theirs`) that pushing `tip` would take back: an
+    undo since then of a change that brought them, where our version is not the remote's."""
+    import pygit2
+
+    if theirs == tip or not isinstance(repo.git.get(theirs), pygit2.Commit):
+        return []  # not fetched here, or not a commit: git's push says what it makes of it
+    if not repo.git.descendant_of(tip, theirs):
+        return []  # not a fast-forward: git refuses, and _remote_has_more says why
+    remote_state = history.manifest_at(repo, theirs)
+    ours = history.manifest_at(repo, tip)
+    taken: list[str] = []
+    for change in history.walk(repo, tip):
+        if change.commit == theirs or repo.git.descendant_of(theirs, change.commit):
+            break
+        if change.undoes is None:
+            continue
+        undone = history.walk(repo, change.undoes)
+        brought, before = next(undone), next(undone, None)
+        after_it = history.manifest_at(repo, brought.commit)
+        before_it = history.manifest_at(repo, before.commit if before else None)
+        for patch in after_it.patches + before_it.patches:
+            name = patch.name
+            changed = after_it.patch(name) != before_it.patch(name)
+            if changed and remote_state.patch(name) != ours.patch(name) and name not in taken:
+                taken.append(name)
+    return taken
+
+
+def _remote_has_more(repo: Repo, remote: str, tip: str) -> bool:
+    import pygit2
+
+    listed = _remote_tip(repo, remote)
+    if listed is None or listed == tip:
+        return False
+    theirs = pygit2.Oid(hex=listed)
+    return theirs not in repo.git or not repo.git.descendant_of(tip, theirs)
+
+
+def fetch(repo: Repo, remote: str, keep: str | None = None) -> Fetched:
+    """Bring `remote`'s patches in, patch by patch; `keep` (THEIRS/OURS) settles both-sided ones."""
+    with repo.lock("fetch"):
+        theirs = _fetch_tip(repo, remote)
+        ours_manifest = repo.load_manifest(missing_ok=True)
+        ours = history.current(repo)
+        if ours is not None and (ours == theirs or repo.git.descendant_of(ours, theirs)):
+            taken = _taken_back(repo, theirs, ours) if keep == THEIRS else []
+            if not taken:
+                return Fetched(remote, up_to_date=True)
+            return _take_theirs_again(repo, remote, theirs, ours_manifest, taken)
+        base = str(repo.git.merge_base(ours, theirs) or "") if ours is not None else ""
+        theirs_manifest = _validated_state(repo, remote, theirs)
+        merged, changes = _merge(
+            history.manifest_at(repo, base or None), ours_manifest, theirs_manifest, remote, keep
+        )
+        incoming = [p for p in merged.patches if p not in ours_manifest.patches]
+        from guard.store.bundle import refuse_unimportable  # pydantic: only when patches come in
+
+        refuse_unimportable(repo, incoming, repo.blob)
+        summary = ", ".join(c.line() for c in changes) or "nothing new"
+        history.save(repo, merged, f"fetched from {remote}: {summary}", merged=theirs)
+        return Fetched(remote, up_to_date=False, changes=changes)
+
+
+def _take_theirs_again(
+    repo: Repo, remote: str, theirs: str, ours: Manifest, taken: list[str]
+) -> Fetched:
+    """`fetch --theirs` after an undo here took back a change fetched from `remote`: its
+    version of those patches again, as a change of its own (what the push refusal offers)."""
+    remote_state = history.manifest_at(repo, theirs)
+    patches = [p for p in ours.patches if p.name not in taken]
+    patches += [p for p in remote_state.patches if p.name in taken]
+    changes = [Came("took-theirs", name) for name in taken]
+    summary = ", ".join(c.line() for c in changes)
+    history.save(repo, replace(ours, patches=patches), f"fetched from {remote}: {summary}")
+    return Fetched(remote, up_to_date=False, changes=changes)
+
+
+def _fetch_tip(repo: Repo, remote: str) -> str:
+    """The commit `remote` holds under the history ref, fetched into this object store."""
+    try:
+        run_git(["fetch", "-q", "--no-tags", remote, HISTORY_REF], repo.workdir)
+    except ConfigError as error:
+        if "couldn't find remote ref" in str(error):
+            raise ConfigError(
+                f"{remote} has no patches yet ({HISTORY_REF} is not there); push them from a "
+                f"clone that has them: patchguard push {remote}"
+            ) from None
+        raise
+    try:
+        return run_git(
+            ["rev-parse", "--verify", "FETCH_HEAD^{commit}"], repo.workdir
+        ).stdout.strip()
+    except ConfigError:
+        raise ConfigError(
+            f"{HISTORY_REF} of {remote} is not a commit, so it holds no patches; nothing was "
+            "changed here. Push the patches there again from a clone that has them."
+        ) from None
+
+
+def _validated_state(repo: Repo, remote: str, oid: str) -> Manifest:
+    """The fetched manifest, held to the schema, with every blob it needs in its tree."""
+    import pygit2
+
+    from guard.store.schema import validate_manifest
+
+    tree = repo.git[oid].peel(pygit2.Commit).tree
+    where = f"{HISTORY_REF} of {remote}"
+    if MANIFEST_ENTRY not in tree:
+        raise ConfigError(f"{where} holds no manifest.json; nothing was changed here")
+    raw = tree[MANIFEST_ENTRY].peel(pygit2.Blob).data
+    manifest = Manifest.from_dict(validate_manifest(raw, Path(where)))
+    held = tree[history.BLOBS_ENTRY].peel(pygit2.Tree) if history.BLOBS_ENTRY in tree else None
+    missing = [oid for oid in manifest.blob_ids() if held is None or oid not in held]
+    if missing:
+        raise ConfigError(
+            f"{where} lacks {len(missing)} blob(s) its manifest refers to; nothing was changed "
+            "here. Record the patches again on the node that pushed them, and push again."
+        )
+    return manifest
+
+
+def _merge(
+    base: Manifest, ours: Manifest, theirs: Manifest, remote: str, keep: str | None
+) -> tuple[Manifest, list[Came]]:
+    """A 3-way merge of manifests, by patch name (and by guard)."""
+    names = list(dict.fromkeys([p.name for p in (*ours.patches, *theirs.patches)]))
+    patches: list[Patch] = []
+    lines: list[Came] = []
+    both: list[str] = []
+    for name in names:
+        b, o, t = base.patch(name), ours.patch(name), theirs.patch(name)
+        if o == t or t == b:
+            chosen = o
+        elif o == b or keep == THEIRS:
+            chosen = t
+            lines.append(Came(_what_came(o, t, keep if o != b else None), name))
+        else:
+            chosen = o
+            if keep == OURS:
+                lines.append(Came("kept-ours", name))
+            else:
+                both.append(name)
+        if chosen is not None:
+            patches.append(chosen)
+    if both:
+        listed = ", ".join(both)
+        raise GuardFailure(
+            f"not fetched: patch {listed} changed both here and on {remote} since their last "
+            f"common version; nothing was changed here. Take theirs: patchguard fetch {remote} "
+            f"--theirs (yours stays in patchguard log {both[0]}), or keep yours: "
+            f"patchguard fetch {remote} --ours, then patchguard push {remote}"
+        )
+    guards = []
+    for spec in dict.fromkeys([*ours.guards, *theirs.guards]):
+        in_ours, in_theirs = spec in ours.guards, spec in theirs.guards
+        if in_theirs if in_ours == (spec in base.guards) else in_ours:
+            guards.append(spec)
+        if in_ours != (spec in guards):
+            lines.append(Came("new-guard" if spec in guards else "dropped-guard", spec))
+    return replace(ours, patches=patches, guards=guards), lines
+
+
+def _what_came(ours: Patch | None, theirs: Patch | None, keep: str | None) -> str:
+    if keep == THEIRS:
+        return "took-theirs"
+    if ours is None:
+        return "new"
+    if theirs is None:
+        return "dropped"
+    return "updated"

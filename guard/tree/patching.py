@@ -1,0 +1,300 @@
+"""Apply and unapply: write what guard.tree.assess decided, journaled, a patch whole or not at all."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from guard.git.atomic import new_file_mode
+from guard.git.lock import locked
+from guard.git.repo import Repo
+from guard.store.journal import Journal, recover
+from guard.store.manifest import EXECUTABLE_MODE, REGULAR_MODE, Patch
+from guard.tree import unmerged
+from guard.tree.assess import (
+    GOOD_STATES,
+    CheckReport,
+    PatchVerdict,
+    State,
+    Worktree,
+    assess_patch,
+    check,
+    fix_for,
+    keep_edit,
+    merge_labels,
+    select_patches,
+    stacked,
+)
+
+
+@dataclass
+class PatchOutcome:
+    """What apply/unapply did to one patch; `ok` is False when the patch is left not as asked."""
+
+    verdict: PatchVerdict
+    written: list[str] = field(default_factory=list)
+    ok: bool = True
+    message: str = ""
+    finished: list[unmerged.Finished] = field(default_factory=list)  # git merges finished
+
+
+@locked("apply")
+def apply(
+    repo: Repo,
+    names: Sequence[str] = (),
+    *,
+    dry_run: bool = False,
+    merge: bool = False,
+    allow_mid_operation: bool = False,
+    finish_git_merges: bool = False,
+    restore_edits: bool = False,
+    tree: Worktree | None = None,
+) -> list[PatchOutcome]:
+    """Bring every selected patch to `applied` (or leave it `upstream`), patch by patch.
+
+    A patch is written whole or not at all: one file that cannot merge cleanly leaves all
+    of that patch's files untouched, unless `merge` asks for conflict markers.
+    `finish_git_merges` (the `apply` command; never a hook): a patched file git left unmerged
+    gets the patch's part of git's conflict resolved first (guard.tree.unmerged).
+    `restore_edits` (the `apply` command; never a hook, which would undo an edit made on
+    purpose): an `edited` definition gets its recorded lines back, the rest of the file kept.
+    """
+    every, patches, tree, journal = _begin_writing(
+        repo, "apply", names, dry_run, allow_mid_operation, tree
+    )
+    outcomes = []
+    for patch in patches:
+        verdict = assess_patch(repo, tree, patch, every[: every.index(patch)])
+        finished: list[unmerged.Finished] = []
+        refusals: list[str] = []
+        if finish_git_merges and verdict.state is State.CONFLICTED:
+            verdict, finished, refusals = unmerged.finish_patch(repo, tree, patch, verdict)
+        outcome = PatchOutcome(verdict, finished=finished)
+        state = verdict.state
+        modes = {f.path: c.mode for c, f in zip(patch.files, verdict.files, strict=True)}
+        writes: dict[str, tuple[bytes | None, str]] = {
+            f.path: (f.content, modes.get(f.path, REGULAR_MODE)) for f in finished
+        }
+        if state in GOOD_STATES:
+            outcome.message = "nothing to do"
+        elif state in (
+            State.MISSING_FILE,
+            State.OUTSIDE_SPARSE,
+            State.UNSAFE_PATH,
+            State.CONFLICTED,
+        ) or (state is State.CONFLICT and not merge):
+            worst = next(f for f in verdict.files if f.state is state)
+            outcome.ok = False
+            outcome.message = "left untouched -> " + fix_for(patch.name, worst)
+        elif state is State.EDITED and not restore_edits:
+            outcome.ok = False
+            outcome.message = "left untouched (an edit of the patch's code) -> " + fix_for(
+                patch.name, next(f for f in verdict.files if f.state is state)
+            )
+        elif state is State.EDITED and any(
+            f.merged is None for f in verdict.files if f.state is state
+        ):
+            worst = next(f for f in verdict.files if f.state is state and f.merged is None)
+            outcome.ok = False
+            outcome.message = (
+                "left untouched: the recorded code cannot be put back cleanly here (the edit "
+                f"changed what stands around it); put it back by hand (patchguard show "
+                f"{patch.name} has it), or keep yours: {keep_edit(patch.name, worst)}"
+            )
+        else:
+            writes |= {
+                f.path: (f.merged, modes[f.path]) for f in verdict.files if f.merged is not None
+            }
+            if state is State.CONFLICT:
+                outcome.ok = False
+                outcome.message = (
+                    "conflict markers written; edit them into the right shape, then keep that "
+                    f"for this version: patchguard resolve {patch.name}"
+                )
+            elif state is State.EDITED:
+                outcome.message = (
+                    "would put the recorded code back" if dry_run else "put the recorded code back"
+                ) + " (your other edits stay; patchguard undo takes it back)"
+            elif state is State.DOUBLED:
+                outcome.message = (
+                    "would take the patch's copy out" if dry_run else "took the patch's copy out"
+                ) + " (HEAD's definitions stay)"
+            else:
+                outcome.message = "would apply" if dry_run else "applied"
+        if finished or refusals:
+            outcome.ok = outcome.ok and not refusals
+            outcome.message = _finished_message(verdict, refusals, dry_run, outcome)
+        outcome.written = _write(repo, tree, writes, journal, patch.name)
+        outcomes.append(outcome)
+    if journal is not None:
+        journal.write(repo)
+        unmerged.clear_stage_entries(
+            repo, [f.path for o in outcomes for f in o.finished if not f.left]
+        )
+    if not dry_run and any(o.finished for o in outcomes):
+        note = unmerged.stash_note(repo, tree, patches, [f for o in outcomes for f in o.finished])
+        if note:
+            outcomes[-1].message += f"; {note}"
+    return outcomes
+
+
+def _finished_message(
+    verdict: PatchVerdict, refusals: Sequence[str], dry_run: bool, outcome: PatchOutcome
+) -> str:
+    """What finishing git's merge did: which side it took, what it left marked, and why not."""
+    parts = []
+    resolved = [f.path for f in outcome.finished if not f.left]
+    if resolved:
+        side = (
+            "HEAD already defines what the patch adds: HEAD's copy kept"
+            if verdict.state is State.UPSTREAM
+            else "the patch's own text put back"
+        )
+        verb = "would finish" if dry_run else "finished"
+        parts.append(f"{verb} git's conflicted merge in {', '.join(resolved)} ({side})")
+    for f in outcome.finished:
+        if f.left:
+            lines = ", ".join(map(str, f.left))
+            parts.append(
+                f"{f.path}: the patch's part of git's conflict is resolved; conflicts that are not "
+                f"the patch's stay marked (lines {lines}): edit them out by hand, then "
+                f"git reset -q -- {f.path}"
+            )
+    parts += [f"not finished: {reason}" for reason in refusals]
+    return "; ".join(parts)
+
+
+@locked("unapply")
+def unapply(
+    repo: Repo,
+    names: Sequence[str] = (),
+    *,
+    dry_run: bool = False,
+    allow_mid_operation: bool = False,
+) -> list[PatchOutcome]:
+    """Take applied patches out of the worktree (last first), keeping every other edit."""
+    every, patches, tree, journal = _begin_writing(
+        repo, "unapply", names, dry_run, allow_mid_operation, None
+    )
+    outcomes = []
+    for patch in reversed(patches):
+        verdict = assess_patch(repo, tree, patch)
+        outcome = PatchOutcome(verdict)
+        writes: dict[str, tuple[bytes | None, str]] = {}
+        for recorded, file_verdict in zip(patch.files, verdict.files, strict=True):
+            if file_verdict.state is State.EDITED:
+                outcome.ok = False
+                outcome.message = (
+                    f"{file_verdict.path}: the patch's code there is edited, so taking the "
+                    f"recorded change out would take your edit too: keep the edit first "
+                    f"({keep_edit(patch.name, file_verdict)}) or put the recorded code back "
+                    f"(patchguard apply {patch.name}), then unapply"
+                )
+                break
+            if file_verdict.state is not State.APPLIED:
+                continue
+            change = file_verdict.version or recorded  # a resolution, where one decided
+            path = file_verdict.path  # where the file is now, renames followed
+            current = tree.read(path)
+            assert current is not None
+            base = repo.blob(change.base_blob) if change.base_blob else b""
+            assert file_verdict.patched is not None
+            reverse = repo.merge3(file_verdict.patched, current, base, merge_labels(patch))
+            if not reverse.clean:
+                outcome.ok = False
+                outcome.message = f"{path}: the change cannot be taken out cleanly"
+                above = _applied_on_top(repo, tree, every, patch, change.path)
+                if above:
+                    together = " ".join([patch.name, *above])
+                    outcome.message += (
+                        f": patch {', '.join(above)} was recorded on top of it there; take "
+                        f"them out together -> patchguard unapply {together}"
+                    )
+                break
+            created_by_patch = change.base_blob is None and reverse.content == b""
+            writes[path] = (None if created_by_patch else reverse.content, change.mode)
+        if outcome.ok:
+            outcome.written = _write(repo, tree, writes, journal, patch.name)
+            if verdict.state is State.UPSTREAM:
+                outcome.message = "absorbed upstream; nothing to take out"
+            elif outcome.written:
+                outcome.message = "would unapply" if dry_run else "unapplied"
+            else:
+                outcome.message = "not applied; nothing to take out"
+        outcomes.append(outcome)
+    if journal is not None:
+        journal.write(repo)
+    return list(reversed(outcomes))
+
+
+def _applied_on_top(
+    repo: Repo, tree: Worktree, every: Sequence[Patch], patch: Patch, path: str
+) -> list[str]:
+    """The later patches, applied in `tree`, whose change of `path` was recorded on top of
+    `patch`'s: where their lines touch, git's merge takes `patch` out only with them."""
+    return [
+        upper.name
+        for upper in stacked(repo, every, patch, path, above=True)
+        if assess_patch(repo, tree, upper).ok
+    ]
+
+
+def _begin_writing(
+    repo: Repo,
+    operation: str,
+    names: Sequence[str],
+    dry_run: bool,
+    allow_mid_operation: bool,
+    tree: Worktree | None,
+) -> tuple[list[Patch], list[Patch], Worktree, Journal | None]:
+    """What apply and unapply share before their first write (no journal for a dry run):
+    every patch in manifest order, and the selected ones.
+
+    A writer killed before has its half-written files put back first (journal.recover).
+    """
+    if not (dry_run or allow_mid_operation):
+        repo.refuse_mid_operation(operation)
+    manifest = repo.load_manifest()
+    journal = None
+    if not dry_run:
+        recover(repo)
+        journal = Journal(repo.layout.git_dir, operation)
+    tree = tree or Worktree(repo)
+    tree.prefetch(manifest.patches)
+    return manifest.patches, select_patches(manifest, names), tree, journal
+
+
+def apply_then_check(
+    repo: Repo, *, allow_mid_operation: bool = False, tree: Worktree | None = None
+) -> tuple[list[PatchOutcome], CheckReport]:
+    """Apply every patch, then check the result from the same view of the files, so each is
+    read and parsed once (hooks, `patchguard git`, bisect steps, `run --apply`).
+
+    `tree`: a view for another interpreter's facts (`run --apply`), else a fresh one."""
+    tree = tree or Worktree(repo)
+    outcomes = apply(repo, allow_mid_operation=allow_mid_operation, tree=tree)
+    return outcomes, check(repo, tree)
+
+
+def _write(
+    repo: Repo,
+    tree: Worktree,
+    writes: Mapping[str, tuple[bytes | None, str]],
+    journal: Journal | None,
+    patch: str,
+) -> list[str]:
+    """Stage `writes` (content, git mode) for later patches; with a journal, keep the old bytes
+    for Journal.write, which replaces every file of the operation at once, all or nothing.
+
+    The git mode matters only to a file the patch creates: an existing file keeps its own.
+    """
+    for path, (content, git_mode) in writes.items():
+        if journal is None:
+            tree.stage(path, content)
+            continue
+        before = tree.raw(path)
+        raw = None if content is None else repo.to_worktree(path, content, before)
+        created = new_file_mode(git_mode == EXECUTABLE_MODE) if before is None else None
+        journal.before_write(path, before, raw, patch, (repo.permissions(path), created))
+        tree.wrote(path, content, raw)
+    return sorted(writes)

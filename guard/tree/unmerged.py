@@ -1,0 +1,199 @@
+"""Getting out of a conflict plain git made in a patched file: stash pop, autostash, checkout -m.
+
+git merged the user's tree (stage 3: the stash, or the local changes of `checkout -m`) into
+HEAD's file (stage 2) from their common ancestor (stage 1), and both sides changed the lines
+around the patch, typically because upstream absorbed the patch at the same spot in other
+text. The patch is what makes that conflict, so: take the patch out of each side that holds it
+(a reverse 3-way merge), merge the three stage blobs again (libgit2), and let the usual
+assessment put the patch back, which keeps HEAD's definitions where HEAD has them. What still
+conflicts after that is not the patch's, and stays marked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from guard.git.markers import marker_lines
+from guard.git.repo import Repo, run_git
+from guard.store.manifest import FileChange, Patch
+from guard.tree.assess import (
+    UNMERGED,
+    FileVerdict,
+    PatchVerdict,
+    State,
+    Worktree,
+    _contains_change,
+    assess_patch,
+    in_words,
+    merge_labels,
+    required_in,
+)
+
+# Remaining markers carry these labels: stage 2 is HEAD's file in every case we finish.
+LABELS = ("common ancestor", "HEAD", "your changes")
+
+
+@dataclass
+class Finished:
+    """One unmerged file of a patch, with git's conflict over the patch taken away."""
+
+    path: str
+    before: bytes  # the file as git left it
+    stages: dict[int, str]
+    content: bytes  # what to write
+    left: list[int]  # marker lines of conflicts that are not the patch's (none: all resolved)
+
+
+def finish_patch(
+    repo: Repo, tree: Worktree, patch: Patch, verdict: PatchVerdict
+) -> tuple[PatchVerdict, list[Finished], list[str]]:
+    """Finish git's merge in every unmerged file of `patch`; the patch's verdict after it.
+
+    The tree is made to see the finished text (and, where nothing is left, no stage entries),
+    so the verdict returned is the usual one: what `apply` writes on top. Files it cannot
+    finish are left as git left them, each with a reason.
+    """
+    done: list[Finished] = []
+    reasons: list[str] = []
+    changes = {}
+    for change, file_verdict in zip(patch.files, verdict.files, strict=True):
+        if file_verdict.conflict != UNMERGED:
+            continue
+        found = _finish(repo, tree, patch, change, file_verdict)
+        if isinstance(found, str):
+            reasons.append(f"{file_verdict.path}: {found}")
+            continue
+        done.append(found)
+        changes[found.path] = change
+        tree.pretend(found.path, found.content, found.stages if found.left else {})
+    after = assess_patch(repo, tree, patch)
+    for finished, file_verdict in zip(done, _verdicts_of(after, done), strict=True):
+        if file_verdict.state is State.CONFLICT and not finished.left:
+            _take_both(repo, tree, patch, changes[finished.path], finished)
+            after = assess_patch(repo, tree, patch)
+    doubted = [
+        (f, _doubt(tree, patch, f, v)) for f, v in zip(done, _verdicts_of(after, done), strict=True)
+    ]
+    for finished, problem in doubted:
+        if problem:
+            reasons.append(f"{finished.path}: {problem}; left as git left it")
+            tree.pretend(finished.path, finished.before, finished.stages)
+    kept = [finished for finished, problem in doubted if not problem]
+    if len(kept) < len(done):
+        after = assess_patch(repo, tree, patch)
+    return after, kept, reasons
+
+
+def _verdicts_of(verdict: PatchVerdict, done: Sequence[Finished]) -> list[FileVerdict]:
+    by_path = {f.path: f for f in verdict.files}
+    return [by_path[f.path] for f in done]
+
+
+def _take_both(
+    repo: Repo, tree: Worktree, patch: Patch, change: FileChange, finished: Finished
+) -> None:
+    """HEAD lacks what the patch adds, and its own new lines sit where the patch's go (a method
+    upstream added at the end of the class): both, HEAD's first, by libgit2's union merge.
+    What that gives is checked like any other result before it is written (_doubt)."""
+    base = repo.blob(change.base_blob) if change.base_blob else b""
+    patched = repo.blob(change.patched_blob)
+    both = repo.merge3(base, finished.content, patched, merge_labels(patch), union=True)
+    finished.content = both.content
+    tree.pretend(finished.path, both.content, {})
+
+
+def _finish(
+    repo: Repo, tree: Worktree, patch: Patch, change: FileChange, verdict: FileVerdict
+) -> Finished | str:
+    """The file with the patch's part of git's conflict resolved, or why it cannot be."""
+    path = verdict.path
+    stages = tree.unmerged(path)
+    if 2 not in stages or 3 not in stages:
+        return "one side of git's merge deletes the file; that conflict is not the patch's"
+    before = tree.read(path)
+    assert before is not None  # an unmerged file with both sides is in the worktree
+    base = repo.blob(change.base_blob) if change.base_blob else b""
+    patched = repo.blob(change.patched_blob)
+    ancestor = repo.blob(stages[1]) if 1 in stages else b""
+    ours, theirs = (
+        without_patch(repo, patch, base, patched, repo.blob(stages[side])) for side in (2, 3)
+    )
+    merged = repo.merge3(ancestor, ours, theirs, LABELS)
+    content = merged.content
+    if not merged.clean and tree.symbol_problems(ours, path, change.added_symbols):
+        # Conflicts that are not the patch's stay; the patch goes in beside them, or not at all.
+        beside = repo.merge3(base, content, patched, merge_labels(patch))
+        if not beside.clean:
+            return "the patch does not merge beside the conflicts that are not its own"
+        content = beside.content
+    return Finished(path, before, stages, content, marker_lines(content))
+
+
+def without_patch(repo: Repo, patch: Patch, base: bytes, patched: bytes, side: bytes) -> bytes:
+    """One side of git's merge without the patch, where it holds the patch and lets it go."""
+    labels = merge_labels(patch)
+    if base == patched or not _contains_change(repo, base, side, patched, labels):
+        return side
+    out = repo.merge3(patched, side, base, labels)
+    return out.content if out.clean else side
+
+
+_NOT_WRITABLE = (State.CONFLICT, State.CONFLICTED, State.MISSING_FILE, State.OUTSIDE_SPARSE)
+
+
+def _doubt(tree: Worktree, patch: Patch, finished: Finished, verdict: FileVerdict) -> str | None:
+    """Why the finished file must not be written: only a text without a doubled or lost symbol
+    and without a marker in what it claims to have resolved is."""
+    if finished.left:
+        return None  # markers stay, and are said to stay; nothing is claimed about them
+    final = verdict.merged if verdict.merged is not None else finished.content
+    if marker_lines(final):
+        return "a conflict marker would remain"
+    if verdict.state in _NOT_WRITABLE:
+        return f"with git's conflict taken out, the patch {in_words(verdict)}"
+    problems = tree.symbol_problems(final, verdict.path, required_in(patch, verdict.path))
+    if problems:
+        return "; ".join(f"{name}: {why}" for name, why in problems.items())
+    return None
+
+
+def clear_stage_entries(repo: Repo, paths: Sequence[str]) -> None:
+    """The index as a clean `git stash pop` leaves it: HEAD's blob, the change unstaged."""
+    if paths:
+        run_git(["reset", "-q", "--", *(f":(literal){p}" for p in paths)], repo.workdir)
+
+
+def stash_note(
+    repo: Repo, tree: Worktree, patches: Sequence[Patch], done: Sequence[Finished]
+) -> str:
+    """Whether the stash git kept after the conflict can go now (`git stash drop`).
+
+    Said only when stash@{0} is the side git merged in (its blob is stage 3 of each file
+    finished) and every change it holds is in the worktree now, the patch's own part excepted
+    (patchguard keeps the patch).
+    """
+    paths = repo.stash_paths()
+    if not done or not paths:
+        return ""
+    if any(repo.file_blob_id("stash@{0}", f.path) != f.stages[3] for f in done):
+        return ""
+    changes = {c.path: (p, c) for p in patches for c in p.files}
+    kept = []
+    for path in paths:
+        stashed = repo.file_at("stash@{0}", path)
+        before = repo.file_at("stash@{0}^1", path)
+        current = tree.read(path)
+        if stashed is None or before is None or current is None:
+            if stashed != current:
+                kept.append(path)
+            continue
+        if path in changes:
+            patch, change = changes[path]
+            base = repo.blob(change.base_blob) if change.base_blob else b""
+            stashed = without_patch(repo, patch, base, repo.blob(change.patched_blob), stashed)
+        if not _contains_change(repo, before, current, stashed, LABELS):
+            kept.append(path)
+    if kept:
+        return f"keep stash@{{0}}: it still holds changes the worktree lacks ({', '.join(kept)})"
+    return "stash@{0} holds nothing the worktree lacks now: drop it with git stash drop"

@@ -1,0 +1,68 @@
+"""Each file's parse, kept by its content: a file that did not change is never parsed again.
+
+Parsing and modelling a real model file costs 5 to 100 ms (guard.truth.symbols); a command that
+assesses 40 patched files would pay that 40 times on every checkout. The result is a pure
+function of the bytes and of the model's own code and interpreter (conditions such as
+`sys.version_info` are decided for the running Python), so it is kept under the blob id of
+the bytes, in a namespace of the model's source and the interpreter
+(guard.store.fastpath.model_namespace), and, for another interpreter's facts (guard.truth.interpreters), of
+those facts too: a new patchguard or another Python parses afresh. Entries are pickles of guard.truth.symbols objects in the worktree's
+git dir, which only patchguard writes (see guard.git.content_cache).
+"""
+
+from __future__ import annotations
+
+import pickle
+from collections.abc import Mapping
+
+from guard.git.content_cache import ContentCache
+from guard.git.objects import blob_id, digest
+from guard.store.fastpath import model_namespace
+from guard.truth.symbols import SourceSyntaxError, SymbolIndex
+
+
+def parse(
+    content: bytes, path: str, cache: ContentCache, facts: Mapping[str, object] | None = None
+) -> SymbolIndex | SourceSyntaxError:
+    """The file's SymbolIndex, or the syntax error that stops Python from importing it.
+
+    `facts`: the interpreter's whose conditions are decided; None for patchguard's own."""
+    namespace = model_namespace()
+    if facts is not None:
+        namespace += digest(repr(sorted(facts.items())).encode())[:8]
+    key = f"{namespace}-{blob_id(content)}"
+    kept = cache.get(key)
+    if kept is not None:
+        found = _loads(kept, path)
+        if found is not None:
+            return found
+    result: SymbolIndex | SourceSyntaxError
+    try:
+        result = SymbolIndex.parse(content, path, facts)
+    except SourceSyntaxError as error:
+        result = error
+    cache.put(key, _dumps(result))
+    return result
+
+
+def _dumps(result: SymbolIndex | SourceSyntaxError) -> bytes:
+    # A syntax error is kept without its path: the same bytes may sit at another path.
+    kept = (
+        ("error", result.lineno, result.message)
+        if isinstance(result, SourceSyntaxError)
+        else result
+    )
+    return pickle.dumps(kept, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def _loads(data: bytes, path: str) -> SymbolIndex | SourceSyntaxError | None:
+    """None for anything but what _dumps wrote (an entry of a changed model is a miss)."""
+    try:
+        kept = pickle.loads(data)
+    except Exception:
+        return None
+    if isinstance(kept, SymbolIndex):
+        return kept
+    if isinstance(kept, tuple) and len(kept) == 3 and kept[0] == "error":
+        return SourceSyntaxError(path, kept[1], kept[2])
+    return None
