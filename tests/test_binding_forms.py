@@ -29,6 +29,7 @@ from helpers import run_patchguard
 from guard.errors import PatchguardError
 from guard.git.repo import PARSE_CACHE_DIR, Repo
 from guard.store import history
+from guard.store.derived import load_manifest
 from guard.tree.assess import Worktree, check, check_symbol
 from guard.tree.recording import require
 from guard.truth.symbols import SymbolIndex
@@ -238,7 +239,7 @@ def test_check_runtime_agrees_with_python_on_every_form(
     git(tmp_path, "clone", "-q", str(root), str(copy))
     repo = Repo.discover(copy)
     specs = [_spec(i, f) for i, f in enumerate(all_forms)]
-    history.save(repo, replace(repo.load_manifest(missing_ok=True), guards=specs), "guards")
+    history.save(repo, replace(load_manifest(repo, missing_ok=True), guards=specs), "guards")
     before = git(copy, "status", "--porcelain", "--ignored").stdout
     static = json.loads(run_patchguard(copy, clean_env, ("check", "--json"), check=1).stdout)
     assert {s["state"] for s in static["symbols"]} == {"present", "absent", "cannot-tell"}

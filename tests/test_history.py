@@ -17,6 +17,7 @@ from guard.git.gitdir import locate
 from guard.git.gitpaths import HISTORY_REF
 from guard.git.repo import Repo
 from guard.store import history as patch_history
+from guard.store.derived import load_manifest
 from guard.store.history import LEGACY_STORE_REF
 
 
@@ -101,7 +102,7 @@ def test_two_writers_racing_on_the_ref_lose_nothing(sample: Sample) -> None:
     """The slower writer loaded the manifest before the other's change: refused, in one line."""
     sample.record_eagle3()
     slow = Repo.discover(sample.root)
-    loaded = slow.load_manifest()
+    loaded = load_manifest(slow)
     spec = f"{KIMI}::{sample_repo.CLASS}.forward"
     assert sample.pg("require", spec).exit_code == 0  # the other writer wins
     winner = sample.git("rev-parse", HISTORY_REF).stdout
@@ -111,7 +112,7 @@ def test_two_writers_racing_on_the_ref_lose_nothing(sample: Sample) -> None:
     assert spec in manifest_text(sample)
     # the derived file is the ref's, and a fresh run of the loser goes through
     again = Repo.discover(sample.root)
-    patch_history.save(again, again.load_manifest(), "nothing new")  # same state: no commit
+    patch_history.save(again, load_manifest(again), "nothing new")  # same state: no commit
     assert sample.git("rev-parse", HISTORY_REF).stdout == winner
 
 
@@ -121,7 +122,7 @@ def test_the_ref_is_moved_compare_and_swap(sample: Sample) -> None:
 
     sample.record_eagle3()
     repo = Repo.discover(sample.root)
-    repo.load_manifest()
+    load_manifest(repo)
     read = history_module.current(repo)
     other = sample.git("commit-tree", "-m", "another writer", f"{HISTORY_REF}^{{tree}}").stdout
     sample.git("update-ref", HISTORY_REF, other.strip())

@@ -99,9 +99,10 @@ def test_the_lowest_modules_need_nothing_above_them() -> None:
     assert graph["guard.errors"] == set()  # the crash log's directory is passed in
     assert graph["guard.ops.bisect_status"] == set()
     assert "guard.cli.preflight" not in graph["guard.ops.moves"]  # a stamp: guard.ops.provenance
-    assert not {"guard.ops.moves", "guard.cli.preflight", "guard.cli.render"} & graph[
-        "guard.ops.provenance"
-    ]
+    assert (
+        not {"guard.ops.moves", "guard.cli.preflight", "guard.cli.render"}
+        & graph["guard.ops.provenance"]
+    )
 
 
 def test_a_layer_package_imports_nothing() -> None:
@@ -118,5 +119,7 @@ def test_every_module_imports_alone() -> None:
     for name in modules():
         if name == "guard.__main__":
             continue  # running it is the command itself
-        result = subprocess.run([sys.executable, "-c", f"import {name}"], capture_output=True, text=True)
+        result = subprocess.run(
+            [sys.executable, "-c", f"import {name}"], capture_output=True, text=True
+        )
         assert result.returncode == 0, f"{name}: {result.stderr}"

@@ -116,7 +116,8 @@ LOAD_AND_REPORT = """
 import sys
 from pathlib import Path
 from guard.git.repo import Repo
-manifest = Repo.discover(Path(sys.argv[1])).load_manifest()
+from guard.store.derived import load_manifest
+manifest = load_manifest(Repo.discover(Path(sys.argv[1])))
 print(len(manifest.patches), "pydantic" in sys.modules)
 """
 

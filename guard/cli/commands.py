@@ -23,6 +23,7 @@ from guard.errors import EXIT_GUARD_FAILED, EXIT_OK, PatchguardError, one_line, 
 from guard.git.gitdir import locate
 from guard.git.repo import Repo
 from guard.ops import install, provenance
+from guard.store.derived import load_manifest
 from guard.tree import assess
 
 if TYPE_CHECKING:
@@ -1041,7 +1042,7 @@ def _finish(outcomes: list[patching.PatchOutcome], as_json: bool) -> None:
 @_directory_option
 def list_(cwd: Path, as_json: bool) -> None:
     """List recorded patches and guards (without computing states)."""
-    manifest = Repo.discover(cwd).load_manifest(missing_ok=True)
+    manifest = load_manifest(Repo.discover(cwd), missing_ok=True)
     if as_json:
         click.echo(json.dumps({"format": render.LIST_JSON_FORMAT, **manifest.to_dict()}, indent=2))
         return
@@ -1074,11 +1075,11 @@ def show(cwd: Path, names: tuple[str, ...]) -> None:
         patches = [
             history.patch_version(repo, name)
             if "@{" in name
-            else assess.select_patches(repo.load_manifest(), [name])[0]
+            else assess.select_patches(load_manifest(repo), [name])[0]
             for name in names
         ]
     else:
-        patches = assess.select_patches(repo.load_manifest(), names)
+        patches = assess.select_patches(load_manifest(repo), names)
     on_terminal = sys.stdout.isatty()
     color = on_terminal and "NO_COLOR" not in os.environ
     text = "\n".join(render.show_lines(patches, color=color))

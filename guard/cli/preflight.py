@@ -7,12 +7,14 @@ request), check, and make sure the interpreter imports this checkout and not a s
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -257,7 +259,7 @@ def verify(
         from guard.truth import probe  # runs user code in another process: never on the hooks' path
 
         timeout = probe.DEFAULT_TIMEOUT if runtime_timeout is None else runtime_timeout
-        report.runtime_seconds = probe.confirm(report, repo, tree, interpreter, timeout, env)
+        report.runtime_seconds = confirm_at_runtime(report, repo, tree, interpreter, timeout, env)
     return report
 
 
@@ -371,3 +373,42 @@ def execute(command: Sequence[str]) -> None:
         raise ConfigError(
             f"cannot run {command[0]}: {error.strerror}; check the command and PATH"
         ) from None
+
+
+def confirm_at_runtime(
+    report: CheckReport,
+    repo: Repo,
+    tree: assess.Worktree,
+    python: str,
+    timeout: float,
+    env: Mapping[str, str],
+) -> float:
+    """Set each symbol's runtime answer (and its verdict: Python decides); the seconds it took.
+
+    `env`: the environment the command runs with (guard.cli.preflight.unwrapped), as a
+    module may define a name only when a variable is set.
+    """
+    from guard.truth import probe  # runs user code in another process: never on the hooks' path
+    from guard.truth.symbols import PRESENT, SourceSyntaxError, parse_spec
+
+    asked = []
+    for symbol in report.symbols:
+        spec = parse_spec(symbol.spec)
+        path = tree.renamed(spec.path)
+        module, root = probe.module_of(repo.workdir, path)
+        content = tree.read(path)
+        method = False
+        if content is not None:
+            with contextlib.suppress(SourceSyntaxError):  # a syntax error is reported anyway
+                method = tree.symbols(content, path).defines_callable(spec.qualname)
+        asked.append([module, str(root), str(repo.workdir / path), spec.qualname, method])
+    if not asked:
+        return 0.0
+    started = time.monotonic()
+    answers = probe.ask(python, asked, repo.workdir, timeout, env)
+    for symbol, (state, detail) in zip(report.symbols, answers, strict=True):
+        symbol.runtime = state
+        symbol.ok = state == PRESENT
+        if not symbol.ok:
+            symbol.detail = f"{detail} (interpreter {python})"
+    return time.monotonic() - started

@@ -120,3 +120,18 @@ def _refuse_sha256(common_dir: Path) -> None:
             f"{common_dir.parent} uses SHA-256 object ids, which patchguard does not support "
             "yet; nothing was changed. Use a SHA-1 clone of the repository."
         )
+
+
+def read_manifest_bytes(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        raise ConfigError(
+            f"no manifest at {path}: nothing is guarded in this repository yet. "
+            "Run `patchguard record NAME` or `patchguard require SPEC` first."
+        ) from None
+    except OSError as error:  # a directory in its place, no permission to read it
+        raise ConfigError(
+            f"cannot read {path}: {error.strerror}; remove what stands there (it is derived "
+            "from refs/patchguard/history again), or run patchguard as a user who may read it"
+        ) from None

@@ -8,6 +8,9 @@ try:  # the bare C module: hashlib would cost more than the whole fast path
 except ImportError:  # pragma: no cover - CPython built without it
     from hashlib import sha1
 
+REGULAR_MODE = "100644"  # git's modes for a regular file, and an executable one
+EXECUTABLE_MODE = "100755"
+
 
 def blob_id(data: bytes) -> str:
     """The id git gives these bytes as a blob (what `git hash-object --no-filters` prints)."""

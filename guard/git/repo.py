@@ -13,11 +13,11 @@ from pathlib import Path
 from guard.errors import ConfigError
 from guard.git.atomic import atomic_write, remove_stale_temporaries
 from guard.git.content_cache import ContentCache
-from guard.git.gitdir import Layout, locate
+from guard.git.gitdir import Layout, locate, read_manifest_bytes
 from guard.git.gitpaths import HISTORY_REF
 from guard.git.index_file import IndexFile
 from guard.git.lock import exclusive
-from guard.git.objects import blob_id
+from guard.git.objects import EXECUTABLE_MODE, REGULAR_MODE, blob_id
 
 TYPE_CHECKING = False  # not `from typing import ...`: typing costs the hooks ~3 ms
 if TYPE_CHECKING:
@@ -28,27 +28,15 @@ if TYPE_CHECKING:
 
     from guard.git.eol import Conversion
     from guard.git.worktree_paths import UnsafePath
-    from guard.store.manifest import Manifest
 
-# Every state of the patches: a commit whose tree holds the manifest and its blobs (guard.store.history).
-MANIFEST_ENTRY = "manifest.json"
 MERGE_CACHE_DIR = "patchguard-cache/merges"  # in the worktree's git dir
 _MERGE_CACHE_KEEP = 256
 PARSE_CACHE_DIR = "patchguard-cache/parsed"
 _PARSE_CACHE_KEEP = 512
 _BINARY_SNIFF = 8000
-_EARLIER_STATES = 50  # how far back a stale manifest.json, or the last valid state, is looked for
 _BATCH = 128  # names per `git cat-file --batch` round trip: well under a pipe's 64 KiB
 # Also take the store's lock (Repo.lock); undo takes it itself, for the undo of a drop only.
 MANIFEST_WRITERS = frozenset({"record", "require", "drop", "import", "resolve", "fetch"})
-
-
-class InvalidHistoryTip(ConfigError):
-    """The history ref's newest state is not a valid manifest; `undo` takes it back."""
-
-    def __init__(self, message: str, raw: bytes) -> None:
-        super().__init__(message)
-        self.raw = raw
 
 
 class MergeResult:
@@ -253,37 +241,6 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
         process.wait()  # it ends at once on end of input; a timeout would poll with sleeps
 
 
-def derive_manifest(layout: Layout, raw: bytes, commit: str) -> None:
-    """manifest.json from the history commit `commit`, then the name of that commit, then the
-    transaction file gone: the last steps of every change to the patches (guard.store.history)."""
-    from guard.store.manifest import save_manifest
-
-    save_manifest(layout.manifest_path, raw)
-    try:
-        atomic_write(layout.derived_from_path, f"{commit}\n".encode())
-        layout.transaction_path.unlink(missing_ok=True)
-    except OSError as error:  # a directory in its place, a read-only store
-        raise ConfigError(
-            f"cannot write {layout.derived_from_path}: {error.strerror}; remove what stands "
-            "there, or run patchguard as a user who can write the repository, then run the "
-            "command again"
-        ) from None
-
-
-def _read_text(path: Path) -> str | None:
-    try:
-        return path.read_text().strip() or None
-    except (OSError, UnicodeDecodeError):
-        return None
-
-
-def _read_bytes(path: Path) -> bytes | None:
-    try:
-        return path.read_bytes()
-    except OSError:
-        return None
-
-
 class Repo:
     """One worktree of a git repository, as patchguard needs to see it.
 
@@ -314,194 +271,11 @@ class Repo:
     def discover(cls, start: Path) -> Repo:
         return cls(locate(start))
 
-    # --- the manifest and the content it refers to -------------------------------------------
-
-    def load_manifest(self, missing_ok: bool = False) -> Manifest:
-        """The patches as the history holds them now, validated; the bytes are kept in
-        `manifest_bytes` (for the verified cache, and as the base a writer changes).
-
-        manifest.json is derived from the history ref for the hooks, and names the commit it
-        was derived from (Layout.derived_from_path). When that is not the ref's commit any
-        more, or a change to the patches was cut off (Layout.transaction_path), the ref's own
-        manifest is read, held to the schema first, and the derived file rebuilt from it: the
-        next command completes what a killed writer began, before it decides anything.
-        """
-        from guard.store.manifest import Manifest, parse_manifest, read_manifest_bytes
-
-        path = self.layout.manifest_path
-        held = self._history_if_derived_is_stale()
-        if held is not None:
-            self.manifest_bytes = held
-            return parse_manifest(held, path)
-        if missing_ok and not path.exists():
-            self.manifest_bytes = b""
-            return Manifest()
-        self.manifest_bytes = read_manifest_bytes(path)
-        return parse_manifest(self.manifest_bytes, path, remedy=self._derived_remedy())
+    # --- the content the manifest refers to -------------------------------------------------
 
     def has_patches(self) -> bool:
         """Is anything recorded here: manifest.json, or a history ref to derive it from?"""
         return self.layout.manifest_path.is_file() or self.layout.history_tip() is not None
-
-    def _history_if_derived_is_stale(self) -> bytes | None:
-        """The history's manifest (validated) when manifest.json lags the ref or is gone; else
-        None (manifest.json is the truth to read).
-
-        Two small file reads when all is well, and no git. manifest.json is stale when its
-        content is that of an earlier state of the history (a kill after the ref moved, a push
-        into this checkout, a file left by a patchguard that wrote no manifest.from). Edited
-        by hand (its content is no state of the history), it stays what the user made it and
-        the next change takes it over (guard.store.history), unless the ref moved meanwhile too:
-        then neither is chosen for the user."""
-        layout = self.layout
-        tip = layout.history_tip()
-        cut_off = layout.transaction_path.exists()
-        named = _read_text(layout.derived_from_path)
-        derived = _read_bytes(layout.manifest_path)
-        if tip is None and not cut_off and derived is not None:
-            return None  # no history (or a store only git reads): manifest.json as it is
-        if named == tip and not cut_off and derived is not None:
-            return None
-        found = self._objects.read(HISTORY_REF)
-        if found is None:
-            return None
-        if found[1] != "commit":
-            raise ConfigError(self.not_a_commit(found[0], found[1]))
-        tip = found[0]
-        held = self._valid_history_manifest(tip)
-        if derived is None or blob_id(derived) == blob_id(held) or cut_off:
-            self._derive(held, tip)
-            return held
-        untouched = named is not None and blob_id(derived) == self._object_id(
-            f"{named}:{MANIFEST_ENTRY}", "blob"
-        )
-        if untouched or self._is_earlier_state(tip, blob_id(derived)):
-            self._derive(held, tip)
-            return held
-        if named is not None and named != tip:
-            raise ConfigError(
-                f"{layout.manifest_path} was edited by hand, and {HISTORY_REF} moved since it "
-                f"was derived (from {named[:10]} to {tip[:10]}: a push into this checkout?); "
-                "nothing was changed. Keep the history's patches: delete the file, and it is "
-                "derived again. Keep your edit: make it again after that, with patchguard "
-                "record or require."
-            )
-        return None
-
-    def _is_earlier_state(self, tip: str, blob: str) -> bool:
-        """Is `blob` the manifest of one of the newest states of the history below `tip`?"""
-        names = [f"{tip}~{depth}:{MANIFEST_ENTRY}" for depth in range(1, _EARLIER_STATES)]
-        return any(found and found[0] == blob for found in self._objects.read_many(names))
-
-    def _derived_remedy(self) -> str | None:
-        """What to do about a manifest.json the schema refuses, where a history holds the
-        patches: it is derived from the ref, so deleting it loses nothing but a hand edit."""
-        if self.layout.history_tip() is None:
-            return None
-        return (
-            f"it is derived from {HISTORY_REF}: delete it and patchguard derives it again "
-            "(losing only an edit made to it by hand), or fix that edit"
-        )
-
-    def not_a_commit(self, oid: str, kind: str) -> str:
-        """One line for a history ref that points at something other than a commit; the way
-        back is the commit manifest.json was last derived from, when it is still there."""
-        known = _read_text(self.layout.derived_from_path)
-        if known is not None and self._object_id(known, "commit"):
-            way_back = f"put it back where it was: git update-ref {HISTORY_REF} {known}"
-        else:
-            way_back = (
-                "delete it to start the history again from manifest.json: "
-                f"git update-ref -d {HISTORY_REF}"
-            )
-        return (
-            f"{HISTORY_REF} points at a {kind} ({oid[:10]}), not a commit: patchguard's history "
-            f"is a chain of commits, so nothing was read or changed. To go on, {way_back}"
-        )
-
-    def _valid_history_manifest(self, tip: str) -> bytes:
-        """The manifest of the history's newest state, refused when the schema refuses it (a
-        push from another version, a hand update-ref), naming the last valid version: never
-        copied into manifest.json."""
-        from guard.store.manifest import parse_manifest
-
-        held = self.file_at(tip, MANIFEST_ENTRY)
-        where = f"{HISTORY_REF} at {tip[:10]} ({self._subject(tip)})"
-        if held is None:
-            raise InvalidHistoryTip(
-                f"{where} holds no manifest.json: it is not a state of patchguard's history; "
-                f"nothing was read from it. {self._way_back(tip, undo=False)}",
-                b"",
-            )
-        try:
-            parse_manifest(held, self.layout.manifest_path)
-        except ConfigError:
-            from guard.store.schema import validate_manifest
-
-            try:
-                validate_manifest(held, Path(where), remedy=self._way_back(tip))
-            except ConfigError as error:
-                raise InvalidHistoryTip(str(error), held) from None
-            raise
-        return held
-
-    def _way_back(self, tip: str, *, undo: bool = True) -> str:
-        """The last valid state below `tip` (or, off its line, the one manifest.json was
-        derived from), and the command that returns to it: `undo` where that is one step."""
-        from guard.store.manifest import parse_manifest
-
-        known = _read_text(self.layout.derived_from_path)
-        candidates = [f"{tip}~{depth}" for depth in range(1, _EARLIER_STATES)]
-        for name in [*candidates, *([known] if known else [])]:
-            found = self._objects.read(name)
-            if found is None or found[1] != "commit":
-                continue
-            raw = self.file_at(found[0], MANIFEST_ENTRY)
-            if raw is None:
-                continue
-            try:
-                parse_manifest(raw, self.layout.manifest_path)
-            except ConfigError:
-                continue
-            back = (
-                "`patchguard undo` takes the bad change back"
-                if undo and name == candidates[0]
-                else f"put it back: git update-ref {HISTORY_REF} {found[0]}"
-            )
-            return (
-                f"nothing was read from it. The last valid version is {found[0][:10]} "
-                f"({self._subject(found[0])}); {back}"
-            )
-        return (
-            "nothing was read from it, and no earlier version is valid either; delete the ref "
-            f"to start again from manifest.json: git update-ref -d {HISTORY_REF}"
-        )
-
-    def _subject(self, commit: str) -> str:
-        found = self._objects.read(commit)
-        message = found[2].split(b"\n\n", 1)[-1] if found is not None else b""
-        return message.split(b"\n", 1)[0].decode(errors="replace") or "no subject"
-
-    def _derive(self, held: bytes, tip: str) -> None:
-        """Rebuild manifest.json from the ref, when no other patchguard is changing the
-        patches right now (it then does so itself) and the ref still holds `tip` (a writer
-        that finished meanwhile derived its own); a read-only store stays as it is."""
-        from guard.git.lock import if_free
-
-        with if_free(self.layout.store_lock_path) as free:
-            if not free:
-                return
-            now = self.layout.history_tip()
-            if now is None:  # packed: git knows
-                with suppress(ConfigError):
-                    now = run_git(["rev-parse", "-q", "--verify", HISTORY_REF], self.workdir).stdout
-            if (now or "").strip() == tip:
-                with suppress(ConfigError):
-                    derive_manifest(self.layout, held, tip)
-
-    def history_manifest_bytes(self) -> bytes | None:
-        """The manifest as the history ref holds it (guard.store.history), through `git cat-file`."""
-        return self.file_at(HISTORY_REF, MANIFEST_ENTRY)
 
     def store_blob(self, data: bytes) -> str:
         with self.writing_objects():
@@ -561,8 +335,6 @@ class Repo:
         """
         starts_a_store = operation in ("record", "require", "import", "fetch")
         if not starts_a_store and not self.has_patches():
-            from guard.store.manifest import read_manifest_bytes
-
             read_manifest_bytes(self.layout.manifest_path)  # says "no manifest ..."
         store = self.store_lock(operation) if operation in MANIFEST_WRITERS else nullcontext()
         with exclusive(self.layout.worktree_lock_path, operation), store:
@@ -589,13 +361,20 @@ class Repo:
 
     def commit_id(self, rev: str) -> str | None:
         """The commit `rev` names (`HEAD`, `stash@{0}`, an id), or None when it names none."""
-        return self._object_id(rev, "commit")
+        return self.object_id(rev, "commit")
 
     def tree_id(self, rev: str) -> str | None:
         """The tree of the commit `rev` names (`stash@{0}^2`), or None."""
-        return self._object_id(f"{rev}^{{tree}}", "tree")
+        return self.object_id(f"{rev}^{{tree}}", "tree")
 
-    def _object_id(self, rev: str, kind: str) -> str | None:
+    def read_object(self, name: str) -> tuple[str, str, bytes] | None:
+        """(id, type, content) of what `name` names, through the batched `git cat-file`."""
+        return self._objects.read(name)
+
+    def read_objects(self, names: Sequence[str]) -> list[tuple[str, str, bytes] | None]:
+        return self._objects.read_many(names)
+
+    def object_id(self, rev: str, kind: str) -> str | None:
         found = self._objects.read(rev)
         return found[0] if found is not None and found[1] == kind else None
 
@@ -692,7 +471,7 @@ class Repo:
 
     def file_blob_id(self, commit: str, path: str) -> str | None:
         """The blob id of the file in a commit's tree (None: no such file)."""
-        return self._object_id(f"{commit}:{path}", "blob")
+        return self.object_id(f"{commit}:{path}", "blob")
 
     def stash_paths(self) -> list[str]:
         """The tracked files stash@{0} changes (against the commit it was made on)."""
@@ -808,8 +587,6 @@ class Repo:
     def git_mode(self, path: str) -> str:
         """The mode `git add` would record for the file: executable when its owner may run it."""
         permissions = self.permissions(path) or 0
-        from guard.store.manifest import EXECUTABLE_MODE, REGULAR_MODE
-
         return EXECUTABLE_MODE if permissions & stat.S_IXUSR else REGULAR_MODE
 
     def conversion(self, path: str) -> Conversion:

@@ -37,6 +37,7 @@ from guard.hunt import stats
 from guard.hunt.metrics import Metric
 from guard.ops import moves
 from guard.ops.provenance import same_code, stamp
+from guard.store.derived import load_manifest
 from guard.tree import patching
 
 DEFAULT_REPEATS = 8
@@ -359,7 +360,7 @@ def _session(
         raise GuardFailure(
             f"a {refusing} is in progress; finish it (or abort it) before measuring commits"
         )
-    repo.load_manifest()  # nothing recorded: said now, before any move (and nothing to carry)
+    load_manifest(repo)  # nothing recorded: said now, before any move (and nothing to carry)
     bench = _Bench(repo, options, progress)
     with out_of_reach_of_ctrl_c(), _deferred_signals(bench), moves.lifted(repo, operation) as lift:
         try:

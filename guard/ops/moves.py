@@ -38,6 +38,7 @@ from guard.ops.bisect_status import (
 from guard.ops.install import isolated_command
 from guard.ops.provenance import stamp
 from guard.store import journal
+from guard.store.derived import load_manifest
 from guard.tree import assess, patching, stashes
 
 STEP_COMMAND = ("bisect", "step")
@@ -167,7 +168,7 @@ def _carry_edits_hint(repo: Repo, args: Sequence[str]) -> str | None:
     edited = sorted(
         {
             change.path
-            for patch in repo.load_manifest().patches
+            for patch in load_manifest(repo).patches
             for change in patch.files
             if repo.read_file(change.path) not in (None, repo.head_file(change.path))
         }

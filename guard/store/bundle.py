@@ -19,6 +19,7 @@ from guard.git.objects import blob_id
 from guard.git.repo import Repo
 from guard.store import history
 from guard.store import manifest as runtime
+from guard.store.derived import load_manifest
 from guard.store.schema import SCHEMA_VERSION, Manifest, ObjectId, parse_versioned
 from guard.tree.assess import select_patches
 
@@ -41,7 +42,7 @@ class Bundle(BaseModel):
 
 def export_bundle(repo: Repo, names: Sequence[str] = ()) -> str:
     """Every patch and guard, or only the patches named (their guards are the patches' own)."""
-    manifest = repo.load_manifest()
+    manifest = load_manifest(repo)
     if names:
         unknown = [n for n in names if manifest.patch(n) is None]
         if unknown:
@@ -140,7 +141,7 @@ def _merge_bundle(
     refuse_unimportable(repo, bundled.patches, lambda oid: base64.b64decode(blobs[oid]))
     for encoded in blobs.values():
         repo.store_blob(base64.b64decode(encoded))
-    current = repo.load_manifest(missing_ok=True)
+    current = load_manifest(repo, missing_ok=True)
     incoming = {p.name: p for p in bundled.patches}
     lines = [_import_line(current.patch(name), patch) for name, patch in incoming.items()]
     changed_patches = [n for n, p in incoming.items() if current.patch(n) != p]

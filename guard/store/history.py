@@ -28,7 +28,13 @@ from guard.git import faults
 from guard.git.atomic import atomic_write
 from guard.git.gitpaths import HISTORY_REF
 from guard.git.objects import blob_id
-from guard.git.repo import MANIFEST_ENTRY, derive_manifest
+from guard.store.derived import (
+    MANIFEST_ENTRY,
+    derive_manifest,
+    history_manifest_bytes,
+    load_manifest,
+    not_a_commit,
+)
 from guard.store.manifest import (
     FileChange,
     Manifest,
@@ -100,7 +106,7 @@ def current(repo: Repo) -> str | None:
     if isinstance(target, pygit2.Commit):
         return str(target.id)
     kind = "missing object" if target is None else type(target).__name__.lower()
-    raise ConfigError(repo.not_a_commit(str(reference.target), kind))
+    raise ConfigError(not_a_commit(repo, str(reference.target), kind))
 
 
 def save(
@@ -117,7 +123,7 @@ def save(
     1. Objects: the blobs' tree and the new state's commit, on top of the state this writer
        loaded (a failure here changed nothing anyone sees).
     2. The transaction file, flushed: from here until step 5, no verified key is trusted and
-       the next command derives manifest.json from the ref again (Repo.load_manifest).
+       the next command derives manifest.json from the ref again (guard.store.derived.load_manifest).
     3. The ref, compare-and-swap: the change is made, or refused whole.
     4. manifest.json derived from the new state, then the name of that state beside it.
     5. The transaction file removed.
@@ -306,7 +312,7 @@ def _move_ref(repo: Repo, new: str, old: str | None, subject: str) -> None:
 def refresh(repo: Repo) -> None:
     """Write manifest.json from the ref (the derived file the hooks read)."""
     tip = current(repo)
-    raw = repo.history_manifest_bytes()
+    raw = history_manifest_bytes(repo)
     if tip is not None and raw is not None:
         derive_manifest(repo.layout, raw, tip)
 
@@ -532,11 +538,11 @@ def undo_change(repo: Repo, change: Change) -> None:
 
     A newest state that is not a valid manifest can be taken back too: that is the way out
     the refusal to read it names."""
-    from guard.git.repo import InvalidHistoryTip
+    from guard.store.derived import InvalidHistoryTip
 
     with repo.lock("undo"), repo.store_lock("undo"):  # it rewrites the shared manifest
         try:
-            repo.load_manifest()
+            load_manifest(repo)
         except InvalidHistoryTip as invalid:
             repo.manifest_bytes = invalid.raw  # the state this undo goes on top of
         if current(repo) is None or change not in undoable(repo):

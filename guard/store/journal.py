@@ -25,6 +25,7 @@ from guard.git import faults
 from guard.git.atomic import TEMP_SUFFIX, atomic_write
 from guard.git.objects import blob_id
 from guard.git.worktree_paths import UnsafePath, one_walk
+from guard.store.derived import load_manifest
 
 TYPE_CHECKING = False  # not `from typing import ...`: typing costs the hooks ~3 ms
 if TYPE_CHECKING:
@@ -434,7 +435,7 @@ def _restore(repo: Repo, entry_path: Path, entry: Entry, record: dict[str, Any])
             from guard.store import history  # only for an entry made before the history
             from guard.store.manifest import parse_manifest
 
-            repo.load_manifest()
+            load_manifest(repo)
             history.save(
                 repo, parse_manifest(saved, repo.layout.manifest_path), f"undid: {entry.describe()}"
             )

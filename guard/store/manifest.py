@@ -16,15 +16,13 @@ from pathlib import Path
 
 from guard.errors import ConfigError
 from guard.git.atomic import atomic_write
-from guard.git.objects import blob_id
+from guard.git.objects import REGULAR_MODE, blob_id
 
 TYPE_CHECKING = False  # not `from typing import ...`: typing costs the hooks ~3 ms
 if TYPE_CHECKING:
     from typing import Any
 
 SCHEMA_VERSION = 1
-REGULAR_MODE = "100644"  # git's modes for a regular file, and an executable one
-EXECUTABLE_MODE = "100755"
 VALIDATED_FILE = "validated"  # beside manifest.json: content hashes that passed the schema
 _KEEP_VALIDATED = 16
 
@@ -115,21 +113,6 @@ class Manifest:
             )
             if oid is not None
         }
-
-
-def read_manifest_bytes(path: Path) -> bytes:
-    try:
-        return path.read_bytes()
-    except FileNotFoundError:
-        raise ConfigError(
-            f"no manifest at {path}: nothing is guarded in this repository yet. "
-            "Run `patchguard record NAME` or `patchguard require SPEC` first."
-        ) from None
-    except OSError as error:  # a directory in its place, no permission to read it
-        raise ConfigError(
-            f"cannot read {path}: {error.strerror}; remove what stands there (it is derived "
-            "from refs/patchguard/history again), or run patchguard as a user who may read it"
-        ) from None
 
 
 def parse_manifest(

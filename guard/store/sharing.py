@@ -15,8 +15,9 @@ from pathlib import Path
 
 from guard.errors import ConfigError, GuardFailure
 from guard.git.gitpaths import HISTORY_REF
-from guard.git.repo import MANIFEST_ENTRY, Repo, run_git
+from guard.git.repo import Repo, run_git
 from guard.store import history
+from guard.store.derived import MANIFEST_ENTRY, load_manifest
 from guard.store.manifest import Manifest, Patch
 
 THEIRS = "theirs"
@@ -90,7 +91,7 @@ def push(repo: Repo, remote: str, *, take_back: bool = False) -> str:
         choice = f"chose to take back {remote}'s {', '.join(taken)} (pushed from here)"
         if next(history.walk(repo, tip)).subject != choice:  # a retry adds no second one
             with repo.lock("push"), repo.store_lock("push"):
-                history.save(repo, repo.load_manifest(), choice, note=True)
+                history.save(repo, load_manifest(repo), choice, note=True)
             tip = history.current(repo) or tip
     try:  # the commit checked above, not the ref: an undo made meanwhile is not carried along
         run_git(["push", "-q", remote, f"{tip}:{HISTORY_REF}"], repo.workdir)
@@ -152,7 +153,7 @@ def fetch(repo: Repo, remote: str, keep: str | None = None) -> Fetched:
     """Bring `remote`'s patches in, patch by patch; `keep` (THEIRS/OURS) settles both-sided ones."""
     with repo.lock("fetch"):
         theirs = _fetch_tip(repo, remote)
-        ours_manifest = repo.load_manifest(missing_ok=True)
+        ours_manifest = load_manifest(repo, missing_ok=True)
         ours = history.current(repo)
         if ours is not None and (ours == theirs or repo.git.descendant_of(ours, theirs)):
             taken = _taken_back(repo, theirs, ours) if keep == THEIRS else []

@@ -24,6 +24,7 @@ from guard.git.markers import marker_lines
 from guard.git.repo import Repo
 from guard.git.worktree_paths import UnsafePath, one_walk
 from guard.store import fastpath
+from guard.store.derived import load_manifest
 from guard.store.manifest import FileChange, Manifest, Patch
 from guard.store.manifest import Resolution as PatchResolution
 from guard.truth import bodies, parsed, slips
@@ -1286,7 +1287,7 @@ def select_patches(manifest: Manifest, names: Sequence[str]) -> list[Patch]:
 def status(
     repo: Repo, names: Sequence[str] = (), tree: Worktree | None = None
 ) -> list[PatchVerdict]:
-    manifest = repo.load_manifest()
+    manifest = load_manifest(repo)
     tree = tree or Worktree(repo)
     tree.prefetch(manifest.patches)
     verdicts = []
@@ -1303,7 +1304,7 @@ def status_report(repo: Repo, names: Sequence[str] = ()) -> CheckReport:
     name is given), so that `status` fails exactly when `check` would. Never remembered."""
     tree = Worktree(repo)
     verdicts = status(repo, names, tree)
-    manifest = repo.load_manifest()
+    manifest = load_manifest(repo)
     patches = select_patches(manifest, names)
     symbols = [check_symbol(tree, spec, owner) for spec, owner in _owners(manifest, patches)]
     if not names:
@@ -1356,7 +1357,7 @@ def check(repo: Repo, tree: Worktree | None = None) -> CheckReport:
 
 
 def _check(repo: Repo, tree: Worktree | None) -> CheckReport:
-    manifest = repo.load_manifest()
+    manifest = load_manifest(repo)
     tree = tree or Worktree(repo)
     tree.prefetch(manifest.patches)
     verdicts = [

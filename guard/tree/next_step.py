@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from guard.store.derived import load_manifest
 from guard.store.version_order import order
 from guard.tree import assess
 from guard.tree.assess import FileVerdict, PatchVerdict, State, Worktree
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
 
 def worktree_lines(repo: Repo, names: Sequence[str]) -> list[str]:
     """One line for each patch in `names` (each once, in order): what the worktree holds."""
-    manifest = repo.load_manifest(missing_ok=True)
+    manifest = load_manifest(repo, missing_ok=True)
     tree = Worktree(repo)
     lines = []
     for name in dict.fromkeys(names):

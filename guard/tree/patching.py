@@ -7,9 +7,11 @@ from dataclasses import dataclass, field
 
 from guard.git.atomic import new_file_mode
 from guard.git.lock import locked
+from guard.git.objects import EXECUTABLE_MODE, REGULAR_MODE
 from guard.git.repo import Repo
+from guard.store.derived import load_manifest
 from guard.store.journal import Journal, recover
-from guard.store.manifest import EXECUTABLE_MODE, REGULAR_MODE, Patch
+from guard.store.manifest import Patch
 from guard.tree import unmerged
 from guard.tree.assess import (
     GOOD_STATES,
@@ -254,7 +256,7 @@ def _begin_writing(
     """
     if not (dry_run or allow_mid_operation):
         repo.refuse_mid_operation(operation)
-    manifest = repo.load_manifest()
+    manifest = load_manifest(repo)
     journal = None
     if not dry_run:
         recover(repo)

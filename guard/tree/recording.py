@@ -11,6 +11,7 @@ from guard.git.eol import cannot_rebuild
 from guard.git.lock import locked
 from guard.git.repo import Repo, is_binary, run_git
 from guard.store import history
+from guard.store.derived import load_manifest
 from guard.store.manifest import FileChange, Patch, Resolution, now_utc
 from guard.tree.assess import (
     State,
@@ -54,7 +55,7 @@ def record(
     the patch onto this commit, so it asks for `rebase` first.
     """
     head_commit = repo.head_commit_id()
-    manifest = repo.load_manifest(missing_ok=True)
+    manifest = load_manifest(repo, missing_ok=True)
     previous = manifest.patch(name)
     if previous is not None and not rebase:
         _refuse_rebase(repo, previous, head_commit)
@@ -330,7 +331,7 @@ def _resolve_spec(repo: Repo, text: str, cwd: Path, known: Sequence[str] = ()) -
 @locked("require")
 def require(repo: Repo, specs: Sequence[str], *, cwd: Path) -> list[str]:
     """Guard symbols that are already committed; each must exist now. Returns the new guards."""
-    manifest = repo.load_manifest(missing_ok=True)
+    manifest = load_manifest(repo, missing_ok=True)
     resolved = [str(_resolve_spec(repo, text, cwd)) for text in specs]
     tree = Worktree(repo)
     _require_present(
@@ -390,7 +391,7 @@ def _require_present(
 def drop(repo: Repo, target: str, *, cwd: Path) -> str:
     """Forget a patch (by name) or a guard (by SPEC); the worktree is not touched (but for
     the files a killed writer left half written, which every journal writer puts back first)."""
-    manifest = repo.load_manifest()
+    manifest = load_manifest(repo)
     if "::" in target:
         spec = str(_resolve_spec(repo, target, cwd, manifest.guards))
         if spec not in manifest.guards:
@@ -450,7 +451,7 @@ def resolve(
     `forget` drops resolution N instead (numbered as `patchguard show` lists them).
     """
     repo.refuse_mid_operation("resolve")
-    manifest = repo.load_manifest()
+    manifest = load_manifest(repo)
     (patch,) = select_patches(manifest, [name])
     resolved: list[str] = []
     extra: list[str] = []

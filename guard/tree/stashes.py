@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from guard.git.repo import Repo
+from guard.store.derived import load_manifest
 from guard.tree.assess import _contains_change, merge_labels
 from guard.tree.unmerged import without_patch
 
@@ -52,7 +53,7 @@ def plan(repo: Repo, args: Sequence[str]) -> StashPlan | None:
     if stash is None:
         return None  # git says what is wrong
     files, held = {}, []
-    for patch in repo.load_manifest().patches:
+    for patch in load_manifest(repo).patches:
         for change in patch.files:
             stashed = repo.file_at(stash, change.path)
             before = repo.file_at(f"{stash}^1", change.path)

@@ -24,9 +24,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from guard.errors import ConfigError
-from guard.git.repo import Repo
-from guard.tree.assess import CheckReport, Worktree
-from guard.truth.symbols import ABSENT, CANNOT_TELL, PRESENT, SourceSyntaxError, parse_spec
+from guard.truth.symbols import ABSENT, CANNOT_TELL, PRESENT
 
 DEFAULT_TIMEOUT = 600.0  # seconds: an sglang model module imports torch
 _POLL = 0.05  # seconds between looks at a probe that has not answered: has it ended?
@@ -110,43 +108,7 @@ def module_of(workdir: Path, path: str) -> tuple[str, Path]:
     return ".".join(parts) or file.stem, directory
 
 
-def confirm(
-    report: CheckReport,
-    repo: Repo,
-    tree: Worktree,
-    python: str,
-    timeout: float,
-    env: Mapping[str, str],
-) -> float:
-    """Set each symbol's runtime answer (and its verdict: Python decides); the seconds it took.
-
-    `env`: the environment the command runs with (guard.cli.preflight.unwrapped), as a
-    module may define a name only when a variable is set.
-    """
-    asked = []
-    for symbol in report.symbols:
-        spec = parse_spec(symbol.spec)
-        path = tree.renamed(spec.path)
-        module, root = module_of(repo.workdir, path)
-        content = tree.read(path)
-        method = False
-        if content is not None:
-            with contextlib.suppress(SourceSyntaxError):  # a syntax error is reported anyway
-                method = tree.symbols(content, path).defines_callable(spec.qualname)
-        asked.append([module, str(root), str(repo.workdir / path), spec.qualname, method])
-    if not asked:
-        return 0.0
-    started = time.monotonic()
-    answers = _run(python, asked, repo.workdir, timeout, env)
-    for symbol, (state, detail) in zip(report.symbols, answers, strict=True):
-        symbol.runtime = state
-        symbol.ok = state == PRESENT
-        if not symbol.ok:
-            symbol.detail = f"{detail} (interpreter {python})"
-    return time.monotonic() - started
-
-
-def _run(
+def ask(
     python: str, asked: list[list[object]], cwd: Path, timeout: float, env: Mapping[str, str]
 ) -> list[tuple[str, str]]:
     """Each symbol's (state, detail), from one probe process; nothing of it outlives the call.
