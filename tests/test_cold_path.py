@@ -90,7 +90,7 @@ def test_the_hook_path_loads_neither_pydantic_nor_libgit2_nor_click(sample: Samp
     sample.record_eagle3()
     sample.git("stash")
     probe = (
-        "import sys; from pathlib import Path; from guard import hookrun; "
+        "import sys; from pathlib import Path; from guard.cli import hookrun; "
         "status = hookrun.run('post-checkout', ['a', 'b', '1'], '', Path.cwd()); "
         "print(status, sorted({m.split('.')[0] for m in sys.modules} "
         "& {'pydantic', 'pygit2', 'click'}))"
