@@ -29,8 +29,9 @@ from helpers import run_patchguard
 from guard.errors import PatchguardError
 from guard.git.repo import PARSE_CACHE_DIR, Repo
 from guard.store import history
-from guard.tree.assess import Worktree, check, check_symbol
+from guard.tree.assess import check, check_symbol
 from guard.tree.recording import require
+from guard.tree.worktree import Worktree
 from guard.truth.symbols import SymbolIndex
 
 # Forms that are red while Python finds the symbol: reading cannot decide them (a decorator,

@@ -23,6 +23,7 @@ from guard.errors import EXIT_GUARD_FAILED, EXIT_OK, PatchguardError, one_line, 
 from guard.git.gitdir import locate
 from guard.git.repo import Repo
 from guard.ops import install, provenance
+from guard.store.manifest import select_patches
 from guard.tree import assess
 
 if TYPE_CHECKING:
@@ -1074,11 +1075,11 @@ def show(cwd: Path, names: tuple[str, ...]) -> None:
         patches = [
             history.patch_version(repo, name)
             if "@{" in name
-            else assess.select_patches(repo.load_manifest(), [name])[0]
+            else select_patches(repo.load_manifest(), [name])[0]
             for name in names
         ]
     else:
-        patches = assess.select_patches(repo.load_manifest(), names)
+        patches = select_patches(repo.load_manifest(), names)
     on_terminal = sys.stdout.isatty()
     color = on_terminal and "NO_COLOR" not in os.environ
     text = "\n".join(render.show_lines(patches, color=color))

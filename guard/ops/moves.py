@@ -38,7 +38,8 @@ from guard.ops.bisect_status import (
 from guard.ops.install import isolated_command
 from guard.ops.provenance import stamp
 from guard.store import journal
-from guard.tree import assess, patching, stashes
+from guard.tree import patching, stashes
+from guard.tree.verdicts import CheckReport
 
 STEP_COMMAND = ("bisect", "step")
 STEP_DECIDED = "patchguard-bisect-step"  # in the worktree's git dir: the status a step decided
@@ -70,7 +71,7 @@ class Lift:
     entry: Path | None = None  # the lift's undo entry
     stopped: str | None = None
     put_back: list[patching.PatchOutcome] = field(default_factory=list)
-    report: assess.CheckReport | None = None
+    report: CheckReport | None = None
     skipped: list[str] = field(default_factory=list)  # commits bisect skipped: "abbrev subject"
     hint: str | None = None  # what to run instead, when git refused
     stash_held: list[str] = field(default_factory=list)  # patches a popped stash held

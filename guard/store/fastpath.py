@@ -64,7 +64,7 @@ HEAD_LISTING = ("--literal-pathspecs", "ls-tree", "--full-tree")  # then COMMIT 
 
 
 # Besides every module of guard/truth/: the modules of guard/tree/ that decide a state.
-ASSESSING_MODULES = ("tree/assess.py",)
+ASSESSING_MODULES = ("tree/assess.py", "tree/verdicts.py", "tree/worktree.py")
 _namespace: list[str] = []
 
 

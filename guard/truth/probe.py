@@ -25,7 +25,8 @@ from pathlib import Path
 
 from guard.errors import ConfigError
 from guard.git.repo import Repo
-from guard.tree.assess import CheckReport, Worktree
+from guard.tree.verdicts import CheckReport
+from guard.tree.worktree import Worktree
 from guard.truth.symbols import ABSENT, CANNOT_TELL, PRESENT, SourceSyntaxError, parse_spec
 
 DEFAULT_TIMEOUT = 600.0  # seconds: an sglang model module imports torch
