@@ -25,7 +25,8 @@ import zipfile
 from pathlib import Path
 
 from guard.git.repo import Repo
-from guard.tree.assess import Worktree, check_symbol
+from guard.tree.assess import check_symbol
+from guard.tree.worktree import Worktree
 
 MODELS = "python/sglang/srt/models"
 IDENTITY = {

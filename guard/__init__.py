@@ -16,7 +16,7 @@ from guard.errors import GuardError
 
 TYPE_CHECKING = False  # not `from typing import ...`: typing costs the hooks' fast path ~10 ms
 if TYPE_CHECKING:
-    from guard.tree.assess import CheckReport
+    from guard.tree.verdicts import CheckReport
 
 __all__ = ["GuardError", "require"]
 

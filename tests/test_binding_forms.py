@@ -30,8 +30,9 @@ from guard.errors import PatchguardError
 from guard.git.repo import PARSE_CACHE_DIR, Repo
 from guard.store import history
 from guard.store.derived import load_manifest
-from guard.tree.assess import Worktree, check, check_symbol
+from guard.tree.assess import check, check_symbol
 from guard.tree.recording import require
+from guard.tree.worktree import Worktree
 from guard.truth.symbols import SymbolIndex
 
 # Forms that are red while Python finds the symbol: reading cannot decide them (a decorator,

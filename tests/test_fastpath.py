@@ -11,10 +11,13 @@ from pathlib import Path
 
 import pytest
 import sample_repo
-from conftest import Sample, git, patchguard
+from conftest import ROOT, Sample, git, patchguard
 
 from guard.git.gitdir import locate
 from guard.store.fastpath import CACHE_DIR_NAME, VERIFIED_FILE, model_namespace
+from guard.tree.assess import assess_file
+from guard.tree.verdicts import CheckReport, PatchVerdict
+from guard.tree.worktree import Worktree
 
 PROBE = """
 import sys
@@ -253,6 +256,35 @@ def test_a_key_verified_by_another_python_or_patchguard_is_not_trusted(hooked: S
     switch = hooked.git("checkout", "-q", "-b", "topic", check=False)
     assert "patches were NOT checked" in switch.stderr  # the sh did not trust the key
     assert "guard.tree.assess" in fast_check(hooked)[1]  # nor did Python: decided in full
+
+
+NAMESPACE = """
+import guard.store.fastpath as fastpath
+print(fastpath.__file__, fastpath.model_namespace())
+"""
+
+
+def test_every_module_whose_code_decides_a_state_keys_the_verified_cache(tmp_path: Path) -> None:
+    """A patchguard whose verdicts, worktree reading or assessment decide otherwise trusts none of
+    the keys verified before: a change to any module they live in changes the model namespace."""
+    deciding = {o.__module__ for o in (PatchVerdict, CheckReport, Worktree, assess_file)}
+    copy = tmp_path / "guard"
+    shutil.copytree(ROOT / "guard", copy, ignore=shutil.ignore_patterns("__pycache__"))
+
+    def namespace() -> str:
+        run = subprocess.run(
+            [sys.executable, "-c", NAMESPACE], cwd=tmp_path, capture_output=True, text=True
+        )
+        where, found = run.stdout.split()
+        assert Path(where).is_relative_to(copy), run.stdout  # the scratch copy, not the real one
+        return found
+
+    seen = {namespace()}
+    for module in sorted(deciding):
+        path = copy.joinpath(*module.split(".")[1:]).with_suffix(".py")
+        path.write_text(path.read_text() + "\n# decides otherwise\n")
+        seen.add(namespace())
+    assert len(seen) == len(deciding) + 1, sorted(deciding)
 
 
 @pytest.mark.parametrize("name", ["-", "-dash.py", "sp ace.py", "quo'te.py"])

@@ -7,7 +7,7 @@ import json
 import sample_repo
 from conftest import Sample, method_count
 
-from guard.tree.assess import State
+from guard.tree.verdicts import State
 
 METHODS = sample_repo.METHODS
 

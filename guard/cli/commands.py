@@ -24,6 +24,7 @@ from guard.git.gitdir import locate
 from guard.git.repo import Repo
 from guard.ops import install, provenance
 from guard.store.derived import load_manifest
+from guard.store.manifest import select_patches
 from guard.tree import assess
 
 if TYPE_CHECKING:
@@ -1075,11 +1076,11 @@ def show(cwd: Path, names: tuple[str, ...]) -> None:
         patches = [
             history.patch_version(repo, name)
             if "@{" in name
-            else assess.select_patches(load_manifest(repo), [name])[0]
+            else select_patches(load_manifest(repo), [name])[0]
             for name in names
         ]
     else:
-        patches = assess.select_patches(load_manifest(repo), names)
+        patches = select_patches(load_manifest(repo), names)
     on_terminal = sys.stdout.isatty()
     color = on_terminal and "NO_COLOR" not in os.environ
     text = "\n".join(render.show_lines(patches, color=color))

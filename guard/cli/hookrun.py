@@ -147,9 +147,9 @@ def _apply_locked(repo: Repo, hook: str) -> int:
     if replayed is not None:
         _say_written(repo, replayed)
         return 0
-    from guard.tree import assess, patching
+    from guard.tree import assess, patching, worktree
 
-    tree = assess.Worktree(repo)
+    tree = worktree.Worktree(repo)
     outcomes = patching.apply(repo, allow_mid_operation=True, tree=tree)
     _say_written(repo, [(o.verdict.name, o.written) for o in outcomes if o.written])
     after = current_key(str(repo.workdir))
@@ -179,12 +179,12 @@ def _say_written(repo: Repo, written: list[tuple[str, list[str]]]) -> None:
 
 def _report_restored(repo: Repo) -> int:
     """A file checkout is an explicit request to restore a file: respect it, and say what it cost."""
-    from guard.tree import assess
+    from guard.tree import assess, verdicts
 
     report = assess.check(repo)
     for verdict in report.patches:
         if not verdict.ok:
-            files = ", ".join(f.path for f in verdict.files if f.state != assess.State.APPLIED)
+            files = ", ".join(f.path for f in verdict.files if f.state != verdicts.State.APPLIED)
             say(
                 f"patch {verdict.name} is no longer in {files}; "
                 f"bring it back with: patchguard apply {verdict.name}"
@@ -208,11 +208,11 @@ def _report_stash(repo: Repo, args: list[str], stdin: str) -> int:
     ]
     if not stashes:
         return 0
-    from guard.tree import assess
+    from guard.tree import assess, verdicts
 
     taken = []
     for verdict in assess.status(repo):
-        paths = [f.path for f in verdict.files if f.state is assess.State.APPLIED]
+        paths = [f.path for f in verdict.files if f.state is verdicts.State.APPLIED]
         if any(repo.file_at(stashes[-1], p) != repo.head_file(p) for p in paths):
             taken.append(verdict.name)
     if taken:

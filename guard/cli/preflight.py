@@ -29,7 +29,8 @@ from guard.errors import (
 from guard.git.repo import Repo
 from guard.ops.provenance import differences_from
 from guard.tree import assess, patching
-from guard.tree.assess import CheckReport, ImportResult
+from guard.tree.verdicts import CheckReport, ImportResult
+from guard.tree.worktree import Worktree
 from guard.truth import interpreters
 
 TYPE_CHECKING = False  # typing costs the hooks ~3 ms
@@ -237,7 +238,7 @@ def verify(
     env = unwrapped(command, os.environ)[1]
     interpreter = _interpreter(python, command, cwd, env, needed=bool(import_names or runtime))
     facts = None if interpreter is None else interpreters.facts_of(interpreter, repo.layout.git_dir)
-    tree = assess.Worktree(repo, facts)
+    tree = Worktree(repo, facts)
     report = patching.apply_then_check(repo, tree=tree)[1] if apply else assess.check(repo, tree)
     if facts is not None:
         version = ".".join(str(part) for part in facts["sys.version_info"][:3])
@@ -378,7 +379,7 @@ def execute(command: Sequence[str]) -> None:
 def confirm_at_runtime(
     report: CheckReport,
     repo: Repo,
-    tree: assess.Worktree,
+    tree: Worktree,
     python: str,
     timeout: float,
     env: Mapping[str, str],

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from guard.tree.assess import GOOD_STATES, CheckReport, PatchVerdict, State, SymbolResult
+from guard.tree.verdicts import GOOD_STATES, CheckReport, PatchVerdict, State, SymbolResult
 
 TYPE_CHECKING = False  # not `from typing import ...`: typing costs the hooks ~3 ms
 if TYPE_CHECKING:

@@ -39,7 +39,8 @@ from guard.ops.install import isolated_command
 from guard.ops.provenance import stamp
 from guard.store import journal
 from guard.store.derived import load_manifest
-from guard.tree import assess, patching, stashes
+from guard.tree import patching, stashes
+from guard.tree.verdicts import CheckReport
 
 STEP_COMMAND = ("bisect", "step")
 STEP_DECIDED = "patchguard-bisect-step"  # in the worktree's git dir: the status a step decided
@@ -71,7 +72,7 @@ class Lift:
     entry: Path | None = None  # the lift's undo entry
     stopped: str | None = None
     put_back: list[patching.PatchOutcome] = field(default_factory=list)
-    report: assess.CheckReport | None = None
+    report: CheckReport | None = None
     skipped: list[str] = field(default_factory=list)  # commits bisect skipped: "abbrev subject"
     hint: str | None = None  # what to run instead, when git refused
     stash_held: list[str] = field(default_factory=list)  # patches a popped stash held

@@ -20,8 +20,8 @@ from guard.git.repo import Repo
 from guard.store import history
 from guard.store import manifest as runtime
 from guard.store.derived import load_manifest
+from guard.store.manifest import select_patches
 from guard.store.schema import SCHEMA_VERSION, Manifest, ObjectId, parse_versioned
-from guard.tree.assess import select_patches
 
 BUNDLE_FORMAT: Final = "patchguard.bundle"
 BUNDLE_SCHEMA_FILE_NAME = "bundle.schema.json"

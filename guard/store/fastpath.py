@@ -54,8 +54,8 @@ _HEAD = (
 # a lone quote (a quote in a line is written '\'', so no line is a lone quote): the guarded
 # paths; the keys, newest first; HEAD's entries by commit ("<commit> <entries, as in a key>");
 # paths looked up but not read, which must stay absent, or present, for the keys to hold
-# (guard.tree.assess.Worktree.exists); the model_namespace() of the Python that verified them; the
-# checksums of index files read whole that held none of the paths unmerged (newest first).
+# (guard.tree.worktree.Worktree.exists); the model_namespace() of the Python that verified them;
+# the checksums of index files read whole that held none of the paths unmerged (newest first).
 SECTIONS = ("paths", "keys", "heads", "absent", "present", "model", "merged")
 MAX_VERIFIED = 32
 MAX_MERGED = 8
@@ -64,7 +64,7 @@ HEAD_LISTING = ("--literal-pathspecs", "ls-tree", "--full-tree")  # then COMMIT 
 
 
 # Besides every module of guard/truth/: the modules of guard/tree/ that decide a state.
-ASSESSING_MODULES = ("tree/assess.py",)
+ASSESSING_MODULES = ("tree/assess.py", "tree/verdicts.py", "tree/worktree.py")
 _namespace: list[str] = []
 
 

@@ -20,6 +20,7 @@ from guard.git.objects import REGULAR_MODE, blob_id
 
 TYPE_CHECKING = False  # not `from typing import ...`: typing costs the hooks ~3 ms
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from typing import Any
 
 SCHEMA_VERSION = 1
@@ -113,6 +114,17 @@ class Manifest:
             )
             if oid is not None
         }
+
+
+def select_patches(manifest: Manifest, names: Sequence[str]) -> list[Patch]:
+    """Patches by name in manifest order; all of them when no names are given."""
+    unknown = [n for n in names if manifest.patch(n) is None]
+    if unknown:
+        known = ", ".join(p.name for p in manifest.patches) or "none"
+        raise ConfigError(
+            f"no patch named {', '.join(unknown)} (recorded: {known}). See `patchguard list`."
+        )
+    return [p for p in manifest.patches if not names or p.name in names]
 
 
 def parse_manifest(

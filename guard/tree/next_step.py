@@ -13,7 +13,8 @@ from collections.abc import Sequence
 from guard.store.derived import load_manifest
 from guard.store.version_order import order
 from guard.tree import assess
-from guard.tree.assess import FileVerdict, PatchVerdict, State, Worktree
+from guard.tree.verdicts import FileVerdict, PatchVerdict, State, fix_for, in_words
+from guard.tree.worktree import Worktree
 
 TYPE_CHECKING = False  # typing costs the hooks ~3 ms
 if TYPE_CHECKING:
@@ -51,7 +52,7 @@ def _line(repo: Repo, verdict: PatchVerdict) -> str:
     if held is not None:
         return (
             f"the worktree still holds {_held(repo, name, held)}, and the recorded one does not "
-            f"merge with your edits there: {assess.fix_for(name, worst)}"
+            f"merge with your edits there: {fix_for(name, worst)}"
         )
     if worst.state is State.UNAPPLIED:
         return f"the worktree does not hold patch {name} yet: patchguard apply {name} puts it in"
@@ -60,7 +61,7 @@ def _line(repo: Repo, verdict: PatchVerdict) -> str:
             f"the worktree does not hold patch {name} yet (the file moved on since its base): "
             f"patchguard apply {name} merges it in"
         )
-    return f"{worst.path}: patch {name} {assess.in_words(worst)} -> {assess.fix_for(name, worst)}"
+    return f"{worst.path}: patch {name} {in_words(worst)} -> {fix_for(name, worst)}"
 
 
 def _held(repo: Repo, name: str, verdict: FileVerdict) -> str:

@@ -11,22 +11,11 @@ from guard.git.objects import EXECUTABLE_MODE, REGULAR_MODE
 from guard.git.repo import Repo
 from guard.store.derived import load_manifest
 from guard.store.journal import Journal, recover
-from guard.store.manifest import Patch
+from guard.store.manifest import Patch, select_patches
 from guard.tree import unmerged
-from guard.tree.assess import (
-    GOOD_STATES,
-    CheckReport,
-    PatchVerdict,
-    State,
-    Worktree,
-    assess_patch,
-    check,
-    fix_for,
-    keep_edit,
-    merge_labels,
-    select_patches,
-    stacked,
-)
+from guard.tree.assess import assess_patch, check, merge_labels, stacked
+from guard.tree.verdicts import GOOD_STATES, CheckReport, PatchVerdict, State, fix_for, keep_edit
+from guard.tree.worktree import Worktree
 
 
 @dataclass

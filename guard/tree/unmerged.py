@@ -17,18 +17,9 @@ from dataclasses import dataclass
 from guard.git.markers import marker_lines
 from guard.git.repo import Repo, run_git
 from guard.store.manifest import FileChange, Patch
-from guard.tree.assess import (
-    UNMERGED,
-    FileVerdict,
-    PatchVerdict,
-    State,
-    Worktree,
-    _contains_change,
-    assess_patch,
-    in_words,
-    merge_labels,
-    required_in,
-)
+from guard.tree.assess import _contains_change, assess_patch, merge_labels, required_in
+from guard.tree.verdicts import UNMERGED, FileVerdict, PatchVerdict, State, in_words
+from guard.tree.worktree import Worktree
 
 # Remaining markers carry these labels: stage 2 is HEAD's file in every case we finish.
 LABELS = ("common ancestor", "HEAD", "your changes")

@@ -1,0 +1,286 @@
+"""What an assessment decides, and how it is said: the states, each file's and each patch's
+verdict, the check report, and one line per problem with the command that fixes it.
+
+Apart from the deciding (guard.tree.assess) and from the files it reads (guard.tree.worktree):
+what only says a verdict (the renderers, the hooks, the next step after an undo) needs these
+alone. A patch's state is its worst file's, and `ok` is what counts as green, so this module
+decides states too (guard.store.fastpath hashes it into the model's namespace).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from guard.store.manifest import FileChange
+from guard.truth.symbols import ABSENT, CANNOT_TELL, PRESENT, parse_spec
+
+
+class State(StrEnum):
+    APPLIED = "applied"
+    UNAPPLIED = "unapplied"
+    DRIFTED = "drifted"
+    UPSTREAM = "upstream"
+    CONFLICTED = "conflicted"  # the file itself is in conflict: unmerged, markers, no parse
+    CONFLICT = "does-not-merge"  # the patch does not merge with a fine file (was "conflict")
+    DOUBLED = "doubled"
+    EDITED = "edited"  # every added name is in place, but a definition's code is not recorded
+    MISSING_FILE = "missing-file"
+    OUTSIDE_SPARSE = "outside-sparse"
+    UNSAFE_PATH = "unsafe-path"
+
+
+GOOD_STATES = frozenset({State.APPLIED, State.UPSTREAM})
+ASK_PYTHON = "ask Python: patchguard check --runtime (or define it unconditionally)"
+ASK_THE_RIGHT_PYTHON = (
+    "probe with the interpreter that has the module's dependencies: --python PATH (or give "
+    "the probe the environment they need, e.g. run --runtime -- env VAR=... python ...)"
+)
+# A patch is as bad as its worst file; mixed applied/upstream files make it "applied".
+_SEVERITY = [
+    State.UNSAFE_PATH,
+    State.CONFLICTED,
+    State.OUTSIDE_SPARSE,
+    State.MISSING_FILE,
+    State.CONFLICT,
+    State.EDITED,
+    State.DOUBLED,
+    State.DRIFTED,
+    State.UNAPPLIED,
+    State.APPLIED,
+    State.UPSTREAM,
+]
+
+
+@dataclass
+class FileVerdict:
+    """One file of one patch: its state, why, and what `apply` would write.
+
+    `patched` is the change that still stands for this file, as the patched text: the recorded
+    one, or only its rest when HEAD already defines everything the patch adds (unapply reverses
+    exactly that).
+    """
+
+    path: str
+    state: State
+    detail: str
+    merged: bytes | None = None
+    patched: bytes | None = None
+    version: FileChange | None = None  # the version decided from: the recording or a resolution
+    stacked_on: list[str] = field(default_factory=list)  # a conflict: patches to apply first
+    conflict: str | None = None  # for CONFLICTED: UNMERGED, MARKERS or SYNTAX
+    # for EDITED: the edit is kept by a resolution for this version of upstream's file, as
+    # re-recording away from the patch's base would re-base it (or a resolution decided)
+    keep_by_resolving: bool = False
+    held: FileChange | None = None  # another version of the patch, which the worktree holds
+
+
+UNMERGED = "unmerged"  # git left stage entries in the index: `patchguard apply` can finish it
+MARKERS = "markers"  # conflict markers in the text, nothing in the index to merge from
+SYNTAX = "syntax"  # no marker, but the file does not parse
+
+
+@dataclass(frozen=True)
+class CommittedPatch:
+    """HEAD's own commit brought the patch (a `git commit -a` that swept it in)."""
+
+    summary: str  # "abc1234 subject"
+    only_the_patch: bool  # the commit changed nothing else
+
+
+@dataclass
+class PatchVerdict:
+    name: str
+    files: list[FileVerdict]
+    committed_in_head: CommittedPatch | None = None
+
+    @property
+    def state(self) -> State:
+        states = {f.state for f in self.files}
+        return next(s for s in _SEVERITY if s in states)
+
+    @property
+    def ok(self) -> bool:
+        return self.state in GOOD_STATES
+
+
+@dataclass
+class SymbolResult:
+    """One required symbol: present, absent, or cannot tell from reading (never green)."""
+
+    spec: str
+    ok: bool
+    detail: str
+    patch: str | None
+    state: str = ""  # guard.truth.symbols' answer; "" means PRESENT when ok, else ABSENT
+    runtime: str | None = None  # the runtime probe's answer (guard.truth.probe), which then decides
+
+    def __post_init__(self) -> None:
+        self.state = self.state or (PRESENT if self.ok else ABSENT)
+
+
+@dataclass
+class ImportResult:
+    """Where an interpreter imports a module from, and whether that is this checkout."""
+
+    module: str
+    python: str
+    location: str | None
+    ok: bool
+    detail: str
+
+
+@dataclass
+class CheckReport:
+    """What `check` and the hooks report: patch states, required symbols, import locations."""
+
+    head: str | None
+    patches: list[PatchVerdict]
+    symbols: list[SymbolResult]
+    imports: list[ImportResult] = field(default_factory=list)
+    runtime_seconds: float | None = None  # what the runtime probe cost, when it ran
+    # What holds but should not stay (stray copies of a patch's methods): said on every
+    # check, which is why a report with warnings is never remembered as verified
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        parts: tuple[PatchVerdict | SymbolResult | ImportResult, ...] = (
+            *self.patches,
+            *self.symbols,
+            *self.imports,
+        )
+        return all(part.ok for part in parts)
+
+    @property
+    def undecided(self) -> list[SymbolResult]:
+        """Symbols reading cannot decide (a runtime condition, a decorator it cannot read)."""
+        return [s for s in self.symbols if s.state == CANNOT_TELL]
+
+    @property
+    def checks_nothing(self) -> bool:
+        """No patch and no guard: `ok` would be vacuous, so it is never remembered or trusted."""
+        return not self.patches and not self.symbols
+
+    def problems(self) -> list[str]:
+        """One line per problem: the file, the patch or symbol, and the command that fixes it."""
+        broken: dict[tuple[str | None, str], list[str]] = {}
+        for symbol in self.symbols:
+            if not symbol.ok:
+                spec = parse_spec(symbol.spec)
+                broken.setdefault((symbol.patch, spec.path), []).append(spec.qualname)
+        lines = []
+        for patch in self.patches:
+            for verdict in patch.files:
+                if verdict.state in GOOD_STATES:
+                    continue
+                lost = broken.pop((patch.name, verdict.path), [])
+                label = "defined twice" if verdict.state is State.DOUBLED else "missing"
+                symbols = f"; {label}: {', '.join(lost)}" if lost else ""
+                lines.append(
+                    f"{verdict.path}: patch {patch.name} {in_words(verdict)}{symbols} -> "
+                    f"{fix_for(patch.name, verdict)}"
+                )
+        for symbol in self.symbols:
+            spec = parse_spec(symbol.spec)
+            if symbol.ok or (symbol.patch, spec.path) not in broken:
+                continue
+            if symbol.state == CANNOT_TELL and symbol.runtime is None:
+                lines.append(f"{symbol.spec}: {symbol.detail} -> {ASK_PYTHON}")
+                continue
+            if symbol.runtime == CANNOT_TELL:  # the probe could not import it: nothing decided
+                lines.append(f"{symbol.spec}: {symbol.detail} -> {ASK_THE_RIGHT_PYTHON}")
+                continue
+            if symbol.patch:
+                fix = f"restore it, or re-record: patchguard record {symbol.patch}"
+            else:
+                fix = f"restore it, or stop guarding it: patchguard drop {symbol.spec}"
+            lines.append(f"{symbol.spec}: missing ({symbol.detail}) -> {fix}")
+        lines += [f"import {i.module}: {i.detail}" for i in self.imports if not i.ok]
+        return lines
+
+
+# A state in a sentence: "patch eagle3 cannot be applied: the file does not exist ...", never
+# "patch eagle3 is missing-file"; the state's name stays in `status` and in the JSON.
+_IN_WORDS = {
+    State.UNAPPLIED: "is not applied ({})",
+    State.DRIFTED: "is not applied to this version of the file ({})",
+    State.CONFLICT: "does not merge with this version of the file ({})",
+    State.CONFLICTED: "cannot be checked: the file itself is conflicted ({})",
+    State.DOUBLED: "is doubled ({})",
+    State.MISSING_FILE: "cannot be applied: {}",
+    State.OUTSIDE_SPARSE: "cannot be applied: {}",
+    State.UNSAFE_PATH: "cannot be applied: {}",
+}
+
+
+def in_words(verdict: FileVerdict) -> str:
+    """What a file's state means for its patch, as the predicate of "patch NAME ..."."""
+    said = _IN_WORDS.get(verdict.state, f"is {verdict.state} ({{}})")
+    return said.format(verdict.detail)
+
+
+def fix_for(patch_name: str, verdict: FileVerdict) -> str:
+    """The next command for a file of a patch in a bad state.
+
+    Never `record` but for an edited definition (the edit may be what the user wants kept):
+    recording over a conflict would re-base the patch onto this commit.
+    `verdict.stacked_on`: the unapplied patches it was recorded on top of there.
+    """
+    state = verdict.state
+    if state is State.CONFLICT and verdict.stacked_on:
+        return f"patchguard apply {' '.join([*verdict.stacked_on, patch_name])}"
+    if state in (State.UNAPPLIED, State.DRIFTED):
+        return f"patchguard apply {patch_name}"
+    if state is State.DOUBLED:
+        return f"patchguard apply {patch_name} (takes the patch's copy out; HEAD's stays)"
+    if state is State.EDITED:
+        keep = (
+            "keep your edit for this version of the file"
+            if verdict.keep_by_resolving
+            else "keep your edit as the patch"
+        )
+        return (
+            f"{keep}: {keep_edit(patch_name, verdict)}; or put the recorded code back: "
+            f"patchguard apply {patch_name} (your other edits stay; patchguard undo takes it back)"
+        )
+    if state is State.CONFLICTED and verdict.conflict == UNMERGED:
+        return (
+            f"patchguard apply {patch_name} (finishes git's merge for the patch's part, keeps "
+            "your other edits)"
+        )
+    if state is State.CONFLICTED and verdict.conflict == MARKERS:
+        return (
+            "edit the conflict markers out by hand (keep the side you want), then patchguard status"
+        )
+    if state is State.CONFLICTED:
+        return "fix the syntax error by hand, then patchguard status"
+    if state is State.CONFLICT:
+        return (
+            "the patch does not merge with this version of the file: edit it into the right "
+            f"shape here (patchguard apply --merge {patch_name} writes conflict markers to "
+            f"start from), then keep that for this version: patchguard resolve {patch_name}; "
+            "or go back to a commit where it applies (patchguard git checkout -)"
+        )
+    if state is State.OUTSIDE_SPARSE:
+        directory = verdict.path.rpartition("/")[0] or "."
+        return f"bring it into the sparse checkout: git sparse-checkout add {directory}"
+    if state is State.UNSAFE_PATH:
+        return (
+            "nothing was written there; if upstream made the file a link, record the change on "
+            f"the file it points to (patchguard record NAME FILE), or: patchguard drop {patch_name}"
+        )
+    if state is State.MISSING_FILE:
+        return (
+            "check out a commit that has the file (patchguard git checkout COMMIT); "
+            f"only if you no longer want this patch: patchguard drop {patch_name}"
+        )
+    return "nothing to do"
+
+
+def keep_edit(patch_name: str, verdict: FileVerdict) -> str:
+    """The command that keeps an `edited` file's edit as the patch: a re-record on the patch's
+    base, a resolution for this version of upstream's file elsewhere (a re-record there would
+    re-base the patch)."""
+    verb = "resolve" if verdict.keep_by_resolving else "record"
+    return f"patchguard {verb} {patch_name}"

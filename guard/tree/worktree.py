@@ -1,0 +1,493 @@
+"""The files patches are assessed against, and what reading them says about a symbol.
+
+A `Worktree` is one command's view: each file as git sees it and as it is on disk, HEAD's
+files from one commit, renames followed, what a dry run staged but did not write, each
+content's parse. Its questions about a symbol (is it defined exactly once where Python looks
+for it, may code run at import change it) follow bases and import-time code into the other
+modules of the checkout, and it remembers every path it looked at, so the fast path knows what
+a verdict depends on. guard.tree.assess decides the states from its answers; guard.tree.patching
+tells it what it wrote.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import unicodedata
+from collections.abc import Iterable, Iterator, Mapping
+from functools import cached_property
+from pathlib import PurePosixPath
+
+from guard.git.repo import Repo
+from guard.git.worktree_paths import UnsafePath
+from guard.store.manifest import FileChange, Patch
+from guard.store.manifest import Resolution as PatchResolution
+from guard.truth import bodies, parsed
+from guard.truth.effects import ANY, Effects, Reach
+from guard.truth.symbols import (
+    ABSENT,
+    CANNOT_TELL,
+    NOT_DEFINED,
+    PRESENT,
+    Resolution,
+    SourceSyntaxError,
+    Spec,
+    SymbolIndex,
+    describe_miss,
+)
+
+CANNOT_TELL_FROM_READING = "cannot tell from reading"
+
+
+class Worktree:
+    """The files patches are assessed against: the worktree, plus edits not yet written."""
+
+    def __init__(self, repo: Repo, facts: Mapping[str, object] | None = None) -> None:
+        self.repo = repo
+        # The interpreter's facts conditions are decided for (guard.truth.interpreters); None:
+        # patchguard's own, the only verdicts the fast path may remember.
+        self.facts = facts
+        self._content: dict[str, bytes | None] = {}  # as git sees them (`git diff`'s view)
+        self._raw: dict[str, bytes | None] = {}  # the bytes on disk, as read or written
+        self._unwritten: set[str] = set()  # staged by a dry run: `_content` is not on disk
+        self._head: dict[str, bytes | None] = {}
+        self._indexes: dict[bytes, SymbolIndex | SourceSyntaxError] = {}
+        self._syntax: dict[bytes, ast.Module | None] = {}  # only for comparing bodies
+        self._renames: dict[str, str] = {}
+        self.unsafe: dict[str, str] = {}  # path -> why patchguard may not read or write it
+        self._unmerged: dict[str, dict[int, str]] = {}  # as assessed (see pretend)
+        self._unmerged_read: dict[str, dict[int, str]] | None = None  # as git left the index
+        self._import_problems: dict[tuple[str, bytes], str | None] = {}
+        self._reached: dict[tuple[str, int], Reach] = {}  # see reached_at_import
+        # Paths looked up but not read, by whether they existed: a verdict that no file
+        # there changes holds only while they stay so (guard.store.fastpath keeps both).
+        self.absent: set[str] = set()
+        self.present: set[str] = set()
+        self._exists: dict[tuple[str, bool], bool] = {}
+
+    def prefetch(self, patches: Iterable[Patch]) -> None:
+        """Read every HEAD file and recorded blob the patches' assessment needs in two
+        batches, so reading costs the same round trips for 1 patch as for 40; HEAD's first,
+        as a recorded base that is HEAD's file is then not read twice."""
+        changes = [change for patch in patches for change in patch.files]
+        unread = sorted({change.path for change in changes} - self._head.keys())
+        if self.head_commit is not None:
+            self._head.update(self.repo.files_at(self.head_commit, unread))
+        versions: list[FileChange | PatchResolution] = [*changes]
+        versions += [r for change in changes for r in change.resolutions]
+        self.repo.prefetch(
+            oid for v in versions for oid in (v.base_blob, v.patched_blob) if oid is not None
+        )
+
+    @cached_property
+    def head_commit(self) -> str | None:
+        """The commit this view reads HEAD's files from, resolved once: every file, and the
+        key the fast path remembers (guard.store.fastpath), come from one commit, even if HEAD
+        moves meanwhile. None before the first commit."""
+        return self.repo.head_commit()
+
+    def followed_path(self, path: str, base_commit: str, existed_at_base: bool) -> str:
+        """Where a recorded file is now: itself, or where git's rename detection says it went."""
+        if path in self._renames:
+            return self._renames[path]
+        followed = path
+        if existed_at_base and self.read(path) is None and self.head(path) is None:
+            followed = self.repo.follow_rename(path, base_commit) or path
+        self._renames[path] = followed
+        return followed
+
+    def renamed(self, path: str) -> str:
+        """The followed path of a file assessed earlier (symbols move with their file)."""
+        return self._renames.get(path, path)
+
+    def read(self, path: str) -> bytes | None:
+        """The file as git sees it: what patches are recorded, merged and checked against."""
+        if path not in self._content:
+            try:
+                raw = self.repo.read_raw(path)
+            except UnsafePath as refusal:
+                self.unsafe[path] = str(refusal)
+                raw = None
+            self._raw[path] = raw
+            self._content[path] = None if raw is None else self.repo.to_git(path, raw)
+        return self._content[path]
+
+    def raw(self, path: str) -> bytes | None:
+        """The file's bytes on disk (what undo keeps)."""
+        self.read(path)
+        return self._raw[path]
+
+    def unmerged(self, path: str) -> dict[int, str]:
+        """The stage entries git left for `path` (empty when it is merged): every path's are
+        read at the first question, with one git call however many files are assessed."""
+        if self._unmerged_read is None:
+            self._unmerged_read = self.repo.unmerged()
+        if path not in self._unmerged:
+            self._unmerged[path] = self._unmerged_read.get(path, {})
+        return self._unmerged[path]
+
+    def pretend(self, path: str, content: bytes, stages: dict[int, str]) -> None:
+        """Assess `path` as if it held `content` with these stage entries, before anything is
+        written (guard.tree.unmerged); the bytes on disk, which undo keeps, stay as read."""
+        self.raw(path)
+        self._content[path] = content
+        self._unmerged[path] = stages
+
+    def head(self, path: str) -> bytes | None:
+        if path not in self._head:
+            commit = self.head_commit
+            self._head[path] = None if commit is None else self.repo.file_at(commit, path)
+        return self._head[path]
+
+    def exists(self, path: str, *, file: bool = False) -> bool:
+        """Is there something at `path` (a file, when `file`)? Remembered either way: a module
+        that appears or goes there (a package that shadows one, a base, an `__init__.py`)
+        changes what Python imports."""
+        if (path, file) not in self._exists:  # each package's __init__.py: once per command
+            full = self.repo.workdir / path
+            self._exists[path, file] = full.is_file() if file else full.exists()
+        found = self._exists[path, file]
+        (self.present if found else self.absent).add(path)
+        return found
+
+    def bytes_on_disk(self) -> dict[str, bytes] | None:
+        """Every file read so far as it is on disk (the fast path hashes those), or None if one
+        is missing or not written yet."""
+        if self._unwritten or None in self._raw.values():
+            return None
+        return {path: raw for path, raw in self._raw.items() if raw is not None}
+
+    def stage(self, path: str, content: bytes | None) -> None:
+        """A file's new content (as git sees it) that a dry run does not write: the patches
+        after it are assessed against it, while the disk keeps its bytes. Several patches on
+        one file stage it in turn."""
+        self.read(path)
+        self._content[path] = content
+        self._unwritten.add(path)
+
+    def wrote(self, path: str, content: bytes | None, raw: bytes | None) -> None:
+        """A file's new content (as git sees it), now on disk as `raw` (None: deleted)."""
+        self._content[path] = content
+        self._raw[path] = raw
+        self._unwritten.discard(path)
+        for file in (True, False):
+            self._exists.pop((path, file), None)
+
+    def import_problem(self, path: str, content: bytes) -> str | None:
+        """What around the module may stop its import or change its names (its packages'
+        `__init__.py`, a relative import the checkout lacks): once per file, not per symbol."""
+        if (path, content) not in self._import_problems:
+            self._import_problems[path, content] = _package_problem(self, path) or _missing_import(
+                self, content, path
+            )
+        return self._import_problems[path, content]
+
+    def symbols(self, content: bytes, path: str) -> SymbolIndex:
+        """Parse once per distinct content; raises SourceSyntaxError."""
+        if content not in self._indexes:
+            self._indexes[content] = parsed.parse(content, path, self.repo.parse_cache, self.facts)
+        cached = self._indexes[content]
+        if isinstance(cached, SourceSyntaxError):
+            raise cached
+        return cached
+
+    def syntax(self, content: bytes, path: str) -> ast.Module | None:
+        """The syntax tree itself, once per distinct content (None: it does not parse). Kept
+        apart from `symbols`, whose cached index does not hold it: only bodies are compared
+        with it, and only where the names are in place but the text is not the recorded one."""
+        if content not in self._syntax:
+            self._syntax[content] = bodies.parse(content, path)
+        return self._syntax[content]
+
+    def resolve(self, index: SymbolIndex, path: str, qualname: str, depth: int = 0) -> Resolution:
+        """`index.resolve`, and, for a method its class leaves to a base imported from another
+        module of this checkout, that module's answer (as attribute lookup goes on to it)."""
+        found = index.resolve(qualname)
+        if found.state == PRESENT:
+            parts = [unicodedata.normalize("NFKC", part) for part in qualname.split(".")]
+            why = self.reached_at_import(index, path).touching(parts) or self._init_changes(
+                path, parts
+            )
+            if why is not None:
+                return Resolution(CANNOT_TELL, None, f"code run at import may change it: {why}")
+        if found.state != ABSENT or not found.inherit or depth >= _MAX_BASE_FILES:
+            return found
+        leaf = qualname.rsplit(".", 1)[-1]
+        for origin in found.inherit:
+            for other, name in _module_files(path, origin):
+                if other not in self._content and not self.exists(other, file=True):
+                    continue  # not read: a missing file would void the fast path
+                content = self.read(other)
+                if content is None:
+                    continue
+                try:
+                    inherited = self.resolve(
+                        self.symbols(content, other), other, f"{name}.{leaf}", depth + 1
+                    )
+                except SourceSyntaxError:
+                    break
+                if inherited.state != ABSENT:
+                    return Resolution(
+                        inherited.state, None, inherited.reason or f"inherited from {other}::{name}"
+                    )
+                break
+        return found
+
+    def reached_at_import(self, index: SymbolIndex, path: str) -> Reach:
+        """What the module's import runs in other modules of the checkout may change (a base
+        class's `__init_subclass__` or metaclass, a function it calls: guard.truth.effects), by the
+        name it may change. Once per file and command."""
+        effects = index.effects
+        if effects is None:
+            return Reach()
+        if (path, id(effects)) not in self._reached:
+            changes: dict[str, str] = {}
+            seen: set[tuple[str, str, str]] = set()
+            for kind, origin in sorted(effects.at_import.needs):
+                self._reaches(path, kind, origin, effects, seen, 0, changes)
+            self._reached[path, id(effects)] = Reach(changes)
+        return self._reached[path, id(effects)]
+
+    def _reaches(
+        self,
+        path: str,
+        kind: str,
+        origin: str,
+        home: Effects,
+        seen: set[tuple[str, str, str]],
+        depth: int,
+        changes: dict[str, str],
+    ) -> None:
+        """Add to `changes` what using `origin` (imported by `path`) as `kind` may change,
+        followed through the modules of the checkout. A module outside it adds nothing: it
+        changes a class only through what it is handed, and that was read where it is handed."""
+        if (path, kind, origin) in seen:
+            return
+        seen.add((path, kind, origin))
+        handed = None
+        if kind in ("hands", "hands-result"):  # it gets a function or class of the module
+            origin, handed = origin.split("\t")
+            kind = "call" if kind == "hands" else "result"
+        for other, name in self._checkout_modules(path, origin):
+            if other not in self._content and not self.exists(other, file=True):
+                continue
+            content = self.read(other)
+            if content is None:
+                continue
+            if depth >= _MAX_EFFECT_FILES:
+                changes.setdefault(ANY, f"{origin} leads through more modules than reading follows")
+                return
+            try:
+                effects = self.symbols(content, other).effects
+            except SourceSyntaxError:
+                return  # the import fails: said where the module is read
+            if effects is None:
+                changes.setdefault(ANY, f"{other} nests too deeply for reading")
+                return
+            first, _, rest = name.partition(".")
+            reach = effects.export(kind, name)
+            if reach is None and first in effects.imports:  # imported there: follow it
+                onward = effects.imports[first] + (f".{rest}" if rest else "")
+                self._reaches(other, kind, onward, home, seen, depth + 1, changes)
+                return
+            reach = reach or effects.value(first)  # a value its import made
+            if reach is None:  # not bound there: from one of its star imports, if any
+                for star in effects.stars:
+                    self._reaches(other, kind, f"{star}.{name}", home, seen, depth + 1, changes)
+                return
+            if handed is not None:  # what it does with it: only what it is handed may run
+                ran = home.reach(handed, home=True) if reach.runs_arguments else None
+                for changed, why in (ran.changes if ran else {}).items():
+                    changes.setdefault(changed, f"{name} in {other} runs what it is handed: {why}")
+                return
+            for changed, why in reach.changes.items():
+                changes.setdefault(changed, f"{name} in {other} {why}")
+            for need in sorted(reach.needs):
+                self._reaches(other, *need, home, seen, depth + 1, changes)
+            for attribute in sorted(reach.attributes):  # methods of the guarded module, too
+                calls = home.reach(f"method:{attribute}", home=True)
+                for changed, why in (calls.changes if calls else {}).items():
+                    changes.setdefault(
+                        changed, f"{name} in {other} calls .{attribute}, which {why}"
+                    )
+            return
+
+    def _init_changes(self, path: str, parts: list[str]) -> str | None:
+        """Why the code of a package's `__init__.py` around the module (run before it, and
+        able to reach it: `from . import mod; strip(mod.C)`) may change one of these names."""
+        folders = PurePosixPath(path).parent.parts
+        for depth in range(len(folders), 0, -1):
+            init = "/".join([*folders[:depth], "__init__.py"])
+            if not self.exists(init, file=True):
+                return None
+            content = self.read(init)
+            try:
+                index = self.symbols(content, init) if content is not None else None
+            except SourceSyntaxError:
+                return None  # said as the package's import failing
+            if index is None or index.effects is None:
+                continue
+            own = index.effects.at_import.touching(parts)
+            why = own or self.reached_at_import(index, init).touching(parts)
+            if why is not None:
+                return f"{init}: {why}"
+        return None
+
+    def _checkout_modules(self, path: str, origin: str) -> Iterator[tuple[str, str]]:
+        """`_module_files` of an origin that may be a module of the checkout: a relative one,
+        or an absolute one whose top-level package sits at the import root of `path`'s own
+        package (`torch.cuda` is looked for once, as `torch` there, not under every folder)."""
+        if origin.startswith("."):
+            yield from _module_files(path, origin)
+            return
+        parts = PurePosixPath(path).parent.parts
+        top = len(parts)
+        while top > 0 and self.exists("/".join([*parts[:top], "__init__.py"]), file=True):
+            top -= 1
+        root = "/".join([*parts[:top], origin.split(".")[0]])
+        if self.exists(root) or self.exists(f"{root}.py", file=True):
+            for other, name in _module_files(path, origin):
+                if other.startswith((f"{root}/", f"{root}.py")):
+                    yield other, name
+
+    def symbol_problems(
+        self, content: bytes, path: str, qualnames: Iterable[str], *, decided_only: bool = False
+    ) -> dict[str, str]:
+        """Why each of `qualnames` is not surely defined exactly once at its place in `content`.
+
+        `decided_only`: leave out the ones reading cannot decide (a merge that keeps them
+        breaks nothing that reading could see; `check` then says to ask Python).
+        """
+        qualnames = list(qualnames)
+        if not qualnames:
+            return {}
+        # A name that appears nowhere in the text is certainly missing: say so without parsing
+        # (parsing a large file takes seconds). Presence is decided by parsing only.
+        absent = {
+            q: f"not defined in {path}" for q in qualnames if not _mentions_definition(content, q)
+        }
+        if len(absent) == len(qualnames):
+            return absent
+        try:
+            index = self.symbols(content, path)
+        except SourceSyntaxError as error:
+            reason = f"{error.path}:{error.lineno}: syntax error: {error.message}"
+            return dict.fromkeys(qualnames, reason)
+        problems = {}
+        for qualname in qualnames:
+            found = self.resolve(index, path, qualname)
+            if found.state == CANNOT_TELL:
+                if not decided_only:
+                    problems[qualname] = f"{CANNOT_TELL_FROM_READING}: {found.reason}"
+            elif found.state == ABSENT:
+                problems[qualname] = _why_absent(index, Spec(path, qualname), found.reason)
+            elif duplicates := index.duplicates(qualname):
+                lines = ", ".join(str(d.lineno) for d in duplicates)
+                problems[qualname] = (
+                    f"defined {len(duplicates)} times (lines {lines}); the last one silently wins"
+                )
+        return problems
+
+
+_MAX_BASE_FILES = 8  # a chain of bases across modules deeper than this is not followed
+_MAX_EFFECT_FILES = 12  # modules followed from one import-time use (guard.truth.effects)
+
+
+def _module_files(path: str, origin: str) -> Iterator[tuple[str, str]]:
+    """(file, qualified name in it) that an import origin may name, seen from `path`: for
+    `.base.B`, `base.py` or `base/__init__.py` beside it; for `pkg.mod.B`, `pkg/mod.py` under
+    any directory above `path` (the checkout's import roots are not known from here)."""
+    dotted = origin.lstrip(".")
+    level = len(origin) - len(dotted)
+    parts = dotted.split(".")
+    here = PurePosixPath(path).parent
+    if level:
+        for _ in range(level - 1):
+            here = here.parent
+        roots, smallest = [here], 0
+    else:
+        roots, smallest = [here, *here.parents], 1
+    for root in roots:
+        for split in range(len(parts) - 1, smallest - 1, -1):
+            module = root.joinpath(*parts[:split])
+            for candidate in (f"{module}.py", f"{module}/__init__.py"):
+                if candidate.startswith("./"):
+                    candidate = candidate[2:]
+                yield candidate, ".".join(parts[split:])
+
+
+def _mentions_definition(content: bytes, qualname: str) -> bool:
+    """Could `content` bind `qualname`? Only a plain ASCII name can be ruled out as bytes."""
+    name = qualname.rsplit(".", 1)[-1]
+    mangled = re.fullmatch(r"_[^\W_]\w*?(__\w+)", name)
+    name = mangled.group(1) if mangled else name  # `C._C__m` is written `__m` in C
+    if hasattr(type, name):
+        return True  # every class has it (`__init__`)
+    if not name.isascii() or not content.isascii():
+        return True  # Python compares identifiers NFKC-normalised: a fullwidth m binds `m`
+    return name.encode() in content  # a longer name that contains it only costs a parse
+
+
+def _why_absent(index: SymbolIndex, spec: Spec, reason: str) -> str:
+    """The resolution's reason, or, for a name defined but not where Python looks, which."""
+    if not reason.startswith(NOT_DEFINED):
+        return reason
+    rest = reason[len(NOT_DEFINED) :]  # e.g. what an unread base might still provide
+    defined = index.find(spec.qualname)
+    if defined:
+        return (
+            f"defined at line {defined[-1].lineno}, but not where Python finds it at runtime: "
+            "a later binding of its class replaces it, or it sits under `if TYPE_CHECKING:` "
+            f"or a test that is always false{rest}"
+        )
+    return describe_miss(index, spec) + rest
+
+
+def _package_problem(tree: Worktree, path: str) -> str | None:
+    """What the packages around a module may do to it: importing `pkg.mod` runs each parent's
+    `__init__.py` first (innermost last), and one that may fail, rebinds through reflection,
+    or sets or deletes attributes (`mod.C = None`) makes the module's answers cannot tell."""
+    parts = path.split("/")[:-1]
+    for depth in range(len(parts), 0, -1):
+        init = "/".join([*parts[:depth], "__init__.py"])
+        if not tree.exists(init, file=True):  # the top of the package (or a namespace)
+            return None
+        content = tree.read(init)
+        if content is None:
+            return None
+        try:
+            index = tree.symbols(content, init)
+        except SourceSyntaxError as error:
+            return f"importing the package fails: {init}:{error.lineno}: {error.message}"
+        model = index.model
+        why = model.unreadable or model.fails or model.may_fail
+        if why:
+            return f"importing the package may fail or be unreadable: {init}: {why}"
+        if index.reflection is not None:
+            line, what = index.reflection
+            return f"{init}:{line} reaches bindings by reflection ({what})"
+        if index.attribute_write is not None:
+            return f"{init}:{index.attribute_write} sets or deletes an attribute when imported"
+    return None
+
+
+def _missing_import(tree: Worktree, content: bytes, path: str) -> str | None:
+    """A relative import, run at the top of the module, of a module the checkout lacks: the
+    import of the module itself fails there (a module of the checkout is never installed
+    elsewhere)."""
+    try:
+        index = tree.symbols(content, path)
+    except SourceSyntaxError:
+        return None  # said as a syntax error already
+    for lineno, level, module in index.relative_imports:
+        parts = path.split("/")[:-1]
+        if level - 1 > len(parts):
+            return f"line {lineno} imports from beyond the top of the package"
+        base = "/".join([*parts[: len(parts) - (level - 1)], *module.split(".")])
+        if not any(tree.exists(c) for c in (f"{base}.py", base, f"{base}.pyi")):
+            folder = tree.repo.workdir / base
+            compiled = next(folder.parent.glob(f"{folder.name}.*"), None)  # an extension module
+            if compiled is None:
+                return f"line {lineno} imports .{module}, which the checkout does not have"
+            tree.present.add(str(compiled.relative_to(tree.repo.workdir)))
+    return None
