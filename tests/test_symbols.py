@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from guard.truth.symbols import SourceSyntaxError, Spec, SymbolIndex, describe_miss, parse_spec
+from guard.store.spec import Spec, parse_spec
+from guard.truth.symbols import SourceSyntaxError, SymbolIndex, describe_miss
 
 CLASS_THEN_ENTRY = b"""\
 class Model:

@@ -26,20 +26,11 @@ from guard.git.worktree_paths import UnsafePath, one_walk
 from guard.store import fastpath
 from guard.store.manifest import FileChange, Manifest, Patch
 from guard.store.manifest import Resolution as PatchResolution
+from guard.store.spec import Spec, parse_spec
 from guard.truth import bodies, parsed, slips
 from guard.truth.effects import ANY, Effects, Reach
-from guard.truth.symbols import (
-    ABSENT,
-    CANNOT_TELL,
-    NOT_DEFINED,
-    PRESENT,
-    Resolution,
-    SourceSyntaxError,
-    Spec,
-    SymbolIndex,
-    describe_miss,
-    parse_spec,
-)
+from guard.truth.model_names import ABSENT, CANNOT_TELL, NOT_DEFINED, PRESENT, Resolution
+from guard.truth.symbols import SourceSyntaxError, SymbolIndex, describe_miss
 
 
 class State(StrEnum):

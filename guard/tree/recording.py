@@ -12,6 +12,7 @@ from guard.git.lock import locked
 from guard.git.repo import Repo, is_binary, run_git
 from guard.store import history
 from guard.store.manifest import FileChange, Patch, Resolution, now_utc
+from guard.store.spec import Spec, parse_spec
 from guard.tree.assess import (
     State,
     Worktree,
@@ -22,7 +23,7 @@ from guard.tree.assess import (
     select_patches,
 )
 from guard.truth.slips import slips
-from guard.truth.symbols import SourceSyntaxError, Spec, did_you_mean, parse_spec
+from guard.truth.symbols import SourceSyntaxError, did_you_mean
 
 
 @dataclass

@@ -25,8 +25,10 @@ from pathlib import Path
 
 from guard.errors import ConfigError
 from guard.git.repo import Repo
+from guard.store.spec import parse_spec
 from guard.tree.assess import CheckReport, Worktree
-from guard.truth.symbols import ABSENT, CANNOT_TELL, PRESENT, SourceSyntaxError, parse_spec
+from guard.truth.model_names import ABSENT, CANNOT_TELL, PRESENT
+from guard.truth.symbols import SourceSyntaxError
 
 DEFAULT_TIMEOUT = 600.0  # seconds: an sglang model module imports torch
 _POLL = 0.05  # seconds between looks at a probe that has not answered: has it ended?
