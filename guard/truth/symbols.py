@@ -91,7 +91,7 @@ class SymbolIndex:
             definitions = list(_walk(tree.body, prefix="", block_counter=iter(range(1 << 62))))
             reflection = _reflection(tree)
             attribute_write = _attribute_write(tree)
-            from guard.truth.effects import summarize  # only when a file is parsed
+            from guard.truth.effect_reader import summarize  # only when a file is parsed
 
             effects = summarize(tree, _KEEPING_DECORATORS, _KEEPING_METACLASSES)
         except RecursionError:
