@@ -247,8 +247,8 @@ class _Reader(_FunctionGraph):
                 self.needs |= {(need, f"{rest}\t{key}") for key in keys}
 
     def _bound_by_the_model(self, node: ast.expr) -> bool:
-        """`setattr(C, 'name', ...)` or `delattr(C, 'name')` as a statement: guard.truth.symbols
-        reads it as the binding it is."""
+        """`setattr(C, 'name', ...)` or `delattr(C, 'name')` as a statement: the binding model
+        (guard.truth.model_statements) reads it as the binding it is."""
         return (
             isinstance(node, ast.Call)
             and self._origin(node.func) in ("builtins.setattr", "builtins.delattr")
