@@ -62,7 +62,6 @@ _KEEPING_DECORATORS = frozenset(
         "torch.compile()",
     }
 )
-# Metaclasses that keep a class body's attributes.
 
 
 class _Values(_Scopes):

@@ -25,6 +25,7 @@ from guard.truth.model_names import (
 )
 from guard.truth.statements import own_statements
 
+# Metaclasses that keep a class body's attributes.
 _KEEPING_METACLASSES = frozenset({"builtins.type", "abc.ABCMeta", "enum.EnumMeta", "enum.EnumType"})
 # Bases the model knows to add nothing that could matter to a lookup in a subclass.
 _PLAIN_BASES = frozenset({"builtins.object", "abc.ABC", "typing.Generic", "typing.Protocol"})
