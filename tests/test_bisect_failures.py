@@ -21,7 +21,8 @@ import sample_repo
 from conftest import git
 from helpers import run_patchguard
 
-from guard.truth.symbols import ABSENT, CANNOT_TELL, PRESENT, SymbolIndex
+from guard.truth.model_names import ABSENT, CANNOT_TELL, PRESENT
+from guard.truth.symbols import SymbolIndex
 
 KIMI = sample_repo.KIMI
 DEPTH = 701  # `not`s: Python compiles and runs it; a recursive ast walk does not get through

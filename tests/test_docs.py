@@ -35,7 +35,7 @@ def _fragment(node: ast.expr) -> str | None:
 def error_messages() -> list[tuple[str, int, str]]:
     """(file, line, key) for every message patchguard can print as an error or hook notice."""
     found = []
-    for path in sorted((ROOT / "guard").glob("*.py")):
+    for path in sorted((ROOT / "guard").rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text())):
             if not isinstance(node, ast.Call) or not node.args:
                 continue

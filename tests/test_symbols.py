@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
-import pytest
+from pathlib import Path
 
-from guard.truth.symbols import SourceSyntaxError, Spec, SymbolIndex, describe_miss, parse_spec
+import pytest
+from conftest import git, patchguard
+
+from guard.git.objects import blob_id
+from guard.git.repo import Repo
+from guard.store.fastpath import model_namespace
+from guard.store.spec import Spec, parse_spec
+from guard.truth import symbols
+from guard.truth.symbols import SourceSyntaxError, SymbolIndex, describe_miss
 
 CLASS_THEN_ENTRY = b"""\
 class Model:
@@ -111,3 +119,22 @@ def test_parse_spec_accepts_pytest_style_ids(text: str, expected: Spec) -> None:
 def test_parse_spec_rejects_malformed(text: str, complaint: str) -> None:
     with pytest.raises(ValueError, match=complaint):
         parse_spec(text)
+
+
+def test_a_parse_kept_by_an_older_model_is_parsed_afresh(tmp_path: Path) -> None:
+    """A kept parse (guard.truth.parsed) is a pickle of the model's objects: one that names a
+    class this patchguard no longer has (the binding model's, before it left this module) is a
+    miss, never an unpickling crash, even under this version's own key."""
+    git(tmp_path, "init", "-q")
+    module = tmp_path / "m.py"
+    module.write_text("class Model:\n    def forward(self):\n        return 1\n")
+    git(tmp_path, "add", "m.py")
+    git(tmp_path, "commit", "-qm", "upstream")
+    module.write_text(module.read_text() + "\n    def extra(self):\n        return 2\n")
+    assert not hasattr(symbols, "_Class")  # the model's record of a class lives elsewhere now
+    stale = b"\x80\x04cguard.truth.symbols\n_Class\n)\x81."  # `_Class()`, by its old home
+    key = f"{model_namespace()}-{blob_id(module.read_bytes())}"
+    Repo.discover(tmp_path).parse_cache.put(key, stale)
+    result = patchguard("-C", tmp_path, "record", "p1", "m.py")
+    assert result.exit_code == 0, result.output
+    assert "requires m.py::Model.extra" in result.output

@@ -17,7 +17,8 @@ import sample_repo
 from conftest import git
 from helpers import run_patchguard
 
-from guard.truth.symbols import PRESENT, SymbolIndex
+from guard.truth.model_names import PRESENT
+from guard.truth.symbols import SymbolIndex
 
 KIMI = sample_repo.KIMI
 CLASS = sample_repo.CLASS

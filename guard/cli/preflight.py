@@ -389,8 +389,10 @@ def confirm_at_runtime(
     `env`: the environment the command runs with (guard.cli.preflight.unwrapped), as a
     module may define a name only when a variable is set.
     """
+    from guard.store.spec import parse_spec
     from guard.truth import probe  # runs user code in another process: never on the hooks' path
-    from guard.truth.symbols import PRESENT, SourceSyntaxError, parse_spec
+    from guard.truth.model_names import PRESENT
+    from guard.truth.symbols import SourceSyntaxError
 
     asked = []
     for symbol in report.symbols:

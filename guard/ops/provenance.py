@@ -16,8 +16,8 @@ from typing import Any
 from guard.errors import ConfigError
 from guard.git.objects import blob_id
 from guard.git.repo import Repo, run_git
+from guard.store.spec import parse_spec
 from guard.tree import assess
-from guard.truth.symbols import parse_spec
 
 STAMP_FORMAT = "patchguard.stamp/1"
 

@@ -16,7 +16,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 
 from guard.errors import ConfigError
 from guard.git.worktree_paths import name_problem
-from guard.truth.symbols import parse_spec
+from guard.store.spec import parse_spec
 
 SCHEMA_VERSION = 1
 SCHEMA_FILE_NAME = "manifest.schema.json"

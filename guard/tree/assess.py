@@ -21,6 +21,7 @@ from guard.store import fastpath
 from guard.store.derived import load_manifest
 from guard.store.manifest import FileChange, Manifest, Patch, select_patches
 from guard.store.manifest import Resolution as PatchResolution
+from guard.store.spec import Spec, parse_spec
 from guard.tree.verdicts import (
     GOOD_STATES,
     MARKERS,
@@ -35,7 +36,8 @@ from guard.tree.verdicts import (
 )
 from guard.tree.worktree import CANNOT_TELL_FROM_READING, Worktree, _mentions_definition
 from guard.truth import bodies, slips
-from guard.truth.symbols import ABSENT, CANNOT_TELL, PRESENT, SourceSyntaxError, Spec, parse_spec
+from guard.truth.model_names import ABSENT, CANNOT_TELL, PRESENT
+from guard.truth.symbols import SourceSyntaxError
 
 UPSTREAM_AS_TEXT = "HEAD already contains this change"
 

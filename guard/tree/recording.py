@@ -13,11 +13,12 @@ from guard.git.repo import Repo, is_binary, run_git
 from guard.store import history
 from guard.store.derived import load_manifest
 from guard.store.manifest import FileChange, Patch, Resolution, now_utc, select_patches
+from guard.store.spec import Spec, parse_spec
 from guard.tree.assess import assess_patch, check_symbol, merge_labels, required_in
 from guard.tree.verdicts import State
 from guard.tree.worktree import Worktree
 from guard.truth.slips import slips
-from guard.truth.symbols import SourceSyntaxError, Spec, did_you_mean, parse_spec
+from guard.truth.symbols import SourceSyntaxError, did_you_mean
 
 
 @dataclass

@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from guard.store.manifest import FileChange
-from guard.truth.symbols import ABSENT, CANNOT_TELL, PRESENT, parse_spec
+from guard.store.spec import parse_spec
+from guard.truth.model_names import ABSENT, CANNOT_TELL, PRESENT
 
 
 class State(StrEnum):

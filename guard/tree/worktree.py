@@ -22,19 +22,11 @@ from guard.git.repo import Repo
 from guard.git.worktree_paths import UnsafePath
 from guard.store.manifest import FileChange, Patch
 from guard.store.manifest import Resolution as PatchResolution
+from guard.store.spec import Spec
 from guard.truth import bodies, parsed
 from guard.truth.effects import ANY, Effects, Reach
-from guard.truth.symbols import (
-    ABSENT,
-    CANNOT_TELL,
-    NOT_DEFINED,
-    PRESENT,
-    Resolution,
-    SourceSyntaxError,
-    Spec,
-    SymbolIndex,
-    describe_miss,
-)
+from guard.truth.model_names import ABSENT, CANNOT_TELL, NOT_DEFINED, PRESENT, Resolution
+from guard.truth.symbols import SourceSyntaxError, SymbolIndex, describe_miss
 
 CANNOT_TELL_FROM_READING = "cannot tell from reading"
 

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 FACTS_CACHE_DIR = "patchguard-cache/interpreters"  # in the worktree's git dir
 _FACTS_CACHE_KEEP = 64
 
-# Names as reading looks them up (by where they come from: guard.truth.symbols' known values).
+# Names as reading looks them up (by where they come from: guard.truth.model_names' known values).
 # Runs in this process (exec) and in any Python 3 asked (`-I -S`: no site, nothing of the
 # environment, so nothing but the interpreter answers).
 _FACTS = r"""

@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from guard.errors import ConfigError
-from guard.truth.symbols import ABSENT, CANNOT_TELL, PRESENT
+from guard.truth.model_names import ABSENT, CANNOT_TELL, PRESENT
 
 DEFAULT_TIMEOUT = 600.0  # seconds: an sglang model module imports torch
 _POLL = 0.05  # seconds between looks at a probe that has not answered: has it ended?

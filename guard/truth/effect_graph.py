@@ -1,0 +1,561 @@
+"""The graph of a file's functions and classes for its effect summary (guard.truth.effects): for
+each function, what running its body may change directly and what else of the checkout it
+runs; for each class, what making an instance of it, deriving from it or using it as a
+metaclass runs. One walk of each function body; the closure over the graph is
+guard.truth.effects' `_closure`, and the module's import-time code is read on top of it by
+guard.truth.effect_reader.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from dataclasses import replace
+
+from guard.truth.effects import ANY, MUTATING_BUILTINS, QUIET, _Node
+from guard.truth.statements import own_statements
+
+# Attributes that reach a namespace or rebind through it.
+_REFLECTIVE_ATTRIBUTES = frozenset(
+    {
+        "__dict__",
+        "__setattr__",
+        "__delattr__",
+        "__globals__",
+        "__builtins__",
+        "f_globals",
+        "f_locals",
+        "f_back",
+        "_getframe",
+        "currentframe",
+        "get_referrers",
+        *MUTATING_BUILTINS,
+    }
+)
+# Callables from outside the checkout that call what they are handed at once.
+_CALLING = frozenset(
+    {
+        *(f"builtins.{n}" for n in ("sorted", "min", "max", "map", "filter", "iter")),
+        "functools.reduce",
+        *(f"itertools.{n}" for n in ("starmap", "filterfalse", "takewhile", "dropwhile")),
+        *(f"itertools.{n}" for n in ("groupby", "accumulate")),
+        *(f"heapq.{n}" for n in ("nlargest", "nsmallest", "merge")),
+        *(f"bisect.{n}" for n in ("bisect", "bisect_left", "bisect_right", "insort")),
+        "timeit.timeit",
+        "timeit.repeat",
+        "weakref.finalize",  # at once when what it watches is already gone
+        "sys.settrace",
+        "sys.setprofile",
+        "threading.settrace",
+    }
+)
+# Library callables that keep what they are handed (wrap, register, cache), never call it.
+_KEEPING_CALLS = frozenset(
+    {
+        *(f"functools.{n}" for n in ("wraps", "update_wrapper", "partial", "partialmethod")),
+        *(f"functools.{n}" for n in ("lru_cache", "cache", "cached_property", "singledispatch")),
+        "contextlib.contextmanager",
+        "atexit.register",
+        "weakref.ref",
+        "typing.cast",
+    }
+)
+# Builtins that reach an object's class from the object itself.
+_CLASS_REACHING = frozenset({"type", "super", "vars", "globals", "locals", "getattr"})
+_IMPLICIT_CLASS_METHODS = frozenset({"__new__", "__init_subclass__", "__class_getitem__"})
+
+
+class _FunctionGraph:
+    """The file's functions and classes as nodes of the effect graph (`_collect`: one walk of
+    each function body), with the names that walk tells apart: the file's own top-level names
+    (`top`) and what any of its imports binds (`all_imports`)."""
+
+    def __init__(self, tree: ast.Module, metaclasses: frozenset[str]) -> None:
+        self.tree = tree
+        self.metaclasses = metaclasses
+        self.graph: dict[str, _Node] = {}
+        self.functions: dict[str, list[str]] = {}  # a name: the qualnames of functions so named
+        self.classes: dict[str, list[str]] = {}  # a name: the qualnames of classes so named
+        self.members: dict[str, dict[str, list[str]]] = {}  # class qualname: name -> refs
+        self.all_imports: dict[str, set[str]] = {}  # any scope, any time
+        self.stars: list[str] = []
+        self.top = {
+            name
+            for node in own_statements(tree.body)
+            if not isinstance(node, ast.Import | ast.ImportFrom)
+            for name in _bound_names(node)
+        }
+
+    def _collect(self, body: list[ast.stmt], prefix: str, owner: ast.ClassDef | None) -> None:
+        """Every def and class reachable through class bodies and compound statements."""
+        for node in own_statements(body):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                qualname = prefix + node.name
+                self.functions.setdefault(node.name, []).append(qualname)
+                plain = owner is not None and self._plain_method(node)
+                strict, on_instance = self._function(node, qualname, owner is not None)
+                self.graph[f"def:{qualname}"] = strict
+                self.graph[f"bound:{qualname}"] = (
+                    on_instance if plain else _Node(calls={f"def:{qualname}"})
+                )
+                self.graph[f"result:{qualname}"] = _Node(
+                    calls=_results(self.graph[f"def:{qualname}"])
+                )
+                if owner is not None and not plain:  # a plain method runs on an instance only,
+                    # and making one counted every method of its class (new:K)
+                    for name in (node.name, ANY):
+                        self.graph.setdefault(f"method:{name}", _Node()).calls.add(
+                            f"def:{qualname}"
+                        )
+                if owner is not None:
+                    self.members.setdefault(prefix[:-1], {}).setdefault(node.name, []).append(
+                        f"def:{qualname}"
+                    )
+            elif isinstance(node, ast.ClassDef):
+                qualname = prefix + node.name
+                self.classes.setdefault(node.name, []).append(qualname)
+                if owner is not None:
+                    self.members.setdefault(prefix[:-1], {}).setdefault(node.name, []).append(
+                        f"class:{qualname}"
+                    )
+                self._collect(node.body, qualname + ".", node)
+                self._class_nodes(node, qualname)
+            elif isinstance(node, ast.Import | ast.ImportFrom):
+                for name, origin in _imported(node):
+                    self.all_imports.setdefault(name, set()).add(origin)
+                    if origin.endswith(".*"):
+                        self.stars.append(origin[:-2])
+
+    def _plain_method(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+        """Run on an instance (its first parameter): not a static or class method."""
+        if node.name in _IMPLICIT_CLASS_METHODS or not (node.args.posonlyargs or node.args.args):
+            return False
+        return not any(
+            _last_name(d) in ("staticmethod", "classmethod") for d in node.decorator_list
+        )
+
+    def _class_nodes(self, node: ast.ClassDef, qualname: str) -> None:
+        """new:K (every method, bases' too), hooks:K (what deriving from K runs), meta:K."""
+        methods = [
+            n
+            for n in own_statements(node.body)
+            if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)
+        ]
+        new, hooks, meta = _Node(), _Node(), _Node()
+        for method in methods:
+            plain = self._plain_method(method)
+            new.calls.add(f"{'bound' if plain else 'def'}:{qualname}.{method.name}")
+            meta.calls.add(f"def:{qualname}.{method.name}")
+            if method.name == "__init_subclass__":
+                hooks.calls.add(f"def:{qualname}.{method.name}")
+        for base in [*node.bases, *(k.value for k in node.keywords if k.arg == "metaclass")]:
+            is_meta = base not in node.bases
+            name = _dotted(base) or ""
+            root = name.split(".")[0]
+            if name in self.classes:
+                for target in self.classes[name]:
+                    new.calls.add(f"{'meta' if is_meta else 'new'}:{target}")
+                    hooks.calls.add(f"{'meta' if is_meta else 'hooks'}:{target}")
+                    meta.calls.add(f"meta:{target}")
+            elif root in self.all_imports:
+                for origin in self.all_imports[root]:
+                    dotted = origin + name[len(root) :]
+                    if is_meta and dotted not in self.metaclasses:
+                        hooks.changes[ANY] = (
+                            f"its metaclass {name} (line {base.lineno}) may drop or replace "
+                            "attributes of the classes it makes"
+                        )
+                    new.needs.add(("call", dotted))
+                    hooks.needs.add(("meta" if is_meta else "base", dotted))
+                    meta.needs.add(("meta", dotted))
+        meta.changes[ANY] = (
+            f"{qualname} is a metaclass of the checkout, which may drop or replace attributes "
+            "of the classes it makes"
+        )
+        self.graph[f"new:{qualname}"] = new
+        self.graph[f"hooks:{qualname}"] = hooks
+        self.graph[f"meta:{qualname}"] = meta
+
+    def _function(
+        self,
+        node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda,
+        qualname: str | None = None,
+        method: bool = False,
+    ) -> tuple[_Node, _Node]:
+        """The direct facts of running a function's body (lambdas and classes in it included),
+        with any arguments, and as a plain method on an instance (where `self.x = ...` and
+        `self.__dict__[k] = v` change only that instance). A function defined in it is a node
+        of its own (`Q.<locals>.name`): what defines and returns a wrapper does not run it."""
+        found = _Node()
+        args = node.args
+        positional = args.posonlyargs + args.args
+        this = positional[0].arg if positional else None
+        inner: list[ast.AST] = list(node.body) if isinstance(node.body, list) else [node.body]
+        own = list(_own_code(inner))
+        rebound: set[str] = set()
+        callee_names: set[str] = set()
+        callees: set[int] = set()
+        held: set[int] = set()
+        results_run: set[int] = set()
+        values_run: set[int] = set()  # calls whose value is called, or handed to a callee
+        handed: set[int] = set()
+        returned: set[int] = set()
+        calls: list[ast.Call] = []
+        nested: dict[str, str] = {}
+        for sub in own:
+            if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store | ast.Del):
+                rebound.add(sub.id)
+            elif isinstance(sub, ast.Call):
+                calls.append(sub)
+                callees.add(id(sub.func))
+                if isinstance(sub.func, ast.Name):
+                    callee_names.add(sub.func.id)
+                elif isinstance(sub.func, ast.Call):  # `g()()`: what g returns runs
+                    results_run.add(id(sub.func.func))
+                    values_run.add(id(sub.func))
+                handed.update(id(a) for a in _arguments(sub))
+                if self._holds(sub.func):
+                    held.update(id(a) for a in _arguments(sub))
+            elif isinstance(sub, ast.Return) and sub.value is not None:
+                returned.update(id(part) for part in _walk([sub.value]))
+            elif isinstance(sub, ast.FunctionDef | ast.AsyncFunctionDef) and qualname:
+                key = f"{qualname}.<locals>.{sub.name}"
+                self.graph[f"def:{key}"] = self._function(sub, key)[0]
+                self.graph[f"result:{key}"] = _Node(calls=_results(self.graph[f"def:{key}"]))
+                nested[sub.name] = key
+        for sub in own:  # `r = g(); r()`: what g returns runs
+            if (
+                isinstance(sub, ast.Assign)
+                and isinstance(sub.value, ast.Call)
+                and any(isinstance(t, ast.Name) and t.id in callee_names for t in sub.targets)
+            ):
+                results_run.add(id(sub.value.func))
+                values_run.add(id(sub.value))
+        params = {
+            a.arg
+            for a in (*positional, *args.kwonlyargs, args.vararg, args.kwarg)
+            if a is not None and a.arg not in rebound
+        }
+        if method and positional and not _static(node):  # self or cls: bound by Python
+            params.discard(positional[0].arg)
+        quiet = {id(call.func) for call in calls if self._handed_only(call, params)}
+        uses = (callees, results_run, returned, held)
+        handed = {id(a) for call in calls for a in _arguments(call)}
+        found.runs_arguments = any(
+            isinstance(sub, ast.Name)
+            and sub.id in params
+            and (id(sub) in callees or (id(sub) in handed and id(sub) not in held))
+            for sub in own
+        )
+        read_only = set(_namespace_reads(own))
+        on_self: dict[str, str] = {}  # what only a plain method's own instance takes
+        where = f"in {_label(node)}"
+        for sub in own:
+            if (
+                isinstance(sub, ast.Name)
+                and sub.id in ("setattr", "delattr")
+                and id(sub) not in callees
+            ):
+                found.changes.setdefault(ANY, f"hands {sub.id} on (line {sub.lineno}, {where})")
+            if _computed_getattr(sub):  # it may run any method of that name: any method
+                if id(sub) in values_run or (id(sub) in handed and id(sub) not in held):
+                    found.attributes.add(ANY)
+                    found.calls.add(f"method:{ANY}")
+                continue
+            if id(sub) in read_only:
+                continue
+            for name, why, target in _direct_mutations(sub):
+                why = f"{why} (line {getattr(sub, 'lineno', 0)}, {where})"
+                root = target.id if isinstance(target, ast.Name) else None
+                if root is not None and root == this and method:
+                    on_self.setdefault(name, why)
+                elif root is not None and root in params:
+                    found.scoped.setdefault(name, (why, "param"))
+                elif (target is None and isinstance(sub, ast.Global)) or root in self.top:
+                    found.scoped.setdefault(name, (why, "global"))
+                else:
+                    found.changes.setdefault(name, why)
+            if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load):
+                edges = found.passes if id(sub) in quiet else found.calls
+                keys = {f"def:{nested[sub.id]}"} if sub.id in nested else self._named(sub.id)
+                for key in keys:
+                    result = key.replace("def:", "result:", 1)
+                    if id(sub) in callees:
+                        edges.add(key)
+                        if key.startswith("def:") and id(sub) in results_run:
+                            found.calls.add(result)
+                        elif key.startswith("def:") and id(sub) in returned:
+                            found.returns.add(result)
+                    elif id(sub) in returned:  # handed back, maybe inside what keeps it
+                        found.returns.add(key)
+                    elif id(sub) not in held:  # stored, aliased, handed to the file's code
+                        edges.add(key)
+                if sub.id not in nested:
+                    self._imported_use(sub, sub.id, found, quiet, uses)
+            elif isinstance(sub, ast.Attribute) and isinstance(sub.ctx, ast.Load):
+                dotted = _dotted(sub)
+                root = dotted.split(".")[0] if dotted else ""
+                if root in self.all_imports:
+                    self._imported_use(sub, dotted or "", found, quiet, uses)
+                    continue
+                found.attributes.add(sub.attr)
+                found.calls.add(f"method:{sub.attr}")
+        bound = replace(found, changes=dict(found.changes))
+        for name, why in on_self.items():
+            found.changes.setdefault(name, why)
+        return found, bound
+
+    def _imported_use(
+        self,
+        node: ast.expr,
+        dotted: str,
+        found: _Node,
+        quiet: set[int],
+        uses: tuple[set[int], set[int], set[int], set[int]],
+    ) -> None:
+        """An imported name used in a function body, as the file's own names are: called
+        (quietly, with only its own parameters; what it returns, when the body calls or hands
+        that back), handed back, kept by code that does not call it, or else run."""
+        callees, results_run, returned, held = uses
+        root = dotted.split(".")[0]
+        for origin in self.all_imports.get(root, ()):
+            full = origin + dotted[len(root) :]
+            if id(node) in callees:
+                found.needs.add((QUIET if id(node) in quiet else "call", full))
+                if id(node) in results_run:
+                    found.needs.add(("result", full))
+                elif id(node) in returned:
+                    found.returns.add(self._import_node(("result", full)))
+            elif id(node) in returned:
+                found.returns.add(self._import_node(("call", full)))
+            elif id(node) not in held:
+                found.needs.add(("call", full))
+
+    def _import_node(self, need: tuple[str, str]) -> str:
+        """A graph key that stands for using a name from elsewhere (for what a function
+        hands back)."""
+        key = f"uses:{need[0]}:{need[1]}"
+        self.graph.setdefault(key, _Node(needs={need}))
+        return key
+
+    def _holds(self, func: ast.expr) -> bool:
+        """Does a callee, in a function body, keep what it is handed rather than call it?
+        Code outside the checkout (a method of an object, a builtin) does, except the
+        builtins and library functions that call it at once (sorted, map...); the file's own
+        functions and classes and imported names may call it."""
+        if isinstance(func, ast.Name):
+            if func.id in self.top or func.id in self.all_imports:
+                return False
+            return f"builtins.{func.id}" not in _CALLING
+        dotted = _dotted(func) or ""
+        root = dotted.split(".")[0]
+        if root in self.top:  # `HOOKS.append(f)`: kept where the import may run it
+            return False
+        if root in self.all_imports:
+            return any(o + dotted[len(root) :] in _KEEPING_CALLS for o in self.all_imports[root])
+        return isinstance(func, ast.Attribute)
+
+    def _handed_only(self, call: ast.Call, params: set[str]) -> bool:
+        """Does the call hand on only the function's own parameters, literals and builtins
+        (so what it changes through them matters only when they may hold a class)?"""
+        for argument in [*call.args, *(k.value for k in call.keywords)]:
+            for sub in ast.walk(argument):
+                if isinstance(sub, ast.Lambda | ast.NamedExpr):
+                    return False
+                if (
+                    isinstance(sub, ast.Name)
+                    and sub.id not in params
+                    and (
+                        sub.id in self.top
+                        or sub.id in self.all_imports
+                        or sub.id in _CLASS_REACHING
+                    )
+                ):
+                    return False
+                if isinstance(sub, ast.Attribute) and sub.attr in _LOOKUP_ATTRIBUTES:
+                    return False
+        return True
+
+    def _named(self, name: str) -> set[str]:
+        """Graph keys a name of the file may run: its functions and classes of that name."""
+        keys = {f"def:{q}" for q in self.functions.get(name, ()) if "." not in q}
+        keys |= {f"new:{q}" for q in self.classes.get(name, ()) if "." not in q}
+        return keys
+
+
+def _static(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> bool:
+    return not isinstance(node, ast.Lambda) and any(
+        _last_name(d) == "staticmethod" for d in node.decorator_list
+    )
+
+
+def _arguments(call: ast.Call) -> Iterator[ast.expr]:
+    for argument in [*call.args, *(k.value for k in call.keywords)]:
+        yield argument.value if isinstance(argument, ast.Starred) else argument
+
+
+def _results(node: _Node) -> set[str]:
+    """Graph keys that calling what a function returns may run."""
+    return node.returns | {"result:" + k[4:] for k in node.returns if k.startswith("def:")}
+
+
+def _own_code(nodes: list[ast.AST]) -> Iterator[ast.AST]:
+    """The nodes a function body runs itself: a nested def's decorators, defaults and
+    annotations, not its body."""
+    stack = list(nodes)
+    while stack:
+        current = stack.pop()
+        yield current
+        if isinstance(current, ast.FunctionDef | ast.AsyncFunctionDef):
+            args = current.args
+            stack += [*current.decorator_list, *args.defaults]
+            stack += [d for d in (*args.kw_defaults, current.returns) if d is not None]
+            stack += [
+                a.annotation
+                for a in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg)
+                if a is not None and a.annotation is not None
+            ]
+            continue
+        stack.extend(ast.iter_child_nodes(current))
+
+
+# Attributes whose change reaches other names' lookups (the class, its bases, its namespace).
+_LOOKUP_ATTRIBUTES = frozenset(
+    {"__class__", "__bases__", "__dict__", "__mro__", "__getattr__", "__getattribute__"}
+)
+
+
+def _changed(attribute: str) -> str:
+    """The name an attribute's change reaches (ANY for one that changes lookup, or a private
+    name that mangling hides from reading)."""
+    private = attribute.startswith("__") and not attribute.endswith("__")
+    return ANY if private or attribute in _LOOKUP_ATTRIBUTES else attribute
+
+
+def _direct_mutations(node: ast.AST) -> Iterator[tuple[str, str, ast.expr | None]]:
+    """What in a function body changes a class or the module itself (before what it calls):
+    (the name it may change, or ANY; why; the object changed, when it is one)."""
+    if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store | ast.Del):
+        verb = "deletes" if isinstance(node.ctx, ast.Del) else "sets"
+        yield _changed(node.attr), f"{verb} the attribute {node.attr}", node.value
+    elif isinstance(node, ast.Global):
+        for name in node.names:
+            yield name, f"rebinds the module global {name}", None
+    elif isinstance(node, ast.Call) and _last_name(node.func) in ("setattr", "delattr"):
+        verb = _last_name(node.func)
+        target = node.args[0] if node.args else None
+        key = node.args[1] if len(node.args) >= 2 else None
+        if isinstance(key, ast.Constant) and isinstance(key.value, str):
+            yield _changed(key.value), f"{verb}s {key.value}", target
+        else:
+            yield ANY, f"{verb}s a computed name", target
+    elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+        if node.id in MUTATING_BUILTINS - {"setattr", "delattr"} or node.id == "__builtins__":
+            yield ANY, f"uses {node.id}", None
+    elif isinstance(node, ast.Attribute) and node.attr in _REFLECTIVE_ATTRIBUTES:
+        yield ANY, f"uses .{node.attr}", node.value
+    elif (
+        isinstance(node, ast.Attribute) and node.attr == "modules" and _dotted(node.value) == "sys"
+    ):
+        yield ANY, "uses sys.modules", None
+    elif isinstance(node, ast.Import | ast.ImportFrom) and any(
+        origin.split(".")[0] == "builtins" for _, origin in _imported(node)
+    ):
+        yield ANY, "imports builtins", None
+
+
+def _computed_getattr(node: ast.AST) -> bool:
+    if not (isinstance(node, ast.Call) and _last_name(node.func) == "getattr"):
+        return False
+    key = node.args[1] if len(node.args) >= 2 else None
+    return not (isinstance(key, ast.Constant) and isinstance(key.value, str))
+
+
+_READING_METHODS = frozenset({"get", "items", "keys", "values", "copy", "__contains__"})
+
+
+def _namespace_reads(nodes: list[ast.AST]) -> Iterator[int]:
+    """Ids of `x.__dict__` nodes only read (`x.__dict__[k]`, `.get(k)`, `k in x.__dict__`)."""
+    for node in nodes:
+        candidates: list[ast.expr] = []
+        if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load):
+            candidates = [node.value]
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if node.func.attr in _READING_METHODS:
+                candidates = [node.func.value]
+        elif isinstance(node, ast.Compare):
+            candidates = list(node.comparators)
+        for candidate in candidates:
+            if isinstance(candidate, ast.Attribute) and candidate.attr == "__dict__":
+                yield id(candidate)
+
+
+def _bound_names(node: ast.stmt) -> Iterator[str]:
+    """The names a module-level statement binds."""
+    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+        yield node.name
+    elif isinstance(node, ast.Import | ast.ImportFrom):
+        yield from (name for name, origin in _imported(node) if not origin.endswith(".*"))
+    else:
+        targets: list[ast.expr] = []
+        if isinstance(node, ast.Assign):
+            targets = node.targets
+        elif isinstance(node, ast.AnnAssign | ast.AugAssign | ast.For | ast.AsyncFor):
+            targets = [node.target]
+        elif isinstance(node, ast.With | ast.AsyncWith):
+            targets = [i.optional_vars for i in node.items if i.optional_vars is not None]
+        for target in targets:
+            for sub in ast.walk(target):
+                if isinstance(sub, ast.Name):
+                    yield sub.id
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.expr):
+                for sub in ast.walk(child):
+                    if isinstance(sub, ast.NamedExpr) and isinstance(sub.target, ast.Name):
+                        yield sub.target.id
+
+
+def _walk(nodes: list[ast.AST]) -> Iterator[ast.AST]:
+    stack = list(nodes)
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(ast.iter_child_nodes(current))
+
+
+def _imported(node: ast.Import | ast.ImportFrom) -> Iterator[tuple[str, str]]:
+    """(bound name, dotted origin) of each name an import binds; `M.*` for a star."""
+    if isinstance(node, ast.Import):
+        for alias in node.names:
+            if alias.asname:
+                yield alias.asname, alias.name
+            else:
+                root = alias.name.split(".")[0]
+                yield root, root
+        return
+    module = "." * node.level + (node.module or "")
+    for alias in node.names:
+        joined = f"{module}.{alias.name}" if node.module else f"{module}{alias.name}"
+        yield (alias.asname or alias.name), joined
+
+
+def _dotted(node: ast.expr) -> str | None:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        inner = _dotted(node.value)
+        return None if inner is None else f"{inner}.{node.attr}"
+    return None
+
+
+def _last_name(node: ast.expr) -> str:
+    target = node.func if isinstance(node, ast.Call) else node
+    if isinstance(target, ast.Attribute):
+        return target.attr
+    return target.id if isinstance(target, ast.Name) else ""
+
+
+def _label(node: ast.AST) -> str:
+    return (
+        f"{node.name}()" if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) else "a lambda"
+    )

@@ -1,0 +1,643 @@
+"""The binding model's run of a module's top-level code, statement by statement (never of function
+bodies): each binding recorded in its scope, in execution order, with the condition under which
+it runs (an `if` decided only at runtime, a try body that may fail first, a loop that may run
+zero times). The expressions it meets are read by guard.truth.model_expressions, the answers
+looked up by guard.truth.model_names; guard.truth.symbols builds the model for each file.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from collections.abc import Iterator
+
+from guard.truth.model_expressions import _is_stdlib, _Values
+from guard.truth.model_names import (
+    _MODULE_SCOPE,
+    _UNKNOWN,
+    Binding,
+    _Class,
+    _Env,
+    _joined,
+    _LocalClass,
+    _LocalDef,
+    _Origin,
+)
+from guard.truth.statements import own_statements
+
+# Metaclasses that keep a class body's attributes.
+_KEEPING_METACLASSES = frozenset({"builtins.type", "abc.ABCMeta", "enum.EnumMeta", "enum.EnumType"})
+# Bases the model knows to add nothing that could matter to a lookup in a subclass.
+_PLAIN_BASES = frozenset({"builtins.object", "abc.ABC", "typing.Generic", "typing.Protocol"})
+# Context managers that never swallow an exception of their body.
+_PLAIN_CONTEXTS = frozenset(
+    {
+        "builtins.open()",
+        "contextlib.nullcontext()",
+        "contextlib.redirect_stdout()",
+        "contextlib.redirect_stderr()",
+        "warnings.catch_warnings()",
+        "torch.no_grad()",
+        "torch.inference_mode()",
+    }
+)
+_EXITS = frozenset({"sys.exit", "builtins.exit", "builtins.quit", "os._exit"})
+
+
+class _Model(_Values):
+    """An abstract run of the module's top-level code (never of function bodies).
+
+    Each scope (module, class body) gets its bindings in execution order. A statement that
+    surely raises stops its body: at module level the import fails (`fails`); a raise that may
+    happen (under a runtime condition, in a `with` that may suppress it) makes every answer
+    cannot tell (`may_fail`). Outside try bodies, calls are assumed to return.
+    """
+
+    # -- running the module -------------------------------------------------------------------
+
+    def run(self, tree: ast.Module) -> None:
+        self.future_annotations = any(
+            isinstance(n, ast.ImportFrom)
+            and n.module == "__future__"
+            and any(a.name == "annotations" for a in n.names)
+            for n in tree.body
+        )
+        raises, may_raise = self._body(tree.body, _MODULE_SCOPE, None, {})
+        if raises:
+            self.fails = f"importing the module fails: {raises}"
+        elif may_raise:
+            self.may_fail = f"importing the module may fail: {may_raise}"
+
+    def _body(
+        self, body: list[ast.stmt], scope: int, condition: str | None, env: _Env
+    ) -> tuple[str | None, str | None]:
+        """Run `body`; (why it surely raises, why it may raise), each None when not."""
+        may_raise = None
+        for node in body:
+            raises, maybe = self._stmt(node, scope, condition, env)
+            if raises:
+                return raises, may_raise
+            may_raise = may_raise or maybe
+        return None, may_raise
+
+    def _stmt(
+        self, node: ast.stmt, scope: int, condition: str | None, env: _Env
+    ) -> tuple[str | None, str | None]:
+        """Run one statement as Python would at import (function bodies are never run)."""
+        self._walrus(node, scope, condition, env)
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            doubt = self._decorator_doubt(node.decorator_list, env, "decorator", "it")
+            value: object = _UNKNOWN
+            if not node.decorator_list:
+                value = _LocalDef(node)
+            elif self._origin(node.decorator_list[0], env) == "builtins.property":
+                value = _Origin("builtins.property")
+            name = self._name(scope, node.name)
+            self._add(scope, name, "def", node.lineno, condition, env, doubt=doubt, value=value)
+        elif isinstance(node, ast.ClassDef):
+            return self._class(node, scope, condition, env), None
+        elif isinstance(node, ast.Assign):
+            for target in node.targets:
+                self._target(target, node.value, node.lineno, scope, condition, env)
+        elif isinstance(node, ast.AnnAssign):
+            if node.value is not None:
+                self._target(node.target, node.value, node.lineno, scope, condition, env)
+        elif isinstance(node, ast.AugAssign):
+            self._target(node.target, None, node.lineno, scope, condition, env)
+        elif isinstance(node, ast.Delete):
+            for target in node.targets:
+                self._delete(target, node.lineno, scope, condition, env)
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                bound = alias.asname or alias.name.split(".")[0]
+                origin = alias.name if alias.asname else alias.name.split(".")[0]
+                name = self._name(scope, bound)
+                self._add(scope, name, "other", node.lineno, condition, env, value=_Origin(origin))
+        elif isinstance(node, ast.ImportFrom):
+            for alias in node.names:
+                if alias.name == "*":
+                    self._star(node, scope, condition, env)
+                    continue
+                module = f"{node.module}." if node.module else ""
+                source = f"{'.' * node.level}{module}{alias.name}"  # relative: leading dots
+                name = self._name(scope, alias.asname or alias.name)
+                value = _Origin(source)
+                self._add(scope, name, "other", node.lineno, condition, env, value=value)
+        elif isinstance(node, ast.Expr):
+            return self._call(node.value, node.lineno, scope, condition, env), None
+        elif isinstance(node, ast.Raise):
+            return f"the raise at line {node.lineno}", None
+        elif isinstance(node, ast.Assert):
+            if self._truth(node.test, env) is False:
+                return f"the assert at line {node.lineno} always fails", None
+        elif isinstance(node, ast.If):
+            return self._if(node, scope, condition, env)
+        elif isinstance(node, ast.For | ast.AsyncFor | ast.While):
+            return self._loop(node, scope, condition, env)
+        elif isinstance(node, ast.Try | ast.TryStar):
+            return self._try(node, scope, condition, env)
+        elif isinstance(node, ast.With | ast.AsyncWith):
+            for item in node.items:
+                if item.optional_vars is not None:
+                    self._target(item.optional_vars, None, node.lineno, scope, condition, env)
+            if all(self._origin(i.context_expr, env) in _PLAIN_CONTEXTS for i in node.items):
+                raises, maybe = self._body(node.body, scope, condition, env)
+                return raises, maybe
+            where = f"inside a with body (line {node.lineno}) that may swallow a failure"
+            raises, maybe, _, _ = self._failing_body(node.body, scope, condition, env, where)
+            if raises and not all(
+                self._suppresses_all(item.context_expr, env) for item in node.items
+            ):
+                return None, f"{raises}, which the with at line {node.lineno} may not suppress"
+            return None, maybe
+        elif isinstance(node, ast.Match):
+            return self._match(node, scope, condition, env)
+        return None, None
+
+    def _star(self, node: ast.ImportFrom, scope: int, condition: str | None, env: _Env) -> None:
+        """`from m import *`: the names a standard module already loaded here exports; for
+        any other module, anything may be rebound."""
+        loaded = sys.modules.get(node.module or "") if node.level == 0 else None
+        if loaded is not None and _is_stdlib(node.module or ""):
+            exported = getattr(loaded, "__all__", None)
+            if exported is None:
+                exported = [n for n in vars(loaded) if not n.startswith("_")]
+            for name in exported:
+                if isinstance(name, str):
+                    self._add(scope, self._name(scope, name), "other", node.lineno, condition, env)
+            return
+        star = f"`from {'.' * node.level}{node.module or ''} import *` at line {node.lineno} may rebind it"
+        self._add(scope, "*", "any", node.lineno, condition, env, doubt=star)
+
+    def _class(
+        self, node: ast.ClassDef, scope: int, condition: str | None, env: _Env
+    ) -> str | None:
+        """Run a class body in its own scope; why creating the class surely raises, if it does."""
+        inner = len(self.scopes)
+        self.scopes[inner] = {}
+        bases: list[int | str] = []
+        origins: list[str] = []
+        doubt = self._decorator_doubt(node.decorator_list, env, "class decorator", "the class")
+        passes_on = None
+        for base in node.bases:
+            value = self._lookup_env(base, env)
+            origin = self._origin(base, env)
+            if isinstance(value, _LocalClass):
+                bases.append(value.scope)
+                passes_on = passes_on or value.doubt or self.classes[value.scope].passes_on
+            elif origin == "typing.NamedTuple":
+                pass
+            elif origin not in _PLAIN_BASES:
+                bases.append(_text(base))
+                origins += [origin] if origin else []
+        for keyword in node.keywords:
+            if (
+                keyword.arg == "metaclass"
+                and self._origin(keyword.value, env) not in _KEEPING_METACLASSES
+            ):
+                passes_on = (
+                    f"the metaclass at line {keyword.value.lineno} may drop or replace class "
+                    "attributes"
+                )
+        doubt = doubt or passes_on
+        self.classes[inner] = _Class(node.name, bases, origins)
+        self.globals_of[inner] = frozenset(
+            name for n in own_statements(node.body) if isinstance(n, ast.Global) for name in n.names
+        )
+        body_env = dict(env)
+        raises, _ = self._body(node.body, inner, None, body_env)
+        if raises:
+            return f"{raises} (in the body of class {node.name})"
+        self._fields(node, inner, env, body_env)
+        hook = self.scopes[inner].get("__init_subclass__")
+        if hook and not passes_on:
+            passes_on = (
+                f"{node.name}.__init_subclass__ (line {hook[-1].lineno}) may change the classes "
+                "derived from it"
+            )
+        self.classes[inner].passes_on = passes_on
+        slots = self._slots(node, body_env)
+        if slots:
+            clash = sorted(slots & {n for n, bs in self.scopes[inner].items() if bs})
+            if clash:
+                return (
+                    f"class {node.name} at line {node.lineno}: {clash[0]!r} in __slots__ "
+                    "conflicts with a class variable"
+                )
+            for slot in sorted(slots):
+                self._add(inner, self._name(inner, slot), "value", node.lineno, None, body_env)
+        value = _LocalClass(inner, doubt)
+        name = self._name(scope, node.name)
+        self._add(
+            scope, name, "class", node.lineno, condition, env, inner=inner, doubt=doubt, value=value
+        )
+        return None
+
+    def _fields(self, node: ast.ClassDef, inner: int, env: _Env, body_env: _Env) -> None:
+        """NamedTuple fields are class attributes (their getters); a dataclass field made by
+        `field()` without a default is taken off the class."""
+        named_tuple = any(self._origin(b, env) == "typing.NamedTuple" for b in node.bases)
+        dataclass = any(
+            self._origin(d, env) in ("dataclasses.dataclass", "dataclasses.dataclass()")
+            for d in node.decorator_list
+        )
+        for statement in node.body:
+            if not isinstance(statement, ast.AnnAssign) or not isinstance(
+                statement.target, ast.Name
+            ):
+                continue
+            name, value = self._name(inner, statement.target.id), statement.value
+            if named_tuple and value is None:
+                self._add(inner, name, "value", statement.lineno, None, body_env)
+            elif (
+                dataclass
+                and isinstance(value, ast.Call)
+                and self._origin(value.func, env) == "dataclasses.field"
+                and not any(k.arg == "default" for k in value.keywords)
+            ):
+                self._add(inner, name, "del", statement.lineno, None, body_env)
+
+    def _slots(self, node: ast.ClassDef, env: _Env) -> frozenset[str]:
+        for statement in node.body:
+            if isinstance(statement, ast.Assign) and any(
+                isinstance(t, ast.Name) and t.id == "__slots__" for t in statement.targets
+            ):
+                value = self._value(statement.value, env)
+                if isinstance(value, str):
+                    return frozenset({value})
+                if isinstance(value, tuple | list | set | frozenset):
+                    return frozenset(v for v in value if isinstance(v, str))
+        return frozenset()
+
+    def _suppresses_all(self, node: ast.expr, env: _Env) -> bool:
+        """`contextlib.suppress(Exception)`: the body's raise ends the body, not the module."""
+        return (
+            isinstance(node, ast.Call)
+            and self._origin(node.func, env) == "contextlib.suppress"
+            and any(
+                self._origin(a, env) in ("builtins.Exception", "builtins.BaseException")
+                for a in node.args
+            )
+        )
+
+    def _may_match(self, pattern: ast.pattern, subject: object, env: _Env) -> bool:
+        if isinstance(pattern, ast.MatchValue):
+            value = self._value(pattern.value, env)
+            return value is _UNKNOWN or bool(value == subject)
+        return True
+
+    def _if(
+        self, node: ast.If, scope: int, condition: str | None, env: _Env
+    ) -> tuple[str | None, str | None]:
+        truth = self._truth(node.test, env)
+        if truth is True:
+            return self._body(node.body, scope, condition, env)
+        if truth is False:
+            return self._body(node.orelse, scope, condition, env)
+        test = _text(node.test)
+        results, sections = [], []
+        for body, holds in ((node.body, "true"), (node.orelse, "false")):
+            when = _joined(condition, f"when `{test}` is {holds}")
+            start = self._order
+            results.append(self._body(body, scope, when, env))
+            sections.append(self._last_made(scope, start, self._order, (when,)))
+        self._bound_either_way(scope, sections, condition, env)
+        return None, next((r or m for r, m in results if r or m), None)
+
+    def _last_made(
+        self, scope: int, start: int, end: int, conditions: tuple[str | None, ...]
+    ) -> dict[str, Binding]:
+        """Names whose last binding in the order range (start, end] binds them (no del)
+        directly under one of `conditions`, not under a further condition of their own."""
+        names = self.scopes.get(scope, {})
+        if any(start < b.order <= end for b in names.get("*", [])):
+            return {}
+        made = {}
+        for name, bindings in names.items():
+            recent = [b for b in bindings if start < b.order <= end]
+            if name != "*" and recent:
+                made[name] = recent[-1]
+        return {
+            name: b
+            for name, b in made.items()
+            if b.condition in conditions and b.kind in ("def", "value", "other")
+        }
+
+    def _bound_either_way(
+        self,
+        scope: int,
+        sections: list[dict[str, Binding]],
+        condition: str | None,
+        env: _Env,
+    ) -> None:
+        """A name every alternative section binds (if/else, try body/handlers) is bound after
+        them whichever ran: one binding of it, under the statement's own condition."""
+        if len(sections) < 2:
+            return
+        for name in set.intersection(*(set(s) for s in sections)):
+            found = [s[name] for s in sections]
+            kinds = {b.kind for b in found}
+            kind = kinds.pop() if len(kinds) == 1 else "other"
+            doubt = next((b.doubt for b in found if b.doubt), None)
+            self._add(scope, name, kind, found[-1].lineno, condition, env, doubt=doubt)
+
+    def _loop(
+        self, node: ast.For | ast.AsyncFor | ast.While, scope: int, condition: str | None, env: _Env
+    ) -> tuple[str | None, str | None]:
+        """A loop body runs (its first iteration) only when the model sees it must."""
+        if isinstance(node, ast.While):
+            truth = self._truth(node.test, env)
+            runs = truth is True
+            if truth is False:
+                return self._body(node.orelse, scope, condition, env)
+        else:
+            iterations = self._iterations(node.iter, env)
+            runs = bool(iterations)
+            if iterations == 0:
+                return self._body(node.orelse, scope, condition, env)
+        inside = (
+            condition
+            if runs
+            else _joined(condition, f"in the loop at line {node.lineno}, which may run zero times")
+        )
+        if isinstance(node, ast.For | ast.AsyncFor):
+            self._target(node.target, None, node.lineno, scope, inside, env)
+        raises, may_raise = None, None
+        current = inside
+        for statement in node.body:
+            if isinstance(statement, ast.Break | ast.Continue):
+                break
+            raised, maybe = self._stmt(statement, scope, current, env)
+            if raised:
+                raises = raised if current == condition else None
+                may_raise = may_raise or (None if raises else raised)
+                break
+            may_raise = may_raise or maybe
+            jump = _jump_in(statement)
+            if jump is not None:
+                current = _joined(inside, f"after the break or continue at line {jump}")
+        if raises:
+            return raises, may_raise
+        breaks = _jump_in(node, only_break=True)
+        if isinstance(node, ast.While) and runs:
+            return None, may_raise  # `while True`: its else never runs
+        orelse = (
+            condition
+            if breaks is None
+            else _joined(condition, f"unless the loop at line {node.lineno} breaks")
+        )
+        raised, maybe = self._body(node.orelse, scope, orelse, env)
+        if raised and orelse == condition:
+            return raised, may_raise
+        return None, may_raise or maybe or raised
+
+    def _failing_body(
+        self, body: list[ast.stmt], scope: int, condition: str | None, env: _Env, where: str
+    ) -> tuple[str | None, str | None, int | None, bool]:
+        """Run a body whose failure is caught (try, a with that may swallow it): from its first
+        statement that may fail on, each statement is conditional. (why it surely raises, why
+        it may, the line that may fail first, whether the raise is surely reached)."""
+        current, failing, may_raise = condition, None, None
+        for statement in body:
+            if failing is None and self._may_fail(statement, env):
+                failing = statement.lineno
+                current = _joined(condition, f"{where} at line {failing}")
+            raised, maybe = self._stmt(statement, scope, current, env)
+            may_raise = may_raise or maybe
+            if raised:
+                return raised, may_raise, failing, failing in (None, statement.lineno)
+        return None, may_raise, failing, False
+
+    def _try(
+        self, node: ast.Try | ast.TryStar, scope: int, condition: str | None, env: _Env
+    ) -> tuple[str | None, str | None]:
+        """From the first statement that may fail, the rest of a try body is conditional."""
+        start = self._order
+        where = "inside a try body that may fail"
+        raises, may_raise, failing, surely = self._failing_body(
+            node.body, scope, condition, env, where
+        )
+        body_made = (condition, _joined(condition, f"{where} at line {failing}"))
+        sections = [self._last_made(scope, start, self._order, body_made)]
+        if raises or failing is not None:
+            sure = raises is not None and surely and len(node.handlers) == 1
+            for handler in node.handlers:
+                start = self._order
+                when = (
+                    condition
+                    if sure
+                    else _joined(condition, f"in the except handler at line {handler.lineno}")
+                )
+                if handler.name:
+                    self._add(
+                        scope, self._name(scope, handler.name), "del", handler.lineno, when, env
+                    )
+                raised, maybe = self._body(handler.body, scope, when, env)
+                may_raise = may_raise or maybe or raised
+                sections.append(self._last_made(scope, start, self._order, (when,)))
+            if not raises and failing is not None and not node.orelse:
+                self._bound_either_way(scope, sections, condition, env)  # handlers catch
+        if not raises:
+            when = (
+                condition
+                if failing is None
+                else _joined(
+                    condition,
+                    f"in the else of the try at line {node.lineno}, which runs only when its body did not fail",
+                )
+            )
+            raised, maybe = self._body(node.orelse, scope, when, env)
+            may_raise = may_raise or maybe or (raised if when != condition else None)
+            if raised and when == condition:
+                raises = raised
+        raised, maybe = self._body(node.finalbody, scope, condition, env)
+        if raised:
+            return raised, may_raise
+        if raises and not node.handlers:
+            return raises, may_raise
+        return None, may_raise or maybe
+
+    def _match(
+        self, node: ast.Match, scope: int, condition: str | None, env: _Env
+    ) -> tuple[str | None, str | None]:
+        may_raise = None
+        subject = self._value(node.subject, env)
+        cases = node.cases
+        if subject is not _UNKNOWN:  # a literal subject: value patterns that differ never match
+            cases = [c for c in cases if self._may_match(c.pattern, subject, env)]
+        for number, case in enumerate(cases):
+            matches = _irrefutable(case.pattern) or (
+                isinstance(case.pattern, ast.MatchValue)
+                and subject is not _UNKNOWN
+                and self._value(case.pattern.value, env) is not _UNKNOWN
+            )
+            sure = number == 0 and case.guard is None and matches
+            when = (
+                condition
+                if sure
+                else _joined(condition, f"in the case at line {case.pattern.lineno}")
+            )
+            for sub in ast.walk(case.pattern):
+                bound = getattr(sub, "name", None) or getattr(sub, "rest", None)
+                if isinstance(bound, str):
+                    self._add(
+                        scope, self._name(scope, bound), "other", case.pattern.lineno, when, env
+                    )
+            raised, maybe = self._body(case.body, scope, when, env)
+            if raised and sure:
+                return raised, may_raise
+            may_raise = may_raise or maybe or raised
+            if sure:
+                break
+        return None, may_raise
+
+    # -- targets and calls --------------------------------------------------------------------
+
+    def _target(
+        self,
+        target: ast.expr,
+        value: ast.expr | None,
+        lineno: int,
+        scope: int,
+        condition: str | None,
+        env: _Env,
+    ) -> None:
+        """Bind what an assignment target binds: names, and attributes of this file's classes;
+        a subscript or another object's attribute binds neither."""
+        if isinstance(target, ast.Name):
+            kind, known = self._value_kind(value, env)
+            self._add(
+                scope, self._name(scope, target.id), kind, lineno, condition, env, value=known
+            )
+        elif isinstance(target, ast.Tuple | ast.List):
+            values: list[ast.expr | None] = [None] * len(target.elts)
+            if isinstance(value, ast.Tuple | ast.List) and len(value.elts) == len(target.elts):
+                values = list(value.elts)
+            for element, element_value in zip(target.elts, values, strict=True):
+                self._target(element, element_value, lineno, scope, condition, env)
+        elif isinstance(target, ast.Starred):
+            self._target(target.value, None, lineno, scope, condition, env)
+        elif isinstance(target, ast.Attribute):
+            kind, _ = self._value_kind(value, env)
+            for inner, when in self._classes_named(target.value, env, condition):
+                self._add(inner, target.attr, kind, lineno, when, {})
+
+    def _delete(
+        self, target: ast.expr, lineno: int, scope: int, condition: str | None, env: _Env
+    ) -> None:
+        if isinstance(target, ast.Name):
+            self._add(scope, self._name(scope, target.id), "del", lineno, condition, env)
+        elif isinstance(target, ast.Tuple | ast.List):
+            for element in target.elts:
+                self._delete(element, lineno, scope, condition, env)
+        elif isinstance(target, ast.Attribute):
+            for inner, when in self._classes_named(target.value, env, condition):
+                self._add(inner, target.attr, "del", lineno, when, {})
+
+    def _call(
+        self, node: ast.expr, lineno: int, scope: int, condition: str | None, env: _Env
+    ) -> str | None:
+        """An expression statement: setattr/delattr on this file's classes, exec, and exits."""
+        if not isinstance(node, ast.Call):
+            return None
+        origin = self._origin(node.func, env)
+        if origin in _EXITS:
+            return f"the call to {origin.removeprefix('builtins.')}() at line {lineno}"
+        if origin in ("builtins.setattr", "builtins.delattr") and len(node.args) >= 2:
+            name = node.args[1]
+            for inner, when in self._classes_named(node.args[0], env, condition):
+                if isinstance(name, ast.Constant) and isinstance(name.value, str):
+                    if origin == "builtins.delattr":
+                        kind = "del"
+                    else:
+                        kind, _ = self._value_kind(
+                            node.args[2] if len(node.args) > 2 else None, env
+                        )
+                    self._add(inner, name.value, kind, lineno, when, {})
+                else:
+                    doubt = f"the {origin[9:]} at line {lineno} with a computed name may change it"
+                    self._add(inner, "*", "any", lineno, when, {}, doubt=doubt)
+        elif origin in ("builtins.exec", "builtins.globals", "builtins.vars", "builtins.locals"):
+            doubt = f"the call to {origin[9:]}() at line {lineno} may change any name"
+            self._add(scope, "*", "any", lineno, condition, env, doubt=doubt)
+        return None
+
+    def _walrus(self, node: ast.stmt, scope: int, condition: str | None, env: _Env) -> None:
+        """`(m := ...)` in a statement's own expressions binds m in this scope."""
+        for expression in _own_expressions(node):
+            for sub in _walk_expression(expression):
+                if isinstance(sub, ast.NamedExpr) and isinstance(sub.target, ast.Name):
+                    kind, known = self._value_kind(sub.value, env)
+                    name = self._name(scope, sub.target.id)
+                    self._add(scope, name, kind, node.lineno, condition, env, value=known)
+
+
+def _own_expressions(node: ast.stmt) -> list[ast.expr]:
+    """The expressions a statement evaluates itself (not those of its bodies)."""
+    if isinstance(node, ast.If | ast.While):
+        return [node.test]
+    if isinstance(node, ast.For | ast.AsyncFor):
+        return [node.iter]
+    if isinstance(node, ast.With | ast.AsyncWith):
+        return [item.context_expr for item in node.items]
+    if isinstance(node, ast.Match):
+        return [node.subject]
+    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+        return list(node.decorator_list)
+    if isinstance(node, ast.Try | ast.TryStar):
+        return []
+    return [child for child in ast.iter_child_nodes(node) if isinstance(child, ast.expr)]
+
+
+def _walk_expression(node: ast.expr) -> Iterator[ast.AST]:
+    """Every node of an expression, not entering lambdas (their names are their own)."""
+    stack: list[ast.AST] = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        if not isinstance(current, ast.Lambda):
+            stack.extend(ast.iter_child_nodes(current))
+
+
+def _jump_in(node: ast.stmt, only_break: bool = False) -> int | None:
+    """The line of a break (or continue) that leaves or restarts the loop `node` belongs to."""
+    kinds = ast.Break if only_break else (ast.Break, ast.Continue)
+    body = node.body if isinstance(node, ast.For | ast.AsyncFor | ast.While) else [node]
+    stack: list[ast.AST] = list(body)
+    while stack:
+        current = stack.pop()
+        if isinstance(current, kinds):
+            return current.lineno
+        if (
+            isinstance(
+                current,
+                ast.For
+                | ast.AsyncFor
+                | ast.While
+                | ast.FunctionDef
+                | ast.AsyncFunctionDef
+                | ast.ClassDef
+                | ast.Lambda,
+            )
+            and current is not node
+        ):
+            continue
+        stack.extend(ast.iter_child_nodes(current))
+    return None
+
+
+def _irrefutable(pattern: ast.pattern) -> bool:
+    if isinstance(pattern, ast.MatchAs):
+        return pattern.pattern is None or _irrefutable(pattern.pattern)
+    if isinstance(pattern, ast.MatchOr):
+        return any(_irrefutable(p) for p in pattern.patterns)
+    return False
+
+
+def _text(node: ast.expr) -> str:
+    """The source of a test or base for a message; a deeply nested one is summarised."""
+    try:
+        text = ast.unparse(node)
+    except RecursionError:
+        return "a deeply nested expression"
+    return text if len(text) <= 80 else text[:77] + "..."
