@@ -27,7 +27,7 @@ def _dispatch(argv: list[str]) -> int:
     flags = _plain_check(argv)
     if flags is not None:
         return _check(directory, *flags)
-    from guard.cli.commands import main as run_cli
+    from guard.cli.app import main as run_cli
 
     return run_cli()
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from guard.cli.commands import cli
+from guard.cli.app import cli
 from guard.store.bundle import BUNDLE_SCHEMA_FILE_NAME, bundle_schema
 from guard.store.schema import SCHEMA_FILE_NAME, json_schema
 

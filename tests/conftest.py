@@ -59,7 +59,7 @@ _compile_patchguard_once()
 
 import sample_repo  # noqa: E402
 
-from guard.cli.commands import cli  # noqa: E402
+from guard.cli.app import cli  # noqa: E402
 
 GIT_IDENTITY = {
     "GIT_AUTHOR_NAME": "patchguard tests",

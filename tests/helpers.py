@@ -15,11 +15,25 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import click
 import pytest
 import sample_repo
 from conftest import Sample, git
 
 NOBODY = 65534
+
+
+def subcommands(command: click.Command) -> dict[str, click.Command]:
+    """A group's commands by name, in the order its help lists them ({} for a command).
+
+    Asked of the group as click asks it: patchguard's group imports a command's module only
+    when asked for it, so `group.commands` holds none of them.
+    """
+    if not isinstance(command, click.Group):
+        return {}
+    context = click.Context(command)
+    found = {name: command.get_command(context, name) for name in command.list_commands(context)}
+    return {name: sub for name, sub in found.items() if sub is not None}
 
 
 def as_another_user() -> list[str]:

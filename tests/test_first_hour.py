@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import sample_repo
 from conftest import ROOT, Sample
+from helpers import subcommands
 
 KIMI = sample_repo.KIMI
 CLASS = sample_repo.CLASS
@@ -116,7 +117,7 @@ def test_import_failure_names_the_interpreter_and_the_flag(
 def test_dash_h_works_for_every_command() -> None:
     from click.testing import CliRunner
 
-    from guard.cli.commands import cli
+    from guard.cli.app import cli
 
     def helped(*args: str) -> str:
         result = CliRunner().invoke(cli, [*args, "-h"], prog_name="patchguard")
@@ -124,7 +125,7 @@ def test_dash_h_works_for_every_command() -> None:
         return result.output
 
     assert "Usage: patchguard [OPTIONS] COMMAND" in helped()
-    for name in cli.commands:
+    for name in subcommands(cli):
         assert f"Usage: patchguard {name}" in helped(name)
     assert "Usage: patchguard bisect run" in helped("bisect", "run")
 

@@ -20,8 +20,9 @@ import click
 import pytest
 import sample_repo
 from conftest import git
+from helpers import subcommands
 
-from guard.cli.commands import cli
+from guard.cli.app import cli
 
 # The order of the story: each command's examples run in the order its help lists them.
 ORDER = [
@@ -68,10 +69,9 @@ def examples() -> dict[str, list[str]]:
                     break
                 listed.append(line.strip())
             found[path] = listed
-        if isinstance(command, click.Group):
-            for name, sub in command.commands.items():
-                if not sub.hidden:
-                    visit(sub, f"{path} {name}".strip())
+        for name, sub in subcommands(command).items():
+            if not sub.hidden:
+                visit(sub, f"{path} {name}".strip())
 
     visit(cli, "")
     return found

@@ -320,7 +320,7 @@ def test_check_and_hooks_never_load_the_statistics(hunt: Checkout) -> None:
     """scipy and numpy come with compare and bisect --metric only: `check` (its full path,
     through click) and the hook pay nothing for them."""
     probe = (
-        "import sys\nfrom pathlib import Path\nfrom guard.cli import hookrun\nfrom guard.cli.commands import main\n"
+        "import sys\nfrom pathlib import Path\nfrom guard.cli import hookrun\nfrom guard.cli.app import main\n"
         "hookrun.run('post-checkout', ['a', 'b', '1'], '', Path.cwd())\n"
         "sys.argv = ['patchguard', 'check', '--json']\n"
         "try:\n    main()\nexcept SystemExit:\n    pass\n"

@@ -11,8 +11,9 @@ from pathlib import Path
 import click
 import pytest
 from conftest import ROOT, Sample, patchguard
+from helpers import subcommands
 
-from guard.cli.commands import cli
+from guard.cli.app import cli
 
 DOC = (ROOT / "docs" / "json.md").read_text()
 
@@ -95,7 +96,7 @@ def test_every_report_has_a_format_key_naming_its_command(sample: Sample) -> Non
 def test_every_command_with_json_has_a_section() -> None:
     def with_json(command: click.Command, path: str) -> set[str]:
         found = {path} if any("--json" in p.opts for p in command.params) else set()
-        for name, sub in getattr(command, "commands", {}).items():
+        for name, sub in subcommands(command).items():
             found |= with_json(sub, f"{path} {name}".strip())
         return found
 

@@ -19,6 +19,7 @@ from helpers import (
     blocked_reading_a_pipe,
     home_others_can_read,
     killed_at_the_end,
+    subcommands,
     wait_until,
 )
 
@@ -318,12 +319,12 @@ INVOCATIONS = {
 def _all_commands() -> set[str]:
     import click
 
-    from guard.cli.commands import cli
+    from guard.cli.app import cli
 
     found = set()
-    for name, command in cli.commands.items():
+    for name, command in subcommands(cli).items():
         if isinstance(command, click.Group):
-            found |= {f"{name} {sub}" for sub, c in command.commands.items() if not c.hidden}
+            found |= {f"{name} {sub}" for sub, c in subcommands(command).items() if not c.hidden}
         else:
             found.add(name)
     return found

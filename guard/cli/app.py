@@ -1,0 +1,145 @@
+"""The `patchguard` command: each command parses, calls one library function, maps the result.
+
+Exit codes: 0 all good, 1 a guard failed, 2 usage or configuration error, 3 a bug in
+patchguard (guard.errors.handled), 130 interrupted.
+
+The group knows its commands by name and module only (COMMANDS) and imports a command's module
+when that command runs: a command people run many times a day pays for its own module, not for
+the whole CLI. `--help`, which lists every command with its summary, imports them all.
+"""
+
+from __future__ import annotations
+
+import importlib
+import shlex
+from pathlib import Path
+from typing import Any
+
+import click
+
+from guard.cli.options import epilog
+from guard.errors import EXIT_OK, PatchguardError, silence_stdout
+
+# Each command, as the module of guard.cli that defines it and its name there, by group.
+COMMANDS = {
+    "record": "patches.record",
+    "require": "patches.require",
+    "list": "patches.list_",
+    "show": "patches.show",
+    "resolve": "patches.resolve",
+    "drop": "patches.drop",
+    "check": "checking.check",
+    "run": "checking.run",
+    "stamp": "checking.stamp",
+    "status": "worktree.status",
+    "apply": "worktree.apply",
+    "unapply": "worktree.unapply",
+    "undo": "changes.undo",
+    "log": "changes.log",
+    "git": "lifting.git_",
+    "compare": "hunting.compare",
+    "bisect": "hunting.bisect",
+    "export": "exchange.export_",
+    "import": "exchange.import_",
+    "push": "exchange.push",
+    "fetch": "exchange.fetch",
+    "install": "hooks.install_",
+    "uninstall": "hooks.uninstall",
+    "doctor": "hooks.doctor",
+}
+
+
+class _Group(click.Group):
+    """Turns library errors into one clear line on stderr and the contract's exit code.
+
+    A closed stdout ends the command with exit 0: click's own handler would exit 1, which the
+    contract reserves for a failed guard (`patchguard list | head -c0` under pipefail).
+
+    The commands load lazily (click's LazyGroup pattern): `list_commands` names them all, in
+    the order click lists a group's own (sorted), and `get_command` imports the module of the
+    one asked for.
+    """
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        where = COMMANDS.get(cmd_name)
+        if where is None:
+            return None
+        module, name = where.split(".")
+        command: click.Command = getattr(importlib.import_module(f"guard.cli.{module}"), name)
+        return command
+
+    def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
+        try:  # --help and --version print here
+            return super().make_context(*args, **kwargs)
+        except BrokenPipeError:
+            silence_stdout()
+            raise click.exceptions.Exit(EXIT_OK) from None
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except PatchguardError as error:
+            click.echo(f"patchguard: {error}", err=True)
+            ctx.exit(error.exit_code)
+        except BrokenPipeError:
+            silence_stdout()
+            ctx.exit(EXIT_OK)
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        """A git command typed where a patchguard one goes gets the command that works."""
+        if args and args[0] in _GIT_MOVES and self.get_command(ctx, args[0]) is None:
+            ctx.fail(
+                f"'{args[0]}' is a git command: run it with the patches carried as "
+                f"`patchguard git {shlex.join(args)}`"
+            )
+        try:
+            return super().resolve_command(ctx, args)
+        except click.exceptions.NoSuchCommand as error:  # click suggests from loaded ones only
+            raise click.exceptions.NoSuchCommand(
+                error.command_name, possibilities=self.list_commands(ctx), ctx=ctx
+            ) from None
+
+
+# git commands users type after `patchguard` (issue 21): each is `patchguard git COMMAND`.
+_GIT_MOVES = frozenset(
+    {"checkout", "switch", "pull", "stash", "rebase", "merge", "cherry-pick", "reset", "restore"}
+)
+
+
+@click.group(
+    cls=_Group,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    epilog=epilog(
+        "patchguard record eagle3 python/sglang/srt/models/kimi_k25.py",
+        "patchguard check --quiet || exit 1",
+    ),
+)
+@click.option(
+    "-C",
+    "directory",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Run as if started in DIR (like git -C).",
+)
+@click.version_option(package_name="git-patchguard", prog_name="patchguard")
+@click.pass_context
+def cli(ctx: click.Context, directory: Path | None) -> None:
+    """Keep local patches in a git checkout, and fail loudly when they are gone."""
+    ctx.obj = Path.cwd() / directory if directory else Path.cwd()
+
+
+def main() -> int:
+    """The click command line, with its exit code returned (errors: guard.errors.handled)."""
+    try:
+        result = cli.main(prog_name="patchguard", standalone_mode=False)
+    except click.ClickException as error:  # usage errors: click's own message, exit 2
+        error.show()
+        return error.exit_code
+    except click.Abort:  # click turns Ctrl-C into Abort
+        raise KeyboardInterrupt from None
+    return result if isinstance(result, int) else EXIT_OK

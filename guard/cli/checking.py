@@ -1,0 +1,237 @@
+"""The gate before code runs: check, run (only if every guard holds), and stamp (what ran).
+
+check and run share the options that ask the interpreter (--import, --runtime, --python) and
+the multi-node gate (--same-as STAMP), which stamp writes.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+
+from guard.cli import preflight, render
+from guard.cli.options import PASS_THROUGH, directory_option, epilog, json_option
+from guard.errors import EXIT_GUARD_FAILED, PatchguardError
+from guard.git.repo import Repo
+from guard.ops import provenance
+
+
+def _same_as_option(func: Callable[..., Any]) -> Callable[..., Any]:
+    """--same-as STAMP, shared by check and run: the multi-node gate."""
+    return click.option(
+        "--same-as",
+        "same_as",
+        type=click.File("rb"),
+        default=None,
+        metavar="STAMP",
+        help="Also fail unless this node runs the same code as the node that wrote STAMP "
+        "(patchguard stamp): HEAD, the patches and their states, the guarded files, and every "
+        "other edit (tracked files not as HEAD has them, untracked .py files in guarded "
+        "packages), each difference named by path.",
+    )(func)
+
+
+def _stamp_file(file: Any) -> tuple[str, dict[str, Any]] | None:
+    return None if file is None else (file.name, provenance.load_stamp(file.name, file.read()))
+
+
+def _with_import_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """--import MODULE, --runtime and --python PATH, shared by check and run."""
+    func = click.option(
+        "--runtime-timeout",
+        type=click.FloatRange(min=0, min_open=True),
+        default=None,
+        metavar="SECONDS",
+        help="How long --runtime may take to import the guarded modules (default: 600).",
+    )(func)
+    func = click.option(
+        "--runtime",
+        is_flag=True,
+        help="Ask Python: import each guarded module in a fresh process of the interpreter "
+        "(see --python), with COMMAND's environment (env VAR=1, env -u VAR, env -i), confirm "
+        "it is this checkout's file, and look each symbol up. Python decides every symbol, "
+        "including those reading cannot tell. Writes nothing.",
+    )(func)
+    func = click.option(
+        "--python",
+        default=None,
+        metavar="PATH",
+        help="The interpreter for --import, --runtime and the conditions reading decides "
+        "(sys.version_info, sys.platform...) (default: for run, the one COMMAND runs: itself, "
+        "its script's #! line, or python3 on PATH; for check, python3 on PATH for --import and "
+        "--runtime, patchguard's own for reading).",
+    )(func)
+    return click.option(
+        "--import",
+        "import_names",
+        multiple=True,
+        metavar="MODULE",
+        help="Also verify that the interpreter imports MODULE from this checkout (repeatable).",
+    )(func)
+
+
+@click.command(
+    epilog=epilog(
+        "patchguard check",
+        "patchguard check -C ~/sglang --quiet || exit 1",
+        "patchguard check --import sglang --python ~/venvs/serve/bin/python",
+        "patchguard check --json",
+        "patchguard check --runtime --python ~/venvs/serve/bin/python",
+        "patchguard stamp > ~/node0.stamp && patchguard check --same-as ~/node0.stamp",
+    )
+)
+@click.option("-q", "--quiet", is_flag=True, help="Print nothing when everything holds.")
+@click.option(
+    "--strict",
+    is_flag=True,
+    hidden=True,
+    help="Accepted for old scripts: a symbol reading cannot decide always fails now.",
+)
+@json_option
+@_with_import_options
+@_same_as_option
+@directory_option
+def check(
+    cwd: Path,
+    quiet: bool,
+    strict: bool,
+    as_json: bool,
+    import_names: tuple[str, ...],
+    python: str | None,
+    same_as: Any,
+    runtime: bool,
+    runtime_timeout: float | None,
+) -> None:
+    """Verify patches and required symbols (read-only).
+
+    Each file is parsed, and each symbol gets one of three answers: present (importing the
+    module surely binds it at its qualified place, by the last binding of its name), absent
+    (it surely does not: a later `name = None`, `del`, `delattr`, a second `class`, code under
+    `if TYPE_CHECKING:` or a test Python decides false), or cannot tell (a runtime condition
+    such as `if _is_npu:`, a try body that may fail first, a decorator or metaclass reading
+    cannot follow). Only present is green. Prints one line per problem with the command that
+    fixes it.
+    """
+    del strict  # nothing left to be strict about: cannot tell already fails
+    sys.exit(
+        preflight.report_check(
+            cwd,
+            quiet=quiet,
+            as_json=as_json,
+            import_names=import_names,
+            python=python,
+            same_as=_stamp_file(same_as),
+            runtime=runtime,
+            runtime_timeout=runtime_timeout,
+        )
+    )
+
+
+@click.command(
+    context_settings=PASS_THROUGH,
+    epilog=epilog(
+        "patchguard run -- python ~/bench.py --model-path /models/kimi-k2.5",
+        "patchguard run --apply --import sglang python ~/bench.py --apply x",
+        "patchguard run --import sglang -- ~/venvs/serve/bin/python ~/bench.py",
+        "patchguard run --same-as ~/node0.stamp -- python ~/bench.py",
+    ),
+)
+@click.option("--apply", "apply_first", is_flag=True, help="Re-apply patches before checking.")
+@_with_import_options
+@_same_as_option
+@directory_option
+@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
+def run(
+    cwd: Path,
+    apply_first: bool,
+    import_names: tuple[str, ...],
+    python: str | None,
+    same_as: Any,
+    runtime: bool,
+    runtime_timeout: float | None,
+    command: tuple[str, ...],
+) -> None:
+    """Run COMMAND only if every guard holds.
+
+    Otherwise exit 1 without running it, and say why.
+
+    COMMAND replaces patchguard (exec): its exit status, signals, stdin and stdout pass
+    through untouched. patchguard's options end at COMMAND's first word: everything after
+    it is COMMAND's (`--` before COMMAND works too). --import, --runtime and the conditions
+    reading decides (sys.version_info, sys.platform) are for the interpreter COMMAND runs (see
+    --python) and, for --runtime, with COMMAND's environment (`env VAR=1 python ...`);
+    --runtime probes before COMMAND starts.
+    """
+    if command[:1] == ("--",):
+        command = command[1:]
+    repo = Repo.discover(cwd)
+    report = preflight.verify(
+        repo,
+        apply=apply_first,
+        import_names=import_names,
+        python=python,
+        command=command,
+        runtime=runtime,
+        runtime_timeout=runtime_timeout,
+        cwd=cwd,
+    )
+    other = _stamp_file(same_as)
+    problems: list[str] = []
+    if not report.ok:
+        problems = preflight.with_hook_advice(repo, report)
+    elif other is not None:
+        differs = provenance.differences_from(repo, other[1])
+        problems = [f"code differs from {other[0]}: {line}" for line in differs]
+    if not report.ok or problems:
+        problems = [*problems, f"not started: {' '.join(command)}"]
+        click.echo(render.banner("guard FAILED, command NOT run", problems), err=True)
+        sys.exit(EXIT_GUARD_FAILED)
+    for line in render.warning_lines(report):
+        click.echo(line, err=True)
+    preflight.execute(command)
+
+
+@click.command(
+    epilog=epilog(
+        "patchguard stamp >> results.jsonl",
+        "patchguard stamp | patchguard stamp --diff results.jsonl -",
+        "patchguard stamp --diff results.jsonl results.jsonl",
+    )
+)
+@json_option
+@click.option(
+    "--diff",
+    "diff_files",
+    nargs=2,
+    type=click.File("rb"),
+    default=None,
+    metavar="A B",
+    help="Say in words what changed between two stamps (files, or - for stdin).",
+)
+@directory_option
+def stamp(cwd: Path, as_json: bool, diff_files: tuple[Any, Any] | None) -> None:
+    """Print a JSON line describing the code about to run.
+
+    Append it to a results JSONL.
+
+    The line is JSON with or without --json. Keys are documented in docs/benchmarks.md.
+    With --diff, the last stamp of each file is compared.
+    """
+    if diff_files is None:
+        click.echo(json.dumps(provenance.stamp(Repo.discover(cwd)), separators=(",", ":")))
+        return
+    old, new = (provenance.load_stamp(f.name, f.read()) for f in diff_files)
+    lines = provenance.diff_stamps(_repo_or_none(cwd), old, new)
+    click.echo(json.dumps({"changes": lines}) if as_json else "\n".join(lines))
+
+
+def _repo_or_none(cwd: Path) -> Repo | None:
+    try:
+        return Repo.discover(cwd)
+    except PatchguardError:
+        return None

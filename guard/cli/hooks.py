@@ -1,0 +1,90 @@
+"""The git hooks that re-apply the patches: install, uninstall, and doctor (will git run them).
+
+They write and read the hooks directory git uses (core.hooksPath included) through
+guard.ops.install; none of them touches the patches or the worktree.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from guard.cli import render
+from guard.cli.options import directory_option, epilog, json_option
+from guard.errors import EXIT_GUARD_FAILED, EXIT_OK
+from guard.git.gitdir import locate
+from guard.ops import install
+
+_HOOK_CHOICE = click.Choice(install.HOOK_TYPES)
+
+
+@click.command(
+    name="install",
+    epilog=epilog(
+        "patchguard install",
+        "patchguard install -C ~/sglang --hook post-checkout",
+    ),
+)
+@click.option(
+    "--hook",
+    "hook_types",
+    multiple=True,
+    type=_HOOK_CHOICE,
+    help="Install only this hook (repeatable). Default: all four.",
+)
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Create the hooks directory if core.hooksPath names a missing one.",
+)
+@directory_option
+def install_(cwd: Path, hook_types: tuple[str, ...], force: bool) -> None:
+    """Install the git hooks that re-apply patches.
+
+    post-checkout, post-merge and post-rewrite re-apply after checkout, merge, pull and
+    rebase; reference-transaction reports `git stash`.
+
+    A hook already in place is kept as NAME.patchguard-legacy and runs first, with the
+    same arguments and stdin. Safe to run again.
+    """
+    lines = install.install(locate(cwd), hook_types or install.HOOK_TYPES, force)
+    click.echo("\n".join(lines))
+
+
+@click.command(epilog=epilog("patchguard uninstall"))
+@click.option("--hook", "hook_types", multiple=True, type=_HOOK_CHOICE, help="Only this hook.")
+@directory_option
+def uninstall(cwd: Path, hook_types: tuple[str, ...]) -> None:
+    """Remove the hooks and restore the ones that were there before."""
+    lines = install.uninstall(locate(cwd), hook_types or install.HOOK_TYPES)
+    click.echo("\n".join(lines))
+
+
+@click.command(epilog=epilog("patchguard doctor", "patchguard doctor --json"))
+@json_option
+@directory_option
+def doctor(cwd: Path, as_json: bool) -> None:
+    """Check that the hooks are installed and that git will run them.
+
+    Says where git looks for hooks (core.hooksPath included), which interpreter each hook
+    calls, and catches non-executable hooks and missing interpreters.
+    """
+    diagnosis = install.doctor(locate(cwd))
+    if as_json:
+        payload = {
+            "format": render.DOCTOR_JSON_FORMAT,
+            "ok": diagnosis.ok,
+            "lines": diagnosis.lines,
+            "problems": diagnosis.problems,
+        }
+        click.echo(json.dumps(payload, indent=2))
+        sys.exit(EXIT_OK if diagnosis.ok else EXIT_GUARD_FAILED)
+    click.echo("\n".join(diagnosis.lines))
+    for problem in diagnosis.problems:
+        click.echo(f"problem: {problem}", err=True)
+    if diagnosis.ok:
+        click.echo("patchguard: hooks are in place and git will run them")
+    sys.exit(EXIT_OK if diagnosis.ok else EXIT_GUARD_FAILED)

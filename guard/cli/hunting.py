@@ -1,0 +1,345 @@
+"""Hunting a change across commits with the patches carried: compare (did COMMAND change
+between A and B), and bisect (run, step, and the shorthands for `patchguard git bisect`).
+
+compare and `bisect run --metric` share the measuring options and build guard.hunt's options
+alike; guard.hunt.hunt, and with it scipy, loads only when one of them measures.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+
+from guard.cli import render
+from guard.cli.lifting import git_lifted, report_lift
+from guard.cli.options import PASS_THROUGH, directory_option, epilog, json_option
+from guard.errors import EXIT_GUARD_FAILED, EXIT_OK, one_line
+from guard.git.repo import Repo
+
+
+def _measure_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """What `compare` and `bisect run --metric` share: the metric, the runs, the smallest effect."""
+    options = [
+        click.option(
+            "--metric-file",
+            type=click.Path(dir_okay=False, path_type=Path),
+            default=None,
+            metavar="FILE",
+            help="Read the metric from what each run appends to FILE (sglang's --output-file "
+            "JSONL), not from its output; relative to the top of the checkout, where COMMAND "
+            "runs.",
+        ),
+        click.option(
+            "--higher-is-better/--lower-is-better",
+            "higher_is_better",
+            default=None,
+            help="Which way is better, for a metric whose name does not say (sglang's do: "
+            "throughput up, latency down).",
+        ),
+        click.option(
+            "--warmups",
+            type=click.IntRange(min=0),
+            default=1,
+            show_default=True,
+            help="Uncounted runs at each commit before the counted ones.",
+        ),
+        click.option(
+            "--max-repeats",
+            type=click.IntRange(min=2),
+            default=None,
+            metavar="K",
+            help="The cap: while the answer is unknown the runs are doubled up to K per side "
+            "(default: 4 x N).",
+        ),
+        click.option(
+            "--repeats",
+            type=click.IntRange(min=2),
+            default=None,
+            metavar="N",
+            help="Counted runs per side to begin with (default: 8; bisect steps start at N/2, at "
+            "least 3).",
+        ),
+        click.option(
+            "--min-effect",
+            type=click.FloatRange(min=0),
+            default=None,
+            metavar="PCT",
+            help="The smallest change that counts, in percent (default: 5): `different` needs "
+            "at least this, `same` means the whole interval is within it.",
+        ),
+    ]
+    for option in options:
+        func = option(func)
+    return func
+
+
+def _progress(line: str) -> None:
+    click.echo(f"patchguard: {line}", err=True)
+
+
+def _hunt_options(
+    command: tuple[str, ...],
+    metric: str,
+    higher_is_better: bool | None,
+    metric_file: Path | None,
+    **counts: Any,
+) -> Any:
+    """hunt.Options from the command line (guard.hunt.hunt, and with it scipy, loads only here)."""
+    from guard.hunt import hunt, stats
+    from guard.hunt.metrics import HIGHER, LOWER, parse_metric
+
+    if command[:1] == ("--",):
+        command = command[1:]
+    repeats = counts["repeats"] or hunt.DEFAULT_REPEATS
+    cap = counts["max_repeats"] or 4 * repeats
+    if cap < repeats:
+        raise click.UsageError(f"--max-repeats {cap} is below --repeats {repeats}")
+    if not stats.Plan(repeats, cap).can_differ:
+        raise click.UsageError(
+            f"with at most {cap} runs per side no change can be shown (the test cannot reach "
+            "significance); raise --max-repeats to 8 or more"
+        )
+    direction = None if higher_is_better is None else HIGHER if higher_is_better else LOWER
+    effect = counts["min_effect"]
+    return hunt.Options(
+        command=command,
+        metric=parse_metric(metric, direction),
+        min_effect_pct=hunt.DEFAULT_MIN_EFFECT_PCT if effect is None else effect,
+        repeats=repeats,
+        max_repeats=cap,
+        warmups=counts["warmups"],
+        metric_file=metric_file,
+    )
+
+
+_DEFAULT_METRIC = "Output token throughput (tok/s)"
+
+
+@click.command(
+    epilog=epilog(
+        "patchguard compare v0.5.9 v0.5.10 -- python ~/throughput.py",
+        "patchguard compare c1 c2 --metric 'Median TTFT (ms)' --json -- python ~/throughput.py",
+    )
+)
+@click.argument("a")
+@click.argument("b")
+@click.option(
+    "--metric",
+    default=_DEFAULT_METRIC,
+    show_default=True,
+    metavar="M",
+    help="A line's label as printed (with or without its colon and its unit), json:KEY or "
+    "re:PATTERN.",
+)
+@_measure_options
+@json_option
+@click.option(
+    "--plot",
+    "plot_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    metavar="FILE",
+    help="Draw each side's runs into FILE (.png or .svg; needs git-patchguard[plot]).",
+)
+@directory_option
+@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
+def compare(
+    cwd: Path,
+    a: str,
+    b: str,
+    metric: str,
+    as_json: bool,
+    plot_file: Path | None,
+    command: tuple[str, ...],
+    higher_is_better: bool | None,
+    metric_file: Path | None,
+    **counts: Any,
+) -> None:
+    """Run COMMAND at commits A and B with the patches carried, and say whether it changed.
+
+    A warm-up run at each side, then A and B in order-balanced pairs; the metric of each run
+    is read from its output. The answer is `different` (significant, and at least
+    --min-effect), `same` (the whole 95% interval within --min-effect) or `unknown`; while
+    unknown the runs are doubled, up to --max-repeats. Every sample is stamped with the code
+    it ran on, and only runs with the patches in place count. Afterwards (and after Ctrl-C,
+    exit 130) your branch, tree and patches are as they were. Put COMMAND after `--`.
+    """
+    from guard.hunt import hunt
+
+    options = _hunt_options(command, metric, higher_is_better, metric_file, **counts)
+    if plot_file is not None:
+        plot_file = cwd / plot_file
+        hunt.require_plotting(plot_file)
+    comparison = hunt.compare(Repo.discover(cwd), a, b, options, _progress)
+    if plot_file is not None:
+        hunt.plot(comparison, plot_file)
+    if as_json:
+        click.echo(render.compare_json(comparison))
+    else:
+        click.echo("\n".join(render.compare_lines(comparison)))
+
+
+@click.group(epilog=epilog("patchguard bisect run --log hunt.jsonl python ~/bench.py"))
+def bisect() -> None:
+    """Bisect a regression with the patches in place at every commit."""
+
+
+@bisect.command(
+    name="run",
+    context_settings=PASS_THROUGH,
+    epilog=epilog(
+        "patchguard git bisect start v0.5.10 v0.5.9",
+        "patchguard bisect run --log hunt.jsonl python ~/bench.py --quick",
+        "patchguard git bisect reset",
+        exit_codes="Exit codes: 0 when git bisect run found the commit; 1 when no bisect is in "
+        "progress or a guard fails afterwards (with --metric: when no commit is named); 2 usage "
+        "or configuration error; 4 when the bisect stopped at a commit with nothing marked (the "
+        "command died from a signal or exited above 127, or patchguard's part of the step "
+        "failed: run it again to go on); 130 interrupted; otherwise git bisect run's own.",
+    ),
+)
+@click.option(
+    "--log",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Append one JSON line per step: the stamp of the tree measured and COMMAND's exit.",
+)
+@click.option(
+    "--metric",
+    default=None,
+    metavar="M",
+    help="Bisect on a measured metric instead of COMMAND's status (a label as printed, "
+    "json:KEY or re:PATTERN): GOOD and BAD are measured, then each commit is marked like the "
+    "one it does not differ from (see compare).",
+)
+@_measure_options
+@json_option
+@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
+@click.pass_context
+def bisect_run(
+    ctx: click.Context,
+    /,
+    log: Path | None,
+    command: tuple[str, ...],
+    metric: str | None,
+    as_json: bool,
+    higher_is_better: bool | None,
+    metric_file: Path | None,
+    **counts: Any,
+) -> None:
+    """Drive `git bisect run COMMAND` with the patches applied at each commit.
+
+    At each commit the patches are applied and checked; where they cannot be applied or
+    a guard fails, the commit is skipped (exit 125) and the reason printed. Otherwise
+    COMMAND runs with the patches in place, and they are lifted again before git moves
+    on. COMMAND's status means what it means to git bisect: 0 good, 1-127 bad, 125 skip;
+    a command that was interrupted, died from a signal or exited above 127 stops the bisect
+    there with nothing marked, and says so. A failure of patchguard itself aborts the bisect
+    rather than mark a commit bad.
+    Options end at COMMAND: everything after its first word is COMMAND's.
+
+    With --metric M, COMMAND is a benchmark and its status does not decide: GOOD and BAD are
+    measured as `patchguard compare` measures them, then each commit git offers is run
+    (--repeats/2 runs to begin with, doubled while undecided) and marked like the one of
+    GOOD and BAD it does not differ from; a commit that stays undecided, or where the patches
+    do not hold, is skipped. It ends on the first changed commit, with its change against
+    GOOD (exit 0; 1 when no commit is named). Put COMMAND after `--`.
+    """
+    cwd: Path = ctx.obj
+    if metric is not None:
+        if log is not None:
+            raise click.UsageError(
+                "--log goes with a pass/fail COMMAND; with --metric, --json holds every sample "
+                "and the stamp of the code it ran on"
+            )
+        _bisect_metric(cwd, command, metric, as_json, higher_is_better, metric_file, counts)
+    measuring = [counts[k] for k in ("repeats", "max_repeats", "min_effect")]
+    if as_json or metric_file or higher_is_better is not None or counts["warmups"] != 1:
+        measuring.append(True)
+    if any(value is not None for value in measuring):
+        raise click.UsageError("--json and the measuring options go with --metric M")
+    from guard.ops import moves
+
+    status, lift = moves.bisect_run(Repo.discover(cwd), command, log)
+    if status == EXIT_OK:  # git ends "bisect found first bad commit" without a newline
+        sys.stdout.write("\n")
+        sys.stdout.flush()
+    report_lift(lift, "bisect run")
+    sys.exit(status or (EXIT_OK if lift.ok else EXIT_GUARD_FAILED))
+
+
+def _bisect_metric(
+    cwd: Path,
+    command: tuple[str, ...],
+    metric: str,
+    as_json: bool,
+    higher_is_better: bool | None,
+    metric_file: Path | None,
+    counts: dict[str, Any],
+) -> None:
+    from guard.hunt import hunt
+
+    options = _hunt_options(command, metric, higher_is_better, metric_file, **counts)
+    found = hunt.bisect(Repo.discover(cwd), options, _progress)
+    click.echo(render.hunt_json(found) if as_json else "\n".join(render.hunt_lines(found)))
+    sys.exit(EXIT_OK if found.verdict == hunt.FOUND else EXIT_GUARD_FAILED)
+
+
+def _bisect_shorthand(word: str) -> None:
+    """`patchguard bisect WORD ...` is `patchguard git bisect WORD ...`: the words users try."""
+
+    @bisect.command(
+        name=word,
+        context_settings=PASS_THROUGH,
+        short_help=f"patchguard git bisect {word}, the patches carried.",
+        help=f"Same as `patchguard git bisect {word} ...`: git moves with the patches lifted, "
+        "then puts them back and checks.",
+    )
+    @click.argument("args", nargs=-1, type=click.UNPROCESSED)
+    @click.pass_context
+    def shorthand(ctx: click.Context, args: tuple[str, ...]) -> None:
+        git_lifted(ctx.obj, ("bisect", word, *args))
+
+
+for _word in ("start", "good", "bad", "skip", "reset", "log"):
+    _bisect_shorthand(_word)
+
+
+@bisect.command(name="step", hidden=True, context_settings=PASS_THROUGH)
+@click.option("--log", type=click.Path(dir_okay=False, path_type=Path), default=None)
+@click.option("--decided", type=click.Path(dir_okay=False, path_type=Path), default=None)
+@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
+def bisect_step(log: Path | None, decided: Path | None, command: tuple[str, ...]) -> None:
+    """One step of `patchguard bisect run` (run by git bisect, not by hand).
+
+    `--decided FILE` receives the status before the step exits: moves.STEP_WRAPPER passes on
+    only that one, so a step that dies on the way cannot mark a commit.
+    """
+    from guard.ops import moves
+    from guard.ops.bisect_status import BISECT_ABORT, StepResult
+
+    if command[:1] == ("--",):
+        command = command[1:]
+    try:
+        result = moves.bisect_step(Repo.discover(Path.cwd()), command, log)
+    except Exception as error:  # no repository to step in: abort, never a mark for git
+        result = StepResult(BISECT_ABORT, "", None, [one_line(error, _git_dir_of_cwd)])
+    for line in render.step_lines(result):
+        click.echo(f"patchguard: {line}", err=True)
+    if decided is not None:
+        with contextlib.suppress(OSError):  # not written: the wrapper aborts the bisect
+            moves.decide(decided, result)
+    sys.exit(result.status)
+
+
+def _git_dir_of_cwd() -> str:
+    """Where a crash log goes when a step fails before it found its repository."""
+    from guard.git.gitpaths import find_repository
+
+    return find_repository(os.getcwd())[1]

@@ -1,0 +1,79 @@
+"""`patchguard git`: any git command run with the patches lifted out of the tree, then put
+back and checked.
+
+The bisect shorthands (`patchguard bisect good`, guard.cli.hunting) go through the same lift,
+and `bisect run` reports its lift in the same words.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from guard.cli import render
+from guard.cli.options import PASS_THROUGH, epilog
+from guard.errors import EXIT_GUARD_FAILED, EXIT_OK
+from guard.git.repo import Repo
+
+if TYPE_CHECKING:
+    from guard.ops import moves
+
+
+@click.command(
+    name="git",
+    context_settings=PASS_THROUGH,
+    epilog=epilog(
+        "patchguard git pull",
+        "patchguard git rebase origin/main",
+        "patchguard git checkout v0.5.9",
+        "patchguard git stash pop",
+        "patchguard git bisect start v0.5.10 v0.5.9",
+        "patchguard git bisect good",
+        exit_codes="Exit codes: git's own when git fails; otherwise 0, or 1 when a guard fails "
+        "afterwards; 2 usage or configuration error.",
+    ),
+)
+@click.argument("args", nargs=-1, required=True, type=click.UNPROCESSED, metavar="GIT_ARGS...")
+@click.pass_context
+def git_(ctx: click.Context, args: tuple[str, ...]) -> None:
+    """Run any git command with the patches lifted out of the tree, then put them back.
+
+    Every applied patch is taken out (as `unapply`, undoable), git runs with your terminal
+    and with patchguard's hooks quiet, then every patch is re-applied by 3-way merge and
+    checked. So git never refuses to move over a patched file, and a stash pop never
+    doubles a method. Every word after `git` goes to git (`patchguard git checkout --help`
+    is git's help). The patches lifted are those of the worktree git works in: `patchguard
+    git -C DIR ...` lifts DIR's (git's --git-dir, --work-tree and --bare are refused). A
+    worktree git creates (`patchguard git worktree add PATH`) gets the patches from its
+    post-checkout hook, as with plain git.
+
+    Exit status: git's own when git fails (the tree is put back as it was); otherwise 0,
+    or 1 when a guard fails afterwards. When git stops halfway (a conflicted merge, rebase,
+    cherry-pick or stash pop), the patches stay out until it is finished.
+    """
+    git_lifted(ctx.obj, args)
+
+
+def git_lifted(cwd: Path, args: tuple[str, ...]) -> None:
+    from guard.git.gitpaths import git_start_directory
+    from guard.ops import moves
+
+    repo = Repo.discover(Path(git_start_directory(args, str(cwd))))  # git's own -C DIR
+    status, lift = moves.run_git_lifted(repo, args, cwd)
+    report_lift(lift, "git " + " ".join(args))
+    if status == _SIGPIPE_STATUS:  # `patchguard git log | head`: the reader had enough
+        status = EXIT_OK
+    sys.exit(status or (EXIT_OK if lift.ok else EXIT_GUARD_FAILED))
+
+
+_SIGPIPE_STATUS = 128 + 13  # git ended by SIGPIPE, as a shell reports it
+
+
+def report_lift(lift: moves.Lift, what: str) -> None:
+    for line in render.lift_lines(lift):
+        click.echo(f"patchguard: {line}", err=True)
+    if lift.report is not None and not lift.report.ok:
+        click.echo(render.banner(f"guard FAILED after {what}", lift.report.problems()), err=True)
