@@ -312,9 +312,9 @@ def build_real(wheel: Path) -> list[Path]:
         target = base / relative
         target.write_text(target.read_text().split("\n", 1)[1])
     sample_repo.commit(base, f"sglang {SGLANG}")
-    roots = []
-    for name, count in [(f"{row}-{n}", n) for row in "op" for n in (REAL_PATCHES, 1)]:
-        root = WORK / f"sglang-real-{name}"
+    roots = []  # (o)'s 40 and 1, then (p)'s copies of them: patchguard's state goes along
+    for count in (REAL_PATCHES, 1):
+        root = WORK / f"sglang-real-o-{count}"
         if root.exists():
             shutil.rmtree(root)
         shutil.copytree(base, root, symlinks=True)
@@ -322,6 +322,12 @@ def build_real(wheel: Path) -> list[Path]:
             (root / relative).write_text(patched)
             run(PATCHGUARD, "-C", str(root), "record", f"real-{number:02d}", relative, "-m", "b")
         roots.append(with_hooks(root))
+    for source in roots[:2]:
+        copy = WORK / source.name.replace("-o-", "-p-")
+        if copy.exists():
+            shutil.rmtree(copy)
+        shutil.copytree(source, copy, symlinks=True)
+        roots.append(with_hooks(copy))
     shutil.rmtree(base)
     return roots
 
@@ -396,6 +402,7 @@ def main() -> None:
     WORK.mkdir(parents=True, exist_ok=True)
     run(sys.executable, "-m", "compileall", "-q", str(ROOT / "guard"))  # caches, as installed
     print("building repositories ...", flush=True)
+    started = time.perf_counter()
     small = with_hooks(build_repo("sglang-2k", filler=2000))
     many = with_hooks(build_repo("sglang-2k-50-guarded", filler=2000, guarded_extra=49))
     large = with_hooks(build_repo("synthetic-20k", filler=20000))
@@ -459,9 +466,12 @@ def main() -> None:
         rows["(o) re-apply hook, 40 patches, real sglang files"] = StashThenCheckout(real[0])
         rows["(p1) re-apply hook, 1 patch, real sglang files, first visit"] = FirstVisit(real[3])
         rows["(p) re-apply hook, 40 patches, real sglang files, first visit"] = FirstVisit(real[2])
-    print(f"measuring {len(rows)} rows x {args.runs} runs, interleaved ...", flush=True)
+    built = time.perf_counter() - started
+    print(f"built in {built:.0f} s; measuring {len(rows)} rows x {args.runs} runs ...", flush=True)
     samples = measure(rows, args.runs)
     report = summarize(samples, args.runs, no_wheel)
+    measured = time.perf_counter() - started - built
+    report["table"] = f"{report['table']}\n\nsetup {built:.0f} s, measuring {measured:.0f} s"
     print(report["table"])
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "latest.json").write_text(
