@@ -1,15 +1,18 @@
 """`make bench`: what patchguard costs per checkout and per check, against the baselines.
 
 Builds its own repositories under benchmarks/work/ (sglang-shaped ones with about 2,000
-files, with 1, 10 and 40 patches or one patch of 40 files, and a synthetic one with 20,000),
-interleaves the rows so they share the machine's state, and reports medians with ratios to
-(a). Writes benchmarks/results/latest.json and
-latest.md. Timings are measured here only; tests never assert them.
+files, with 1, 10 and 40 patches or one patch of 40 files, and a synthetic one with 20,000;
+and, for issue 30's rows, one of the sources of the sglang wheel with patches on 40 of its real
+model files, downloaded once into benchmarks/work/wheels), interleaves the rows so they share
+the machine's state, and reports medians with ratios to (a), and each target's ratio and
+verdict. Writes benchmarks/results/latest.json and latest.md. Timings are measured here only;
+tests never assert them.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import os
 import platform
@@ -18,6 +21,7 @@ import statistics
 import subprocess
 import sys
 import time
+import zipfile
 from collections.abc import Callable
 from datetime import UTC, datetime
 from functools import partial
@@ -148,6 +152,16 @@ class StashThenCheckout(Alternating):
         return elapsed
 
 
+class FirstVisit(StashThenCheckout):
+    """(p): as (d), with patchguard's caches of this worktree emptied first (untimed): the
+    re-apply a regression hunt meets at every commit it has not visited, where (d) and (o)
+    meet the replay of a re-apply seen before (guard.replay) after the warm-up."""
+
+    def __call__(self) -> float:
+        shutil.rmtree(self.root / ".git" / "patchguard-cache", ignore_errors=True)
+        return super().__call__()
+
+
 # Commits per (g) sample: per-commit hook cost is a fraction of a millisecond against ~12 ms of
 # git's own, so a longer loop keeps the difference of two medians above the noise.
 COMMITS = 20
@@ -177,6 +191,145 @@ class LiftedCheckout:
         elapsed = timed(PATCHGUARD, "git", "checkout", "-q", self.target, cwd=self.root)
         self.target = "main" if self.target == "old" else "old"
         return elapsed
+
+
+class LiftedPair:
+    """(n): `patchguard git checkout old && patchguard git checkout main` in one timed sample:
+    two of (i)'s moves, there and back, as a regression hunt makes them."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def __call__(self) -> float:
+        there = timed(PATCHGUARD, "git", "checkout", "-q", "old", cwd=self.root)
+        return there + timed(PATCHGUARD, "git", "checkout", "-q", "main", cwd=self.root)
+
+
+class GitsOwnPair:
+    """(n0): what git's own moves cost for the same work as (n), on the same checkout, without
+    hooks: `git stash`, `git checkout old`, `git checkout main`, `git stash pop`."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def __call__(self) -> float:
+        moves = (("stash", "-q"), ("checkout", "-q", "old"), ("checkout", "-q", "main"))
+        moves += (("stash", "pop", "-q"),)
+        return sum(timed("git", *NO_HOOKS, *move, cwd=self.root) for move in moves)
+
+
+# (m): the commands a person types (issue 30), each against `git status --short` (m0).
+TYPED = (
+    ("status", ("status",)),
+    ("list", ("list",)),
+    ("log", ("log",)),
+    ("show NAME", ("show", "eagle3")),
+    ("stamp", ("stamp",)),
+    ("apply, nothing to do", ("apply",)),
+)
+
+# (o): the sglang wheel whose real model files the 40-patch re-apply rows patch (issue 30).
+SGLANG = "0.5.10"
+WHEELS = WORK / "wheels"
+REAL_PATCHES = 40
+
+
+def sglang_wheel() -> tuple[Path | None, str]:
+    """The wheel, downloaded once into benchmarks/work/wheels; or None and the reason."""
+    wheels = sorted(WHEELS.glob(f"sglang-{SGLANG}-*.whl"))
+    if not wheels:
+        got = run(
+            str(BIN / "pip"),
+            "download",
+            "-q",
+            "--no-deps",
+            f"sglang=={SGLANG}",
+            "-d",
+            str(WHEELS),
+            check=False,
+        )
+        wheels = sorted(WHEELS.glob(f"sglang-{SGLANG}-*.whl"))
+        if not wheels:
+            reason = (got.stderr.strip().splitlines() or ["no wheel"])[-1]
+            return None, f"pip download sglang=={SGLANG} failed: {reason}"
+    return wheels[0], ""
+
+
+def typed_method(text: str, number: int) -> str | None:
+    """`text` with a small method typed right after the last method of its last class that
+    ends in one (as a person adds one), or None when the file has no such class."""
+    classes = [
+        node
+        for node in ast.parse(text).body
+        if isinstance(node, ast.ClassDef)
+        and isinstance(node.body[-1], ast.FunctionDef | ast.AsyncFunctionDef)
+    ]
+    if not classes:
+        return None
+    last = classes[-1].body[-1]
+    indent = " " * last.col_offset
+    lines = text.splitlines(keepends=True)
+    end = last.end_lineno or len(lines)
+    method = (
+        f"\n{indent}def bench_capture_layers_{number:02d}(self, layer_ids=None):\n"
+        f"{indent}    self.capture_aux_hidden_states = True\n"
+        f"{indent}    return layer_ids or [{number}]\n"
+    )
+    if not lines[end - 1].endswith("\n"):
+        lines[end - 1] += "\n"
+    return "".join(lines[:end]) + method + "".join(lines[end:])
+
+
+def build_real(wheel: Path) -> list[Path]:
+    """(o) and (p): checkouts of the wheel's sources (about 2,250 files), with patches on the
+    first REAL_PATCHES model files of python/sglang/srt/models: one patch per file, and one
+    patch on the first file alone; two of each, as (o) and (p) move theirs differently. Branch bench-b (the older release) differs from main by a comment
+    line at the top of each of those files, so every checkout re-applies by 3-way merge."""
+    base = WORK / "sglang-real-base"
+    if base.exists():
+        shutil.rmtree(base)
+    with zipfile.ZipFile(wheel) as archive:
+        for member in archive.namelist():
+            if member.startswith("sglang/") and not member.endswith("/"):
+                target = base / "python" / member
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(archive.read(member))
+    models = base / "python/sglang/srt/models"
+    chosen: list[tuple[str, str]] = []
+    for path in sorted(models.glob("*.py")):
+        patched = typed_method(path.read_text(), len(chosen))
+        if path.name != "__init__.py" and patched is not None:
+            chosen.append((str(path.relative_to(base)), patched))
+        if len(chosen) == REAL_PATCHES:
+            break
+    run("git", "init", "-q", "-b", "main", cwd=base)
+    for relative, _ in chosen:
+        target = base / relative
+        target.write_text(f"# (the older release's header)\n{target.read_text()}")
+    sample_repo.commit(base, "sglang, the older release")
+    run("git", "branch", "bench-b", cwd=base)
+    for relative, _ in chosen:
+        target = base / relative
+        target.write_text(target.read_text().split("\n", 1)[1])
+    sample_repo.commit(base, f"sglang {SGLANG}")
+    roots = []  # (o)'s 40 and 1, then (p)'s copies of them: patchguard's state goes along
+    for count in (REAL_PATCHES, 1):
+        root = WORK / f"sglang-real-o-{count}"
+        if root.exists():
+            shutil.rmtree(root)
+        shutil.copytree(base, root, symlinks=True)
+        for number, (relative, patched) in enumerate(chosen[:count]):
+            (root / relative).write_text(patched)
+            run(PATCHGUARD, "-C", str(root), "record", f"real-{number:02d}", relative, "-m", "b")
+        roots.append(with_hooks(root))
+    for source in roots[:2]:
+        copy = WORK / source.name.replace("-o-", "-p-")
+        if copy.exists():
+            shutil.rmtree(copy)
+        shutil.copytree(source, copy, symlinks=True)
+        roots.append(with_hooks(copy))
+    shutil.rmtree(base)
+    return roots
 
 
 def empty_hooks() -> Path:
@@ -249,6 +402,7 @@ def main() -> None:
     WORK.mkdir(parents=True, exist_ok=True)
     run(sys.executable, "-m", "compileall", "-q", str(ROOT / "guard"))  # caches, as installed
     print("building repositories ...", flush=True)
+    started = time.perf_counter()
     small = with_hooks(build_repo("sglang-2k", filler=2000))
     many = with_hooks(build_repo("sglang-2k-50-guarded", filler=2000, guarded_extra=49))
     large = with_hooks(build_repo("synthetic-20k", filler=20000))
@@ -259,6 +413,10 @@ def main() -> None:
     # One repository per scale: every row leaves its patches applied for the next.
     scaled = {label: with_hooks(build_patches(f"scale-{n}x{f}", n, f)) for label, n, f in SCALES}
     peer = pre_commit_repo(small)
+    typed = with_hooks(build_repo("sglang-2k-typed", filler=2000))
+    pair = with_hooks(build_repo("sglang-2k-pair", filler=2000))
+    wheel, no_wheel = sglang_wheel()
+    real = build_real(wheel) if wheel is not None else None
 
     python = sys.executable
     rows: dict[str, Callable[[], float]] = {
@@ -298,9 +456,22 @@ def main() -> None:
         rows[f"(l) status, {label}"] = partial(timed, PATCHGUARD, "-C", str(root), "status")
     if peer is not None:
         rows["(e) git checkout, pre-commit hook, empty config"] = Alternating(peer)
-    print(f"measuring {len(rows)} rows x {args.runs} runs, interleaved ...", flush=True)
+    rows["(m0) git status --short"] = partial(timed, "git", "status", "--short", cwd=typed)
+    for label, words in TYPED:
+        rows[f"(m) {label}"] = partial(timed, PATCHGUARD, "-C", str(typed), *words)
+    rows["(n0) git's own: stash, checkout old, checkout main, stash pop"] = GitsOwnPair(pair)
+    rows["(n) patchguard git checkout old, then main"] = LiftedPair(pair)
+    if real is not None:
+        rows["(o1) re-apply hook, 1 patch, real sglang files"] = StashThenCheckout(real[1])
+        rows["(o) re-apply hook, 40 patches, real sglang files"] = StashThenCheckout(real[0])
+        rows["(p1) re-apply hook, 1 patch, real sglang files, first visit"] = FirstVisit(real[3])
+        rows["(p) re-apply hook, 40 patches, real sglang files, first visit"] = FirstVisit(real[2])
+    built = time.perf_counter() - started
+    print(f"built in {built:.0f} s; measuring {len(rows)} rows x {args.runs} runs ...", flush=True)
     samples = measure(rows, args.runs)
-    report = summarize(samples, args.runs)
+    report = summarize(samples, args.runs, no_wheel)
+    measured = time.perf_counter() - started - built
+    report["table"] = f"{report['table']}\n\nsetup {built:.0f} s, measuring {measured:.0f} s"
     print(report["table"])
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "latest.json").write_text(
@@ -318,7 +489,7 @@ def paired(samples: dict[str, list[float]], row: str, floor: str) -> float:
     return statistics.median(a - b for a, b in zip(samples[row], samples[floor], strict=True))
 
 
-def summarize(samples: dict[str, list[float]], runs: int) -> dict[str, object]:
+def summarize(samples: dict[str, list[float]], runs: int, no_wheel: str) -> dict[str, object]:
     medians = {name: statistics.median(values) for name, values in samples.items()}
     base = medians["(a) python -c pass"]
     c0 = medians["(c0) git checkout, no hook"]
@@ -389,6 +560,29 @@ def summarize(samples: dict[str, list[float]], runs: int) -> dict[str, object]:
         targets[pre_commit] = (f"{added_d:.1f} vs {added_e / 3:.1f}", added_d <= added_e / 3)
     else:
         targets[pre_commit] = ("(e) not measured: pre-commit could not be installed", False)
+    git_status = medians["(m0) git status --short"]
+    for label, _ in TYPED:
+        ratio = medians[f"(m) {label}"] / git_status
+        targets[f"(m) {label} <= 5 x git status --short (m0)"] = (round(ratio, 2), ratio <= 5)
+    pair_ratio = (
+        medians["(n) patchguard git checkout old, then main"]
+        / medians["(n0) git's own: stash, checkout old, checkout main, stash pop"]
+    )
+    targets["(n) patchguard git checkout pair <= 3 x git's own (n0)"] = (
+        round(pair_ratio, 2),
+        pair_ratio <= 3,
+    )
+    for row, one, visit in (("(o)", "(o1)", "seen before"), ("(p)", "(p1)", "first visit")):
+        real = f"{row} re-apply, 40 patches on real sglang files, {visit} <= 2 x 1 patch's {one}"
+        forty = f"{row} re-apply hook, 40 patches, real sglang files"
+        single = f"{one} re-apply hook, 1 patch, real sglang files"
+        if row == "(p)":
+            forty, single = f"{forty}, first visit", f"{single}, first visit"
+        if forty in medians:
+            ratio = medians[forty] / medians[single]
+            targets[real] = (round(ratio, 2), ratio <= 2)
+        else:
+            targets[real] = (f"not measured: {no_wheel}", False)
     lines += ["", "| target | value | met |", "|---|---|---|"]
     lines += [
         f"| {name} | {value} | {'yes' if met else 'NO'} |" for name, (value, met) in targets.items()
