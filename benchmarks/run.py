@@ -218,12 +218,14 @@ class GitsOwnPair:
         return sum(timed("git", *NO_HOOKS, *move, cwd=self.root) for move in moves)
 
 
-# (m): the commands a person types (issue 30), each against `git status --short` (m0).
+# (m): the commands a person types (issue 30), each against `git status --short` (m0), on the
+# real sglang checkout with one recorded patch (its name is {name}); on the generated sample of
+# 2,000 files when the wheel could not be had.
 TYPED = (
     ("status", ("status",)),
     ("list", ("list",)),
     ("log", ("log",)),
-    ("show NAME", ("show", "eagle3")),
+    ("show NAME", ("show", "{name}")),
     ("stamp", ("stamp",)),
     ("apply, nothing to do", ("apply",)),
 )
@@ -281,9 +283,10 @@ def typed_method(text: str, number: int) -> str | None:
 
 
 def build_real(wheel: Path) -> list[Path]:
-    """(o) and (p): checkouts of the wheel's sources (about 2,250 files), with patches on the
-    first REAL_PATCHES model files of python/sglang/srt/models: one patch per file, and one
-    patch on the first file alone; two of each, as (o) and (p) move theirs differently. Branch bench-b (the older release) differs from main by a comment
+    """(o), (p) and (m): checkouts of the wheel's sources (about 2,250 files), with patches on
+    the first REAL_PATCHES model files of python/sglang/srt/models: one patch per file, and one
+    patch on the first file alone; two of each, as (o) and (p) move theirs differently, and a
+    third of the one-patch checkout, which (m) leaves where it is. Branch bench-b (the older release) differs from main by a comment
     line at the top of each of those files, so every checkout re-applies by 3-way merge."""
     base = WORK / "sglang-real-base"
     if base.exists():
@@ -322,8 +325,8 @@ def build_real(wheel: Path) -> list[Path]:
             (root / relative).write_text(patched)
             run(PATCHGUARD, "-C", str(root), "record", f"real-{number:02d}", relative, "-m", "b")
         roots.append(with_hooks(root))
-    for source in roots[:2]:
-        copy = WORK / source.name.replace("-o-", "-p-")
+    for source, kind in ((roots[0], "-p-"), (roots[1], "-p-"), (roots[1], "-m-")):
+        copy = WORK / source.name.replace("-o-", kind)
         if copy.exists():
             shutil.rmtree(copy)
         shutil.copytree(source, copy, symlinks=True)
@@ -413,7 +416,6 @@ def main() -> None:
     # One repository per scale: every row leaves its patches applied for the next.
     scaled = {label: with_hooks(build_patches(f"scale-{n}x{f}", n, f)) for label, n, f in SCALES}
     peer = pre_commit_repo(small)
-    typed = with_hooks(build_repo("sglang-2k-typed", filler=2000))
     pair = with_hooks(build_repo("sglang-2k-pair", filler=2000))
     wheel, no_wheel = sglang_wheel()
     real = build_real(wheel) if wheel is not None else None
@@ -456,8 +458,13 @@ def main() -> None:
         rows[f"(l) status, {label}"] = partial(timed, PATCHGUARD, "-C", str(root), "status")
     if peer is not None:
         rows["(e) git checkout, pre-commit hook, empty config"] = Alternating(peer)
+    if real is not None:
+        typed, name = real[4], "real-00"
+    else:
+        typed, name = with_hooks(build_repo("sglang-2k-typed", filler=2000)), "eagle3"
     rows["(m0) git status --short"] = partial(timed, "git", "status", "--short", cwd=typed)
     for label, words in TYPED:
+        words = tuple(word.format(name=name) for word in words)
         rows[f"(m) {label}"] = partial(timed, PATCHGUARD, "-C", str(typed), *words)
     rows["(n0) git's own: stash, checkout old, checkout main, stash pop"] = GitsOwnPair(pair)
     rows["(n) patchguard git checkout old, then main"] = LiftedPair(pair)
