@@ -155,7 +155,7 @@ class StashThenCheckout(Alternating):
 class FirstVisit(StashThenCheckout):
     """(p): as (d), with patchguard's caches of this worktree emptied first (untimed): the
     re-apply a regression hunt meets at every commit it has not visited, where (d) and (o)
-    meet the replay of a re-apply seen before (guard.replay) after the warm-up."""
+    meet the replay of a re-apply seen before (guard.tree.replay) after the warm-up."""
 
     def __call__(self) -> float:
         shutil.rmtree(self.root / ".git" / "patchguard-cache", ignore_errors=True)
