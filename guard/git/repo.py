@@ -744,7 +744,7 @@ class Repo:
 
     @cached_property
     def parse_cache(self) -> ContentCache:
-        """Parsed files by content (guard.truth.symbols.SymbolIndex.cached)."""
+        """Parsed files by content (guard.truth.parsed)."""
         return ContentCache(self.layout.git_dir / PARSE_CACHE_DIR, _PARSE_CACHE_KEEP)
 
     def _libgit2_merge(
