@@ -96,9 +96,8 @@ def lifted(repo: Repo, operation: str) -> Iterator[Lift]:
         yield lift
         return
     with repo.lock(operation):
-        journal.recover(repo)  # before the trial: a killed writer's half-written files go back
-        _refuse_unliftable(repo)
-        outcomes = patching.unapply(repo, allow_mid_operation=True)
+        outcomes = patching.unapply(repo, allow_mid_operation=True, whole=True)
+        _refuse_unliftable(outcomes)
         lift.lifted = [o.verdict.name for o in outcomes if o.written]
         lift.entry = journal.latest_entry(repo) if lift.lifted else None
         try:
@@ -107,10 +106,10 @@ def lifted(repo: Repo, operation: str) -> Iterator[Lift]:
             _put_back(repo, lift)
 
 
-def _refuse_unliftable(repo: Repo) -> None:
-    """Before git runs: every applied patch must come out cleanly, or nothing is touched."""
-    trial = patching.unapply(repo, dry_run=True, allow_mid_operation=True)
-    stuck = [o for o in trial if not o.ok]
+def _refuse_unliftable(outcomes: Sequence[patching.PatchOutcome]) -> None:
+    """Before git runs: every applied patch must come out cleanly, or nothing is touched
+    (unapply's `whole` wrote nothing then)."""
+    stuck = [o for o in outcomes if not o.ok]
     if stuck:
         reasons = "; ".join(f"patch {o.verdict.name}: {o.message}" for o in stuck)
         raise GuardFailure(
