@@ -24,6 +24,8 @@ def _dispatch(argv: list[str]) -> int:
         from guard.cli.hookrun import main as run_hook
 
         return run_hook(argv[1:])
+    if _plain_git(argv):
+        return _git(argv[1:])
     flags = _plain_check(argv)
     if flags is not None:
         return _check(directory, *flags)
@@ -97,3 +99,19 @@ def _plain_check(argv: list[str]) -> tuple[bool, bool] | None:
         else:
             return None
     return (quiet, as_json) if seen_check else None
+
+
+def _plain_git(argv: list[str]) -> bool:
+    """`git COMMAND ...`: from the first word after `git`, click would hand every word to git
+    as it is. Options before it (`git --help`, git's own `-C DIR`) go through click."""
+    return argv[:1] == ["git"] and len(argv) > 1 and not argv[1].startswith("-")
+
+
+def _git(args: list[str]) -> int:
+    """`patchguard git COMMAND ...` without click (guard.cli.lifted): the same lift, the same
+    lines and exit status as the click command's."""
+    from pathlib import Path
+
+    from guard.cli.lifted import git_lifted
+
+    git_lifted(Path.cwd(), args)

@@ -248,3 +248,61 @@ def test_replacements_elsewhere_are_left_to_git(
     sample.git("replace", "HEAD", "upstream-has-methods")
     assert index_says(sample, [sample_repo.KIMI]) is None
     assert ls_tree(sample, [sample_repo.KIMI]) != ""
+
+
+def _conflict(sample: Sample, how: str) -> None:
+    """NOTES.md changed on two branches; `how` brings them together and stops on the conflict."""
+    notes = sample.root / "NOTES.md"
+    notes.write_text("a\n")
+    sample.git("add", "NOTES.md")
+    sample.git("commit", "-q", "-m", "notes")
+    sample.git("branch", "other")
+    notes.write_text("ours\n")
+    sample.git("commit", "-q", "-am", "ours")
+    sample.git("checkout", "-q", "other")
+    notes.write_text("theirs\n")
+    sample.git("commit", "-q", "-am", "theirs")
+    if how == "stash pop":
+        notes.write_text("stashed\n")
+        sample.git("stash", "-q")
+    if how == "checkout -m":
+        notes.write_text("edited\n")
+    sample.git("checkout", "-q", *(["-m"] if how == "checkout -m" else []), "-")
+    if how == "merge":
+        sample.git("merge", "-q", "other", check=False)
+    elif how == "cherry-pick":
+        sample.git("cherry-pick", "other", check=False)
+    elif how == "stash pop":
+        sample.git("stash", "pop", "-q", check=False)
+    elif how == "stages written":
+        _unmerged(sample)
+
+
+@pytest.mark.parametrize(
+    "how", ["merge", "cherry-pick", "stash pop", "checkout -m", "stages written", "resolved"]
+)
+def test_the_whole_index_is_merged_only_when_git_says_so(sample: Sample, how: str) -> None:
+    """Repo.unmerged (what `patchguard git` asks after git ran) is `git ls-files --unmerged`,
+    whether the index file answers for itself or git does; in the index a checkout or a
+    commit leaves, the file answers (no git process)."""
+    from guard.git.repo import Repo
+
+    if how == "resolved":
+        _conflict(sample, "merge")
+        sample.git("add", "NOTES.md")
+    else:
+        _conflict(sample, how)
+    repo = Repo.discover(sample.root)
+    listed = sample.git("ls-files", "--unmerged", "-z").stdout.split("\0")
+    git_says = sorted({entry.partition("\t")[2] for entry in listed if entry})
+    assert sorted(repo.unmerged()) == git_says
+    assert repo.has_conflicts() is bool(git_says)
+    assert bool(git_says) is (how != "resolved")
+    if git_says:
+        index = repo.index_file
+        assert index is None or index.fully_merged() is None
+    sample.git("reset", "-q", "--hard")
+    sample.git("checkout", "-q", "other")
+    index = repo.index_file  # read again: git replaced the file
+    assert index is not None and index.fully_merged() is True
+    assert repo.unmerged() == {}

@@ -13,6 +13,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,7 @@ from helpers import (
     children_of,
     killed_at_the_end,
     methods_once_in_class,
+    run_patchguard,
     wait_until,
 )
 
@@ -31,6 +33,7 @@ from guard.git.gitdir import locate
 
 KIMI = sample_repo.KIMI
 AUX_LINE = "        self.capture_aux_hidden_states = True\n"
+EMBED = "        self.language_model.set_embed_and_head(embed, head)\n"  # a line of the patch
 
 
 def record_patch(hunt: Checkout, *, aux_line: bool = False) -> None:
@@ -92,10 +95,12 @@ def test_failed_git_puts_the_tree_back_byte_for_byte(hunt: Checkout) -> None:
 
 def test_patch_that_cannot_be_lifted_stops_before_git(hunt: Checkout) -> None:
     text = hunt.kimi.read_text()
-    edited = text.replace(
-        "        self.language_model.set_embed_and_head(embed, head)\n",
-        "        self.language_model.set_embed_and_head(embed, head)\n        self.shared = True\n",
-    )
+    edited = text.replace(EMBED, EMBED + "        self.shared = True\n")  # the patch's code
+    undo = locate(hunt.root).git_dir / "patchguard-undo"
+    for _ in range(6):  # more entries than are kept: a new entry would prune the oldest
+        hunt.pg("unapply", check=0)
+        hunt.pg("apply", check=0)
+    entries = sorted(undo.iterdir())
     hunt.kimi.write_text(edited)
     result = hunt.pg("git", "checkout", "-q", "c2")
     assert result.returncode == 1
@@ -103,6 +108,28 @@ def test_patch_that_cannot_be_lifted_stops_before_git(hunt: Checkout) -> None:
     assert KIMI in result.stderr
     assert hunt.head() == hunt.commits["c0"]
     assert hunt.kimi.read_text() == edited
+    assert sorted(undo.iterdir()) == entries  # not one undo entry written, nor one pruned
+
+
+def test_a_lift_that_cannot_take_every_patch_out_takes_none_out(hunt: Checkout) -> None:
+    """One patch comes out cleanly, the other does not: the one that could is not taken
+    out either, so nothing is left lifted when patchguard refuses to run git."""
+    other = hunt.root / sample_repo.REGRESSION_FILE
+    other.write_text(other.read_text() + "\n\ndef debug_hook():\n    return 1\n")
+    hunt.pg("record", "debug", sample_repo.REGRESSION_FILE, check=0)
+    patched = other.read_text()
+    undo = locate(hunt.root).git_dir / "patchguard-undo"
+    hunt.pg("unapply", check=0)
+    hunt.pg("apply", check=0)
+    entries = sorted(undo.iterdir())
+    hunt.kimi.write_text(
+        hunt.kimi.read_text().replace(EMBED, EMBED + "        self.shared = True\n")
+    )
+    result = hunt.pg("git", "checkout", "-q", "c2")
+    assert result.returncode == 1
+    assert "cannot lift the patches, so git was not run" in result.stderr
+    assert other.read_text() == patched
+    assert sorted(undo.iterdir()) == entries
 
 
 def test_stash_pop_after_stash_and_checkout_old(hunt: Checkout) -> None:
@@ -556,3 +583,58 @@ def test_stash_through_the_wrapper_holds_only_the_users_own_edits(hunt: Checkout
     assert mine.read_text() == edited
     assert methods_once_in_class(hunt.kimi)
     hunt.pg("check", check=0)
+
+
+# --- what a move costs -----------------------------------------------------------------------
+
+# A move as the installed command makes it, then the heavy modules it loaded.
+MOVE_PROBE = """
+import sys
+from guard.entry import main
+sys.argv = ["patchguard", *sys.argv[1:]]
+try:
+    main()
+except SystemExit as done:
+    print("status:", done.code, file=sys.stderr)
+heavy = sorted(m for m in ("click", "pygit2", "ctypes.util", "guard.cli.app") if m in sys.modules)
+print("heavy:", ",".join(heavy), file=sys.stderr)
+"""
+
+
+def test_a_move_seen_before_loads_neither_click_nor_libgit2(hunt: Checkout, tmp_path: Path) -> None:
+    """Each move of a hunt pays for the lift, not for click or pygit2: the words after `git`
+    are git's (nothing to parse), git's index says nothing is unmerged, and a merge made
+    before comes from the cache. Nor does git list the index or HEAD's tree for it."""
+    trace = tmp_path / "trace"
+    for round_ in ("first", "seen before"):
+        for name in ("c2", "work"):
+            trace.unlink(missing_ok=True)
+            moved = subprocess.run(
+                [sys.executable, "-c", MOVE_PROBE, "git", "checkout", "-q", name],
+                cwd=hunt.root,
+                env={**hunt.env, "GIT_TRACE": str(trace)},
+                capture_output=True,
+                text=True,
+            )
+            assert "status: 0" in moved.stderr, moved.stderr
+            assert f"re-applied eagle3 ({KIMI})" in moved.stderr
+            assert methods_once_in_class(hunt.kimi)
+            if round_ == "seen before":
+                assert "heavy: \n" in moved.stderr, moved.stderr
+                said = trace.read_text()
+                assert "git checkout -q" in said
+                assert "ls-files" not in said and "ls-tree" not in said, said
+    hunt.pg("check", check=0)
+
+
+def test_git_help_and_options_before_the_command_still_go_through_click(hunt: Checkout) -> None:
+    """Only `git COMMAND ...` skips click; `git --help` is patchguard's help, and git's own
+    options before the command (-C DIR) reach git as they are."""
+    helped = hunt.pg("git", "--help", check=0)
+    assert helped.stdout.startswith("Usage: patchguard git [OPTIONS] GIT_ARGS...")
+    bare = hunt.pg("git")
+    assert bare.returncode == 2 and "Missing argument 'GIT_ARGS...'" in bare.stderr
+    nested = hunt.root / "python"
+    moved = run_patchguard(nested, hunt.env, ("git", "-C", "..", "checkout", "-q", "c2"), 0)
+    assert f"re-applied eagle3 ({KIMI})" in moved.stderr
+    assert hunt.head() == hunt.commits["c2"] and methods_once_in_class(hunt.kimi)

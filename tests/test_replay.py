@@ -1,7 +1,8 @@
 """Issue 22: a re-apply seen before is replayed (guard.tree.replay), and only when that is the truth.
 
 Told apart by the git processes a hook starts (GIT_TRACE): the full re-apply reads objects
-and the index through git, a replay starts none of its own.
+through git (and the index, when the index file cannot say nothing is unmerged), a replay
+starts none of its own.
 """
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ def test_no_replay_once_the_patches_changed(hunting: Sample, tmp_path: Path) -> 
     assert hunting.pg("require", spec).exit_code == 0  # a new manifest: every key is another
     stderr, processes = stash_and_move(hunting, tmp_path, "main")
     assert "re-applied eagle3" in stderr
-    assert processes > 1  # assessed in full
+    assert processes > 0  # assessed in full: objects read through git
     assert hunting.pg("check", "--json").exit_code == 0
 
 
@@ -69,7 +70,7 @@ def test_a_damaged_replay_is_a_full_reapply(hunting: Sample, tmp_path: Path) -> 
         entry.write_bytes(entry.read_bytes()[:-5])
     stderr, processes = stash_and_move(hunting, tmp_path, "main")
     assert "re-applied eagle3" in stderr and "Traceback" not in stderr
-    assert processes > 1
+    assert processes > 0
     assert hunting.kimi.read_bytes() == patched
 
 

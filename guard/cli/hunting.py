@@ -17,7 +17,7 @@ from typing import Any
 import click
 
 from guard.cli import render
-from guard.cli.lifting import git_lifted, report_lift
+from guard.cli.lifted import git_lifted, report_lift
 from guard.cli.options import PASS_THROUGH, directory_option, epilog, json_option
 from guard.errors import EXIT_GUARD_FAILED, EXIT_OK, one_line
 from guard.git.repo import Repo

@@ -2,24 +2,16 @@
 back and checked.
 
 The bisect shorthands (`patchguard bisect good`, guard.cli.hunting) go through the same lift,
-and `bisect run` reports its lift in the same words.
+and `bisect run` reports its lift in the same words (guard.cli.lifted, which guard.entry runs
+without click for the plain form, `patchguard git COMMAND ...`).
 """
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-from typing import TYPE_CHECKING
-
 import click
 
-from guard.cli import render
+from guard.cli.lifted import git_lifted
 from guard.cli.options import PASS_THROUGH, epilog
-from guard.errors import EXIT_GUARD_FAILED, EXIT_OK
-from guard.git.repo import Repo
-
-if TYPE_CHECKING:
-    from guard.ops import moves
 
 
 @click.command(
@@ -55,25 +47,3 @@ def git_(ctx: click.Context, args: tuple[str, ...]) -> None:
     cherry-pick or stash pop), the patches stay out until it is finished.
     """
     git_lifted(ctx.obj, args)
-
-
-def git_lifted(cwd: Path, args: tuple[str, ...]) -> None:
-    from guard.git.gitpaths import git_start_directory
-    from guard.ops import moves
-
-    repo = Repo.discover(Path(git_start_directory(args, str(cwd))))  # git's own -C DIR
-    status, lift = moves.run_git_lifted(repo, args, cwd)
-    report_lift(lift, "git " + " ".join(args))
-    if status == _SIGPIPE_STATUS:  # `patchguard git log | head`: the reader had enough
-        status = EXIT_OK
-    sys.exit(status or (EXIT_OK if lift.ok else EXIT_GUARD_FAILED))
-
-
-_SIGPIPE_STATUS = 128 + 13  # git ended by SIGPIPE, as a shell reports it
-
-
-def report_lift(lift: moves.Lift, what: str) -> None:
-    for line in render.lift_lines(lift):
-        click.echo(f"patchguard: {line}", err=True)
-    if lift.report is not None and not lift.report.ok:
-        click.echo(render.banner(f"guard FAILED after {what}", lift.report.problems()), err=True)

@@ -1,10 +1,13 @@
 """git's index file, read without git (gitformat-index): a git process costs the fast path
 more than the read.
 
-Two questions only, each answered only when the file's format leaves no doubt, else None
+Three questions only, each answered only when the file's format leaves no doubt, else None
 (and the caller asks git):
 
 - does it hold an unmerged (stage 1-3) entry for one of some paths?
+- does it hold none at all? Sure when the cache tree is valid at the top over every entry:
+  git invalidates the cache tree along the path of each entry it adds, and `git write-tree`
+  takes a valid cache tree as the tree, so git never leaves one valid over an unmerged entry.
 - HEAD's entries for some paths, as `git ls-tree` prints them: when the index's cache tree is
   valid at the top and names HEAD's tree, the index's entries are exactly that tree's. A commit
   writes such an index, and so does a checkout, so `check` right after either starts no git.
@@ -111,6 +114,12 @@ class IndexFile:
             if any(flags & _STAGE for _, flags in entries):
                 return True
         return False
+
+    def fully_merged(self) -> bool | None:
+        """True when the index holds no unmerged entry at all (see the module's docstring);
+        None when it cannot say (the cache tree is invalid: a conflict, or any change since
+        git last wrote a tree)."""
+        return True if self._cache_tree_root() is not None else None
 
     def head_entries(self, common_dir: str, head: str, paths: Sequence[str]) -> str | None:
         """`git ls-tree --full-tree HEAD -- PATHS` of a worktree whose HEAD is commit `head`,

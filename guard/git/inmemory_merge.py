@@ -8,13 +8,13 @@ cffi's ABI mode, with the few declarations this needs (libgit2 1.x, include/git2
 
 from __future__ import annotations
 
-import ctypes.util
 import glob
 import os
 from functools import cache
 
 TYPE_CHECKING = False  # typing costs the hooks ~3 ms
 if TYPE_CHECKING:
+    from collections.abc import Iterator
     from typing import Any
 
 _DECLARATIONS = """
@@ -56,14 +56,9 @@ def _library() -> tuple[Any, Any] | None:
     import cffi
     import pygit2
 
-    package = os.path.dirname(pygit2.__file__)
-    candidates = sorted(glob.glob(os.path.join(package, os.pardir, "pygit2.libs", "libgit2*.so*")))
-    candidates += sorted(glob.glob(os.path.join(package, "libgit2*.so*")))
-    system = ctypes.util.find_library("git2")  # a pygit2 built against the system's libgit2
-    candidates += [system] if system else []
     ffi = cffi.FFI()
     ffi.cdef(_DECLARATIONS)
-    for candidate in candidates:
+    for candidate in _candidates(os.path.dirname(pygit2.__file__)):
         try:
             lib = ffi.dlopen(candidate)
         except OSError:
@@ -71,6 +66,19 @@ def _library() -> tuple[Any, Any] | None:
         lib.git_libgit2_init()
         return ffi, lib
     return None
+
+
+def _candidates(package: str) -> Iterator[str]:
+    """The libgit2 a pygit2 wheel bundles, then the system's (a pygit2 built against it).
+    The system's is looked up last, and only when no bundled one loads: find_library starts
+    ldconfig and a compiler (five processes, ~15 ms) to find it."""
+    yield from sorted(glob.glob(os.path.join(package, os.pardir, "pygit2.libs", "libgit2*.so*")))
+    yield from sorted(glob.glob(os.path.join(package, "libgit2*.so*")))
+    import ctypes.util  # ~20 ms: only when no bundled library loaded
+
+    system = ctypes.util.find_library("git2")
+    if system:
+        yield system
 
 
 def merge_file(

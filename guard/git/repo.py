@@ -16,6 +16,7 @@ from guard.git.content_cache import ContentCache
 from guard.git.gitdir import Layout, locate, read_manifest_bytes
 from guard.git.gitpaths import HISTORY_REF
 from guard.git.index_file import IndexFile
+from guard.git.index_file import checksum as index_checksum
 from guard.git.lock import exclusive
 from guard.git.objects import EXECUTABLE_MODE, REGULAR_MODE, blob_id
 
@@ -254,6 +255,7 @@ class Repo:
         self.manifest_bytes = b""
         self._objects = _Objects(layout.workdir)
         self._blobs: dict[str, bytes] = {}
+        self._index: tuple[str | None, IndexFile | None] | None = None  # (checksum, index_file)
 
     @cached_property
     def git(self) -> pygit2.Repository:
@@ -456,13 +458,18 @@ class Repo:
         ids.update((path, oid) for _, kind, oid, path in found if kind == "blob")
         return ids
 
-    @cached_property
+    @property
     def index_file(self) -> IndexFile | None:
-        """git's index file, read once per command (guard.git.index_file). Its answers hold for the
-        bytes read (HEAD's entries only when its cache tree is that commit's tree, "nothing
-        unmerged" only under its own checksum), so a read from before git changed the index
-        (`patchguard git`) is never wrong, only silent more often."""
-        return IndexFile.read(str(self.layout.git_dir))
+        """git's index file (guard.git.index_file), read again only when its checksum changed:
+        after `patchguard git` moved, the new index answers (HEAD's entries, "nothing
+        unmerged") where the one read before would be silent. Its answers hold for the bytes
+        read, under their own checksum, so a read that git replaced meanwhile is never wrong."""
+        git_dir = str(self.layout.git_dir)
+        now = index_checksum(git_dir)
+        if self._index is None or now is None or self._index[0] != now:
+            index = IndexFile.read(git_dir)
+            self._index = (None if index is None else index.checksum, index)
+        return self._index[1]
 
     def file_at(self, commit: str, path: str) -> bytes | None:
         """The file in a commit's tree, or None when it has no such file (or is no file)."""
@@ -500,13 +507,16 @@ class Repo:
 
     def has_conflicts(self) -> bool:
         """Does the index hold unmerged entries (a `stash pop` that stopped on a conflict)?"""
-        self.git.index.read()
-        return self.git.index.conflicts is not None
+        return bool(self.unmerged())
 
     def unmerged(self) -> dict[str, dict[int, str]]:
         """The paths git left unmerged, with their stage entries' blob ids (1 base, 2 ours,
-        3 theirs; a side that deleted the file has none). One `git ls-files` for the whole
-        index (usually empty), so the hooks need no libgit2."""
+        3 theirs; a side that deleted the file has none). None when the index file says so
+        itself (its cache tree is valid, as a commit or a checkout leaves it), else one `git
+        ls-files` for the whole index (usually empty), so neither needs libgit2."""
+        index = self.index_file
+        if index is not None and index.fully_merged():
+            return {}
         listing = run_git(["ls-files", "--unmerged", "-z", "--full-name"], self.workdir).stdout
         stages: dict[str, dict[int, str]] = {}
         for entry in listing.split("\0"):

@@ -35,8 +35,6 @@ from guard.ops.bisect_status import (
     STOPPED_SUFFIX,
     StepResult,
 )
-from guard.ops.install import isolated_command
-from guard.ops.provenance import stamp
 from guard.store import journal
 from guard.store.derived import load_manifest
 from guard.tree import patching, stashes
@@ -96,9 +94,8 @@ def lifted(repo: Repo, operation: str) -> Iterator[Lift]:
         yield lift
         return
     with repo.lock(operation):
-        journal.recover(repo)  # before the trial: a killed writer's half-written files go back
-        _refuse_unliftable(repo)
-        outcomes = patching.unapply(repo, allow_mid_operation=True)
+        outcomes = patching.unapply(repo, allow_mid_operation=True, whole=True)
+        _refuse_unliftable(outcomes)
         lift.lifted = [o.verdict.name for o in outcomes if o.written]
         lift.entry = journal.latest_entry(repo) if lift.lifted else None
         try:
@@ -107,10 +104,10 @@ def lifted(repo: Repo, operation: str) -> Iterator[Lift]:
             _put_back(repo, lift)
 
 
-def _refuse_unliftable(repo: Repo) -> None:
-    """Before git runs: every applied patch must come out cleanly, or nothing is touched."""
-    trial = patching.unapply(repo, dry_run=True, allow_mid_operation=True)
-    stuck = [o for o in trial if not o.ok]
+def _refuse_unliftable(outcomes: Sequence[patching.PatchOutcome]) -> None:
+    """Before git runs: every applied patch must come out cleanly, or nothing is touched
+    (unapply's `whole` wrote nothing then)."""
+    stuck = [o for o in outcomes if not o.ok]
     if stuck:
         reasons = "; ".join(f"patch {o.verdict.name}: {o.message}" for o in stuck)
         raise GuardFailure(
@@ -212,6 +209,8 @@ def bisect_run(repo: Repo, command: Sequence[str], log: Path | None) -> tuple[in
                 f"cannot write the bisect log {log}: {error.strerror}; name a file in a "
                 "directory that exists and that you can write"
             ) from None
+    from guard.ops.install import isolated_command  # bisect only: `patchguard git` skips it
+
     decided = repo.layout.git_dir / STEP_DECIDED
     step = [str(decided), *isolated_command(sys.executable), *STEP_COMMAND]
     step += ["--decided", str(decided)]
@@ -321,6 +320,8 @@ def _step(repo: Repo, head: str, command: Sequence[str], log: Path | None) -> St
 
 def _log_step(repo: Repo, log: Path, result: StepResult) -> None:
     """One JSON line: the stamp of the tree that was measured, and what the command said."""
+    from guard.ops.provenance import stamp  # typing and datetime: `patchguard git` skips them
+
     line = {**stamp(repo), "exit": result.status, "skipped": result.skipped}
     with log.open("a", encoding="utf-8") as handle:
         handle.write(json.dumps(line, separators=(",", ":")) + "\n")

@@ -2,11 +2,13 @@
 
 Each operation gets an entry under the worktree's git dir. First the old bytes (and permission
 bits) of every file it touches are kept there, in one pack, and the entry is marked
-`writing`; both are flushed to disk, a few fsyncs for the whole operation however many files
-it writes. Only then are the files replaced, each atomically (not flushed: as git does not
-flush what it checks out, and the pack holds their old bytes); then the entry is marked
-`done` (not flushed either: recover() finds every file as written), and is what `patchguard
-undo` puts back. Kept bytes carry their blob id, so a damaged copy is never put back. So a set of files is changed whole or not at all: a write that
+`writing`; both are flushed to disk, three fsyncs for the whole operation however many files
+it writes (Journal.mark_writing). Only then are the files replaced, each atomically (not
+flushed: as git does not flush what it checks out, and the pack holds their old bytes); then
+the entry is marked `done` (not flushed either: recover() finds every file as written), and
+is what `patchguard undo` puts back. Kept bytes carry their blob id, so a damaged copy is
+never put back. Nothing is on disk before that first flush, so a journal discarded before
+write() changed nothing. So a set of files is changed whole or not at all: a write that
 fails puts back the files written before it, and a writer killed in between leaves its entry
 `writing`, which the next writer (recover) puts back before it starts. Only the newest entries
 are kept.
@@ -64,25 +66,8 @@ class Journal:
         """Keep `before` and note `after` (None: delete), for write() to put in place.
 
         `modes`: the permission bits of the file before, and those a file that is created gets.
+        Nothing is on disk before write(): a journal discarded before it changed nothing.
         """
-        try:
-            self.entry = self.entry or self._new_entry()
-            self._keep(path, before, after, patch, modes)
-        except OSError as error:  # no file is written before write(): leave no entry behind
-            self.discard()
-            raise ConfigError(
-                f"cannot keep the undo copy of {path} in {self.root}: {error.strerror}; "
-                "nothing was changed (free space, or make the git dir writable)"
-            ) from None
-
-    def _keep(
-        self,
-        path: str,
-        before: bytes | None,
-        after: bytes | None,
-        patch: str,
-        modes: tuple[int | None, int | None],
-    ) -> None:
         if patch not in self.patches:
             self.patches.append(patch)
         after_blob = None if after is None else blob_id(after)
@@ -112,12 +97,12 @@ class Journal:
         A file that cannot be written puts back the ones written before it, and the message
         says what became of each file.
         """
-        if self.entry is None:
+        if not self._writes:
             return
-        self.mark_writing()
+        entry = self.mark_writing()
         faults.point("journal-marked")
         with one_walk():  # one package's directories walked once, however many files
-            self._put_all(repo, self.entry)
+            self._put_all(repo, entry)
         faults.point("journal-written")
         self._save(DONE, durable=False)  # lost: recover() finds every file as written
 
@@ -135,13 +120,23 @@ class Journal:
                     "make it writable, then run the command again."
                 ) from None
 
-    def mark_writing(self) -> None:
+    def mark_writing(self) -> Path:
         """The one flushed step: from here on, a writer killed before `done` has its files put
-        back by the next writer (recover); before it, nothing was written."""
-        assert self.entry is not None
+        back by the next writer (recover); before it, nothing was written. Returns the entry.
+
+        Three fsyncs: the pack's bytes, the journal's, then the entry's directory, which makes
+        both names durable at once. The pack is written in place (the entry is new, and
+        nothing reads a pack without the journal that names it); a power loss before the
+        directory's fsync may keep the journal's name without the pack's, but then no file
+        was written yet, and recover() reads the entry as one killed before its journal."""
         try:  # the old bytes first, then the mark that names them
-            atomic_write(self.entry / PACK_FILE, bytes(self._kept))
+            self.entry = entry = self._new_entry()
+            with open(entry / PACK_FILE, "xb") as pack:
+                pack.write(self._kept)
+                pack.flush()
+                os.fsync(pack.fileno())
             self._save(WRITING, durable=True)
+            return entry
         except OSError as error:
             self.discard()
             raise ConfigError(
@@ -262,11 +257,17 @@ def recover(repo: Repo) -> Entry | None:
         if record.get("state", DONE) != WRITING:
             return None
         entry = _entry(path, record)
+        lost_pack = not (path / PACK_FILE).exists() and any(
+            item.get("before") == PACK_FILE for item in record["files"]
+        )
     except FileNotFoundError:  # killed before its journal: nothing was written for it
         _remove_tree(path)
         return None
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None  # damaged: `undo` says so when it gets there
+    if lost_pack:  # a power loss before mark_writing's last fsync: nothing was written for it
+        _remove_tree(path)
+        return None
     if _all_written(repo, record):
         _mark_done(path, record)
         return None

@@ -162,8 +162,11 @@ def unapply(
     *,
     dry_run: bool = False,
     allow_mid_operation: bool = False,
+    whole: bool = False,
 ) -> list[PatchOutcome]:
-    """Take applied patches out of the worktree (last first), keeping every other edit."""
+    """Take applied patches out of the worktree (last first), keeping every other edit.
+
+    `whole`: every patch comes out, or none does (nothing written when one cannot)."""
     every, patches, tree, journal = _begin_writing(
         repo, "unapply", names, dry_run, allow_mid_operation, None
     )
@@ -214,7 +217,10 @@ def unapply(
                 outcome.message = "not applied; nothing to take out"
         outcomes.append(outcome)
     if journal is not None:
-        journal.write(repo)
+        if whole and not all(o.ok for o in outcomes):
+            journal.discard()
+        else:
+            journal.write(repo)
     return list(reversed(outcomes))
 
 

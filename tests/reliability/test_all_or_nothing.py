@@ -204,6 +204,28 @@ def test_journal_leftovers_of_a_killed_writer_are_swept(sample: Sample) -> None:
     assert sample.pg("undo", "--list").output.startswith("0. the apply of eagle3")
 
 
+def test_a_power_loss_before_the_entry_was_flushed_left_nothing_to_put_back(
+    sample: Sample,
+) -> None:
+    """Journal.mark_writing makes the pack's name and the journal's durable with one fsync
+    of the entry: a power loss before it may keep the journal without the pack. No file was
+    written then, and the next writer sweeps the entry instead of failing on the pack."""
+    sample.record_eagle3()
+    sample.git("stash")
+    assert sample.pg("apply").exit_code == 0
+    applied = sample.kimi.read_bytes()
+    assert sample.pg("unapply").exit_code == 0
+    entry = max((locate(sample.root).git_dir / UNDO_DIR_NAME).iterdir())
+    record = json.loads((entry / JOURNAL_FILE).read_text())
+    sample.kimi.write_bytes(applied)  # as before that unapply: it never wrote a file
+    (entry / JOURNAL_FILE).write_text(json.dumps({**record, "state": "writing"}))
+    (entry / PACK_FILE).unlink()
+    assert sample.pg("apply").exit_code == 0
+    assert not entry.exists()
+    assert sample.kimi.read_bytes() == applied
+    assert sample.pg("check").exit_code == 0
+
+
 def test_duplicate_patch_names_are_refused(sample: Sample, tmp_path: Path) -> None:
     sample.record_eagle3()
     path = locate(sample.root).manifest_path

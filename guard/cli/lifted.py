@@ -1,0 +1,48 @@
+"""What `patchguard git` does around git, and says afterwards, without click.
+
+`patchguard git WORDS` is typed on every move of a regression hunt, and its words are git's own
+(nothing to parse): guard.entry runs it here directly, as the click command (guard.cli.lifting,
+for `patchguard -C DIR git ...` and `patchguard git --help`) and the bisect shorthands
+(guard.cli.hunting) do, and click (~25 ms) is never imported.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from guard.cli import render
+from guard.errors import EXIT_GUARD_FAILED, EXIT_OK
+from guard.git.repo import Repo
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import NoReturn
+
+    from guard.ops import moves
+
+
+def git_lifted(cwd: Path, args: Sequence[str]) -> NoReturn:
+    """Run `git ARGS` with the patches lifted, say what happened, and exit with the status:
+    git's own when git fails, else 0, or 1 when a guard fails afterwards."""
+    from guard.git.gitpaths import git_start_directory
+    from guard.ops import moves
+
+    repo = Repo.discover(Path(git_start_directory(args, str(cwd))))  # git's own -C DIR
+    status, lift = moves.run_git_lifted(repo, args, cwd)
+    report_lift(lift, "git " + " ".join(args))
+    if status == _SIGPIPE_STATUS:  # `patchguard git log | head`: the reader had enough
+        status = EXIT_OK
+    sys.exit(status or (EXIT_OK if lift.ok else EXIT_GUARD_FAILED))
+
+
+_SIGPIPE_STATUS = 128 + 13  # git ended by SIGPIPE, as a shell reports it
+
+
+def report_lift(lift: moves.Lift, what: str) -> None:
+    """The lift's lines, then the failure banner when a guard is red, on stderr."""
+    for line in render.lift_lines(lift):
+        print(f"patchguard: {line}", file=sys.stderr)
+    if lift.report is not None and not lift.report.ok:
+        print(render.banner(f"guard FAILED after {what}", lift.report.problems()), file=sys.stderr)
