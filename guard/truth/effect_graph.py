@@ -9,10 +9,10 @@ guard.truth.effect_reader.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 
-from guard.truth.effects import ANY, MUTATING_BUILTINS, QUIET, _Node
+from guard.truth.effects import ANY, MUTATING_BUILTINS, QUIET, _LazyGraph, _Node
 from guard.truth.statements import own_statements
 
 # Attributes that reach a namespace or rebind through it.
@@ -73,12 +73,14 @@ class _FunctionGraph:
     def __init__(self, tree: ast.Module, metaclasses: frozenset[str]) -> None:
         self.tree = tree
         self.metaclasses = metaclasses
-        self.graph: dict[str, _Node] = {}
+        self.graph = _LazyGraph(self._build)
         self.functions: dict[str, list[str]] = {}  # a name: the qualnames of functions so named
         self.classes: dict[str, list[str]] = {}  # a name: the qualnames of classes so named
         self.members: dict[str, dict[str, list[str]]] = {}  # class qualname: name -> refs
         self.all_imports: dict[str, set[str]] = {}  # any scope, any time
         self.stars: list[str] = []
+        # functions collected whose nodes are not built yet: (def, in a class, plain method)
+        self._pending: dict[str, tuple[ast.FunctionDef | ast.AsyncFunctionDef, bool, bool]] = {}
         self.top = {
             name
             for node in own_statements(tree.body)
@@ -93,14 +95,10 @@ class _FunctionGraph:
                 qualname = prefix + node.name
                 self.functions.setdefault(node.name, []).append(qualname)
                 plain = owner is not None and self._plain_method(node)
-                strict, on_instance = self._function(node, qualname, owner is not None)
-                self.graph[f"def:{qualname}"] = strict
-                self.graph[f"bound:{qualname}"] = (
-                    on_instance if plain else _Node(calls={f"def:{qualname}"})
-                )
-                self.graph[f"result:{qualname}"] = _Node(
-                    calls=_results(self.graph[f"def:{qualname}"])
-                )
+                # Its nodes are built at the first question (_build): the last def of a name
+                # is the one its key names.
+                self._pending[qualname] = (node, owner is not None, plain)
+                self.graph.pending.add(qualname)
                 if owner is not None and not plain:  # a plain method runs on an instance only,
                     # and making one counted every method of its class (new:K)
                     for name in (node.name, ANY):
@@ -125,6 +123,15 @@ class _FunctionGraph:
                     self.all_imports.setdefault(name, set()).add(origin)
                     if origin.endswith(".*"):
                         self.stars.append(origin[:-2])
+
+    def _build(self, qualname: str) -> None:
+        """The nodes of one function collected (`def:`, `bound:`, `result:`), built once all
+        the file's names are known: a body may call a function defined below it."""
+        node, method, plain = self._pending.pop(qualname)
+        strict, on_instance = self._function(node, qualname, method)
+        self.graph[f"def:{qualname}"] = strict
+        self.graph[f"bound:{qualname}"] = on_instance if plain else _Node(calls={f"def:{qualname}"})
+        self.graph[f"result:{qualname}"] = _Node(calls=_results(strict))
 
     def _plain_method(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
         """Run on an instance (its first parameter): not a static or class method."""
@@ -381,6 +388,15 @@ class _FunctionGraph:
         keys = {f"def:{q}" for q in self.functions.get(name, ()) if "." not in q}
         keys |= {f"new:{q}" for q in self.classes.get(name, ()) if "." not in q}
         return keys
+
+
+def resumed(graph: _LazyGraph, tree: ast.Module) -> Callable[[str], None]:
+    """What builds the pending nodes of a graph read back from the parse cache: the file's
+    functions collected again from its syntax tree, each built into `graph` when asked."""
+    again = _FunctionGraph(tree, frozenset())  # its class nodes are not kept: `graph` has them
+    again._collect(tree.body, "", None)
+    again.graph = graph
+    return again._build
 
 
 def _static(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> bool:
