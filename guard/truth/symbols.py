@@ -7,6 +7,7 @@ A file's SymbolIndex holds its definitions and the binding model of what importi
 from __future__ import annotations
 
 import ast
+import gc
 import unicodedata
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -71,6 +72,18 @@ class SymbolIndex:
     ) -> SymbolIndex:
         """`facts`: the interpreter's (guard.truth.interpreters) that conditions are decided for; None
         for patchguard's own."""
+        collecting = gc.isenabled()
+        gc.disable()  # a syntax tree holds no cycles: the collector would only walk it, often
+        try:
+            return cls._parse(source, path, facts)
+        finally:
+            if collecting:
+                gc.enable()
+
+    @classmethod
+    def _parse(
+        cls, source: bytes, path: str, facts: Mapping[str, object] | None
+    ) -> SymbolIndex:
         try:
             tree = ast.parse(source, filename=path)
         except SyntaxError as error:
