@@ -81,9 +81,7 @@ class SymbolIndex:
                 gc.enable()
 
     @classmethod
-    def _parse(
-        cls, source: bytes, path: str, facts: Mapping[str, object] | None
-    ) -> SymbolIndex:
+    def _parse(cls, source: bytes, path: str, facts: Mapping[str, object] | None) -> SymbolIndex:
         try:
             tree = ast.parse(source, filename=path)
         except SyntaxError as error:
