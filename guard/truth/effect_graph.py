@@ -390,9 +390,11 @@ class _FunctionGraph:
         return keys
 
 
-def resumed(graph: _LazyGraph, tree: ast.Module) -> Callable[[str], None]:
-    """What builds the pending nodes of a graph read back from the parse cache: the file's
-    functions collected again from its syntax tree, each built into `graph` when asked."""
+def resumed(graph: _LazyGraph, source: bytes, path: str) -> Callable[[str], None]:
+    """What builds the pending nodes of `graph`, the file's functions collected again from its
+    source, each built into `graph` when asked (the syntax tree is not kept meanwhile: a
+    command holding every file's would spend its time in the cyclic collector)."""
+    tree = ast.parse(source, filename=path)
     again = _FunctionGraph(tree, frozenset())  # its class nodes are not kept: `graph` has them
     again._collect(tree.body, "", None)
     again.graph = graph

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import pickle
 from collections.abc import Mapping
+from functools import partial
 
 from guard.git.content_cache import ContentCache
 from guard.git.objects import blob_id, digest
@@ -39,7 +40,7 @@ def parse(
         found = _loads(kept, path)
         if isinstance(found, SymbolIndex) and found.effects is not None:
             graph = found.effects.graph
-            graph.source = lambda: _resumed(graph, content, path)
+            graph.source = partial(_resumed, graph, content, path)
         if found is not None:
             return found
     result: SymbolIndex | SourceSyntaxError
@@ -68,14 +69,6 @@ def _key(content: bytes, facts: Mapping[str, object] | None) -> str:
     return f"{namespace}-{blob_id(content)}"
 
 
-def _resumed(graph: _LazyGraph, content: bytes, path: str) -> Callable[[str], None]:
-    import ast  # only to build a node the stored graph lacks
-
-    from guard.truth.effect_graph import resumed
-
-    return resumed(graph, ast.parse(content, filename=path))
-
-
 def _dumps(result: SymbolIndex | SourceSyntaxError) -> bytes:
     # A syntax error is kept without its path: the same bytes may sit at another path.
     kept = (
@@ -99,3 +92,9 @@ def _loads(data: bytes, path: str) -> SymbolIndex | SourceSyntaxError | None:
     if isinstance(kept, tuple) and len(kept) == 3 and kept[0] == "error":
         return SourceSyntaxError(path, kept[1], kept[2])
     return None
+
+
+def _resumed(graph: _LazyGraph, content: bytes, path: str) -> Callable[[str], None]:
+    from guard.truth.effect_graph import resumed  # only to build a node the stored graph lacks
+
+    return resumed(graph, content, path)
