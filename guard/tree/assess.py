@@ -12,6 +12,7 @@ from __future__ import annotations
 import pickle
 from collections.abc import Sequence
 from dataclasses import replace
+from weakref import WeakKeyDictionary
 
 from guard.git import objects
 from guard.git.markers import marker_lines
@@ -504,20 +505,19 @@ def _contains_change(
 def _merge3(
     repo: Repo, base: bytes, ours: bytes, theirs: bytes, labels: tuple[str, str, str]
 ) -> MergeResult:
-    """`repo.merge3`, once per content in this process: apply asks _contains_change, then its
-    own forward merge, and the check after it asks both again, of the same bytes (a merge is a
-    pure function of them; the merge cache keeps it between processes, at three SHA-1s and a
+    """`repo.merge3`, once per content and command: apply asks _contains_change, then its own
+    forward merge, and the check after it asks both again, of the same bytes (a merge is a
+    pure function of them; the merge cache keeps it between commands, at three SHA-1s and a
     file read per question)."""
+    merged = _MERGED.setdefault(repo, {})
     key = (base, ours, theirs, labels)
-    if key not in _MERGED:
-        if len(_MERGED) >= _MERGES_KEPT:
-            _MERGED.clear()
-        _MERGED[key] = repo.merge3(base, ours, theirs, labels)
-    return _MERGED[key]
+    if key not in merged:
+        merged[key] = repo.merge3(base, ours, theirs, labels)
+    return merged[key]
 
 
-_MERGED: dict[tuple[bytes, bytes, bytes, tuple[str, str, str]], MergeResult] = {}
-_MERGES_KEPT = 256
+_Merges = dict[tuple[bytes, bytes, bytes, tuple[str, str, str]], MergeResult]
+_MERGED: WeakKeyDictionary[Repo, _Merges] = WeakKeyDictionary()  # each command's, by its Repo
 
 
 def _without_definitions(
