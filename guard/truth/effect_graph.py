@@ -1,7 +1,8 @@
 """The graph of a file's functions and classes for its effect summary (guard.truth.effects): for
 each function, what running its body may change directly and what else of the checkout it
 runs; for each class, what making an instance of it, deriving from it or using it as a
-metaclass runs. One walk of each function body; the closure over the graph is
+metaclass runs. One walk of each function body, when a question first reaches it; the
+closure over the graph is
 guard.truth.effects' `_closure`, and the module's import-time code is read on top of it by
 guard.truth.effect_reader.
 """
@@ -66,8 +67,8 @@ _IMPLICIT_CLASS_METHODS = frozenset({"__new__", "__init_subclass__", "__class_ge
 
 
 class _FunctionGraph:
-    """The file's functions and classes as nodes of the effect graph (`_collect`: one walk of
-    each function body), with the names that walk tells apart: the file's own top-level names
+    """The file's functions and classes as nodes of the effect graph (`_collect`; `_build`: one
+    walk of a function body, when its node is first asked for), with the names that walk tells apart: the file's own top-level names
     (`top`) and what any of its imports binds (`all_imports`)."""
 
     def __init__(self, tree: ast.Module, metaclasses: frozenset[str]) -> None:

@@ -24,9 +24,9 @@ away indirectly (issue 27). One rule, not a list of patterns:
 
 Each file gets one `Effects` (pickled with its parse, guard.truth.parsed): the closure of its own
 import-time code, and the graph of its functions and classes that another module's check
-follows. Building it is one walk of each function (guard.truth.effect_graph) and of the
-import-time code (guard.truth.effect_reader, whose `summarize` builds it); a closure is one walk
-of the graph.
+follows. Building it is one walk of the import-time code (guard.truth.effect_reader, whose
+`summarize` builds it) and one of each function a question reaches (guard.truth.effect_graph;
+`_LazyGraph` builds a function's nodes when first asked); a closure is one walk of the graph.
 """
 
 from __future__ import annotations
