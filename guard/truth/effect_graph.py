@@ -2,9 +2,8 @@
 each function, what running its body may change directly and what else of the checkout it
 runs; for each class, what making an instance of it, deriving from it or using it as a
 metaclass runs. One walk of each function body, when a question first reaches it; the
-closure over the graph is
-guard.truth.effects' `_closure`, and the module's import-time code is read on top of it by
-guard.truth.effect_reader.
+closure over the graph is guard.truth.effects' `_closure`, and the module's import-time code
+is read on top of it by guard.truth.effect_reader.
 """
 
 from __future__ import annotations
