@@ -7,7 +7,6 @@ A file's SymbolIndex holds its definitions and the binding model of what importi
 from __future__ import annotations
 
 import ast
-import gc
 import unicodedata
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -73,6 +72,8 @@ class SymbolIndex:
     ) -> SymbolIndex:
         """`facts`: the interpreter's (guard.truth.interpreters) that conditions are decided for; None
         for patchguard's own."""
+        import gc  # only when a file is parsed
+
         collecting = gc.isenabled()
         gc.disable()  # a syntax tree holds no cycles: the collector would only walk it, often
         try:
