@@ -5,6 +5,7 @@ hook of a base class in another module, a function of the checkout handed the cl
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import sample_repo
@@ -221,3 +222,58 @@ def test_an_alias_of_a_function_that_deletes_the_method_is_not_green(
         assert named in result.stdout + result.stderr
     sample.kimi.write_text(original)
     run_patchguard(sample.root, clean_env, ("check",), check=0)
+
+
+def _check_states(sample: Sample, clean_env: dict[str, str], code: int) -> dict[str, dict]:
+    result = run_patchguard(sample.root, clean_env, ("check", "--json"), check=code)
+    return {s["spec"]: s for s in json.loads(result.stdout)["symbols"]}
+
+
+def test_a_function_defined_below_the_one_that_calls_it_is_followed(
+    sample: Sample, clean_env: dict[str, str]
+) -> None:
+    """The import calls `prepare()`, which calls `strip()`, defined below it: Python runs
+    `strip()` (bound by the time `prepare()` runs), which deletes the method."""
+    sample.record_eagle3()
+    method = sample_repo.METHODS[0]
+    with sample.kimi.open("a") as kimi:
+        kimi.write(
+            f"\n\ndef prepare():\n    strip()\n\n\ndef strip():\n"
+            f"    delattr({sample_repo.CLASS}, {method!r})\n\n\nprepare()\n"
+        )
+    dropped = _check_states(sample, clean_env, 1)[
+        f"{sample_repo.KIMI}::{sample_repo.CLASS}.{method}"
+    ]
+    assert dropped["state"] == "cannot-tell"
+    assert "strip()" in dropped["detail"] and method in dropped["detail"]
+
+
+def test_a_stored_parse_builds_what_a_later_check_asks_of_it(
+    sample: Sample, clean_env: dict[str, str]
+) -> None:
+    """A function's effects are read when a check first asks for them, and the parse is kept
+    with what was read: the next check, whose model file calls another function of the same
+    (unchanged, stored) module, reads that one too, and is not green where Python drops the
+    method. A check with the cache emptied says the same."""
+    sample.record_eagle3()
+    method = sample_repo.METHODS[0]
+    helpers = "python/sglang/srt/models/helpers.py"
+    _write(
+        sample.root,
+        {
+            helpers: f"def harmless(k):\n    return k\n\n\ndef strip(k):\n    delattr(k, {method!r})\n"
+        },
+    )
+    spec = f"{sample_repo.KIMI}::{sample_repo.CLASS}.{method}"
+    original = sample.kimi.read_text()
+    sample.kimi.write_text(
+        f"{original}\n\nfrom .helpers import harmless\n\nharmless({sample_repo.CLASS})\n"
+    )
+    assert _check_states(sample, clean_env, 0)[spec]["state"] == "present"
+    sample.kimi.write_text(
+        f"{original}\n\nfrom .helpers import strip\n\nstrip({sample_repo.CLASS})\n"
+    )
+    dropped = _check_states(sample, clean_env, 1)[spec]
+    assert dropped["state"] == "cannot-tell" and "strip()" in dropped["detail"]
+    shutil.rmtree(sample.root / ".git" / "patchguard-cache")
+    assert _check_states(sample, clean_env, 1)[spec] == dropped

@@ -12,10 +12,11 @@ from __future__ import annotations
 import pickle
 from collections.abc import Sequence
 from dataclasses import replace
+from weakref import WeakKeyDictionary
 
 from guard.git import objects
 from guard.git.markers import marker_lines
-from guard.git.repo import Repo
+from guard.git.repo import MergeResult, Repo
 from guard.git.worktree_paths import one_walk
 from guard.store import fastpath
 from guard.store.derived import load_manifest
@@ -286,7 +287,7 @@ def _assess_change(
             None,
             patched,
         )
-    forward = repo.merge3(base, current, patched, labels)
+    forward = _merge3(repo, base, current, patched, labels)
     if not forward.clean:  # an earlier version the update grew from may merge where this cannot
         upgrade = _upgrade_from_earlier(repo, tree, patch, change, path, current, patched)
         if upgrade is not None:
@@ -491,14 +492,32 @@ def _contains_change(
         return True
     if base == patched:
         return True
-    forward = repo.merge3(base, text, patched, labels)
+    forward = _merge3(repo, base, text, patched, labels)
     if forward.clean and forward.content == text:
         return True
-    backward = repo.merge3(patched, text, base, labels)
+    backward = _merge3(repo, patched, text, base, labels)
     if not backward.clean or backward.content == text:
         return False
-    again = repo.merge3(base, backward.content, patched, labels)
+    again = _merge3(repo, base, backward.content, patched, labels)
     return again.clean and again.content == text
+
+
+def _merge3(
+    repo: Repo, base: bytes, ours: bytes, theirs: bytes, labels: tuple[str, str, str]
+) -> MergeResult:
+    """`repo.merge3`, once per content and command: apply asks _contains_change, then its own
+    forward merge, and the check after it asks both again, of the same bytes (a merge is a
+    pure function of them; the merge cache keeps it between commands, at three SHA-1s and a
+    file read per question)."""
+    merged = _MERGED.setdefault(repo, {})
+    key = (base, ours, theirs, labels)
+    if key not in merged:
+        merged[key] = repo.merge3(base, ours, theirs, labels)
+    return merged[key]
+
+
+_Merges = dict[tuple[bytes, bytes, bytes, tuple[str, str, str]], MergeResult]
+_MERGED: WeakKeyDictionary[Repo, _Merges] = WeakKeyDictionary()  # each command's, by its Repo
 
 
 def _without_definitions(

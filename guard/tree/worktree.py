@@ -238,6 +238,9 @@ class Worktree:
             for kind, origin in sorted(effects.at_import.needs):
                 self._reaches(path, kind, origin, effects, seen, 0, changes)
             self._reached[path, id(effects)] = Reach(changes)
+            for content, other in self._indexes.items():  # what this built, for next time
+                if isinstance(other, SymbolIndex):
+                    parsed.keep_grown(content, other, self.repo.parse_cache, self.facts)
         return self._reached[path, id(effects)]
 
     def _reaches(

@@ -1,18 +1,18 @@
 """The graph of a file's functions and classes for its effect summary (guard.truth.effects): for
 each function, what running its body may change directly and what else of the checkout it
 runs; for each class, what making an instance of it, deriving from it or using it as a
-metaclass runs. One walk of each function body; the closure over the graph is
-guard.truth.effects' `_closure`, and the module's import-time code is read on top of it by
-guard.truth.effect_reader.
+metaclass runs. One walk of each function body, when a question first reaches it; the
+closure over the graph is guard.truth.effects' `_closure`, and the module's import-time code
+is read on top of it by guard.truth.effect_reader.
 """
 
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 
-from guard.truth.effects import ANY, MUTATING_BUILTINS, QUIET, _Node
+from guard.truth.effects import ANY, MUTATING_BUILTINS, QUIET, _LazyGraph, _Node
 from guard.truth.statements import own_statements
 
 # Attributes that reach a namespace or rebind through it.
@@ -66,19 +66,21 @@ _IMPLICIT_CLASS_METHODS = frozenset({"__new__", "__init_subclass__", "__class_ge
 
 
 class _FunctionGraph:
-    """The file's functions and classes as nodes of the effect graph (`_collect`: one walk of
-    each function body), with the names that walk tells apart: the file's own top-level names
+    """The file's functions and classes as nodes of the effect graph (`_collect`; `_build`: one
+    walk of a function body, when its node is first asked for), with the names that walk tells apart: the file's own top-level names
     (`top`) and what any of its imports binds (`all_imports`)."""
 
     def __init__(self, tree: ast.Module, metaclasses: frozenset[str]) -> None:
         self.tree = tree
         self.metaclasses = metaclasses
-        self.graph: dict[str, _Node] = {}
+        self.graph = _LazyGraph(self._build)
         self.functions: dict[str, list[str]] = {}  # a name: the qualnames of functions so named
         self.classes: dict[str, list[str]] = {}  # a name: the qualnames of classes so named
         self.members: dict[str, dict[str, list[str]]] = {}  # class qualname: name -> refs
         self.all_imports: dict[str, set[str]] = {}  # any scope, any time
         self.stars: list[str] = []
+        # functions collected whose nodes are not built yet: (def, in a class, plain method)
+        self._pending: dict[str, tuple[ast.FunctionDef | ast.AsyncFunctionDef, bool, bool]] = {}
         self.top = {
             name
             for node in own_statements(tree.body)
@@ -93,14 +95,10 @@ class _FunctionGraph:
                 qualname = prefix + node.name
                 self.functions.setdefault(node.name, []).append(qualname)
                 plain = owner is not None and self._plain_method(node)
-                strict, on_instance = self._function(node, qualname, owner is not None)
-                self.graph[f"def:{qualname}"] = strict
-                self.graph[f"bound:{qualname}"] = (
-                    on_instance if plain else _Node(calls={f"def:{qualname}"})
-                )
-                self.graph[f"result:{qualname}"] = _Node(
-                    calls=_results(self.graph[f"def:{qualname}"])
-                )
+                # Its nodes are built at the first question (_build): the last def of a name
+                # is the one its key names.
+                self._pending[qualname] = (node, owner is not None, plain)
+                self.graph.pending.add(qualname)
                 if owner is not None and not plain:  # a plain method runs on an instance only,
                     # and making one counted every method of its class (new:K)
                     for name in (node.name, ANY):
@@ -125,6 +123,15 @@ class _FunctionGraph:
                     self.all_imports.setdefault(name, set()).add(origin)
                     if origin.endswith(".*"):
                         self.stars.append(origin[:-2])
+
+    def _build(self, qualname: str) -> None:
+        """The nodes of one function collected (`def:`, `bound:`, `result:`), built once all
+        the file's names are known: a body may call a function defined below it."""
+        node, method, plain = self._pending.pop(qualname)
+        strict, on_instance = self._function(node, qualname, method)
+        self.graph[f"def:{qualname}"] = strict
+        self.graph[f"bound:{qualname}"] = on_instance if plain else _Node(calls={f"def:{qualname}"})
+        self.graph[f"result:{qualname}"] = _Node(calls=_results(strict))
 
     def _plain_method(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
         """Run on an instance (its first parameter): not a static or class method."""
@@ -381,6 +388,17 @@ class _FunctionGraph:
         keys = {f"def:{q}" for q in self.functions.get(name, ()) if "." not in q}
         keys |= {f"new:{q}" for q in self.classes.get(name, ()) if "." not in q}
         return keys
+
+
+def resumed(graph: _LazyGraph, source: bytes, path: str) -> Callable[[str], None]:
+    """What builds the pending nodes of `graph`, the file's functions collected again from its
+    source, each built into `graph` when asked (the syntax tree is not kept meanwhile: a
+    command holding every file's would spend its time in the cyclic collector)."""
+    tree = ast.parse(source, filename=path)
+    again = _FunctionGraph(tree, frozenset())  # its class nodes are not kept: `graph` has them
+    again._collect(tree.body, "", None)
+    again.graph = graph
+    return again._build
 
 
 def _static(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> bool:

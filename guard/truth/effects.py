@@ -24,14 +24,14 @@ away indirectly (issue 27). One rule, not a list of patterns:
 
 Each file gets one `Effects` (pickled with its parse, guard.truth.parsed): the closure of its own
 import-time code, and the graph of its functions and classes that another module's check
-follows. Building it is one walk of each function (guard.truth.effect_graph) and of the
-import-time code (guard.truth.effect_reader, whose `summarize` builds it); a closure is one walk
-of the graph.
+follows. Building it is one walk of the import-time code (guard.truth.effect_reader, whose
+`summarize` builds it) and one of each function a question reaches (guard.truth.effect_graph;
+`_LazyGraph` builds a function's nodes when first asked); a closure is one walk of the graph.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 
 # Builtins that rebind or reach bindings when they run (by name, or handed to other code).
@@ -79,6 +79,58 @@ class _Node:
     runs_arguments: bool = False  # it may call what it is handed (a decorator that runs it)
 
 
+class _LazyGraph(dict[str, _Node]):
+    """The graph, each collected function's nodes (`def:Q`, `bound:Q`, `result:Q`) built at
+    the first question: a module's import runs few of its functions, and another module's
+    check asks for the few it uses, so most are never built (building them all was most of
+    a parse). A node is the same whenever it is built: it depends only on the function's code
+    and the names of the whole file.
+
+    `pending`: the qualnames not built yet; `build` builds one from the syntax tree. A graph
+    read back from the parse cache keeps what was built and builds the rest from `source`,
+    which parses the file again (guard.truth.parsed); `grown`: built since it was stored."""
+
+    def __init__(self, build: Callable[[str], None] | None = None) -> None:
+        super().__init__()
+        self.pending: set[str] = set()
+        self.build = build
+        self.source: Callable[[], Callable[[str], None]] | None = None
+        self.grown = False
+
+    def __contains__(self, key: object) -> bool:
+        return dict.__contains__(self, key) or (isinstance(key, str) and self._built(key))
+
+    def __missing__(self, key: str) -> _Node:
+        if self._built(key):
+            return dict.__getitem__(self, key)
+        raise KeyError(key)
+
+    def _built(self, key: str) -> bool:
+        kind, _, qualname = key.partition(":")
+        if kind not in ("def", "bound", "result") or qualname not in self.pending:
+            return False
+        self.pending.discard(qualname)
+        self.grown = True
+        try:
+            if self.build is None:
+                assert self.source is not None, "a stored graph is read with its source"
+                self.build = self.source()
+            self.build(qualname)
+        except RecursionError:  # deeper than reading follows: it may change anything
+            too_deep = _Node(changes={ANY: f"{qualname} nests too deeply for reading"})
+            for kind in ("def", "bound", "result"):
+                dict.__setitem__(self, f"{kind}:{qualname}", too_deep)
+        return True
+
+    def __getstate__(self) -> dict[str, object]:
+        return {"pending": set(self.pending)}  # the builders hold the syntax tree: not kept
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        pending = state["pending"]
+        assert isinstance(pending, set)
+        self.pending, self.build, self.source, self.grown = pending, None, None, False
+
+
 @dataclass
 class Effects:
     """A file's effect summary: `at_import` for its own import; `graph` for other modules.
@@ -89,7 +141,7 @@ class Effects:
     `method:NAME` (any method of that name in the file)."""
 
     at_import: Reach
-    graph: dict[str, _Node]
+    graph: _LazyGraph
     imports: dict[str, str]  # a module-level name bound by an import: its dotted origin
     stars: tuple[str, ...]  # modules of `from M import *`
     values: dict[str, frozenset[str]]  # what a module-level name may hold after the import

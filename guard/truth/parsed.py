@@ -14,11 +14,18 @@ from __future__ import annotations
 
 import pickle
 from collections.abc import Mapping
+from functools import partial
 
 from guard.git.content_cache import ContentCache
 from guard.git.objects import blob_id, digest
 from guard.store.fastpath import model_namespace
 from guard.truth.symbols import SourceSyntaxError, SymbolIndex
+
+TYPE_CHECKING = False  # not `from typing import ...`: the hooks import this module
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from guard.truth.effects import _LazyGraph
 
 
 def parse(
@@ -27,13 +34,13 @@ def parse(
     """The file's SymbolIndex, or the syntax error that stops Python from importing it.
 
     `facts`: the interpreter's whose conditions are decided; None for patchguard's own."""
-    namespace = model_namespace()
-    if facts is not None:
-        namespace += digest(repr(sorted(facts.items())).encode())[:8]
-    key = f"{namespace}-{blob_id(content)}"
+    key = _key(content, facts)
     kept = cache.get(key)
     if kept is not None:
         found = _loads(kept, path)
+        if isinstance(found, SymbolIndex) and found.effects is not None:
+            graph = found.effects.graph
+            graph.source = partial(_resumed, graph, content, path)
         if found is not None:
             return found
     result: SymbolIndex | SourceSyntaxError
@@ -45,6 +52,23 @@ def parse(
     return result
 
 
+def keep_grown(
+    content: bytes, index: SymbolIndex, cache: ContentCache, facts: Mapping[str, object] | None
+) -> None:
+    """Store the index again when its effect graph built nodes since it was stored (its
+    functions' nodes are built when asked: guard.truth.effects), so the next command that asks
+    the same finds them built instead of parsing the file again."""
+    if index.effects is not None and index.effects.graph.grown:
+        cache.put(_key(content, facts), _dumps(index))
+
+
+def _key(content: bytes, facts: Mapping[str, object] | None) -> str:
+    namespace = model_namespace()
+    if facts is not None:
+        namespace += digest(repr(sorted(facts.items())).encode())[:8]
+    return f"{namespace}-{blob_id(content)}"
+
+
 def _dumps(result: SymbolIndex | SourceSyntaxError) -> bytes:
     # A syntax error is kept without its path: the same bytes may sit at another path.
     kept = (
@@ -52,6 +76,8 @@ def _dumps(result: SymbolIndex | SourceSyntaxError) -> bytes:
         if isinstance(result, SourceSyntaxError)
         else result
     )
+    if isinstance(result, SymbolIndex) and result.effects is not None:
+        result.effects.graph.grown = False
     return pickle.dumps(kept, protocol=pickle.HIGHEST_PROTOCOL)
 
 
@@ -66,3 +92,9 @@ def _loads(data: bytes, path: str) -> SymbolIndex | SourceSyntaxError | None:
     if isinstance(kept, tuple) and len(kept) == 3 and kept[0] == "error":
         return SourceSyntaxError(path, kept[1], kept[2])
     return None
+
+
+def _resumed(graph: _LazyGraph, content: bytes, path: str) -> Callable[[str], None]:
+    from guard.truth.effect_graph import resumed  # only to build a node the stored graph lacks
+
+    return resumed(graph, content, path)

@@ -10,6 +10,7 @@ import ast
 import unicodedata
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from functools import partial
 
 from guard.store.spec import Spec
 from guard.truth.model_expressions import _KEEPING_DECORATORS
@@ -71,6 +72,18 @@ class SymbolIndex:
     ) -> SymbolIndex:
         """`facts`: the interpreter's (guard.truth.interpreters) that conditions are decided for; None
         for patchguard's own."""
+        import gc  # only when a file is parsed
+
+        collecting = gc.isenabled()
+        gc.disable()  # a syntax tree holds no cycles: the collector would only walk it, often
+        try:
+            return cls._parse(source, path, facts)
+        finally:
+            if collecting:
+                gc.enable()
+
+    @classmethod
+    def _parse(cls, source: bytes, path: str, facts: Mapping[str, object] | None) -> SymbolIndex:
         try:
             tree = ast.parse(source, filename=path)
         except SyntaxError as error:
@@ -91,9 +104,12 @@ class SymbolIndex:
             definitions = list(_walk(tree.body, prefix="", block_counter=iter(range(1 << 62))))
             reflection = _reflection(tree)
             attribute_write = _attribute_write(tree)
-            from guard.truth.effect_reader import summarize  # only when a file is parsed
+            from guard.truth.effect_graph import resumed  # only when a file is parsed
+            from guard.truth.effect_reader import summarize
 
             effects = summarize(tree, _KEEPING_DECORATORS, _KEEPING_METACLASSES)
+            effects.graph.build = None  # the rest from the source, if ever asked (resumed)
+            effects.graph.source = partial(resumed, effects.graph, source, path)
         except RecursionError:
             return cls([], _Model(unreadable=_TOO_DEEP))
         index = cls(definitions, model)
