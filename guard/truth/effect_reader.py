@@ -234,7 +234,7 @@ class _Reader(_FunctionGraph):
 
     def _hands(self, callee: _Refs, handed: _Refs) -> None:
         """A function from another module of the checkout gets functions or classes of this
-        one: if it calls what it is handed, they run (guard.tree.assess reads it)."""
+        one: if it calls what it is handed, they run (guard.tree.worktree reads it)."""
         keys = [
             f"new:{r.partition(':')[2]}" if r.startswith(("class:", "instance:")) else r
             for r in handed

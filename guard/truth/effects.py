@@ -16,7 +16,7 @@ away indirectly (issue 27). One rule, not a list of patterns:
 - The import-time code of the module (its body, class bodies, decorators, defaults,
   annotations, bases) is read with the values its names may hold: what it calls, indexes,
   iterates, tests or operates on runs what the value may be or hold, in this module or, through
-  its imports (`needs`, resolved by guard.tree.assess), in another module of the checkout.
+  its imports (`needs`, resolved by guard.tree.worktree), in another module of the checkout.
 - Code outside the checkout changes a class only through what it is handed, and keeps (wraps,
   registers) a function it is handed rather than calling it, except the builtins and library
   functions that call it at once (`sorted`, `map`, `functools.reduce`...); a function of the
