@@ -1,5 +1,5 @@
 """The `patchguard` entry point, kept light: hooks and an unchanged `check` never import click,
-pydantic or pygit2."""
+pydantic or pygit2, and the plain forms of the commands people type most skip click (PLAIN)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,18 @@ import sys
 from guard.errors import ConfigError
 
 VERIFIED_MESSAGE = "patchguard: all guards hold (content unchanged since it was last verified)"
+
+# The commands whose plain forms run without click (issue 30), each by the module that parses
+# them: its run_plain(directory, command, words) returns the exit code, or None to leave the
+# form (--help, a mistake, another option) to click. One line per command.
+PLAIN = {
+    "status": "guard.cli.plain",
+    "list": "guard.cli.plain",
+    "show": "guard.cli.plain",
+    "log": "guard.cli.plain",
+    "stamp": "guard.cli.plain",
+    "apply": "guard.cli.plain",
+}
 
 
 def main() -> None:
@@ -27,6 +39,13 @@ def _dispatch(argv: list[str]) -> int:
     flags = _plain_check(argv)
     if flags is not None:
         return _check(directory, *flags)
+    command, words = _command(argv)
+    if command in PLAIN:
+        from importlib import import_module
+
+        code: int | None = import_module(PLAIN[command]).run_plain(directory, command, words)
+        if code is not None:
+            return code
     from guard.cli.app import main as run_cli
 
     return run_cli()
@@ -79,6 +98,21 @@ def _check(directory: str, quiet: bool, as_json: bool) -> int:
     from guard.cli.preflight import report_check
 
     return report_check(Path(directory), quiet=quiet, as_json=as_json)
+
+
+def _command(argv: list[str]) -> tuple[str | None, list[str]]:
+    """The command's name and the words after it, past the group's `-C DIR`s (None when one
+    lacks its DIR or names a file: click says so)."""
+    for at in range(0, len(argv), 2):
+        if argv[at] != "-C":
+            return argv[at], argv[at + 1 :]
+        if at + 1 == len(argv) or _names_a_file(argv[at + 1]):
+            break
+    return None, []
+
+
+def _names_a_file(directory: str) -> bool:
+    return os.path.exists(directory) and not os.path.isdir(directory)
 
 
 def _plain_check(argv: list[str]) -> tuple[bool, bool] | None:

@@ -143,12 +143,10 @@ def outcome_lines(outcomes: Sequence[PatchOutcome]) -> list[str]:
 
 def show_lines(patches: Sequence[Patch], color: bool) -> list[str]:
     """`patchguard show`: what each patch is, what it requires, and its diff as recorded."""
-    import click  # only here: the hooks import this module for the banner
-
     lines: list[str] = []
     for patch in patches:
         title = f"patch {patch.name}"
-        lines += [click.style(title, fg="yellow") if color else title]
+        lines += [_styled(title, fg="yellow") if color else title]
         if patch.description:
             lines.append(f"    {patch.description}")
         lines.append(f"base:     {patch.base_commit}")
@@ -175,12 +173,18 @@ _DIFF_COLORS = (("+++", "bold"), ("---", "bold"), ("+", "green"), ("-", "red"), 
 
 
 def _diff_line(line: str, color: bool) -> str:
-    import click
-
     for prefix, style in _DIFF_COLORS if color else ():
         if line.startswith(prefix):
-            return click.style(line, bold=True) if style == "bold" else click.style(line, fg=style)
+            return _styled(line, bold=True) if style == "bold" else _styled(line, fg=style)
     return line
+
+
+def _styled(text: str, **style: Any) -> str:
+    """click's styles, for a terminal only: click is imported for colour alone (the hooks and
+    the plain commands import this module without it)."""
+    import click
+
+    return click.style(text, **style)
 
 
 def banner(title: str, problems: Sequence[str]) -> str:

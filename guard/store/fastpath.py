@@ -382,3 +382,55 @@ def _write_key(
     )
     # A cache, never flushed: a torn file fails parse_verified here, and `command .` in sh
     atomic_write(Path(verified_file), (_HEAD + "\n" + text).encode(), durable=False)
+
+
+# The last full answers of status and apply for one content (guard.cli.plain): JSON, per
+# worktree, beside the verified keys; replaced whole when the content changes.
+ANSWERS_FILE = "answers.json"
+MAX_ANSWERS = 16
+
+
+def recall(found: CurrentKey, question: str) -> str | None:
+    """What a command answered to `question` for exactly this content, if it is on record.
+
+    The record names the key and the model_namespace() it was answered for; anything else
+    (another content, another patchguard, a torn or foreign file) is no answer."""
+    import json
+
+    try:
+        with open(os.path.join(found.git_dir, CACHE_DIR_NAME, ANSWERS_FILE), "rb") as handle:
+            record = json.loads(handle.read())
+        if record["key"] != found.key or record["model"] != model_namespace():
+            return None
+        answer = record["answers"].get(question)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+    return answer if isinstance(answer, str) else None
+
+
+def keep_answer(found: CurrentKey, question: str, answer: str) -> None:
+    """Record `answer` to `question` for the content `found` keys (skipped when the git dir
+    cannot be written: the next run answers in full again)."""
+    import json
+    from pathlib import Path
+
+    from guard.git.atomic import atomic_write
+
+    cache = os.path.join(found.git_dir, CACHE_DIR_NAME)
+    path = os.path.join(cache, ANSWERS_FILE)
+    answers: dict[str, str] = {}
+    try:
+        with open(path, "rb") as handle:
+            record = json.loads(handle.read())
+        if record["key"] == found.key and record["model"] == model_namespace():
+            answers = {k: v for k, v in record["answers"].items() if isinstance(v, str)}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        pass
+    answers.pop(question, None)
+    answers = dict(list(answers.items())[-(MAX_ANSWERS - 1) :]) | {question: answer}
+    text = json.dumps({"key": found.key, "model": model_namespace(), "answers": answers})
+    try:
+        os.makedirs(cache, exist_ok=True)
+        atomic_write(Path(path), text.encode(), durable=False)  # a cache: a torn one is no answer
+    except OSError:
+        return

@@ -1,0 +1,305 @@
+"""The commands people type most, without click (issue 30): status, list, show, log, stamp and
+apply, each a function that prints what the command prints and returns its exit code.
+
+The click commands (guard.cli.worktree, patches, changes, checking) call these same functions,
+so both ways print the same bytes and exit alike. guard.entry sends the plain forms here
+(`run_plain`: the command's names and --json, nothing else), so that they skip click's import
+(18-27 ms); click keeps --help, usage errors and every other form. Nothing this module imports
+imports click (tests/test_plain_commands.py counts).
+
+`status` and `apply` with nothing to do answer from the record of their last full answer for
+the same content (guard.store.fastpath.recall), when the worktree's key is one `check` verified.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from guard.errors import EXIT_GUARD_FAILED, EXIT_OK
+from guard.store import fastpath
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from pathlib import Path
+
+    from guard.git.repo import Repo
+
+# click.echo's own: an ANSI style sequence, stripped where the stream is no terminal.
+_ANSI = r"\033\[[;?0-9]*[a-zA-Z]"
+
+
+def echo(message: str, *, err: bool = False) -> None:
+    """One message and a newline, as click.echo prints it (styles stripped off a terminal)."""
+    stream = sys.stderr if err else sys.stdout
+    text = message + "\n"
+    if "\033" in text and not stream.isatty():
+        import re
+
+        text = re.sub(_ANSI, "", text)
+    stream.write(text)
+    stream.flush()
+
+
+def _repo(cwd: Path) -> Repo:
+    from guard.git.repo import Repo
+
+    return Repo.discover(cwd)
+
+
+# --- the commands ----------------------------------------------------------------------------
+
+
+def status(cwd: Path, names: Sequence[str], as_json: bool) -> int:
+    """`patchguard status [NAMES] [--json]`: each patch's state, file by file."""
+    from guard.cli import render
+    from guard.store import journal
+
+    repo = _repo(cwd)
+    question = _question("status", names, as_json)
+    trusted = _trusted_key(repo)
+    answer = None if trusted is None else fastpath.recall(trusted, question)
+    warnings: list[str] = []
+    code = EXIT_OK
+    if answer is None:
+        from guard.tree import assess
+
+        report = assess.status_report(repo, names)
+        if as_json:
+            answer = render.status_json(report.patches)
+        else:
+            answer = "\n".join(render.status_lines(report.patches, report.symbols))
+            answer = answer or "no patches recorded"
+        warnings = render.warning_lines(report)
+        code = EXIT_OK if report.ok else EXIT_GUARD_FAILED
+        # What status prints is what the verified content decides, but for a patch committed
+        # in HEAD (HEAD's own commit and the refs that hold it say that): not kept then.
+        pure = not any(v.committed_in_head for v in report.patches)
+        if trusted is not None and report.ok and not warnings and pure:
+            _keep(repo, trusted, question, answer)
+    for entry in journal.interrupted(repo):  # the files below are half written: say so
+        echo(
+            f"patchguard: {entry.describe()}: the next apply, unapply or undo puts its files "
+            "back as they were (a file edited since stays as it is)",
+            err=True,
+        )
+    echo(answer)
+    for line in warnings:
+        echo(line, err=True)
+    return code
+
+
+def apply(
+    cwd: Path,
+    names: Sequence[str],
+    as_json: bool,
+    *,
+    dry_run: bool = False,
+    merge: bool = False,
+) -> int:
+    """`patchguard apply [NAMES] [--json]`: re-apply patches by 3-way merge."""
+    from guard.cli import render
+
+    repo = _repo(cwd)
+    question = _question("apply", names, as_json)
+    trusted = None
+    if not (dry_run or merge):
+        answer, trusted = _recalled_apply(repo, question)
+        if answer is not None:
+            echo(answer)
+            return EXIT_OK
+    from guard.tree import patching
+
+    outcomes = patching.apply(
+        repo, names, dry_run=dry_run, merge=merge, finish_git_merges=True, restore_edits=True
+    )
+    if as_json:
+        answer = render.outcomes_json(outcomes)
+    else:
+        answer = "\n".join(render.outcome_lines(outcomes)) or "no patches recorded"
+    ok = all(o.ok for o in outcomes)
+    if trusted is not None and ok and not any(o.written or o.finished for o in outcomes):
+        _keep(repo, trusted, question, answer)
+    echo(answer)
+    return EXIT_OK if ok else EXIT_GUARD_FAILED
+
+
+def _recalled_apply(repo: Repo, question: str) -> tuple[str | None, fastpath.CurrentKey | None]:
+    """The answer of an apply that has nothing to do, when its content's is on record, and the
+    key it was looked up by. First what apply itself does before it reads a file: its lock,
+    its refusal mid-rebase or merge, and the journal's recovery of a killed writer."""
+    from guard.store.journal import recover
+
+    with repo.lock("apply"):
+        repo.refuse_mid_operation("apply")
+        recover(repo)
+        trusted = _trusted_key(repo)
+        return (None if trusted is None else fastpath.recall(trusted, question)), trusted
+
+
+def list_(cwd: Path, as_json: bool) -> None:
+    """`patchguard list [--json]`: the recorded patches and guards, without states."""
+    import json
+
+    from guard.cli.render import LIST_JSON_FORMAT
+    from guard.store.derived import load_manifest
+
+    manifest = load_manifest(_repo(cwd), missing_ok=True)
+    if as_json:
+        echo(json.dumps({"format": LIST_JSON_FORMAT, **manifest.to_dict()}, indent=2))
+        return
+    if not manifest.patches and not manifest.guards:
+        echo("nothing recorded: no patches and no guards (patchguard record NAME)")
+    for patch in manifest.patches:
+        summary = f" - {patch.description}" if patch.description else ""
+        echo(f"patch {patch.name}{summary} (base {patch.base_commit[:10]})")
+        for change in patch.files:
+            echo(f"  {change.path}")
+    for spec in manifest.guards:
+        echo(f"guard {spec}")
+
+
+def show_text(cwd: Path, names: Sequence[str], *, color: bool) -> str:
+    """`patchguard show [NAMES]`: the patches as recorded (NAME@{N}: an earlier version)."""
+    from guard.cli.render import show_lines
+    from guard.store.derived import load_manifest
+    from guard.store.manifest import select_patches
+
+    repo = _repo(cwd)
+    if any("@{" in name for name in names):
+        from guard.store import history
+
+        patches = [
+            history.patch_version(repo, name)
+            if "@{" in name
+            else select_patches(load_manifest(repo), [name])[0]
+            for name in names
+        ]
+    else:
+        patches = select_patches(load_manifest(repo), names)
+    return "\n".join(show_lines(patches, color=color))
+
+
+def show(cwd: Path, names: Sequence[str]) -> None:
+    """`show` off a terminal: plain text, no pager (on a terminal the click command pages)."""
+    echo(show_text(cwd, names, color=False) or "no patches recorded")
+
+
+def log(cwd: Path, name: str | None, as_json: bool) -> None:
+    """`patchguard log [NAME] [--json]`: the history of the patches, newest first."""
+    from guard.store import history
+
+    repo = _repo(cwd)
+    if as_json:
+        import json
+
+        payload = {
+            "format": history.LOG_JSON_FORMAT,
+            "patch": name,
+            "changes": history.log_entries(repo, name),
+        }
+        echo(json.dumps(payload, indent=2))
+        return
+    echo("\n".join(history.log_lines(repo, name)) or "no history yet")
+
+
+def stamp(cwd: Path) -> None:
+    """`patchguard stamp`: one JSON line describing the code about to run."""
+    import json
+
+    from guard.ops import provenance
+
+    echo(json.dumps(provenance.stamp(_repo(cwd)), separators=(",", ":")))
+
+
+# --- the record of the last full answer ------------------------------------------------------
+
+
+def _trusted_key(repo: Repo) -> fastpath.CurrentKey | None:
+    """The worktree's key when `check` verified this content and git left none of it
+    unmerged: then status and apply print what they printed for it before."""
+    found = fastpath.current_key(str(repo.workdir))
+    return found if found is not None and found.verified and found.unmerged() is False else None
+
+
+def _keep(repo: Repo, trusted: fastpath.CurrentKey, question: str, answer: str) -> None:
+    """Record `answer` for the content `trusted` keys, if the content is still that content
+    (a file edited while the command read it is answered again in full next time)."""
+    again = _trusted_key(repo)
+    if again is not None and again.key == trusted.key:
+        fastpath.keep_answer(trusted, question, answer)
+
+
+def _question(command: str, names: Sequence[str], as_json: bool) -> str:
+    """What an answer answers: the command and its words, and the code that words it."""
+    return "\0".join([command, "json" if as_json else "text", _wording(), *names])
+
+
+_WORDING = ("cli/plain.py", "cli/render.py", "tree/patching.py", "tree/verdicts.py")
+_wording_digest: list[str] = []
+
+
+def _wording() -> str:
+    """The code that turns verdicts into the text of status and apply (fastpath's
+    model_namespace() covers the code that decides them): another patchguard words it anew."""
+    if not _wording_digest:
+        from guard.git.objects import blob_id
+
+        package = os.path.dirname(os.path.dirname(__file__))
+        source = b""
+        for name in _WORDING:
+            with open(os.path.join(package, name), "rb") as handle:
+                source += handle.read()
+        _wording_digest.append(blob_id(source)[:16])
+    return _wording_digest[0]
+
+
+# --- the plain forms, as guard.entry hands them over -----------------------------------------
+
+
+def run_plain(directory: str, command: str, words: list[str]) -> int | None:
+    """Run `command` with `words` (what follows it, -C DIR already in `directory`) when they
+    are its plain form: names and --json. None for anything else: click parses it."""
+    from pathlib import Path
+
+    parsed = _plain_words(words)
+    if parsed is None:
+        return None
+    names, as_json = parsed
+    cwd = Path(directory)
+    if command == "status":
+        return status(cwd, names, as_json)
+    if command == "apply":
+        return apply(cwd, names, as_json)
+    if command == "list" and not names:
+        list_(cwd, as_json)
+    elif command == "log" and len(names) <= 1:
+        log(cwd, names[0] if names else None, as_json)
+    elif command == "show" and not as_json and not sys.stdout.isatty():
+        show(cwd, names)
+    elif command == "stamp" and not names:
+        stamp(cwd)  # without --diff, the line is the same with or without --json
+    else:
+        return None
+    return EXIT_OK
+
+
+def _plain_words(words: list[str]) -> tuple[list[str], bool] | None:
+    """(names, --json) of words that hold nothing else; -C DIR pairs are skipped (the
+    entry point read them), unless DIR is a file (click says so)."""
+    names: list[str] = []
+    as_json = False
+    tokens = iter(words)
+    for token in tokens:
+        if token == "-C":
+            value = next(tokens, None)
+            if value is None or (os.path.exists(value) and not os.path.isdir(value)):
+                return None
+        elif token == "--json":
+            as_json = True
+        elif token.startswith("-") or not token:
+            return None
+        else:
+            names.append(token)
+    return names, as_json
