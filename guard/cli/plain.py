@@ -53,7 +53,6 @@ def _repo(cwd: Path) -> Repo:
 
 def status(cwd: Path, names: Sequence[str], as_json: bool) -> int:
     """`patchguard status [NAMES] [--json]`: each patch's state, file by file."""
-    from guard.cli import render
     from guard.store import journal
 
     repo = _repo(cwd)
@@ -63,6 +62,7 @@ def status(cwd: Path, names: Sequence[str], as_json: bool) -> int:
     warnings: list[str] = []
     code = EXIT_OK
     if answer is None:
+        from guard.cli import render
         from guard.tree import assess
 
         report = assess.status_report(repo, names)
@@ -99,8 +99,6 @@ def apply(
     merge: bool = False,
 ) -> int:
     """`patchguard apply [NAMES] [--json]`: re-apply patches by 3-way merge."""
-    from guard.cli import render
-
     repo = _repo(cwd)
     question = _question("apply", names, as_json)
     trusted = None
@@ -109,6 +107,7 @@ def apply(
         if answer is not None:
             echo(answer)
             return EXIT_OK
+    from guard.cli import render
     from guard.tree import patching
 
     outcomes = patching.apply(
@@ -140,13 +139,14 @@ def _recalled_apply(repo: Repo, question: str) -> tuple[str | None, fastpath.Cur
 
 def list_(cwd: Path, as_json: bool) -> None:
     """`patchguard list [--json]`: the recorded patches and guards, without states."""
-    import json
-
-    from guard.cli.render import LIST_JSON_FORMAT
     from guard.store.derived import load_manifest
 
     manifest = load_manifest(_repo(cwd), missing_ok=True)
     if as_json:
+        import json
+
+        from guard.cli.render import LIST_JSON_FORMAT
+
         echo(json.dumps({"format": LIST_JSON_FORMAT, **manifest.to_dict()}, indent=2))
         return
     if not manifest.patches and not manifest.guards:

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-
-from guard.tree.verdicts import GOOD_STATES, CheckReport, PatchVerdict, State, SymbolResult
 
 TYPE_CHECKING = False  # not `from typing import ...`: typing costs the hooks ~3 ms
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from typing import Any
 
     from guard.hunt.hunt import Comparison, Hunt, Runs
@@ -17,6 +15,10 @@ if TYPE_CHECKING:
     from guard.ops.moves import Lift
     from guard.store.manifest import Patch
     from guard.tree.patching import PatchOutcome
+    from guard.tree.verdicts import CheckReport, PatchVerdict, SymbolResult
+
+# The states come from guard.tree.verdicts only where a report is worded: `list` and `show`
+# word none, and skip its import (its dataclasses cost ~20 ms).
 
 CHECK_JSON_FORMAT = "patchguard.check/2"
 COMPARE_JSON_FORMAT = "patchguard.compare/1"
@@ -131,6 +133,8 @@ def warning_lines(report: CheckReport) -> list[str]:
 
 
 def outcome_lines(outcomes: Sequence[PatchOutcome]) -> list[str]:
+    from guard.tree.verdicts import GOOD_STATES
+
     lines = []
     for outcome in outcomes:
         files = f" ({', '.join(outcome.written)})" if outcome.written else ""
@@ -196,6 +200,8 @@ def banner(title: str, problems: Sequence[str]) -> str:
 
 def lift_lines(lift: Lift) -> list[str]:
     """What `patchguard git` and `bisect run` did with the patches around git."""
+    from guard.tree.verdicts import State
+
     names = ", ".join(lift.lifted)
     if lift.stopped == "conflicted stash pop":
         out = f"; patches {names} are out of the tree" if lift.lifted else ""
