@@ -217,10 +217,9 @@ def stamp(cwd: Path) -> None:
 
 
 def _trusted_key(repo: Repo) -> fastpath.CurrentKey | None:
-    """The worktree's key when `check` verified this content and git left none of it
-    unmerged: then status and apply print what they printed for it before."""
-    found = fastpath.current_key(str(repo.workdir))
-    return found if found is not None and found.verified and found.unmerged() is False else None
+    """The worktree's key when `check` verified this content: then status and apply print
+    what they printed for it before."""
+    return fastpath.trusted_key(str(repo.workdir))
 
 
 def _keep(repo: Repo, trusted: fastpath.CurrentKey, question: str, answer: str) -> None:
@@ -244,14 +243,7 @@ def _wording() -> str:
     """The code that turns verdicts into the text of status and apply (fastpath's
     model_namespace() covers the code that decides them): another patchguard words it anew."""
     if not _wording_digest:
-        from guard.git.objects import blob_id
-
-        package = os.path.dirname(os.path.dirname(__file__))
-        source = b""
-        for name in _WORDING:
-            with open(os.path.join(package, name), "rb") as handle:
-                source += handle.read()
-        _wording_digest.append(blob_id(source)[:16])
+        _wording_digest.append(fastpath.source_digest(_WORDING))
     return _wording_digest[0]
 
 

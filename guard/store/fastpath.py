@@ -211,8 +211,14 @@ class CurrentKey:
 def is_verified(start: str) -> bool:
     """True only when this exact content was verified before, and git left none of it
     unmerged; any doubt means False."""
+    return trusted_key(start) is not None
+
+
+def trusted_key(start: str) -> CurrentKey | None:
+    """The key of the content as it is now when is_verified() holds for it, else None: what
+    a command may answer as it answered before for that content (recall)."""
     found = current_key(start)
-    return found is not None and found.verified and found.unmerged() is False
+    return found if found is not None and found.verified and found.unmerged() is False else None
 
 
 def current_key(start: str) -> CurrentKey | None:
@@ -388,6 +394,17 @@ def _write_key(
 # worktree, beside the verified keys; replaced whole when the content changes.
 ANSWERS_FILE = "answers.json"
 MAX_ANSWERS = 16
+
+
+def source_digest(names: Sequence[str]) -> str:
+    """The digest of modules of guard (paths below guard/): a question names the code that
+    words its answer, so that another patchguard's answer is not this one's."""
+    package = os.path.dirname(os.path.dirname(__file__))  # this is guard/store/
+    source = b""
+    for name in names:
+        with open(os.path.join(package, name), "rb") as handle:
+            source += handle.read()
+    return blob_id(source)[:16]
 
 
 def recall(found: CurrentKey, question: str) -> str | None:
