@@ -42,56 +42,57 @@ def echo(message: str, *, err: bool = False) -> None:
     stream.flush()
 
 
-def _repo(cwd: Path) -> Repo:
+def _repo(cwd: Path | str) -> Repo:
+    from pathlib import Path
+
     from guard.git.repo import Repo
 
-    return Repo.discover(cwd)
+    return Repo.discover(Path(cwd))
 
 
 # --- the commands ----------------------------------------------------------------------------
 
 
-def status(cwd: Path, names: Sequence[str], as_json: bool) -> int:
+def status(cwd: Path | str, names: Sequence[str], as_json: bool) -> int:
     """`patchguard status [NAMES] [--json]`: each patch's state, file by file."""
+    trusted = fastpath.trusted_key(str(cwd))
+    if trusted is not None:
+        answer = fastpath.recall(trusted, _question("status", names, as_json, trusted))
+        if answer is not None:
+            echo(answer)
+            return EXIT_OK
+    from guard.cli import render
     from guard.store import journal
+    from guard.tree import assess
 
     repo = _repo(cwd)
-    question = _question("status", names, as_json)
-    trusted = _trusted_key(repo)
-    answer = None if trusted is None else fastpath.recall(trusted, question)
-    warnings: list[str] = []
-    code = EXIT_OK
-    if answer is None:
-        from guard.cli import render
-        from guard.tree import assess
-
-        report = assess.status_report(repo, names)
-        if as_json:
-            answer = render.status_json(report.patches)
-        else:
-            answer = "\n".join(render.status_lines(report.patches, report.symbols))
-            answer = answer or "no patches recorded"
-        warnings = render.warning_lines(report)
-        code = EXIT_OK if report.ok else EXIT_GUARD_FAILED
-        # What status prints is what the verified content decides, but for a patch committed
-        # in HEAD (HEAD's own commit and the refs that hold it say that): not kept then.
-        pure = not any(v.committed_in_head for v in report.patches)
-        if trusted is not None and report.ok and not warnings and pure:
-            _keep(repo, trusted, question, answer)
-    for entry in journal.interrupted(repo):  # the files below are half written: say so
+    report = assess.status_report(repo, names)
+    interrupted = journal.interrupted(repo)
+    for entry in interrupted:  # the files below are half written: say so
         echo(
             f"patchguard: {entry.describe()}: the next apply, unapply or undo puts its files "
             "back as they were (a file edited since stays as it is)",
             err=True,
         )
+    if as_json:
+        answer = render.status_json(report.patches)
+    else:
+        answer = "\n".join(render.status_lines(report.patches, report.symbols))
+        answer = answer or "no patches recorded"
     echo(answer)
+    warnings = render.warning_lines(report)
     for line in warnings:
         echo(line, err=True)
-    return code
+    # What status prints is what the verified content decides, but for a patch committed in
+    # HEAD (HEAD's own commit and the refs that hold it say that): not kept then.
+    pure = not any(v.committed_in_head for v in report.patches)
+    if trusted is not None and report.ok and not warnings and not interrupted and pure:
+        _keep(cwd, trusted, _question("status", names, as_json, trusted), answer)
+    return EXIT_OK if report.ok else EXIT_GUARD_FAILED
 
 
 def apply(
-    cwd: Path,
+    cwd: Path | str,
     names: Sequence[str],
     as_json: bool,
     *,
@@ -100,13 +101,16 @@ def apply(
 ) -> int:
     """`patchguard apply [NAMES] [--json]`: re-apply patches by 3-way merge."""
     repo = _repo(cwd)
-    question = _question("apply", names, as_json)
     trusted = None
     if not (dry_run or merge):
-        answer, trusted = _recalled_apply(repo, question)
-        if answer is not None:
-            echo(answer)
-            return EXIT_OK
+        with repo.lock("apply"):  # as apply itself starts: its lock, no apply mid-rebase
+            repo.refuse_mid_operation("apply")
+            trusted = fastpath.trusted_key(str(cwd))
+            if trusted is not None:
+                answer = fastpath.recall(trusted, _question("apply", names, as_json, trusted))
+                if answer is not None:
+                    echo(answer)
+                    return EXIT_OK
     from guard.cli import render
     from guard.tree import patching
 
@@ -117,27 +121,15 @@ def apply(
         answer = render.outcomes_json(outcomes)
     else:
         answer = "\n".join(render.outcome_lines(outcomes)) or "no patches recorded"
+    echo(answer)
     ok = all(o.ok for o in outcomes)
     if trusted is not None and ok and not any(o.written or o.finished for o in outcomes):
-        _keep(repo, trusted, question, answer)
-    echo(answer)
+        # After apply's own recovery of a killed writer: the undo journal as it is now.
+        _keep(cwd, trusted, _question("apply", names, as_json, trusted), answer)
     return EXIT_OK if ok else EXIT_GUARD_FAILED
 
 
-def _recalled_apply(repo: Repo, question: str) -> tuple[str | None, fastpath.CurrentKey | None]:
-    """The answer of an apply that has nothing to do, when its content's is on record, and the
-    key it was looked up by. First what apply itself does before it reads a file: its lock,
-    its refusal mid-rebase or merge, and the journal's recovery of a killed writer."""
-    from guard.store.journal import recover
-
-    with repo.lock("apply"):
-        repo.refuse_mid_operation("apply")
-        recover(repo)
-        trusted = _trusted_key(repo)
-        return (None if trusted is None else fastpath.recall(trusted, question)), trusted
-
-
-def list_(cwd: Path, as_json: bool) -> None:
+def list_(cwd: Path | str, as_json: bool) -> None:
     """`patchguard list [--json]`: the recorded patches and guards, without states."""
     from guard.store.derived import load_manifest
 
@@ -160,7 +152,7 @@ def list_(cwd: Path, as_json: bool) -> None:
         echo(f"guard {spec}")
 
 
-def show_text(cwd: Path, names: Sequence[str], *, color: bool) -> str:
+def show_text(cwd: Path | str, names: Sequence[str], *, color: bool) -> str:
     """`patchguard show [NAMES]`: the patches as recorded (NAME@{N}: an earlier version)."""
     from guard.cli.render import show_lines
     from guard.store.derived import load_manifest
@@ -181,12 +173,12 @@ def show_text(cwd: Path, names: Sequence[str], *, color: bool) -> str:
     return "\n".join(show_lines(patches, color=color))
 
 
-def show(cwd: Path, names: Sequence[str]) -> None:
+def show(cwd: Path | str, names: Sequence[str]) -> None:
     """`show` off a terminal: plain text, no pager (on a terminal the click command pages)."""
     echo(show_text(cwd, names, color=False) or "no patches recorded")
 
 
-def log(cwd: Path, name: str | None, as_json: bool) -> None:
+def log(cwd: Path | str, name: str | None, as_json: bool) -> None:
     """`patchguard log [NAME] [--json]`: the history of the patches, newest first."""
     from guard.store import history
 
@@ -204,7 +196,7 @@ def log(cwd: Path, name: str | None, as_json: bool) -> None:
     echo("\n".join(history.log_lines(repo, name)) or "no history yet")
 
 
-def stamp(cwd: Path) -> None:
+def stamp(cwd: Path | str) -> None:
     """`patchguard stamp`: one JSON line describing the code about to run."""
     import json
 
@@ -216,23 +208,21 @@ def stamp(cwd: Path) -> None:
 # --- the record of the last full answer ------------------------------------------------------
 
 
-def _trusted_key(repo: Repo) -> fastpath.CurrentKey | None:
-    """The worktree's key when `check` verified this content: then status and apply print
-    what they printed for it before."""
-    return fastpath.trusted_key(str(repo.workdir))
-
-
-def _keep(repo: Repo, trusted: fastpath.CurrentKey, question: str, answer: str) -> None:
+def _keep(cwd: Path | str, trusted: fastpath.CurrentKey, question: str, answer: str) -> None:
     """Record `answer` for the content `trusted` keys, if the content is still that content
     (a file edited while the command read it is answered again in full next time)."""
-    again = _trusted_key(repo)
+    again = fastpath.trusted_key(str(cwd))
     if again is not None and again.key == trusted.key:
         fastpath.keep_answer(trusted, question, answer)
 
 
-def _question(command: str, names: Sequence[str], as_json: bool) -> str:
-    """What an answer answers: the command and its words, and the code that words it."""
-    return "\0".join([command, "json" if as_json else "text", _wording(), *names])
+def _question(
+    command: str, names: Sequence[str], as_json: bool, trusted: fastpath.CurrentKey
+) -> str:
+    """What an answer answers: the command and its words, the code that words it, and the undo
+    journal as it was (a killed writer's entry is said, and recovered, in full)."""
+    words = [command, "json" if as_json else "text", _wording()]
+    return "\0".join([*words, fastpath.undo_state(trusted.git_dir), *names])
 
 
 _WORDING = ("cli/plain.py", "cli/render.py", "tree/patching.py", "tree/verdicts.py")
@@ -253,25 +243,22 @@ def _wording() -> str:
 def run_plain(directory: str, command: str, words: list[str]) -> int | None:
     """Run `command` with `words` (what follows it, -C DIR already in `directory`) when they
     are its plain form: names and --json. None for anything else: click parses it."""
-    from pathlib import Path
-
     parsed = _plain_words(words)
     if parsed is None:
         return None
     names, as_json = parsed
-    cwd = Path(directory)
     if command == "status":
-        return status(cwd, names, as_json)
+        return status(directory, names, as_json)
     if command == "apply":
-        return apply(cwd, names, as_json)
+        return apply(directory, names, as_json)
     if command == "list" and not names:
-        list_(cwd, as_json)
+        list_(directory, as_json)
     elif command == "log" and len(names) <= 1:
-        log(cwd, names[0] if names else None, as_json)
+        log(directory, names[0] if names else None, as_json)
     elif command == "show" and not as_json and not sys.stdout.isatty():
-        show(cwd, names)
+        show(directory, names)
     elif command == "stamp" and not names:
-        stamp(cwd)  # without --diff, the line is the same with or without --json
+        stamp(directory)  # without --diff, the line is the same with or without --json
     else:
         return None
     return EXIT_OK

@@ -28,8 +28,10 @@ from guard.errors import PatchguardError
 from guard.git.gitpaths import (
     DERIVED_FROM_FILE_NAME,
     HISTORY_REF,
+    JOURNAL_FILE,
     STORE_DIR_NAME,
     TRANSACTION_FILE_NAME,
+    UNDO_DIR_NAME,
     find_repository,
     read_head,
     read_ref,
@@ -390,9 +392,11 @@ def _write_key(
     atomic_write(Path(verified_file), (_HEAD + "\n" + text).encode(), durable=False)
 
 
-# The last full answers of status and apply for one content (guard.cli.plain): JSON, per
-# worktree, beside the verified keys; replaced whole when the content changes.
-ANSWERS_FILE = "answers.json"
+# The last full answers of status, apply and stamp for one content (guard.cli.plain, guard.ops.provenance),
+# per worktree beside the verified keys, replaced whole when the content changes: the key, the
+# model_namespace(), then each question and its answer, every one of them framed by its length
+# in bytes (json's import alone would cost this path ~7 ms).
+ANSWERS_FILE = "answers"
 MAX_ANSWERS = 16
 
 
@@ -407,47 +411,71 @@ def source_digest(names: Sequence[str]) -> str:
     return blob_id(source)[:16]
 
 
+def undo_state(git_dir: str) -> str:
+    """The digest of every entry of the undo journal (guard.store.journal): its name and its
+    journal file's bytes. What status and apply say of a killed writer's entry, and what apply
+    recovers before it writes, are theirs to say while this stays as it was."""
+    root = os.path.join(git_dir, UNDO_DIR_NAME)
+    try:
+        names = sorted(os.listdir(root))
+    except OSError:
+        names = []
+    held = b""
+    for name in names:
+        try:
+            with open(os.path.join(root, name, JOURNAL_FILE), "rb") as handle:
+                journal = handle.read()
+            held += f"{name}\0{len(journal)}\0".encode() + journal
+        except OSError:
+            held += f"{name}\0-\0".encode()
+    return blob_id(held)[:16]
+
+
 def recall(found: CurrentKey, question: str) -> str | None:
     """What a command answered to `question` for exactly this content, if it is on record.
 
     The record names the key and the model_namespace() it was answered for; anything else
     (another content, another patchguard, a torn or foreign file) is no answer."""
-    import json
-
-    try:
-        with open(os.path.join(found.git_dir, CACHE_DIR_NAME, ANSWERS_FILE), "rb") as handle:
-            record = json.loads(handle.read())
-        if record["key"] != found.key or record["model"] != model_namespace():
-            return None
-        answer = record["answers"].get(question)
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        return None
-    return answer if isinstance(answer, str) else None
+    return _answers(found).get(question)
 
 
 def keep_answer(found: CurrentKey, question: str, answer: str) -> None:
     """Record `answer` to `question` for the content `found` keys (skipped when the git dir
     cannot be written: the next run answers in full again)."""
-    import json
     from pathlib import Path
 
     from guard.git.atomic import atomic_write
 
-    cache = os.path.join(found.git_dir, CACHE_DIR_NAME)
-    path = os.path.join(cache, ANSWERS_FILE)
-    answers: dict[str, str] = {}
-    try:
-        with open(path, "rb") as handle:
-            record = json.loads(handle.read())
-        if record["key"] == found.key and record["model"] == model_namespace():
-            answers = {k: v for k, v in record["answers"].items() if isinstance(v, str)}
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        pass
+    answers = _answers(found)
     answers.pop(question, None)
-    answers = dict(list(answers.items())[-(MAX_ANSWERS - 1) :]) | {question: answer}
-    text = json.dumps({"key": found.key, "model": model_namespace(), "answers": answers})
+    kept = [*list(answers.items())[-(MAX_ANSWERS - 1) :], (question, answer)]
+    fields = [found.key, model_namespace(), *(text for pair in kept for text in pair)]
+    data = b"".join(b"%d\n%s\n" % (len(raw), raw) for raw in (f.encode() for f in fields))
+    cache = os.path.join(found.git_dir, CACHE_DIR_NAME)
     try:
         os.makedirs(cache, exist_ok=True)
-        atomic_write(Path(path), text.encode(), durable=False)  # a cache: a torn one is no answer
+        # A cache, never flushed: a torn file is no answer (_answers).
+        atomic_write(Path(os.path.join(cache, ANSWERS_FILE)), data, durable=False)
     except OSError:
         return
+
+
+def _answers(found: CurrentKey) -> dict[str, str]:
+    """The answers on record for `found`'s content, by question; none for any doubt."""
+    try:
+        with open(os.path.join(found.git_dir, CACHE_DIR_NAME, ANSWERS_FILE), "rb") as handle:
+            data = handle.read()
+        fields = []
+        at = 0
+        while at < len(data):
+            end = data.index(b"\n", at)
+            size = int(data[at:end])
+            start, at = end + 1, end + 2 + size
+            if size < 0 or data[at - 1 : at] != b"\n":
+                return {}
+            fields.append(data[start : at - 1].decode())
+    except (OSError, ValueError):  # UnicodeDecodeError is one
+        return {}
+    if len(fields) % 2 or fields[:2] != [found.key, model_namespace()]:
+        return {}
+    return dict(zip(fields[2::2], fields[3::2], strict=True))
