@@ -9,18 +9,21 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from contextlib import suppress
 from datetime import UTC, datetime
 from pathlib import PurePosixPath
-from typing import Any
+from typing import Any, TypeVar
 
 from guard.errors import ConfigError
+from guard.git.gitpaths import read_head
 from guard.git.objects import blob_id
 from guard.git.repo import Repo, run_git
 from guard.store import fastpath
 from guard.store.spec import parse_spec
 
 STAMP_FORMAT = "patchguard.stamp/1"
+_T = TypeVar("_T")
 # The code that words a stamp's report of the patches (fastpath.model_namespace() covers the code
 # that decides it): a record made by another patchguard is not this one's answer.
 _STAMP_CODE = ("ops/provenance.py", "tree/verdicts.py")
@@ -72,21 +75,25 @@ def _version_by_importlib() -> str:
 
 def stamp(repo: Repo) -> dict[str, Any]:
     """One JSON object that says exactly which code is about to run (keys in docs/benchmarks.md)."""
-    checked = _checked(repo) if repo.layout.manifest_path.exists() else None
-    head = repo.head_commit()
+    layout = repo.layout
+    head = read_head(str(layout.git_dir), str(layout.common_dir)) or repo.head_commit()
     branch = _head_branch(repo) if head is not None else None
+    # git's own answers come while the check is read or made, and its modules imported
+    dirty_of = _meanwhile(lambda: _dirty(repo))
+    tracking_of = _meanwhile(lambda: _tracking(repo, branch) if branch is not None else None)
+    checked = _checked(repo) if layout.manifest_path.exists() else None
     guarded = checked["guarded"] if checked else []
     files = {}
     for path in guarded:
         content = repo.read_file(path)
         files[path] = None if content is None else blob_id(content)
-    dirty = _dirty(repo)
+    dirty = dirty_of()
     return {
         "format": STAMP_FORMAT,
         "repository": str(repo.workdir),
         "head": head,
         "branch": branch,
-        "upstream": _tracking(repo, branch) if branch is not None else None,
+        "upstream": tracking_of(),
         "dirty": dirty,
         "edits": code_edits(repo, dirty, guarded),
         "patches": checked["patches"] if checked else {},
@@ -97,6 +104,32 @@ def stamp(repo: Repo) -> dict[str, Any]:
         "patchguard": patchguard_version(),
         "timestamp": datetime.now(UTC).isoformat(timespec="seconds"),
     }
+
+
+def _meanwhile(work: Callable[[], _T]) -> Callable[[], _T]:
+    """`work` (a git command) started in a thread, beside what the caller does meanwhile; the
+    call returned waits for it, and returns its result or raises its error."""
+    import threading
+
+    done: list[_T] = []
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            done.append(work())
+        except BaseException as error:  # handed to the caller, as if it had run there
+            failed.append(error)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+
+    def result() -> _T:
+        thread.join()
+        if failed:
+            raise failed[0]
+        return done[0]
+
+    return result
 
 
 def _checked(repo: Repo) -> dict[str, Any]:
@@ -170,7 +203,8 @@ def _dirty(repo: Repo) -> list[str]:
     """Tracked files whose worktree content differs from HEAD (staged or not), as `git status`
     says (a file a sparse checkout leaves out is no change)."""
     listing = run_git(
-        ["status", "--porcelain=v1", "-z", "--untracked-files=no", "--no-renames"],
+        # without refreshing the index file: a read-only command writes nothing
+        ["--no-optional-locks", "status", "--porcelain=v1", "-z", "-uno", "--no-renames"],
         repo.workdir,
     ).stdout
     return sorted({entry[3:] for entry in listing.split("\0") if len(entry) > 3})
