@@ -20,7 +20,6 @@ from guard.git.gitpaths import read_head
 from guard.git.objects import blob_id
 from guard.git.repo import Repo, run_git
 from guard.store import fastpath
-from guard.store.spec import parse_spec
 
 STAMP_FORMAT = "patchguard.stamp/1"
 _T = TypeVar("_T")
@@ -143,6 +142,7 @@ def _checked(repo: Repo) -> dict[str, Any]:
         with suppress(ValueError):
             recalled: dict[str, Any] = json.loads(answer)
             return recalled
+    from guard.store.spec import parse_spec
     from guard.tree import assess
 
     report = assess.check(repo)
