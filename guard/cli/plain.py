@@ -8,7 +8,12 @@ so both ways print the same bytes and exit alike. guard.entry sends the plain fo
 imports click (tests/test_plain_commands.py counts).
 
 `status` and `apply` with nothing to do answer from the record of their last full answer for
-the same content (guard.store.fastpath.recall), when the worktree's key is one `check` verified.
+the same content (guard.store.fastpath.recall), when the worktree's key is one `check` verified
+and git left none of it unmerged, before anything heavy is imported. The question names the
+command and its words, the code that words the answer (_wording; model_namespace() is in the
+record), and the undo journal as it is (a killed writer's entry is said, and recovered, in
+full). What the key does not cover is never recorded: a patch committed in HEAD (HEAD's own
+commit says that), warnings, an answer that wrote or failed.
 """
 
 from __future__ import annotations
