@@ -45,7 +45,7 @@ try:
     main()
 except SystemExit:
     pass
-heavy = ("click", "pygit2", "pydantic", "guard.tree.assess", "guard.cli.app")
+heavy = ("click", "pygit2", "pydantic", "guard.tree.assess", "guard.cli.app", "guard.store.manifest")
 print("loaded:", ",".join(m for m in heavy if m in sys.modules), file=sys.stderr)
 """
 
@@ -141,10 +141,28 @@ def test_plain_forms_import_no_click(sample: Sample) -> None:
     sample.record_eagle3()
     assert sample.pg("check", "--quiet").exit_code == 0
     for args in [f for f in FORMS if "nope" not in f] + [("stamp",)]:
-        assert loaded(sample, *args) in ([], ["guard.tree.assess"]), args
-    for args in (("status",), ("apply",), ("list",), ("show", "eagle3"), ("log",), ("stamp",)):
-        assert loaded(sample, *args) == [], args  # verified: answered without assessing
+        assert not {"click", "pygit2", "pydantic", "guard.cli.app"} & set(loaded(sample, *args))
+    # verified, and answered before: status, apply, list, show and stamp read no manifest, nor
+    # assess; log reads the history's
+    for args in (("status",), ("apply",), ("list",), ("show", "eagle3"), ("stamp",)):
+        assert loaded(sample, *args) == [], args
+    assert loaded(sample, "log") == ["guard.store.manifest"]
     # --help, other options and mistakes are click's, as before
     assert "click" in loaded(sample, "status", "--help")
     assert "click" in loaded(sample, "apply", "--dry-run")
     assert "click" in loaded(sample, "list", "extra")
+
+
+def test_list_and_show_answer_for_the_manifest_as_it_is(
+    sample: Sample, clean_env: dict[str, str]
+) -> None:
+    sample.record_eagle3()
+    for args in (("list",), ("show", "eagle3"), ("list",), ("show", "eagle3")):
+        assert_same(sample, clean_env, args)
+    assert "EAGLE-3 delegation" in console(sample.root, clean_env, "list").stdout
+    assert sample.pg("record", "eagle3", "-m", "another description").exit_code == 0
+    for args in (("list",), ("show", "eagle3")):
+        said = console(sample.root, clean_env, *args).stdout
+        assert "another description" in said and "EAGLE-3 delegation" not in said, args
+    assert sample.pg("undo").exit_code == 0  # the history's way back: the manifest as it was
+    assert "EAGLE-3 delegation" in console(sample.root, clean_env, "list").stdout

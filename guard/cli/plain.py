@@ -26,7 +26,7 @@ from guard.store import fastpath
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
     from pathlib import Path
 
     from guard.git.repo import Repo
@@ -136,6 +136,10 @@ def apply(
 
 def list_(cwd: Path | str, as_json: bool) -> None:
     """`patchguard list [--json]`: the recorded patches and guards, without states."""
+    echo(_listed("list", (), as_json, lambda: _list_text(cwd, as_json), cwd))
+
+
+def _list_text(cwd: Path | str, as_json: bool) -> str:
     from guard.store.derived import load_manifest
 
     manifest = load_manifest(_repo(cwd), missing_ok=True)
@@ -144,17 +148,16 @@ def list_(cwd: Path | str, as_json: bool) -> None:
 
         from guard.cli.render import LIST_JSON_FORMAT
 
-        echo(json.dumps({"format": LIST_JSON_FORMAT, **manifest.to_dict()}, indent=2))
-        return
+        return json.dumps({"format": LIST_JSON_FORMAT, **manifest.to_dict()}, indent=2)
+    lines = []
     if not manifest.patches and not manifest.guards:
-        echo("nothing recorded: no patches and no guards (patchguard record NAME)")
+        lines.append("nothing recorded: no patches and no guards (patchguard record NAME)")
     for patch in manifest.patches:
         summary = f" - {patch.description}" if patch.description else ""
-        echo(f"patch {patch.name}{summary} (base {patch.base_commit[:10]})")
-        for change in patch.files:
-            echo(f"  {change.path}")
-    for spec in manifest.guards:
-        echo(f"guard {spec}")
+        lines.append(f"patch {patch.name}{summary} (base {patch.base_commit[:10]})")
+        lines += [f"  {change.path}" for change in patch.files]
+    lines += [f"guard {spec}" for spec in manifest.guards]
+    return "\n".join(lines)
 
 
 def show_text(cwd: Path | str, names: Sequence[str], *, color: bool) -> str:
@@ -180,7 +183,53 @@ def show_text(cwd: Path | str, names: Sequence[str], *, color: bool) -> str:
 
 def show(cwd: Path | str, names: Sequence[str]) -> None:
     """`show` off a terminal: plain text, no pager (on a terminal the click command pages)."""
-    echo(show_text(cwd, names, color=False) or "no patches recorded")
+
+    def full() -> str:
+        return show_text(cwd, names, color=False) or "no patches recorded"
+
+    if any("@{" in name for name in names):  # the history's, not the manifest's alone
+        echo(full())
+        return
+    echo(_listed("show", names, False, full, cwd))
+
+
+def _listed(
+    command: str, names: Sequence[str], as_json: bool, full: Callable[[], str], cwd: Path | str
+) -> str:
+    """What list and show print, a function of the manifest's bytes alone when manifest.json is
+    derived from the history ref with no change under way: answered as before for the same
+    bytes (fastpath.recall_by), else in full by `full` and kept."""
+    question = "\0".join([command, str(as_json), fastpath.source_digest(_LISTING), *names])
+    before = _manifest_key(cwd)
+    if before is not None:
+        answer = fastpath.recall_by(before[0], fastpath.LISTED_FILE, before[1], question)
+        if answer is not None:
+            return answer
+    answer = full()
+    if before is not None and _manifest_key(cwd) == before:
+        fastpath.keep_by(before[0], fastpath.LISTED_FILE, before[1], question, answer)
+    return answer
+
+
+# The code that words list and show from the manifest's bytes.
+_LISTING = ("cli/plain.py", "cli/render.py", "store/manifest.py", "store/derived.py")
+
+
+def _manifest_key(cwd: Path | str) -> tuple[str, str] | None:
+    """(the worktree's git dir, the digest of the manifest) when the manifest is derived from
+    the history as it is, else None."""
+    from guard.errors import PatchguardError
+    from guard.git.gitpaths import find_repository
+    from guard.git.objects import digest
+
+    try:
+        _, git_dir, common_dir = find_repository(str(cwd))
+        if not fastpath.derived_from_history(common_dir):
+            return None
+        with open(fastpath.manifest_path(common_dir), "rb") as handle:
+            return git_dir, digest(handle.read())
+    except (OSError, PatchguardError):
+        return None
 
 
 def log(cwd: Path | str, name: str | None, as_json: bool) -> None:

@@ -392,11 +392,13 @@ def _write_key(
     atomic_write(Path(verified_file), (_HEAD + "\n" + text).encode(), durable=False)
 
 
-# The last full answers of status, apply and stamp for one content (guard.cli.plain, guard.ops.provenance),
-# per worktree beside the verified keys, replaced whole when the content changes: the key, the
-# model_namespace(), then each question and its answer, every one of them framed by its length
-# in bytes (json's import alone would cost this path ~7 ms).
+# The last full answers of status, apply and stamp for one content (guard.cli.plain and
+# guard.ops.provenance), per worktree beside the verified keys, replaced whole when the content
+# changes: the key (with the model_namespace()), then each question and its answer, every one
+# framed by its length in bytes (json's import alone would cost this path ~7 ms). LISTED_FILE:
+# list's and show's, keyed by the manifest.
 ANSWERS_FILE = "answers"
+LISTED_FILE = "listed"
 MAX_ANSWERS = 16
 
 
@@ -436,34 +438,50 @@ def recall(found: CurrentKey, question: str) -> str | None:
 
     The record names the key and the model_namespace() it was answered for; anything else
     (another content, another patchguard, a torn or foreign file) is no answer."""
-    return _answers(found).get(question)
+    return recall_by(found.git_dir, ANSWERS_FILE, _answered_for(found), question)
 
 
 def keep_answer(found: CurrentKey, question: str, answer: str) -> None:
-    """Record `answer` to `question` for the content `found` keys (skipped when the git dir
-    cannot be written: the next run answers in full again)."""
+    """Record `answer` to `question` for the content `found` keys."""
+    keep_by(found.git_dir, ANSWERS_FILE, _answered_for(found), question, answer)
+
+
+def _answered_for(found: CurrentKey) -> str:
+    return f"{found.key}\0{model_namespace()}"
+
+
+def recall_by(git_dir: str, record: str, key: str, question: str) -> str | None:
+    """The answer to `question` in the cache's `record` (a file of CACHE_DIR_NAME) when the
+    record was made for `key`; None for anything else."""
+    return _answers(os.path.join(git_dir, CACHE_DIR_NAME, record), key).get(question)
+
+
+def keep_by(git_dir: str, record: str, key: str, question: str, answer: str) -> None:
+    """Record `answer` to `question` for `key` (the record is replaced whole when `key` is
+    another; skipped when the git dir cannot be written: the next run answers in full)."""
     from pathlib import Path
 
     from guard.git.atomic import atomic_write
 
-    answers = _answers(found)
+    cache = os.path.join(git_dir, CACHE_DIR_NAME)
+    path = os.path.join(cache, record)
+    answers = _answers(path, key)
     answers.pop(question, None)
     kept = [*list(answers.items())[-(MAX_ANSWERS - 1) :], (question, answer)]
-    fields = [found.key, model_namespace(), *(text for pair in kept for text in pair)]
+    fields = [key, *(text for pair in kept for text in pair)]
     data = b"".join(b"%d\n%s\n" % (len(raw), raw) for raw in (f.encode() for f in fields))
-    cache = os.path.join(found.git_dir, CACHE_DIR_NAME)
     try:
         os.makedirs(cache, exist_ok=True)
         # A cache, never flushed: a torn file is no answer (_answers).
-        atomic_write(Path(os.path.join(cache, ANSWERS_FILE)), data, durable=False)
+        atomic_write(Path(path), data, durable=False)
     except OSError:
         return
 
 
-def _answers(found: CurrentKey) -> dict[str, str]:
-    """The answers on record for `found`'s content, by question; none for any doubt."""
+def _answers(path: str, key: str) -> dict[str, str]:
+    """The answers on record in `path` for `key`, by question; none for any doubt."""
     try:
-        with open(os.path.join(found.git_dir, CACHE_DIR_NAME, ANSWERS_FILE), "rb") as handle:
+        with open(path, "rb") as handle:
             data = handle.read()
         fields = []
         at = 0
@@ -476,6 +494,6 @@ def _answers(found: CurrentKey) -> dict[str, str]:
             fields.append(data[start : at - 1].decode())
     except (OSError, ValueError):  # UnicodeDecodeError is one
         return {}
-    if len(fields) % 2 or fields[:2] != [found.key, model_namespace()]:
+    if not len(fields) % 2 or fields[0] != key:
         return {}
-    return dict(zip(fields[2::2], fields[3::2], strict=True))
+    return dict(zip(fields[1::2], fields[2::2], strict=True))
