@@ -60,12 +60,10 @@ def _repo(cwd: Path | str) -> Repo:
 
 def status(cwd: Path | str, names: Sequence[str], as_json: bool) -> int:
     """`patchguard status [NAMES] [--json]`: each patch's state, file by file."""
-    trusted = fastpath.trusted_key(str(cwd))
-    if trusted is not None:
-        answer = fastpath.recall(trusted, _question("status", names, as_json, trusted))
-        if answer is not None:
-            echo(answer)
-            return EXIT_OK
+    trusted, answer = _recalled("status", names, as_json, cwd)
+    if answer is not None:
+        echo(answer)
+        return EXIT_OK
     from guard.cli import render
     from guard.store import journal
     from guard.tree import assess
@@ -110,12 +108,10 @@ def apply(
     if not (dry_run or merge):
         with repo.lock("apply"):  # as apply itself starts: its lock, no apply mid-rebase
             repo.refuse_mid_operation("apply")
-            trusted = fastpath.trusted_key(str(cwd))
-            if trusted is not None:
-                answer = fastpath.recall(trusted, _question("apply", names, as_json, trusted))
-                if answer is not None:
-                    echo(answer)
-                    return EXIT_OK
+            trusted, answer = _recalled("apply", names, as_json, cwd)
+        if answer is not None:
+            echo(answer)
+            return EXIT_OK
     from guard.cli import render
     from guard.tree import patching
 
@@ -260,6 +256,17 @@ def stamp(cwd: Path | str) -> None:
 
 
 # --- the record of the last full answer ------------------------------------------------------
+
+
+def _recalled(
+    command: str, names: Sequence[str], as_json: bool, cwd: Path | str
+) -> tuple[fastpath.CurrentKey | None, str | None]:
+    """The worktree's key when `check` verified this content, and the command's answer for it
+    when one is on record."""
+    trusted = fastpath.trusted_key(str(cwd))
+    if trusted is None:
+        return None, None
+    return trusted, fastpath.recall(trusted, _question(command, names, as_json, trusted))
 
 
 def _keep(cwd: Path | str, trusted: fastpath.CurrentKey, question: str, answer: str) -> None:
