@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from conftest import Sample, patchguard
 
-from guard.store.fastpath import ANSWERS_FILE, CACHE_DIR_NAME
+from guard.store.fastpath import ANSWERS_FILE, CACHE_DIR_NAME, LOGGED_FILE
 
 FORMS = [
     ("status",),
@@ -142,11 +142,10 @@ def test_plain_forms_import_no_click(sample: Sample) -> None:
     assert sample.pg("check", "--quiet").exit_code == 0
     for args in [f for f in FORMS if "nope" not in f] + [("stamp",)]:
         assert not {"click", "pygit2", "pydantic", "guard.cli.app"} & set(loaded(sample, *args))
-    # verified, and answered before: status, apply, list, show and stamp read no manifest, nor
-    # assess; log reads the history's
-    for args in (("status",), ("apply",), ("list",), ("show", "eagle3"), ("stamp",)):
+    # verified, and answered before: status, apply, list, show, log and stamp read no
+    # manifest, nor assess
+    for args in (("status",), ("apply",), ("list",), ("show", "eagle3"), ("log",), ("stamp",)):
         assert loaded(sample, *args) == [], args
-    assert loaded(sample, "log") == ["guard.store.manifest"]
     # --help, other options and mistakes are click's, as before
     assert "click" in loaded(sample, "status", "--help")
     assert "click" in loaded(sample, "apply", "--dry-run")
@@ -166,3 +165,20 @@ def test_list_and_show_answer_for_the_manifest_as_it_is(
         assert "another description" in said and "EAGLE-3 delegation" not in said, args
     assert sample.pg("undo").exit_code == 0  # the history's way back: the manifest as it was
     assert "EAGLE-3 delegation" in console(sample.root, clean_env, "list").stdout
+
+
+def test_log_answers_for_the_history_as_it_is(sample: Sample, clean_env: dict[str, str]) -> None:
+    """log's changes are kept by the history's tip; their times are worded in local time on
+    every run (another TZ: other hours), and a new change is a new tip."""
+    sample.record_eagle3()
+    first = console(sample.root, clean_env, "log").stdout
+    assert console(sample.root, clean_env, "log").stdout == first
+    elsewhere = {**clean_env, "TZ": "Asia/Kolkata"}  # +05:30 all year
+    recalled = console(sample.root, elsewhere, "log", "--json").stdout
+    (sample.root / ".git" / CACHE_DIR_NAME / LOGGED_FILE).unlink()
+    assert console(sample.root, elsewhere, "log", "--json").stdout == recalled
+    assert json.loads(recalled)["changes"][0]["time"].endswith("+05:30")
+    assert sample.pg("record", "eagle3", "-m", "another description").exit_code == 0
+    after = console(sample.root, clean_env, "log").stdout
+    assert after.startswith("0. ") and "re-recorded eagle3" in after.splitlines()[0]
+    assert_same(sample, clean_env, ("log",))

@@ -230,20 +230,47 @@ def _manifest_key(cwd: Path | str) -> tuple[str, str] | None:
 
 def log(cwd: Path | str, name: str | None, as_json: bool) -> None:
     """`patchguard log [NAME] [--json]`: the history of the patches, newest first."""
+    import json
+
+    from guard.cli import render
+
+    changes = json.loads(_logged(cwd, name))
+    if as_json:
+        payload = {"format": render.LOG_JSON_FORMAT, "patch": name}
+        echo(json.dumps({**payload, "changes": render.log_entries(changes)}, indent=2))
+        return
+    echo("\n".join(render.log_lines(changes, name)) or "no history yet")
+
+
+def _logged(cwd: Path | str, name: str | None) -> str:
+    """guard.store.history.log_changes as JSON: a function of the history's tip (its commits
+    never change), so answered as before for the same tip (fastpath.recall_by), else read."""
+    import json
+
+    from guard.errors import PatchguardError
+    from guard.git.gitpaths import HISTORY_REF, find_repository, read_ref
+
+    try:
+        _, git_dir, common_dir = find_repository(str(cwd))
+        tip = read_ref(HISTORY_REF, (common_dir,))
+    except (OSError, PatchguardError):
+        tip = None
+    if tip is not None:  # an invalid state's message names the manifest's path: common_dir
+        question = "\0".join(["log", fastpath.source_digest(_LOGGING), common_dir, name or ""])
+        answer = fastpath.recall_by(git_dir, fastpath.LOGGED_FILE, tip, question)
+        if answer is not None:
+            return answer
     from guard.store import history
 
     repo = _repo(cwd)
-    if as_json:
-        import json
+    answer = json.dumps(history.log_changes(repo, name))
+    if tip is not None and history.current(repo) == tip:
+        fastpath.keep_by(git_dir, fastpath.LOGGED_FILE, tip, question, answer)
+    return answer
 
-        payload = {
-            "format": history.LOG_JSON_FORMAT,
-            "patch": name,
-            "changes": history.log_entries(repo, name),
-        }
-        echo(json.dumps(payload, indent=2))
-        return
-    echo("\n".join(history.log_lines(repo, name)) or "no history yet")
+
+# The code that reads log's changes from the history.
+_LOGGING = ("cli/plain.py", "store/history.py", "store/manifest.py")
 
 
 def stamp(cwd: Path | str) -> None:

@@ -24,6 +24,7 @@ CHECK_JSON_FORMAT = "patchguard.check/2"
 COMPARE_JSON_FORMAT = "patchguard.compare/1"
 BISECT_JSON_FORMAT = "patchguard.bisect/1"
 LIST_JSON_FORMAT = "patchguard.list/1"
+LOG_JSON_FORMAT = "patchguard.log/1"
 DOCTOR_JSON_FORMAT = "patchguard.doctor/1"
 
 
@@ -142,6 +143,42 @@ def outcome_lines(outcomes: Sequence[PatchOutcome]) -> list[str]:
         for f in outcome.verdict.files:
             if f.state not in GOOD_STATES and not outcome.ok:
                 lines.append(f"  {f.path}: {f.state}: {f.detail}")
+    return lines
+
+
+def log_entries(changes: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`patchguard log --json`'s changes: guard.store.history.log_changes, each change's time
+    in local time (ISO 8601, with its offset)."""
+    from datetime import datetime
+
+    return [
+        {
+            "number": change["number"],
+            "commit": change["commit"],
+            "time": datetime.fromtimestamp(change["created"]).astimezone().isoformat(),
+            **{key: change[key] for key in ("head", "subject", "undoes", "patches", "invalid")},
+        }
+        for change in changes
+    ]
+
+
+def log_lines(changes: Sequence[dict[str, Any]], name: str | None) -> list[str]:
+    """`patchguard log [NAME]`: newest first, numbered as `show NAME@{N}` reads them."""
+    from datetime import datetime
+
+    lines = []
+    for entry in log_entries(changes):
+        number, head = entry["number"], entry["head"]
+        when = datetime.fromisoformat(entry["time"]).strftime("%Y-%m-%d %H:%M:%S")
+        at = f"at {head[:10]}" if head else "at no commit"
+        label = f"{name}@{{{number}}}" if name else f"{number}."
+        lines.append(f"{label} {when} {at}: {entry['subject']}")
+        if entry["invalid"]:  # only the newest state is what `undo` takes back next
+            way = "`patchguard undo` takes it back" if number == 0 else "it changed no patch"
+            lines.append(f"    (not a valid manifest; {way}): {entry['invalid']}")
+        for patch in entry["patches"]:
+            said = "(dropped)" if patch["dropped"] else patch["description"] or "(no description)"
+            lines.append(f"    {patch['name']}: {said}")
     return lines
 
 

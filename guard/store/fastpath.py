@@ -396,9 +396,10 @@ def _write_key(
 # guard.ops.provenance), per worktree beside the verified keys, replaced whole when the content
 # changes: the key (with the model_namespace()), then each question and its answer, every one
 # framed by its length in bytes (json's import alone would cost this path ~7 ms). LISTED_FILE:
-# list's and show's, keyed by the manifest.
+# list's and show's, keyed by the manifest; LOGGED_FILE: log's changes, keyed by the history's tip.
 ANSWERS_FILE = "answers"
 LISTED_FILE = "listed"
+LOGGED_FILE = "logged"
 MAX_ANSWERS = 16
 
 

@@ -467,12 +467,10 @@ def versions(repo: Repo, name: str | None = None) -> list[Version]:
     return found
 
 
-LOG_JSON_FORMAT = "patchguard.log/1"
-
-
-def log_entries(repo: Repo, name: str | None) -> list[dict[str, Any]]:
-    """`patchguard log [NAME]` as data, newest first: entry N is what `show NAME@{N}` and
-    `undo --list` call N (0 is the newest)."""
+def log_changes(repo: Repo, name: str | None) -> list[dict[str, Any]]:
+    """`patchguard log [NAME]` as data, newest first, each change's time in seconds since the
+    epoch ("created"; guard.cli.render words it in local time): entry N is what `show NAME@{N}`
+    and `undo --list` call N (0 is the newest). A function of the history's tip alone."""
     found = versions(repo, name)
     if name is not None and not found:
         raise ConfigError(
@@ -495,7 +493,7 @@ def log_entries(repo: Repo, name: str | None) -> list[dict[str, Any]]:
             {
                 "number": number,
                 "commit": change.commit,
-                "time": datetime.fromtimestamp(change.created).astimezone().isoformat(),
+                "created": change.created,
                 "head": change.head,
                 "subject": change.subject,
                 "undoes": change.undoes,
@@ -504,24 +502,6 @@ def log_entries(repo: Repo, name: str | None) -> list[dict[str, Any]]:
             }
         )
     return entries
-
-
-def log_lines(repo: Repo, name: str | None) -> list[str]:
-    """`patchguard log [NAME]`: newest first, numbered as `show NAME@{N}` reads them."""
-    lines = []
-    for entry in log_entries(repo, name):
-        number, head = entry["number"], entry["head"]
-        when = datetime.fromisoformat(entry["time"]).strftime("%Y-%m-%d %H:%M:%S")
-        at = f"at {head[:10]}" if head else "at no commit"
-        label = f"{name}@{{{number}}}" if name else f"{number}."
-        lines.append(f"{label} {when} {at}: {entry['subject']}")
-        if entry["invalid"]:  # only the newest state is what `undo` takes back next
-            way = "`patchguard undo` takes it back" if number == 0 else "it changed no patch"
-            lines.append(f"    (not a valid manifest; {way}): {entry['invalid']}")
-        for patch in entry["patches"]:
-            said = "(dropped)" if patch["dropped"] else patch["description"] or "(no description)"
-            lines.append(f"    {patch['name']}: {said}")
-    return lines
 
 
 def patch_version(repo: Repo, text: str) -> Patch:
