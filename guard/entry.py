@@ -1,5 +1,5 @@
 """The `patchguard` entry point, kept light: hooks and an unchanged `check` never import click,
-pydantic or pygit2."""
+pydantic or pygit2, and the plain forms of the commands people type most skip click (PLAIN)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,19 @@ import sys
 from guard.errors import ConfigError
 
 VERIFIED_MESSAGE = "patchguard: all guards hold (content unchanged since it was last verified)"
+
+# The commands whose plain forms run without click (issue 30), each by the module that parses
+# them: its run_plain(directory, command, words) returns the exit code, or None to leave the
+# form (--help, a mistake, another option) to click. One line per command.
+PLAIN = {
+    "status": "guard.cli.plain",
+    "list": "guard.cli.plain",
+    "show": "guard.cli.plain",
+    "log": "guard.cli.plain",
+    "stamp": "guard.cli.plain",
+    "apply": "guard.cli.plain",
+    "git": "guard.cli.lifted",
+}
 
 
 def main() -> None:
@@ -24,11 +37,16 @@ def _dispatch(argv: list[str]) -> int:
         from guard.cli.hookrun import main as run_hook
 
         return run_hook(argv[1:])
-    if _plain_git(argv):
-        return _git(argv[1:])
     flags = _plain_check(argv)
     if flags is not None:
         return _check(directory, *flags)
+    command, words = _command(argv)
+    if command in PLAIN:
+        from importlib import import_module
+
+        code: int | None = import_module(PLAIN[command]).run_plain(directory, command, words)
+        if code is not None:
+            return code
     from guard.cli.app import main as run_cli
 
     return run_cli()
@@ -83,6 +101,21 @@ def _check(directory: str, quiet: bool, as_json: bool) -> int:
     return report_check(Path(directory), quiet=quiet, as_json=as_json)
 
 
+def _command(argv: list[str]) -> tuple[str | None, list[str]]:
+    """The command's name and the words after it, past the group's `-C DIR`s (None when one
+    lacks its DIR or names a file: click says so)."""
+    for at in range(0, len(argv), 2):
+        if argv[at] != "-C":
+            return argv[at], argv[at + 1 :]
+        if at + 1 == len(argv) or _names_a_file(argv[at + 1]):
+            break
+    return None, []
+
+
+def _names_a_file(directory: str) -> bool:
+    return os.path.exists(directory) and not os.path.isdir(directory)
+
+
 def _plain_check(argv: list[str]) -> tuple[bool, bool] | None:
     """(quiet, json) for `[-C DIR] check [-q] [--json] [-C DIR]`; None for anything else."""
     quiet, as_json, seen_check = False, False, False
@@ -99,19 +132,3 @@ def _plain_check(argv: list[str]) -> tuple[bool, bool] | None:
         else:
             return None
     return (quiet, as_json) if seen_check else None
-
-
-def _plain_git(argv: list[str]) -> bool:
-    """`git COMMAND ...`: from the first word after `git`, click would hand every word to git
-    as it is. Options before it (`git --help`, git's own `-C DIR`) go through click."""
-    return argv[:1] == ["git"] and len(argv) > 1 and not argv[1].startswith("-")
-
-
-def _git(args: list[str]) -> int:
-    """`patchguard git COMMAND ...` without click (guard.cli.lifted): the same lift, the same
-    lines and exit status as the click command's."""
-    from pathlib import Path
-
-    from guard.cli.lifted import git_lifted
-
-    git_lifted(Path.cwd(), args)

@@ -50,8 +50,11 @@ def loaded_command_modules(sample: Sample, *args: str) -> list[str]:
 @pytest.mark.parametrize(
     ("args", "modules"),
     [
-        (("status",), ["guard.cli.worktree"]),
-        (("list", "--json"), ["guard.cli.patches"]),
+        # the plain forms of the typed commands skip click (guard.cli.plain), other forms not
+        (("status",), []),
+        (("status", "--help"), ["guard.cli.worktree"]),
+        (("list", "--json"), []),
+        (("unapply", "--dry-run"), ["guard.cli.worktree"]),
         # the bisect shorthands lift the patches as `patchguard git` does (guard.cli.lifted)
         (("bisect", "log"), ["guard.cli.hunting"]),
     ],

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import click
 
+from guard.cli import plain
 from guard.cli.advice import say_worktree
 from guard.cli.options import directory_option, epilog, json_option
 from guard.git.repo import Repo
@@ -74,15 +75,4 @@ def log(cwd: Path, name: str | None, as_json: bool) -> None:
     description. Changes are numbered from 0, the newest: `patchguard show NAME@{N}` shows
     the version N of `log NAME`, and `undo --list` numbers the same way.
     """
-    from guard.store import history
-
-    repo = Repo.discover(cwd)
-    if as_json:
-        payload = {
-            "format": history.LOG_JSON_FORMAT,
-            "patch": name,
-            "changes": history.log_entries(repo, name),
-        }
-        click.echo(json.dumps(payload, indent=2))
-        return
-    click.echo("\n".join(history.log_lines(repo, name)) or "no history yet")
+    plain.log(cwd, name, as_json)

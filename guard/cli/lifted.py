@@ -23,6 +23,14 @@ if TYPE_CHECKING:
     from guard.ops import moves
 
 
+def run_plain(directory: str, command: str, words: list[str]) -> int | None:
+    """`git COMMAND ...` (guard.entry.PLAIN): from COMMAND on the words are git's, nothing to
+    parse. None when an option comes first (`git --help`, git's own `-C DIR`): click says."""
+    if not words or words[0].startswith("-"):
+        return None
+    git_lifted(Path(directory), words)
+
+
 def git_lifted(cwd: Path, args: Sequence[str]) -> NoReturn:
     """Run `git ARGS` with the patches lifted, say what happened, and exit with the status:
     git's own when git fails, else 0, or 1 when a guard fails afterwards."""

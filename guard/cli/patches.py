@@ -6,19 +6,16 @@ touch the files of the worktree; `patchguard undo` takes each change back.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
 
 import click
 
-from guard.cli import render
+from guard.cli import plain
 from guard.cli.advice import advise_hooks
 from guard.cli.options import directory_option, epilog, json_option
 from guard.git.repo import Repo
-from guard.store.derived import load_manifest
-from guard.store.manifest import select_patches
 
 
 @click.command(
@@ -142,19 +139,7 @@ def require(cwd: Path, specs: tuple[str, ...]) -> None:
 @directory_option
 def list_(cwd: Path, as_json: bool) -> None:
     """List recorded patches and guards (without computing states)."""
-    manifest = load_manifest(Repo.discover(cwd), missing_ok=True)
-    if as_json:
-        click.echo(json.dumps({"format": render.LIST_JSON_FORMAT, **manifest.to_dict()}, indent=2))
-        return
-    if not manifest.patches and not manifest.guards:
-        click.echo("nothing recorded: no patches and no guards (patchguard record NAME)")
-    for patch in manifest.patches:
-        summary = f" - {patch.description}" if patch.description else ""
-        click.echo(f"patch {patch.name}{summary} (base {patch.base_commit[:10]})")
-        for change in patch.files:
-            click.echo(f"  {change.path}")
-    for spec in manifest.guards:
-        click.echo(f"guard {spec}")
+    plain.list_(cwd, as_json)
 
 
 @click.command(
@@ -168,26 +153,13 @@ def show(cwd: Path, names: tuple[str, ...]) -> None:
     NAME@{N} shows an earlier version: N as `patchguard log NAME` numbers them.
     Coloured and paged (like git show) on a terminal; plain text otherwise.
     """
-    repo = Repo.discover(cwd)
-    if any("@{" in name for name in names):
-        from guard.store import history
-
-        patches = [
-            history.patch_version(repo, name)
-            if "@{" in name
-            else select_patches(load_manifest(repo), [name])[0]
-            for name in names
-        ]
-    else:
-        patches = select_patches(load_manifest(repo), names)
-    on_terminal = sys.stdout.isatty()
-    color = on_terminal and "NO_COLOR" not in os.environ
-    text = "\n".join(render.show_lines(patches, color=color))
-    if on_terminal:
-        os.environ.setdefault("LESS", "FRX")  # as git does: quit if one screen, keep colours
-        click.echo_via_pager(text + "\n", color=color)
-    else:
-        click.echo(text or "no patches recorded")
+    if not sys.stdout.isatty():
+        plain.show(cwd, names)
+        return
+    color = "NO_COLOR" not in os.environ
+    text = plain.show_text(cwd, names, color=color)
+    os.environ.setdefault("LESS", "FRX")  # as git does: quit if one screen, keep colours
+    click.echo_via_pager(text + "\n", color=color)
 
 
 @click.command(

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-
-from guard.tree.verdicts import GOOD_STATES, CheckReport, PatchVerdict, State, SymbolResult
 
 TYPE_CHECKING = False  # not `from typing import ...`: typing costs the hooks ~3 ms
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from typing import Any
 
     from guard.hunt.hunt import Comparison, Hunt, Runs
@@ -17,11 +15,16 @@ if TYPE_CHECKING:
     from guard.ops.moves import Lift
     from guard.store.manifest import Patch
     from guard.tree.patching import PatchOutcome
+    from guard.tree.verdicts import CheckReport, PatchVerdict, SymbolResult
+
+# The states come from guard.tree.verdicts only where a report is worded: `list` and `show`
+# word none, and skip its import (its dataclasses cost ~20 ms).
 
 CHECK_JSON_FORMAT = "patchguard.check/2"
 COMPARE_JSON_FORMAT = "patchguard.compare/1"
 BISECT_JSON_FORMAT = "patchguard.bisect/1"
 LIST_JSON_FORMAT = "patchguard.list/1"
+LOG_JSON_FORMAT = "patchguard.log/1"
 DOCTOR_JSON_FORMAT = "patchguard.doctor/1"
 
 
@@ -131,6 +134,8 @@ def warning_lines(report: CheckReport) -> list[str]:
 
 
 def outcome_lines(outcomes: Sequence[PatchOutcome]) -> list[str]:
+    from guard.tree.verdicts import GOOD_STATES
+
     lines = []
     for outcome in outcomes:
         files = f" ({', '.join(outcome.written)})" if outcome.written else ""
@@ -141,14 +146,48 @@ def outcome_lines(outcomes: Sequence[PatchOutcome]) -> list[str]:
     return lines
 
 
+def log_entries(changes: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`patchguard log --json`'s changes: guard.store.history.log_changes, each change's time
+    in local time (ISO 8601, with its offset)."""
+    from datetime import datetime
+
+    return [
+        {
+            "number": change["number"],
+            "commit": change["commit"],
+            "time": datetime.fromtimestamp(change["created"]).astimezone().isoformat(),
+            **{key: change[key] for key in ("head", "subject", "undoes", "patches", "invalid")},
+        }
+        for change in changes
+    ]
+
+
+def log_lines(changes: Sequence[dict[str, Any]], name: str | None) -> list[str]:
+    """`patchguard log [NAME]`: newest first, numbered as `show NAME@{N}` reads them."""
+    from datetime import datetime
+
+    lines = []
+    for entry in log_entries(changes):
+        number, head = entry["number"], entry["head"]
+        when = datetime.fromisoformat(entry["time"]).strftime("%Y-%m-%d %H:%M:%S")
+        at = f"at {head[:10]}" if head else "at no commit"
+        label = f"{name}@{{{number}}}" if name else f"{number}."
+        lines.append(f"{label} {when} {at}: {entry['subject']}")
+        if entry["invalid"]:  # only the newest state is what `undo` takes back next
+            way = "`patchguard undo` takes it back" if number == 0 else "it changed no patch"
+            lines.append(f"    (not a valid manifest; {way}): {entry['invalid']}")
+        for patch in entry["patches"]:
+            said = "(dropped)" if patch["dropped"] else patch["description"] or "(no description)"
+            lines.append(f"    {patch['name']}: {said}")
+    return lines
+
+
 def show_lines(patches: Sequence[Patch], color: bool) -> list[str]:
     """`patchguard show`: what each patch is, what it requires, and its diff as recorded."""
-    import click  # only here: the hooks import this module for the banner
-
     lines: list[str] = []
     for patch in patches:
         title = f"patch {patch.name}"
-        lines += [click.style(title, fg="yellow") if color else title]
+        lines += [_styled(title, fg="yellow") if color else title]
         if patch.description:
             lines.append(f"    {patch.description}")
         lines.append(f"base:     {patch.base_commit}")
@@ -175,12 +214,18 @@ _DIFF_COLORS = (("+++", "bold"), ("---", "bold"), ("+", "green"), ("-", "red"), 
 
 
 def _diff_line(line: str, color: bool) -> str:
-    import click
-
     for prefix, style in _DIFF_COLORS if color else ():
         if line.startswith(prefix):
-            return click.style(line, bold=True) if style == "bold" else click.style(line, fg=style)
+            return _styled(line, bold=True) if style == "bold" else _styled(line, fg=style)
     return line
+
+
+def _styled(text: str, **style: Any) -> str:
+    """click's styles, for a terminal only: click is imported for colour alone (the hooks and
+    the plain commands import this module without it)."""
+    import click
+
+    return click.style(text, **style)
 
 
 def banner(title: str, problems: Sequence[str]) -> str:
@@ -192,6 +237,8 @@ def banner(title: str, problems: Sequence[str]) -> str:
 
 def lift_lines(lift: Lift) -> list[str]:
     """What `patchguard git` and `bisect run` did with the patches around git."""
+    from guard.tree.verdicts import State
+
     names = ", ".join(lift.lifted)
     if lift.stopped == "conflicted stash pop":
         out = f"; patches {names} are out of the tree" if lift.lifted else ""

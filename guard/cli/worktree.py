@@ -10,11 +10,10 @@ from typing import TYPE_CHECKING
 
 import click
 
-from guard.cli import render
+from guard.cli import plain, render
 from guard.cli.options import directory_option, epilog, json_option
 from guard.errors import EXIT_GUARD_FAILED, EXIT_OK
 from guard.git.repo import Repo
-from guard.tree import assess
 
 if TYPE_CHECKING:
     from guard.tree import patching
@@ -34,24 +33,7 @@ def status(cwd: Path, names: tuple[str, ...], as_json: bool) -> None:
     outside-sparse, unsafe-path (a link, or a path into a git directory). Exits 1 whenever
     `check` would.
     """
-    repo = Repo.discover(cwd)
-    report = assess.status_report(repo, names)
-    from guard.store import journal
-
-    for entry in journal.interrupted(repo):  # the files below are half written: say so
-        click.echo(
-            f"patchguard: {entry.describe()}: the next apply, unapply or undo puts its files "
-            "back as they were (a file edited since stays as it is)",
-            err=True,
-        )
-    if as_json:
-        click.echo(render.status_json(report.patches))
-    else:
-        lines = render.status_lines(report.patches, report.symbols)
-        click.echo("\n".join(lines) or "no patches recorded")
-    for line in render.warning_lines(report):
-        click.echo(line, err=True)
-    sys.exit(EXIT_OK if report.ok else EXIT_GUARD_FAILED)
+    sys.exit(plain.status(cwd, names, as_json))
 
 
 @click.command(epilog=epilog("patchguard apply", "patchguard apply eagle3 --dry-run"))
@@ -74,17 +56,7 @@ def apply(cwd: Path, names: tuple[str, ...], dry_run: bool, merge: bool, as_json
     patch adds, the patch's otherwise, every other edit kept, the change left unstaged.
     Conflicts that are not the patch's stay marked.
     """
-    from guard.tree import patching
-
-    outcomes = patching.apply(
-        Repo.discover(cwd),
-        names,
-        dry_run=dry_run,
-        merge=merge,
-        finish_git_merges=True,
-        restore_edits=True,
-    )
-    _finish(outcomes, as_json)
+    sys.exit(plain.apply(cwd, names, as_json, dry_run=dry_run, merge=merge))
 
 
 @click.command(epilog=epilog("patchguard unapply --dry-run", "patchguard unapply eagle3"))

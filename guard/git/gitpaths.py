@@ -12,6 +12,10 @@ STORE_DIR_NAME = "patchguard"
 TRANSACTION_FILE_NAME = "transaction"  # a change to the patches under way; the hooks know it
 DERIVED_FROM_FILE_NAME = "manifest.from"  # the history commit manifest.json was derived from
 HISTORY_REF = "refs/patchguard/history"
+# In each worktree's own git dir: the undo journal's entries (guard.store.journal), each a
+# directory holding its journal file; the fast path of status and apply reads them with os.
+UNDO_DIR_NAME = "patchguard-undo"
+JOURNAL_FILE = "journal.json"
 
 TYPE_CHECKING = False  # typing costs the hooks ~3 ms
 if TYPE_CHECKING:

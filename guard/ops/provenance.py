@@ -9,21 +9,62 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
+from contextlib import suppress
 from datetime import UTC, datetime
 from pathlib import PurePosixPath
-from typing import Any
+from typing import Any, TypeVar
 
 from guard.errors import ConfigError
+from guard.git.gitpaths import read_head
 from guard.git.objects import blob_id
 from guard.git.repo import Repo, run_git
-from guard.store.spec import parse_spec
-from guard.tree import assess
+from guard.store import fastpath
 
 STAMP_FORMAT = "patchguard.stamp/1"
+_T = TypeVar("_T")
+# The code that words a stamp's report of the patches (fastpath.model_namespace() covers the code
+# that decides it): a record made by another patchguard is not this one's answer.
+_STAMP_CODE = ("ops/provenance.py", "tree/verdicts.py")
 
 
 def patchguard_version() -> str:
-    from importlib.metadata import PackageNotFoundError, version  # ~10 ms; stamps only
+    """The installed version, from the distribution's METADATA where importlib.metadata finds
+    it (the first sys.path entry that holds its .dist-info), read without importing that
+    (~10-30 ms); importlib.metadata itself for anything else (two of them, an .egg-info)."""
+    import sys
+
+    prefix = "git_patchguard-"
+    for entry in sys.path:
+        try:
+            found = [n for n in os.listdir(entry or ".") if n.lower().startswith(prefix)]
+        except OSError:
+            continue
+        if len(found) == 1 and found[0].endswith(".dist-info"):
+            version = _metadata_version(os.path.join(entry or ".", found[0], "METADATA"))
+            if version is not None:
+                return version
+        if found:
+            break
+    return _version_by_importlib()
+
+
+def _metadata_version(path: str) -> str | None:
+    """The Version header of a METADATA file (RFC 822 headers, then a blank line)."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            for line in handle:
+                if not line.strip():
+                    break
+                if line.startswith("Version: "):
+                    return line[len("Version: ") :].strip() or None
+    except (OSError, UnicodeDecodeError):
+        return None
+    return None
+
+
+def _version_by_importlib() -> str:
+    from importlib.metadata import PackageNotFoundError, version
 
     try:
         return version("git-patchguard")
@@ -33,43 +74,140 @@ def patchguard_version() -> str:
 
 def stamp(repo: Repo) -> dict[str, Any]:
     """One JSON object that says exactly which code is about to run (keys in docs/benchmarks.md)."""
-    report = assess.check(repo) if repo.layout.manifest_path.exists() else None
-    git = repo.git
-    branch = None if git.head_is_detached or git.head_is_unborn else git.head.shorthand
-    upstream = None
-    if branch is not None:
-        tracking = git.branches.local[branch].upstream
-        if tracking is not None:
-            ahead, behind = git.ahead_behind(git.head.target, tracking.target)
-            upstream = {"ref": tracking.shorthand, "ahead": ahead, "behind": behind}
-    guarded = sorted(
-        {f.path for v in report.patches for f in v.files}
-        | {parse_spec(s.spec).path for s in report.symbols if s.patch is None}
-        if report
-        else set()
-    )
+    layout = repo.layout
+    head = read_head(str(layout.git_dir), str(layout.common_dir)) or repo.head_commit()
+    branch = _head_branch(repo) if head is not None else None
+    # git's own answers come while the check is read or made, and its modules imported
+    dirty_of = _meanwhile(lambda: _dirty(repo))
+    tracking_of = _meanwhile(lambda: _tracking(repo, branch) if branch is not None else None)
+    checked = _checked(repo) if layout.manifest_path.exists() else None
+    guarded = checked["guarded"] if checked else []
     files = {}
     for path in guarded:
         content = repo.read_file(path)
         files[path] = None if content is None else blob_id(content)
-    dirty = repo.changed_tracked_files()
+    dirty = dirty_of()
     return {
         "format": STAMP_FORMAT,
         "repository": str(repo.workdir),
-        "head": None if git.head_is_unborn else str(git.head.target),
+        "head": head,
         "branch": branch,
-        "upstream": upstream,
+        "upstream": tracking_of(),
         "dirty": dirty,
         "edits": code_edits(repo, dirty, guarded),
-        "patches": {v.name: str(v.state) for v in report.patches} if report else {},
+        "patches": checked["patches"] if checked else {},
         "files": files,
-        "symbols": {s.spec: s.ok for s in report.symbols} if report else {},
-        # As `check` refuses to pass on nothing: a stamp that guards nothing vouches for nothing.
-        "ok": bool(report and report.ok and not report.checks_nothing),
-        "problems": report.problems() if report else [],  # why not ok, as `check` says it
+        "symbols": checked["symbols"] if checked else {},
+        "ok": checked["ok"] if checked else False,
+        "problems": checked["problems"] if checked else [],  # why not ok, as `check` says it
         "patchguard": patchguard_version(),
         "timestamp": datetime.now(UTC).isoformat(timespec="seconds"),
     }
+
+
+def _meanwhile(work: Callable[[], _T]) -> Callable[[], _T]:
+    """`work` (a git command) started in a thread, beside what the caller does meanwhile; the
+    call returned waits for it, and returns its result or raises its error."""
+    import threading
+
+    done: list[_T] = []
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            done.append(work())
+        except BaseException as error:  # handed to the caller, as if it had run there
+            failed.append(error)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+
+    def result() -> _T:
+        thread.join()
+        if failed:
+            raise failed[0]
+        return done[0]
+
+    return result
+
+
+def _checked(repo: Repo) -> dict[str, Any]:
+    """What `check` says of the patches and symbols, as the stamp holds it, with the guarded
+    paths: for content `check` verified, as it said it before (fastpath.recall, keyed by that
+    content and the code that says it); otherwise checked in full."""
+    question = f"stamp\0{fastpath.source_digest(_STAMP_CODE)}"
+    trusted = fastpath.trusted_key(str(repo.workdir))
+    answer = None if trusted is None else fastpath.recall(trusted, question)
+    if answer is not None:
+        with suppress(ValueError):
+            recalled: dict[str, Any] = json.loads(answer)
+            return recalled
+    from guard.store.spec import parse_spec
+    from guard.tree import assess
+
+    report = assess.check(repo)
+    checked = {
+        "guarded": sorted(
+            {f.path for v in report.patches for f in v.files}
+            | {parse_spec(s.spec).path for s in report.symbols if s.patch is None}
+        ),
+        "patches": {v.name: str(v.state) for v in report.patches},
+        "symbols": {s.spec: s.ok for s in report.symbols},
+        # As `check` refuses to pass on nothing: a stamp that guards nothing vouches for nothing.
+        "ok": report.ok and not report.checks_nothing,
+        "problems": report.problems(),
+    }
+    if trusted is not None and report.ok and not report.warnings:
+        again = fastpath.trusted_key(str(repo.workdir))
+        if again is not None and again.key == trusted.key:
+            fastpath.keep_answer(trusted, question, json.dumps(checked))
+    return checked
+
+
+def _head_branch(repo: Repo) -> str | None:
+    """The branch HEAD is on, as git names it; None when HEAD is detached (or unborn)."""
+    with open(repo.layout.git_dir / "HEAD", encoding="utf-8") as handle:
+        head = handle.read().strip()
+    return head.removeprefix("ref: refs/heads/") if head.startswith("ref: refs/heads/") else None
+
+
+def _tracking(repo: Repo, branch: str) -> dict[str, Any] | None:
+    """The branch's upstream and how far HEAD is ahead of it and behind it: one for-each-ref."""
+    fields = "%(upstream)%00%(upstream:short)%00%(upstream:track,nobracket)"
+    listing = run_git(
+        ["for-each-ref", f"--format={fields}", f"refs/heads/{branch}"], repo.workdir
+    ).stdout
+    line = next((line for line in listing.split("\n") if line.startswith("refs/")), None)
+    if line is None:
+        return None  # none configured
+    _, short, track = line.split("\0")
+    if track == "gone":  # configured, but its ref is gone: libgit2 says it as it always did
+        return _tracking_by_libgit2(repo, branch)
+    counts = {"ahead": 0, "behind": 0}
+    for part in filter(None, track.split(", ")):
+        word, number = part.split(" ")
+        counts[word] = int(number)
+    return {"ref": short, "ahead": counts["ahead"], "behind": counts["behind"]}
+
+
+def _tracking_by_libgit2(repo: Repo, branch: str) -> dict[str, Any] | None:
+    git = repo.git
+    tracking = git.branches.local[branch].upstream
+    if tracking is None:
+        return None
+    ahead, behind = git.ahead_behind(git.head.target, tracking.target)
+    return {"ref": tracking.shorthand, "ahead": ahead, "behind": behind}
+
+
+def _dirty(repo: Repo) -> list[str]:
+    """Tracked files whose worktree content differs from HEAD (staged or not), as `git status`
+    says (a file a sparse checkout leaves out is no change)."""
+    listing = run_git(
+        # without refreshing the index file: a read-only command writes nothing
+        ["--no-optional-locks", "status", "--porcelain=v1", "-z", "-uno", "--no-renames"],
+        repo.workdir,
+    ).stdout
+    return sorted({entry[3:] for entry in listing.split("\0") if len(entry) > 3})
 
 
 def code_edits(repo: Repo, dirty: list[str], guarded: list[str]) -> dict[str, str | None]:
@@ -79,19 +217,12 @@ def code_edits(repo: Repo, dirty: list[str], guarded: list[str]) -> dict[str, st
 
     A file only staged, or touched back to HEAD's bytes, is no edit: the code is HEAD's.
     """
-    import pygit2  # stamps and --same-as only
-
-    head = None if repo.git.head_is_unborn else repo.git.head.peel(pygit2.Commit).tree
     edits: dict[str, str | None] = {}
-    for path in dirty:
-        if path in guarded:
-            continue
+    others = [path for path in dirty if path not in guarded]
+    committed = _head_entries(repo, others)
+    for path in others:
         here = _content_id(repo, path)
-        try:
-            committed = None if head is None else str(head[path].id)
-        except KeyError:
-            committed = None
-        if here != committed:
+        if here != committed.get(path):
             edits[path] = here
     packages = sorted({str(_package_directory(repo, path)) for path in guarded})
     if packages:
@@ -100,6 +231,21 @@ def code_edits(repo: Repo, dirty: list[str], guarded: list[str]) -> dict[str, st
             if path.endswith(".py"):
                 edits[path] = _content_id(repo, path)
     return dict(sorted(edits.items()))
+
+
+def _head_entries(repo: Repo, paths: list[str]) -> dict[str, str]:
+    """The id HEAD's tree holds at each of `paths` that it holds (one ls-tree)."""
+    if not paths or repo.head_commit() is None:
+        return {}
+    listing = run_git(
+        ["--literal-pathspecs", "ls-tree", "-z", "--full-tree", "HEAD", "--", *paths],
+        repo.workdir,
+    ).stdout
+    entries = {}
+    for entry in filter(None, listing.split("\0")):
+        info, _, path = entry.partition("\t")
+        entries[path] = info.split(" ")[2]
+    return entries
 
 
 def _content_id(repo: Repo, path: str) -> str | None:

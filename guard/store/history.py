@@ -26,7 +26,7 @@ from datetime import datetime
 from guard.errors import ConfigError
 from guard.git import faults
 from guard.git.atomic import atomic_write
-from guard.git.gitpaths import HISTORY_REF
+from guard.git.gitpaths import HISTORY_REF, read_ref
 from guard.git.objects import blob_id
 from guard.store.derived import (
     MANIFEST_ENTRY,
@@ -89,7 +89,20 @@ def current(repo: Repo) -> str | None:
     """The commit the history ref points at; None before the first write (or a legacy tree).
 
     A ref that points at anything but a commit (a blob put there by hand) is refused by
-    name: read as "no history", it would let the next write start the history over."""
+    name: read as "no history", it would let the next write start the history over.
+
+    Read from the ref's file and git's batched cat-file (`log` without libgit2's import, ~60
+    ms); anything but a commit named by its id there is read through libgit2, which names it.
+    """
+    named = read_ref(HISTORY_REF, (str(repo.layout.common_dir),))
+    if named is not None and len(named) == 40:
+        found = repo.read_object(named)
+        if found is not None and found[1] == "commit" and found[0] == named:
+            return named
+    return _current_by_libgit2(repo)
+
+
+def _current_by_libgit2(repo: Repo) -> str | None:
     import pygit2
 
     try:
@@ -330,15 +343,14 @@ def walk(repo: Repo, start: str | None = None) -> Iterator[Change]:
 
 
 def _change(repo: Repo, oid: str) -> Change:
-    found = _commit_at(repo, oid)
-    message = found.message
+    message, committed, parents = _commit_fields(repo, oid)
     subject, _, body = message.partition("\n")
     fields = {
         line.split(": ", 1)[0] + ": ": line.split(": ", 1)[1]
         for line in body.splitlines()
         if ": " in line
     }
-    created = float(found.commit_time)
+    created = float(committed)
     with_time = fields.get(_TIME_TRAILER)
     if with_time:
         with suppress(ValueError):
@@ -350,9 +362,26 @@ def _change(repo: Repo, oid: str) -> Change:
         created=created,
         head=None if head in (None, "none") else head,
         undoes=fields.get(_UNDOES_TRAILER),
-        parent=str(found.parent_ids[0]) if found.parent_ids else None,
+        parent=parents[0] if parents else None,
         note=_NOTE_TRAILER in fields,
     )
+
+
+def _commit_fields(repo: Repo, oid: str) -> tuple[str, int, list[str]]:
+    """A state's (message, committer time, parent ids), from git's batched cat-file as git
+    writes a commit object (headers, a blank line, the message); libgit2 for anything else."""
+    found = repo.read_object(oid)
+    if found is not None and found[1] == "commit" and b"\n\n" in found[2]:
+        headers, _, message = found[2].partition(b"\n\n")
+        lines = headers.decode("utf-8", "replace").split("\n")
+        parents = [line[7:] for line in lines if line.startswith("parent ")]
+        committer = [line.split(" ") for line in lines if line.startswith("committer ")]
+        encodings = [line for line in lines if line.startswith("encoding ")]
+        timed = len(committer) == 1 and len(committer[0]) >= 3 and committer[0][-2].isdigit()
+        if timed and not encodings:  # libgit2 decodes another encoding by its name
+            return message.decode("utf-8", "replace"), int(committer[0][-2]), parents
+    commit = _commit_at(repo, oid)
+    return commit.message, commit.commit_time, [str(p) for p in commit.parent_ids]
 
 
 def _commit_at(repo: Repo, oid: str) -> pygit2.Commit:
@@ -390,13 +419,16 @@ def manifest_at(repo: Repo, oid: str | None) -> Manifest:
     version, or put on the ref by hand, may not be valid (ConfigError)."""
     if oid is None:
         return Manifest()
+    source = f"{HISTORY_REF} at {oid[:10]}"
+    found = repo.read_object(f"{oid}:{MANIFEST_ENTRY}")
+    if found is not None and found[1] == "blob":  # else libgit2 says what the tree holds
+        return parse_manifest(found[2], repo.layout.manifest_path, source=source)
     import pygit2
 
     tree = _commit_at(repo, oid).tree
     if MANIFEST_ENTRY not in tree:
         return Manifest()
     raw = tree[MANIFEST_ENTRY].peel(pygit2.Blob).data
-    source = f"{HISTORY_REF} at {oid[:10]}"
     return parse_manifest(raw, repo.layout.manifest_path, source=source)
 
 
@@ -435,12 +467,10 @@ def versions(repo: Repo, name: str | None = None) -> list[Version]:
     return found
 
 
-LOG_JSON_FORMAT = "patchguard.log/1"
-
-
-def log_entries(repo: Repo, name: str | None) -> list[dict[str, Any]]:
-    """`patchguard log [NAME]` as data, newest first: entry N is what `show NAME@{N}` and
-    `undo --list` call N (0 is the newest)."""
+def log_changes(repo: Repo, name: str | None) -> list[dict[str, Any]]:
+    """`patchguard log [NAME]` as data, newest first, each change's time in seconds since the
+    epoch ("created"; guard.cli.render words it in local time): entry N is what `show NAME@{N}`
+    and `undo --list` call N (0 is the newest). A function of the history's tip alone."""
     found = versions(repo, name)
     if name is not None and not found:
         raise ConfigError(
@@ -463,7 +493,7 @@ def log_entries(repo: Repo, name: str | None) -> list[dict[str, Any]]:
             {
                 "number": number,
                 "commit": change.commit,
-                "time": datetime.fromtimestamp(change.created).astimezone().isoformat(),
+                "created": change.created,
                 "head": change.head,
                 "subject": change.subject,
                 "undoes": change.undoes,
@@ -472,24 +502,6 @@ def log_entries(repo: Repo, name: str | None) -> list[dict[str, Any]]:
             }
         )
     return entries
-
-
-def log_lines(repo: Repo, name: str | None) -> list[str]:
-    """`patchguard log [NAME]`: newest first, numbered as `show NAME@{N}` reads them."""
-    lines = []
-    for entry in log_entries(repo, name):
-        number, head = entry["number"], entry["head"]
-        when = datetime.fromisoformat(entry["time"]).strftime("%Y-%m-%d %H:%M:%S")
-        at = f"at {head[:10]}" if head else "at no commit"
-        label = f"{name}@{{{number}}}" if name else f"{number}."
-        lines.append(f"{label} {when} {at}: {entry['subject']}")
-        if entry["invalid"]:  # only the newest state is what `undo` takes back next
-            way = "`patchguard undo` takes it back" if number == 0 else "it changed no patch"
-            lines.append(f"    (not a valid manifest; {way}): {entry['invalid']}")
-        for patch in entry["patches"]:
-            said = "(dropped)" if patch["dropped"] else patch["description"] or "(no description)"
-            lines.append(f"    {patch['name']}: {said}")
-    return lines
 
 
 def patch_version(repo: Repo, text: str) -> Patch:

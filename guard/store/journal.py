@@ -25,6 +25,7 @@ from pathlib import Path
 from guard.errors import ConfigError, GuardFailure
 from guard.git import faults
 from guard.git.atomic import TEMP_SUFFIX, atomic_write
+from guard.git.gitpaths import JOURNAL_FILE, UNDO_DIR_NAME
 from guard.git.objects import blob_id
 from guard.git.worktree_paths import UnsafePath, one_walk
 from guard.store.derived import load_manifest
@@ -35,9 +36,7 @@ if TYPE_CHECKING:
 
     from guard.git.repo import Repo
 
-UNDO_DIR_NAME = "patchguard-undo"
 KEEP_ENTRIES = 10
-JOURNAL_FILE = "journal.json"
 PACK_FILE = "before.pack"  # the old bytes of every file of the entry, flushed with one fsync
 WRITING = "writing"  # the old bytes are kept; files may be half replaced
 DONE = "done"  # every file is replaced: an entry for `undo`
