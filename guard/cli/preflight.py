@@ -392,13 +392,14 @@ def confirm_at_runtime(
     from guard.store.spec import parse_spec
     from guard.truth import probe  # runs user code in another process: never on the hooks' path
     from guard.truth.model_names import PRESENT
+    from guard.truth.module_names import module_of
     from guard.truth.symbols import SourceSyntaxError
 
     asked = []
     for symbol in report.symbols:
         spec = parse_spec(symbol.spec)
         path = tree.renamed(spec.path)
-        module, root = probe.module_of(repo.workdir, path)
+        module, root = module_of(repo.workdir, path)
         content = tree.read(path)
         method = False
         if content is not None:

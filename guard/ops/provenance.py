@@ -267,7 +267,7 @@ def _content_id(repo: Repo, path: str) -> str | None:
 def _package_directory(repo: Repo, path: str) -> PurePosixPath:
     """The top package a guarded file belongs to (its own directory when it is in none), as
     a path of the checkout: where `import` may find a stray module beside the recorded ones."""
-    from guard.truth.probe import module_of  # the import rule the probe follows; stamps only
+    from guard.truth.module_names import module_of  # the import rule the probe follows
 
     module, root = module_of(repo.workdir, path)
     top = root.relative_to(repo.workdir) / module.split(".")[0] if "." in module else None

@@ -96,18 +96,6 @@ probe()
 _STATES = {"1": PRESENT, "0": ABSENT, "?": CANNOT_TELL}
 
 
-def module_of(workdir: Path, path: str) -> tuple[str, Path]:
-    """The module name a checkout file imports as, and the sys.path entry it imports from:
-    the file's packages (directories with `__init__.py`) up to the first that is not one."""
-    file = workdir / path
-    parts = [file.stem] if file.name != "__init__.py" else []
-    directory = file.parent
-    while (directory / "__init__.py").is_file() and directory != workdir:
-        parts.insert(0, directory.name)
-        directory = directory.parent
-    return ".".join(parts) or file.stem, directory
-
-
 def ask(
     python: str, asked: list[list[object]], cwd: Path, timeout: float, env: Mapping[str, str]
 ) -> list[tuple[str, str]]:
