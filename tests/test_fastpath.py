@@ -14,7 +14,7 @@ import sample_repo
 from conftest import ROOT, Sample, git, patchguard
 
 from guard.git.gitdir import locate
-from guard.store.fastpath import CACHE_DIR_NAME, VERIFIED_FILE, model_namespace
+from guard.store.fastpath import CACHE_DIR_NAME, VERIFIED_FILE, model_files, model_namespace
 from guard.tree.assess import assess_file
 from guard.tree.verdicts import CheckReport, PatchVerdict
 from guard.tree.worktree import Worktree
@@ -248,8 +248,9 @@ def test_a_conflict_resolved_by_hand_without_git_add_is_no_verified_state(hooked
 def test_a_key_verified_by_another_python_or_patchguard_is_not_trusted(hooked: Sample) -> None:
     verified = locate(hooked.root).git_dir / CACHE_DIR_NAME / VERIFIED_FILE
     text = verified.read_text()
-    assert model_namespace() in text
-    verified.write_text(text.replace(model_namespace(), "0" * 16))
+    assert model_namespace() in text and model_files() in text
+    # another patchguard writes its own namespace, and the identity of its own model files
+    verified.write_text(text.replace(model_namespace(), "0" * 16).replace(model_files(), "1" * 16))
     hook = hooked.root / ".git" / "hooks" / "post-checkout"
     real = hook.read_text()
     hook.write_text(real.replace("install_python='", "install_python='/gone"))
@@ -285,6 +286,38 @@ def test_every_module_whose_code_decides_a_state_keys_the_verified_cache(tmp_pat
         path.write_text(path.read_text() + "\n# decides otherwise\n")
         seen.add(namespace())
     assert len(seen) == len(deciding) + 1, sorted(deciding)
+
+
+def test_the_model_namespace_is_kept_by_its_files_and_decided_by_their_content(
+    sample: Sample, tmp_path: Path
+) -> None:
+    """check --quiet takes the namespace the cache keeps while the model's files are those it
+    was computed from; an edit of one is a miss, and a file touched but not changed is the
+    same namespace again (content decides, the files' identity only saves the hashing)."""
+    sample.record_eagle3()
+    copy = tmp_path / "install"
+    shutil.copytree(ROOT / "guard", copy / "guard", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "patchguard_entry.py", copy)
+
+    def check() -> str:
+        entry = [sys.executable, "-I", str(copy / "patchguard_entry.py")]
+        run = subprocess.run(
+            [*entry, "-C", str(sample.root), "check"], capture_output=True, text=True
+        )
+        assert run.returncode == 0, run.stderr
+        return (
+            "since it was last verified" if "since it was last verified" in run.stdout else "full"
+        )
+
+    verified = locate(sample.root).git_dir / CACHE_DIR_NAME / VERIFIED_FILE
+    assert [check(), check()] == ["full", "since it was last verified"]
+    kept = verified.read_text()
+    model = copy / "guard" / "truth" / "symbols.py"
+    model.write_text(model.read_text() + "\n# decides otherwise\n")
+    assert [check(), check()] == ["full", "since it was last verified"]
+    assert verified.read_text() != kept  # another namespace, another identity
+    os.utime(model, ns=(1, 1))  # the same bytes, another modification time
+    assert check() == "since it was last verified"
 
 
 @pytest.mark.parametrize("name", ["-", "-dash.py", "sp ace.py", "quo'te.py"])

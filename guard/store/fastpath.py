@@ -57,8 +57,9 @@ _HEAD = (
 # paths; the keys, newest first; HEAD's entries by commit ("<commit> <entries, as in a key>");
 # paths looked up but not read, which must stay absent, or present, for the keys to hold
 # (guard.tree.worktree.Worktree.exists); the model_namespace() of the Python that verified them;
-# the checksums of index files read whole that held none of the paths unmerged (newest first).
-SECTIONS = ("paths", "keys", "heads", "absent", "present", "model", "merged")
+# the checksums of index files read whole that held none of the paths unmerged (newest first);
+# the identity of the model's files that namespace was computed from (model_files()).
+SECTIONS = ("paths", "keys", "heads", "absent", "present", "model", "merged", "model_files")
 MAX_VERIFIED = 32
 MAX_MERGED = 8
 # HEAD's entries for the guarded files, exactly as the hook scripts ask for them.
@@ -67,29 +68,58 @@ HEAD_LISTING = ("--literal-pathspecs", "ls-tree", "--full-tree")  # then COMMIT 
 
 # Besides every module of guard/truth/: the modules of guard/tree/ that decide a state.
 ASSESSING_MODULES = ("tree/assess.py", "tree/verdicts.py", "tree/worktree.py")
-_namespace: list[str] = []
+_namespace: list[str] = []  # the namespace, then the model_files() it was computed from
 
 
-def model_namespace() -> str:
+def model_namespace(known: tuple[list[str], list[str]] | None = None) -> str:
     """What a verdict depends on besides the files: the model's code (every module of
     guard/truth/: the binding model, the effect summaries, the interpreter's facts, the
     comparison of recorded bodies; and guard/tree/'s assessment, which decides the states) and
-    the interpreter it decides conditions for (`sys.version_info`, `sys.platform`...). Part of every verified key's cache and every parse kept
-    (guard.truth.parsed); baked into the hooks. A patchguard that decides otherwise trusts none of
-    an older one's keys (a gutted body verified green before `edited` existed)."""
-    if not _namespace:
-        import sys
+    the interpreter it decides conditions for (`sys.version_info`, `sys.platform`...). Part of
+    every verified key's cache and every parse kept (guard.truth.parsed); baked into the hooks.
+    A patchguard that decides otherwise trusts none of an older one's keys (a gutted body
+    verified green before `edited` existed).
 
-        source = b""
-        package = os.path.dirname(os.path.dirname(__file__))  # this is guard/store/
-        truth = os.path.join(package, "truth")
-        names = [os.path.join("truth", n) for n in sorted(os.listdir(truth)) if n.endswith(".py")]
-        for name in [*names, *ASSESSING_MODULES]:
-            with open(os.path.join(package, name), "rb") as handle:
-                source += handle.read()
-        facts = f"{sys.version}\0{sys.platform}\0{os.name}\0{sys.maxsize}\0{sys.byteorder}"
-        _namespace.append(blob_id(source + facts.encode())[:16])
+    Hashing the model's ~240 KB costs `check --quiet` 1.8 ms, a tenth of its time; so the cache
+    keeps the namespace beside model_files(), and `known` (that pair as the cache holds it) is
+    taken as it is while the files are those it was computed from: the same names, sizes,
+    modification times and inodes (a reinstall or an edit changes them), for the same
+    interpreter. The identity is taken before the content is read: a file changed meanwhile
+    leaves an identity that no later look matches."""
+    if not _namespace:
+        identity = model_files()
+        if known is not None and known[0] == [identity] and len(known[1]) == 1:
+            _namespace[:] = [known[1][0], identity]
+        else:
+            source = b""
+            for path in _model_paths():
+                with open(path, "rb") as handle:
+                    source += handle.read()
+            _namespace[:] = [blob_id(source + _interpreter_facts().encode())[:16], identity]
     return _namespace[0]
+
+
+def model_files() -> str:
+    """The identity of the model's files as the file system gives it, and of the interpreter:
+    what model_namespace() is kept beside."""
+    parts = [_interpreter_facts()]
+    for path in _model_paths():
+        found = os.stat(path)
+        parts.append(f"{path}\0{found.st_size}\0{found.st_mtime_ns}\0{found.st_ino}")
+    return digest("\0".join(parts).encode())[:16]
+
+
+def _model_paths() -> list[str]:
+    package = os.path.dirname(os.path.dirname(__file__))  # this is guard/store/
+    truth = os.path.join(package, "truth")
+    names = [os.path.join("truth", n) for n in sorted(os.listdir(truth)) if n.endswith(".py")]
+    return [os.path.join(package, name) for name in [*names, *ASSESSING_MODULES]]
+
+
+def _interpreter_facts() -> str:
+    import sys
+
+    return f"{sys.version}\0{sys.platform}\0{os.name}\0{sys.maxsize}\0{sys.byteorder}"
 
 
 def make_key(digests: Iterable[str], entries: str) -> str:
@@ -229,8 +259,9 @@ def current_key(start: str) -> CurrentKey | None:
     try:
         workdir, git_dir, common_dir = find_repository(start)
         with open(os.path.join(git_dir, CACHE_DIR_NAME, VERIFIED_FILE), encoding="utf-8") as f:
-            paths, keys, commits, absent, present, model, merged = parse_verified(f.read())
-        if model != [model_namespace()]:
+            found = parse_verified(f.read())
+        paths, keys, commits, absent, present, model, merged, model_files_seen = found
+        if model != [model_namespace((model_files_seen, model))]:
             return None  # verified by another Python, or another patchguard
         heads = dict(line.split(" ", 1) for line in commits)  # ValueError without a space
         if any(os.path.lexists(os.path.join(workdir, p)) for p in absent) or not all(
@@ -365,7 +396,7 @@ def _write_key(
             known = parse_verified(handle.read())
     except (OSError, UnicodeDecodeError, ValueError):
         known = [[] for _ in SECTIONS]
-    known_paths, keys, commits, absent, present, model, indexes = known
+    known_paths, keys, commits, absent, present, model, indexes, _ = known
     if known_paths != list(paths) or model != [model_namespace()]:
         keys, commits, absent, present, indexes = [], [], [], [], []  # other paths or model
     keys = [key, *[k for k in keys if k != key]][:MAX_VERIFIED]  # newest first
@@ -381,6 +412,7 @@ def _write_key(
         "present": sorted(looked_up[1].union(present)),
         "model": [model_namespace()],
         "merged": indexes,
+        "model_files": [_namespace[1]],
     }
     text = "".join(
         f"patchguard_{name}='\n"
