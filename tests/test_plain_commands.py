@@ -182,3 +182,30 @@ def test_log_answers_for_the_history_as_it_is(sample: Sample, clean_env: dict[st
     after = console(sample.root, clean_env, "log").stdout
     assert after.startswith("0. ") and "re-recorded eagle3" in after.splitlines()[0]
     assert_same(sample, clean_env, ("log",))
+
+
+def test_a_finished_write_keeps_the_answers_and_a_killed_one_is_said(
+    sample: Sample, clean_env: dict[str, str]
+) -> None:
+    """Each move of a regression hunt leaves a finished entry in the undo journal: back at
+    content seen before, status answers from its record again. A writer killed halfway leaves
+    an unfinished one: status then says so, in full, every time until it is put back."""
+    sample.record_eagle3()
+    assert sample.pg("check", "--quiet").exit_code == 0
+    assert console(sample.root, clean_env, "status").returncode == 0  # records the answer
+    assert sample.pg("unapply").exit_code == 0 and sample.pg("apply").exit_code == 0
+    assert sample.pg("check", "--quiet").exit_code == 0
+    assert loaded(sample, "status") == []  # two finished entries more: the record answers
+    sample.git("checkout", "--", sample.kimi.relative_to(sample.root).as_posix())
+    killed = subprocess.run(
+        [str(Path(sys.executable).parent / "patchguard"), "apply"],
+        cwd=sample.root,
+        env={**clean_env, "PATCHGUARD_KILL_AT": "journal-first-file"},
+        capture_output=True,
+        text=True,
+    )
+    assert killed.returncode == -9
+    for _ in range(2):
+        said = console(sample.root, clean_env, "status")
+        assert "interrupted apply" in said.stderr, said.stderr
+    assert "guard.tree.assess" in loaded(sample, "status")

@@ -446,10 +446,17 @@ def source_digest(names: Sequence[str]) -> str:
     return blob_id(source)[:16]
 
 
+# How guard.store.journal writes a killed writer's entry (json, as `"state": "writing"`; in a
+# string a quote is escaped, so these bytes are the key and its value, nowhere else).
+_UNFINISHED = b'"state": "writing"'
+
+
 def undo_state(git_dir: str) -> str:
-    """The digest of every entry of the undo journal (guard.store.journal): its name and its
-    journal file's bytes. What status and apply say of a killed writer's entry, and what apply
-    recovers before it writes, are theirs to say while this stays as it was."""
+    """The digest of the undo journal's unfinished entries (guard.store.journal), each its
+    name and journal file's bytes; an entry that cannot be read counts as one. What status and
+    apply say of a killed writer's entry, and what apply recovers before it writes, are theirs
+    to say while this stays as it was. A finished entry changes neither: every re-apply of a
+    regression hunt leaves one, and the answers for content seen before still hold."""
     root = os.path.join(git_dir, UNDO_DIR_NAME)
     try:
         names = sorted(os.listdir(root))
@@ -460,9 +467,11 @@ def undo_state(git_dir: str) -> str:
         try:
             with open(os.path.join(root, name, JOURNAL_FILE), "rb") as handle:
                 journal = handle.read()
-            held += f"{name}\0{len(journal)}\0".encode() + journal
         except OSError:
             held += f"{name}\0-\0".encode()
+            continue
+        if _UNFINISHED in journal:
+            held += f"{name}\0{len(journal)}\0".encode() + journal
     return blob_id(held)[:16]
 
 
