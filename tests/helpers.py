@@ -10,7 +10,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -193,3 +193,32 @@ def pushes_an_update(
     node.kimi.write_text(edit(node.kimi.read_text()))
     assert node.pg("record", "eagle3", sample_repo.KIMI, "-m", message).exit_code == 0
     assert node.pg("push", remote).exit_code == 0
+
+
+# The CLI as the installed command runs it (guard.entry), then which of `modules` it loaded.
+_LOADED_PROBE = """
+import sys
+from guard.entry import main
+asked = sys.argv[1].split(",")
+sys.argv = ["patchguard", *sys.argv[2:]]
+try:
+    main()
+except SystemExit:
+    pass
+loaded = sorted(m for m in sys.modules if m in asked)
+print("loaded:", ",".join(loaded), file=sys.stderr)
+"""
+
+
+def modules_loaded(root: Path, modules: Iterable[str], *args: str) -> list[str]:
+    """Which of `modules` `patchguard ARGS`, run in `root` in a fresh interpreter, imports."""
+    result = subprocess.run(
+        [sys.executable, "-c", _LOADED_PROBE, ",".join(modules), *args],
+        cwd=root,
+        capture_output=True,
+        text=True,
+    )
+    assert "Traceback" not in result.stderr, result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.startswith("loaded:")]
+    assert len(lines) == 1, result.stdout + result.stderr
+    return [name for name in lines[0].removeprefix("loaded:").strip().split(",") if name]

@@ -13,38 +13,16 @@ import sys
 import click
 import pytest
 from conftest import ROOT, Sample
-from helpers import subcommands
+from helpers import modules_loaded, subcommands
 from test_layers import imports_of_guard_modules
 
 from guard.cli.app import COMMANDS, cli
 
 COMMAND_MODULES = sorted({f"guard.cli.{where.split('.')[0]}" for where in COMMANDS.values()})
 
-# The CLI as the installed command runs it, then the command modules it loaded.
-PROBE = """
-import sys
-from guard.entry import main
-sys.argv = ["patchguard", *sys.argv[1:]]
-try:
-    main()
-except SystemExit:
-    pass
-loaded = sorted(m for m in sys.modules if m in {modules!r})
-print("loaded:", ",".join(loaded), file=sys.stderr)
-"""
-
 
 def loaded_command_modules(sample: Sample, *args: str) -> list[str]:
-    result = subprocess.run(
-        [sys.executable, "-c", PROBE.format(modules=COMMAND_MODULES), *args],
-        cwd=sample.root,
-        capture_output=True,
-        text=True,
-    )
-    assert "Traceback" not in result.stderr, result.stderr
-    lines = [line for line in result.stderr.splitlines() if line.startswith("loaded:")]
-    assert len(lines) == 1, result.stdout + result.stderr
-    return [name for name in lines[0].removeprefix("loaded:").strip().split(",") if name]
+    return modules_loaded(sample.root, COMMAND_MODULES, *args)
 
 
 @pytest.mark.parametrize(

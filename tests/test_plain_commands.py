@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from conftest import Sample, patchguard
+from helpers import modules_loaded
 
 from guard.store.fastpath import ANSWERS_FILE, CACHE_DIR_NAME, LOGGED_FILE
 
@@ -36,18 +37,14 @@ FORMS = [
     ("status", "-C", "."),
 ]
 
-# The CLI as the installed command runs it, then which of the heavy modules it loaded.
-PROBE = """
-import sys
-from guard.entry import main
-sys.argv = ["patchguard", *sys.argv[1:]]
-try:
-    main()
-except SystemExit:
-    pass
-heavy = ("click", "pygit2", "pydantic", "guard.tree.assess", "guard.cli.app", "guard.store.manifest")
-print("loaded:", ",".join(m for m in heavy if m in sys.modules), file=sys.stderr)
-"""
+HEAVY = (
+    "click",
+    "pygit2",
+    "pydantic",
+    "guard.tree.assess",
+    "guard.cli.app",
+    "guard.store.manifest",
+)
 
 
 def console(root: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
@@ -70,12 +67,8 @@ def assert_same(sample: Sample, env: dict[str, str], args: tuple[str, ...]) -> N
 
 
 def loaded(sample: Sample, *args: str) -> list[str]:
-    result = subprocess.run(
-        [sys.executable, "-c", PROBE, *args], cwd=sample.root, capture_output=True, text=True
-    )
-    assert "Traceback" not in result.stderr, result.stderr
-    line = next(x for x in result.stderr.splitlines() if x.startswith("loaded:"))
-    return [name for name in line.removeprefix("loaded:").strip().split(",") if name]
+    """Which of HEAVY `patchguard ARGS` imports (sorted)."""
+    return modules_loaded(sample.root, HEAVY, *args)
 
 
 def forget_answers(sample: Sample) -> None:
