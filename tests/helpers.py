@@ -154,10 +154,15 @@ def wait_until(condition: Callable[[], bool], what: str) -> None:
         time.sleep(0.05)
 
 
-def blocked_reading_a_pipe(pid: int) -> bool:
-    """Whether `pid` waits in a read of a pipe, its stdin say (Linux's /proc: the kernel
-    function it sleeps in is pipe_read, anon_pipe_read in newer kernels)."""
-    return "pipe_read" in Path(f"/proc/{pid}/wchan").read_text()
+def blocked_reading_its_stdin(pid: int) -> bool:
+    """Whether `pid` waits in a read of a pipe on its file descriptor 0 (Linux's /proc: the
+    kernel function it sleeps in is pipe_read, anon_pipe_read in newer kernels; the system
+    call's first argument is the descriptor). A read of another pipe, such as a git
+    command's output, does not count: Ctrl-C then reaches that git, not the read."""
+    if "pipe_read" not in Path(f"/proc/{pid}/wchan").read_text():
+        return False
+    fields = Path(f"/proc/{pid}/syscall").read_text().split()
+    return len(fields) > 1 and int(fields[1], 16) == 0
 
 
 def children_of(pid: int) -> str:

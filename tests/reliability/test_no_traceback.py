@@ -16,7 +16,7 @@ from helpers import (
     NOBODY,
     PATIENCE,
     as_another_user,
-    blocked_reading_a_pipe,
+    blocked_reading_its_stdin,
     home_others_can_read,
     killed_at_the_end,
     subcommands,
@@ -93,11 +93,11 @@ def test_ctrl_c_exits_130_with_one_line(sample: Sample, clean_env: dict[str, str
         start_new_session=True,
     )
     with killed_at_the_end(child):
-        wait_until(lambda: blocked_reading_a_pipe(child.pid), "import - never read its stdin")
+        wait_until(lambda: blocked_reading_its_stdin(child.pid), "import - never read its stdin")
         os.killpg(child.pid, signal.SIGINT)
         # stdin stays open until it has ended: closed at once, the read could return the end
         # of the input before Python saw the signal, and the command end on an empty bundle
-        child.wait(timeout=PATIENCE)
+        child.wait(timeout=60)
         assert child.stderr is not None and child.stdin is not None
         stderr = child.stderr.read()
         child.stdin.close()
