@@ -14,7 +14,6 @@ import sample_repo
 from conftest import Sample
 from helpers import (
     NOBODY,
-    PATIENCE,
     as_another_user,
     blocked_reading_its_stdin,
     home_others_can_read,
