@@ -81,6 +81,13 @@ def test_an_internal_error_in_a_hook_fails_loudly_without_a_traceback(
     assert "Traceback" not in checkout.stderr
 
 
+def as_a_terminal_starts_a_job() -> None:
+    """What a shell gives a foreground job: Ctrl-C neither blocked nor ignored, whatever the
+    test runner's own process had (its mask and ignored signals survive fork and exec)."""
+    signal.pthread_sigmask(signal.SIG_SETMASK, [])
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_exits_130_with_one_line(sample: Sample, clean_env: dict[str, str]) -> None:
     sample.record_eagle3()
     child = subprocess.Popen(  # `import -` waits on stdin: a command busy when Ctrl-C comes
@@ -90,13 +97,20 @@ def test_ctrl_c_exits_130_with_one_line(sample: Sample, clean_env: dict[str, str
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,
+        preexec_fn=as_a_terminal_starts_a_job,
     )
     with killed_at_the_end(child):
         wait_until(lambda: blocked_reading_its_stdin(child.pid), "import - never read its stdin")
         os.killpg(child.pid, signal.SIGINT)
         # stdin stays open until it has ended: closed at once, the read could return the end
         # of the input before Python saw the signal, and the command end on an empty bundle
-        child.wait(timeout=60)
+        try:
+            child.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            signals = Path(f"/proc/{child.pid}/status").read_text().splitlines()
+            raise AssertionError(
+                f"Ctrl-C did not end it: {[x for x in signals if 'Sig' in x]}"
+            ) from None
         assert child.stderr is not None and child.stdin is not None
         stderr = child.stderr.read()
         child.stdin.close()
