@@ -91,11 +91,8 @@ def model_namespace(known: tuple[list[str], list[str]] | None = None) -> str:
         if known is not None and known[0] == [identity] and len(known[1]) == 1:
             _namespace[:] = [known[1][0], identity]
         else:
-            source = b""
-            for path in _model_paths():
-                with open(path, "rb") as handle:
-                    source += handle.read()
-            _namespace[:] = [blob_id(source + _interpreter_facts().encode())[:16], identity]
+            source = _contents(_model_paths()) + _interpreter_facts().encode()
+            _namespace[:] = [blob_id(source)[:16], identity]
     return _namespace[0]
 
 
@@ -109,11 +106,22 @@ def model_files() -> str:
     return digest("\0".join(parts).encode())[:16]
 
 
+_PACKAGE = os.path.dirname(os.path.dirname(__file__))  # guard/: this is guard/store/
+
+
 def _model_paths() -> list[str]:
-    package = os.path.dirname(os.path.dirname(__file__))  # this is guard/store/
-    truth = os.path.join(package, "truth")
+    truth = os.path.join(_PACKAGE, "truth")
     names = [os.path.join("truth", n) for n in sorted(os.listdir(truth)) if n.endswith(".py")]
-    return [os.path.join(package, name) for name in [*names, *ASSESSING_MODULES]]
+    return [os.path.join(_PACKAGE, name) for name in [*names, *ASSESSING_MODULES]]
+
+
+def _contents(paths: Iterable[str]) -> bytes:
+    """The bytes of these files of guard's own code, one after another."""
+    source = b""
+    for path in paths:
+        with open(path, "rb") as handle:
+            source += handle.read()
+    return source
 
 
 def _interpreter_facts() -> str:
@@ -438,12 +446,7 @@ MAX_ANSWERS = 16
 def source_digest(names: Sequence[str]) -> str:
     """The digest of modules of guard (paths below guard/): a question names the code that
     words its answer, so that another patchguard's answer is not this one's."""
-    package = os.path.dirname(os.path.dirname(__file__))  # this is guard/store/
-    source = b""
-    for name in names:
-        with open(os.path.join(package, name), "rb") as handle:
-            source += handle.read()
-    return blob_id(source)[:16]
+    return blob_id(_contents(os.path.join(_PACKAGE, name) for name in names))[:16]
 
 
 # How guard.store.journal writes a killed writer's entry (json, as `"state": "writing"`; in a
