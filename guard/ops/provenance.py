@@ -87,6 +87,8 @@ def stamp(repo: Repo) -> dict[str, Any]:
     tracking_of = _meanwhile(lambda: _tracking(repo, branch) if branch is not None else None)
     checked = _checked(repo) if layout.manifest_path.exists() else None
     guarded = checked["guarded"] if checked else []
+    # The untracked files beside the guarded ones are listed while git status still runs.
+    untracked_of = _meanwhile(lambda: _untracked_beside(repo, guarded))
     files = {}
     for path in guarded:
         content = repo.read_file(path)
@@ -99,7 +101,7 @@ def stamp(repo: Repo) -> dict[str, Any]:
         "branch": branch,
         "upstream": tracking_of(),
         "dirty": dirty,
-        "edits": code_edits(repo, dirty, guarded),
+        "edits": code_edits(repo, dirty, guarded, untracked_of()),
         "patches": checked["patches"] if checked else {},
         "files": files,
         "symbols": checked["symbols"] if checked else {},
@@ -215,10 +217,13 @@ def _dirty(repo: Repo) -> list[str]:
     return sorted({entry[3:] for entry in listing.split("\0") if len(entry) > 3})
 
 
-def code_edits(repo: Repo, dirty: list[str], guarded: list[str]) -> dict[str, str | None]:
+def code_edits(
+    repo: Repo, dirty: list[str], guarded: list[str], untracked: list[str]
+) -> dict[str, str | None]:
     """The rest of the code that runs, beside the guarded files: each tracked file whose content
     differs from HEAD's, and each untracked `.py` file in a guarded file's package (where an
-    import finds it), by the blob id of its content (None: deleted).
+    import finds it: `untracked`, as _untracked_beside lists them), by the blob id of its
+    content (None: deleted).
 
     A file only staged, or touched back to HEAD's bytes, is no edit: the code is HEAD's.
     """
@@ -229,13 +234,18 @@ def code_edits(repo: Repo, dirty: list[str], guarded: list[str]) -> dict[str, st
         here = _content_id(repo, path)
         if here != committed.get(path):
             edits[path] = here
-    packages = sorted({str(_package_directory(repo, path)) for path in guarded})
-    if packages:
-        listing = run_git(["ls-files", "-z", "--others", "--", *packages], repo.workdir).stdout
-        for path in listing.split("\0"):
-            if path.endswith(".py"):
-                edits[path] = _content_id(repo, path)
+    for path in untracked:
+        edits[path] = _content_id(repo, path)
     return dict(sorted(edits.items()))
+
+
+def _untracked_beside(repo: Repo, guarded: list[str]) -> list[str]:
+    """The untracked `.py` files in the packages of the guarded files (one ls-files)."""
+    packages = sorted({str(_package_directory(repo, path)) for path in guarded})
+    if not packages:
+        return []
+    listing = run_git(["ls-files", "-z", "--others", "--", *packages], repo.workdir).stdout
+    return [path for path in listing.split("\0") if path.endswith(".py")]
 
 
 def _head_entries(repo: Repo, paths: list[str]) -> dict[str, str]:
