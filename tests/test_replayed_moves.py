@@ -33,7 +33,8 @@ from guard.tree.replay import REPLAYS_DIR
 # lifted file alone, the undo puts it back) and holds the patch upstream (c3).
 MOVES = ("c2", "work", "c1", "c3", "work")
 
-# A move as the installed command makes it; then whether it loaded the full lift or put-back.
+# A move as the installed command makes it; then whether it loaded the full lift or put-back
+# (the writing, the assessment, the model, libgit2) or click.
 PROBE = """
 import sys
 from guard.entry import main
@@ -42,7 +43,8 @@ try:
     main()
 except SystemExit as done:
     print("status:", done.code, file=sys.stderr)
-print("full:", "guard.tree.patching" in sys.modules, file=sys.stderr)
+heavy = ("guard.tree.patching", "guard.tree.assess", "guard.truth.symbols", "pygit2", "click")
+print("full:", any(name in sys.modules for name in heavy), file=sys.stderr)
 """
 
 
