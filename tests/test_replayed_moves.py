@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 import sample_repo
 from conftest import Histories
-from helpers import Checkout, methods_once_in_class
+from helpers import Checkout, methods_once_in_class, move_probe
 
 from guard.git.content_cache import ContentCache
 from guard.git.faults import JOURNAL_POINTS, KILL_VARIABLE
@@ -35,17 +35,9 @@ MOVES = ("c2", "work", "c1", "c3", "work")
 
 # A move as the installed command makes it; then whether it loaded the full lift or put-back
 # (the writing, the assessment, the model, libgit2) or click.
-PROBE = """
-import sys
-from guard.entry import main
-sys.argv = ["patchguard", *sys.argv[1:]]
-try:
-    main()
-except SystemExit as done:
-    print("status:", done.code, file=sys.stderr)
-heavy = ("guard.tree.patching", "guard.tree.assess", "guard.truth.symbols", "pygit2", "click")
-print("full:", any(name in sys.modules for name in heavy), file=sys.stderr)
-"""
+PROBE = move_probe(
+    "guard.tree.patching", "guard.tree.assess", "guard.truth.symbols", "pygit2", "click"
+)
 
 
 @pytest.fixture
@@ -84,13 +76,13 @@ def move(hunt: Checkout, target: str, **env: str) -> Move:
         text=True,
     )
     lines = moved.stderr.splitlines()
-    assert lines[-1] in ("full: True", "full: False"), moved.stderr
+    assert lines[-1].startswith("heavy: ") and lines[-2].startswith("status: "), moved.stderr
     return Move(
         lines[-2],
         lines[:-2],
         hunt.kimi.read_bytes(),
         [_entry(path) for path in sorted(set(undo.iterdir()) - known)],
-        lines[-1] == "full: True",
+        lines[-1] != "heavy: ",
     )
 
 
