@@ -194,7 +194,7 @@ def run_git_lifted(repo: Repo, args: Sequence[str], cwd: Path) -> tuple[int, Lif
 def _stash_plan(repo: Repo, args: Sequence[str]) -> stashes.StashPlan | None:
     """stashes.plan() for `git stash ...` with something recorded: only a stash command
     loads it (and the assessment it imports)."""
-    if args[:1] != ["stash"] or not repo.layout.manifest_path.exists():
+    if not args or args[0] != "stash" or not repo.layout.manifest_path.exists():
         return None
     from guard.tree import stashes
 
