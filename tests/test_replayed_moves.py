@@ -236,14 +236,3 @@ def test_a_replayed_lift_killed_at_each_step_loses_nothing(hunt: Checkout, point
     move(hunt, "work")
     assert hunt.kimi.read_bytes() == patched
     hunt.pg("check", check=0)
-
-
-def test_a_stash_pop_through_click_is_planned_as_through_the_plain_entry(hunt: Checkout) -> None:
-    """Only `git stash ...` loads the stash plan (and the assessment): click hands the words
-    over as a tuple (`patchguard -C DIR git ...`), and the plan still runs."""
-    hunt.git("stash")
-    hunt.git("checkout", "-q", "c3")  # upstream's copy of the methods at another spot
-    popped = hunt.pg("-C", str(hunt.root), "git", "stash", "pop", check=0)
-    assert "the stash held patch eagle3" in popped.stderr
-    assert hunt.stash_count() == 0 and methods_once_in_class(hunt.kimi)
-    hunt.pg("check", check=0)
