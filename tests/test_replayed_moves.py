@@ -236,3 +236,21 @@ def test_a_replayed_lift_killed_at_each_step_loses_nothing(hunt: Checkout, point
     move(hunt, "work")
     assert hunt.kimi.read_bytes() == patched
     hunt.pg("check", check=0)
+
+
+def test_kept_bytes_that_are_not_their_blob_are_never_written(hunt: Checkout) -> None:
+    """Each kept file is held to the blob id it is kept by (the cache's own checksum only
+    says the entry is whole): other bytes there mean the full lift and put-back."""
+    for target in ("c2", "work"):
+        move(hunt, target)
+    cache = ContentCache(replays(hunt), 1024)
+    bogus = b"# not the bytes of this blob\n"
+    kept = [p.name for p in replays(hunt).iterdir() if not p.name.startswith(("from-", "lift-"))]
+    assert kept
+    for name in kept:
+        cache.put(name, bogus)
+    for target in ("c2", "work"):
+        moved = move(hunt, target)
+        assert moved.full and moved.status == "status: 0", moved
+        assert methods_once_in_class(hunt.kimi) and bogus not in hunt.kimi.read_bytes()
+    hunt.pg("check", check=0)

@@ -18,7 +18,6 @@ import subprocess
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, suppress
-from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
 
@@ -69,18 +68,19 @@ STEP_WRAPPER = (
 )
 
 
-@dataclass
 class Lift:
-    """What happened to the patches around one git command."""
+    """What happened to the patches around one git command (a plain class: dataclasses would
+    cost every move ~8 ms, as much as a replayed put-back)."""
 
-    lifted: list[str] = field(default_factory=list)
-    entry: Path | None = None  # the lift's undo entry
-    stopped: str | None = None
-    put_back: list[patching.PatchOutcome | replay.ReplayedOutcome] = field(default_factory=list)
-    report: CheckReport | None = None
-    skipped: list[str] = field(default_factory=list)  # commits bisect skipped: "abbrev subject"
-    hint: str | None = None  # what to run instead, when git refused
-    stash_held: list[str] = field(default_factory=list)  # patches a popped stash held
+    def __init__(self) -> None:
+        self.lifted: list[str] = []
+        self.entry: Path | None = None  # the lift's undo entry
+        self.stopped: str | None = None
+        self.put_back: list[patching.PatchOutcome | replay.ReplayedOutcome] = []
+        self.report: CheckReport | None = None
+        self.skipped: list[str] = []  # commits bisect skipped: "abbrev subject"
+        self.hint: str | None = None  # what to run instead, when git refused
+        self.stash_held: list[str] = []  # patches a popped stash held
 
     @property
     def ok(self) -> bool:
