@@ -44,7 +44,8 @@ REPLAYS_DIR = "replays"  # in the worktree's patchguard-cache
 _KEEP = 1024  # a re-apply of 40 files keeps 41 entries (its record and the bytes)
 # What decides a lift's bytes besides the model's namespace: the move that asks for it, the
 # unapply, the manifest's reading, the reverse merge and the conversion to the worktree's form.
-# (A merge itself is answered by content, as the full path answers it: guard.git.repo.merge3.)
+# (A merge itself is answered by content, as the full path answers it: Repo.merge3 in
+# guard.git.repo.)
 _LIFT_CODE = (
     "ops/moves.py",
     "tree/patching.py",
