@@ -131,6 +131,23 @@ class Checkout:
         return len(self.git("stash", "list").stdout.splitlines())
 
 
+def move_probe(*heavy: str) -> str:
+    """`python -c` code that runs a patchguard command as the installed one does (its words
+    after the code), then says its status ("status: N") and which of the `heavy` modules it
+    loaded ("heavy: a,b", sorted; "heavy: " for none), on stderr."""
+    return f"""
+import sys
+from guard.entry import main
+sys.argv = ["patchguard", *sys.argv[1:]]
+try:
+    main()
+except SystemExit as done:
+    print("status:", done.code, file=sys.stderr)
+heavy = sorted(m for m in {heavy!r} if m in sys.modules)
+print("heavy:", ",".join(heavy), file=sys.stderr)
+"""
+
+
 def methods_once_in_class(path: Path) -> bool:
     """Each EAGLE-3 method defined once, inside the model's class (before EntryClass)."""
     text = path.read_text()

@@ -25,6 +25,7 @@ from helpers import (
     children_of,
     killed_at_the_end,
     methods_once_in_class,
+    move_probe,
     run_patchguard,
     wait_until,
 )
@@ -587,18 +588,7 @@ def test_stash_through_the_wrapper_holds_only_the_users_own_edits(hunt: Checkout
 
 # --- what a move costs -----------------------------------------------------------------------
 
-# A move as the installed command makes it, then the heavy modules it loaded.
-MOVE_PROBE = """
-import sys
-from guard.entry import main
-sys.argv = ["patchguard", *sys.argv[1:]]
-try:
-    main()
-except SystemExit as done:
-    print("status:", done.code, file=sys.stderr)
-heavy = sorted(m for m in ("click", "pygit2", "ctypes.util", "guard.cli.app") if m in sys.modules)
-print("heavy:", ",".join(heavy), file=sys.stderr)
-"""
+MOVE_PROBE = move_probe("click", "pygit2", "ctypes.util", "guard.cli.app")
 
 
 def test_a_move_seen_before_loads_neither_click_nor_libgit2(hunt: Checkout, tmp_path: Path) -> None:

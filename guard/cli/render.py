@@ -237,8 +237,6 @@ def banner(title: str, problems: Sequence[str]) -> str:
 
 def lift_lines(lift: Lift) -> list[str]:
     """What `patchguard git` and `bisect run` did with the patches around git."""
-    from guard.tree.verdicts import State
-
     names = ", ".join(lift.lifted)
     if lift.stopped == "conflicted stash pop":
         out = f"; patches {names} are out of the tree" if lift.lifted else ""
@@ -267,7 +265,7 @@ def lift_lines(lift: Lift) -> list[str]:
             lines.append(f"re-applied {name} ({', '.join(outcome.written)})")
         elif not outcome.ok:
             lines.append(f"{name}: {outcome.message}")
-        elif name in (*lift.lifted, *lift.stash_held) and outcome.verdict.state is State.UPSTREAM:
+        elif name in (*lift.lifted, *lift.stash_held) and _upstream(outcome.verdict.state):
             lines.append(f"{name} is upstream here (HEAD has all of it); nothing to put back")
     if lift.hint:
         lines.append(lift.hint)
@@ -280,6 +278,14 @@ def lift_lines(lift: Lift) -> list[str]:
             f"patchguard resolve {names}; then run patchguard bisect run again"
         )
     return lines
+
+
+def _upstream(state: str) -> bool:
+    """A lifted patch that came back as nothing to write: is HEAD holding it? (The states load
+    only here: a replayed put-back holds a state by its value, guard.tree.replay.)"""
+    from guard.tree.verdicts import State
+
+    return state == State.UPSTREAM
 
 
 def step_lines(result: StepResult) -> list[str]:

@@ -18,7 +18,6 @@ import subprocess
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, suppress
-from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
 
@@ -36,9 +35,16 @@ from guard.ops.bisect_status import (
     StepResult,
 )
 from guard.store import journal
-from guard.store.derived import load_manifest
-from guard.tree import patching, stashes
-from guard.tree.verdicts import CheckReport
+from guard.store.fastpath import current_key
+from guard.tree import replay
+
+# A move seen before is replayed (guard.tree.replay): guard.tree.patching, stashes and the
+# assessment they import (~40 ms with the model's modules) load only for a move that is not.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from guard.store.fastpath import CurrentKey
+    from guard.tree import patching, stashes
+    from guard.tree.verdicts import CheckReport
 
 STEP_COMMAND = ("bisect", "step")
 STEP_DECIDED = "patchguard-bisect-step"  # in the worktree's git dir: the status a step decided
@@ -62,22 +68,24 @@ STEP_WRAPPER = (
 )
 
 
-@dataclass
 class Lift:
-    """What happened to the patches around one git command."""
+    """What happened to the patches around one git command (a plain class: dataclasses would
+    cost every move ~8 ms, as much as a replayed put-back)."""
 
-    lifted: list[str] = field(default_factory=list)
-    entry: Path | None = None  # the lift's undo entry
-    stopped: str | None = None
-    put_back: list[patching.PatchOutcome] = field(default_factory=list)
-    report: CheckReport | None = None
-    skipped: list[str] = field(default_factory=list)  # commits bisect skipped: "abbrev subject"
-    hint: str | None = None  # what to run instead, when git refused
-    stash_held: list[str] = field(default_factory=list)  # patches a popped stash held
+    def __init__(self) -> None:
+        self.lifted: list[str] = []
+        self.entry: Path | None = None  # the lift's undo entry
+        self.stopped: str | None = None
+        self.put_back: list[patching.PatchOutcome | replay.ReplayedOutcome] = []
+        self.report: CheckReport | None = None
+        self.skipped: list[str] = []  # commits bisect skipped: "abbrev subject"
+        self.hint: str | None = None  # what to run instead, when git refused
+        self.stash_held: list[str] = []  # patches a popped stash held
 
     @property
     def ok(self) -> bool:
-        """No red check afterwards (none runs when nothing is recorded or git stopped halfway)."""
+        """No red check afterwards (none runs when nothing is recorded or git stopped halfway;
+        a replayed put-back ends where a check was green: guard.tree.replay)."""
         return self.report is None or self.report.ok
 
 
@@ -87,21 +95,36 @@ def lifted(repo: Repo, operation: str) -> Iterator[Lift]:
 
     When git stops in the middle of an operation, the patches stay out (the pending marker
     lets the hook that fires when it concludes put them back). An exception on the way still
-    puts the patches back before it propagates.
+    puts the patches back before it propagates. A lift or a put-back seen before, from the
+    same verified content, is replayed (guard.tree.replay): the same bytes, journaled alike.
     """
     lift = Lift()
     if not repo.layout.manifest_path.exists():  # nothing recorded: plain git, nothing written
         yield lift
         return
     with repo.lock(operation):
-        outcomes = patching.unapply(repo, allow_mid_operation=True, whole=True)
-        _refuse_unliftable(outcomes)
-        lift.lifted = [o.verdict.name for o in outcomes if o.written]
-        lift.entry = journal.latest_entry(repo) if lift.lifted else None
+        journal.recover(repo)  # a killed writer's files first, before the key is read
+        before = current_key(str(repo.workdir))
+        replayed = replay.lift(repo, before)
+        if replayed is None:
+            _lift_in_full(repo, lift, before)
+        else:
+            lift.lifted, lift.entry = replayed
         try:
             yield lift
         finally:
             _put_back(repo, lift)
+
+
+def _lift_in_full(repo: Repo, lift: Lift, before: CurrentKey | None) -> None:
+    """Every applied patch taken out by unapply (all or none), remembered for a replay."""
+    from guard.tree import patching
+
+    outcomes = patching.unapply(repo, allow_mid_operation=True, whole=True)
+    _refuse_unliftable(outcomes)
+    lift.lifted = [o.verdict.name for o in outcomes if o.written]
+    lift.entry = journal.latest_entry(repo) if lift.lifted else None
+    replay.remember_lift(repo, before, outcomes)
 
 
 def _refuse_unliftable(outcomes: Sequence[patching.PatchOutcome]) -> None:
@@ -132,7 +155,17 @@ def _put_back(repo: Repo, lift: Lift) -> None:
         # pruned by a long bisect) the 3-way apply below decides.
         with suppress(GuardFailure):
             journal.undo(repo, lift.entry)
-    lift.put_back, lift.report = patching.apply_then_check(repo, allow_mid_operation=True)
+    before = current_key(str(repo.workdir))
+    replayed = replay.put_back(repo, before)
+    if replayed is not None:
+        lift.put_back = list(replayed)
+    else:
+        from guard.tree import patching
+
+        outcomes, lift.report = patching.apply_then_check(repo, allow_mid_operation=True)
+        lift.put_back = list(outcomes)
+        if lift.report.ok:  # the check remembered this content: its key is verified now
+            replay.remember(repo, before, current_key(str(repo.workdir)), outcomes)
     repo.layout.pending_path.unlink(missing_ok=True)
 
 
@@ -143,7 +176,7 @@ def run_git_lifted(repo: Repo, args: Sequence[str], cwd: Path) -> tuple[int, Lif
     (guard.tree.stashes); the patch comes back with the others.
     """
     with lifted(repo, "git " + " ".join(args[:2])) as lift:
-        stash = stashes.plan(repo, args) if repo.layout.manifest_path.exists() else None
+        stash = _stash_plan(repo, args)
         if stash is None:
             status = run_git(args, cwd, passthrough=True, env=_hold(repo)).returncode
         else:
@@ -158,11 +191,23 @@ def run_git_lifted(repo: Repo, args: Sequence[str], cwd: Path) -> tuple[int, Lif
     return status, lift
 
 
+def _stash_plan(repo: Repo, args: Sequence[str]) -> stashes.StashPlan | None:
+    """stashes.plan() for `git stash ...` with something recorded: only a stash command
+    loads it (and the assessment it imports)."""
+    if not args or args[0] != "stash" or not repo.layout.manifest_path.exists():
+        return None
+    from guard.tree import stashes
+
+    return stashes.plan(repo, args)
+
+
 def _carry_edits_hint(repo: Repo, args: Sequence[str]) -> str | None:
     """A checkout git refused: with the patches out, what stops it is the user's other edits in
     a patched file (a debug line). `-m` carries them, as git checkout -m does; say so."""
     if not args or args[0] not in ("checkout", "switch") or {"-m", "--merge"} & set(args):
         return None
+    from guard.store.derived import load_manifest
+
     edited = sorted(
         {
             change.path
@@ -303,6 +348,8 @@ def bisect_step(repo: Repo, command: Sequence[str], log: Path | None) -> StepRes
 
 
 def _step(repo: Repo, head: str, command: Sequence[str], log: Path | None) -> StepResult:
+    from guard.tree import patching
+
     _, report = patching.apply_then_check(repo, allow_mid_operation=True)
     if report.ok:
         status, ended_by = _run_forwarding_signals(command, repo.workdir)

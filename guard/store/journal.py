@@ -28,7 +28,6 @@ from guard.git.atomic import TEMP_SUFFIX, atomic_write
 from guard.git.gitpaths import JOURNAL_FILE, UNDO_DIR_NAME
 from guard.git.objects import blob_id
 from guard.git.worktree_paths import UnsafePath, one_walk
-from guard.store.derived import load_manifest
 
 TYPE_CHECKING = False  # not `from typing import ...`: typing costs the hooks ~3 ms
 if TYPE_CHECKING:
@@ -433,6 +432,7 @@ def _restore(repo: Repo, entry_path: Path, entry: Entry, record: dict[str, Any])
     ):  # an entry from before the history (guard.store.history): a drop or resolve
         try:
             from guard.store import history  # only for an entry made before the history
+            from guard.store.derived import load_manifest
             from guard.store.manifest import parse_manifest
 
             load_manifest(repo)

@@ -9,6 +9,11 @@ key after it is still verified, it writes those bytes through the journal (all o
 undoable, as apply writes) and is done: nothing is parsed, merged or checked again, and the
 modules that would (guard.tree.assess, guard.truth.symbols) are never imported.
 
+`patchguard git` replays both halves of a move seen before (guard.ops.moves): the put-back as
+the hook does, with each patch's state kept beside the writes for what the move says; and the
+lift, the unapply of a verified tree, kept under that tree's key, the model's namespace and the
+code that decides the unapply's bytes (`lift` below).
+
 Never replayed: a file with a CR (its bytes on disk depend on git's line-ending settings,
 which no key holds), and a patch that creates or deletes a file (the key needs every file).
 Entries are checksummed (guard.git.content_cache) and each kept file is checked against its blob
@@ -22,12 +27,13 @@ import json
 from guard.git.content_cache import ContentCache
 from guard.git.objects import blob_id
 from guard.git.worktree_paths import UnsafePath, one_walk
-from guard.store.fastpath import CACHE_DIR_NAME
+from guard.store.fastpath import CACHE_DIR_NAME, model_namespace, source_digest
 from guard.store.journal import Journal
 
 TYPE_CHECKING = False  # not `from typing import ...`: typing costs the hooks ~3 ms
 if TYPE_CHECKING:
     from collections.abc import Sequence
+    from pathlib import Path
 
     from guard.git.repo import Repo
     from guard.store.fastpath import CurrentKey
@@ -36,6 +42,41 @@ if TYPE_CHECKING:
 
 REPLAYS_DIR = "replays"  # in the worktree's patchguard-cache
 _KEEP = 1024  # a re-apply of 40 files keeps 41 entries (its record and the bytes)
+# What decides a lift's bytes besides the model's namespace: the move that asks for it, the
+# unapply, the manifest's reading, the reverse merge and the conversion to the worktree's form.
+# (A merge itself is answered by content, as the full path answers it: Repo.merge3 in
+# guard.git.repo.)
+_LIFT_CODE = (
+    "ops/moves.py",
+    "tree/patching.py",
+    "store/manifest.py",
+    "git/repo.py",
+    "git/inmemory_merge.py",
+    "git/eol.py",
+)
+
+
+class ReplayedVerdict:
+    """A patch's name and state as a put-back's record holds them (a PatchVerdict's)."""
+
+    __slots__ = ("name", "state")
+
+    def __init__(self, name: str, state: str) -> None:
+        self.name = name
+        self.state = state  # guard.tree.verdicts.State's value
+
+
+class ReplayedOutcome:
+    """What a replayed put-back did to one patch, as a PatchOutcome says it: a record is kept
+    only of put-backs where every patch ended as asked, so `ok` and nothing to add."""
+
+    __slots__ = ("message", "ok", "verdict", "written")
+
+    def __init__(self, name: str, state: str, written: list[str]) -> None:
+        self.verdict = ReplayedVerdict(name, state)
+        self.written = written
+        self.ok = True
+        self.message = ""
 
 
 def replay(repo: Repo, before: CurrentKey | None) -> list[tuple[str, list[str]]] | None:
@@ -46,6 +87,24 @@ def replay(repo: Repo, before: CurrentKey | None) -> list[tuple[str, list[str]]]
     The caller holds the worktree's lock from before `before` was read (after journal.recover)
     until remember(): the files cannot change in between.
     """
+    replayed = _replay(repo, before)
+    return None if replayed is None else replayed[0]
+
+
+def put_back(repo: Repo, before: CurrentKey | None) -> list[ReplayedOutcome] | None:
+    """replay() for a move's put-back: every patch's outcome, in manifest order, as the
+    re-apply that the record was made from ended (None as for replay())."""
+    replayed = _replay(repo, before, with_states=True)
+    if replayed is None:
+        return None
+    written, states = replayed
+    paths = dict(written)
+    return [ReplayedOutcome(name, state, paths.get(name, [])) for name, state in states]
+
+
+def _replay(
+    repo: Repo, before: CurrentKey | None, *, with_states: bool = False
+) -> tuple[list[tuple[str, list[str]]], list[tuple[str, str]]] | None:
     if before is None:
         return None
     cache = _cache(repo)
@@ -54,16 +113,36 @@ def replay(repo: Repo, before: CurrentKey | None) -> list[tuple[str, list[str]]]
         writes = [(str(w["path"]), str(w["blob"]), str(w["patch"])) for w in record["writes"]]
         if record["before"] != before.key or record["after"] not in before.keys:
             return None  # another key's entry, or its result is no longer verified
+        states = []
+        if with_states:  # decided by the model: the one that verified `after`
+            if record["model"] != model_namespace():
+                return None
+            states = [(str(name), str(state)) for name, state in record["patches"]]
     except (ValueError, TypeError, KeyError):
         return None
-    if not {path for path, _, _ in writes} <= set(before.paths):
-        return None  # only the guarded files the key holds are ever written
     if before.unmerged() is not False:
         return None  # a conflict git left: the full re-apply says so, and writes nothing
+    done = _write_recorded(repo, cache, before, writes, "apply")
+    return None if done is None else (list(done[0].items()), states)
+
+
+def _write_recorded(
+    repo: Repo,
+    cache: ContentCache,
+    before: CurrentKey,
+    writes: Sequence[tuple[str, str, str]],
+    operation: str,
+) -> tuple[dict[str, list[str]], Journal] | None:
+    """Write the kept bytes of `writes` (path, blob, patch), in order, as one journaled
+    `operation`: the paths by patch, and the journal. None, having written nothing, when a
+    write would go beyond the guarded files `before` holds, a kept file is gone or damaged, or
+    a file on disk now has a CR or lies beyond a link."""
+    if not {path for path, _, _ in writes} <= set(before.paths):
+        return None  # only the guarded files the key holds are ever written
     kept = {blob: cache.get(blob) for _, blob, _ in writes}
-    if any(data is None or blob_id(data) != blob for blob, data in kept.items()):
+    if any(data is None for data in kept.values()):
         return None
-    journal = Journal(repo.layout.git_dir, "apply")
+    journal = Journal(repo.layout.git_dir, operation)
     done: dict[str, list[str]] = {}
     with one_walk():  # nothing but these writes changes the tree in between
         try:
@@ -79,8 +158,13 @@ def replay(repo: Repo, before: CurrentKey | None) -> list[tuple[str, list[str]]]
         except UnsafePath:
             journal.discard()
             return None  # a link now: the full re-apply says what it is
+        # Each kept file held to its blob id, as the journal has just computed it for its
+        # record (a second SHA-1 of every file would cost a replay of 40 files ~5 ms).
+        if {f["path"]: f["after_blob"] for f in journal.files} != {p: b for p, b, _ in writes}:
+            journal.discard()
+            return None
         journal.write(repo)
-    return list(done.items())
+    return done, journal
 
 
 def remember(
@@ -90,26 +174,97 @@ def remember(
     outcomes: Sequence[PatchOutcome],
 ) -> None:
     """After a re-apply that ended verified (`after`, read once it was), keep what it wrote
-    under the key of the files before it (see the module's docstring for what is never kept)."""
-    written = [(path, o.verdict.name) for o in outcomes for path in o.written]
-    if before is None or after is None or not written:
+    under the key of the files before it, with each patch's state (see the module's docstring
+    for what is never kept). A re-apply that wrote nothing is kept too: a move's put-back after
+    git left the lifted files alone says each patch's state from it."""
+    if before is None or after is None or not all(o.ok for o in outcomes):
         return
     if not after.verified or after.paths != before.paths:
         return  # not verified, or the guarded paths changed: nothing to replay from
     cache = _cache(repo)
+    writes = _kept_writes(
+        repo, cache, [(path, o.verdict.name) for o in outcomes for path in o.written]
+    )
+    if writes is None:
+        return
+    record = {
+        "before": before.key,
+        "after": after.key,
+        "writes": writes,
+        "patches": [[o.verdict.name, str(o.verdict.state)] for o in outcomes],
+        "model": model_namespace(),
+    }
+    cache.put(_entry_name(before.key), json.dumps(record).encode())
+
+
+def _kept_writes(
+    repo: Repo, cache: ContentCache, written: Sequence[tuple[str, str]]
+) -> list[dict[str, str]] | None:
+    """Each written (path, patch) with the blob id of the file's bytes now, those bytes kept in
+    the cache; None when one is gone or has a CR."""
     writes = []
     for path, patch in written:
         data = repo.read_raw(path)
         if data is None or b"\r" in data:
-            return
+            return None
         cache.put(blob_id(data), data)
         writes.append({"path": path, "blob": blob_id(data), "patch": patch})
-    record = {"before": before.key, "after": after.key, "writes": writes}
-    cache.put(_entry_name(before.key), json.dumps(record).encode())
+    return writes
+
+
+# --- a move's lift ---------------------------------------------------------------------------
+
+
+def lift(repo: Repo, before: CurrentKey | None) -> tuple[list[str], Path | None] | None:
+    """Take the patches out of the verified tree `before` keys as the unapply from it did
+    (journaled as an unapply): the patches it took out, in manifest order, and its journal
+    entry (None when it took none out). None, having written nothing, when no such unapply is
+    known, or the tree is not verified, or git left a guarded file unmerged.
+
+    The caller holds the worktree's lock from before `before` was read (after journal.recover)
+    until the unapply's result is remembered (remember_lift)."""
+    if before is None or not before.verified:
+        return None
+    cache = _cache(repo)
+    try:
+        record = json.loads(cache.get(_lift_name(before.key)) or b"null")
+        writes = [(str(w["path"]), str(w["blob"]), str(w["patch"])) for w in record["writes"]]
+        lifted = [str(name) for name in record["lifted"]]
+        if record["before"] != before.key or record["code"] != _lift_code():
+            return None
+    except (ValueError, TypeError, KeyError):
+        return None
+    if before.unmerged() is not False:
+        return None  # a conflict git left: the full unapply decides
+    done = _write_recorded(repo, cache, before, writes, "unapply")
+    return None if done is None else (lifted, done[1].entry)
+
+
+def remember_lift(repo: Repo, before: CurrentKey | None, outcomes: Sequence[PatchOutcome]) -> None:
+    """After an unapply of every patch from the verified tree `before` keys, keep what it wrote
+    (in the order it wrote it: last patch first) for lift()."""
+    if before is None or not before.verified or not all(o.ok for o in outcomes):
+        return
+    cache = _cache(repo)
+    written = [(path, o.verdict.name) for o in reversed(outcomes) for path in o.written]
+    writes = _kept_writes(repo, cache, written)
+    if writes is None:
+        return
+    lifted = [o.verdict.name for o in outcomes if o.written]
+    record = {"before": before.key, "code": _lift_code(), "writes": writes, "lifted": lifted}
+    cache.put(_lift_name(before.key), json.dumps(record).encode())
+
+
+def _lift_code() -> str:
+    return f"{model_namespace()} {source_digest(_LIFT_CODE)}"
 
 
 def _entry_name(key: str) -> str:
     return "from-" + blob_id(key.encode())
+
+
+def _lift_name(key: str) -> str:
+    return "lift-" + blob_id(key.encode())
 
 
 def _cache(repo: Repo) -> ContentCache:
