@@ -1,0 +1,143 @@
+"""A first visit on both cores: while apply assesses the patches first to last, a forked child
+assesses them last to first, and each parse and merge it makes lands in the content caches
+(guard.truth.parsed, Repo.merge3), where the parent's own assessment of that patch finds it.
+
+Parsing the merged files is most of a re-apply no cache has seen (a regression hunt's new
+commit: ~10 ms per real model file). The child runs the very assessment the parent runs
+(guard.tree.assess.assess_patch: read-only), so there is one piece of code for its decisions;
+it writes nothing but content-keyed cache entries (each atomic and checksummed:
+guard.git.content_cache), and the parent decides every verdict itself, from the same content,
+as the next command would from those entries. A child that fails, is killed or never gets a
+core changes nothing but the time.
+
+The two meet in the middle: the parent writes a byte down a pipe as it starts each patch, and
+the child stops before a patch the parent has reached, or when the pipe closes (the parent's
+pass ended, or the parent died). At the end of its pass the parent stops the child and reaps
+it, so no process outlives the command. Ctrl-C is the parent's: the child ignores it and is
+stopped by the parent on the way out.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager, suppress
+
+from guard.git import faults
+from guard.git.repo import Repo
+from guard.store.manifest import Patch
+from guard.tree.assess import assess_patch
+from guard.tree.worktree import Worktree
+
+# Kill points of the child (guard.git.faults): before its first assessment, after it.
+BEGUN, ASSESSED = "warmup-begun", "warmup-assessed"
+_MIN_PATCHES = 2  # one patch has no other to assess meanwhile
+
+
+@contextmanager
+def warmed(
+    repo: Repo, tree: Worktree, every: Sequence[Patch], patches: Sequence[Patch]
+) -> Iterator[Callable[[int], None]]:
+    """Around the parent's pass over `patches` (in that order): yields `reached(index)`, to
+    call as it starts each one. `every`: all patches in manifest order (their `below`)."""
+    child = _start(repo, tree, every, patches)
+    if child is None:
+        yield _alone
+        return
+    pid, pipe = child
+
+    def reached(_index: int) -> None:
+        with suppress(OSError):  # the child has gone: nothing to tell
+            os.write(pipe, b".")
+
+    try:
+        yield reached
+    finally:
+        _stop(pid, pipe)
+
+
+def _alone(_index: int) -> None:
+    """`reached` without a child."""
+
+
+def _start(
+    repo: Repo, tree: Worktree, every: Sequence[Patch], patches: Sequence[Patch]
+) -> tuple[int, int] | None:
+    """(pid, the pipe's write end) of the child, or None where a fork does not pay or is not
+    safe: few patches, no fork on this platform, another thread running (a fork copies only
+    the calling thread, and whatever lock another one held stays held in the child)."""
+    threading = sys.modules.get("threading")
+    if len(patches) < _MIN_PATCHES or not hasattr(os, "fork"):
+        return None
+    if threading is not None and threading.active_count() > 1:
+        return None
+    read_end, write_end = os.pipe()
+    try:
+        pid = os.fork()
+    except OSError:  # no memory or process left for it: the parent does it all
+        os.close(read_end)
+        os.close(write_end)
+        return None
+    if pid == 0:  # the child: never returns into the caller
+        try:
+            os.close(write_end)
+            _child(repo, tree, every, patches, read_end)
+        finally:
+            os._exit(0)
+    os.close(read_end)
+    os.set_blocking(write_end, False)  # a byte per patch; never wait on the child for it
+    return pid, write_end
+
+
+class _Stopped(BaseException):
+    """Raised in the child by the parent's SIGTERM: an atomic write under way removes its
+    temporary file on the way out (guard.git.atomic)."""
+
+
+def _stopped(_number: int, _frame: object) -> None:
+    raise _Stopped
+
+
+def _child(
+    repo: Repo, tree: Worktree, every: Sequence[Patch], patches: Sequence[Patch], pipe: int
+) -> None:
+    """Assess the patches from the last one back until the parent has reached the next one."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent's: it stops the child
+    signal.signal(signal.SIGTERM, _stopped)
+    null = os.open(os.devnull, os.O_RDWR)  # nothing to say, and no hold on the hook's output
+    for standard in (0, 1, 2):
+        os.dup2(null, standard)
+    os.close(null)
+    repo.after_fork()  # its own git reader: the parent's pipes are the parent's
+    os.set_blocking(pipe, False)
+    faults.point(BEGUN)
+    started = 0  # patches the parent has begun
+    for index in reversed(range(len(patches))):
+        try:
+            told: bytes | None = os.read(pipe, 4096)
+        except BlockingIOError:
+            told = None  # nothing new
+        if told == b"":
+            return  # the parent's pass ended, or the parent is gone
+        started += len(told or b"")
+        if started > index:
+            return  # the parent is at this patch or past it: the rest is its own
+        patch = patches[index]
+        assess_patch(repo, tree, patch, every[: every.index(patch)])
+        faults.point(ASSESSED)
+
+
+def _stop(pid: int, pipe: int) -> None:
+    """End the child (SIGCONT too: a stopped child would never see SIGTERM) and reap it."""
+    import signal
+
+    os.close(pipe)
+    for number in (signal.SIGTERM, signal.SIGCONT):
+        try:
+            os.kill(pid, number)
+        except ProcessLookupError:
+            break
+    os.waitpid(pid, 0)
