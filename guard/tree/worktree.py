@@ -346,12 +346,20 @@ class Worktree:
                     yield other, name
 
     def symbol_problems(
-        self, content: bytes, path: str, qualnames: Iterable[str], *, decided_only: bool = False
+        self,
+        content: bytes,
+        path: str,
+        qualnames: Iterable[str],
+        *,
+        decided_only: bool = False,
+        suggest: bool = True,
     ) -> dict[str, str]:
         """Why each of `qualnames` is not surely defined exactly once at its place in `content`.
 
         `decided_only`: leave out the ones reading cannot decide (a merge that keeps them
         breaks nothing that reading could see; `check` then says to ask Python).
+        `suggest`: a missing name's reason names the closest ones the file defines (difflib
+        over all of them: only for a reason that is shown).
         """
         qualnames = list(qualnames)
         if not qualnames:
@@ -375,7 +383,7 @@ class Worktree:
                 if not decided_only:
                     problems[qualname] = f"{CANNOT_TELL_FROM_READING}: {found.reason}"
             elif found.state == ABSENT:
-                problems[qualname] = _why_absent(index, Spec(path, qualname), found.reason)
+                problems[qualname] = _why_absent(index, Spec(path, qualname), found.reason, suggest)
             elif duplicates := index.duplicates(qualname):
                 lines = ", ".join(str(d.lineno) for d in duplicates)
                 problems[qualname] = (
@@ -423,7 +431,7 @@ def _mentions_definition(content: bytes, qualname: str) -> bool:
     return name.encode() in content  # a longer name that contains it only costs a parse
 
 
-def _why_absent(index: SymbolIndex, spec: Spec, reason: str) -> str:
+def _why_absent(index: SymbolIndex, spec: Spec, reason: str, suggest: bool) -> str:
     """The resolution's reason, or, for a name defined but not where Python looks, which."""
     if not reason.startswith(NOT_DEFINED):
         return reason
@@ -435,7 +443,7 @@ def _why_absent(index: SymbolIndex, spec: Spec, reason: str) -> str:
             "a later binding of its class replaces it, or it sits under `if TYPE_CHECKING:` "
             f"or a test that is always false{rest}"
         )
-    return describe_miss(index, spec) + rest
+    return describe_miss(index, spec, suggest) + rest
 
 
 def _package_problem(tree: Worktree, path: str) -> str | None:
