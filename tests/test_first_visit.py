@@ -107,8 +107,7 @@ def first_visit(template: Path, tmp_path: Path, kill_at: str | None) -> dict[str
         "git status": git(root, "status", "--porcelain").stdout,
         "status": patchguard("-C", root, "status").output,
         "entries": {
-            kind: sorted(p.name for p in (cache / kind).iterdir())
-            for kind in ("parsed", "merges")
+            kind: sorted(p.name for p in (cache / kind).iterdir()) for kind in ("parsed", "merges")
         },
     }
 
@@ -139,9 +138,7 @@ def test_nothing_is_left_half_written_or_running(template: Path, tmp_path: Path)
     cache = root / ".git" / "patchguard-cache"
     assert not [p for p in cache.rglob("*") if p.name.endswith(".patchguard-tmp")]
     mine = [
-        pid
-        for pid in os.listdir("/proc")
-        if pid.isdigit() and _cwd(pid) == str(root.resolve())
+        pid for pid in os.listdir("/proc") if pid.isdigit() and _cwd(pid) == str(root.resolve())
     ]
     assert mine == []
 
