@@ -4,7 +4,9 @@ assesses them last to first, and each parse and merge it makes lands in the cont
 
 Parsing the merged files is most of a re-apply no cache has seen (a regression hunt's new
 commit: ~10 ms per real model file). The child runs the very assessment the parent runs
-(guard.tree.assess.assess_patch: read-only), so there is one piece of code for its decisions;
+(guard.tree.assess.assess_patch: read-only), on a patch's files as they are and, in its own
+copy of the view, as apply would write them (the check after the write asks those), so there
+is one piece of code for its decisions;
 it writes nothing but content-keyed cache entries (each atomic and checksummed:
 guard.git.content_cache), and the parent decides every verdict itself, from the same content,
 as the next command would from those entries. A child that fails, is killed or never gets a
@@ -29,11 +31,13 @@ from guard.git.inmemory_merge import merge_file
 from guard.git.repo import Repo
 from guard.store.manifest import Patch
 from guard.tree.assess import assess_patch
+from guard.tree.verdicts import State
 from guard.tree.worktree import Worktree
 
 # Kill points of the child (guard.git.faults): before its first assessment, after it.
 BEGUN, ASSESSED = "warmup-begun", "warmup-assessed"
 _MIN_PATCHES = 2  # one patch has no other to assess meanwhile
+_WRITTEN = frozenset({State.UNAPPLIED, State.DRIFTED, State.DOUBLED})  # what a hook writes
 
 
 @contextmanager
@@ -146,7 +150,13 @@ def _child(
         if started > index:
             return  # the parent is at this patch or past it: the rest is its own
         patch = patches[index]
-        assess_patch(repo, tree, patch, every[: every.index(patch)])
+        below = every[: every.index(patch)]
+        verdict = assess_patch(repo, tree, patch, below)
+        if verdict.state in _WRITTEN:  # and what the check after the write asks of it
+            for file in verdict.files:
+                if file.merged is not None:
+                    tree.stage(file.path, file.merged)  # in the child's own copy only
+            assess_patch(repo, tree, patch, below)
         faults.point(ASSESSED)
 
 

@@ -426,9 +426,32 @@ def _mentions_definition(content: bytes, qualname: str) -> bool:
     name = mangled.group(1) if mangled else name  # `C._C__m` is written `__m` in C
     if hasattr(type, name):
         return True  # every class has it (`__init__`)
-    if not name.isascii() or not content.isascii():
-        return True  # Python compares identifiers NFKC-normalised: a fullwidth m binds `m`
-    return name.encode() in content  # a longer name that contains it only costs a parse
+    if name.isascii() and content.isascii():
+        return name.encode() in content  # a longer name that contains it only costs a parse
+    # Python compares identifiers NFKC-normalised (a fullwidth m binds `m`): the text is
+    # compared so too. An identifier normalises as it does inside the file: nothing composes
+    # across its ends (what could is itself a character of identifiers, so of the same name).
+    text = _source_text(content)
+    if text is None:
+        return True  # a declared encoding other than UTF-8, or bytes that are not UTF-8
+    return unicodedata.normalize("NFKC", name) in unicodedata.normalize("NFKC", text)
+
+
+_CODING = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")  # PEP 263, line 1 or 2
+
+
+def _source_text(content: bytes) -> str | None:
+    """The source as Python reads it when that is UTF-8 (the default), else None."""
+    for line in content.splitlines()[:2]:
+        declared = _CODING.match(line)
+        if declared is not None:
+            if declared.group(1).lower().replace(b"_", b"-") not in (b"utf-8", b"utf8"):
+                return None
+            break
+    try:
+        return content.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
 
 
 def _why_absent(index: SymbolIndex, spec: Spec, reason: str, suggest: bool) -> str:
