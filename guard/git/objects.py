@@ -17,9 +17,10 @@ REGULAR_MODE = "100644"  # git's modes for a regular file, and an executable one
 EXECUTABLE_MODE = "100755"
 
 # The bare module hashes ~200 MB/s, OpenSSL's (through hashlib) ~1.7 GB/s, but loading that
-# costs ~3.5 ms: worth it once a command has hashed this much (a re-apply of 40 real model
-# files hashes megabytes; the hooks' fast path, a few kilobytes).
-_OPENSSL_AFTER = 1 << 20
+# costs ~3.5 ms: worth it once a command has hashed this much (a first re-apply of 40 real
+# model files hashes 6 to 18 MB, its replay 5 MB; the replay of 40 small ones 1 MB, and the
+# hooks' fast path a few kilobytes, never reach it).
+_OPENSSL_AFTER = 2 << 20
 _hashed = [0]  # bytes hashed by the bare module in this process
 _sha1: list[Callable[[bytes], Any]] = [_bare_sha1]
 
