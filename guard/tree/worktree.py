@@ -15,7 +15,7 @@ import ast
 import re
 import unicodedata
 from collections.abc import Iterable, Iterator, Mapping
-from functools import cached_property
+from functools import cached_property, lru_cache
 from pathlib import PurePosixPath
 
 from guard.git.repo import Repo
@@ -431,17 +431,18 @@ def _mentions_definition(content: bytes, qualname: str) -> bool:
     # Python compares identifiers NFKC-normalised (a fullwidth m binds `m`): the text is
     # compared so too. An identifier normalises as it does inside the file: nothing composes
     # across its ends (what could is itself a character of identifiers, so of the same name).
-    text = _source_text(content)
+    text = _normalized_source(content)
     if text is None:
         return True  # a declared encoding other than UTF-8, or bytes that are not UTF-8
-    return unicodedata.normalize("NFKC", name) in unicodedata.normalize("NFKC", text)
+    return unicodedata.normalize("NFKC", name) in text
 
 
 _CODING = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")  # PEP 263, line 1 or 2
 
 
-def _source_text(content: bytes) -> str | None:
-    """The source as Python reads it when that is UTF-8 (the default), else None."""
+@lru_cache(maxsize=64)  # asked once per name and question, of the same few files
+def _normalized_source(content: bytes) -> str | None:
+    """The source as Python reads it, NFKC-normalised, when it is UTF-8 (the default)."""
     for line in content.splitlines()[:2]:
         declared = _CODING.match(line)
         if declared is not None:
@@ -449,7 +450,7 @@ def _source_text(content: bytes) -> str | None:
                 return None
             break
     try:
-        return content.decode("utf-8")
+        return unicodedata.normalize("NFKC", content.decode("utf-8"))
     except UnicodeDecodeError:
         return None
 
