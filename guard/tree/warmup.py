@@ -12,7 +12,9 @@ guard.git.content_cache), and the parent decides every verdict itself, from the 
 as the next command would from those entries. A child that fails, is killed or never gets a
 core changes nothing but the time.
 
-The two meet in the middle: the parent writes a byte down a pipe as it starts each patch, and
+The child is forked once the parent's first patch parsed a file no cache kept (a re-apply
+whose parses are all kept forks nothing). The two meet in the middle: the parent writes a byte
+down a pipe as it starts each patch, and
 the child stops before a patch the parent has reached, or when the pipe closes (the parent's
 pass ended, or the parent died). At the end of its pass the parent stops the child and reaps
 it, so no process outlives the command. Ctrl-C is the parent's: the child ignores it and is
@@ -27,12 +29,12 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 
 from guard.git import faults
-from guard.git.inmemory_merge import merge_file
 from guard.git.repo import Repo
 from guard.store.manifest import Patch
 from guard.tree.assess import assess_patch
 from guard.tree.verdicts import State
 from guard.tree.worktree import Worktree
+from guard.truth import parsed
 
 # Kill points of the child (guard.git.faults): before its first assessment, after it.
 BEGUN, ASSESSED = "warmup-begun", "warmup-assessed"
@@ -45,73 +47,54 @@ def warmed(
     repo: Repo, tree: Worktree, every: Sequence[Patch], patches: Sequence[Patch]
 ) -> Iterator[Callable[[int], None]]:
     """Around the parent's pass over `patches` (in that order): yields `reached(index)`, to
-    call as it starts each one. `every`: all patches in manifest order (their `below`)."""
-    child = _start(repo, tree, every, patches)
-    if child is None:
-        yield _alone
-        return
-    pid, pipe = child
+    call as it starts each one. `every`: all patches in manifest order (their `below`).
 
-    def reached(_index: int) -> None:
-        with suppress(OSError):  # the child has gone: nothing to tell
-            os.write(pipe, b".")
+    The child starts at the first patch after one whose assessment parsed a file no cache
+    held (guard.truth.parsed.computed): a re-apply whose parses are all kept forks nothing,
+    and the child inherits what the parent loaded for that patch (libgit2, git's unmerged
+    entries)."""
+    child: list[tuple[int, int]] = []  # (pid, the pipe's write end), once started
+    computed = parsed.computed[0]
+
+    def reached(index: int) -> None:
+        if child:
+            with suppress(OSError):  # the child has gone: nothing to tell
+                os.write(child[0][1], b".")
+        elif parsed.computed[0] > computed and len(patches) - index >= _MIN_PATCHES:
+            child.extend(_start(repo, tree, every, patches, index))
 
     try:
         yield reached
     finally:
-        _stop(pid, pipe)
-
-
-def _alone(_index: int) -> None:
-    """`reached` without a child."""
+        if child:
+            _stop(*child[0])
 
 
 def _start(
-    repo: Repo, tree: Worktree, every: Sequence[Patch], patches: Sequence[Patch]
-) -> tuple[int, int] | None:
-    """(pid, the pipe's write end) of the child, or None where a fork does not pay or is not
-    safe: few patches, no fork on this platform, another thread running (a fork copies only
-    the calling thread, and whatever lock another one held stays held in the child)."""
+    repo: Repo, tree: Worktree, every: Sequence[Patch], patches: Sequence[Patch], index: int
+) -> list[tuple[int, int]]:
+    """[(pid, the pipe's write end)] of a child for the patches after `index` (the parent's
+    next), or none where a fork is not safe: no fork on this platform, another thread running
+    (a fork copies only the calling thread, and whatever lock another one held stays held)."""
     threading = sys.modules.get("threading")
-    if len(patches) < _MIN_PATCHES or not hasattr(os, "fork"):
-        return None
-    if threading is not None and threading.active_count() > 1:
-        return None
-    _ask_first(repo, tree, patches)
+    if not hasattr(os, "fork") or (threading is not None and threading.active_count() > 1):
+        return []
     read_end, write_end = os.pipe()
     try:
         pid = os.fork()
     except OSError:  # no memory or process left for it: the parent does it all
         os.close(read_end)
         os.close(write_end)
-        return None
+        return []
     if pid == 0:  # the child: never returns into the caller
         try:
             os.close(write_end)
-            _child(repo, tree, every, patches, read_end)
+            _child(repo, tree, every, patches, index, read_end)
         finally:
             os._exit(0)
     os.close(read_end)
     os.set_blocking(write_end, False)  # a byte per patch; never wait on the child for it
-    return pid, write_end
-
-
-def _ask_first(repo: Repo, tree: Worktree, patches: Sequence[Patch]) -> None:
-    """What both would otherwise do once each, done before the fork: git's unmerged entries
-    (a `git ls-files`), and libgit2 loaded where a file differs from both sides of its
-    patch's change, so it merges (~70 ms, pygit2's import most of it)."""
-    merging = False
-    for patch in patches:
-        for change in patch.files:
-            tree.unmerged(change.path)
-            sides = {repo.blob(change.patched_blob)}
-            sides.add(repo.blob(change.base_blob) if change.base_blob else b"")
-            merging = merging or any(
-                content is not None and content not in sides
-                for content in (tree.head(change.path), tree.read(change.path))
-            )
-    if merging:
-        merge_file(b"", b"", b"", ("", "", ""))
+    return [(pid, write_end)]
 
 
 class _Stopped(BaseException):
@@ -124,9 +107,15 @@ def _stopped(_number: int, _frame: object) -> None:
 
 
 def _child(
-    repo: Repo, tree: Worktree, every: Sequence[Patch], patches: Sequence[Patch], pipe: int
+    repo: Repo,
+    tree: Worktree,
+    every: Sequence[Patch],
+    patches: Sequence[Patch],
+    begun: int,
+    pipe: int,
 ) -> None:
-    """Assess the patches from the last one back until the parent has reached the next one."""
+    """Assess the patches from the last one back until the parent has reached the next one.
+    `begun`: the patch the parent starts as the child forks."""
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent's: it stops the child
@@ -138,16 +127,15 @@ def _child(
     repo.after_fork()  # its own git reader: the parent's pipes are the parent's
     os.set_blocking(pipe, False)
     faults.point(BEGUN)
-    started = 0  # patches the parent has begun
-    for index in reversed(range(len(patches))):
+    for index in reversed(range(begun + 1, len(patches))):
         try:
             told: bytes | None = os.read(pipe, 4096)
         except BlockingIOError:
             told = None  # nothing new
         if told == b"":
             return  # the parent's pass ended, or the parent is gone
-        started += len(told or b"")
-        if started > index:
+        begun += len(told or b"")
+        if begun >= index:
             return  # the parent is at this patch or past it: the rest is its own
         patch = patches[index]
         below = every[: every.index(patch)]
@@ -170,4 +158,5 @@ def _stop(pid: int, pipe: int) -> None:
             os.kill(pid, number)
         except ProcessLookupError:
             break
-    os.waitpid(pid, 0)
+    with suppress(ChildProcessError):  # reaped already, where SIGCHLD is ignored
+        os.waitpid(pid, 0)
