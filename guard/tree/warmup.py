@@ -6,11 +6,10 @@ Parsing the merged files is most of a re-apply no cache has seen (a regression h
 commit: ~10 ms per real model file). The child runs the very assessment the parent runs
 (guard.tree.assess.assess_patch: read-only), on a patch's files as they are and, in its own
 copy of the view, as apply would write them (the check after the write asks those), so there
-is one piece of code for its decisions;
-it writes nothing but content-keyed cache entries (each atomic and checksummed:
-guard.git.content_cache), and the parent decides every verdict itself, from the same content,
-as the next command would from those entries. A child that fails, is killed or never gets a
-core changes nothing but the time.
+is one piece of code for its decisions. It writes nothing but content-keyed cache entries
+(each atomic and checksummed: guard.git.content_cache), and the parent decides every verdict
+itself, from the same content, as the next command would from those entries. A child that
+fails, is killed or never gets a core changes nothing but the time.
 
 The child is forked once the parent's first patch parsed a file no cache kept (a re-apply
 whose parses are all kept forks nothing). The two meet in the middle: the parent writes a byte
