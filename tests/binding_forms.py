@@ -544,6 +544,14 @@ def forms() -> list[Form]:
     )
     add(Form("nfkc-source", _in_class("    def \uff4d(self):\n        return 1\n")))
     add(Form("nfkc-spec", _in_class(M), "C.\uff4d"))
+    # Other text beyond ASCII: the name is looked for in the text as Python normalises it
+    add(Form("non-ascii-comment", _in_class("    # caf\u00e9\n" + M)))
+    add(
+        Form("non-ascii-other-name", _in_class("    def n(self):  # caf\u00e9\n        return 1\n"))
+    )
+    add(Form("nfkc-composed", _in_class("    def m\u0301(self):\n        return 1\n")))
+    add(Form("nfkc-ligature", _in_class("    def \ufb01(self):\n        return 1\n"), "C.fi"))
+    add(Form("utf8-cookie", "# -*- coding: utf-8 -*-\n# caf\u00e9\n" + _in_class(M)))
     add(Form("nested-inner", "class C:\n    class Inner:\n" + _indent(M), "C.Inner.m"))
     add(Form("nested-inner-missing", "class C:\n    class Inner:\n        pass\n" + M, "C.Inner.m"))
     add(Form("module-function", "def m():\n    return 1\n", "m"))

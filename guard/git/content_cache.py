@@ -14,11 +14,7 @@ import os
 from pathlib import Path
 
 from guard.git.atomic import atomic_write
-
-try:  # the bare C module: hashlib would cost the hooks more than a whole lookup
-    from _sha1 import sha1
-except ImportError:  # pragma: no cover - CPython built without it
-    from hashlib import sha1
+from guard.git.objects import sha1
 
 _DIGEST = 20
 

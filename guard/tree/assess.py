@@ -128,7 +128,7 @@ def _assess_at(
     if head is not None and _contains_change(repo, base, head, patched, merge_labels(patch)):
         return FileVerdict(path, State.UPSTREAM, UPSTREAM_AS_TEXT)
     in_head = (
-        tree.symbol_problems(head, path, change.added_symbols)
+        tree.symbol_problems(head, path, change.added_symbols, suggest=False)
         if head is not None and change.added_symbols
         else None
     )
@@ -271,7 +271,7 @@ def _assess_change(
         return FileVerdict(path, State.APPLIED, "the worktree contains the change", None, patched)
     if (
         added_symbols
-        and not tree.symbol_problems(current, path, added_symbols)
+        and not tree.symbol_problems(current, path, added_symbols, suggest=False)
         and _without_definitions(repo, tree, change, base, patched) == base
     ):
         upgrade = _upgrade_from_earlier(repo, tree, patch, change, path, current, patched)

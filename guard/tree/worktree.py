@@ -15,7 +15,7 @@ import ast
 import re
 import unicodedata
 from collections.abc import Iterable, Iterator, Mapping
-from functools import cached_property
+from functools import cached_property, lru_cache
 from pathlib import PurePosixPath
 
 from guard.git.repo import Repo
@@ -346,12 +346,20 @@ class Worktree:
                     yield other, name
 
     def symbol_problems(
-        self, content: bytes, path: str, qualnames: Iterable[str], *, decided_only: bool = False
+        self,
+        content: bytes,
+        path: str,
+        qualnames: Iterable[str],
+        *,
+        decided_only: bool = False,
+        suggest: bool = True,
     ) -> dict[str, str]:
         """Why each of `qualnames` is not surely defined exactly once at its place in `content`.
 
         `decided_only`: leave out the ones reading cannot decide (a merge that keeps them
         breaks nothing that reading could see; `check` then says to ask Python).
+        `suggest`: a missing name's reason names the closest ones the file defines (difflib
+        over all of them: only for a reason that is shown).
         """
         qualnames = list(qualnames)
         if not qualnames:
@@ -375,7 +383,7 @@ class Worktree:
                 if not decided_only:
                     problems[qualname] = f"{CANNOT_TELL_FROM_READING}: {found.reason}"
             elif found.state == ABSENT:
-                problems[qualname] = _why_absent(index, Spec(path, qualname), found.reason)
+                problems[qualname] = _why_absent(index, Spec(path, qualname), found.reason, suggest)
             elif duplicates := index.duplicates(qualname):
                 lines = ", ".join(str(d.lineno) for d in duplicates)
                 problems[qualname] = (
@@ -418,12 +426,36 @@ def _mentions_definition(content: bytes, qualname: str) -> bool:
     name = mangled.group(1) if mangled else name  # `C._C__m` is written `__m` in C
     if hasattr(type, name):
         return True  # every class has it (`__init__`)
-    if not name.isascii() or not content.isascii():
-        return True  # Python compares identifiers NFKC-normalised: a fullwidth m binds `m`
-    return name.encode() in content  # a longer name that contains it only costs a parse
+    if name.isascii() and content.isascii():
+        return name.encode() in content  # a longer name that contains it only costs a parse
+    # Python compares identifiers NFKC-normalised (a fullwidth m binds `m`): the text is
+    # compared so too. An identifier normalises as it does inside the file: nothing composes
+    # across its ends (what could is itself a character of identifiers, so of the same name).
+    text = _normalized_source(content)
+    if text is None:
+        return True  # a declared encoding other than UTF-8, or bytes that are not UTF-8
+    return unicodedata.normalize("NFKC", name) in text
 
 
-def _why_absent(index: SymbolIndex, spec: Spec, reason: str) -> str:
+_CODING = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")  # PEP 263, line 1 or 2
+
+
+@lru_cache(maxsize=64)  # asked once per name and question, of the same few files
+def _normalized_source(content: bytes) -> str | None:
+    """The source as Python reads it, NFKC-normalised, when it is UTF-8 (the default)."""
+    for line in content.splitlines()[:2]:
+        declared = _CODING.match(line)
+        if declared is not None:
+            if declared.group(1).lower().replace(b"_", b"-") not in (b"utf-8", b"utf8"):
+                return None
+            break
+    try:
+        return unicodedata.normalize("NFKC", content.decode("utf-8"))
+    except UnicodeDecodeError:
+        return None
+
+
+def _why_absent(index: SymbolIndex, spec: Spec, reason: str, suggest: bool) -> str:
     """The resolution's reason, or, for a name defined but not where Python looks, which."""
     if not reason.startswith(NOT_DEFINED):
         return reason
@@ -435,7 +467,7 @@ def _why_absent(index: SymbolIndex, spec: Spec, reason: str) -> str:
             "a later binding of its class replaces it, or it sits under `if TYPE_CHECKING:` "
             f"or a test that is always false{rest}"
         )
-    return describe_miss(index, spec) + rest
+    return describe_miss(index, spec, suggest) + rest
 
 
 def _package_problem(tree: Worktree, path: str) -> str | None:

@@ -188,11 +188,13 @@ class SymbolIndex:
         return sorted(found, key=lambda name: min(d.lineno for d in self.by_qualname[name]))
 
 
-def describe_miss(index: SymbolIndex, spec: Spec) -> str:
-    """Say why `spec` is not where it should be, pointing at a same-named definition if any."""
+def describe_miss(index: SymbolIndex, spec: Spec, suggest: bool = True) -> str:
+    """Say why `spec` is not where it should be, pointing at a same-named definition if any
+    (and, with `suggest`, at the closest names the file defines)."""
     others = index.elsewhere(spec.qualname)
     if not others:
-        return f"not defined in {spec.path}{did_you_mean(spec.qualname, index.by_qualname)}"
+        close = did_you_mean(spec.qualname, index.by_qualname) if suggest else ""
+        return f"not defined in {spec.path}{close}"
     where = ", ".join(
         f"{'module level' if '.' not in d.qualname else d.qualname.rsplit('.', 1)[0]} "
         f"(line {d.lineno})"
