@@ -202,3 +202,37 @@ def test_a_finished_write_keeps_the_answers_and_a_killed_one_is_said(
         said = console(sample.root, clean_env, "status")
         assert "interrupted apply" in said.stderr, said.stderr
     assert "guard.tree.assess" in loaded(sample, "status")
+
+
+# Python's own audit event for every process it starts (no mock: the command runs as it is).
+_FIRST_GIT_PROBE = """
+import sys
+first = []
+def started(event, args):
+    if event == "subprocess.Popen" and not first:
+        loaded = [m for m in ("pathlib", "json", "guard.git.repo") if m in sys.modules]
+        first.append((list(args[1]), loaded))
+sys.addaudithook(started)
+sys.argv = ["patchguard", "stamp"]
+from guard.entry import main
+try:
+    main()
+except SystemExit:
+    pass
+import json
+print("first:", json.dumps(first[0]), file=sys.stderr)
+"""
+
+
+def test_stamp_starts_git_status_before_it_imports_the_rest(sample: Sample) -> None:
+    """`git status` is most of a stamp's own time: it runs while pathlib, json and the
+    repository's module load (guard.ops.provenance.stamp_at), not after them."""
+    result = subprocess.run(
+        [sys.executable, "-c", _FIRST_GIT_PROBE], cwd=sample.root, capture_output=True, text=True
+    )
+    assert "Traceback" not in result.stderr, result.stderr
+    line = next(line for line in result.stderr.splitlines() if line.startswith("first:"))
+    command, loaded = json.loads(line.removeprefix("first:"))
+    assert command[:3] == ["git", "--no-optional-locks", "status"]
+    assert loaded == []
+    assert json.loads(result.stdout)["format"] == "patchguard.stamp/1"

@@ -275,11 +275,12 @@ _LOGGING = ("cli/plain.py", "store/history.py", "store/manifest.py")
 
 def stamp(cwd: Path | str) -> None:
     """`patchguard stamp`: one JSON line describing the code about to run."""
+    from guard.ops import provenance  # light: git status starts before the rest is imported
+
+    line = provenance.stamp_at(str(cwd))
     import json
 
-    from guard.ops import provenance
-
-    echo(json.dumps(provenance.stamp(_repo(cwd)), separators=(",", ":")))
+    echo(json.dumps(line, separators=(",", ":")))
 
 
 # --- the record of the last full answer ------------------------------------------------------

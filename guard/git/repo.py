@@ -19,6 +19,7 @@ from guard.git.index_file import IndexFile
 from guard.git.index_file import checksum as index_checksum
 from guard.git.lock import exclusive
 from guard.git.objects import EXECUTABLE_MODE, REGULAR_MODE, blob_id
+from guard.git.process import run_git
 
 TYPE_CHECKING = False  # not `from typing import ...`: typing costs the hooks ~3 ms
 if TYPE_CHECKING:
@@ -73,85 +74,6 @@ class FileDiff:
     def __init__(self, text: str, added_lines: set[int]) -> None:
         self.text = text
         self.added_lines = added_lines
-
-
-_OUT_OF_REACH = [False]  # set by out_of_reach_of_ctrl_c
-
-
-@contextmanager
-def out_of_reach_of_ctrl_c() -> Iterator[None]:
-    """While a hunt runs (guard.hunt.hunt): the terminal's Ctrl-C reaches the benchmark and
-    patchguard, which stops between runs, and never one of patchguard's own git commands
-    halfway (a checkout cut off, an `ls-files` killed and read as git failing)."""
-    _OUT_OF_REACH[0] = True
-    try:
-        yield
-    finally:
-        _OUT_OF_REACH[0] = False
-
-
-def run_git(
-    args: Sequence[str],
-    cwd: Path,
-    *,
-    passthrough: bool = False,
-    env: Mapping[str, str] | None = None,
-) -> subprocess.CompletedProcess[str]:
-    """Every `git` command patchguard runs goes through here.
-
-    Captured (the default), a failure raises ConfigError carrying the command and git's stderr.
-    With `passthrough`, git gets the terminal, stdin, stdout and stderr, its status is returned
-    as a shell would report it (128+N when a signal ended it), and Ctrl-C goes to git alone:
-    patchguard waits to put the patches back. Inside `out_of_reach_of_ctrl_c`, captured git
-    runs in its own session.
-    """
-    import subprocess  # not at import: a replayed hook (guard.tree.replay) starts no process
-
-    command = ["git", *args]
-    full_env = {**os.environ, **env} if env else None
-    try:
-        if passthrough:
-            with _interrupts_to_child():
-                result = subprocess.run(command, cwd=cwd, env=full_env, text=True)
-            if result.returncode < 0:
-                result.returncode = 128 - result.returncode
-            return result
-        result = subprocess.run(
-            command,
-            cwd=cwd,
-            env=full_env,
-            capture_output=True,
-            text=True,
-            start_new_session=_OUT_OF_REACH[0],
-        )
-    except OSError as error:
-        raise ConfigError(f"cannot run `{' '.join(command)}`: {error}. Is git on PATH?") from None
-    if result.returncode != 0:
-        lines = result.stderr.strip().splitlines()
-        # git's own reason comes first ("fatal: 'x' does not appear to be a git repository");
-        # what follows is often advice ("Please make sure ... and the repository exists.")
-        said = [line for line in lines if line.startswith(("fatal:", "error:"))][:1] or lines[-1:]
-        raise ConfigError(
-            f"`{' '.join(command)}` failed in {cwd}: {said[0] if said else f'exit {result.returncode}'}"
-        )
-    return result
-
-
-def _outlive_child(_number: int, _frame: object) -> None:
-    """A handler, not SIG_IGN: an ignored signal stays ignored in the child across exec."""
-
-
-@contextmanager
-def _interrupts_to_child() -> Iterator[None]:
-    """The terminal sends SIGINT/SIGQUIT to the child as well; we outlive it to clean up."""
-    import signal
-
-    previous = [(s, signal.signal(s, _outlive_child)) for s in (signal.SIGINT, signal.SIGQUIT)]
-    try:
-        yield
-    finally:
-        for number, handler in previous:
-            signal.signal(number, handler)
 
 
 def _record_instead(path: str, refusal: UnsafePath) -> str:

@@ -32,7 +32,8 @@ from typing import Any
 from guard.errors import EXIT_INTERRUPTED, ConfigError, GuardFailure, PatchguardError
 from guard.git.lock import HELD_VARIABLE
 from guard.git.objects import blob_id
-from guard.git.repo import Repo, out_of_reach_of_ctrl_c, run_git
+from guard.git.process import out_of_reach_of_ctrl_c, run_git
+from guard.git.repo import Repo
 from guard.hunt import stats
 from guard.hunt.metrics import Metric
 from guard.ops import moves

@@ -18,7 +18,7 @@ from pathlib import Path
 from guard.errors import ConfigError
 from guard.git.atomic import atomic_write
 from guard.git.gitdir import Layout
-from guard.git.repo import run_git
+from guard.git.process import run_git
 from guard.store.fastpath import model_namespace
 
 HOOK_TYPES = (

@@ -24,7 +24,8 @@ from types import FrameType
 from guard.errors import EXIT_INTERRUPTED, ConfigError, GuardFailure, one_line
 from guard.git.atomic import atomic_write
 from guard.git.lock import HELD_VARIABLE, exclusive
-from guard.git.repo import Repo, run_git
+from guard.git.process import run_git
+from guard.git.repo import Repo
 from guard.ops.bisect_status import (
     BISECT_ABORT,
     BISECT_SKIP,

@@ -7,25 +7,23 @@ pre-flight checks print reports, without either importing the other.
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from contextlib import suppress
-from pathlib import PurePosixPath
 
 from guard.errors import ConfigError
 from guard.git.gitpaths import read_head
 from guard.git.objects import blob_id
-from guard.git.repo import Repo, run_git
+from guard.git.process import StartedGit, run_git, start_git
 from guard.store import fastpath
 
 # typing and datetime cost a stamp ~5 ms of its ~50 at run time: for the type checker only
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable
-    from typing import Any, TypeVar
+    from pathlib import PurePosixPath
+    from typing import Any
 
-    _T = TypeVar("_T")
+    from guard.git.repo import Repo
 
 STAMP_FORMAT = "patchguard.stamp/1"
 # The code that words a stamp's report of the patches (fastpath.model_namespace() covers the code
@@ -77,31 +75,59 @@ def _version_by_importlib() -> str:
         return "unknown"
 
 
-def stamp(repo: Repo) -> dict[str, Any]:
-    """One JSON object that says exactly which code is about to run (keys in docs/benchmarks.md)."""
+# What `git status` says of the tracked files, without refreshing the index file: a read-only
+# command writes nothing. Its paths are the repository's, from any directory (porcelain).
+_DIRTY = ("--no-optional-locks", "status", "--porcelain=v1", "-z", "-uno", "--no-renames")
+_TRACKING = "%(upstream)%00%(upstream:short)%00%(upstream:track,nobracket)"
+
+
+def stamp_at(directory: str) -> dict[str, Any]:
+    """stamp() of the checkout `directory` is in, with `git status` started first: it runs
+    while the rest of what a stamp needs is imported, about as long as git status itself."""
+    status = start_git(_DIRTY, directory)
+    try:
+        from pathlib import Path
+
+        from guard.git.repo import Repo
+
+        repo = Repo.discover(Path(directory))
+    except BaseException:  # no repository there: its own error, not git status's
+        status.discard()
+        raise
+    return stamp(repo, status)
+
+
+def stamp(repo: Repo, status: StartedGit | None = None) -> dict[str, Any]:
+    """One JSON object that says exactly which code is about to run (keys in docs/benchmarks.md).
+    `status`: _DIRTY already started in the checkout (stamp_at)."""
     layout = repo.layout
+    # git's own answers come while the check is read or made
+    status = status or start_git(_DIRTY, repo.workdir)
     head = read_head(str(layout.git_dir), str(layout.common_dir)) or repo.head_commit()
     branch = _head_branch(repo) if head is not None else None
-    # git's own answers come while the check is read or made, and its modules imported
-    dirty_of = _meanwhile(lambda: _dirty(repo))
-    tracking_of = _meanwhile(lambda: _tracking(repo, branch) if branch is not None else None)
+    tracking = None
+    if branch is not None:
+        tracking = start_git(
+            ["for-each-ref", f"--format={_TRACKING}", f"refs/heads/{branch}"], repo.workdir
+        )
     checked = _checked(repo) if layout.manifest_path.exists() else None
     guarded = checked["guarded"] if checked else []
-    # The untracked files beside the guarded ones are listed while git status still runs.
-    untracked_of = _meanwhile(lambda: _untracked_beside(repo, guarded))
+    untracked = _untracked_beside(repo, guarded)  # listed while git status still runs
     files = {}
     for path in guarded:
         content = repo.read_file(path)
         files[path] = None if content is None else blob_id(content)
-    dirty = dirty_of()
+    dirty = _dirty(status.result().stdout)
     return {
         "format": STAMP_FORMAT,
         "repository": str(repo.workdir),
         "head": head,
         "branch": branch,
-        "upstream": tracking_of(),
+        "upstream": None
+        if tracking is None or branch is None
+        else _tracking(repo, branch, tracking),
         "dirty": dirty,
-        "edits": code_edits(repo, dirty, guarded, untracked_of()),
+        "edits": code_edits(repo, dirty, guarded, _untracked_modules(untracked)),
         "patches": checked["patches"] if checked else {},
         "files": files,
         "symbols": checked["symbols"] if checked else {},
@@ -112,36 +138,12 @@ def stamp(repo: Repo) -> dict[str, Any]:
     }
 
 
-def _meanwhile(work: Callable[[], _T]) -> Callable[[], _T]:
-    """`work` (a git command) started in a thread, beside what the caller does meanwhile; the
-    call returned waits for it, and returns its result or raises its error."""
-    import threading
-
-    done: list[_T] = []
-    failed: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            done.append(work())
-        except BaseException as error:  # handed to the caller, as if it had run there
-            failed.append(error)
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-
-    def result() -> _T:
-        thread.join()
-        if failed:
-            raise failed[0]
-        return done[0]
-
-    return result
-
-
 def _checked(repo: Repo) -> dict[str, Any]:
     """What `check` says of the patches and symbols, as the stamp holds it, with the guarded
     paths: for content `check` verified, as it said it before (fastpath.recall, keyed by that
     content and the code that says it); otherwise checked in full."""
+    import json  # not at import: stamp_at starts git status first
+
     question = f"stamp\0{fastpath.source_digest(_STAMP_CODE)}"
     trusted = fastpath.trusted_key(str(repo.workdir))
     answer = None if trusted is None else fastpath.recall(trusted, question)
@@ -178,12 +180,10 @@ def _head_branch(repo: Repo) -> str | None:
     return head.removeprefix("ref: refs/heads/") if head.startswith("ref: refs/heads/") else None
 
 
-def _tracking(repo: Repo, branch: str) -> dict[str, Any] | None:
-    """The branch's upstream and how far HEAD is ahead of it and behind it: one for-each-ref."""
-    fields = "%(upstream)%00%(upstream:short)%00%(upstream:track,nobracket)"
-    listing = run_git(
-        ["for-each-ref", f"--format={fields}", f"refs/heads/{branch}"], repo.workdir
-    ).stdout
+def _tracking(repo: Repo, branch: str, listed: StartedGit) -> dict[str, Any] | None:
+    """The branch's upstream and how far HEAD is ahead of it and behind it, from the
+    for-each-ref of _TRACKING that `listed` ran."""
+    listing = listed.result().stdout
     line = next((line for line in listing.split("\n") if line.startswith("refs/")), None)
     if line is None:
         return None  # none configured
@@ -206,14 +206,9 @@ def _tracking_by_libgit2(repo: Repo, branch: str) -> dict[str, Any] | None:
     return {"ref": tracking.shorthand, "ahead": ahead, "behind": behind}
 
 
-def _dirty(repo: Repo) -> list[str]:
+def _dirty(listing: str) -> list[str]:
     """Tracked files whose worktree content differs from HEAD (staged or not), as `git status`
-    says (a file a sparse checkout leaves out is no change)."""
-    listing = run_git(
-        # without refreshing the index file: a read-only command writes nothing
-        ["--no-optional-locks", "status", "--porcelain=v1", "-z", "-uno", "--no-renames"],
-        repo.workdir,
-    ).stdout
+    (_DIRTY) says (a file a sparse checkout leaves out is no change)."""
     return sorted({entry[3:] for entry in listing.split("\0") if len(entry) > 3})
 
 
@@ -239,12 +234,18 @@ def code_edits(
     return dict(sorted(edits.items()))
 
 
-def _untracked_beside(repo: Repo, guarded: list[str]) -> list[str]:
-    """The untracked `.py` files in the packages of the guarded files (one ls-files)."""
+def _untracked_beside(repo: Repo, guarded: list[str]) -> StartedGit | None:
+    """The untracked files in the packages of the guarded files, listed by one ls-files, now
+    started (None: nothing is guarded)."""
     packages = sorted({str(_package_directory(repo, path)) for path in guarded})
     if not packages:
-        return []
-    listing = run_git(["ls-files", "-z", "--others", "--", *packages], repo.workdir).stdout
+        return None
+    return start_git(["ls-files", "-z", "--others", "--", *packages], repo.workdir)
+
+
+def _untracked_modules(listed: StartedGit | None) -> list[str]:
+    """The `.py` files among those _untracked_beside listed."""
+    listing = "" if listed is None else listed.result().stdout
     return [path for path in listing.split("\0") if path.endswith(".py")]
 
 
@@ -282,6 +283,8 @@ def _content_id(repo: Repo, path: str) -> str | None:
 def _package_directory(repo: Repo, path: str) -> PurePosixPath:
     """The top package a guarded file belongs to (its own directory when it is in none), as
     a path of the checkout: where `import` may find a stray module beside the recorded ones."""
+    from pathlib import PurePosixPath
+
     from guard.truth.module_names import module_of  # the import rule the probe follows
 
     module, root = module_of(repo.workdir, path)
@@ -295,6 +298,8 @@ def load_stamp(source: str, raw: bytes) -> dict[str, Any]:
     Stamps are ASCII JSON; other lines (a log's bytes in any encoding, nested too deeply for
     json) are simply not stamps.
     """
+    import json
+
     lines = [line for line in raw.decode(errors="replace").splitlines() if line.strip()]
     for line in reversed(lines):
         try:
@@ -434,6 +439,8 @@ def _head_moved(repo: Repo | None, old: str | None, new: str | None) -> str:
         moved = f"HEAD moved back {behind} commit{'s' if behind != 1 else ''} {span}"
     else:
         moved = f"HEAD moved to another line of history: {ahead} ahead, {behind} behind {span}"
+    from pathlib import PurePosixPath
+
     by_directory: dict[str, int] = {}
     for path in touched:
         directory = str(PurePosixPath(path).parent)

@@ -19,7 +19,8 @@ from guard.git.gitdir import Layout, read_manifest_bytes
 from guard.git.gitpaths import HISTORY_REF
 from guard.git.lock import if_free
 from guard.git.objects import blob_id
-from guard.git.repo import Repo, run_git
+from guard.git.process import run_git
+from guard.git.repo import Repo
 from guard.store.manifest import Manifest, parse_manifest, save_manifest
 
 MANIFEST_ENTRY = "manifest.json"  # in the tree of each state of the history

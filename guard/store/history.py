@@ -170,7 +170,7 @@ def save(
     try:
         derive_manifest(repo.layout, raw, new)
     except ConfigError:  # "nothing was changed" must hold: the ref goes back where it was
-        from guard.git.repo import run_git
+        from guard.git.process import run_git
 
         if old is None:
             run_git(["update-ref", "-d", HISTORY_REF, new], repo.workdir)
@@ -305,7 +305,7 @@ def _commit(
 
 def _move_ref(repo: Repo, new: str, old: str | None, subject: str) -> None:
     """Compare-and-swap: the ref moves only if it still holds `old` (or is still absent)."""
-    from guard.git.repo import run_git
+    from guard.git.process import run_git
 
     legacy = repo.git.references.get(LEGACY_STORE_REF)
     update = ["update-ref", "-m", f"patchguard: {subject}", HISTORY_REF, new, old or _NO_REF]

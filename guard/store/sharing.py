@@ -15,7 +15,8 @@ from pathlib import Path
 
 from guard.errors import ConfigError, GuardFailure
 from guard.git.gitpaths import HISTORY_REF
-from guard.git.repo import Repo, run_git
+from guard.git.process import run_git
+from guard.git.repo import Repo
 from guard.store import history
 from guard.store.derived import MANIFEST_ENTRY, load_manifest
 from guard.store.manifest import Manifest, Patch

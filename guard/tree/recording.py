@@ -9,7 +9,8 @@ from pathlib import Path
 from guard.errors import ConfigError, GuardFailure
 from guard.git.eol import cannot_rebuild
 from guard.git.lock import locked
-from guard.git.repo import Repo, is_binary, run_git
+from guard.git.process import run_git
+from guard.git.repo import Repo, is_binary
 from guard.store import history
 from guard.store.derived import load_manifest
 from guard.store.manifest import FileChange, Patch, Resolution, now_utc, select_patches

@@ -15,7 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from guard.git.markers import marker_lines
-from guard.git.repo import Repo, run_git
+from guard.git.process import run_git
+from guard.git.repo import Repo
 from guard.store.manifest import FileChange, Patch
 from guard.tree.assess import _contains_change, assess_patch, merge_labels, required_in
 from guard.tree.verdicts import UNMERGED, FileVerdict, PatchVerdict, State, in_words

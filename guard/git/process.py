@@ -1,0 +1,146 @@
+"""Every `git` command patchguard runs: run_git() and start_git(), the one home of how git is
+started, what it inherits, and how its failure is said.
+
+Its own module, light to import (os at import, subprocess when git first runs): a command can
+start git before it imports the rest of what it needs (`stamp` starts `git status` so).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+
+from guard.errors import ConfigError
+
+TYPE_CHECKING = False  # not `from typing import ...`: typing costs the hooks ~3 ms
+if TYPE_CHECKING:
+    import subprocess
+    from pathlib import Path
+
+_OUT_OF_REACH = [False]  # set by out_of_reach_of_ctrl_c
+
+
+@contextmanager
+def out_of_reach_of_ctrl_c() -> Iterator[None]:
+    """While a hunt runs (guard.hunt.hunt): the terminal's Ctrl-C reaches the benchmark and
+    patchguard, which stops between runs, and never one of patchguard's own git commands
+    halfway (a checkout cut off, an `ls-files` killed and read as git failing)."""
+    _OUT_OF_REACH[0] = True
+    try:
+        yield
+    finally:
+        _OUT_OF_REACH[0] = False
+
+
+def run_git(
+    args: Sequence[str],
+    cwd: Path | str,
+    *,
+    passthrough: bool = False,
+    env: Mapping[str, str] | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """Every `git` command patchguard runs goes through here (or through start_git).
+
+    Captured (the default), a failure raises ConfigError carrying the command and git's stderr.
+    With `passthrough`, git gets the terminal, stdin, stdout and stderr, its status is returned
+    as a shell would report it (128+N when a signal ended it), and Ctrl-C goes to git alone:
+    patchguard waits to put the patches back. Inside `out_of_reach_of_ctrl_c`, captured git
+    runs in its own session.
+    """
+    if not passthrough:
+        return start_git(args, cwd, env=env).result()
+    import subprocess  # not at import: a replayed hook (guard.tree.replay) starts no process
+
+    command = ["git", *args]
+    try:
+        with _interrupts_to_child():
+            result = subprocess.run(command, cwd=cwd, env=_environment(env), text=True)
+    except OSError as error:
+        raise _cannot_run(command, error) from None
+    if result.returncode < 0:
+        result.returncode = 128 - result.returncode
+    return result
+
+
+class StartedGit:
+    """A captured git command under way: result() waits for it, as run_git() would have."""
+
+    def __init__(self, command: list[str], cwd: Path | str, process: subprocess.Popen[str]):
+        self.command, self.cwd, self.process = command, cwd, process
+
+    def result(self) -> subprocess.CompletedProcess[str]:
+        """git's output; ConfigError, with git's own reason, when it failed."""
+        import subprocess
+
+        try:
+            stdout, stderr = self.process.communicate()
+        except BaseException:  # Ctrl-C while waiting: git goes too, as subprocess.run does
+            self.discard()
+            raise
+        result = subprocess.CompletedProcess(self.command, self.process.returncode, stdout, stderr)
+        if result.returncode != 0:
+            lines = result.stderr.strip().splitlines()
+            # git's own reason comes first ("fatal: 'x' does not appear to be a git
+            # repository"); what follows is often advice ("Please make sure ... exists.")
+            said = [line for line in lines if line.startswith(("fatal:", "error:"))][:1]
+            said = said or lines[-1:]
+            raise ConfigError(
+                f"`{' '.join(self.command)}` failed in {self.cwd}: "
+                f"{said[0] if said else f'exit {result.returncode}'}"
+            )
+        return result
+
+    def discard(self) -> None:
+        """No answer wanted (the command that started it failed first): git ends now."""
+        self.process.kill()
+        with self.process:  # closes git's pipes and reaps it
+            pass
+
+
+def start_git(
+    args: Sequence[str], cwd: Path | str, *, env: Mapping[str, str] | None = None
+) -> StartedGit:
+    """A captured run_git() started now and answered by result(): git works while the caller
+    does something else (another git command, imports, reading files)."""
+    import subprocess
+
+    command = ["git", *args]
+    try:
+        process = subprocess.Popen(
+            command,
+            cwd=cwd,
+            env=_environment(env),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=_OUT_OF_REACH[0],
+        )
+    except OSError as error:
+        raise _cannot_run(command, error) from None
+    return StartedGit(command, cwd, process)
+
+
+def _environment(env: Mapping[str, str] | None) -> dict[str, str] | None:
+    return {**os.environ, **env} if env else None
+
+
+def _cannot_run(command: list[str], error: OSError) -> ConfigError:
+    return ConfigError(f"cannot run `{' '.join(command)}`: {error}. Is git on PATH?")
+
+
+def _outlive_child(_number: int, _frame: object) -> None:
+    """A handler, not SIG_IGN: an ignored signal stays ignored in the child across exec."""
+
+
+@contextmanager
+def _interrupts_to_child() -> Iterator[None]:
+    """The terminal sends SIGINT/SIGQUIT to the child as well; we outlive it to clean up."""
+    import signal
+
+    previous = [(s, signal.signal(s, _outlive_child)) for s in (signal.SIGINT, signal.SIGQUIT)]
+    try:
+        yield
+    finally:
+        for number, handler in previous:
+            signal.signal(number, handler)
