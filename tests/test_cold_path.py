@@ -8,7 +8,9 @@ the same verdict with the cache as without it.
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -85,8 +87,6 @@ def test_check_reaches_the_same_verdict_with_and_without_the_caches(sample: Samp
 
 
 def test_the_hook_path_loads_neither_pydantic_nor_libgit2_nor_click(sample: Sample) -> None:
-    import subprocess
-
     sample.record_eagle3()
     sample.git("stash")
     probe = (
@@ -108,17 +108,37 @@ conflicting = st.lists(st.sampled_from([b"a\n", b"b\n", b"c\n", b"x\n", b"\n"]),
 
 
 @settings(max_examples=200, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(base=conflicting, ours=conflicting, theirs=conflicting)
+@given(base=conflicting, ours=conflicting, theirs=conflicting, union=st.booleans())
 def test_the_in_memory_merge_is_libgit2s_merge(
-    repo: Repo, base: bytes, ours: bytes, theirs: bytes
+    repo: Repo, base: bytes, ours: bytes, theirs: bytes, union: bool
 ) -> None:
-    """The buffer merge (no object written) answers exactly as the object-store one."""
+    """The buffer merge (no object written) answers exactly as pygit2's object-store one."""
     from guard.git.inmemory_merge import merge_file
 
-    found = merge_file(base, ours, theirs, LABELS)
+    found = merge_file(base, ours, theirs, LABELS, union)
     assert found is not None
-    expected = repo._libgit2_merge(base, ours, theirs, LABELS)
+    expected = repo._libgit2_merge(base, ours, theirs, LABELS, union)
     assert found == (expected.clean, expected.content)
+
+
+def test_the_in_memory_merge_loads_neither_pygit2_nor_cffi_and_uses_pygit2s_libgit2() -> None:
+    """Loading pygit2 and cffi would cost a first re-apply more than its merges; the library
+    and the enum values are the ones pygit2 was built with."""
+    probe = (
+        "import sys; from guard.git import inmemory_merge as m; "
+        "print(m.merge_file(b'a\\n', b'b\\n', b'a\\n', ('x', 'y', 'z')), "
+        "sorted({'pygit2', 'cffi'} & set(sys.modules)))"
+    )
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert result.stdout.strip() == "(True, b'b\\n') []", result.stderr
+    import pygit2
+    from pygit2.ffi import C
+
+    from guard.git import inmemory_merge
+
+    assert inmemory_merge.GIT_MERGE_FILE_STYLE_MERGE == C.GIT_MERGE_FILE_STYLE_MERGE
+    assert inmemory_merge.GIT_MERGE_FILE_FAVOR_UNION == C.GIT_MERGE_FILE_FAVOR_UNION
+    assert inmemory_merge._pygit2_directory() == os.path.dirname(pygit2.__file__)
 
 
 def test_a_cached_merge_renamed_to_another_key_is_a_miss(repo: Repo) -> None:
