@@ -16,6 +16,7 @@ from helpers import (
     NOBODY,
     as_another_user,
     blocked_reading_its_stdin,
+    children_of,
     home_others_can_read,
     killed_at_the_end,
     subcommands,
@@ -435,3 +436,78 @@ def test_bad_input_to_every_command_is_exit_2_in_one_line(
         assert result.returncode == 2, said
         assert len(result.stderr.strip().splitlines()) == 1, said
         assert "manifest" in result.stderr, said
+
+
+def test_ctrl_c_while_git_is_answering_is_130_not_a_hang(
+    sample: Sample, clean_env: dict[str, str]
+) -> None:
+    """Ctrl-C while patchguard reads one batch of git objects (two model files of a few MB):
+    the answers git has not written yet must not keep patchguard waiting for git on its way
+    out. patchguard is stopped while its `git cat-file` is blocked writing the first of them,
+    interrupted there, and continued: it must end, 130, in one line."""
+    filler = "".join(f"# upstream's long comment, line {n}\n" for n in range(100_000))
+    models = [sample.kimi, sample.kimi.with_name("deepseek_v2.py")]
+    for model in models:
+        model.write_text(model.read_text() + filler)  # ~3.5 MB each
+    sample.git("commit", "-qam", "two big model files")
+    for number, model in enumerate(models):
+        model.write_text(model.read_text() + "\n\ndef extra():\n    return 1\n")
+        assert sample.pg("record", f"p{number}", model, "-m", "extra").exit_code == 0
+    sample.git("stash", "-q")  # not verified: stamp reads both files' blobs in one batch
+    child = subprocess.Popen(
+        ["patchguard", "-C", str(sample.root), "stamp"],
+        env=clean_env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        preexec_fn=as_a_terminal_starts_a_job,
+    )
+    with killed_at_the_end(child):
+        while not _stopped_while_git_writes(child.pid, below=len(filler)):
+            assert child.poll() is None, "it ended before git ever waited on it"
+        os.kill(child.pid, signal.SIGINT)
+        os.kill(child.pid, signal.SIGCONT)
+        try:
+            child.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"Ctrl-C left it waiting on {children_of(child.pid)}") from None
+        assert child.stderr is not None
+        stderr = child.stderr.read()
+    assert child.returncode == 130, stderr
+    assert stderr.strip() == INTERRUPTED_MESSAGE
+
+
+def _stopped_while_git_writes(pid: int, below: int) -> bool:
+    """Stop `pid` if its `git cat-file` is blocked writing to it, fewer than `below` bytes
+    written so far (the first object of a batch, more to come); left running otherwise.
+    True once it is stopped so."""
+    readers = [
+        child
+        for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        if Path(f"/proc/{child}/cmdline").read_bytes().startswith(b"git\0cat-file\0")
+    ]
+
+    def writing() -> bool:
+        io = dict(
+            line.split(": ")
+            for line in Path(f"/proc/{readers[0]}/io").read_text().split("\n")
+            if line
+        )
+        return (
+            "pipe_write" in Path(f"/proc/{readers[0]}/wchan").read_text()
+            and int(io["wchar"]) < below
+        )
+
+    if not readers or not writing():
+        return False
+    os.kill(pid, signal.SIGSTOP)
+    wait_until(lambda: _state(pid) == "T", "SIGSTOP did not stop it")
+    if writing():
+        return True
+    os.kill(pid, signal.SIGCONT)
+    return False
+
+
+def _state(pid: int) -> str:
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
