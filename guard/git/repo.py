@@ -158,9 +158,12 @@ class _Objects:
 
 
 def _stop(process: subprocess.Popen[bytes]) -> None:
+    """End the reader: its input closes, and so does its output, whose answers nobody will read
+    now (a batch cut off by Ctrl-C): git, blocked writing them, would never see the end."""
     with suppress(OSError):
-        if process.stdin is not None:
-            process.stdin.close()
+        for pipe in (process.stdin, process.stdout):
+            if pipe is not None:
+                pipe.close()
         process.wait()  # it ends at once on end of input; a timeout would poll with sleeps
 
 
