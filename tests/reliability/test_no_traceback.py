@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -438,76 +440,112 @@ def test_bad_input_to_every_command_is_exit_2_in_one_line(
         assert "manifest" in result.stderr, said
 
 
-def test_ctrl_c_while_git_is_answering_is_130_not_a_hang(
-    sample: Sample, clean_env: dict[str, str]
-) -> None:
-    """Ctrl-C while patchguard reads one batch of git objects (two model files of a few MB):
-    the answers git has not written yet must not keep patchguard waiting for git on its way
-    out. patchguard is stopped while its `git cat-file` is blocked writing the first of them,
-    interrupted there, and continued: it must end, 130, in one line."""
-    filler = "".join(f"# upstream's long comment, line {n}\n" for n in range(100_000))
+_FILLER = "".join(f"# upstream's long comment, line {n}\n" for n in range(100_000))  # 3.5 MB
+
+
+def _stamp_reading_two_big_files(sample: Sample, env: dict[str, str]) -> subprocess.Popen[str]:
+    """`patchguard stamp` started where it reads two model files of a few MB from git, both in
+    one batch of `git cat-file` (two patches, taken out by `git stash`: not verified)."""
     models = [sample.kimi, sample.kimi.with_name("deepseek_v2.py")]
     for model in models:
-        model.write_text(model.read_text() + filler)  # ~3.5 MB each
+        model.write_text(model.read_text() + _FILLER)
     sample.git("commit", "-qam", "two big model files")
     for number, model in enumerate(models):
         model.write_text(model.read_text() + "\n\ndef extra():\n    return 1\n")
         assert sample.pg("record", f"p{number}", model, "-m", "extra").exit_code == 0
-    sample.git("stash", "-q")  # not verified: stamp reads both files' blobs in one batch
-    child = subprocess.Popen(
+    sample.git("stash", "-q")
+    return subprocess.Popen(
         ["patchguard", "-C", str(sample.root), "stamp"],
-        env=clean_env,
+        env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,
         preexec_fn=as_a_terminal_starts_a_job,
     )
-    with killed_at_the_end(child):
-        while not _stopped_while_git_writes(child.pid, below=len(filler)):
-            assert child.poll() is None, "it ended before git ever waited on it"
-        os.kill(child.pid, signal.SIGINT)
-        os.kill(child.pid, signal.SIGCONT)
-        try:
-            child.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            raise AssertionError(f"Ctrl-C left it waiting on {children_of(child.pid)}") from None
-        assert child.stderr is not None
-        stderr = child.stderr.read()
-    assert child.returncode == 130, stderr
-    assert stderr.strip() == INTERRUPTED_MESSAGE
 
 
-def _stopped_while_git_writes(pid: int, below: int) -> bool:
-    """Stop `pid` if its `git cat-file` is blocked writing to it, fewer than `below` bytes
-    written so far (the first object of a batch, more to come); left running otherwise.
-    True once it is stopped so."""
-    readers = [
-        child
-        for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-        if Path(f"/proc/{child}/cmdline").read_bytes().startswith(b"git\0cat-file\0")
-    ]
+def _stopped_when(child: subprocess.Popen[str], git_is: Callable[[str, int], bool]) -> int:
+    """Stop `child` at a moment its `git cat-file` is in a state `git_is(wchan, bytes written)`
+    accepts, with `child` stopped: that git's pid."""
+    while True:
+        assert child.poll() is None, "it ended before its git was ever so"
+        with contextlib.suppress(FileNotFoundError, ProcessLookupError):
+            reader = next(
+                (
+                    pid
+                    for pid in Path(f"/proc/{child.pid}/task/{child.pid}/children")
+                    .read_text()
+                    .split()
+                    if Path(f"/proc/{pid}/cmdline").read_bytes().startswith(b"git\0cat-file\0")
+                ),
+                None,
+            )
+            if reader is None or not _git_is(reader, git_is):
+                continue
+            os.kill(child.pid, signal.SIGSTOP)
+            wait_until(lambda: _state(child.pid) == "T", "SIGSTOP did not stop it")
+            if _git_is(reader, git_is):
+                return int(reader)
+            os.kill(child.pid, signal.SIGCONT)
 
-    def writing() -> bool:
-        io = dict(
-            line.split(": ")
-            for line in Path(f"/proc/{readers[0]}/io").read_text().split("\n")
-            if line
-        )
-        return (
-            "pipe_write" in Path(f"/proc/{readers[0]}/wchan").read_text()
-            and int(io["wchar"]) < below
-        )
 
-    if not readers or not writing():
-        return False
-    os.kill(pid, signal.SIGSTOP)
-    wait_until(lambda: _state(pid) == "T", "SIGSTOP did not stop it")
-    if writing():
-        return True
-    os.kill(pid, signal.SIGCONT)
-    return False
+def _git_is(pid: str, git_is: Callable[[str, int], bool]) -> bool:
+    io = dict(line.split(": ") for line in Path(f"/proc/{pid}/io").read_text().splitlines())
+    return git_is(Path(f"/proc/{pid}/wchan").read_text(), int(io["wchar"]))
 
 
 def _state(pid: int) -> str:
     return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+
+
+def _ended(child: subprocess.Popen[str], what: str) -> str:
+    """`child`'s stderr once it ends (within 30 s, else `what` failed)."""
+    try:
+        child.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        raise AssertionError(f"{what}: still waiting on {children_of(child.pid)}") from None
+    assert child.stderr is not None
+    return child.stderr.read()
+
+
+def test_ctrl_c_while_git_is_answering_is_130_not_a_hang(
+    sample: Sample, clean_env: dict[str, str]
+) -> None:
+    """Ctrl-C while patchguard reads a batch of git objects: the answers git has not written
+    yet must not keep patchguard waiting for git on its way out. It is interrupted while its
+    `git cat-file` is blocked writing the first of two big files."""
+    child = _stamp_reading_two_big_files(sample, clean_env)
+    with killed_at_the_end(child):
+        _stopped_when(
+            child, lambda wchan, written: "pipe_write" in wchan and written < len(_FILLER)
+        )
+        os.kill(child.pid, signal.SIGINT)
+        os.kill(child.pid, signal.SIGCONT)
+        stderr = _ended(child, "Ctrl-C did not end it")
+    assert child.returncode == 130, stderr
+    assert stderr.strip() == INTERRUPTED_MESSAGE
+
+
+def test_a_git_reader_killed_while_answering_fails_loudly(
+    sample: Sample, clean_env: dict[str, str]
+) -> None:
+    """patchguard's `git cat-file` ends (killed, out of memory) halfway through the last
+    answer of a batch: that file's bytes are cut short, and the next question goes into a pipe
+    nobody reads. That is git failing: one line, exit 2; never a short file taken for the
+    whole one, nor the closed pipe for a reader of patchguard's output that had enough (exit
+    0: a hook that checked nothing would say nothing)."""
+    child = _stamp_reading_two_big_files(sample, clean_env)
+    with killed_at_the_end(child):
+        reader = _stopped_when(
+            child,
+            lambda wchan, written: (
+                "pipe_write" in wchan and len(_FILLER) < written < 2 * len(_FILLER)
+            ),
+        )
+        os.kill(reader, signal.SIGKILL)
+        wait_until(lambda: not Path(f"/proc/{reader}/cmdline").read_bytes(), "git lives on")
+        os.kill(child.pid, signal.SIGCONT)
+        stderr = _ended(child, "it never ended")
+    assert child.returncode == 2, stderr
+    assert "`git cat-file` stopped" in stderr and len(stderr.strip().splitlines()) == 1
