@@ -221,6 +221,7 @@ def test_a_write_that_fails_midway_is_one_line_and_loses_nothing(
     assert "Traceback" not in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
     assert "nothing was changed" in result.stderr
+    assert f"undo copy of {sample_repo.KIMI} in" in result.stderr  # which file it could not keep
     assert sample.kimi.read_bytes() == before
     undo_dir = locate(sample.root).git_dir / "patchguard-undo"
     assert not undo_dir.exists() or list(undo_dir.iterdir()) == []  # no empty entry left
