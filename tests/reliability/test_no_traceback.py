@@ -91,17 +91,26 @@ def as_a_terminal_starts_a_job() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-def test_ctrl_c_exits_130_with_one_line(sample: Sample, clean_env: dict[str, str]) -> None:
-    sample.record_eagle3()
-    child = subprocess.Popen(  # `import -` waits on stdin: a command busy when Ctrl-C comes
-        ["patchguard", "-C", str(sample.root), "import", "-"],
-        env=clean_env,
-        stdin=subprocess.PIPE,
+def _started_as_a_job(
+    sample: Sample, env: dict[str, str], *args: str, **streams: int
+) -> subprocess.Popen[str]:
+    """`patchguard -C ROOT ARGS` as a shell starts a foreground job (its own group, Ctrl-C
+    neither blocked nor ignored), its stderr captured."""
+    return subprocess.Popen(
+        ["patchguard", "-C", str(sample.root), *args],
+        env=env,
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,
         preexec_fn=as_a_terminal_starts_a_job,
+        **streams,
     )
+
+
+def test_ctrl_c_exits_130_with_one_line(sample: Sample, clean_env: dict[str, str]) -> None:
+    sample.record_eagle3()
+    # `import -` waits on stdin: a command busy when Ctrl-C comes
+    child = _started_as_a_job(sample, clean_env, "import", "-", stdin=subprocess.PIPE)
     with killed_at_the_end(child):
         wait_until(lambda: blocked_reading_its_stdin(child.pid), "import - never read its stdin")
         os.killpg(child.pid, signal.SIGINT)
@@ -455,15 +464,7 @@ def _stamp_reading_two_big_files(sample: Sample, env: dict[str, str]) -> subproc
         model.write_text(model.read_text() + "\n\ndef extra():\n    return 1\n")
         assert sample.pg("record", f"p{number}", model, "-m", "extra").exit_code == 0
     sample.git("stash", "-q")
-    return subprocess.Popen(
-        ["patchguard", "-C", str(sample.root), "stamp"],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-        preexec_fn=as_a_terminal_starts_a_job,
-    )
+    return _started_as_a_job(sample, env, "stamp", stdout=subprocess.DEVNULL)
 
 
 def _stopped_when(child: subprocess.Popen[str], git_is: Callable[[str, int], bool]) -> int:
