@@ -9,8 +9,10 @@ it, and reaps it). Counted and compared, never timed.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import signal
 import subprocess
 from pathlib import Path
 
@@ -148,3 +150,65 @@ def _cwd(pid: str) -> str | None:
         return os.readlink(f"/proc/{pid}/cwd")
     except OSError:
         return None
+
+
+def test_a_child_left_behind_holds_no_lock(
+    template: Path, tmp_path: Path, clean_env: dict[str, str]
+) -> None:
+    """The hook killed (kill -9, the OOM killer) while its child waits stopped: the child
+    must not keep the worktree's lock (a flock the fork shares), or every patchguard command
+    after it waits for a process nobody will end. The next apply takes the lock at once and
+    finishes the job."""
+    root = tmp_path / "orphan"
+    shutil.copytree(template, root, symlinks=True)
+    git(root, "stash", "-q")
+    shutil.rmtree(root / ".git" / "patchguard-cache", ignore_errors=True)
+    env = {**os.environ, "PATCHGUARD_KILL_AT": f"{BEGUN}:stop"}
+    moving = subprocess.Popen(
+        ["git", "-c", "maintenance.auto=false", "checkout", "-q", "older"],
+        cwd=root,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    child = None
+    try:
+        while child is None:
+            assert moving.poll() is None, "the checkout ended before its child stopped"
+            child = next((pid for pid in _mine(root) if _state(pid) == "T"), None)
+        parent = int(_status(child)["PPid"])
+        os.kill(parent, signal.SIGKILL)
+        moving.wait(timeout=HOOK_TIMEOUT)
+        applied = subprocess.run(
+            ["patchguard", "-C", str(root), "apply"],
+            env={**clean_env, "PATCHGUARD_LOCK_TIMEOUT": "5"},
+            capture_output=True,
+            text=True,
+            timeout=HOOK_TIMEOUT,
+        )
+        assert "held for more than" not in applied.stderr
+        assert applied.returncode == 1, applied.stderr  # model 5 conflicts, as in a full run
+        models = root / "pkg" / "models"
+        files = {p.name: p.read_bytes() for p in sorted(models.iterdir())}
+        assert files == first_visit(template, tmp_path, None)["files"]  # what a full run writes
+    finally:
+        moving.kill()
+        if child is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(child), signal.SIGKILL)
+
+
+def _mine(root: Path) -> list[str]:
+    return [p for p in os.listdir("/proc") if p.isdigit() and _cwd(p) == str(root.resolve())]
+
+
+def _status(pid: str) -> dict[str, str]:
+    lines = Path(f"/proc/{pid}/status").read_text().splitlines()
+    return dict(line.split(":\t", 1) for line in lines if ":\t" in line)
+
+
+def _state(pid: str) -> str:
+    try:
+        return _status(pid)["State"][0]
+    except OSError:
+        return ""

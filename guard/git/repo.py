@@ -115,26 +115,33 @@ class _Objects:
         # Batches small enough for the pipe: git answers only after it read every question.
         for start in range(0, len(names), _BATCH):
             batch = names[start : start + _BATCH]
-            process.stdin.write(
-                b"".join(name.encode("utf-8", "surrogateescape") + b"\0" for name in batch)
-            )
-            process.stdin.flush()
+            try:
+                process.stdin.write(
+                    b"".join(name.encode("utf-8", "surrogateescape") + b"\0" for name in batch)
+                )
+                process.stdin.flush()
+            except BrokenPipeError:  # git is gone: not a reader of our output that had enough
+                raise self._stopped(batch[0]) from None
             found += [self._answer(process.stdout, name) for name in batch]
         return found
 
     def _answer(self, output: IO[bytes], name: str) -> tuple[str, str, bytes] | None:
         line = output.readline()
         if not line:
-            raise ConfigError(
-                f"`git cat-file` stopped while reading {name} in {self._workdir}; run "
-                "`git status` there to see what is wrong with the repository"
-            )
+            raise self._stopped(name)
         header = line.split()
         if len(header) != 3 or not header[2].isdigit():
             return None  # "<name> missing" or "ambiguous"
         content = output.read(int(header[2]))
-        output.read(1)  # the newline after the content
+        if len(content) != int(header[2]) or output.read(1) != b"\n":  # git ended halfway
+            raise self._stopped(name)
         return header[0].decode(), header[1].decode(), content
+
+    def _stopped(self, name: str) -> ConfigError:
+        return ConfigError(
+            f"`git cat-file` stopped while reading {name} in {self._workdir}; run "
+            "`git status` there to see what is wrong with the repository"
+        )
 
     def _start(self) -> subprocess.Popen[bytes]:
         import subprocess
@@ -158,9 +165,12 @@ class _Objects:
 
 
 def _stop(process: subprocess.Popen[bytes]) -> None:
+    """End the reader: its input closes, and so does its output, whose answers nobody will read
+    now (a batch cut off by Ctrl-C): git, blocked writing them, would never see the end."""
     with suppress(OSError):
-        if process.stdin is not None:
-            process.stdin.close()
+        for pipe in (process.stdin, process.stdout):
+            if pipe is not None:
+                pipe.close()
         process.wait()  # it ends at once on end of input; a timeout would poll with sleeps
 
 

@@ -136,9 +136,10 @@ class Journal:
             self._save(WRITING, durable=True)
             return entry
         except OSError as error:
+            paths = ", ".join(self._writes)  # before discard() forgets them
             self.discard()
             raise ConfigError(
-                f"cannot keep the undo copy of {', '.join(self._writes)} in {self.root}: "
+                f"cannot keep the undo copy of {paths} in {self.root}: "
                 f"{error.strerror}; nothing was changed (free space, or make the git dir writable)"
             ) from None
 

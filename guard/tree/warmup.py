@@ -27,7 +27,7 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 
-from guard.git import faults
+from guard.git import faults, lock
 from guard.git.repo import Repo
 from guard.store.manifest import Patch
 from guard.tree.assess import assess_patch
@@ -124,6 +124,7 @@ def _child(
         os.dup2(null, standard)
     os.close(null)
     repo.after_fork()  # its own git reader: the parent's pipes are the parent's
+    lock.forget_after_fork()  # a child that outlives a killed parent holds none of its locks
     os.set_blocking(pipe, False)
     faults.point(BEGUN)
     for index in reversed(range(begun + 1, len(patches))):

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -16,6 +18,7 @@ from helpers import (
     NOBODY,
     as_another_user,
     blocked_reading_its_stdin,
+    children_of,
     home_others_can_read,
     killed_at_the_end,
     subcommands,
@@ -88,17 +91,26 @@ def as_a_terminal_starts_a_job() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-def test_ctrl_c_exits_130_with_one_line(sample: Sample, clean_env: dict[str, str]) -> None:
-    sample.record_eagle3()
-    child = subprocess.Popen(  # `import -` waits on stdin: a command busy when Ctrl-C comes
-        ["patchguard", "-C", str(sample.root), "import", "-"],
-        env=clean_env,
-        stdin=subprocess.PIPE,
+def _started_as_a_job(
+    sample: Sample, env: dict[str, str], *args: str, **streams: int
+) -> subprocess.Popen[str]:
+    """`patchguard -C ROOT ARGS` as a shell starts a foreground job (its own group, Ctrl-C
+    neither blocked nor ignored), its stderr captured."""
+    return subprocess.Popen(
+        ["patchguard", "-C", str(sample.root), *args],
+        env=env,
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,
         preexec_fn=as_a_terminal_starts_a_job,
+        **streams,
     )
+
+
+def test_ctrl_c_exits_130_with_one_line(sample: Sample, clean_env: dict[str, str]) -> None:
+    sample.record_eagle3()
+    # `import -` waits on stdin: a command busy when Ctrl-C comes
+    child = _started_as_a_job(sample, clean_env, "import", "-", stdin=subprocess.PIPE)
     with killed_at_the_end(child):
         wait_until(lambda: blocked_reading_its_stdin(child.pid), "import - never read its stdin")
         os.killpg(child.pid, signal.SIGINT)
@@ -218,6 +230,7 @@ def test_a_write_that_fails_midway_is_one_line_and_loses_nothing(
     assert "Traceback" not in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
     assert "nothing was changed" in result.stderr
+    assert f"undo copy of {sample_repo.KIMI} in" in result.stderr  # which file it could not keep
     assert sample.kimi.read_bytes() == before
     undo_dir = locate(sample.root).git_dir / "patchguard-undo"
     assert not undo_dir.exists() or list(undo_dir.iterdir()) == []  # no empty entry left
@@ -435,3 +448,106 @@ def test_bad_input_to_every_command_is_exit_2_in_one_line(
         assert result.returncode == 2, said
         assert len(result.stderr.strip().splitlines()) == 1, said
         assert "manifest" in result.stderr, said
+
+
+_FILLER = "".join(f"# upstream's long comment, line {n}\n" for n in range(100_000))  # 3.5 MB
+
+
+def _stamp_reading_two_big_files(sample: Sample, env: dict[str, str]) -> subprocess.Popen[str]:
+    """`patchguard stamp` started where it reads two model files of a few MB from git, both in
+    one batch of `git cat-file` (two patches, taken out by `git stash`: not verified)."""
+    models = [sample.kimi, sample.kimi.with_name("deepseek_v2.py")]
+    for model in models:
+        model.write_text(model.read_text() + _FILLER)
+    sample.git("commit", "-qam", "two big model files")
+    for number, model in enumerate(models):
+        model.write_text(model.read_text() + "\n\ndef extra():\n    return 1\n")
+        assert sample.pg("record", f"p{number}", model, "-m", "extra").exit_code == 0
+    sample.git("stash", "-q")
+    return _started_as_a_job(sample, env, "stamp", stdout=subprocess.DEVNULL)
+
+
+def _stopped_when(child: subprocess.Popen[str], git_is: Callable[[str, int], bool]) -> int:
+    """Stop `child` at a moment its `git cat-file` is in a state `git_is(wchan, bytes written)`
+    accepts, with `child` stopped: that git's pid."""
+    while True:
+        assert child.poll() is None, "it ended before its git was ever so"
+        with contextlib.suppress(FileNotFoundError, ProcessLookupError):
+            reader = next(
+                (
+                    pid
+                    for pid in Path(f"/proc/{child.pid}/task/{child.pid}/children")
+                    .read_text()
+                    .split()
+                    if Path(f"/proc/{pid}/cmdline").read_bytes().startswith(b"git\0cat-file\0")
+                ),
+                None,
+            )
+            if reader is None or not _git_is(reader, git_is):
+                continue
+            os.kill(child.pid, signal.SIGSTOP)
+            wait_until(lambda: _state(child.pid) == "T", "SIGSTOP did not stop it")
+            if _git_is(reader, git_is):
+                return int(reader)
+            os.kill(child.pid, signal.SIGCONT)
+
+
+def _git_is(pid: str, git_is: Callable[[str, int], bool]) -> bool:
+    io = dict(line.split(": ") for line in Path(f"/proc/{pid}/io").read_text().splitlines())
+    return git_is(Path(f"/proc/{pid}/wchan").read_text(), int(io["wchar"]))
+
+
+def _state(pid: int) -> str:
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+
+
+def _ended(child: subprocess.Popen[str], what: str) -> str:
+    """`child`'s stderr once it ends (within 30 s, else `what` failed)."""
+    try:
+        child.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        raise AssertionError(f"{what}: still waiting on {children_of(child.pid)}") from None
+    assert child.stderr is not None
+    return child.stderr.read()
+
+
+def test_ctrl_c_while_git_is_answering_is_130_not_a_hang(
+    sample: Sample, clean_env: dict[str, str]
+) -> None:
+    """Ctrl-C while patchguard reads a batch of git objects: the answers git has not written
+    yet must not keep patchguard waiting for git on its way out. It is interrupted while its
+    `git cat-file` is blocked writing the first of two big files."""
+    child = _stamp_reading_two_big_files(sample, clean_env)
+    with killed_at_the_end(child):
+        _stopped_when(
+            child, lambda wchan, written: "pipe_write" in wchan and written < len(_FILLER)
+        )
+        os.kill(child.pid, signal.SIGINT)
+        os.kill(child.pid, signal.SIGCONT)
+        stderr = _ended(child, "Ctrl-C did not end it")
+    assert child.returncode == 130, stderr
+    assert stderr.strip() == INTERRUPTED_MESSAGE
+
+
+def test_a_git_reader_killed_while_answering_fails_loudly(
+    sample: Sample, clean_env: dict[str, str]
+) -> None:
+    """patchguard's `git cat-file` ends (killed, out of memory) halfway through the last
+    answer of a batch: that file's bytes are cut short, and the next question goes into a pipe
+    nobody reads. That is git failing: one line, exit 2; never a short file taken for the
+    whole one, nor the closed pipe for a reader of patchguard's output that had enough (exit
+    0: a hook that checked nothing would say nothing)."""
+    child = _stamp_reading_two_big_files(sample, clean_env)
+    with killed_at_the_end(child):
+        reader = _stopped_when(
+            child,
+            lambda wchan, written: (
+                "pipe_write" in wchan and len(_FILLER) < written < 2 * len(_FILLER)
+            ),
+        )
+        os.kill(reader, signal.SIGKILL)
+        wait_until(lambda: not Path(f"/proc/{reader}/cmdline").read_bytes(), "git lives on")
+        os.kill(child.pid, signal.SIGCONT)
+        stderr = _ended(child, "it never ended")
+    assert child.returncode == 2, stderr
+    assert "`git cat-file` stopped" in stderr and len(stderr.strip().splitlines()) == 1
