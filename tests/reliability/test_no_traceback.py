@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -468,28 +469,34 @@ def _stamp_reading_two_big_files(sample: Sample, env: dict[str, str]) -> subproc
 
 
 def _stopped_when(child: subprocess.Popen[str], git_is: Callable[[str, int], bool]) -> int:
-    """Stop `child` at a moment its `git cat-file` is in a state `git_is(wchan, bytes written)`
-    accepts, with `child` stopped: that git's pid."""
+    """Step `child` (stopped, then let run a moment, again and again) from the moment its
+    `git cat-file` has started until that git is in a state `git_is(wchan, bytes written)`
+    accepts, with `child` stopped: that git's pid. Stepped, not polled: a poll misses a state
+    that lasts a millisecond about one run in three, while a stopped reader leaves git blocked
+    writing until it is let run again."""
+    while (reader := _cat_file_of(child)) is None:
+        assert child.poll() is None, "it ended before its git ever started"
+        time.sleep(0.001)
     while True:
-        assert child.poll() is None, "it ended before its git was ever so"
+        os.kill(child.pid, signal.SIGSTOP)
+        while _state(child.pid) not in "TZX":  # a stop takes microseconds
+            time.sleep(0.0001)
+        assert _state(child.pid) == "T", "it ended before its git was ever so"
+        time.sleep(0.002)  # git fills the pipe its stopped reader leaves unread
         with contextlib.suppress(FileNotFoundError, ProcessLookupError):
-            reader = next(
-                (
-                    pid
-                    for pid in Path(f"/proc/{child.pid}/task/{child.pid}/children")
-                    .read_text()
-                    .split()
-                    if Path(f"/proc/{pid}/cmdline").read_bytes().startswith(b"git\0cat-file\0")
-                ),
-                None,
-            )
-            if reader is None or not _git_is(reader, git_is):
-                continue
-            os.kill(child.pid, signal.SIGSTOP)
-            wait_until(lambda: _state(child.pid) == "T", "SIGSTOP did not stop it")
             if _git_is(reader, git_is):
                 return int(reader)
-            os.kill(child.pid, signal.SIGCONT)
+        os.kill(child.pid, signal.SIGCONT)
+        time.sleep(0.0005)
+
+
+def _cat_file_of(child: subprocess.Popen[str]) -> str | None:
+    """The pid of `child`'s `git cat-file`, once it runs."""
+    with contextlib.suppress(FileNotFoundError, ProcessLookupError):
+        for pid in Path(f"/proc/{child.pid}/task/{child.pid}/children").read_text().split():
+            if Path(f"/proc/{pid}/cmdline").read_bytes().startswith(b"git\0cat-file\0"):
+                return pid
+    return None
 
 
 def _git_is(pid: str, git_is: Callable[[str, int], bool]) -> bool:
