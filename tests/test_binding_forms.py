@@ -33,6 +33,7 @@ from guard.store.derived import load_manifest
 from guard.tree.assess import check, check_symbol
 from guard.tree.recording import require
 from guard.tree.worktree import Worktree
+from guard.truth import parsed
 from guard.truth.symbols import SymbolIndex
 
 # Forms that are red while Python finds the symbol: reading cannot decide them (a decorator,
@@ -260,3 +261,51 @@ def test_check_runtime_agrees_with_python_on_every_form(
     failed = [s for s in data["symbols"] if s["runtime"] == "cannot-tell"]
     assert all("cannot tell: importing " in s["detail"] for s in failed)  # nothing else is
     assert git(copy, "status", "--porcelain", "--ignored").stdout == before  # wrote nothing
+
+
+def test_an_inherited_answer_follows_a_write_to_the_base_module(tmp_path: Path) -> None:
+    """The view answers each symbol once (Worktree.resolve), and forgets its answers when a
+    file changes: a method inherited from another module of the checkout is found once the
+    base module is written, in the same view, as Python would find it after that write."""
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "base.py").write_text("class Base:\n    pass\n")
+    (package / "mod.py").write_text("from .base import Base\n\n\nclass C(Base):\n    pass\n")
+    git(tmp_path, "init", "-q")
+    git(tmp_path, "add", "-A")
+    git(tmp_path, "commit", "-qm", "base without m", env={**os.environ, **GIT_IDENTITY})
+    tree = Worktree(Repo.discover(tmp_path))
+    assert not check_symbol(tree, "pkg/mod.py::C.m", None).ok
+    written = b"class Base:\n    def m(self):\n        return 1\n"
+    (package / "base.py").write_bytes(written)
+    tree.wrote("pkg/base.py", written, written)
+    assert check_symbol(tree, "pkg/mod.py::C.m", None).ok
+    python = "import sys; sys.path.insert(0, ''); import pkg.mod; print(pkg.mod.C().m())"
+    ran = subprocess.run([sys.executable, "-I", "-c", python], cwd=tmp_path, capture_output=True)
+    assert ran.stdout == b"1\n", ran.stderr
+
+
+def test_nodes_built_for_another_module_are_kept_for_the_next_command(tmp_path: Path) -> None:
+    """A check that follows an import into another module builds that module's graph nodes
+    (guard.truth.effects) and stores its parse again (guard.truth.parsed.keep_grown): the
+    next command finds them built rather than parsing that module a second time."""
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    base = (
+        "def register(cls):\n    cls.registered = True\n\n\n"
+        "class Base:\n    def __init_subclass__(cls, **kwargs):\n        register(cls)\n"
+    )
+    (package / "base.py").write_text(base)
+    (package / "mod.py").write_text(
+        "from .base import Base\n\n\nclass C(Base):\n    def m(self):\n        return 1\n"
+    )
+    git(tmp_path, "init", "-q")
+    git(tmp_path, "add", "-A")
+    git(tmp_path, "commit", "-qm", "a base that runs code", env={**os.environ, **GIT_IDENTITY})
+    repo = Repo.discover(tmp_path)
+    check_symbol(Worktree(repo), "pkg/mod.py::C.m", None)
+    kept = parsed.parse(base.encode(), "pkg/base.py", Repo.discover(tmp_path).parse_cache)
+    assert isinstance(kept, SymbolIndex) and kept.effects is not None
+    assert "Base.__init_subclass__" not in kept.effects.graph.pending

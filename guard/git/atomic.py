@@ -62,16 +62,28 @@ def _create_temporary(path: Path) -> tuple[int, str]:
 def remove_stale_temporaries(path: Path) -> None:
     """Temp files a killed writer left beside `path`; call only while holding the writers' lock.
 
-    Names compared as strings (a glob compiles a pattern per file: most of the cost of
-    writing 40 files)."""
+    Each directory is listed once per hold of the lock (a re-apply of 40 files in one package
+    would list it 40 times): while it is held, no other writer can leave a new one."""
+    directory = str(path.parent)
+    if directory not in _stale:
+        try:
+            names = os.listdir(directory)
+        except OSError:
+            return
+        # Names compared as strings (a glob compiles a pattern per file)
+        _stale[directory] = [name for name in names if name.endswith(TEMP_SUFFIX)]
     prefix = f".{path.name}."
-    try:
-        names = os.listdir(path.parent)
-    except OSError:
-        return
-    for name in names:
-        if name.startswith(prefix) and name.endswith(TEMP_SUFFIX):
-            (path.parent / name).unlink(missing_ok=True)
+    for name in [name for name in _stale[directory] if name.startswith(prefix)]:
+        (path.parent / name).unlink(missing_ok=True)
+        _stale[directory].remove(name)
+
+
+_stale: dict[str, list[str]] = {}  # by directory: the temp files found there, not removed yet
+
+
+def forget_stale_listings() -> None:
+    """The writers' lock is newly held (guard.git.lock): a writer may have died meanwhile."""
+    _stale.clear()
 
 
 def _fsync_directory(directory: Path) -> None:

@@ -22,6 +22,7 @@ from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
 from guard.errors import ConfigError
+from guard.git.atomic import forget_stale_listings
 
 TYPE_CHECKING = False  # not `from typing import ...`: typing costs the hooks ~3 ms
 
@@ -109,6 +110,7 @@ def exclusive(lock_path: Path, operation: str) -> Iterator[None]:
             os.pwrite(fd, f"pid {os.getpid()}, {operation}, since {time.ctime()}\n".encode(), 0)
         _depth[lock_path] = 1
         _held[lock_path] = fd
+        forget_stale_listings()
         try:
             yield
         finally:
@@ -141,6 +143,7 @@ def if_free(lock_path: Path) -> Iterator[bool]:
             return
         _depth[lock_path] = 1
         _held[lock_path] = fd
+        forget_stale_listings()
         try:
             yield True
         finally:

@@ -16,11 +16,11 @@ if TYPE_CHECKING:
 REGULAR_MODE = "100644"  # git's modes for a regular file, and an executable one
 EXECUTABLE_MODE = "100755"
 
-# The bare module hashes ~200 MB/s, OpenSSL's (through hashlib) ~1.7 GB/s, but loading that
-# costs ~3.5 ms: worth it once a command has hashed this much (a first re-apply of 40 real
-# model files hashes 6 to 18 MB, its replay 5 MB; the replay of 40 small ones 1 MB, and the
-# hooks' fast path a few kilobytes, never reach it).
-_OPENSSL_AFTER = 2 << 20
+# The bare module hashes ~220 MB/s, OpenSSL's (through hashlib) ~1.7 GB/s, but loading that
+# costs ~3.5 ms: worth it once a command has hashed this much (the replay of 40 real model
+# files hashes ~4 MB, their first re-apply 6 to 18 MB; the replay of 40 small ones ~1 MB,
+# where it costs ~1 ms more than it saves; the hooks' fast path hashes a few kilobytes).
+_OPENSSL_AFTER = 512 << 10
 _hashed = [0]  # bytes hashed by the bare module in this process
 _sha1: list[Callable[[bytes], Any]] = [_bare_sha1]
 
@@ -40,7 +40,16 @@ def sha1(data: bytes) -> Any:
 
 def blob_id(data: bytes) -> str:
     """The id git gives these bytes as a blob (what `git hash-object --no-filters` prints)."""
-    return str(sha1(b"blob %d\0" % len(data) + data).hexdigest())
+    found = _blob_ids.get(data)
+    if found is None:
+        found = _blob_ids[data] = str(sha1(b"blob %d\0" % len(data) + data).hexdigest())
+    return found
+
+
+# Ids this process computed, by content: a command asks for one file's id for its parse key,
+# its merges' keys, the fast path's record and the recorded blob it may already hold. The
+# bytes are the command's own files, which it holds meanwhile anyway.
+_blob_ids: dict[bytes, str] = {}
 
 
 def digest(data: bytes) -> str:

@@ -244,6 +244,10 @@ class Repo:
             if found is not None and found[1] == "blob":
                 self._blobs[oid] = found[2]
 
+    def holds(self, oid: str, content: bytes) -> None:
+        """`content` is blob `oid` (its blob id says so): `blob` need not ask git for it."""
+        self._blobs.setdefault(oid, content)
+
     def blob(self, oid: str) -> bytes:
         """A blob by id, read once per command: an id names the same bytes forever."""
         if oid in self._blobs:

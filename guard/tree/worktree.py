@@ -18,13 +18,14 @@ from collections.abc import Iterable, Iterator, Mapping
 from functools import cached_property, lru_cache
 from pathlib import PurePosixPath
 
+from guard.git.objects import blob_id
 from guard.git.repo import Repo
 from guard.git.worktree_paths import UnsafePath
 from guard.store.manifest import FileChange, Patch
 from guard.store.manifest import Resolution as PatchResolution
 from guard.store.spec import Spec
 from guard.truth import bodies, parsed
-from guard.truth.effects import ANY, Effects, Reach
+from guard.truth.effects import ANY, Effects, Reach, built_nodes
 from guard.truth.model_names import ABSENT, CANNOT_TELL, NOT_DEFINED, PRESENT, Resolution
 from guard.truth.symbols import SourceSyntaxError, SymbolIndex, describe_miss
 
@@ -51,6 +52,9 @@ class Worktree:
         self._unmerged_read: dict[str, dict[int, str]] | None = None  # as git left the index
         self._import_problems: dict[tuple[str, bytes], str | None] = {}
         self._reached: dict[tuple[str, int], Reach] = {}  # see reached_at_import
+        # resolve's answers, by its arguments (the index by identity): check asks of each
+        # symbol twice, its problems and then its place; forgotten when a file changes
+        self._resolved: dict[tuple[SymbolIndex, str, str, int], Resolution] = {}
         # Paths looked up but not read, by whether they existed: a verdict that no file
         # there changes holds only while they stay so (guard.store.fastpath keeps both).
         self.absent: set[str] = set()
@@ -65,6 +69,10 @@ class Worktree:
         unread = sorted({change.path for change in changes} - self._head.keys())
         if self.head_commit is not None:
             self._head.update(self.repo.files_at(self.head_commit, unread))
+        for change in changes:  # an applied patch's file is its recorded blob: not read again
+            current = self.read(change.path)
+            if current is not None and blob_id(current) == change.patched_blob:
+                self.repo.holds(change.patched_blob, current)
         versions: list[FileChange | PatchResolution] = [*changes]
         versions += [r for change in changes for r in change.resolutions]
         self.repo.prefetch(
@@ -156,12 +164,14 @@ class Worktree:
         self.read(path)
         self._content[path] = content
         self._unwritten.add(path)
+        self._resolved.clear()
 
     def wrote(self, path: str, content: bytes | None, raw: bytes | None) -> None:
         """A file's new content (as git sees it), now on disk as `raw` (None: deleted)."""
         self._content[path] = content
         self._raw[path] = raw
         self._unwritten.discard(path)
+        self._resolved.clear()
         for file in (True, False):
             self._exists.pop((path, file), None)
 
@@ -194,6 +204,12 @@ class Worktree:
     def resolve(self, index: SymbolIndex, path: str, qualname: str, depth: int = 0) -> Resolution:
         """`index.resolve`, and, for a method its class leaves to a base imported from another
         module of this checkout, that module's answer (as attribute lookup goes on to it)."""
+        key = (index, path, qualname, depth)
+        if key not in self._resolved:
+            self._resolved[key] = self._resolve(index, path, qualname, depth)
+        return self._resolved[key]
+
+    def _resolve(self, index: SymbolIndex, path: str, qualname: str, depth: int) -> Resolution:
         found = index.resolve(qualname)
         if found.state == PRESENT:
             parts = [unicodedata.normalize("NFKC", part) for part in qualname.split(".")]
@@ -235,9 +251,12 @@ class Worktree:
         if (path, id(effects)) not in self._reached:
             changes: dict[str, str] = {}
             seen: set[tuple[str, str, str]] = set()
+            built = built_nodes[0]
             for kind, origin in sorted(effects.at_import.needs):
                 self._reaches(path, kind, origin, effects, seen, 0, changes)
             self._reached[path, id(effects)] = Reach(changes)
+            if built_nodes[0] == built:
+                return self._reached[path, id(effects)]
             for content, other in self._indexes.items():  # what this built, for next time
                 if isinstance(other, SymbolIndex):
                     parsed.keep_grown(content, other, self.repo.parse_cache, self.facts)

@@ -79,6 +79,11 @@ class _Node:
     runs_arguments: bool = False  # it may call what it is handed (a decorator that runs it)
 
 
+# Nodes any graph of this process built: a caller that stores grown graphs again
+# (guard.tree.worktree) looks at its graphs only when this moved.
+built_nodes = [0]
+
+
 class _LazyGraph(dict[str, _Node]):
     """The graph, each collected function's nodes (`def:Q`, `bound:Q`, `result:Q`) built at
     the first question: a module's import runs few of its functions, and another module's
@@ -111,6 +116,7 @@ class _LazyGraph(dict[str, _Node]):
             return False
         self.pending.discard(qualname)
         self.grown = True
+        built_nodes[0] += 1
         try:
             if self.build is None:
                 assert self.source is not None, "a stored graph is read with its source"

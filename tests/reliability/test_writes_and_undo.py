@@ -66,6 +66,18 @@ def test_temp_file_of_a_killed_writer_is_swept_by_the_next_write(sample: Sample)
     assert not stale.exists()
 
 
+def test_a_temp_file_left_between_two_holds_of_the_lock_is_swept_too(sample: Sample) -> None:
+    """A directory is listed once per hold of the writers' lock (guard.git.atomic): a writer
+    killed after this process's last hold leaves a file that its next hold still sweeps."""
+    sample.record_eagle3()
+    sample.git("stash")
+    assert sample.pg("apply").exit_code == 0  # this process has listed the directory
+    stale = sample.kimi.parent / f".{sample.kimi.name}.k1ll3d.patchguard-tmp"
+    stale.write_bytes(b"half a file")
+    assert sample.pg("undo").exit_code == 0  # the next hold, in the same process
+    assert not stale.exists()
+
+
 def test_undo_with_nothing_recorded_is_a_clear_error(sample: Sample) -> None:
     sample.record_eagle3()
     assert sample.pg("undo").output.startswith("undid recorded eagle3 ")
