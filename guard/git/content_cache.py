@@ -1,11 +1,12 @@
 """Answers kept by the content they were computed from: merges, parses. A cache, never a record.
 
 Each entry is a file named by a key the caller derives from the inputs (blob ids), holding a
-CRC-32 of its key and payload, and the payload: a checksum against torn and misplaced entries,
-not against an adversary (nothing but patchguard writes here, and what could write here could
-write git's hooks); SHA-1 in Python's own implementation cost ~40 us per 10 KB entry. Entries are renamed into place but never
-fsynced: a torn or truncated entry after a power loss fails its checksum and counts as a
-miss, so the cache costs no disk flush; an entry renamed to another key fails it too. It lives in the worktree's git dir, which nothing from a bundle or a
+CRC-32 of its key and payload, and the payload. The checksum guards against torn and misplaced
+entries, not an adversary: only patchguard writes here, and what could write here could write
+git's hooks (SHA-1 in Python's own implementation cost ~40 us per 10 KB entry). Entries are
+renamed into place but never fsynced: a torn or truncated entry after a power loss fails its
+checksum and counts as a miss, so the cache costs no disk flush; an entry renamed to another
+key fails it too. It lives in the worktree's git dir, which nothing from a bundle or a
 checkout can write (guard.git.worktree_paths). A cache that cannot be written (a read-only git
 dir, a full disk) only means computing again.
 """

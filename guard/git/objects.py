@@ -42,14 +42,21 @@ def blob_id(data: bytes) -> str:
     """The id git gives these bytes as a blob (what `git hash-object --no-filters` prints)."""
     found = _blob_ids.get(data)
     if found is None:
+        if _remembered[0] > _REMEMBER_BYTES:  # a long hunt's process: forget the old ones
+            _blob_ids.clear()
+            _remembered[0] = 0
         found = _blob_ids[data] = str(sha1(b"blob %d\0" % len(data) + data).hexdigest())
+        _remembered[0] += len(data)
     return found
 
 
 # Ids this process computed, by content: a command asks for one file's id for its parse key,
 # its merges' keys, the fast path's record and the recorded blob it may already hold. The
-# bytes are the command's own files, which it holds meanwhile anyway.
+# bytes are mostly the command's own files, which it holds meanwhile anyway; a process that
+# moves between many commits (a hunt) keeps at most about this much of them.
 _blob_ids: dict[bytes, str] = {}
+_remembered = [0]
+_REMEMBER_BYTES = 64 << 20
 
 
 def digest(data: bytes) -> str:

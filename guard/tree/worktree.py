@@ -130,7 +130,7 @@ class Worktree:
         """Assess `path` as if it held `content` with these stage entries, before anything is
         written (guard.tree.unmerged); the bytes on disk, which undo keeps, stay as read."""
         self.raw(path)
-        self._content[path] = content
+        self._set(path, content)
         self._unmerged[path] = stages
 
     def head(self, path: str) -> bytes | None:
@@ -162,18 +162,21 @@ class Worktree:
         after it are assessed against it, while the disk keeps its bytes. Several patches on
         one file stage it in turn."""
         self.read(path)
-        self._content[path] = content
+        self._set(path, content)
         self._unwritten.add(path)
-        self._resolved.clear()
 
     def wrote(self, path: str, content: bytes | None, raw: bytes | None) -> None:
         """A file's new content (as git sees it), now on disk as `raw` (None: deleted)."""
-        self._content[path] = content
+        self._set(path, content)
         self._raw[path] = raw
         self._unwritten.discard(path)
-        self._resolved.clear()
         for file in (True, False):
             self._exists.pop((path, file), None)
+
+    def _set(self, path: str, content: bytes | None) -> None:
+        """A file's content other than as read: resolve's answers may have followed it."""
+        self._content[path] = content
+        self._resolved.clear()
 
     def import_problem(self, path: str, content: bytes) -> str | None:
         """What around the module may stop its import or change its names (its packages'
