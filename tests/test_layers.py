@@ -13,10 +13,17 @@ import sys
 from conftest import ROOT
 
 PACKAGE = ROOT / "guard"
-# Lowest first. guard.errors is the foundation (it imports nothing of ours); the entry points
-# at the top of the package (entry, __init__, __main__) may import any layer.
+# Lowest first. guard.errors and guard.collector are the foundation (they import nothing of
+# ours); the entry points at the top of the package (entry, __init__, __main__) may import any
+# layer.
 LAYERS = ("errors", "git", "store", "truth", "tree", "ops", "hunt", "cli", "entry")
-TOP = {"__init__": "entry", "__main__": "entry", "entry": "entry", "errors": "errors"}
+TOP = {
+    "__init__": "entry",
+    "__main__": "entry",
+    "entry": "entry",
+    "errors": "errors",
+    "collector": "errors",
+}
 
 
 def module_name(path: object) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import subprocess
 import sys
@@ -278,3 +279,12 @@ def test_a_stamp_that_guards_nothing_is_not_ok(sample: Sample, clean_env) -> Non
     assert pg_process(clean_env, "-C", sample.root, "check").returncode == 2
     dropped = json.loads(pg_process(clean_env, "-C", sample.root, "stamp").stdout)
     assert dropped["ok"] is False
+
+
+def test_a_check_turns_the_collector_back_on(sample: Sample) -> None:
+    """The check runs without the cyclic collector (guard.collector) and turns it back on: a
+    process that runs many checks (a hunt) still collects what they leave."""
+    sample.record_eagle3()
+    assert gc.isenabled()
+    assert sample.pg("check", "--json").exit_code == 0
+    assert gc.isenabled()

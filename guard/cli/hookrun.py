@@ -131,21 +131,12 @@ def _apply_and_check(repo: Repo, hook: str) -> int:
     (guard.tree.replay); a result whose content was verified before needs no second assessment.
     All under the worktree's lock: the files a replay is chosen by, or remembered from, are
     the files it writes over."""
-    import gc
-
+    from guard.collector import without_collector
     from guard.store import journal
 
-    # A re-apply frees what it allocates by reference counts (its few cycles go with the
-    # process): the collector would only walk every parse loaded, again and again.
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        with repo.lock("apply"):
-            journal.recover(repo)  # a killed writer's files first, as every writer does
-            return _apply_locked(repo, hook)
-    finally:
-        if collecting:
-            gc.enable()
+    with without_collector(), repo.lock("apply"):
+        journal.recover(repo)  # a killed writer's files first, as every writer does
+        return _apply_locked(repo, hook)
 
 
 def _apply_locked(repo: Repo, hook: str) -> int:

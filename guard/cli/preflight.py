@@ -18,6 +18,7 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from guard.collector import without_collector
 from guard.errors import (
     EXIT_GUARD_FAILED,
     EXIT_OK,
@@ -302,14 +303,15 @@ def report_check(
     from guard.cli import render
 
     repo = Repo.discover(cwd)
-    report = verify(
-        repo,
-        import_names=import_names,
-        python=python,
-        runtime=runtime,
-        runtime_timeout=runtime_timeout,
-        cwd=cwd,
-    )
+    with without_collector():  # kept parses by the thousand: guard.collector
+        report = verify(
+            repo,
+            import_names=import_names,
+            python=python,
+            runtime=runtime,
+            runtime_timeout=runtime_timeout,
+            cwd=cwd,
+        )
     if same_as is not None and report.ok:
         differs = differences_from(repo, same_as[1])
         if differs:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from zlib import crc32
 
 from guard.git.atomic import atomic_write
 
@@ -59,4 +58,6 @@ class ContentCache:
 
 
 def _digest(key: str, payload: bytes) -> bytes:
+    from zlib import crc32  # only when the cache is read or written: not every command is
+
     return crc32(payload, crc32(key.encode() + b"\0")).to_bytes(_DIGEST, "big")

@@ -9,13 +9,14 @@ from __future__ import annotations
 import ast
 import unicodedata
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
 from functools import partial
 
+from guard.collector import without_collector
 from guard.store.spec import Spec
 from guard.truth.model_expressions import _KEEPING_DECORATORS
 from guard.truth.model_names import _KNOWN_VALUES, CANNOT_TELL, PRESENT, Resolution
 from guard.truth.model_statements import _KEEPING_METACLASSES, _Model
+from guard.truth.records import Record
 
 TYPE_CHECKING = False  # not `from typing import ...`: the hooks import this module
 if TYPE_CHECKING:
@@ -25,10 +26,10 @@ if TYPE_CHECKING:
 _REDEFINING_DECORATORS = frozenset({"overload", "setter", "getter", "deleter", "register"})
 
 
-@dataclass(frozen=True)
-class Definition:
+class Definition(Record):
     """One `def` or `class` statement, reachable from module level through classes only."""
 
+    __slots__ = ()
     qualname: str
     kind: str
     lineno: int
@@ -36,6 +37,19 @@ class Definition:
     start_lineno: int  # the first decorator's line, or lineno
     redefines: bool
     block: int
+
+    def __new__(
+        cls,
+        qualname: str,
+        kind: str,
+        lineno: int,
+        end_lineno: int,
+        start_lineno: int,
+        redefines: bool,
+        block: int,
+    ) -> Definition:
+        fields = (qualname, kind, lineno, end_lineno, start_lineno, redefines, block)
+        return tuple.__new__(cls, fields)
 
 
 class SourceSyntaxError(Exception):
@@ -72,15 +86,8 @@ class SymbolIndex:
     ) -> SymbolIndex:
         """`facts`: the interpreter's (guard.truth.interpreters) that conditions are decided for; None
         for patchguard's own."""
-        import gc  # only when a file is parsed
-
-        collecting = gc.isenabled()
-        gc.disable()  # a syntax tree holds no cycles: the collector would only walk it, often
-        try:
+        with without_collector():  # a syntax tree holds no cycles: it would only be walked
             return cls._parse(source, path, facts)
-        finally:
-            if collecting:
-                gc.enable()
 
     @classmethod
     def _parse(cls, source: bytes, path: str, facts: Mapping[str, object] | None) -> SymbolIndex:
