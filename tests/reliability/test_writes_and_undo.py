@@ -78,6 +78,21 @@ def test_a_temp_file_left_between_two_holds_of_the_lock_is_swept_too(sample: Sam
     assert not stale.exists()
 
 
+def test_a_temp_file_left_by_a_process_that_inherits_the_hold_is_swept_too(
+    sample: Sample,
+) -> None:
+    """`patchguard git` holds the lock across git, whose children (a hook, a bisect step, an
+    alias) inherit the hold and write: one killed mid-write leaves a temp file while this
+    process still holds the lock, and the put-back that writes the file again sweeps it."""
+    sample.record_eagle3()
+    stale = sample.kimi.parent / f".{sample.kimi.name}.1234-5-0.patchguard-tmp"
+    leave = f"alias.leave=!printf 'half a file' > '{stale}'"
+    result = sample.pg("git", "-c", leave, "leave")  # lifts (listing it), git, puts back
+    assert result.exit_code == 0, result.output
+    assert "def set_eagle3_layers_to_capture" in sample.kimi.read_text()
+    assert not stale.exists()
+
+
 def test_undo_with_nothing_recorded_is_a_clear_error(sample: Sample) -> None:
     sample.record_eagle3()
     assert sample.pg("undo").output.startswith("undid recorded eagle3 ")
