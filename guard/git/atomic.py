@@ -63,7 +63,8 @@ def remove_stale_temporaries(path: Path) -> None:
     """Temp files a killed writer left beside `path`; call only while holding the writers' lock.
 
     Each directory is listed once per hold of the lock (a re-apply of 40 files in one package
-    would list it 40 times): while it is held, no other writer can leave a new one."""
+    would list it 40 times): while it is held, no other writer can leave a new one, except a
+    process that inherits the hold (guard.ops.moves forgets the listings after one ran)."""
     directory = str(path.parent)
     if directory not in _stale:
         try:

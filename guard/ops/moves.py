@@ -22,7 +22,7 @@ from pathlib import Path
 from types import FrameType
 
 from guard.errors import EXIT_INTERRUPTED, ConfigError, GuardFailure, one_line
-from guard.git.atomic import atomic_write
+from guard.git.atomic import atomic_write, forget_stale_listings
 from guard.git.lock import HELD_VARIABLE, exclusive
 from guard.git.process import run_git
 from guard.git.repo import Repo
@@ -114,6 +114,9 @@ def lifted(repo: Repo, operation: str) -> Iterator[Lift]:
         try:
             yield lift
         finally:
+            # git's children inherited the hold (HELD_VARIABLE): one killed mid-write may have
+            # left a temp file in a directory this process listed at the lift
+            forget_stale_listings()
             _put_back(repo, lift)
 
 
