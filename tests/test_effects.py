@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import sample_repo
-from conftest import Sample, git
+from conftest import Sample, git, patchguard
 from helpers import run_patchguard
 
 UTILS = {
@@ -277,3 +279,50 @@ def test_a_stored_parse_builds_what_a_later_check_asks_of_it(
     assert dropped["state"] == "cannot-tell" and "strip()" in dropped["detail"]
     shutil.rmtree(sample.root / ".git" / "patchguard-cache")
     assert _check_states(sample, clean_env, 1)[spec] == dropped
+
+
+def test_a_hook_another_patch_writes_in_the_same_command_is_not_green(tmp_path: Path) -> None:
+    """Two patches re-applied by one hook (apply, then check the same view of the files):
+    `asub` adds a method to a subclass, `zbase` gives its base, in another file, an
+    `__init_subclass__` that deletes it. `asub` is assessed before `zbase` writes base.py; the
+    check after must read the base as written, as a fresh check and Python do."""
+    root = tmp_path / "repo"
+    base, sub = root / "pkg" / "base.py", root / "pkg" / "sub.py"
+    base.parent.mkdir(parents=True)
+    (root / "pkg" / "__init__.py").write_text("")
+    base.write_text("class Base:\n    def a(self):\n        return 1\n")
+    sub.write_text(
+        "from pkg.base import Base\n\n\nclass Sub(Base):\n    def b(self):\n        return 2\n"
+    )
+    git(root.parent, "init", "-q", "-b", "main", str(root))
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "base")
+    (root / "README").write_text("docs\n")
+    git(root, "add", "README")
+    git(root, "commit", "-qm", "docs")
+    git(root, "checkout", "-q", "HEAD~1")
+    with sub.open("a") as typed:
+        typed.write("\n    def mine(self):\n        return 3\n")
+    assert patchguard("-C", root, "record", "asub", "pkg/sub.py").exit_code == 0
+    with base.open("a") as typed:
+        typed.write(
+            "\n    def zed(self):\n        return 9\n\n    def __init_subclass__(cls, **kw):\n"
+            "        super().__init_subclass__(**kw)\n        del cls.mine\n"
+        )
+    assert patchguard("-C", root, "record", "zbase", "pkg/base.py").exit_code == 0
+    assert patchguard("-C", root, "install").exit_code == 0
+    assert patchguard("-C", root, "unapply").exit_code == 0
+    moved = git(root, "checkout", "-q", "main")  # the hook re-applies both, then checks
+    assert "pkg/sub.py::Sub.mine: cannot tell from reading" in moved.stderr
+    fresh = json.loads(patchguard("-C", root, "check", "--json").stdout)
+    assert {s["spec"]: s["state"] for s in fresh["symbols"]}["pkg/sub.py::Sub.mine"] == (
+        "cannot-tell"
+    )
+    python = subprocess.run(
+        [sys.executable, "-c", "import pkg.sub; print(hasattr(pkg.sub.Sub, 'mine'))"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert python.stdout == "False\n"  # Python: gone, so no green may say it is there
