@@ -174,9 +174,11 @@ class Worktree:
             self._exists.pop((path, file), None)
 
     def _set(self, path: str, content: bytes | None) -> None:
-        """A file's content other than as read: resolve's answers may have followed it."""
+        """A file's content other than as read: resolve's answers, and what an import reaches
+        (another module's hook may be the file just written), may have followed it."""
         self._content[path] = content
         self._resolved.clear()
+        self._reached.clear()
 
     def import_problem(self, path: str, content: bytes) -> str | None:
         """What around the module may stop its import or change its names (its packages'
@@ -247,7 +249,7 @@ class Worktree:
     def reached_at_import(self, index: SymbolIndex, path: str) -> Reach:
         """What the module's import runs in other modules of the checkout may change (a base
         class's `__init_subclass__` or metaclass, a function it calls: guard.truth.effects), by the
-        name it may change. Once per file and command."""
+        name it may change. Once per file while no file of the view changes (_set)."""
         effects = index.effects
         if effects is None:
             return Reach()
