@@ -487,19 +487,27 @@ class Repo:
         return None if raw is None else self.to_git(path, raw)
 
     def read_raw(self, path: str) -> bytes | None:
-        """The file's bytes on disk."""
+        """The file's bytes on disk. Opened without waiting, and read only when it is a regular
+        file: a FIFO (or a device) there would never answer, and hang every command that reads
+        the patches' files (`apply`, `check`, the hooks)."""
         try:
-            return self.worktree_path(path).read_bytes()
+            handle = os.open(self.worktree_path(path), os.O_RDONLY | os.O_NONBLOCK)
         except (FileNotFoundError, NotADirectoryError):
             return None
-        except IsADirectoryError:  # upstream made it a directory: a state, as a link is
-            from guard.git.worktree_paths import UnsafePath
+        kind = os.fstat(handle).st_mode
+        if stat.S_ISREG(kind):
+            with os.fdopen(handle, "rb") as opened:
+                return opened.read()
+        os.close(handle)
+        from guard.git.worktree_paths import UnsafePath
 
-            raise UnsafePath(
-                f"{path} is a directory in the worktree, not a file; patchguard never writes "
-                "over it (check out a commit where it is a file, or stop guarding it with "
-                "`patchguard drop NAME`)"
-            ) from None
+        what = "a directory" if stat.S_ISDIR(kind) else "not a regular file (a FIFO or a device)"
+        # upstream made it a directory, or someone put a pipe there: a state, as a link is
+        raise UnsafePath(
+            f"{path} is {what} in the worktree, not a file; patchguard never writes over it "
+            "(check out a commit where it is a file, or stop guarding it with `patchguard drop "
+            "NAME`)"
+        )
 
     def to_git(self, path: str, raw: bytes) -> bytes:
         """A working file's bytes as git would store them; without a CR there is nothing to ask."""
