@@ -490,17 +490,14 @@ class Repo:
         """The file's bytes on disk. Opened without waiting, and read only when it is a regular
         file: a FIFO (or a device) there would never answer, and hang every command that reads
         the patches' files (`apply`, `check`, the hooks)."""
+        from guard.git.worktree_paths import UnsafePath, read_if_regular
+
         try:
-            handle = os.open(self.worktree_path(path), os.O_RDONLY | os.O_NONBLOCK)
+            kind, content = read_if_regular(self.worktree_path(path))
         except (FileNotFoundError, NotADirectoryError):
             return None
-        kind = os.fstat(handle).st_mode
-        if stat.S_ISREG(kind):
-            with os.fdopen(handle, "rb") as opened:
-                return opened.read()
-        os.close(handle)
-        from guard.git.worktree_paths import UnsafePath
-
+        if content is not None:
+            return content
         what = "a directory" if stat.S_ISDIR(kind) else "not a regular file (a FIFO or a device)"
         # upstream made it a directory, or someone put a pipe there: a state, as a link is
         raise UnsafePath(

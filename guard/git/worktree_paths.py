@@ -33,6 +33,19 @@ class UnsafePath(ConfigError):
         self.repository = repository  # the nested repository the path lies in
 
 
+def read_if_regular(path: str | os.PathLike[str]) -> tuple[int, bytes | None]:
+    """The file's mode and, for a regular file only, its bytes. Opened without waiting: a FIFO
+    (or a device) at a guarded path would never answer a read, and hang whatever reads it.
+    FileNotFoundError and NotADirectoryError as `open` raises them."""
+    handle = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    mode = os.fstat(handle).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(handle)
+        return mode, None
+    with os.fdopen(handle, "rb") as opened:
+        return mode, opened.read()
+
+
 def name_problem(path: str) -> str | None:
     """Why `path` is not a name git would check out (verify_path), or None when it is."""
     if not path or "\0" in path or "\\" in path:

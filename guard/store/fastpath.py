@@ -39,7 +39,7 @@ from guard.git.gitpaths import (
 from guard.git.index_file import IndexFile
 from guard.git.index_file import checksum as index_checksum
 from guard.git.objects import blob_id, digest
-from guard.git.worktree_paths import checked_path, one_walk
+from guard.git.worktree_paths import checked_path, one_walk, read_if_regular
 
 TYPE_CHECKING = False  # importing typing or collections would cost this path more than its work
 if TYPE_CHECKING:
@@ -283,8 +283,10 @@ def current_key(start: str) -> CurrentKey | None:
             return None  # a change to the patches was cut off, or the ref moved by hand
         digests = []
         for path in [manifest_path(common_dir), *(os.path.join(workdir, p) for p in paths)]:
-            with open(path, "rb") as handle:
-                digests.append(digest(handle.read()))
+            content = read_if_regular(path)[1]
+            if content is None:
+                return None  # not a file now (a FIFO would never answer): the full path says so
+            digests.append(digest(content))
         if not any(key.startswith(digests[0]) for key in keys):
             return None  # no key for this manifest: spare the git call
         head = read_head(git_dir, common_dir)
