@@ -309,3 +309,25 @@ def test_nodes_built_for_another_module_are_kept_for_the_next_command(tmp_path: 
     kept = parsed.parse(base.encode(), "pkg/base.py", Repo.discover(tmp_path).parse_cache)
     assert isinstance(kept, SymbolIndex) and kept.effects is not None
     assert "Base.__init_subclass__" not in kept.effects.graph.pending
+
+
+def test_a_missing_module_written_in_the_same_view_stops_being_missing(tmp_path: Path) -> None:
+    """What stops an import is also forgotten when a file of the view changes: once the
+    module that a relative import names is written, the symbol is there, as Python finds it."""
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "mod.py").write_text(
+        "from .helper import x\n\n\nclass C:\n    def m(self):\n        return x\n"
+    )
+    git(tmp_path, "init", "-q")
+    git(tmp_path, "add", "-A")
+    git(tmp_path, "commit", "-qm", "mod imports a helper", env={**os.environ, **GIT_IDENTITY})
+    tree = Worktree(Repo.discover(tmp_path))
+    assert not check_symbol(tree, "pkg/mod.py::C.m", None).ok
+    (package / "helper.py").write_bytes(b"x = 1\n")
+    tree.wrote("pkg/helper.py", b"x = 1\n", b"x = 1\n")
+    assert check_symbol(tree, "pkg/mod.py::C.m", None).ok
+    python = "import sys; sys.path.insert(0, ''); import pkg.mod; print(pkg.mod.C().m())"
+    ran = subprocess.run([sys.executable, "-I", "-c", python], cwd=tmp_path, capture_output=True)
+    assert ran.stdout == b"1\n", ran.stderr

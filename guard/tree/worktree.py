@@ -174,11 +174,13 @@ class Worktree:
             self._exists.pop((path, file), None)
 
     def _set(self, path: str, content: bytes | None) -> None:
-        """A file's content other than as read: resolve's answers, and what an import reaches
-        (another module's hook may be the file just written), may have followed it."""
+        """A file's content other than as read: what was derived from other files than one's
+        own may have followed it (resolve's answers, what an import reaches: another module's
+        hook may be the file just written; what stops an import: the module it imports)."""
         self._content[path] = content
         self._resolved.clear()
         self._reached.clear()
+        self._import_problems.clear()
 
     def import_problem(self, path: str, content: bytes) -> str | None:
         """What around the module may stop its import or change its names (its packages'
