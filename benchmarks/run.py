@@ -60,6 +60,18 @@ def timed(*args: str, cwd: Path | None = None) -> float:
     return (time.perf_counter() - start) * 1000
 
 
+# Runs of one command per sample of the rows whose targets are ratios of one command to another
+# ((k), (m)): a run on this class of machine varies by up to a third around its median, and a
+# ratio of two medians of 21 moved by about 0.1 between runs of `make bench` (Pinpoint's answer
+# to an unclear result: more attempts). The median of the runs is the sample.
+ATTEMPTS = 3
+
+
+def timed_median(*args: str, cwd: Path | None = None) -> float:
+    """`timed`, the median of ATTEMPTS runs."""
+    return statistics.median(timed(*args, cwd=cwd) for _ in range(ATTEMPTS))
+
+
 def build_repo(name: str, filler: int, guarded_extra: int = 0) -> Path:
     """A sample repository with the EAGLE-3 patch recorded, plus `guarded_extra` guarded files."""
     root = WORK / name
@@ -503,7 +515,7 @@ def main() -> None:
     for label, root in scaled.items():
         rows[f"(j) re-apply hook, {label}"] = StashThenCheckout(root)
         rows[f"(k) check --json, {label}"] = partial(
-            timed, PATCHGUARD, "-C", str(root), "check", "--json"
+            timed_median, PATCHGUARD, "-C", str(root), "check", "--json"
         )
         rows[f"(l) status, {label}"] = partial(timed, PATCHGUARD, "-C", str(root), "status")
     if peer is not None:
@@ -512,10 +524,10 @@ def main() -> None:
         typed, name = real[4], "real-00"
     else:
         typed, name = with_hooks(build_repo("sglang-2k-typed", filler=2000)), "eagle3"
-    rows["(m0) git status --short"] = partial(timed, "git", "status", "--short", cwd=typed)
+    rows["(m0) git status --short"] = partial(timed_median, "git", "status", "--short", cwd=typed)
     for label, words in TYPED:
         words = tuple(word.format(name=name) for word in words)
-        rows[f"(m) {label}"] = partial(timed, PATCHGUARD, "-C", str(typed), *words)
+        rows[f"(m) {label}"] = partial(timed_median, PATCHGUARD, "-C", str(typed), *words)
     rows["(n0) git's own: stash, checkout old, checkout main, stash pop"] = GitsOwnPair(pair)
     rows["(n) patchguard git checkout old, then main"] = LiftedPair(pair)
     if real is not None:
@@ -554,7 +566,8 @@ def summarize(samples: dict[str, list[float]], runs: int, no_wheel: str) -> dict
     lines = [
         f"patchguard benchmark, {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, "
         f"{platform.python_implementation()} {platform.python_version()}, "
-        f"{os.cpu_count()} cores, median of {runs} runs",
+        f"{os.cpu_count()} cores, median of {runs} runs "
+        f"((k) and (m): of {runs} samples, each the median of {ATTEMPTS} runs)",
         "",
         "| row | median ms | x (a) |",
         "|---|---:|---:|",
