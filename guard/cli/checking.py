@@ -160,8 +160,11 @@ def run(
 
     Otherwise exit 1 without running it, and say why.
 
-    COMMAND replaces patchguard (exec): its exit status, signals, stdin and stdout pass
-    through untouched. patchguard's options end at COMMAND's first word: everything after
+    COMMAND runs under the import guard: every Python process it starts checks that each
+    guarded module it imports is this checkout's recorded code, and fails that import at once
+    otherwise; patchguard then exits 1 and names it. Otherwise COMMAND's exit status, stdin,
+    stdout and signals (SIGINT, SIGTERM, SIGHUP) pass through, and a run in which no process
+    imported the guarded code is said on stderr. patchguard's options end at COMMAND's first word: everything after
     it is COMMAND's (`--` before COMMAND works too). --import, --runtime and the conditions
     reading decides (sys.version_info, sys.platform) are for the interpreter COMMAND runs (see
     --python) and, for --runtime, with COMMAND's environment (`env VAR=1 python ...`);
@@ -193,7 +196,7 @@ def run(
         sys.exit(EXIT_GUARD_FAILED)
     for line in render.warning_lines(report):
         click.echo(line, err=True)
-    preflight.execute(command)
+    sys.exit(preflight.execute(repo, report, command))
 
 
 @click.command(

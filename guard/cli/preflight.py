@@ -366,16 +366,26 @@ def require_report(
     return report
 
 
-def execute(command: Sequence[str]) -> None:
-    """Replace this process with the benchmark: its status, signals and stdio pass through."""
-    sys.stdout.flush()
-    sys.stderr.flush()
+def execute(repo: Repo, report: CheckReport, command: Sequence[str]) -> int:
+    """Run the benchmark under the import guard (guard.ops.attest): its stdio and signals pass
+    through; afterwards what its processes attested is said. The exit status is COMMAND's, or 1
+    when a process imported a guarded module wrongly."""
+    from guard.cli import render
+    from guard.ops import attest
+
+    run = attest.AttestedRun(repo, report)
     try:
-        os.execvp(command[0], list(command))
-    except OSError as error:
-        raise ConfigError(
-            f"cannot run {command[0]}: {error.strerror}; check the command and PATH"
-        ) from None
+        status = attest.supervise(list(command), run.environment(dict(os.environ)))
+        verdict = run.judge(repo.workdir, unwrapped(command, os.environ)[0])
+    finally:
+        run.close()
+    if verdict.wrong:
+        lines = [*verdict.problems, f"exit status of {command[0]}: {status}"]
+        print(render.banner("guard FAILED: the command ran other code", lines), file=sys.stderr)
+        return EXIT_GUARD_FAILED
+    for problem in verdict.problems:
+        print(f"patchguard: not attested: {problem}", file=sys.stderr)
+    return status
 
 
 def confirm_at_runtime(

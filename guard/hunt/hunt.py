@@ -36,10 +36,11 @@ from guard.git.process import out_of_reach_of_ctrl_c, run_git
 from guard.git.repo import Repo
 from guard.hunt import stats
 from guard.hunt.metrics import Metric
-from guard.ops import moves
-from guard.ops.provenance import same_code, stamp
+from guard.ops import attest, moves
+from guard.ops.provenance import same_code, stamp, with_attestations
 from guard.store.derived import load_manifest
 from guard.tree import patching
+from guard.tree.verdicts import CheckReport
 
 DEFAULT_REPEATS = 8
 DEFAULT_MAX_REPEATS = 32
@@ -189,6 +190,7 @@ class _Bench:
         self.home = _current(repo)  # where the user is: back there at the end
         self.here: str | None = None  # the commit the patches are applied at, stamp taken
         self.stamp: dict[str, Any] = {}
+        self.report: CheckReport | None = None  # the check at `here`: what the runs attest
         self.stamps: dict[str, dict[str, Any]] = {}  # each commit's, at its last visit
         self.applied = False
         self.runs = 0
@@ -229,6 +231,7 @@ class _Bench:
         if not report.ok:
             raise _NotCarried(commit, report.problems())
         self.stamp = self.stamps[commit] = stamp(view)
+        self.report = report
         self.here = commit
 
     def leave(self) -> None:
@@ -261,7 +264,7 @@ class _Bench:
         self.visit(commit)
         self.stop_if_asked()
         before = self._metric_file_size()
-        status, output = self._execute()
+        status, output, attested = self._execute()
         self.runs += 1
         self.stop_if_asked()  # a run cut short by Ctrl-C is never counted
         self._refuse_changed_code(commit)
@@ -279,9 +282,13 @@ class _Bench:
             self.progress(f"{what} at {commit[:10]}: run failed ({why}); not counted: {tail}")
             self.printed_no_value = status == 0
             return None
+        if not attested.counted:
+            why = "; ".join(attested.problems)
+            self.progress(f"{what} at {commit[:10]}: {value:g} not counted: {why}")
+            return None
         self.progress(f"{what} at {commit[:10]}: {value:g}")
         now = datetime.now(UTC).isoformat(timespec="seconds")
-        return Sample(value, {**self.stamp, "timestamp": now})
+        return Sample(value, with_attestations({**self.stamp, "timestamp": now}, attested))
 
     def warm_up(self, commit: str) -> bool:
         """The uncounted first runs at a commit (file caches, bytecode); False if one failed."""
@@ -289,14 +296,28 @@ class _Bench:
             self.run(commit, f"warm-up {n + 1}") is not None for n in range(self.options.warmups)
         )
 
-    def _execute(self) -> tuple[int, str]:
-        held = {**os.environ, HELD_VARIABLE: str(self.repo.layout.worktree_lock_path)}
+    def _child_env(self) -> dict[str, str]:
+        """The environment CMD runs with: ours, the worktree's lock held for it."""
+        return {**os.environ, HELD_VARIABLE: str(self.repo.layout.worktree_lock_path)}
+
+    def _execute(self) -> tuple[int, str, attest.Verdict]:
+        """One run of CMD under the import guard: its status, its output, what it attested."""
+        assert self.report is not None  # visit() checked the code first
         command = list(self.options.command)
+        run = attest.AttestedRun(self._view(), self.report)
+        try:
+            return self._execute_attested(command, run)
+        finally:
+            run.close()
+
+    def _execute_attested(
+        self, command: list[str], run: attest.AttestedRun
+    ) -> tuple[int, str, attest.Verdict]:
         try:
             self.child = subprocess.Popen(
                 command,
                 cwd=self.repo.workdir,
-                env=held,
+                env=run.environment(self._child_env()),
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
@@ -308,7 +329,8 @@ class _Bench:
             status = self.child.returncode
         finally:
             self.child = None
-        return (status if status >= 0 else 128 - status), output.decode(errors="replace")
+        verdict = run.judge(self.repo.workdir, command)
+        return (status if status >= 0 else 128 - status), output.decode(errors="replace"), verdict
 
     def _refuse_changed_code(self, commit: str) -> None:
         """A run that moved HEAD or edited a guarded file measured other code: stop."""

@@ -1,0 +1,290 @@
+"""Attested runs: the processes a command starts say which code they imported, and a run counts
+only on their word (`patchguard run`, each run of `compare` and `bisect run`).
+
+The worktree's file holding the patch says nothing about the code the benchmark's processes run
+(a non-editable install, a stale .pyc or .so, a module that rebinds the method, a run that takes
+the patch out and puts it back, a server left running). So each run gets a directory of its own
+with the import guard (hooks/attest/sitecustomize.py, packaged as guard/_data/hooks/attest),
+put at the front of PYTHONPATH: every Python process of the run, children included, judges each
+guarded module it imports against what patchguard checked, fails a wrong import at once, and
+writes what it found to a record file of its own, MAC'd with a key only the run's environment
+carries. `judge` reads those records after the run.
+
+Threat model: the records live outside the command's stdout and stderr, so nothing the benchmark
+or a module prints can fake or suppress one; a record without the run's MAC is not counted. The
+key is in the environment (children must inherit it), so code that sets out to forge a record
+in-process can; this guards against the wrong code running by accident, not against an adversary
+inside the benchmark. A Python started without the guard (`-I`, `-E`, `-S`, a cleared
+environment) writes nothing: what the guard sees start it is named; a run none of whose
+processes imported the guarded code is never counted.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import hmac
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from guard.errors import ConfigError
+from guard.git.objects import blob_id
+from guard.git.repo import Repo
+from guard.ops.install import PACKAGE_DIR
+from guard.store.spec import parse_spec
+from guard.tree.verdicts import CheckReport
+from guard.tree.worktree import Worktree
+from guard.truth.module_names import module_of
+from guard.truth.symbols import SourceSyntaxError
+
+RUN_VARIABLE = "PATCHGUARD_ATTEST"  # as hooks/attest/sitecustomize.py reads them
+KEY_VARIABLE = "PATCHGUARD_ATTEST_KEY"
+GUARD_NAME = "sitecustomize.py"
+
+
+def guard_source() -> str:
+    """The import guard: packaged in the wheel, or beside the sources in a checkout."""
+    for candidate in (PACKAGE_DIR / "_data" / "hooks", PACKAGE_DIR.parent / "hooks"):
+        if (candidate / "attest" / GUARD_NAME).is_file():
+            return (candidate / "attest" / GUARD_NAME).read_text(encoding="utf-8")
+    raise ConfigError(
+        "the import guard hooks/attest/sitecustomize.py is missing from this installation; "
+        "reinstall patchguard"
+    )
+
+
+@dataclass
+class Record:
+    """One process's word on one import (or on a Python it started without the guard)."""
+
+    pid: int
+    ppid: int
+    executable: str
+    kind: str  # "import" or "unguarded"
+    module: str
+    path: str
+    verdict: str  # "ok", "wrong" or "unguarded"
+    detail: str
+
+
+@dataclass
+class Verdict:
+    """What the records of one run say: counted only when `counted`."""
+
+    records: list[Record] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)  # why it is not counted, one line each
+    wrong: bool = False  # a process imported a guarded module wrongly (`run` exits 1)
+
+    @property
+    def counted(self) -> bool:
+        return not self.problems
+
+    def as_json(self) -> dict[str, object]:
+        """The stamp's `attestations` (docs/benchmarks.md, Stamp keys)."""
+        return {
+            "counted": self.counted,
+            "problems": self.problems,
+            "processes": [
+                {
+                    "pid": r.pid,
+                    "ppid": r.ppid,
+                    "module": r.module,
+                    "path": r.path,
+                    "verdict": r.verdict,
+                }
+                for r in self.records
+            ],
+        }
+
+
+class AttestedRun:
+    """One run's directory: the guard, its config, and the records its processes write."""
+
+    def __init__(self, repo: Repo, report: CheckReport) -> None:
+        self.files = guarded_files(repo, report)
+        self.directory = Path(tempfile.mkdtemp(prefix="patchguard-run-"))
+        self.key = secrets.token_bytes(32)
+        (self.directory / "records").mkdir()
+        (self.directory / GUARD_NAME).write_text(guard_source(), encoding="utf-8")
+        lines = []
+        for real, (module, blob, definitions) in self.files.items():
+            lines.append(f"F\t{real}\t{module}\t{blob}")
+            for qualname, kind, starts in definitions:
+                numbers = ",".join(str(n) for n in sorted(starts))
+                lines.append(f"D\t{real}\t{qualname}\t{kind}\t{numbers}")
+        (self.directory / "config").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+    def environment(self, base: dict[str, str]) -> dict[str, str]:
+        """`base` with the guard first on PYTHONPATH and the run's directory and key."""
+        path = [str(self.directory), *filter(None, base.get("PYTHONPATH", "").split(os.pathsep))]
+        return {
+            **base,
+            "PYTHONPATH": os.pathsep.join(path),
+            RUN_VARIABLE: str(self.directory),
+            KEY_VARIABLE: self.key.hex(),
+        }
+
+    def judge(self, workdir: Path, command: list[str]) -> Verdict:
+        """The run's verdict from its records: counted when some process imported guarded code,
+        every import of a guarded module was the checked code, every record is the run's, and
+        no Python of the run was started without the guard (COMMAND itself included)."""
+        verdict = Verdict()
+        why = self._unguarded_start(command)
+        if why is not None:
+            verdict.problems.append(
+                f"{' '.join(command)} starts Python with {why}, which skips the import guard: "
+                "what it imported is unknown, so the run is not proof"
+            )
+        for path in sorted((self.directory / "records").iterdir()):
+            if path.name.endswith(".partial"):
+                continue
+            records = self._read(path)
+            if records is None:
+                verdict.problems.append(
+                    f"a record of this run does not carry the run's key ({path.name}): forged "
+                    "or damaged, so nothing of the run is counted"
+                )
+                continue
+            verdict.records.extend(records)
+        for record in verdict.records:
+            if record.verdict == "wrong":
+                verdict.wrong = True
+                verdict.problems.append(f"process {record.pid}: {record.detail}")
+            elif record.verdict == "unguarded":
+                verdict.problems.append(
+                    f"process {record.pid} started a Python that cannot attest ({record.detail}): "
+                    f"{record.path}; what it imported is unknown, so the run is not proof"
+                )
+        if not any(r.verdict == "ok" for r in verdict.records) and not verdict.wrong:
+            named = ", ".join(_relative(real, workdir) for real in self.files) or "no file"
+            verdict.problems.append(
+                f"no process of this run imported {named}: the number came from elsewhere, e.g. "
+                "a server left running (or a Python started without the guard)"
+            )
+        return verdict
+
+    def _unguarded_start(self, command: list[str]) -> str | None:
+        """The interpreter option of COMMAND (past its wrappers) that skips the guard (-I, -E,
+        -S), when COMMAND is a Python: by the guard's own rule, which it applies to each Python
+        it sees start."""
+        if not command or not os.path.basename(command[0]).startswith(("python", "pypy")):
+            return None
+        import importlib.util
+
+        spec = importlib.util.spec_from_file_location(
+            "patchguard_import_guard", self.directory / GUARD_NAME
+        )
+        assert spec is not None and spec.loader is not None
+        rules = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(rules)
+        found: str | None = rules._flags_without_guard(command[1:])
+        return found
+
+    def _read(self, path: Path) -> list[Record] | None:
+        """A record file's rows; None when its MAC is not the run's."""
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            return None
+        body, _, mac = text[:-1].rpartition("\n")
+        body += "\n"
+        expected = hashlib.blake2b(body.encode(), key=self.key).hexdigest()
+        if not hmac.compare_digest(expected, mac):
+            return None
+        head, *rows = body.splitlines()
+        pid, ppid, executable = head.split("\t", 2)
+        found = []
+        for row in rows:
+            kind, module, where, verdict, detail = row.split("\t", 4)
+            found.append(
+                Record(int(pid), int(ppid), executable, kind, module, where, verdict, detail)
+            )
+        return found
+
+    def close(self) -> None:
+        """Forget the directory: a process still running (a server) then attests nothing."""
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+
+def guarded_files(
+    repo: Repo, report: CheckReport
+) -> dict[str, tuple[str, str, list[tuple[str, str, set[int]]]]]:
+    """Each guarded file by real path: its module name, the blob id of the content checked, and
+    each required definition (qualname, kind, the lines where Python's code object starts)."""
+    tree = Worktree(repo)
+    paths = {f.path for v in report.patches for f in v.files}
+    specs = [parse_spec(s.spec) for s in report.symbols]
+    paths |= {tree.renamed(spec.path) for spec in specs}
+    files: dict[str, tuple[str, str, list[tuple[str, str, set[int]]]]] = {}
+    by_path: dict[str, str] = {}
+    for path in sorted(paths):
+        content = tree.read(path)
+        if content is None or not path.endswith(".py"):
+            continue
+        real = str((repo.workdir / path).resolve())
+        files[real] = (module_of(repo.workdir, path)[0], blob_id(content), [])
+        by_path[path] = real
+    for spec in specs:
+        path = tree.renamed(spec.path)
+        content = tree.read(path)
+        if path not in by_path or content is None:
+            continue
+        with contextlib.suppress(SourceSyntaxError):  # the check says it already
+            definitions = tree.symbols(content, path).find(spec.qualname)
+            if definitions:
+                kind = definitions[-1].kind
+                starts = {d.start_lineno for d in definitions}
+                files[by_path[path]][2].append((spec.qualname, kind, starts))
+    return files
+
+
+def _relative(real: str, workdir: Path) -> str:
+    with contextlib.suppress(ValueError):
+        return Path(real).relative_to(workdir.resolve()).as_posix()
+    return real
+
+
+def supervise(command: list[str], env: dict[str, str]) -> int:
+    """Run COMMAND as a child and wait: stdio passes through, SIGTERM and SIGHUP are passed on
+    (SIGINT too, unless the terminal already gave it to COMMAND, which shares its process
+    group); the exit status as a shell gives it (128 + N for a signal N)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    try:
+        child = subprocess.Popen(command, env=env)
+    except OSError as error:
+        raise ConfigError(
+            f"cannot run {command[0]}: {error.strerror}; check the command and PATH"
+        ) from None
+
+    def pass_on(number: int, _frame: object) -> None:
+        if number == signal.SIGINT and _terminal_foreground():
+            return
+        with contextlib.suppress(ProcessLookupError):
+            child.send_signal(number)
+
+    numbers = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    previous = {number: signal.signal(number, pass_on) for number in numbers}
+    try:
+        status = child.wait()
+        while status is None:  # pragma: no cover - wait() returns the status
+            status = child.wait()
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+    return status if status >= 0 else 128 - status
+
+
+def _terminal_foreground() -> bool:
+    """Whether our process group holds the terminal: then a Ctrl-C reached COMMAND too."""
+    try:
+        return os.tcgetpgrp(sys.stdin.fileno()) == os.getpgrp()
+    except (OSError, ValueError):
+        return False

@@ -1,0 +1,324 @@
+"""patchguard's import guard, put at the front of PYTHONPATH by `patchguard run` (and each run of
+`compare` and `bisect run`) so that every Python process the command starts, children included,
+runs it at start-up, the way coverage.py measures subprocesses (COVERAGE_PROCESS_START).
+
+Self-contained on purpose: the benchmark's interpreter may not have patchguard installed, and a
+process that imports no guarded module must pay next to nothing (no json, no hashlib: the
+config is tab-separated lines; the record's MAC is keyed BLAKE2 from the builtin _blake2, loaded
+only when there is something to write).
+
+For each guarded file's module, under whatever name and from wherever Python finds it:
+- it must be the checkout's file (by real path), compiled from the .py itself (never a cached
+  .pyc, never an extension module or a .pyc that would win the import);
+- its content must be the content patchguard checked when the run started;
+- once it has run, each required definition must be bound, where Python looks it up, to the
+  function defined at the line patchguard's reading places it (co_filename, co_firstlineno);
+otherwise the import fails at once (ImportError, one line with the way out). Each process
+writes what it found to a file of its own in the run's directory (written whole, then renamed),
+MAC'd with the run's key: the command's output cannot fake or suppress an attestation.
+
+After its own work it runs the sitecustomize it shadows (the next one on sys.path).
+"""
+
+import os
+import sys
+
+_RUN = "PATCHGUARD_ATTEST"  # the run's directory: config, and records/ (one file per process)
+_KEY = "PATCHGUARD_ATTEST_KEY"  # hex; the records' MAC key
+_SPAWNS = frozenset(("subprocess.Popen", "os.exec", "os.posix_spawn", "os.spawn"))
+_NO_GUARD_FLAGS = {"I": "-I", "E": "-E", "S": "-S"}
+
+
+class _Wrong(ImportError):
+    pass
+
+
+class _Guard:
+    """The meta-path finder: first in sys.meta_path, it asks the others and judges what they
+    found for a guarded module (by file stem, then by real path and by module name)."""
+
+    def __init__(self, run, key, lines):
+        self.run, self.key = run, key
+        self.files = {}  # real path -> (module name, blob id)
+        self.names = {}  # module name -> real path
+        self.stems = set()
+        self.defs = {}  # real path -> [(qualname, kind, {line, ...})]
+        self.records = []
+        self.record_path = None
+        for line in lines:
+            fields = line.split("\t")
+            if fields[0] == "F" and len(fields) == 4:
+                self.files[fields[1]] = (fields[2], fields[3])
+                self.names[fields[2]] = fields[1]
+                self.stems.add(fields[2].rpartition(".")[2])
+            elif fields[0] == "D" and len(fields) == 5:
+                lines_at = {int(n) for n in fields[4].split(",") if n}
+                self.defs.setdefault(fields[1], []).append((fields[2], fields[3], lines_at))
+
+    def find_spec(self, name, path=None, target=None):
+        leaf = name.rpartition(".")[2]
+        if leaf not in self.stems and name not in self.names:
+            return None  # not guarded: the other finders answer, as without the guard
+        spec = None
+        for finder in sys.meta_path:
+            find = None if finder is self else getattr(finder, "find_spec", None)
+            if find is not None:
+                spec = find(name, path, target)
+                if spec is not None:
+                    break
+        if spec is None:
+            return None
+        return self._judge(name, leaf, spec)
+
+    def _judge(self, name, leaf, spec):
+        origin = spec.origin if spec.has_location else None
+        real = os.path.realpath(origin) if origin else None
+        if real in self.files:
+            loader = spec.loader
+            if type(loader).__name__ != "SourceFileLoader":
+                self._refuse(name, real, f"{real} is loaded by {type(loader).__name__}")
+            self._refuse_stale_pyc(name, real, spec.cached)
+            spec.loader = _Loader(self, name, real, origin)
+            return spec
+        beside = None if real is None else os.path.join(os.path.dirname(real), leaf + ".py")
+        if beside in self.files:
+            self._refuse(
+                name,
+                beside,
+                f"Python takes {origin} instead of {beside}; delete it (rm {origin}) so the .py "
+                "is imported",
+            )
+        if name in self.names:
+            self._refuse(
+                name,
+                self.names[name],
+                f"Python imports {name} from {real or 'no file'}, not from the checkout's "
+                f"{self.names[name]}: install the checkout (pip install -e <its package dir>) "
+                "into that interpreter, or run the interpreter that has it (--python)",
+            )
+        return spec
+
+    def _refuse_stale_pyc(self, name, real, cached):
+        """A hash-based .pyc that Python would load without looking at the .py (unchecked, or
+        --check-hash-based-pycs never) and whose hash is not the .py's: stale code that any
+        process without this guard runs."""
+        try:
+            with open(cached, "rb") as handle:
+                header = handle.read(16)
+        except (OSError, TypeError):
+            return
+        flags = int.from_bytes(header[4:8], "little")
+        if not flags & 1:
+            return  # timestamp-based: this guard compiles the .py anyway
+        import _imp
+
+        if flags & 2 and _imp.check_hash_based_pycs != "never":
+            return  # checked against the .py by Python itself
+        with open(real, "rb") as handle:
+            source = handle.read()
+        if _imp.source_hash(_magic(), source) != header[8:16]:
+            self._refuse(
+                name,
+                real,
+                f"{cached} is an unchecked-hash .pyc of other code that Python runs instead of "
+                f"the .py; delete it (rm {cached})",
+            )
+
+    def _refuse(self, name, real, why):
+        message = f"patchguard: {real}: {why}"
+        self.note("import", name, real, "wrong", message)
+        raise _Wrong(message, name=name)
+
+    def note(self, kind, module, path, verdict, detail):
+        """Add a record and write this process's file again, whole, then renamed over."""
+        row = (kind, module, path, verdict, detail.replace("\t", " ").replace("\n", " "))
+        self.records.append("\t".join(row))
+        try:
+            if self.record_path is None:
+                self.record_path = os.path.join(
+                    self.run, "records", f"{os.getpid()}-{_clock()}"
+                )
+            head = f"{os.getpid()}\t{os.getppid()}\t{sys.executable}"
+            body = "\n".join([head, *self.records]) + "\n"
+            from _blake2 import blake2b
+
+            mac = blake2b(body.encode(), key=self.key).hexdigest()
+            partial = self.record_path + ".partial"
+            with open(partial, "w", encoding="utf-8") as handle:
+                handle.write(f"{body}{mac}\n")
+            os.replace(partial, self.record_path)
+        except OSError:
+            pass  # the run is over (its directory gone): nobody reads this process's word
+
+    def forked(self):
+        self.records, self.record_path = [], None
+
+    def audit(self, event, args):
+        """A Python started in a way that skips this guard cannot attest: say so."""
+        if event not in _SPAWNS:
+            return
+        if event == "os.spawn":
+            args = args[1:]
+        elif event == "subprocess.Popen":
+            args = (args[0] or (args[1] or [""])[0], args[1], args[3])
+        executable, argv, env = args[0], list(args[1] or ()), args[2]
+        word = os.path.basename(os.fsdecode(executable or (argv or [""])[0]))
+        if not word.startswith(("python", "pypy")):
+            return
+        why = _flags_without_guard([os.fsdecode(a) for a in argv[1:]])
+        if why is None and env is not None:
+            keys = {os.fsdecode(k) for k in env}
+            why = None if _RUN in keys else "a cleared environment"
+        if why is not None:
+            shown = " ".join(os.fsdecode(a) for a in argv)[:200]
+            self.note("unguarded", "", shown, "unguarded", f"started with {why}")
+
+
+def _flags_without_guard(words):
+    """The interpreter option that skips sitecustomize or PYTHONPATH (-I, -E, -S), if any."""
+    skip = False
+    for word in words:
+        if skip:
+            skip = False
+        elif word.startswith("--") and word != "--":
+            skip = word == "--check-hash-based-pycs"
+        elif word in ("-", "--") or not word.startswith("-"):
+            return None  # the script: options end
+        else:
+            for index, letter in enumerate(word[1:], start=2):
+                if letter in _NO_GUARD_FLAGS:
+                    return _NO_GUARD_FLAGS[letter]
+                if letter in "cm":
+                    return None
+                if letter in "XW":
+                    skip = index == len(word)
+                    break
+    return None
+
+
+class _Loader(sys.modules["_frozen_importlib_external"].SourceFileLoader):
+    """Compiles the checkout's .py (never its cached bytecode), refuses content other than the
+    checked one, and after the module ran, definitions bound elsewhere than the recorded code."""
+
+    def __init__(self, guard, name, real, origin):
+        super().__init__(name, origin)
+        self.guard, self.real = guard, real
+
+    def get_code(self, fullname):
+        source = self.get_data(self.path)
+        from _sha1 import sha1
+
+        blob = sha1(b"blob %d\0" % len(source) + source).hexdigest()
+        if blob != self.guard.files[self.real][1]:
+            self.guard._refuse(
+                fullname,
+                self.real,
+                "its content changed after patchguard checked it at the start of the run "
+                "(the run or something else edited it): nothing of this run is the checked code",
+            )
+        return self.source_to_code(source, self.path)
+
+    def exec_module(self, module):
+        super().exec_module(module)
+        for qualname, kind, lines in self.guard.defs.get(self.real, ()):
+            found = _bound(module, qualname)
+            if not _is_recorded(found, kind, qualname, module.__name__, self.real, lines):
+                self.guard._refuse(
+                    module.__name__,
+                    self.real,
+                    f"after the module ran, {qualname} is {_describe(found)}, not the code "
+                    f"recorded at line {min(lines)}: the module rebinds it (or a class "
+                    "hook replaces it); fix the file so the recorded definition is the one "
+                    "Python keeps",
+                )
+        self.guard.note("import", module.__name__, self.real, "ok", "")
+
+
+_MISSING = object()
+
+
+def _bound(module, qualname):
+    found = module
+    for part in qualname.split("."):
+        try:
+            found = getattr(found, part)
+        except Exception:
+            return _MISSING
+    return found
+
+
+def _is_recorded(found, kind, qualname, module_name, real, lines):
+    if kind == "class":
+        return (
+            isinstance(found, type)
+            and getattr(found, "__module__", None) == module_name
+            and getattr(found, "__qualname__", None) == qualname
+        )
+    for _ in range(32):  # decorators' __wrapped__ chains, property/classmethod/staticmethod
+        if found is None or found is _MISSING:
+            return False
+        if isinstance(found, property):
+            found = found.fget
+            continue
+        inner = getattr(found, "__func__", None)
+        found = inner if inner is not None else found
+        code = getattr(found, "__code__", None)
+        if code is not None and code.co_firstlineno in lines:
+            if code.co_filename == real or os.path.realpath(code.co_filename) == real:
+                return True
+        found = getattr(found, "__wrapped__", None)
+    return False
+
+
+def _describe(found):
+    if found is _MISSING:
+        return "missing"
+    code = getattr(getattr(found, "__func__", found), "__code__", None)
+    if code is not None:
+        return f"the function at {code.co_filename}:{code.co_firstlineno}"
+    return repr(found)[:80]
+
+
+def _magic():
+    return sys.modules["_frozen_importlib_external"].MAGIC_NUMBER
+
+
+def _clock():
+    import time
+
+    return time.time_ns()
+
+
+def _start():
+    run = os.environ.get(_RUN)
+    if not run or any(isinstance(f, _Guard) for f in sys.meta_path):
+        return
+    try:
+        with open(os.path.join(run, "config"), encoding="utf-8") as handle:
+            lines = handle.read().splitlines()
+        key = bytes.fromhex(os.environ.get(_KEY, ""))
+    except (OSError, ValueError):
+        return  # the run is over: a process left running guards nothing and attests nothing
+    guard = _Guard(run, key, lines)
+    sys.meta_path.insert(0, guard)
+    sys.addaudithook(guard.audit)
+    os.register_at_fork(after_in_child=guard.forked)
+
+
+def _chain():
+    """Run the sitecustomize this one shadows, as Python would have without it."""
+    here = os.path.dirname(os.path.realpath(__file__))
+    rest = [p for p in sys.path if os.path.realpath(p or os.curdir) != here]
+    finder = sys.modules["_frozen_importlib_external"].PathFinder
+    spec = finder.find_spec("sitecustomize", rest)
+    if spec is None or spec.loader is None:
+        return
+    module = type(sys)("sitecustomize")
+    module.__file__, module.__spec__, module.__loader__ = spec.origin, spec, spec.loader
+    sys.modules["sitecustomize"] = module
+    spec.loader.exec_module(module)
+
+
+if __name__ == "sitecustomize":  # patchguard loads it under another name for its rules
+    _start()
+    _chain()
