@@ -139,9 +139,19 @@ def check(
         "patchguard run --apply --import sglang python ~/bench.py --apply x",
         "patchguard run --import sglang -- ~/venvs/serve/bin/python ~/bench.py",
         "patchguard run --same-as ~/node0.stamp -- python ~/bench.py",
+        "patchguard run --stamp results.jsonl -- python ~/bench.py",
     ),
 )
 @click.option("--apply", "apply_first", is_flag=True, help="Re-apply patches before checking.")
+@click.option(
+    "--stamp",
+    "stamp_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    metavar="FILE",
+    help="After COMMAND, append to FILE the stamp of the code it ran (patchguard stamp), with "
+    "what its processes attested (key attestations).",
+)
 @_with_import_options
 @_same_as_option
 @directory_option
@@ -149,6 +159,7 @@ def check(
 def run(
     cwd: Path,
     apply_first: bool,
+    stamp_file: Path | None,
     import_names: tuple[str, ...],
     python: str | None,
     same_as: Any,
@@ -196,7 +207,7 @@ def run(
         sys.exit(EXIT_GUARD_FAILED)
     for line in render.warning_lines(report):
         click.echo(line, err=True)
-    sys.exit(preflight.execute(repo, report, command))
+    sys.exit(preflight.execute(repo, report, command, stamp_file))
 
 
 @click.command(

@@ -366,19 +366,33 @@ def require_report(
     return report
 
 
-def execute(repo: Repo, report: CheckReport, command: Sequence[str]) -> int:
+def execute(
+    repo: Repo, report: CheckReport, command: Sequence[str], stamp_file: Path | None = None
+) -> int:
     """Run the benchmark under the import guard (guard.ops.attest): its stdio and signals pass
-    through; afterwards what its processes attested is said. The exit status is COMMAND's, or 1
-    when a process imported a guarded module wrongly."""
+    through; afterwards what its processes attested is said (and appended to `stamp_file` with
+    the stamp of the code, taken before it started). The exit status is COMMAND's, or 1 when a
+    process imported a guarded module wrongly."""
     from guard.cli import render
-    from guard.ops import attest
+    from guard.ops import attest, provenance
 
+    before = None if stamp_file is None else provenance.stamp(repo)
     run = attest.AttestedRun(repo, report)
     try:
         status = attest.supervise(list(command), run.environment(dict(os.environ)))
         verdict = run.judge(repo.workdir, unwrapped(command, os.environ)[0])
     finally:
         run.close()
+    if stamp_file is not None and before is not None:
+        line = json.dumps(provenance.with_attestations(before, verdict), separators=(",", ":"))
+        try:
+            with open(stamp_file, "a", encoding="utf-8") as handle:
+                handle.write(line + "\n")
+        except OSError as error:
+            raise ConfigError(
+                f"cannot append the stamp to {stamp_file}: {error.strerror}; the command ran "
+                f"(status {status}); pass a --stamp FILE in a directory that exists"
+            ) from None
     if verdict.wrong:
         lines = [*verdict.problems, f"exit status of {command[0]}: {status}"]
         print(render.banner("guard FAILED: the command ran other code", lines), file=sys.stderr)

@@ -280,7 +280,7 @@ def _describe(found):
 
 
 def _magic():
-    return sys.modules["_frozen_importlib_external"].MAGIC_NUMBER
+    return sys.modules["_frozen_importlib_external"]._RAW_MAGIC_NUMBER
 
 
 def _clock():

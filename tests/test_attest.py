@@ -1,0 +1,251 @@
+"""Attested runs: the processes a command starts say which code they imported (guard.ops.attest,
+hooks/attest/sitecustomize.py). Each story is held against Python itself first: without the
+guard, the interpreter really runs the other code."""
+
+from __future__ import annotations
+
+import json
+import os
+import py_compile
+import subprocess
+import sys
+import sysconfig
+import venv
+from pathlib import Path
+
+import pytest
+import sample_repo
+from conftest import Sample
+
+IMPORT = (
+    "import sglang.srt.models.kimi_k25 as k; "
+    f"print('methods', callable(getattr(k.{sample_repo.CLASS}, {sample_repo.METHODS[1]!r}, None)))"
+)
+TORCH = "class nn:\n    Module = object\n"
+# A base class whose hook takes a recorded method away from every subclass: reading the model
+# file cannot see it (torch is not in the checkout), only the process that ran it can.
+TORCH_TAKING = (
+    "class _Module:\n"
+    "    def __init_subclass__(cls, **kwargs):\n"
+    "        cls.get_embed_and_head = {}\n"
+    "class nn:\n"
+    "    Module = _Module\n"
+)
+
+
+@pytest.fixture
+def patched(sample: Sample, tmp_path: Path, clean_env: dict[str, str]) -> tuple[Sample, dict]:
+    """The sample with eagle3 recorded, and an environment whose Python imports the checkout
+    (torch a stand-in)."""
+    sample.record_eagle3()
+    stubs = tmp_path / "stubs"
+    (stubs / "torch").mkdir(parents=True)
+    (stubs / "torch" / "__init__.py").write_text(TORCH)
+    env = {**clean_env, "PYTHONPATH": f"{stubs}{os.pathsep}{sample.root / 'python'}"}
+    return sample, env
+
+
+def run(sample: Sample, env: dict, *command: str, stamp: Path | None = None):
+    options = ["--stamp", str(stamp)] if stamp else []
+    result = subprocess.run(
+        ["patchguard", "-C", str(sample.root), "run", *options, "--", *command],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=sample.root,
+    )
+    assert "Traceback (most recent call last)" not in result.stderr.split("=" * 72)[-1]
+    return result
+
+
+def attestations(stamp: Path) -> dict:
+    return json.loads(stamp.read_text().splitlines()[-1])["attestations"]
+
+
+def test_the_checkouts_code_is_attested_by_the_process_that_ran_it(patched, tmp_path) -> None:
+    sample, env = patched
+    stamp = tmp_path / "runs.jsonl"
+    result = run(sample, env, sys.executable, "-c", IMPORT, stamp=stamp)
+    assert result.returncode == 0, result.stderr
+    assert "methods True" in result.stdout
+    seen = attestations(stamp)
+    assert seen["counted"] is True
+    assert [p["verdict"] for p in seen["processes"]] == ["ok"]
+    assert seen["processes"][0]["path"] == str((sample.kimi).resolve())
+
+
+def test_a_non_editable_install_in_another_venv_is_refused(patched, tmp_path) -> None:
+    """(1) The unpatched copy installed in the serving venv: the import fails, run exits 1."""
+    sample, env = patched
+    serving = tmp_path / "serving"
+    venv.create(serving, with_pip=False)
+    site = Path(
+        subprocess.run(
+            [
+                serving / "bin" / "python",
+                "-c",
+                "import sysconfig; print(sysconfig.get_paths()['purelib'])",
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    )
+    for path in sample.git("ls-files", "python/sglang").stdout.split():
+        copy = site / Path(path).relative_to("python")
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        copy.write_text(sample.git("show", f"HEAD:{path}").stdout)
+    env = {**env, "PYTHONPATH": str(tmp_path / "stubs")}
+    python = str(serving / "bin" / "python")
+    plain = subprocess.run([python, "-c", IMPORT], capture_output=True, text=True, env=env)
+    assert "methods False" in plain.stdout  # Python itself runs the stale copy
+    result = run(sample, env, python, "-c", IMPORT)
+    assert result.returncode == 1
+    installed = site / "sglang" / "srt" / "models" / "kimi_k25.py"
+    assert f"from {installed}, not from the checkout's" in result.stderr
+    assert "pip install -e" in result.stderr
+    assert "methods" not in result.stdout  # it died at the import, before measuring anything
+
+
+SPAWNED = """
+import multiprocessing, os
+
+def work(_):
+    import sglang.srt.models.kimi_k25
+    return os.getpid()
+
+if __name__ == "__main__":
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        print("worker", pool.map(work, [0])[0], "main", os.getpid())
+"""
+
+
+def test_a_spawned_worker_attests_what_it_imported(patched, tmp_path) -> None:
+    """(b) sglang's scheduler and TP workers are multiprocessing spawn children."""
+    sample, env = patched
+    script = tmp_path / "serve.py"
+    script.write_text(SPAWNED)
+    stamp = tmp_path / "runs.jsonl"
+    result = run(sample, env, sys.executable, str(script), stamp=stamp)
+    assert result.returncode == 0, result.stderr
+    words = result.stdout.split()
+    worker, main = int(words[1]), int(words[3])
+    seen = attestations(stamp)
+    assert seen["counted"] is True
+    ok = [p for p in seen["processes"] if p["verdict"] == "ok"]
+    assert [p["pid"] for p in ok] == [worker] and worker != main
+
+
+def test_an_unchecked_hash_pyc_of_the_unpatched_file_is_refused(patched) -> None:
+    """(4) Python never reads the .py when its .pyc says not to."""
+    sample, env = patched
+    patched_text = sample.kimi.read_text()
+    sample.kimi.write_text(sample.git("show", f"HEAD:{sample_repo.KIMI}").stdout)
+    import importlib.util
+
+    cached = importlib.util.cache_from_source(str(sample.kimi))
+    py_compile.compile(
+        str(sample.kimi),
+        cfile=cached,
+        invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH,
+    )
+    sample.kimi.write_text(patched_text)
+    plain = subprocess.run([sys.executable, "-c", IMPORT], capture_output=True, text=True, env=env)
+    assert "methods False" in plain.stdout  # Python itself runs the stale bytecode
+    result = run(sample, env, sys.executable, "-c", IMPORT)
+    assert result.returncode == 1
+    assert f"{cached} is an unchecked-hash .pyc" in result.stderr
+    assert f"rm {cached}" in result.stderr
+
+
+EXTENSION = """#include <Python.h>
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "kimi_k25", NULL, -1, NULL};
+PyMODINIT_FUNC PyInit_kimi_k25(void) { return PyModule_Create(&module); }
+"""
+
+
+def test_an_extension_module_beside_the_py_is_refused(patched, tmp_path) -> None:
+    """(4) An untracked kimi_k25.cpython-311-x86_64-linux-gnu.so wins the import."""
+    sample, env = patched
+    source = tmp_path / "kimi_k25.c"
+    source.write_text(EXTENSION)
+    built = sample.kimi.with_name("kimi_k25" + sysconfig.get_config_var("EXT_SUFFIX"))
+    include = sysconfig.get_paths()["include"]
+    subprocess.run(
+        ["gcc", "-shared", "-fPIC", f"-I{include}", "-o", str(built), str(source)], check=True
+    )
+    plain = subprocess.run(
+        [sys.executable, "-c", "import sglang.srt.models.kimi_k25 as k; print(k.__file__)"],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert plain.stdout.strip() == str(built)  # Python itself takes the extension
+    result = run(sample, env, sys.executable, "-c", IMPORT)
+    assert result.returncode == 1
+    assert f"Python takes {built} instead of {sample.kimi}" in result.stderr
+    assert f"rm {built}" in result.stderr
+
+
+@pytest.mark.parametrize("taken", ["None", "cls.forward"])
+def test_a_class_hook_that_takes_the_method_away_is_refused(patched, tmp_path, taken) -> None:
+    """(5) Reading sees the recorded methods; a base's __init_subclass__ outside the checkout
+    rebinds one, so the class Python sees has other code there."""
+    sample, env = patched
+    (tmp_path / "stubs" / "torch" / "__init__.py").write_text(TORCH_TAKING.format(taken))
+    assert sample.pg("check", "--quiet").exit_code == 0  # reading cannot see it
+    result = run(sample, env, sys.executable, "-c", IMPORT)
+    assert result.returncode == 1
+    assert f"{sample_repo.CLASS}.get_embed_and_head is " in result.stderr
+    assert "not the code recorded at line" in result.stderr
+
+
+TAKES_THE_PATCH_OUT = f"""
+import subprocess
+kimi = {sample_repo.KIMI!r}
+patched = open(kimi).read()
+open(kimi, "w").write(subprocess.run(["git", "show", "HEAD:" + kimi], capture_output=True, text=True).stdout)
+try:
+    import sglang.srt.models.kimi_k25
+finally:
+    open(kimi, "w").write(patched)
+"""
+
+
+def test_a_run_that_takes_the_patch_out_and_puts_it_back_is_refused(patched, tmp_path) -> None:
+    """(6) The end state holds the patch; the process imported other code."""
+    sample, env = patched
+    script = tmp_path / "sly.py"
+    script.write_text(TAKES_THE_PATCH_OUT)
+    result = run(sample, env, sys.executable, str(script))
+    assert result.returncode == 1
+    assert "its content changed after patchguard checked it" in result.stderr
+    assert sample.pg("check", "--quiet").exit_code == 0  # the end state alone looks fine
+
+
+def test_a_run_that_imports_no_guarded_module_is_not_attested(patched, tmp_path) -> None:
+    """(f) A benchmark that asks a server left running: its number came from elsewhere."""
+    sample, env = patched
+    stamp = tmp_path / "runs.jsonl"
+    result = run(sample, env, sys.executable, "-c", "print('tok/s 61')", stamp=stamp)
+    assert result.returncode == 0
+    assert (
+        f"no process of this run imported {sample_repo.KIMI}: the number came from elsewhere"
+        in result.stderr
+    )
+    assert attestations(stamp)["counted"] is False
+
+
+@pytest.mark.parametrize("flag", ["-I", "-E"])
+def test_a_python_started_without_the_guard_is_named_and_not_proof(patched, tmp_path, flag) -> None:
+    """(3) -I and -E skip PYTHONPATH: such a process cannot attest, so it proves nothing."""
+    sample, env = patched
+    child = f"import subprocess, sys; subprocess.run([sys.executable, {flag!r}, '-c', 'pass'])"
+    script = f"{IMPORT}; {child}"
+    stamp = tmp_path / "runs.jsonl"
+    result = run(sample, env, sys.executable, "-c", script, stamp=stamp)
+    assert result.returncode == 0
+    assert f"started a Python that cannot attest (started with {flag})" in result.stderr
+    assert attestations(stamp)["counted"] is False
+    itself = run(sample, env, sys.executable, flag, "-c", "pass")
+    assert f"starts Python with {flag}, which skips the import guard" in itself.stderr
