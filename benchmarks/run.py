@@ -53,10 +53,12 @@ def run(
     return subprocess.run(args, cwd=cwd, env=ENV, capture_output=True, text=True, check=check)
 
 
-def timed(*args: str, cwd: Path | None = None) -> float:
+def timed(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> float:
     """Wall time of one command, in milliseconds."""
     start = time.perf_counter()
-    subprocess.run(args, cwd=cwd, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    subprocess.run(
+        args, cwd=cwd, env=env or ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     return (time.perf_counter() - start) * 1000
 
 
@@ -449,6 +451,22 @@ class AfterUnrelatedCommit:
         return timed(PATCHGUARD, "-C", str(self.root), "check", "-q")
 
 
+def guarded_environment(root: Path) -> dict[str, str]:
+    """ENV as `patchguard run` gives it to COMMAND in `root`: the import guard first on
+    PYTHONPATH, with the run's config and key (guard.ops.attest). Its directory is removed when
+    the benchmark exits."""
+    import atexit
+
+    from guard.git.repo import Repo
+    from guard.ops.attest import AttestedRun
+    from guard.tree import assess
+
+    repo = Repo.discover(root)
+    attested = AttestedRun(repo, assess.check(repo))
+    atexit.register(attested.close)
+    return attested.environment(ENV)
+
+
 # (label, patches, files per patch): the repositories of the flatness rows (issue 22).
 SCALES = (
     ("1 patch", 1, 1),
@@ -483,6 +501,9 @@ def main() -> None:
     python = sys.executable
     rows: dict[str, Callable[[], float]] = {
         "(a) python -c pass": lambda: timed(python, "-c", "pass"),
+        "(q) python -c pass under run's import guard": partial(
+            timed, python, "-c", "pass", env=guarded_environment(small)
+        ),
         "(b) check, 1 guarded file": lambda: timed(PATCHGUARD, "-C", str(small), "check", "-q"),
         "(b) check, 50 guarded files": lambda: timed(PATCHGUARD, "-C", str(many), "check", "-q"),
         "(b') check --json (full path), 1 file": lambda: timed(
@@ -607,6 +628,13 @@ def summarize(samples: dict[str, list[float]], runs: int, no_wheel: str) -> dict
         "(f) 20k / 2k <= 1.2": (round(ratio_f, 2), ratio_f <= 1.2),
         "(f') full path 20k / 2k <= 1.2": (round(ratio_f_full, 2), ratio_f_full <= 1.2),
     }
+    guarded = paired(samples, "(q) python -c pass under run's import guard", "(a) python -c pass")
+    targets[
+        "import guard's cost to a process that imports no guarded module, (q) - (a) <= 5 ms"
+    ] = (
+        round(guarded, 1),
+        guarded <= 5,
+    )
     one = SCALES[0][0]
     reapply_one = medians[f"(j) re-apply hook, {one}"] - c0
     for label, *_ in SCALES[1:]:

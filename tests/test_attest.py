@@ -249,3 +249,39 @@ def test_a_python_started_without_the_guard_is_named_and_not_proof(patched, tmp_
     assert attestations(stamp)["counted"] is False
     itself = run(sample, env, sys.executable, flag, "-c", "pass")
     assert f"starts Python with {flag}, which skips the import guard" in itself.stderr
+
+
+def test_compare_does_not_count_a_run_that_imported_no_guarded_module(patched) -> None:
+    """(f) The incident's own number from a server left running is never a sample."""
+    sample, env = patched
+    number = "print('Output token throughput (tok/s): 61')"
+    compare = ["compare", "HEAD~1", "HEAD", "--max-repeats", "8"]
+    result = subprocess.run(
+        ["patchguard", "-C", str(sample.root), *compare, "--", sys.executable, "-c", number],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert result.returncode == 1, result.stderr
+    assert (
+        f"61 not counted: no process of this run imported {sample_repo.KIMI}: the number came "
+        "from elsewhere, e.g. a server left running" in result.stderr
+    )
+    assert "Traceback" not in result.stderr
+
+
+def test_nothing_is_installed_where_python_looks_without_run(clean_env) -> None:
+    """The guard costs nothing when `run` is not used: Python finds no sitecustomize of ours
+    and no .pth names it."""
+    found = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import importlib.util as u, sys; s = u.find_spec('sitecustomize');"
+            "print(s and s.origin); print(sys.meta_path)",
+        ],
+        capture_output=True,
+        text=True,
+        env=clean_env,
+    ).stdout
+    assert "attest" not in found and "_Guard" not in found
