@@ -200,17 +200,17 @@ class _Loader(sys.modules["_frozen_importlib_external"].SourceFileLoader):
     """Compiles the checkout's .py (never its cached bytecode), refuses content other than the
     checked one, and after the module ran, definitions bound elsewhere than the recorded code."""
 
-    def __init__(self, guard, name, real, origin):
+    def __init__(self, finder, name, real, origin):
         super().__init__(name, origin)
-        self.guard, self.real = guard, real
+        self.finder, self.real = finder, real
 
     def get_code(self, fullname):
         source = self.get_data(self.path)
         from _sha1 import sha1
 
         blob = sha1(b"blob %d\0" % len(source) + source).hexdigest()
-        if blob != self.guard.files[self.real][1]:
-            self.guard._refuse(
+        if blob != self.finder.files[self.real][1]:
+            self.finder._refuse(
                 fullname,
                 self.real,
                 "its content changed after patchguard checked it at the start of the run "
@@ -220,10 +220,10 @@ class _Loader(sys.modules["_frozen_importlib_external"].SourceFileLoader):
 
     def exec_module(self, module):
         super().exec_module(module)
-        for qualname, kind, lines in self.guard.defs.get(self.real, ()):
+        for qualname, kind, lines in self.finder.defs.get(self.real, ()):
             found = _bound(module, qualname)
             if not _is_recorded(found, kind, qualname, module.__name__, self.real, lines):
-                self.guard._refuse(
+                self.finder._refuse(
                     module.__name__,
                     self.real,
                     f"after the module ran, {qualname} is {_describe(found)}, not the code "
@@ -231,7 +231,7 @@ class _Loader(sys.modules["_frozen_importlib_external"].SourceFileLoader):
                     "hook replaces it); fix the file so the recorded definition is the one "
                     "Python keeps",
                 )
-        self.guard.note("import", module.__name__, self.real, "ok", "")
+        self.finder.note("import", module.__name__, self.real, "ok", "")
 
 
 _MISSING = object()
@@ -299,10 +299,10 @@ def _start():
         key = bytes.fromhex(os.environ.get(_KEY, ""))
     except (OSError, ValueError):
         return  # the run is over: a process left running guards nothing and attests nothing
-    guard = _Guard(run, key, lines)
-    sys.meta_path.insert(0, guard)
-    sys.addaudithook(guard.audit)
-    os.register_at_fork(after_in_child=guard.forked)
+    finder = _Guard(run, key, lines)
+    sys.meta_path.insert(0, finder)
+    sys.addaudithook(finder.audit)
+    os.register_at_fork(after_in_child=finder.forked)
 
 
 def _chain():
