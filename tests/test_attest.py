@@ -285,3 +285,45 @@ def test_nothing_is_installed_where_python_looks_without_run(clean_env) -> None:
         env=clean_env,
     ).stdout
     assert "attest" not in found and "_Guard" not in found
+
+
+FORGES = f"""
+import os
+records = os.path.join(os.environ["PATCHGUARD_ATTEST"], "records")
+head = f"{{os.getpid()}}\\t{{os.getppid()}}\\tpython"
+row = "import\\tsglang.srt.models.kimi_k25\\t{{}}\\tok\\t"
+with open(os.path.join(records, "1-1"), "w") as handle:
+    handle.write(head + "\\n" + row.format(os.path.realpath({sample_repo.KIMI!r})) + "\\n00\\n")
+print("tok/s 61")
+"""
+
+
+def test_a_record_the_run_did_not_write_is_not_counted(patched, tmp_path) -> None:
+    """What a benchmark writes itself, without the run's key, attests nothing."""
+    sample, env = patched
+    script = tmp_path / "forge.py"
+    script.write_text(FORGES)
+    stamp = tmp_path / "runs.jsonl"
+    result = run(sample, env, sys.executable, str(script), stamp=stamp)
+    assert result.returncode == 0, result.stderr
+    assert "does not carry the run's key (1-1): forged or damaged" in result.stderr
+    assert attestations(stamp)["counted"] is False
+
+
+def test_a_same_size_edit_within_the_same_second_runs_the_py_not_its_stale_pyc(patched) -> None:
+    """(4) A timestamp .pyc matches by mtime and size: Python runs the old bytecode; the guard
+    compiles the .py itself, so the run measures (and attests) the recorded code."""
+    sample, env = patched
+    text = sample.kimi.read_text()
+    mtime = sample.kimi.stat().st_mtime_ns
+    sample.kimi.write_text(text.replace("def get_embed_and_head", "def get_embed_and_hxad"))
+    os.utime(sample.kimi, ns=(mtime, mtime))
+    py_compile.compile(str(sample.kimi))  # timestamp-based, as Python writes it
+    sample.kimi.write_text(text)
+    os.utime(sample.kimi, ns=(mtime, mtime))
+    plain = subprocess.run([sys.executable, "-c", IMPORT], capture_output=True, text=True, env=env)
+    assert "methods False" in plain.stdout  # Python itself runs the stale bytecode
+    result = run(sample, env, sys.executable, "-c", IMPORT)
+    assert result.returncode == 0, result.stderr
+    assert "methods True" in result.stdout
+    assert "not attested" not in result.stderr
