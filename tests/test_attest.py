@@ -327,3 +327,78 @@ def test_a_same_size_edit_within_the_same_second_runs_the_py_not_its_stale_pyc(p
     assert result.returncode == 0, result.stderr
     assert "methods True" in result.stdout
     assert "not attested" not in result.stderr
+
+
+REAL = Path(__file__).parent / "data" / "sglang_0_5_10" / "kimi_k25.py.txt"
+REAL_BENCH = f"""
+import sys
+sys.path[:0] = [{str(Path(__file__).parent)!r}, "python"]
+import standin_packages
+standin_packages.install()
+import sglang.srt.models.kimi_k25 as k
+print("methods", "get_embed_and_head" in vars(k.KimiK25ForConditionalGeneration))
+"""
+
+
+@pytest.fixture
+def real_layout(tmp_path: Path, clean_env: dict[str, str]) -> tuple[Path, dict]:
+    """sglang 0.5.10's real kimi_k25.py at its place in sglang's namespace layout (no
+    `__init__.py` in srt/ and models/), committed without the EAGLE-3 methods, typed back and
+    recorded as the patch."""
+    root = tmp_path / "sglang"
+    kimi = root / "python" / "sglang" / "srt" / "models" / "kimi_k25.py"
+    kimi.parent.mkdir(parents=True)
+    (root / "python" / "sglang" / "__init__.py").write_text("")
+    text = REAL.read_text()
+    start = text.index("    def set_eagle3_layers_to_capture(")
+    kimi.write_text(text[:start].rstrip() + "\n\n\n" + text[text.index("EntryClass = [") :])
+    env = {**clean_env, "PYTHONPATH": ""}
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "sglang 0.5.10"]):
+        subprocess.run(["git", *args], cwd=root, check=True, env=env)
+    kimi.write_text(text)
+    recorded = subprocess.run(
+        ["patchguard", "-C", str(root), "record", "eagle3", str(kimi.relative_to(root))],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert recorded.returncode == 0, recorded.stderr
+    (tmp_path / "bench.py").write_text(REAL_BENCH)
+    return root, env
+
+
+def test_the_real_model_file_in_its_namespace_layout_is_attested(real_layout, tmp_path) -> None:
+    """(2) Imported as sglang.srt.models.kimi_k25 (reading names it kimi_k25): attested."""
+    root, env = real_layout
+    stamp = tmp_path / "runs.jsonl"
+    sample = Sample(root, {})
+    result = run(sample, env, sys.executable, str(tmp_path / "bench.py"), stamp=stamp)
+    assert result.returncode == 0, result.stderr
+    assert "methods True" in result.stdout
+    seen = attestations(stamp)
+    assert seen["counted"] is True, seen
+    assert [p["module"] for p in seen["processes"]] == ["sglang.srt.models.kimi_k25"]
+
+
+def test_a_stale_copy_of_the_namespace_layout_is_refused(real_layout, tmp_path) -> None:
+    """(2) The same name from another directory on sys.path is a wrong import, though reading
+    names the checkout's file kimi_k25."""
+    root, env = real_layout
+    stale = tmp_path / "site" / "sglang" / "srt" / "models"
+    stale.mkdir(parents=True)
+    (tmp_path / "site" / "sglang" / "__init__.py").write_text("")
+    shown = subprocess.run(
+        ["git", "show", "HEAD:python/sglang/srt/models/kimi_k25.py"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    (stale / "kimi_k25.py").write_text(shown.stdout)
+    bench = tmp_path / "bench.py"
+    bench.write_text(bench.read_text().replace('"python"]', f"{str(tmp_path / 'site')!r}]"))
+    plain = subprocess.run([sys.executable, str(bench)], capture_output=True, text=True, env=env)
+    assert "methods False" in plain.stdout, plain.stderr  # Python itself runs the stale copy
+    result = run(Sample(root, {}), env, sys.executable, str(bench))
+    assert result.returncode == 1
+    assert f"from {stale / 'kimi_k25.py'}, not from the checkout's" in result.stderr

@@ -116,6 +116,7 @@ class AttestedRun:
         lines = []
         for real, (module, blob, definitions) in self.files.items():
             lines.append(f"F\t{real}\t{module}\t{blob}")
+            lines += [f"N\t{real}\t{name}" for name in _longer_names(real, module, repo.workdir)]
             for qualname, kind, starts in definitions:
                 numbers = ",".join(str(n) for n in sorted(starts))
                 lines.append(f"D\t{real}\t{qualname}\t{kind}\t{numbers}")
@@ -243,6 +244,25 @@ def guarded_files(
                 starts = {d.start_lineno for d in definitions}
                 files[by_path[path]][2].append((spec.qualname, kind, starts))
     return files
+
+
+def _longer_names(real: str, module: str, workdir: Path) -> list[str]:
+    """The names the module has when a sys.path entry above its import root holds its
+    packages as namespace packages (PEP 420: sglang 0.5.9's `sglang/srt/models/` has no
+    `__init__.py`, so module_of names the file `kimi_k25`, and Python imports it as
+    `sglang.srt.models.kimi_k25` too): a module of one of these names from elsewhere is a
+    wrong import."""
+    names, directory = [], Path(real).parent
+    if Path(real).name == "__init__.py":  # a package: its directory holds its name
+        directory = directory.parent
+    for _ in module.split(".")[:-1]:  # up to module_of's root
+        directory = directory.parent
+    name, top = module, workdir.resolve()
+    while directory != top and directory.is_relative_to(top) and directory.name.isidentifier():
+        name = f"{directory.name}.{name}"
+        names.append(name)
+        directory = directory.parent
+    return names
 
 
 def _relative(real: str, workdir: Path) -> str:

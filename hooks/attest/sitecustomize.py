@@ -51,6 +51,8 @@ class _Guard:
                 self.files[fields[1]] = (fields[2], fields[3])
                 self.names[fields[2]] = fields[1]
                 self.stems.add(fields[2].rpartition(".")[2])
+            elif fields[0] == "N" and len(fields) == 3:  # another name it may be imported as
+                self.names[fields[2]] = fields[1]
             elif fields[0] == "D" and len(fields) == 5:
                 lines_at = {int(n) for n in fields[4].split(",") if n}
                 self.defs.setdefault(fields[1], []).append((fields[2], fields[3], lines_at))
