@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import py_compile
+import signal
 import subprocess
 import sys
 import sysconfig
@@ -402,3 +403,30 @@ def test_a_stale_copy_of_the_namespace_layout_is_refused(real_layout, tmp_path) 
     result = run(Sample(root, {}), env, sys.executable, str(bench))
     assert result.returncode == 1
     assert f"from {stale / 'kimi_k25.py'}, not from the checkout's" in result.stderr
+
+
+WAITS = """
+import signal, sys, time
+for number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+    signal.signal(number, lambda number, frame: sys.exit(40 + number))
+print("ready", flush=True)
+time.sleep(30)
+"""
+
+
+@pytest.mark.parametrize("number", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
+def test_run_passes_signals_on_and_keeps_the_exit_status(patched, number) -> None:
+    """run supervises the command now: a signal sent to patchguard reaches it, and its exit
+    status is run's."""
+    sample, env = patched
+    child = subprocess.Popen(
+        ["patchguard", "-C", str(sample.root), "run", "--", sys.executable, "-c", WAITS],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        env=env,
+    )
+    assert child.stdout is not None and child.stdout.readline() == "ready\n"
+    child.send_signal(number)
+    assert child.wait(timeout=30) == 40 + number
