@@ -430,3 +430,25 @@ def test_run_passes_signals_on_and_keeps_the_exit_status(patched, number) -> Non
     assert child.stdout is not None and child.stdout.readline() == "ready\n"
     child.send_signal(number)
     assert child.wait(timeout=30) == 40 + number
+
+
+def test_a_run_whose_guarded_modules_no_single_process_imported_is_not_counted(
+    patched, tmp_path
+) -> None:
+    """One process must have run the patched code as a whole: two guarded files imported by
+    two different processes are two halves of it."""
+    sample, env = patched
+    required = sample.pg("require", "python/sglang/srt/distributed/parallel_state.py::TP_GROUP")
+    assert required.exit_code == 0, required.output
+    child = "import subprocess, sys; subprocess.run([sys.executable, '-c', {!r}], check=True)"
+    script = "import sglang.srt.distributed.parallel_state; " + child.format(IMPORT)
+    stamp = tmp_path / "runs.jsonl"
+    result = run(sample, env, sys.executable, "-c", script, stamp=stamp)
+    assert result.returncode == 0, result.stderr
+    assert "methods True" in result.stdout
+    assert "no single process of this run imported all of" in result.stderr
+    seen = attestations(stamp)
+    assert seen["counted"] is False
+    assert len({p["pid"] for p in seen["processes"]}) == 2
+    both = f"{script}; {IMPORT}"
+    assert run(sample, env, sys.executable, "-c", both).stderr == ""

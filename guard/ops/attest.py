@@ -133,9 +133,10 @@ class AttestedRun:
         }
 
     def judge(self, workdir: Path, command: list[str]) -> Verdict:
-        """The run's verdict from its records: counted when some process imported guarded code,
-        every import of a guarded module was the checked code, every record is the run's, and
-        no Python of the run was started without the guard (COMMAND itself included)."""
+        """The run's verdict from its records: counted when one process imported every guarded
+        module that any process of the run imported, every import of a guarded module was the
+        checked code, every record is the run's, and no Python of the run was started without
+        the guard (COMMAND itself included)."""
         verdict = Verdict()
         why = self._unguarded_start(command)
         if why is not None:
@@ -168,6 +169,17 @@ class AttestedRun:
             verdict.problems.append(
                 f"no process of this run imported {named}: the number came from elsewhere, e.g. "
                 "a server left running (or a Python started without the guard)"
+            )
+        imported: dict[int, set[str]] = {}
+        for record in verdict.records:
+            if record.verdict == "ok":
+                imported.setdefault(record.pid, set()).add(record.path)
+        every = set().union(*imported.values()) if imported else set()
+        if imported and not any(paths == every for paths in imported.values()):
+            named = ", ".join(_relative(real, workdir) for real in sorted(every))
+            verdict.problems.append(
+                f"no single process of this run imported all of {named}, so none ran the "
+                "patched code as a whole"
             )
         return verdict
 
