@@ -4,7 +4,9 @@ CMD runs in the user's own checkout (an editable install runs the code there), a
 with the patches carried: lifted for the whole hunt (guard.ops.moves.lifted, under the worktree's
 lock), applied and checked at each commit it visits, lifted again before it moves on. Every
 sample carries the stamp of the tree it ran on (guard.ops.provenance.stamp); a run where the
-patches were not in place, or that changed the code it ran on, is never counted. The moves are
+patches were not in place, or that changed the code it ran on, is never counted, and neither is
+one whose processes did not attest the patched code (guard.ops.attest: each run has the import
+guard in every Python it starts). The moves are
 `git checkout --detach` out of reach of the terminal's Ctrl-C, so a Ctrl-C stops the hunt
 between runs: the user's branch, tree, patches and other edits come back as they were, and the
 message says how to go on (exit 130).
