@@ -452,3 +452,16 @@ def test_a_run_whose_guarded_modules_no_single_process_imported_is_not_counted(
     assert len({p["pid"] for p in seen["processes"]}) == 2
     both = f"{script}; {IMPORT}"
     assert run(sample, env, sys.executable, "-c", both).stderr == ""
+
+
+def test_a_run_whose_patches_guard_no_python_module_counts(sample: Sample, clean_env, tmp_path):
+    """Attestation is about Python modules: a patch on a README has nothing to attest, and its
+    runs count as before."""
+    (sample.root / "README.md").write_text("# sglang (sample), with notes\n")
+    recorded = sample.pg("record", "notes", "README.md")
+    assert recorded.exit_code == 0, recorded.output
+    stamp = tmp_path / "runs.jsonl"
+    result = run(sample, clean_env, sys.executable, "-c", "print('tok/s 94')", stamp=stamp)
+    assert result.returncode == 0
+    assert result.stderr == ""
+    assert attestations(stamp) == {"counted": True, "problems": [], "processes": []}

@@ -138,6 +138,8 @@ class AttestedRun:
         checked code, every record is the run's, and no Python of the run was started without
         the guard (COMMAND itself included)."""
         verdict = Verdict()
+        if not self.files:  # the patches guard no Python module: there is nothing to attest
+            return verdict
         why = self._unguarded_start(command)
         if why is not None:
             verdict.problems.append(
