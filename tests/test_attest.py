@@ -237,9 +237,10 @@ def test_a_run_that_imports_no_guarded_module_is_not_attested(patched, tmp_path)
     assert attestations(stamp)["counted"] is False
 
 
-@pytest.mark.parametrize("flag", ["-I", "-E"])
+@pytest.mark.parametrize("flag", ["-I", "-E", "-S"])
 def test_a_python_started_without_the_guard_is_named_and_not_proof(patched, tmp_path, flag) -> None:
-    """(3) -I and -E skip PYTHONPATH: such a process cannot attest, so it proves nothing."""
+    """(3) -I and -E skip PYTHONPATH, -S sitecustomize: such a process cannot attest, so it
+    proves nothing."""
     sample, env = patched
     child = f"import subprocess, sys; subprocess.run([sys.executable, {flag!r}, '-c', 'pass'])"
     script = f"{IMPORT}; {child}"
@@ -250,6 +251,15 @@ def test_a_python_started_without_the_guard_is_named_and_not_proof(patched, tmp_
     assert attestations(stamp)["counted"] is False
     itself = run(sample, env, sys.executable, flag, "-c", "pass")
     assert f"starts Python with {flag}, which skips the import guard" in itself.stderr
+
+
+def test_a_python_started_with_a_cleared_environment_is_named(patched, tmp_path) -> None:
+    sample, env = patched
+    child = "import subprocess, sys; subprocess.run([sys.executable, '-c', 'pass'], env={})"
+    stamp = tmp_path / "runs.jsonl"
+    result = run(sample, env, sys.executable, "-c", f"{IMPORT}; {child}", stamp=stamp)
+    assert "cannot attest (started with a cleared environment)" in result.stderr
+    assert attestations(stamp)["counted"] is False
 
 
 def test_compare_does_not_count_a_run_that_imported_no_guarded_module(patched) -> None:
