@@ -475,3 +475,16 @@ def test_a_run_whose_patches_guard_no_python_module_counts(sample: Sample, clean
     assert result.returncode == 0
     assert result.stderr == ""
     assert attestations(stamp) == {"counted": True, "problems": [], "processes": []}
+
+
+def test_the_sitecustomize_the_guard_shadows_still_runs_once(patched, tmp_path) -> None:
+    """The guard goes first on PYTHONPATH, then runs the sitecustomize Python would have run."""
+    sample, env = patched
+    own = tmp_path / "own"
+    own.mkdir()
+    said = "import os, sys\nif 'PATCHGUARD_ATTEST' in os.environ:\n    print('own sitecustomize')\n"
+    (own / "sitecustomize.py").write_text(said)  # said in the command's processes only
+    env = {**env, "PYTHONPATH": f"{own}{os.pathsep}{env['PYTHONPATH']}"}
+    result = run(sample, env, sys.executable, "-c", f"{IMPORT}; import sitecustomize")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "own sitecustomize\nmethods True\n"
