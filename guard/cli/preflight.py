@@ -377,12 +377,8 @@ def execute(
     from guard.ops import attest, provenance
 
     before = None if stamp_file is None else provenance.stamp(repo)
-    run = attest.AttestedRun(repo, report)
-    try:
-        status = attest.supervise(list(command), run.environment(dict(os.environ)))
-        verdict = run.judge(repo.workdir, unwrapped(command, os.environ)[0])
-    finally:
-        run.close()
+    past_wrappers = unwrapped(command, os.environ)[0]
+    status, _, verdict = attest.run_attested(repo, report, command, unwrapped=past_wrappers)
     if stamp_file is not None and before is not None:
         line = json.dumps(provenance.with_attestations(before, verdict), separators=(",", ":"))
         try:

@@ -31,6 +31,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -285,14 +286,36 @@ def _relative(real: str, workdir: Path) -> str:
     return real
 
 
-def supervise(command: list[str], env: dict[str, str]) -> int:
+def run_attested(
+    repo: Repo,
+    report: CheckReport,
+    command: Sequence[str],
+    cwd: Path | None = None,
+    unwrapped: Sequence[str] | None = None,
+) -> tuple[int, int | None, Verdict]:
+    """COMMAND under the import guard, as `run` and each step of `bisect run` run it: its exit
+    status (as a shell gives it), the signal that ended it if one did, and what its processes
+    attested. `unwrapped`: COMMAND past its wrappers (`env`, `nice`), whose interpreter flags
+    are judged. The run's directory is gone afterwards, so a process still running attests
+    nothing more."""
+    run = AttestedRun(repo, report)
+    try:
+        status, ended_by = supervise(list(command), run.environment(dict(os.environ)), cwd)
+        return status, ended_by, run.judge(repo.workdir, list(unwrapped or command))
+    finally:
+        run.close()
+
+
+def supervise(
+    command: list[str], env: dict[str, str], cwd: Path | None = None
+) -> tuple[int, int | None]:
     """Run COMMAND as a child and wait: stdio passes through, SIGTERM and SIGHUP are passed on
     (SIGINT too, unless the terminal already gave it to COMMAND, which shares its process
-    group); the exit status as a shell gives it (128 + N for a signal N)."""
+    group). The exit status as a shell gives it (128 + N for a signal N), and N."""
     sys.stdout.flush()
     sys.stderr.flush()
     try:
-        child = subprocess.Popen(command, env=env)
+        child = subprocess.Popen(command, env=env, cwd=cwd)
     except OSError as error:
         raise ConfigError(
             f"cannot run {command[0]}: {error.strerror}; check the command and PATH"
@@ -308,12 +331,10 @@ def supervise(command: list[str], env: dict[str, str]) -> int:
     previous = {number: signal.signal(number, pass_on) for number in numbers}
     try:
         status = child.wait()
-        while status is None:  # pragma: no cover - wait() returns the status
-            status = child.wait()
     finally:
         for number, handler in previous.items():
             signal.signal(number, handler)
-    return status if status >= 0 else 128 - status
+    return (status, None) if status >= 0 else (128 - status, -status)
 
 
 def _terminal_foreground() -> bool:

@@ -13,13 +13,10 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import signal
-import subprocess
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, suppress
 from pathlib import Path
-from types import FrameType
 
 from guard.errors import EXIT_INTERRUPTED, ConfigError, GuardFailure, one_line
 from guard.git.atomic import atomic_write, forget_stale_listings
@@ -352,12 +349,17 @@ def bisect_step(repo: Repo, command: Sequence[str], log: Path | None) -> StepRes
 
 
 def _step(repo: Repo, head: str, command: Sequence[str], log: Path | None) -> StepResult:
+    from guard.ops.attest import run_attested
     from guard.tree import patching
 
     _, report = patching.apply_then_check(repo, allow_mid_operation=True)
     if report.ok:
-        status, ended_by = _run_forwarding_signals(command, repo.workdir)
-        result = StepResult(status, head, signal=ended_by)
+        status, ended_by, verdict = run_attested(repo, report, command, cwd=repo.workdir)
+        if verdict.wrong:  # the command ran other code: its status says nothing of this commit
+            why = "the command's processes did not run the patched code"
+            result = StepResult(BISECT_SKIP, head, why, verdict.problems)
+        else:
+            result = StepResult(status, head, signal=ended_by)
     else:
         result = StepResult(BISECT_SKIP, head, "the patches do not hold here", report.problems())
     if log is not None:
@@ -376,33 +378,3 @@ def _log_step(repo: Repo, log: Path, result: StepResult) -> None:
     line = {**stamp(repo), "exit": result.status, "skipped": result.skipped}
     with log.open("a", encoding="utf-8") as handle:
         handle.write(json.dumps(line, separators=(",", ":")) + "\n")
-
-
-def _run_forwarding_signals(command: Sequence[str], cwd: Path) -> tuple[int, int | None]:
-    """Run the user's command and wait; SIGTERM/SIGHUP are passed on, Ctrl-C reaches it itself.
-
-    Returns its status and the signal that ended it, if one did: the status is then 128+N,
-    which aborts the bisect.
-    """
-    try:
-        child = subprocess.Popen(list(command), cwd=cwd)
-    except OSError as error:
-        raise GuardFailure(f"cannot start {command[0]}: {error}") from None
-
-    def forward(number: int, _frame: FrameType | None) -> None:
-        child.send_signal(number)
-
-    previous = {
-        number: signal.signal(number, forward) for number in (signal.SIGTERM, signal.SIGHUP)
-    }
-    previous[signal.SIGINT] = signal.signal(signal.SIGINT, _let_the_command_answer)
-    try:
-        status = child.wait()
-    finally:
-        for number, handler in previous.items():
-            signal.signal(number, handler)
-    return (status, None) if status >= 0 else (128 - status, -status)
-
-
-def _let_the_command_answer(_number: int, _frame: FrameType | None) -> None:
-    """Ctrl-C reaches the command from the terminal; the step waits for it, then lifts."""
