@@ -363,7 +363,11 @@ def _session(
         )
     load_manifest(repo)  # nothing recorded: said now, before any move (and nothing to carry)
     bench = _Bench(repo, options, progress)
-    with out_of_reach_of_ctrl_c(), _deferred_signals(bench), moves.lifted(repo, operation) as lift:
+    with (
+        out_of_reach_of_ctrl_c(),
+        _deferred_signals(bench),
+        moves.lifted(repo, operation, hunt=True) as lift,
+    ):
         try:
             yield bench
         finally:
