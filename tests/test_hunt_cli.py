@@ -10,6 +10,7 @@ the real git; the benchmarks are small scripts that print what the real ones pri
 
 from __future__ import annotations
 
+import json
 import shlex
 import shutil
 import sys
@@ -117,3 +118,174 @@ def test_undo_after_a_compare_takes_back_the_users_change_not_the_hunts(hunt: Ch
     assert said.stdout.startswith("undid the apply of eagle3")
     assert hunt.pg("undo", "--list", check=0).stdout.startswith("0. the unapply of eagle3")
     hunt.pg("check", check=1)  # the user's apply taken back: the patch is out, as it was
+
+
+# --- numbers as printed -------------------------------------------------------------------------
+
+# A stand-in for `vllm bench serve`: its result block with vLLM's own format strings
+# (vllm/benchmarks/serve.py: `"{:<40} {:<10.2f}".format(label, value)`), and with
+# `--save-result --result-filename F` the whole result as one JSON object, the file rewritten
+# by each run (json.dump, mode "w", no newline). The throughput is a third lower where the slow
+# all-reduce is (s09 on), with 2% noise seeded by the run's number (COUNTER counts the runs).
+VLLM_BENCH = """import json, os, random, sys
+counter = os.environ["BENCH_COUNTER"]
+run = int(open(counter).read()) if os.path.exists(counter) else 0
+open(counter, "w").write(str(run + 1))
+slow = "SLOW_ALLREDUCE = True" in open("REGRESSION_FILE").read()
+total = 1400.0 / (1.5 if slow else 1.0) * random.Random(run).lognormvariate(0, 0.02)
+result = {"request_throughput": 10.7, "output_throughput": total / 3,
+    "total_token_throughput": total, "mean_e2el_ms": 900.0, "median_ttft_ms": 40.0,
+    "request_rate": "inf", "max_concurrency": None}
+print("Starting initial single prompt test run...")
+print("{s:{c}^{n}}".format(s=" Serving Benchmark Result ", n=50, c="="))
+print("{:<40} {:<10}".format("Successful requests:", 1000))
+print("{:<40} {:<10}".format("Failed requests:", 0))
+print("{:<40} {:<10.2f}".format("Output token throughput (tok/s):", total / 3))
+print("{:<40} {:<10.2f}".format("Total token throughput (tok/s):", total))
+print("{s:{c}^{n}}".format(s="End-to-end Latency", n=50, c="-"))
+print("{:<40} {:<10.2f}".format("Mean E2EL (ms):", 900.0))
+print("=" * 50)
+if "--save-result" in sys.argv and "--write-nothing" not in sys.argv:
+    name = sys.argv[sys.argv.index("--result-filename") + 1]
+    with open(name, "w", encoding="utf-8") as outfile:
+        json.dump(result, outfile)
+""".replace("REGRESSION_FILE", sample_repo.REGRESSION_FILE)
+
+
+def test_vllm_save_result_json_is_read_whole_each_run_and_a_run_that_wrote_nothing_is_refused(
+    hunt: Checkout, tmp_path: Path
+) -> None:
+    """vLLM's --save-result rewrites its file with one JSON object per run: each run's own
+    object is read (the key's direction known: total_token_throughput up), and the drop found.
+    A later run that writes nothing is not counted: the previous run's object is never read
+    again."""
+    bench = tmp_path / "vllm_bench.py"
+    bench.write_text(VLLM_BENCH)
+    command = (sys.executable, str(bench), "--save-result", "--result-filename", "result.json")
+    measure = ("--metric", "json:total_token_throughput", "--metric-file", "result.json")
+    result = hunt.pg("compare", "s08", "s09", *measure, *FEW, "--json", "--", *command, check=0)
+    report = json.loads(result.stdout)
+    assert report["verdict"] == "different"
+    assert report["direction"] == "higher"
+    assert -36 < report["delta_pct"] < -30
+    assert 1300 < report["a"]["median"] < 1500  # the JSON's number, not a label's row
+    runs = runs_made(hunt)
+    nothing = hunt.pg(
+        "compare", "s08", "s09", *measure, *FEW, "--", *command, "--write-nothing", check=1
+    )
+    assert "run failed (nothing written to result.json)" in nothing.stderr
+    assert runs_made(hunt) == runs + 1  # the first warm-up, and nothing counted
+
+
+VLLM_ROWS = {  # label: value, as `vllm bench serve` prints them
+    "Request throughput (req/s)": 10.74,
+    "Output token throughput (tok/s)": 466.67,
+    "Peak output token throughput (tok/s)": 512.0,
+    "Total token throughput (tok/s)": 1400.0,
+    "Mean TTFT (ms)": 41.5,
+    "Median TTFT (ms)": 40.25,
+    "Mean E2EL (ms)": 900.0,
+    "P99 E2EL (ms)": 1250.5,
+    "Acceptance length": 2.5,
+    "Request goodput (req/s)": 9.5,
+}
+VLLM_SAVED = {"total_token_throughput": 1400.0, "mean_e2el_ms": 900.0, "median_ttft_ms": 40.25}
+
+
+@pytest.mark.parametrize(
+    ("spec", "value", "direction"),
+    [
+        ("Output token throughput (tok/s)", 466.67, "higher"),
+        ("Peak output token throughput", 512.0, "higher"),
+        ("Total token throughput (tok/s):", 1400.0, "higher"),
+        ("Request throughput", 10.74, "higher"),
+        ("Median TTFT (ms)", 40.25, "lower"),
+        ("Mean E2EL (ms)", 900.0, "lower"),
+        ("P99 E2EL (ms)", 1250.5, "lower"),
+        ("Acceptance length", 2.5, "higher"),
+        ("Request goodput (req/s)", 9.5, "higher"),
+        ("json:total_token_throughput", 1400.0, "higher"),
+        ("json:mean_e2el_ms", 900.0, "lower"),
+        ("median_ttft_ms", 40.25, "lower"),
+    ],
+)
+def test_vllm_rows_and_keys_are_read_with_their_direction(
+    spec: str, value: float, direction: str
+) -> None:
+    """vLLM's labels and --save-result keys (vllm/benchmarks/serve.py), printed its way."""
+    from guard.hunt.metrics import parse_metric
+
+    block = "\n".join("{:<40} {:<10.2f}".format(f"{k}:", v) for k, v in VLLM_ROWS.items())
+    metric = parse_metric(spec)
+    assert metric.direction == direction
+    assert metric.read(f"{block}\n{json.dumps(VLLM_SAVED)}") == pytest.approx(value)
+    if spec.startswith("json:"):  # the saved file, indented or not
+        assert metric.read(json.dumps(VLLM_SAVED, indent=4)) == pytest.approx(value)
+
+
+# sglang's result block (sglang-bench-output.md) with the value of run N as given: argv[N+1]
+# (the last one again for later runs), after a warm-up block whose row holds a good number.
+PRINTED = """import os, sys
+counter = os.environ["BENCH_COUNTER"]
+run = int(open(counter).read()) if os.path.exists(counter) else 0
+open(counter, "w").write(str(run + 1))
+print("{:<40} {:<10.2f}".format("Output token throughput (tok/s):", 1100.0))
+print("{:=^50}".format(" Serving Benchmark Result "))
+print("{:<40} {:<10}".format("Output token throughput (tok/s):", sys.argv[1:][min(run, len(sys.argv) - 2)]))
+"""
+
+
+@pytest.mark.parametrize(
+    ("printed", "said"),
+    [
+        (("1,234.56", "nan"), "its last value reads 'nan', not a number"),
+        (("1,234.56", "1 234.56"), "can be read more than one way"),
+    ],
+)
+def test_numbers_as_printed_grouped_read_whole_nan_and_ambiguous_refused(
+    hunt: Checkout, tmp_path: Path, printed: tuple[str, str], said: str
+) -> None:
+    """`1,234.56` is 1234.56 (it was read as 1); a last row of nan or inf, or digits that read
+    two ways, refuse the run with its line shown, never falling back to the warm-up's row
+    (1,100.00) above it. Both warm-ups are the first runs: the second one stops the compare."""
+    bench = tmp_path / "printed.py"
+    bench.write_text(PRINTED)
+    result = hunt.pg("compare", "s02", "s03", *FEW, "--", sys.executable, str(bench), *printed)
+    assert result.returncode == 1, result.stderr
+    assert f"warm-up 1 at {hunt.commits['s02'][:10]}: 1234.56" in result.stderr
+    refused = next(
+        line
+        for line in result.stderr.splitlines()
+        if "warm-up 1 at" in line and hunt.commits["s03"][:10] in line
+    )
+    assert said in refused
+    assert "not counted" in refused and printed[1] in refused  # the line is shown
+    assert runs_made(hunt) == 2
+
+
+@pytest.mark.parametrize(
+    ("printed", "value"),
+    [
+        ("1,234,567.5", 1234567.5),
+        ("1_234.5", 1234.5),
+        ("1\u00a0234.5", 1234.5),  # a no-break space: never between two columns
+        ("1\u202f234.5", 1234.5),
+        ("94.12   ", 94.12),
+        ("3.5e3", 3500.0),
+        ("inf", None),
+        ("1e999", None),
+        ("-", None),
+        ("1.234,5", None),
+        ("12 345", None),
+    ],
+)
+def test_a_printed_number_reads_one_way_or_is_refused(printed: str, value: float | None) -> None:
+    from guard.hunt.metrics import Unreadable, parse_metric
+
+    metric = parse_metric("Output token throughput (tok/s)")
+    output = f"Output token throughput (tok/s): 5.0\nOutput token throughput (tok/s): {printed}\n"
+    if value is None:
+        with pytest.raises(Unreadable):
+            metric.read(output)
+    else:
+        assert metric.read(output) == pytest.approx(value)
