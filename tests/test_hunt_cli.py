@@ -67,8 +67,19 @@ def test_a_metric_after_the_command_is_refused_not_a_pass_fail_bisect(hunt: Chec
     assert runs_made(hunt) == 0
     assert hunt.git("bisect", "log").stdout == marks  # nothing marked
     pasted = hunt.pg(*shlex.split(right)[1:], *FEW, check=0)
-    assert f"first changed: {hunt.commits['s09'][:10]}" in pasted.stdout
     assert runs_made(hunt) > 0
+    # the end of a bisect: the commit's short id and subject, its change, how to leave
+    end = pasted.stdout.splitlines()
+    slow = f"first changed: {hunt.commits['s09'][:10]} s09: distributed: new all-reduce (slow)"
+    assert slow in end
+    against = end[end.index(slow) + 1]
+    assert against.startswith("  against GOOD: Δ -3") and "(95% CI -3" in against
+    hint = end[-1].split(": ", 1)[1]
+    assert hint == "patchguard git bisect reset"
+    hunt.pg(*shlex.split(hint)[1:], check=0)  # pasted: the bisect is over, the user back
+    assert not (hunt.root / ".git" / "BISECT_START").exists()
+    assert hunt.git("symbolic-ref", "--short", "HEAD").stdout.strip() == "work"
+    hunt.pg("check", check=0)
 
 
 def test_compare_refuses_its_options_after_the_command_and_keeps_the_commands_own(
@@ -289,3 +300,35 @@ def test_a_printed_number_reads_one_way_or_is_refused(printed: str, value: float
             metric.read(output)
     else:
         assert metric.read(output) == pytest.approx(value)
+
+
+# --- a stash that holds the patch ---------------------------------------------------------------
+
+
+def test_status_names_a_stash_that_holds_the_patch_and_the_advice_works(hunt: Checkout) -> None:
+    """`git stash && git pull && git stash pop`: the pull's hook re-applied the patch, so git
+    refuses the pop and the stash stays behind, holding the patch and the user's edit. status
+    says so and how to get it back; the advice, pasted, does. A stash of other files only is
+    not named."""
+    for _ in range(2):  # an answer kept for this content, before any stash
+        assert "stash" not in hunt.pg("status", check=0).stdout
+    readme = hunt.root / "README.md"
+    readme.write_text(readme.read_text() + "my own note\n")
+    hunt.git("stash", "-q")
+    hunt.git("merge", "-q", "--ff-only", "s03")  # what `git pull` does, with its hook
+    assert hunt.pg("check", check=0)
+    refused = hunt.git("stash", "pop", check=False)
+    assert refused.returncode != 0 and hunt.stash_count() == 1  # git's own refusal
+    said = hunt.pg("status", check=0).stdout.splitlines()
+    line = next(line for line in said if line.startswith("stash@{0} holds patch eagle3"))
+    advice = line.split("to get the rest of the stash back: ", 1)[1].split(";")[0]
+    assert advice == "patchguard git stash pop"
+    hunt.pg(*shlex.split(advice)[1:], check=0)
+    assert readme.read_text().endswith("my own note\n")
+    assert hunt.stash_count() == 0
+    hunt.pg("check", check=0)
+    assert "holds patch" not in hunt.pg("status", check=0).stdout
+    readme.write_text(readme.read_text() + "another note\n")
+    hunt.git("stash", "push", "-q", "--", "README.md")
+    for _ in range(2):  # the full answer, then the one kept for this content and stash
+        assert "holds patch" not in hunt.pg("status", check=0).stdout

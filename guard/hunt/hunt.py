@@ -127,6 +127,7 @@ class Hunt:
     first_changed: str | None
     change: stats.Decision | None  # first_changed against GOOD
     runs: int
+    subject: str = ""  # first_changed's, for the summary
 
 
 class _Kept:
@@ -565,6 +566,9 @@ def bisect(repo: Repo, options: Options, progress: Callable[[str], None]) -> Hun
             "(or leave the bisect: patchguard git bisect reset)"
         ) from None
     kept.drop()
+    if found.first_changed is not None:
+        subject = ["log", "-1", "--format=%s", found.first_changed]
+        found.subject = run_git(subject, repo.workdir).stdout.strip()
     return found
 
 
