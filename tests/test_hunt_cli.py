@@ -117,7 +117,14 @@ def test_compare_refuses_its_options_after_the_command_and_keeps_the_commands_ow
 def test_undo_after_a_compare_takes_back_the_users_change_not_the_hunts(hunt: Checkout) -> None:
     """A compare applies and lifts the patch at every commit it measures (dozens of writes);
     none of them is the user's. `undo --list` is as it was before, and `undo` takes back the
-    user's own last change, leaving the patch applied by it and `check` as it was."""
+    user's own last change. A pass/fail bisect's steps, each a process of its own, alike."""
+    hunt.pg("bisect", "start", "s12", "s06", check=0)
+    before = hunt.pg("undo", "--list", check=0).stdout
+    fast = f"! grep -q 'SLOW_ALLREDUCE = True' {sample_repo.REGRESSION_FILE}"
+    found = hunt.pg("bisect", "run", "sh", "-c", fast, check=0)
+    assert f"{hunt.commits['s09']} is the first bad commit" in found.stdout
+    assert hunt.pg("undo", "--list", check=0).stdout == before
+    hunt.pg("bisect", "reset", check=0)
     hunt.pg("unapply", "eagle3", check=0)
     hunt.pg("apply", "eagle3", check=0)
     listed = hunt.pg("undo", "--list", check=0).stdout
