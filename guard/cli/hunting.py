@@ -28,21 +28,20 @@ class _CommandLast(click.Command):
     """A command that ends with the user's COMMAND: patchguard's options come before it."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        return super().parse_args(ctx, options_before_command(self, ctx, args))
+        return super().parse_args(ctx, _options_before_command(self, ctx, args))
 
 
-def options_before_command(
+def _options_before_command(
     command: click.Command, ctx: click.Context, args: list[str]
 ) -> list[str]:
     """`args` with COMMAND marked off by `--`; a usage error (exit 2, with the line in the right
     order) when a long option of ours comes after COMMAND's first word.
 
-    compare takes options anywhere and `bisect run` none after COMMAND, so the same habit
-    (`bisect run python3 bench.py --metric M`, `compare A B python3 bench.py --metric M`) ended
-    as a pass/fail bisect in one and was taken as ours in the other. Now neither guesses: the
-    options go first. Words after COMMAND that are not our options (`--quick`) are COMMAND's,
-    and so is everything after an explicit `--`. Short options are left to COMMAND: `-C` means
-    something to make, git and tar.
+    One habit must not mean two things: a trailing `--metric M` read as COMMAND's makes `bisect
+    run` a pass/fail bisect that measures nothing, and read as ours it changes what COMMAND
+    gets. So both commands take their options first and refuse one after. Words after COMMAND
+    that are not our options (`--quick`) are COMMAND's, and so is everything after an explicit
+    `--`. Short options are left to COMMAND: `-C` means something to make, git and tar.
     """
     params = command.get_params(ctx)
     takes_value = {}
