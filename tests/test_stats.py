@@ -9,7 +9,7 @@ from scipy import stats as scipy_stats
 
 from guard.errors import ConfigError
 from guard.hunt import stats
-from guard.hunt.metrics import HIGHER, LOWER, parse_metric
+from guard.hunt.metrics import HIGHER, LOWER, Unreadable, parse_metric
 
 NOISE = 0.02  # 2% per run, as a quiet GPU box gives
 PLAN = stats.Plan(8, 32)  # compare's defaults
@@ -154,11 +154,12 @@ def test_the_metric_is_read_as_sglang_prints_it(
     assert metric.direction == direction
 
 
-def test_the_last_occurrence_wins_and_a_missing_or_textual_value_is_none() -> None:
+def test_the_last_occurrence_wins_a_missing_value_is_none_and_a_textual_one_refused() -> None:
     assert parse_metric("Output token throughput (tok/s)").read(SERVING + SERVING[-140:]) == 94.12
-    assert parse_metric("Backend").read(SERVING) is None
     assert parse_metric("Request throughput (req/s)").read(SERVING) is None
-    assert parse_metric("json:backend").read(JSONL) is None
+    for textual in ("Backend", "json:backend"):
+        with pytest.raises(Unreadable, match="not a number"):
+            parse_metric(textual).read(SERVING + JSONL)
     assert parse_metric("Concurrency", LOWER).direction == LOWER  # the user says
 
 

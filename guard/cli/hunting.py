@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -21,6 +22,75 @@ from guard.cli.lifted import git_lifted, report_lift
 from guard.cli.options import PASS_THROUGH, directory_option, epilog, json_option
 from guard.errors import EXIT_GUARD_FAILED, EXIT_OK, one_line
 from guard.git.repo import Repo
+
+
+class _CommandLast(click.Command):
+    """A command that ends with the user's COMMAND: patchguard's options come before it."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        return super().parse_args(ctx, _options_before_command(self, ctx, args))
+
+
+def _options_before_command(
+    command: click.Command, ctx: click.Context, args: list[str]
+) -> list[str]:
+    """`args` with COMMAND marked off by `--`; a usage error (exit 2, with the line in the right
+    order) when a long option of ours comes after COMMAND's first word.
+
+    One habit must not mean two things: a trailing `--metric M` read as COMMAND's makes `bisect
+    run` a pass/fail bisect that measures nothing, and read as ours it changes what COMMAND
+    gets. So both commands take their options first and refuse one after. Words after COMMAND
+    that are not our options (`--quick`) are COMMAND's, and so is everything after an explicit
+    `--`. Short options are left to COMMAND: `-C` means something to make, git and tar.
+    """
+    params = command.get_params(ctx)
+    takes_value = {}
+    for param in params:
+        if isinstance(param, click.Option):
+            for name in (*param.opts, *param.secondary_opts):
+                takes_value[name] = not (param.is_flag or param.count)
+    leading = sum(isinstance(p, click.Argument) for p in params) - 1  # A and B of compare
+    start = 0
+    while start < len(args):
+        word = args[start]
+        if word == "--":
+            return args  # COMMAND's, whatever it holds
+        if word.startswith("-") and len(word) > 1:
+            name, equals, _ = word.partition("=")
+            start += 2 if takes_value.get(name) and not equals else 1
+        elif leading:
+            leading, start = leading - 1, start + 1
+        else:
+            break
+    before, rest = args[:start], args[start:]
+    if not rest:
+        return args  # no COMMAND: click says it is missing
+    ours: list[str] = []  # our options after COMMAND's first word, with their values
+    kept = [rest[0]]  # COMMAND without them
+    index = 1
+    while index < len(rest):
+        word = rest[index]
+        name, equals, _ = word.partition("=")
+        if word == "--":
+            kept += rest[index:]
+            break
+        if name.startswith("--") and name in takes_value and name != "--help":
+            width = 2 if takes_value[name] and not equals else 1
+            ours += rest[index : index + width]
+            index += width
+        else:
+            kept.append(word)
+            index += 1
+    if ours:
+        right = shlex.join([*before, *ours, "--", *kept])
+        named = ", ".join(dict.fromkeys(w.partition("=")[0] for w in ours if w.startswith("--")))
+        raise click.UsageError(
+            f"{named} after COMMAND: patchguard's options go before it (everything from "
+            f"COMMAND's first word on is COMMAND's). Run: {ctx.command_path} {right}  (or, "
+            f"when COMMAND takes them itself: {ctx.command_path} "
+            f"{shlex.join([*before, '--', *rest])})"
+        )
+    return [*before, "--", *rest]
 
 
 def _measure_options(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -122,10 +192,11 @@ _DEFAULT_METRIC = "Output token throughput (tok/s)"
 
 
 @click.command(
+    cls=_CommandLast,
     epilog=epilog(
         "patchguard compare v0.5.9 v0.5.10 -- python ~/throughput.py",
         "patchguard compare c1 c2 --metric 'Median TTFT (ms)' --json -- python ~/throughput.py",
-    )
+    ),
 )
 @click.argument("a")
 @click.argument("b")
@@ -192,6 +263,7 @@ def bisect() -> None:
 
 @bisect.command(
     name="run",
+    cls=_CommandLast,
     context_settings=PASS_THROUGH,
     epilog=epilog(
         "patchguard git bisect start v0.5.10 v0.5.9",
@@ -242,7 +314,8 @@ def bisect_run(
     a command that was interrupted, died from a signal or exited above 127 stops the bisect
     there with nothing marked, and says so. A failure of patchguard itself aborts the bisect
     rather than mark a commit bad.
-    Options end at COMMAND: everything after its first word is COMMAND's.
+    Options go before COMMAND: everything from its first word on is COMMAND's, and one of
+    these options written after it is refused (exit 2) with the line in the right order.
 
     With --metric M, COMMAND is a benchmark and its status does not decide: GOOD and BAD are
     measured as `patchguard compare` measures them, then each commit git offers is run

@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 import sys
 
-from guard.errors import EXIT_GUARD_FAILED, EXIT_OK
+from guard.errors import EXIT_GUARD_FAILED, EXIT_OK, PatchguardError
 from guard.store import fastpath
 
 TYPE_CHECKING = False
@@ -59,8 +59,10 @@ def _repo(cwd: Path | str) -> Repo:
 
 
 def status(cwd: Path | str, names: Sequence[str], as_json: bool) -> int:
-    """`patchguard status [NAMES] [--json]`: each patch's state, file by file."""
-    trusted, answer = _recalled("status", names, as_json, cwd)
+    """`patchguard status [NAMES] [--json]`: each patch's state, file by file; then, as text,
+    the stash entries that hold a recorded patch (the answer is kept by the stash's reflog)."""
+    stash_log = _stash_log(cwd)
+    trusted, answer = _recalled("status", names, as_json, cwd, stash_log)
     if answer is not None:
         echo(answer)
         return EXIT_OK
@@ -80,8 +82,12 @@ def status(cwd: Path | str, names: Sequence[str], as_json: bool) -> int:
     if as_json:
         answer = render.status_json(report.patches)
     else:
-        answer = "\n".join(render.status_lines(report.patches, report.symbols))
-        answer = answer or "no patches recorded"
+        lines = render.status_lines(report.patches, report.symbols)
+        if stash_log:
+            from guard.tree import stashes
+
+            lines += render.stash_lines(stashes.holding(repo, stash_log))
+        answer = "\n".join(lines) or "no patches recorded"
     echo(answer)
     warnings = render.warning_lines(report)
     for line in warnings:
@@ -90,8 +96,20 @@ def status(cwd: Path | str, names: Sequence[str], as_json: bool) -> int:
     # HEAD (HEAD's own commit and the refs that hold it say that): not kept then.
     pure = not any(v.committed_in_head for v in report.patches)
     if trusted is not None and report.ok and not warnings and not interrupted and pure:
-        _keep(cwd, trusted, _question("status", names, as_json, trusted), answer)
+        _keep(cwd, trusted, _question("status", names, as_json, trusted, stash_log), answer)
     return EXIT_OK if report.ok else EXIT_GUARD_FAILED
+
+
+def _stash_log(cwd: Path | str) -> str:
+    """The stash's reflog (stash@{0} last), "" without a stash: one failed open, no git."""
+    from guard.git.gitpaths import find_repository
+
+    try:
+        common_dir = find_repository(str(cwd))[2]
+        with open(os.path.join(common_dir, "logs", "refs", "stash"), "rb") as log:
+            return log.read().decode(errors="replace")
+    except (OSError, PatchguardError):
+        return ""
 
 
 def apply(
@@ -287,14 +305,14 @@ def stamp(cwd: Path | str) -> None:
 
 
 def _recalled(
-    command: str, names: Sequence[str], as_json: bool, cwd: Path | str
+    command: str, names: Sequence[str], as_json: bool, cwd: Path | str, also: str = ""
 ) -> tuple[fastpath.CurrentKey | None, str | None]:
     """The worktree's key when `check` verified this content, and the command's answer for it
-    when one is on record."""
+    when one is on record (`also`: what else the answer depends on)."""
     trusted = fastpath.trusted_key(str(cwd))
     if trusted is None:
         return None, None
-    return trusted, fastpath.recall(trusted, _question(command, names, as_json, trusted))
+    return trusted, fastpath.recall(trusted, _question(command, names, as_json, trusted, also))
 
 
 def _keep(cwd: Path | str, trusted: fastpath.CurrentKey, question: str, answer: str) -> None:
@@ -306,15 +324,25 @@ def _keep(cwd: Path | str, trusted: fastpath.CurrentKey, question: str, answer: 
 
 
 def _question(
-    command: str, names: Sequence[str], as_json: bool, trusted: fastpath.CurrentKey
+    command: str,
+    names: Sequence[str],
+    as_json: bool,
+    trusted: fastpath.CurrentKey,
+    also: str = "",
 ) -> str:
-    """What an answer answers: the command and its words, the code that words it, and the undo
-    journal as it was (a killed writer's entry is said, and recovered, in full)."""
-    words = [command, "json" if as_json else "text", _wording()]
+    """What an answer answers: the command and its words, the code that words it, the undo
+    journal as it was (a killed writer's entry is said, and recovered, in full), and `also`."""
+    words = [command, "json" if as_json else "text", _wording(), also]
     return "\0".join([*words, fastpath.undo_state(trusted.git_dir), *names])
 
 
-_WORDING = ("cli/plain.py", "cli/render.py", "tree/patching.py", "tree/verdicts.py")
+_WORDING = (
+    "cli/plain.py",
+    "cli/render.py",
+    "tree/patching.py",
+    "tree/verdicts.py",
+    "tree/stashes.py",
+)
 _wording_digest: list[str] = []
 
 

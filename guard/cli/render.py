@@ -120,6 +120,17 @@ def status_lines(
     return lines
 
 
+def stash_lines(held: Sequence[tuple[str, list[str]]]) -> list[str]:
+    """The stash entries that hold a recorded patch: `git stash pop` refuses them while the
+    patch is re-applied, and `patchguard git stash pop` brings back the rest without it."""
+    return [
+        f"{entry} holds patch {', '.join(names)} (git stash took it; git stash pop refuses "
+        f"while it is re-applied): to get the rest of the stash back: patchguard git stash pop"
+        f"{'' if entry == 'stash@{0}' else ' ' + entry}; to throw it away: git stash drop {entry}"
+        for entry, names in held
+    ]
+
+
 def check_lines(report: CheckReport) -> list[str]:
     """A one-screen summary; problems come from CheckReport.problems()."""
     lines = [f"patch {v.name}: {v.state}" for v in report.patches]
@@ -411,7 +422,8 @@ def hunt_lines(hunt: Hunt) -> list[str]:
         if step.reason:
             lines.append(f"    skipped: {step.reason}")
     if hunt.verdict == "found":
-        lines.append(f"first changed: {hunt.first_changed}")
+        first = hunt.first_changed or ""
+        lines.append(f"first changed: {first[:10]} {hunt.subject}".rstrip())
         if hunt.change is not None:
             lines.append(f"  against GOOD: {_delta(hunt.change)}")
     elif hunt.verdict == "ambiguous":
@@ -425,6 +437,7 @@ def hunt_lines(hunt: Hunt) -> list[str]:
             " (see above); nothing was marked"
         )
     lines.append(f"{hunt.runs} benchmark runs (warm-ups and failed runs included)")
+    lines.append("the bisect is still on; to leave it: patchguard git bisect reset")
     return lines
 
 

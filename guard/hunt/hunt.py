@@ -37,7 +37,7 @@ from guard.git.objects import blob_id
 from guard.git.process import out_of_reach_of_ctrl_c, run_git
 from guard.git.repo import Repo
 from guard.hunt import stats
-from guard.hunt.metrics import Metric
+from guard.hunt.metrics import Metric, Unreadable
 from guard.ops import attest, moves
 from guard.ops.provenance import same_code, stamp, with_attestations
 from guard.store.derived import load_manifest
@@ -130,6 +130,7 @@ class Hunt:
     first_changed: str | None
     change: stats.Decision | None  # first_changed against GOOD
     runs: int
+    subject: str = ""  # first_changed's, for the summary
 
 
 class _Kept:
@@ -265,23 +266,15 @@ class _Bench:
         """One run of CMD at `commit`: its sample, or None when it failed or printed no value."""
         self.visit(commit)
         self.stop_if_asked()
-        before = self._metric_file_size()
+        before = self._metric_file_state()
         status, output, attested = self._execute()
         self.runs += 1
         self.stop_if_asked()  # a run cut short by Ctrl-C is never counted
         self._refuse_changed_code(commit)
-        source = output
-        if self.metric_file is not None:
-            source = self._metric_file_text(self.metric_file, before)
-        value = self.options.metric.read(source) if status == 0 else None
-        if value is None or value <= 0:
+        value = self._value(status, output, before)
+        if isinstance(value, str):  # why it has none
             tail = " | ".join(output.strip().splitlines()[-_TAIL_LINES:]) or "(no output)"
-            why = (
-                f"exit {status}"
-                if status
-                else f"no positive value for {self.options.metric.describe()}"
-            )
-            self.progress(f"{what} at {commit[:10]}: run failed ({why}); not counted: {tail}")
+            self.progress(f"{what} at {commit[:10]}: run failed ({value}); not counted: {tail}")
             self.printed_no_value = status == 0
             return None
         if not attested.counted:
@@ -349,17 +342,49 @@ class _Bench:
                 "benchmark must not check out or edit the checkout it measures"
             )
 
-    def _metric_file_size(self) -> int:
+    def _value(self, status: int, output: str, before: tuple[bytes, int] | None) -> float | str:
+        """The run's value, or why it has none that counts (its exit, nothing written to
+        --metric-file, a last value that is nan, inf or not read for sure, none at all)."""
+        if status:
+            return f"exit {status}"
+        source = output
+        if self.metric_file is not None:
+            written = self._metric_file_text(self.metric_file, before)
+            if written is None:
+                return f"nothing written to {self.options.metric_file}"
+            source = written
+        metric = self.options.metric
+        try:
+            value = metric.read(source)
+        except Unreadable as refusal:
+            return f"{metric.describe()}: {refusal}"
+        if value is None or value <= 0:
+            return f"no positive value for {metric.describe()}"
+        return value
+
+    def _metric_file_state(self) -> tuple[bytes, int] | None:
+        """--metric-file's bytes and modification time before a run (None: no file yet)."""
         path = self.metric_file
-        return path.stat().st_size if path is not None and path.exists() else 0
+        try:
+            return (path.read_bytes(), path.stat().st_mtime_ns) if path is not None else None
+        except OSError:
+            return None
 
     @staticmethod
-    def _metric_file_text(path: Path, before: int) -> str:
-        """What the run appended to --metric-file (all of it, if the run rewrote the file)."""
-        if not path.exists():
-            return ""
-        data = path.read_bytes()
-        return (data[before:] if len(data) > before else data).decode(errors="replace")
+    def _metric_file_text(path: Path, before: tuple[bytes, int] | None) -> str | None:
+        """What the run wrote to --metric-file: what it appended (sglang's --output-file), or
+        all of it when it rewrote the file (vLLM's --save-result); None when it wrote nothing,
+        so the previous run's line is never read again."""
+        try:
+            data, written = path.read_bytes(), path.stat().st_mtime_ns
+        except OSError:
+            return None
+        if before is not None:
+            if (data, written) == before:
+                return None
+            if before[0] and data.startswith(before[0]) and data != before[0]:
+                data = data[len(before[0]) :]
+        return data.decode(errors="replace")
 
 
 def _blob_of(repo: Repo, path: str) -> str | None:
@@ -387,7 +412,11 @@ def _session(
         )
     load_manifest(repo)  # nothing recorded: said now, before any move (and nothing to carry)
     bench = _Bench(repo, options, progress)
-    with out_of_reach_of_ctrl_c(), _deferred_signals(bench), moves.lifted(repo, operation) as lift:
+    with (
+        out_of_reach_of_ctrl_c(),
+        _deferred_signals(bench),
+        moves.lifted(repo, operation, hunt=True) as lift,
+    ):
         try:
             yield bench
         finally:
@@ -561,6 +590,9 @@ def bisect(repo: Repo, options: Options, progress: Callable[[str], None]) -> Hun
             "(or leave the bisect: patchguard git bisect reset)"
         ) from None
     kept.drop()
+    if found.first_changed is not None:
+        subject = ["log", "-1", "--format=%s", found.first_changed]
+        found.subject = run_git(subject, repo.workdir).stdout.strip()
     return found
 
 

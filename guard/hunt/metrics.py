@@ -1,17 +1,22 @@
-"""Reading one number from a benchmark's output, as sglang's benchmark scripts print it.
+"""Reading one number from a benchmark's output, as sglang's and vLLM's benchmarks print it.
 
 Three ways to name it (docs/hunting.md):
-- a label, as `bench_serving` and `bench_offline_throughput` print their rows (`Output token
-  throughput (tok/s):` padded to 40 columns, then the value) and as `bench_one_batch` and
-  `bench_one_batch_server` print theirs (`Decode.  median latency: 0.01178 s, median
-  throughput:    339.57 token/s`: a `key: value` pair after each comma, under the line's
-  `Decode.` prefix). Typed with or without its colon and its trailing unit (`(tok/s)`); spaces
-  and case do not matter.
-- `json:KEY`, a key of a JSON line (sglang appends JSONL with `--output-file`); a bare KEY that
-  no label matches is tried as one too.
+- a label, as `bench_serving`, `bench_offline_throughput` and vLLM's `vllm bench serve` print
+  their rows (`Output token throughput (tok/s):` padded to 40 columns, then the value) and as
+  `bench_one_batch` and `bench_one_batch_server` print theirs (`Decode.  median latency:
+  0.01178 s, median throughput:    339.57 token/s`: a `key: value` pair after each comma, under
+  the line's `Decode.` prefix). Typed with or without its colon and its trailing unit
+  (`(tok/s)`); spaces and case do not matter.
+- `json:KEY`, a key of a JSON line (sglang appends JSONL with `--output-file`) or of a whole
+  JSON file (vLLM's `--save-result` writes one object); a bare KEY that no label matches is
+  tried as one too.
 - `re:PATTERN`, a regular expression with one group.
-The last match wins: the warm-up rows come before the result. Which way is better is known
-for sglang's own names (throughput up, latency down); for others the user says.
+The last occurrence decides: the warm-up rows come before the result, and when the last one
+holds no number that can be read one way only (`nan`, `inf`, `1 234`), the run is refused
+(Unreadable) rather than read from an earlier row. Digits grouped by commas (`1,234.56`, as
+Python's `{:,}` prints them), underscores or a no-break or thin space are read whole; by a plain
+space they are refused: `12 345` may as well be two columns. Which way is better is known for
+sglang's and vLLM's own names (throughput up, latency down); for others the user says.
 """
 
 from __future__ import annotations
@@ -19,20 +24,38 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterable
 from dataclasses import dataclass
 
 from guard.errors import ConfigError
 
 HIGHER = "higher"
 LOWER = "lower"
-_NUMBER = re.compile(r"\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)")
+_GROUP_MARKS = ",_\u00a0\u202f\u2009"  # between groups of three digits: 1,234.56
+_NUMBER = re.compile(
+    rf"\s*([-+]?(?:\d{{1,3}}(?P<mark>[{_GROUP_MARKS}])\d{{3}}(?:(?P=mark)\d{{3}})*(?:\.\d*)?"
+    r"|\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)"
+)
+# what, right after a number, says it was read short: `1,23`, `1.234,5`, `12 345`, `1'234`
+_CUT_SHORT = re.compile(rf"[.'{_GROUP_MARKS}]\d| \d{{3}}(?!\d)")
 _PREFIX = re.compile(r"^(\S.*?\.)\s+(\S.*)$")  # `Decode 0.` / `Prefill.` before the first key
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _UNIT = re.compile(r"\s*\([^()]*\)$")  # a label's trailing unit: `(tok/s)`, `(ms)`
 # Words that say which way is better in sglang's labels and JSON keys (sglang-bench-output.md).
-_HIGHER_WORDS = ("throughput", "accept length", "accept_length", "acc_length")
-_LOWER_WORDS = ("latency", "ttft", "tpot", "itl", "duration", "(ms)", "(s)", "_ms", "_s")
+# vLLM's (vllm/benchmarks/serve.py) besides: `Mean E2EL (ms)`, `Acceptance length`, goodput.
+_HIGHER_WORDS = (
+    "throughput",
+    "goodput",
+    "accept length",
+    "accept_length",
+    "acc_length",
+    "acceptance",
+)
+_LOWER_WORDS = ("latency", "ttft", "tpot", "itl", "e2el", "duration", "(ms)", "(s)", "_ms", "_s")
+
+
+class Unreadable(ValueError):
+    """The metric's last occurrence in a run holds no number that reads one way only: the run
+    is not counted (an earlier row, a warm-up's, is never taken instead)."""
 
 
 @dataclass(frozen=True)
@@ -45,14 +68,15 @@ class Metric:
     direction: str | None
 
     def read(self, output: str) -> float | None:
-        """The metric's value in one run's output (its last occurrence), or None."""
+        """The metric's value at its last occurrence in one run's output; None when it does not
+        occur. Raises Unreadable when that occurrence is not a finite number read for sure."""
         if self.kind == "regex":
-            return _last_float(m.group(1) for m in re.finditer(self.key, output, re.M))
+            return _last_number([m.group(1) for m in re.finditer(self.key, output, re.M)])
         if self.kind == "label":
-            found = _last_float(_labelled(output, _normal(self.key)))
-            if found is not None or not _IDENTIFIER.match(self.key):
-                return found
-        return _last_float(_json_values(output, self.key))
+            found = _labelled(output, _normal(self.key))
+            if found or not _IDENTIFIER.match(self.key):
+                return _last_number(found)
+        return _last_number(_json_values(output, self.key))
 
     def describe(self) -> str:
         if self.kind == "label":
@@ -117,25 +141,49 @@ def _labelled(output: str, wanted: str) -> list[str]:
 
 
 def _json_values(output: str, key: str) -> list[str]:
-    found = []
-    for line in output.splitlines():
-        if not line.lstrip().startswith("{"):
-            continue
-        try:
-            data = json.loads(line)
-        except (json.JSONDecodeError, RecursionError):
-            continue
-        value = data.get(key) if isinstance(data, dict) else None
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            found.append(repr(value))
-    return found
+    """The key's value in each JSON line, or in the whole text when it is one JSON object (vLLM's
+    --save-result file, indented or not); a value that is not a number as its JSON text."""
+    whole = output.strip()
+    if whole.startswith("{") and whole.endswith("}"):
+        found = _json_value(whole, key)
+        if found is not None:
+            return found
+    return [value for line in output.splitlines() for value in _json_value(line, key) or []]
 
 
-def _last_float(texts: Iterable[str]) -> float | None:
-    value = None
-    for text in texts:
-        match = _NUMBER.match(text)
-        if match:
-            number = float(match.group(1))
-            value = number if math.isfinite(number) else value
-    return value
+def _json_value(text: str, key: str) -> list[str] | None:
+    """[the key's value] in one JSON object ([] without the key); None when `text` is not one."""
+    if not text.lstrip().startswith("{"):
+        return None
+    try:
+        data = json.loads(text)
+    except (json.JSONDecodeError, RecursionError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    if key not in data:
+        return []
+    value = data[key]
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    return [repr(value) if number else json.dumps(value)]
+
+
+def _last_number(texts: list[str]) -> float | None:
+    """The number the last text begins with; Unreadable when it holds none read for sure."""
+    if not texts:
+        return None
+    text = texts[-1]
+    match = _NUMBER.match(text)
+    shown = " ".join(text.split())[:40]
+    if match is None:
+        raise Unreadable(f"its last value reads {shown!r}, not a number")
+    if _CUT_SHORT.match(text, match.end()):
+        raise Unreadable(
+            f"its last value {shown!r} can be read more than one way (digits grouped by a "
+            "plain space, or a decimal comma); print it without grouping, or name it by "
+            "re:PATTERN"
+        )
+    number = float(re.sub(f"[{_GROUP_MARKS}]", "", match.group(1)))
+    if not math.isfinite(number):
+        raise Unreadable(f"its last value reads {shown!r}, not a finite number")
+    return number

@@ -15,7 +15,7 @@ import os
 import shlex
 import sys
 from collections.abc import Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager, suppress
+from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
 from pathlib import Path
 
 from guard.errors import EXIT_INTERRUPTED, ConfigError, GuardFailure, one_line
@@ -88,13 +88,17 @@ class Lift:
 
 
 @contextmanager
-def lifted(repo: Repo, operation: str) -> Iterator[Lift]:
+def lifted(repo: Repo, operation: str, *, hunt: bool = False) -> Iterator[Lift]:
     """Hold the worktree's lock, take the applied patches out, yield, put them back, check.
 
     When git stops in the middle of an operation, the patches stay out (the pending marker
     lets the hook that fires when it concludes put them back). An exception on the way still
     puts the patches back before it propagates. A lift or a put-back seen before, from the
     same verified content, is replayed (guard.tree.replay): the same bytes, journaled alike.
+
+    `hunt`: a regression hunt, whose applies and lifts at each commit (and the put-back) are
+    its own moves, not the user's: they leave nothing for `undo` (journal.passing), and the
+    lift's own entry, kept until the put-back takes it back byte for byte, is then gone too.
     """
     lift = Lift()
     if not repo.layout.manifest_path.exists():  # nothing recorded: plain git, nothing written
@@ -109,12 +113,14 @@ def lifted(repo: Repo, operation: str) -> Iterator[Lift]:
         else:
             lift.lifted, lift.entry = replayed
         try:
-            yield lift
+            with journal.passing() if hunt else nullcontext():
+                yield lift
         finally:
             # git's children inherited the hold (HELD_VARIABLE): one killed mid-write may have
             # left a temp file in a directory this process listed at the lift
             forget_stale_listings()
-            _put_back(repo, lift)
+            with journal.passing() if hunt else nullcontext():
+                _put_back(repo, lift)
 
 
 def _lift_in_full(repo: Repo, lift: Lift, before: CurrentKey | None) -> None:
@@ -263,7 +269,7 @@ def bisect_run(repo: Repo, command: Sequence[str], log: Path | None) -> tuple[in
     if log is not None:
         step += ["--log", str(log.resolve())]
     bin_dir = _step_command(repo, step)
-    with lifted(repo, "bisect run") as lift:
+    with lifted(repo, "bisect run", hunt=True) as lift:
         status = run_git(
             ["bisect", "run", STEP_NAME, *command],
             repo.workdir,
@@ -339,8 +345,8 @@ def bisect_step(repo: Repo, command: Sequence[str], log: Path | None) -> StepRes
     whatever it is (a bug included), and never marks a commit: only COMMAND's status does.
     """
     head = repo.head_commit_id()
-    try:
-        with _step_lock(repo, "bisect step"):
+    try:  # the hunt's own moves (under bisect run's lift): nothing for `undo`
+        with _step_lock(repo, "bisect step"), journal.passing():
             return _step(repo, head, command, log)
     except Exception as error:  # patchguard's own part failed: the commit was not measured
         return StepResult(

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from contextlib import nullcontext, suppress
+from contextlib import contextmanager, nullcontext, suppress
 from pathlib import Path
 
 from guard.errors import ConfigError, GuardFailure
@@ -31,6 +31,7 @@ from guard.git.worktree_paths import UnsafePath, one_walk
 
 TYPE_CHECKING = False  # not `from typing import ...`: typing costs the hooks ~3 ms
 if TYPE_CHECKING:
+    from collections.abc import Iterator
     from typing import Any
 
     from guard.git.repo import Repo
@@ -39,6 +40,21 @@ KEEP_ENTRIES = 10
 PACK_FILE = "before.pack"  # the old bytes of every file of the entry, flushed with one fsync
 WRITING = "writing"  # the old bytes are kept; files may be half replaced
 DONE = "done"  # every file is replaced: an entry for `undo`
+_passing = False  # inside passing(): the writes are a hunt's own moves, not the user's
+
+
+@contextmanager
+def passing() -> Iterator[None]:
+    """Writes that are all or nothing as ever, but leave nothing for `undo`: a regression
+    hunt's applies and lifts at each commit it measures. The user changed nothing by them (the
+    hunt puts the tree back as it was), so `undo` afterwards takes back the user's last change,
+    and the user's entries are not pruned to make room for the hunt's."""
+    global _passing
+    before, _passing = _passing, True
+    try:
+        yield
+    finally:
+        _passing = before
 
 
 class Journal:
@@ -102,6 +118,9 @@ class Journal:
         with one_walk():  # one package's directories walked once, however many files
             self._put_all(repo, entry)
         faults.point("journal-written")
+        if _passing:  # every file is written: the entry has served its all-or-nothing
+            self.discard()
+            return
         self._save(DONE, durable=False)  # lost: recover() finds every file as written
 
     def _put_all(self, repo: Repo, entry: Path) -> None:
@@ -166,7 +185,7 @@ class Journal:
 
     def _new_entry(self) -> Path:
         self.root.mkdir(parents=True, exist_ok=True)
-        entries = _entries(self.root)
+        entries = [] if _passing else _entries(self.root)  # a passing entry is gone at once
         for stale in entries[: max(0, len(entries) - KEEP_ENTRIES + 1)]:
             _remove_tree(stale)
         entry = self.root / f"{time.time_ns():020d}-{self.operation}"

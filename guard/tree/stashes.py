@@ -12,11 +12,12 @@ usual 3-way apply when the lift ends.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from guard.git.repo import Repo
 from guard.store.derived import load_manifest
+from guard.store.manifest import FileChange, Patch
 from guard.tree.assess import _contains_change, merge_labels
 from guard.tree.unmerged import without_patch
 
@@ -53,21 +54,11 @@ def plan(repo: Repo, args: Sequence[str]) -> StashPlan | None:
     if stash is None:
         return None  # git says what is wrong
     files, held = {}, []
-    for patch in load_manifest(repo).patches:
-        for change in patch.files:
-            stashed = repo.file_at(stash, change.path)
-            before = repo.file_at(f"{stash}^1", change.path)
-            base = repo.blob(change.base_blob) if change.base_blob else b""
-            patched = repo.blob(change.patched_blob)
-            labels = merge_labels(patch)
-            if stashed is None or stashed == before or base == patched:
-                continue
-            if before is not None and _contains_change(repo, base, before, patched, labels):
-                continue  # the stash's own commit had it: it is upstream's, not the stash's
-            rest = without_patch(repo, patch, base, patched, stashed)
-            if rest != stashed:
-                files[change.path] = rest
-                held.append(patch.name)
+    for patch, change, stashed, base, patched in _patch_files_in(repo, stash):
+        rest = without_patch(repo, patch, base, patched, stashed)
+        if rest != stashed:
+            files[change.path] = rest
+            held.append(patch.name)
     if not files:
         return None
     copy = repo.commit_with_files(stash, files)
@@ -77,3 +68,42 @@ def plan(repo: Repo, args: Sequence[str]) -> StashPlan | None:
     apply = None if empty else ["stash", "apply", *options, copy]
     drop = ["stash", "drop", *options, ref] if args[1] == "pop" else None
     return StashPlan(apply, drop, list(dict.fromkeys(held)))
+
+
+def _patch_files_in(
+    repo: Repo, stash: str
+) -> Iterator[tuple[Patch, FileChange, bytes, bytes, bytes]]:
+    """Each recorded patch's file that the stash commit changed, where the stash's own commit
+    (its first parent) did not hold the patch's change already (upstream's, then, not the
+    stash's): (patch, file, the stashed bytes, the patch's base and patched bytes)."""
+    for patch in load_manifest(repo).patches:
+        for change in patch.files:
+            stashed = repo.file_at(stash, change.path)
+            before = repo.file_at(f"{stash}^1", change.path)
+            base = repo.blob(change.base_blob) if change.base_blob else b""
+            patched = repo.blob(change.patched_blob)
+            if stashed is None or stashed == before or base == patched:
+                continue
+            labels = merge_labels(patch)
+            if before is not None and _contains_change(repo, base, before, patched, labels):
+                continue
+            yield patch, change, stashed, base, patched
+
+
+def holding(repo: Repo, log: str) -> list[tuple[str, list[str]]]:
+    """The stash entries (`stash@{N}`, newest first) that hold a recorded patch's change, with
+    the patches: after `git stash && git pull`, the hook re-applied the patch, so `git stash
+    pop` refuses and the entry stays. `log`: the stash's reflog (.git/logs/refs/stash)."""
+    found = []
+    for number, line in enumerate(reversed(log.splitlines())):
+        stash = line.split(" ", 2)[1] if line.count(" ") >= 2 else ""
+        if repo.commit_id(stash) is None:
+            continue
+        held = [
+            patch.name
+            for patch, change, stashed, base, patched in _patch_files_in(repo, stash)
+            if _contains_change(repo, base, stashed, patched, merge_labels(patch))
+        ]
+        if held:
+            found.append((f"stash@{{{number}}}", list(dict.fromkeys(held))))
+    return found
