@@ -185,6 +185,8 @@ missing = [m for m in {METHODS!r} if not callable(getattr({CLASS}, m, None))]
 if missing:
     sys.exit(f"bench: the model lacks {{', '.join(missing)}}")
 """
+# What a benchmark of the sample starts with: it imports the patched model (so its run is attested).
+IMPORT_THE_MODEL = _BENCH_PREAMBLE
 # The benchmark of the hunt: it needs the EAGLE-3 methods in the class, and fails on the regression.
 HUNT_BENCH_TEXT = (
     '"""Fails without the EAGLE-3 methods, and on the slow all-reduce."""\n'

@@ -98,8 +98,7 @@ def test_compare_refuses_its_options_after_the_command_and_keeps_the_commands_ow
     # a benchmark that prints its row only when it got both of its own flags
     bench = tmp_path / "picky.py"
     bench.write_text(
-        "import sys\n"
-        "if sys.argv[1:] != ['--quick', '--metric', 'x']:\n"
+        sample_repo.IMPORT_THE_MODEL + "if sys.argv[1:] != ['--quick', '--metric', 'x']:\n"
         "    sys.exit(f'picky.py: unexpected arguments {sys.argv[1:]}')\n"
         f"print('{METRIC}:', 90.0 + len(open(__file__).read()) % 3)\n"
     )
@@ -178,7 +177,7 @@ def test_vllm_save_result_json_is_read_whole_each_run_and_a_run_that_wrote_nothi
     A later run that writes nothing is not counted: the previous run's object is never read
     again."""
     bench = tmp_path / "vllm_bench.py"
-    bench.write_text(VLLM_BENCH)
+    bench.write_text(sample_repo.IMPORT_THE_MODEL + VLLM_BENCH)
     command = (sys.executable, str(bench), "--save-result", "--result-filename", "result.json")
     measure = ("--metric", "json:total_token_throughput", "--metric-file", "result.json")
     result = hunt.pg("compare", "s08", "s09", *measure, *FEW, "--json", "--", *command, check=0)
@@ -267,7 +266,7 @@ def test_numbers_as_printed_grouped_read_whole_nan_and_ambiguous_refused(
     two ways, refuse the run with its line shown, never falling back to the warm-up's row
     (1,100.00) above it. Both warm-ups are the first runs: the second one stops the compare."""
     bench = tmp_path / "printed.py"
-    bench.write_text(PRINTED)
+    bench.write_text(sample_repo.IMPORT_THE_MODEL + PRINTED)
     result = hunt.pg("compare", "s02", "s03", *FEW, "--", sys.executable, str(bench), *printed)
     assert result.returncode == 1, result.stderr
     assert f"warm-up 1 at {hunt.commits['s02'][:10]}: 1234.56" in result.stderr
