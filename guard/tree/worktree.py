@@ -27,6 +27,7 @@ from guard.store.spec import Spec
 from guard.truth import bodies, parsed
 from guard.truth.effects import ANY, Effects, Reach, built_nodes
 from guard.truth.model_names import ABSENT, CANNOT_TELL, NOT_DEFINED, PRESENT, Resolution
+from guard.truth.module_names import module_of
 from guard.truth.symbols import SourceSyntaxError, SymbolIndex, describe_miss
 
 CANNOT_TELL_FROM_READING = "cannot tell from reading"
@@ -220,8 +221,10 @@ class Worktree:
         found = index.resolve(qualname)
         if found.state == PRESENT:
             parts = [unicodedata.normalize("NFKC", part) for part in qualname.split(".")]
-            why = self.reached_at_import(index, path).touching(parts) or self._init_changes(
-                path, parts
+            why = (
+                self.reached_at_import(index, path).touching(parts)
+                or self._init_changes(path, parts)
+                or self._imported_changes(index, path, parts)
             )
             if why is not None:
                 return Resolution(CANNOT_TELL, None, f"code run at import may change it: {why}")
@@ -352,6 +355,29 @@ class Worktree:
             why = own or self.reached_at_import(index, init).touching(parts)
             if why is not None:
                 return f"{init}: {why}"
+        return None
+
+    def _imported_changes(self, index: SymbolIndex, path: str, parts: list[str]) -> str | None:
+        """Why a module of the checkout that this one imports at its top may, by its own
+        top-level code, set or delete one of these names on what it imported (`from .mod
+        import C; C.m = f`, run when the guarded module imports it): by name, one module deep."""
+        if index.effects is None:
+            return None
+        for origin in sorted(set(index.effects.imports.values())):
+            for other, _ in self._checkout_modules(path, f"{origin}.*"):  # the module itself too
+                if other == path or not self.exists(other, file=True):
+                    continue
+                content = self.read(other)
+                if content is None or not any(p.encode() in content for p in parts if p.isascii()):
+                    continue  # cannot name them: not parsed
+                try:
+                    effects = self.symbols(content, other).effects
+                except SourceSyntaxError:
+                    continue  # the import fails: said where that module is read
+                changes = effects.at_import.changes if effects is not None else {}
+                why = next((changes[p] for p in parts if p in changes), None)
+                if why is not None:
+                    return f"{other}, imported at its top: {why}"
         return None
 
     def _checkout_modules(self, path: str, origin: str) -> Iterator[tuple[str, str]]:
@@ -534,8 +560,9 @@ def _missing_import(tree: Worktree, content: bytes, path: str) -> str | None:
         return None  # said as a syntax error already
     for lineno, level, module in index.relative_imports:
         parts = path.split("/")[:-1]
-        if level - 1 > len(parts):
-            return f"line {lineno} imports from beyond the top of the package"
+        name, _ = module_of(tree.repo.workdir, path)  # namespace packages too (PEP 420)
+        if level > name.count(".") + (path.rsplit("/", 1)[-1] == "__init__.py"):
+            return f"line {lineno} imports from beyond the top of the package {name}"
         base = "/".join([*parts[: len(parts) - (level - 1)], *module.split(".")])
         if not any(tree.exists(c) for c in (f"{base}.py", base, f"{base}.pyi")):
             folder = tree.repo.workdir / base
