@@ -358,3 +358,96 @@ def test_a_missing_module_written_in_the_same_view_stops_being_missing(tmp_path:
     python = "import sys; sys.path.insert(0, ''); import pkg.mod; print(pkg.mod.C().m())"
     ran = subprocess.run([sys.executable, "-I", "-c", python], cwd=tmp_path, capture_output=True)
     assert ran.stdout == b"1\n", ran.stderr
+
+
+def _interpreters() -> list[str]:
+    """This Python and every other 3.11+ installed beside it (pyenv's): each parses its own
+    statement kinds."""
+    import glob
+
+    found = [sys.executable, *sorted(glob.glob("/root/.pyenv/versions/3.1[1-9]*/bin/python3"))]
+    return list(dict.fromkeys(found))
+
+
+@pytest.mark.parametrize("python", _interpreters())
+def test_every_statement_kind_of_python_is_one_reading_knows(python: str) -> None:
+    """As pyflakes fails its own tests on a node kind it has no handler for: a Python with a
+    statement kind the model does not read fails here (the model reads it as cannot tell)."""
+    from guard.truth.model_statements import KNOWN_STATEMENTS
+
+    listed = subprocess.run(
+        [python, "-I", "-c", "import ast; print(*(c.__name__ for c in ast.stmt.__subclasses__()))"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    assert "FunctionDef" in listed
+    assert set(listed) - KNOWN_STATEMENTS == set()
+
+
+def test_a_statement_kind_reading_does_not_know_is_cannot_tell() -> None:
+    """A statement of a kind the model has no reading for binds, as far as reading knows,
+    anything: never silently nothing."""
+    import ast
+
+    from guard.truth.model_names import CANNOT_TELL, PRESENT
+    from guard.truth.model_statements import _Model
+
+    class Unknown(ast.stmt):
+        _fields = ()
+
+    tree = ast.parse("class C:\n    def m(self):\n        return 1\n")
+    known = _Model()
+    known.run(tree)
+    assert known.resolve("C.m", frozenset({"m"})).state == PRESENT
+    tree.body.append(Unknown(lineno=4, col_offset=0, end_lineno=4, end_col_offset=1))
+    model = _Model()
+    model.run(tree)
+    found = model.resolve("C.m", frozenset({"m"}))
+    assert found.state == CANNOT_TELL
+    assert "line 4 is a statement reading does not know (Unknown)" in found.reason
+
+
+TYPE_ALIASES = {  # source after `class C` with `def m`: does Python 3.12 still find C.m?
+    "type C = int\n": False,
+    "type X = C\n": True,
+    "type C[T] = list[T]\n": False,
+}
+
+
+@pytest.mark.skipif(
+    not Path("/root/.pyenv/versions/3.12.1/bin/python3").exists(), reason="no Python 3.12"
+)
+def test_a_type_alias_is_read_as_python_3_12_binds_it(tmp_path: Path) -> None:
+    """PEP 695 `type X = ...` binds X (lazily): read by a patchguard model running under
+    3.12 itself, never green where 3.12's import finds nothing."""
+    python = "/root/.pyenv/versions/3.12.1/bin/python3"
+    source = "class C:\n    def m(self):\n        return 1\n\n\n"
+    script = (
+        "import importlib, json, sys\n"
+        "from guard.truth.symbols import SymbolIndex\n"
+        "out = {}\n"
+        "for name in sys.argv[1:]:\n"
+        "    text = open(name + '.py', 'rb').read()\n"
+        "    state = SymbolIndex.parse(text, name + '.py').resolve('C.m').state\n"
+        "    found = callable(getattr(getattr(importlib.import_module(name), 'C', None), 'm', None))\n"
+        "    out[name] = [state, found]\n"
+        "print(json.dumps(out))\n"
+    )
+    names = []
+    for index, (tail, _) in enumerate(TYPE_ALIASES.items()):
+        (tmp_path / f"alias_{index}.py").write_text(source + tail)
+        names.append(f"alias_{index}")
+    ran = subprocess.run(
+        [python, "-c", script, *names],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={"PYTHONPATH": f"{Path(__file__).parents[1]}:{tmp_path}", "PATH": os.environ["PATH"]},
+    )
+    assert ran.returncode == 0, ran.stderr
+    answers = json.loads(ran.stdout)
+    for index, found in enumerate(TYPE_ALIASES.values()):
+        state, python_found = answers[f"alias_{index}"]
+        assert python_found == found
+        assert state == ("present" if found else "cannot-tell")
