@@ -53,6 +53,7 @@ class Worktree:
         self._unmerged_read: dict[str, dict[int, str]] | None = None  # as git left the index
         self._import_problems: dict[tuple[str, bytes], str | None] = {}
         self._reached: dict[tuple[str, int], Reach] = {}  # see reached_at_import
+        self._rebound_by_imports: dict[tuple[str, int], Reach] = {}  # see _imported_changes
         # resolve's answers, by its arguments (the index by identity): check asks of each
         # symbol twice, its problems and then its place; forgotten when a file changes
         self._resolved: dict[tuple[SymbolIndex, str, str, int], Resolution] = {}
@@ -181,6 +182,7 @@ class Worktree:
         self._content[path] = content
         self._resolved.clear()
         self._reached.clear()
+        self._rebound_by_imports.clear()
         self._import_problems.clear()
 
     def import_problem(self, path: str, content: bytes) -> str | None:
@@ -359,26 +361,30 @@ class Worktree:
 
     def _imported_changes(self, index: SymbolIndex, path: str, parts: list[str]) -> str | None:
         """Why a module of the checkout that this one imports at its top may, by its own
-        top-level code, set or delete one of these names on what it imported (`from .mod
-        import C; C.m = f`, run when the guarded module imports it): by name, one module deep."""
+        top-level code, set or delete one of these names on what it imported back from this
+        one (`from .mod import C; C.m = f`, run when the guarded module imports it): one
+        module deep, by name. Once per file while no file of the view changes (_set)."""
         if index.effects is None:
             return None
-        for origin in sorted(set(index.effects.imports.values())):
-            for other, _ in self._checkout_modules(path, f"{origin}.*"):  # the module itself too
-                if other == path or not self.exists(other, file=True):
-                    continue
-                content = self.read(other)
-                if content is None or not any(p.encode() in content for p in parts if p.isascii()):
-                    continue  # cannot name them: not parsed
-                try:
-                    effects = self.symbols(content, other).effects
-                except SourceSyntaxError:
-                    continue  # the import fails: said where that module is read
-                changes = effects.at_import.changes if effects is not None else {}
-                why = next((changes[p] for p in parts if p in changes), None)
-                if why is not None:
-                    return f"{other}, imported at its top: {why}"
-        return None
+        key = (path, id(index.effects))
+        if key not in self._rebound_by_imports:
+            stem = PurePosixPath(path).stem.encode()
+            changes: dict[str, str] = {}
+            for origin in sorted(set(index.effects.imports.values())):
+                for other, _ in self._checkout_modules(path, f"{origin}.*"):  # the module too
+                    if other == path or not self.exists(other, file=True):
+                        continue
+                    content = self.read(other)
+                    if content is None or stem not in content:
+                        continue  # it cannot name this module: not parsed
+                    try:
+                        effects = self.symbols(content, other).effects
+                    except SourceSyntaxError:
+                        continue  # the import fails: said where that module is read
+                    for name, why in (effects.at_import.changes if effects else {}).items():
+                        changes.setdefault(name, f"{other}, imported at its top: {why}")
+            self._rebound_by_imports[key] = Reach(changes)
+        return self._rebound_by_imports[key].touching(parts)
 
     def _checkout_modules(self, path: str, origin: str) -> Iterator[tuple[str, str]]:
         """`_module_files` of an origin that may be a module of the checkout: a relative one,
