@@ -153,10 +153,11 @@ class _Reader(_FunctionGraph):
         if isinstance(node, ast.ClassDef):
             self._class(node)
             return
-        if isinstance(node, ast.Expr) and self._bound_by_the_model(node.value):
-            call: ast.Call = node.value  # type: ignore[assignment]
+        call = node.value if isinstance(node, ast.Expr) else None
+        if isinstance(call, ast.Call) and self._bound_by_the_model(call):
             values = [self._value(argument) for argument in call.args]
-            self._imported_changed(values[0], call.args[1].value, node.lineno)  # type: ignore[attr-defined]
+            named = str(ast.literal_eval(call.args[1]))  # a string constant: the model's own
+            self._imported_changed(values[0], named, node.lineno)
         elif isinstance(node, ast.Assign):
             refs = self._value(node.value)
             for target in node.targets:
