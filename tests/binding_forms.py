@@ -708,6 +708,20 @@ def _rebinding_forms() -> list[Form]:
             others={"other.py": _MRO},
         )
     )
+    for name, mod, other in [
+        ("mro-entries-imported-instance", "from .other import inst\n\n\n", _MRO + "inst = E()\n"),
+        ("mro-entries-imported-through-module", "from . import other\n\n\n", _MRO + "inst = E()\n"),
+        ("imported-alias-base-hook", "from .other import Base\n\n\n", _MRO + "Base = B\n"),
+        (
+            "imported-alias-base-plain",
+            "from .other import Base\n\n\n",
+            "class B:\n    pass\n\n\nBase = B\n",
+        ),
+    ]:
+        base = "other.inst" if "through-module" in name else mod.split()[-1]
+        found.append(
+            Form(name, _in_class(M, head=mod, cls=f"class C({base}):"), others={"other.py": other})
+        )
     generic = "from typing import Generic, TypeVar\n\nT = TypeVar('T')\n\n\n"
     found.append(
         Form(

@@ -316,6 +316,8 @@ class Worktree:
                 onward = effects.imports[first] + (f".{rest}" if rest else "")
                 self._reaches(other, kind, onward, home, seen, depth + 1, changes)
                 return
+            if reach is None and kind == "base" and not rest and first in effects.values:
+                reach = _base_value(effects, first)  # `Base = B`, `inst = E()`
             reach = reach or effects.value(first)  # a value its import made
             if reach is None:  # not bound there: from one of its star imports, if any
                 for star in effects.stars:
@@ -452,6 +454,23 @@ class Worktree:
 
 _MAX_BASE_FILES = 8  # a chain of bases across modules deeper than this is not followed
 _MAX_EFFECT_FILES = 12  # modules followed from one import-time use (guard.truth.effects)
+
+
+def _base_value(effects: Effects, name: str) -> Reach | None:
+    """What deriving from a module-level value bound by an assignment runs: the hooks of the
+    classes it may be; for anything else (an instance), any change, as its `__mro_entries__`
+    may put other classes, and their `__init_subclass__`, in its place."""
+    held = sorted(effects.values[name])
+    if any(not ref.startswith("class:") for ref in held) or not held:
+        why = (
+            "may be an object, not a class: its __mro_entries__ may put other classes (and "
+            "their __init_subclass__) in its place"
+        )
+        return Reach({ANY: why})
+    found = [effects.export("base", ref.removeprefix("class:")) for ref in held]
+    changes = {k: v for reach in found if reach is not None for k, v in reach.changes.items()}
+    needs = frozenset().union(*(reach.needs for reach in found if reach is not None))
+    return Reach(changes, needs)
 
 
 def _module_files(path: str, origin: str) -> Iterator[tuple[str, str]]:
