@@ -722,6 +722,21 @@ def _rebinding_forms() -> list[Form]:
         found.append(
             Form(name, _in_class(M, head=mod, cls=f"class C({base}):"), others={"other.py": other})
         )
+    build_class = (  # replaces how every later class statement builds (this package's) classes
+        "import builtins\n\n_build = builtins.__build_class__\n\n\n"
+        "def _bc(func, name, *args, **kw):\n    cls = _build(func, name, *args, **kw)\n"
+        "    if name == 'C' and func.__globals__['__name__'].startswith(__package__):\n"
+        "        cls.m = None\n    return cls\n\n\n"
+        "builtins.__build_class__ = _bc\n"
+    )
+    found.append(Form("build-class-replaced", _in_class(M, head=build_class + "\n\n")))
+    found.append(
+        Form(
+            "build-class-replaced-by-import",
+            _in_class(M, head="from . import other  # noqa: F401\n\n\n"),
+            others={"other.py": build_class},
+        )
+    )
     generic = "from typing import Generic, TypeVar\n\nT = TypeVar('T')\n\n\n"
     found.append(
         Form(

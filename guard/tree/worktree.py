@@ -364,8 +364,8 @@ class Worktree:
     def _imported_changes(self, index: SymbolIndex, path: str, parts: list[str]) -> str | None:
         """Why a module of the checkout that this one imports at its top may, by its own
         top-level code, set or delete one of these names on what it imported back from this
-        one (`from .mod import C; C.m = f`, run when the guarded module imports it): one
-        module deep, by name. Once per file while no file of the view changes (_set)."""
+        one (`from .mod import C; C.m = f`, run when the guarded module imports it) or on
+        the builtins (`builtins.__build_class__ = ...`): one module deep. Once per file while no file of the view changes (_set)."""
         if index.effects is None:
             return None
         key = (path, id(index.effects))
@@ -377,8 +377,8 @@ class Worktree:
                     if other == path or not self.exists(other, file=True):
                         continue
                     content = self.read(other)
-                    if content is None or stem not in content:
-                        continue  # it cannot name this module: not parsed
+                    if content is None or (stem not in content and b"builtins" not in content):
+                        continue  # it can reach this module neither by name nor by builtins
                     try:
                         effects = self.symbols(content, other).effects
                     except SourceSyntaxError:

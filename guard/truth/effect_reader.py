@@ -126,9 +126,14 @@ class _Reader(_FunctionGraph):
         what it holds, or what calling it returned): that may be this very module or one of its
         classes (`from . import mod as me; me.C = None`, `from .mod import C as K; del K.m`,
         `importlib.import_module(__name__).C = None`), which reading cannot tell apart from
-        another module's, so the name is one its import may change."""
+        another module's, so the name is one its import may change. Set on the builtins
+        module, it may change anything."""
         for ref in sorted(owner):
             kind, _, origin = ref.partition(":")
+            if kind == "import" and origin.split(".")[0] == "builtins":
+                why = f"line {lineno} replaces builtins.{attribute}, which all later code runs"
+                self._mutates(why)  # `__build_class__`: every class statement after it
+                return
             if kind == "import-result" or (kind == "import" and not _is_stdlib(origin)):
                 why = (
                     f"line {lineno} sets or deletes .{attribute} on {origin}, which may be this "
