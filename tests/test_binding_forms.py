@@ -451,3 +451,39 @@ def test_a_type_alias_is_read_as_python_3_12_binds_it(tmp_path: Path) -> None:
         state, python_found = answers[f"alias_{index}"]
         assert python_found == found
         assert state == ("present" if found else "cannot-tell")
+
+
+REBOUND = {  # issue 37, point 5, at the end of the guarded file: (tail, does Python find C.m)
+    "itself-through-sys-modules": ("import sys\n\nsys.modules[__name__].C = None\n", False),
+    "itself-imported": ("from . import mod as _me\n\n_me.C.m = None\n", False),
+    "function-bound-after": ("def f(self):\n    return 2\n\n\nC.m = f\n", True),
+    "code-swapped": ("C.m.__code__ = (lambda self: 2).__code__\n", True),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REBOUND))
+def test_check_never_reads_a_rebinding_as_nothing(
+    name: str, tmp_path: Path, clean_env: dict[str, str]
+) -> None:
+    """Through the installed CLI: `check` says cannot tell (exit 1), and `check --runtime` then
+    answers as Python's import does."""
+    tail, python_finds = REBOUND[name]
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "mod.py").write_text(f"class C:\n    def m(self):\n        return 1\n\n\n{tail}")
+    git(tmp_path, "init", "-q")
+    git(tmp_path, "add", "-A")
+    git(tmp_path, "commit", "-qm", "C", env={**os.environ, **GIT_IDENTITY})
+    run_patchguard(tmp_path, clean_env, ("guard", "pkg/mod.py::C.m"), check=None)
+    history.save(
+        Repo.discover(tmp_path),
+        replace(
+            load_manifest(Repo.discover(tmp_path), missing_ok=True), guards=["pkg/mod.py::C.m"]
+        ),
+        "guard",
+    )
+    said = run_patchguard(tmp_path, clean_env, ("check",), check=1)
+    assert "cannot tell from reading" in said.stdout + said.stderr
+    runtime = ("check", "--runtime", "--python", sys.executable)
+    run_patchguard(tmp_path, clean_env, runtime, check=0 if python_finds else 1)
