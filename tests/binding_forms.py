@@ -636,6 +636,137 @@ def forms() -> list[Form]:
     # A package of the module's name beside it is what `import` loads.
     add(Form("package-shadows-module", _in_class(M), others={"mod/__init__.py": "X = 1\n"}))
     found += _indirect_forms()
+    found += _rebinding_forms()
+    return found
+
+
+_MRO = (  # an object base whose __mro_entries__ puts B, whose hook nulls the method, in place
+    "class B:\n    def __init_subclass__(cls, **kw):\n        cls.m = None\n\n\n"
+    "class E:\n    def __mro_entries__(self, bases):\n        return (B,)\n\n\n"
+)
+_OTHER_NULLS = "from .mod import C\n\nC.m = None\n"  # another module rebinds at its own top
+
+
+def _rebinding_forms() -> list[Form]:
+    """Issue 37, point 5: rebinding that reading must never read as nothing (the module reached
+    as itself, a function bound after the class or in place of the defined one, a swapped
+    `__code__`, a module it imports that rebinds, an object base), and look-alikes."""
+    after = {
+        "self-import-rebinds-class": "from . import mod as _me\n\n_me.C = None\n",
+        "self-import-nulls-method": "from . import mod as _me\n\n_me.C.m = None\n",
+        "self-import-class-del": "from .mod import C as K\n\ndel K.m\n",
+        "self-import-class-setattr": "from .mod import C as K\n\nsetattr(K, 'm', None)\n",
+        "import-module-of-name": "import importlib\n\nimportlib.import_module(__name__).C = None\n",
+        "sys-modules-alias": "import sys\n\n_me = sys.modules[__name__]\n_me.C = None\n",
+        "function-bound-after": "def f(self):\n    return 2\n\n\nC.m = f\n",
+        "setattr-function-after": "def f(self):\n    return 2\n\n\nsetattr(C, 'm', f)\n",
+        "code-swapped": "def f(self):\n    return 2\n\n\nC.m.__code__ = f.__code__\n",
+        "self-import-harmless": "from . import mod as _me\n\nassert _me.C.m\n",
+    }
+    found = [Form(name, _in_class(M, after="\n\n" + tail)) for name, tail in after.items()]
+    found.append(
+        Form(
+            "body-reassigned-alias",
+            _in_class(M + "\n    def g(self):\n        return 2\n\n    m = g\n"),
+        )
+    )
+    found.append(Form("body-reassigned-lambda", _in_class(M + "\n    m = lambda self: 2\n")))
+    found.append(Form("body-lambda-defines", _in_class("    m = lambda self: 2\n")))
+    imported = "from . import other  # noqa: E402\n"
+    found.append(
+        Form(
+            "imported-module-rebinds",
+            _in_class(M, after="\n\n" + imported),
+            others={"other.py": _OTHER_NULLS},
+        )
+    )
+    found.append(
+        Form(
+            "imported-module-deletes",
+            _in_class(M, after="\n\n" + imported),
+            others={"other.py": "from . import mod\n\ndel mod.C.m\n"},
+        )
+    )
+    found.append(
+        Form(
+            "imported-module-harmless",
+            _in_class(M, after="\n\n" + imported),
+            others={"other.py": "from .mod import C\n\nREGISTRY = {'m': C.m}\n"},
+        )
+    )
+    found.append(Form("mro-entries-hook", _in_class(M, head=_MRO, cls="class C(E()):")))
+    found.append(
+        Form(
+            "mro-entries-through-name",
+            _in_class(M, head=_MRO + "base = E()\n\n\n", cls="class C(base):"),
+        )
+    )
+    found.append(
+        Form(
+            "mro-entries-other-module",
+            _in_class(M, head="from .other import E\n\n\n", cls="class C(E()):"),
+            others={"other.py": _MRO},
+        )
+    )
+    for name, mod, other in [
+        ("mro-entries-imported-instance", "from .other import inst\n\n\n", _MRO + "inst = E()\n"),
+        ("mro-entries-imported-through-module", "from . import other\n\n\n", _MRO + "inst = E()\n"),
+        ("imported-alias-base-hook", "from .other import Base\n\n\n", _MRO + "Base = B\n"),
+        (
+            "imported-alias-base-plain",
+            "from .other import Base\n\n\n",
+            "class B:\n    pass\n\n\nBase = B\n",
+        ),
+    ]:
+        base = "other.inst" if "through-module" in name else mod.split()[-1]
+        found.append(
+            Form(name, _in_class(M, head=mod, cls=f"class C({base}):"), others={"other.py": other})
+        )
+    build_class = (  # replaces how every later class statement builds (this package's) classes
+        "import builtins\n\n_build = builtins.__build_class__\n\n\n"
+        "def _bc(func, name, *args, **kw):\n    cls = _build(func, name, *args, **kw)\n"
+        "    if name == 'C' and func.__globals__['__name__'].startswith(__package__):\n"
+        "        cls.m = None\n    return cls\n\n\n"
+        "builtins.__build_class__ = _bc\n"
+    )
+    found.append(Form("build-class-replaced", _in_class(M, head=build_class + "\n\n")))
+    found.append(
+        Form(
+            "build-class-replaced-by-import",
+            _in_class(M, head="from . import other  # noqa: F401\n\n\n"),
+            others={"other.py": build_class},
+        )
+    )
+    generic = "from typing import Generic, TypeVar\n\nT = TypeVar('T')\n\n\n"
+    found.append(
+        Form(
+            "generic-base-hook",
+            _in_class(
+                M,
+                head=generic
+                + "class B(Generic[T]):\n    def __init_subclass__(cls, **kw):\n        cls.m = None\n\n\n",
+                cls="class C(B[int]):",
+            ),
+        )
+    )
+    found.append(
+        Form(
+            "generic-base-plain",
+            _in_class(
+                M, head=generic + "class B(Generic[T]):\n    pass\n\n\n", cls="class C(B[int]):"
+            ),
+        )
+    )
+    found.append(
+        Form(
+            "namedtuple-base",
+            _in_class(
+                M,
+                head="from collections import namedtuple\n\n\n",
+                cls="class C(namedtuple('P', 'x y')):",
+            ),
+        )
+    )
     return found
 
 

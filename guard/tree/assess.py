@@ -12,6 +12,7 @@ from __future__ import annotations
 import pickle
 from collections.abc import Sequence
 from dataclasses import replace
+from pathlib import Path
 from weakref import WeakKeyDictionary
 
 from guard.git import objects
@@ -781,6 +782,9 @@ def check_symbol(tree: Worktree, text: str, owner: str | None) -> SymbolResult:
             owner,
             ABSENT,
         )
+    stale = _compiled_beside(tree, spec.path, content)
+    if stale is not None:
+        return SymbolResult(text, False, stale, owner, ABSENT)
     problems = tree.symbol_problems(content, spec.path, [spec.qualname])
     around = tree.import_problem(spec.path, content)
     if around is not None and not problems:
@@ -792,3 +796,43 @@ def check_symbol(tree: Worktree, text: str, owner: str | None) -> SymbolResult:
     found = tree.resolve(tree.symbols(content, spec.path), spec.path, spec.qualname)
     where = f"{spec.path}:{found.lineno}" if found.lineno else found.reason
     return SymbolResult(text, True, where, owner)
+
+
+def _compiled_beside(tree: Worktree, path: str, content: bytes) -> str | None:
+    """Compiled code beside a guarded file that Python runs instead of it: an extension module
+    of the module's name (the import system tries extension suffixes before `.py`), or a
+    hash-based `.pyc` in `__pycache__` whose source hash is not the file's (an unchecked one
+    is never compared with the source; a checked one is not under `--check-hash-based-pycs
+    never`). A timestamp-based `.pyc` Python compares with the file itself. Each candidate is
+    looked at through the view, so one that appears later voids a remembered verdict."""
+    import importlib.machinery
+    import importlib.util
+
+    if not path.endswith(".py"):
+        return None
+    stem = path.removesuffix(".py")
+    for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+        if tree.exists(stem + suffix, file=True):
+            return (
+                f"the extension module {stem}{suffix} beside {path} is what `import` loads, "
+                f"never this file -> delete {stem}{suffix}"
+            )
+    cached = importlib.util.cache_from_source(str(tree.repo.workdir / path))
+    relative = Path(cached).relative_to(tree.repo.workdir).as_posix()
+    if not tree.exists(relative, file=True):
+        return None
+    try:
+        with open(cached, "rb") as compiled:
+            header = compiled.read(16)
+    except OSError:
+        return None
+    flags = int.from_bytes(header[4:8], "little") if len(header) == 16 else 0
+    if header[:4] != importlib.util.MAGIC_NUMBER or not flags & 0b1:
+        return None  # another Python's, or timestamp-based: compared with the file
+    if header[8:16] == importlib.util.source_hash(content):
+        return None
+    checked = "checked only when Python is told to" if flags & 0b10 else "never checked"
+    return (
+        f"{relative} holds code compiled from another {path} (a hash-based .pyc, {checked}): "
+        f"Python may run it instead of this file -> delete {relative}"
+    )

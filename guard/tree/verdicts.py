@@ -192,6 +192,9 @@ class CheckReport:
             if symbol.runtime == CANNOT_TELL:  # the probe could not import it: nothing decided
                 lines.append(f"{symbol.spec}: {symbol.detail} -> {ASK_THE_RIGHT_PYTHON}")
                 continue
+            if " -> " in symbol.detail:  # it names its own way out (delete a stale .pyc)
+                lines.append(f"{symbol.spec}: {symbol.detail}")
+                continue
             if symbol.patch:
                 fix = f"restore it, or re-record: patchguard record {symbol.patch}"
             else:

@@ -27,6 +27,7 @@ from guard.store.spec import Spec
 from guard.truth import bodies, parsed
 from guard.truth.effects import ANY, Effects, Reach, built_nodes
 from guard.truth.model_names import ABSENT, CANNOT_TELL, NOT_DEFINED, PRESENT, Resolution
+from guard.truth.module_names import module_of
 from guard.truth.symbols import SourceSyntaxError, SymbolIndex, describe_miss
 
 CANNOT_TELL_FROM_READING = "cannot tell from reading"
@@ -52,6 +53,7 @@ class Worktree:
         self._unmerged_read: dict[str, dict[int, str]] | None = None  # as git left the index
         self._import_problems: dict[tuple[str, bytes], str | None] = {}
         self._reached: dict[tuple[str, int], Reach] = {}  # see reached_at_import
+        self._rebound_by_imports: dict[tuple[str, int], Reach] = {}  # see _imported_changes
         # resolve's answers, by its arguments (the index by identity): check asks of each
         # symbol twice, its problems and then its place; forgotten when a file changes
         self._resolved: dict[tuple[SymbolIndex, str, str, int], Resolution] = {}
@@ -180,6 +182,7 @@ class Worktree:
         self._content[path] = content
         self._resolved.clear()
         self._reached.clear()
+        self._rebound_by_imports.clear()
         self._import_problems.clear()
 
     def import_problem(self, path: str, content: bytes) -> str | None:
@@ -220,8 +223,10 @@ class Worktree:
         found = index.resolve(qualname)
         if found.state == PRESENT:
             parts = [unicodedata.normalize("NFKC", part) for part in qualname.split(".")]
-            why = self.reached_at_import(index, path).touching(parts) or self._init_changes(
-                path, parts
+            why = (
+                self.reached_at_import(index, path).touching(parts)
+                or self._init_changes(path, parts)
+                or self._imported_changes(index, path, parts)
             )
             if why is not None:
                 return Resolution(CANNOT_TELL, None, f"code run at import may change it: {why}")
@@ -311,6 +316,8 @@ class Worktree:
                 onward = effects.imports[first] + (f".{rest}" if rest else "")
                 self._reaches(other, kind, onward, home, seen, depth + 1, changes)
                 return
+            if reach is None and kind == "base" and not rest and first in effects.values:
+                reach = _base_value(effects, first)  # `Base = B`, `inst = E()`
             reach = reach or effects.value(first)  # a value its import made
             if reach is None:  # not bound there: from one of its star imports, if any
                 for star in effects.stars:
@@ -353,6 +360,33 @@ class Worktree:
             if why is not None:
                 return f"{init}: {why}"
         return None
+
+    def _imported_changes(self, index: SymbolIndex, path: str, parts: list[str]) -> str | None:
+        """Why a module of the checkout that this one imports at its top may, by its own
+        top-level code, set or delete one of these names on what it imported back from this
+        one (`from .mod import C; C.m = f`, run when the guarded module imports it) or on
+        the builtins (`builtins.__build_class__ = ...`): one module deep. Once per file while no file of the view changes (_set)."""
+        if index.effects is None:
+            return None
+        key = (path, id(index.effects))
+        if key not in self._rebound_by_imports:
+            stem = PurePosixPath(path).stem.encode()
+            changes: dict[str, str] = {}
+            for origin in sorted(set(index.effects.imports.values())):
+                for other, _ in self._checkout_modules(path, f"{origin}.*"):  # the module too
+                    if other == path or not self.exists(other, file=True):
+                        continue
+                    content = self.read(other)
+                    if content is None or (stem not in content and b"builtins" not in content):
+                        continue  # it can reach this module neither by name nor by builtins
+                    try:
+                        effects = self.symbols(content, other).effects
+                    except SourceSyntaxError:
+                        continue  # the import fails: said where that module is read
+                    for name, why in (effects.at_import.changes if effects else {}).items():
+                        changes.setdefault(name, f"{other}, imported at its top: {why}")
+            self._rebound_by_imports[key] = Reach(changes)
+        return self._rebound_by_imports[key].touching(parts)
 
     def _checkout_modules(self, path: str, origin: str) -> Iterator[tuple[str, str]]:
         """`_module_files` of an origin that may be a module of the checkout: a relative one,
@@ -420,6 +454,23 @@ class Worktree:
 
 _MAX_BASE_FILES = 8  # a chain of bases across modules deeper than this is not followed
 _MAX_EFFECT_FILES = 12  # modules followed from one import-time use (guard.truth.effects)
+
+
+def _base_value(effects: Effects, name: str) -> Reach | None:
+    """What deriving from a module-level value bound by an assignment runs: the hooks of the
+    classes it may be; for anything else (an instance), any change, as its `__mro_entries__`
+    may put other classes, and their `__init_subclass__`, in its place."""
+    held = sorted(effects.values[name])
+    if any(not ref.startswith("class:") for ref in held) or not held:
+        why = (
+            "may be an object, not a class: its __mro_entries__ may put other classes (and "
+            "their __init_subclass__) in its place"
+        )
+        return Reach({ANY: why})
+    found = [effects.export("base", ref.removeprefix("class:")) for ref in held]
+    changes = {k: v for reach in found if reach is not None for k, v in reach.changes.items()}
+    needs = frozenset().union(*(reach.needs for reach in found if reach is not None))
+    return Reach(changes, needs)
 
 
 def _module_files(path: str, origin: str) -> Iterator[tuple[str, str]]:
@@ -534,8 +585,9 @@ def _missing_import(tree: Worktree, content: bytes, path: str) -> str | None:
         return None  # said as a syntax error already
     for lineno, level, module in index.relative_imports:
         parts = path.split("/")[:-1]
-        if level - 1 > len(parts):
-            return f"line {lineno} imports from beyond the top of the package"
+        name, _ = module_of(tree.repo.workdir, path)  # namespace packages too (PEP 420)
+        if level > name.count(".") + (path.rsplit("/", 1)[-1] == "__init__.py"):
+            return f"line {lineno} imports from beyond the top of the package {name}"
         base = "/".join([*parts[: len(parts) - (level - 1)], *module.split(".")])
         if not any(tree.exists(c) for c in (f"{base}.py", base, f"{base}.pyi")):
             folder = tree.repo.workdir / base

@@ -19,6 +19,7 @@ from guard.truth.effect_graph import (
     _imported,
 )
 from guard.truth.effects import ANY, MUTATING_BUILTINS, QUIET, Effects, Reach, _closure, _Node
+from guard.truth.model_expressions import _is_stdlib
 from guard.truth.statements import own_statements
 
 # Builtins that never call what they are given, nor change bindings: their arguments are only
@@ -114,11 +115,32 @@ class _Reader(_FunctionGraph):
         elif isinstance(target, ast.Starred):
             self._bind(target.value, refs)
         elif isinstance(target, ast.Attribute):
-            self._value(target.value)
+            self._imported_changed(self._value(target.value), target.attr, target.lineno)
             self._flow("." + target.attr, refs)
         elif isinstance(target, ast.Subscript):
             self._value(target.slice)
             self._bind(target.value, refs | self._value(target.value))
+
+    def _imported_changed(self, owner: _Refs, attribute: str, lineno: int) -> None:
+        """An attribute set or deleted, at import, on something an import gave (a module or
+        what it holds, or what calling it returned): that may be this very module or one of its
+        classes (`from . import mod as me; me.C = None`, `from .mod import C as K; del K.m`,
+        `importlib.import_module(__name__).C = None`), which reading cannot tell apart from
+        another module's, so the name is one its import may change. Set on the builtins
+        module, it may change anything."""
+        for ref in sorted(owner):
+            kind, _, origin = ref.partition(":")
+            if kind == "import" and origin.split(".")[0] == "builtins":
+                why = f"line {lineno} replaces builtins.{attribute}, which all later code runs"
+                self._mutates(why)  # `__build_class__`: every class statement after it
+                return
+            if kind == "import-result" or (kind == "import" and not _is_stdlib(origin)):
+                why = (
+                    f"line {lineno} sets or deletes .{attribute} on {origin}, which may be this "
+                    "module or one of its classes"
+                )
+                self._mutates(why, attribute)
+                return
 
     def _flow(self, name: str, refs: _Refs) -> None:
         known = self.values.setdefault(name, set())
@@ -136,9 +158,11 @@ class _Reader(_FunctionGraph):
         if isinstance(node, ast.ClassDef):
             self._class(node)
             return
-        if isinstance(node, ast.Expr) and self._bound_by_the_model(node.value):
-            for argument in node.value.args:  # type: ignore[attr-defined]
-                self._value(argument)
+        call = node.value if isinstance(node, ast.Expr) else None
+        if isinstance(call, ast.Call) and self._bound_by_the_model(call):
+            values = [self._value(argument) for argument in call.args]
+            named = str(ast.literal_eval(call.args[1]))  # a string constant: the model's own
+            self._imported_changed(values[0], named, node.lineno)
         elif isinstance(node, ast.Assign):
             refs = self._value(node.value)
             for target in node.targets:
@@ -166,7 +190,9 @@ class _Reader(_FunctionGraph):
             for target in node.targets:
                 for sub in ast.iter_child_nodes(target):
                     if isinstance(sub, ast.expr):
-                        self._value(sub)
+                        owner = self._value(sub)
+                        if isinstance(target, ast.Attribute) and sub is target.value:
+                            self._imported_changed(owner, target.attr, node.lineno)
         elif isinstance(node, ast.Try | ast.TryStar):
             for handler in node.handlers:
                 if handler.type is not None:
@@ -274,13 +300,25 @@ class _Reader(_FunctionGraph):
     def _class(self, node: ast.ClassDef) -> None:
         qualname = self._qualname(node)
         for base in node.bases:
-            for ref in self._value(base):
+            refs = self._value(base)
+            if isinstance(base, ast.Subscript):  # `Base[T]`: its alias's __mro_entries__ is Base
+                refs = self._value(base.value)
+            for ref in refs:
                 if ref.startswith("class:"):
                     self.calls.add(f"hooks:{ref[6:]}")
                 elif ref.startswith("import:"):
                     self.needs.add(("base", ref[7:]))
                 else:
                     self._runs(frozenset({ref}))
+                    kind, _, origin = ref.partition(":")
+                    if kind == "import-result" and _is_stdlib(origin):
+                        continue  # `namedtuple(...)`, `type(...)`: a class
+                    why = (
+                        f"the base at line {base.lineno} may be an object, not a class: its "
+                        "__mro_entries__ may put other classes (and their __init_subclass__) in "
+                        "its place"
+                    )
+                    self._mutates(why, node.name)
         for keyword in node.keywords:
             refs = self._value(keyword.value)
             if keyword.arg == "metaclass":

@@ -42,6 +42,20 @@ _PLAIN_CONTEXTS = frozenset(
     }
 )
 _EXITS = frozenset({"sys.exit", "builtins.exit", "builtins.quit", "os._exit"})
+# Statements that bind nothing and never raise at import (`return`, `break` and `continue` outside
+# their place do not compile).
+_INERT_STATEMENTS = (ast.Pass, ast.Global, ast.Nonlocal, ast.Break, ast.Continue, ast.Return)
+# Every statement kind `_stmt` reads, by name (TypeAlias: Python 3.12); any other is cannot tell.
+KNOWN_STATEMENTS = frozenset(
+    {
+        *(kind.__name__ for kind in _INERT_STATEMENTS),
+        *("FunctionDef", "AsyncFunctionDef", "ClassDef", "Assign", "AnnAssign", "AugAssign"),
+        *("Delete", "Import", "ImportFrom", "Expr", "Raise", "Assert", "If", "For", "AsyncFor"),
+        *("While", "Try", "TryStar", "With", "AsyncWith", "Match", "TypeAlias"),
+    }
+)
+# A function's attributes that, set, change what calling it runs.
+_CODE_ATTRIBUTES = frozenset({"__code__", "__defaults__", "__kwdefaults__"})
 
 
 class _Model(_Values):
@@ -152,6 +166,13 @@ class _Model(_Values):
             return None, maybe
         elif isinstance(node, ast.Match):
             return self._match(node, scope, condition, env)
+        elif type(node).__name__ == "TypeAlias":  # `type X = ...` (3.12): binds X, lazily
+            name = self._name(scope, node.name.id)  # type: ignore[attr-defined]
+            self._add(scope, name, "other", node.lineno, condition, env)
+        elif not isinstance(node, _INERT_STATEMENTS):  # as pyflakes' _unknown_handler: never
+            kind = type(node).__name__  # silently nothing (tests/test_binding_forms.py lists them)
+            unknown = f"line {node.lineno} is a statement reading does not know ({kind})"
+            self._add(scope, "*", "any", node.lineno, condition, env, doubt=unknown)
         return None, None
 
     def _star(self, node: ast.ImportFrom, scope: int, condition: str | None, env: _Env) -> None:
@@ -506,9 +527,9 @@ class _Model(_Values):
         a subscript or another object's attribute binds neither."""
         if isinstance(target, ast.Name):
             kind, known = self._value_kind(value, env)
-            self._add(
-                scope, self._name(scope, target.id), kind, lineno, condition, env, value=known
-            )
+            name = self._name(scope, target.id)
+            doubt = self._rebinding(scope, name, kind, lineno)
+            self._add(scope, name, kind, lineno, condition, env, doubt=doubt, value=known)
         elif isinstance(target, ast.Tuple | ast.List):
             values: list[ast.expr | None] = [None] * len(target.elts)
             if isinstance(value, ast.Tuple | ast.List) and len(value.elts) == len(target.elts):
@@ -520,7 +541,15 @@ class _Model(_Values):
         elif isinstance(target, ast.Attribute):
             kind, _ = self._value_kind(value, env)
             for inner, when in self._classes_named(target.value, env, condition):
-                self._add(inner, target.attr, kind, lineno, when, {})
+                doubt = self._rebinding(inner, target.attr, kind, lineno)
+                self._add(inner, target.attr, kind, lineno, when, {}, doubt=doubt)
+            if target.attr in _CODE_ATTRIBUTES and isinstance(target.value, ast.Attribute):
+                swapped = (  # `C.m.__code__ = ...`: the name stays, its code is another's
+                    f"its {target.attr} is replaced at line {lineno}: the code that runs is not "
+                    "the code defined"
+                )
+                for inner, when in self._classes_named(target.value.value, env, condition):
+                    self._add(inner, target.value.attr, "other", lineno, when, {}, doubt=swapped)
 
     def _delete(
         self, target: ast.expr, lineno: int, scope: int, condition: str | None, env: _Env
@@ -553,7 +582,8 @@ class _Model(_Values):
                         kind, _ = self._value_kind(
                             node.args[2] if len(node.args) > 2 else None, env
                         )
-                    self._add(inner, name.value, kind, lineno, when, {})
+                    doubt = self._rebinding(inner, name.value, kind, lineno)
+                    self._add(inner, name.value, kind, lineno, when, {}, doubt=doubt)
                 else:
                     doubt = f"the {origin[9:]} at line {lineno} with a computed name may change it"
                     self._add(inner, "*", "any", lineno, when, {}, doubt=doubt)
@@ -561,6 +591,18 @@ class _Model(_Values):
             doubt = f"the call to {origin[9:]}() at line {lineno} may change any name"
             self._add(scope, "*", "any", lineno, condition, env, doubt=doubt)
         return None
+
+    def _rebinding(self, scope: int, name: str, kind: str, lineno: int) -> str | None:
+        """Why a function an assignment binds over an earlier binding of the name (`m = g` or
+        `m = lambda...` after `def m` in the class body, `C.m = f` or `setattr(C, "m", f)`
+        after the class) is no answer from reading: the name is bound, but not to the code
+        defined under it. The first binding (`m = lambda self: 1`) defines the name."""
+        if kind != "def" or not self.scopes.get(scope, {}).get(name):
+            return None
+        return (
+            f"rebound at line {lineno} to another function: the code that runs is not the "
+            "code defined"
+        )
 
     def _walrus(self, node: ast.stmt, scope: int, condition: str | None, env: _Env) -> None:
         """`(m := ...)` in a statement's own expressions binds m in this scope."""
