@@ -52,6 +52,9 @@ if __name__ == "__main__":
 
     class Answer(http.server.BaseHTTPRequestHandler):
         def do_GET(self):
+            if self.path == "/quit":  # a crash under load
+                print("crashed: CUDA out of memory", flush=True)
+                os._exit(1)
             body = {"/health": b"ok", "/value": value.encode()}.get(self.path)
             self.send_response(200 if body else 404)
             self.end_headers()
@@ -75,6 +78,11 @@ if hang.exists():
     time.sleep(60)
 port = os.environ["SERVER_PORT"]
 value = float(urllib.request.urlopen(f"http://127.0.0.1:{port}/value", timeout=10).read())
+if Path(str(hang) + "-crash").exists():
+    try:
+        urllib.request.urlopen(f"http://127.0.0.1:{port}/quit", timeout=10)
+    except OSError:
+        pass
 print(f"Output token throughput (tok/s): {value * random.uniform(0.99, 1.01):.2f}")
 """
 
@@ -286,3 +294,39 @@ def test_the_server_options_go_together() -> None:
         result = patchguard("compare", "A", "B", *options, "--", "true")
         assert result.exit_code == 2, (options, result.output)
         assert said in result.stderr, (options, result.stderr)
+
+
+def test_runs_at_one_commit_share_a_start_up_to_runs_per_start(served: Checkout) -> None:
+    options = (*server_options(served), "--runs-per-start", "4", *MEASURE)
+    result = served.pg("compare", "A", "A", *options, *bench())
+    assert result.returncode in (0, 1), result.stderr
+    runs = bench_runs(served)
+    nothing_left(served, starts=-(-runs // 4))
+
+
+@pytest.mark.parametrize("ready", ["url", "line"])
+def test_a_server_that_exits_before_it_is_ready_shows_its_log_and_nothing_counts(
+    served: Checkout, ready: str
+) -> None:
+    kimi = served.kimi.read_bytes()
+    way = ("--ready", "http://127.0.0.1:9/health") if ready == "url" else ("--ready-line", "up")
+    result = served.pg(
+        "compare", "A", "B", "--server", "echo cannot load the model; exit 3", *way, *bench()
+    )
+    assert result.returncode == 1, result.stderr
+    assert "the server exited before it was ready: cannot load the model" in result.stderr
+    assert result.stdout == "" and bench_runs(served) == 0
+    as_it_was(served, kimi)
+
+
+def test_a_server_that_dies_during_a_run_is_not_counted_and_its_workers_end(
+    served: Checkout,
+) -> None:
+    """The benchmark got its number, but the server crashed under it: not counted."""
+    Path(f"{served.env['BENCH_HANG']}-crash").touch()
+    result = served.pg("compare", "A", "B", *server_options(served), *bench())
+    assert result.returncode == 1, result.stderr
+    assert "the server exited during the run; not counted: " in result.stderr
+    assert "crashed: CUDA out of memory" in result.stderr
+    assert result.stdout == ""
+    nothing_left(served, starts=1)  # its two workers too, though their server had died
