@@ -152,6 +152,7 @@ def run_grouped(
     start = time.monotonic()
     stop_since: float | None = None
     timed_out = False
+    reading = True  # until the pipe's end (a command may close its output and go on)
     started(group)
     try:
         while not group.exited():
@@ -163,10 +164,15 @@ def run_grouped(
                 stop_since = now if stop_since is None else stop_since
                 if now - stop_since > GRACE_SECONDS:
                     break
-            with contextlib.suppress(InterruptedError):
-                select.select([pipe], [], [], 0.1)
+            if reading:
+                with contextlib.suppress(InterruptedError):
+                    select.select([pipe], [], [], 0.1)
+                reading = _drain(pipe, chunks)
+            else:
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    group.popen.wait(0.1)
+        if reading:
             _drain(pipe, chunks)
-        _drain(pipe, chunks)
     finally:
         group.end()
         started(None)
@@ -176,15 +182,15 @@ def run_grouped(
     return Finished(status, output, timed_out)
 
 
-def _drain(pipe: int, chunks: list[bytes]) -> None:
-    """What the pipe holds now, without waiting for more."""
+def _drain(pipe: int, chunks: list[bytes]) -> bool:
+    """What the pipe holds now, without waiting for more; False at its end."""
     while True:
         try:
             data = os.read(pipe, 65536)
         except BlockingIOError:
-            return
+            return True
         if not data:
-            return
+            return False
         chunks.append(data)
 
 
