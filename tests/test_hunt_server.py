@@ -331,3 +331,38 @@ def test_a_server_that_dies_during_a_run_is_not_counted_and_its_workers_end(
     assert "crashed: CUDA out of memory" in result.stderr
     assert result.stdout == ""
     nothing_left(served, starts=1)  # its two workers too, though their server had died
+
+
+def test_a_stopped_server_is_waited_for_until_the_gpus_memory_falls_back(
+    served: Checkout, tmp_path: Path
+) -> None:
+    """An `nvidia-smi` of the test's own on the PATH: the memory a server took stays in use
+    for three looks after it stopped (a driver releasing it late); the hunt looks until it is
+    back where it was before the start."""
+    looks = tmp_path / "gpu-looks"
+    smi = tmp_path / "bin" / "nvidia-smi"
+    smi.parent.mkdir()
+    smi.write_text(
+        f"#!{sys.executable}\n"
+        "import os\n"
+        f"looks = {str(looks)!r}\n"
+        "n = len(open(looks).read()) if os.path.exists(looks) else 0\n"
+        "open(looks, 'a').write('.')\n"
+        f"started = os.path.exists({served.env['SERVER_PIDS']!r})\n"
+        "print(40000 if started and n < 4 else 1000)\n"  # the first look: before the start
+    )
+    smi.chmod(0o755)
+    env = {**served.env, "PATH": f"{smi.parent}{os.pathsep}{served.env['PATH']}"}
+    once = ("--runs-per-start", "99")
+    result = subprocess.run(
+        ["patchguard", "compare", "A", "A", *server_options(served), *once, *MEASURE, *bench()],
+        cwd=served.root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=PATIENCE,
+    )
+    assert result.returncode in (0, 1), result.stderr
+    assert len(looks.read_text()) == 5  # before the start; 40000, 40000, 40000; 1000
+    assert "GPUs' memory is still" not in result.stderr
+    nothing_left(served, starts=1)

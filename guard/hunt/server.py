@@ -173,7 +173,7 @@ class Server:
                     "server started); going on"
                 )
                 return
-            time.sleep(1)
+            time.sleep(0.5)
 
 
 def _shown(path: Path, top: Path) -> str:
