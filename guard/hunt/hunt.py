@@ -7,7 +7,9 @@ sample carries the stamp of the tree it ran on (guard.ops.provenance.stamp); a r
 patches were not in place, or that changed the code it ran on, is never counted. The moves are
 `git checkout --detach` out of reach of the terminal's Ctrl-C, so a Ctrl-C stops the hunt
 between runs: the user's branch, tree, patches and other edits come back as they were, and the
-message says how to go on (exit 130).
+message says how to go on (exit 130). Each run of CMD, and the server of --server, leads a
+process group of its own (guard.hunt.processes, guard.hunt.server): patchguard passes the
+signal on, and ends every group it started before it moves or exits.
 
 The decisions are guard.hunt.stats'. compare runs A and B in order-balanced pairs after a warm-up
 at each; a bisect measures GOOD and BAD as compare does, then each commit git bisect offers
@@ -21,6 +23,7 @@ import json
 import os
 import signal
 import statistics
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import asdict, dataclass, field
@@ -289,7 +292,7 @@ class _Bench:
                 self.progress(f"{what} at {where}: not run, {failed}")
                 return None
         before = self._metric_file_size()
-        began = datetime.now(UTC)
+        began = time.monotonic()
         finished = run_grouped(
             self.options.command,
             self.repo.workdir,
@@ -299,7 +302,7 @@ class _Bench:
             self._running,
         )
         self.runs += 1
-        self.seconds.append((datetime.now(UTC) - began).total_seconds())
+        self.seconds.append(time.monotonic() - began)
         self.stop_if_asked()  # a run cut short by Ctrl-C is never counted
         self._refuse_changed_code(commit)
         source = finished.output
