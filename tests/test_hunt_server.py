@@ -12,6 +12,7 @@ processes, real sockets on the loopback.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -353,16 +354,36 @@ def test_a_stopped_server_is_waited_for_until_the_gpus_memory_falls_back(
     )
     smi.chmod(0o755)
     env = {**served.env, "PATH": f"{smi.parent}{os.pathsep}{served.env['PATH']}"}
-    once = ("--runs-per-start", "99")
+    no_row = ("--metric", "no such row")  # the warm-up fails: one start, one stop
     result = subprocess.run(
-        ["patchguard", "compare", "A", "A", *server_options(served), *once, *MEASURE, *bench()],
+        ["patchguard", "compare", "A", "B", *server_options(served), *no_row, *bench()],
         cwd=served.root,
         env=env,
         capture_output=True,
         text=True,
         timeout=PATIENCE,
     )
-    assert result.returncode in (0, 1), result.stderr
+    assert result.returncode == 1, result.stderr
     assert len(looks.read_text()) == 5  # before the start; 40000, 40000, 40000; 1000
     assert "GPUs' memory is still" not in result.stderr
     nothing_left(served, starts=1)
+
+
+def test_a_server_that_escaped_its_session_is_named_when_it_keeps_the_port(
+    served: Checkout,
+) -> None:
+    """The documented limit: a process that moved itself into another session (setsid) is not
+    in the group patchguard ends. It still holds the port afterwards, so the hunt stops there
+    and names it rather than start the next server against it."""
+    port = served.env["SERVER_PORT"]
+    options = ("--server", f"setsid {sys.executable} serve.py {port}", *server_options(served)[2:])
+    try:
+        result = served.pg("compare", "A", "B", *options, *MEASURE, *bench())
+        escaped = server_pids(served)[0]
+        assert result.returncode == 1, result.stderr
+        assert f"the server was stopped, but port {port} is held by pid {escaped}" in result.stderr
+        assert running(escaped)
+    finally:
+        for pid in server_pids(served):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)

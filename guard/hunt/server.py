@@ -33,7 +33,8 @@ from guard.hunt.processes import Group, describe_holder, port_holder
 
 SERVER_LOG = "patchguard-server.log"  # in the worktree's git dir, rewritten at each start
 DEFAULT_READY_TIMEOUT = 600.0
-_PORT_FREE_WITHIN = 30.0  # after the group is gone, for the kernel to release the socket
+_PORT_FREE_WITHIN = 5.0  # after the group is gone: a listener's socket closes with its last
+# process, so a port still held then is held by one that left the group (it may be on its way out)
 _GPU_SETTLE_WITHIN = 120.0
 _GPU_SLACK_MIB = 512  # memory another process may take meanwhile, not the server's
 _TAIL_LINES = 10
