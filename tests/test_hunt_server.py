@@ -376,7 +376,8 @@ def test_a_server_that_escaped_its_session_is_named_when_it_keeps_the_port(
     in the group patchguard ends. It still holds the port afterwards, so the hunt stops there
     and names it rather than start the next server against it."""
     port = served.env["SERVER_PORT"]
-    options = ("--server", f"setsid {sys.executable} serve.py {port}", *server_options(served)[2:])
+    escaping = f"setsid --wait {sys.executable} serve.py {port}"  # setsid stays, as its leader
+    options = ("--server", escaping, *server_options(served)[2:])
     try:
         result = served.pg("compare", "A", "B", *options, *MEASURE, *bench())
         escaped = server_pids(served)[0]
