@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shlex
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import click
 
@@ -97,6 +99,54 @@ def _measure_options(func: Callable[..., Any]) -> Callable[..., Any]:
     """What `compare` and `bisect run --metric` share: the metric, the runs, the smallest effect."""
     options = [
         click.option(
+            "--timeout",
+            type=click.FloatRange(min=0, min_open=True),
+            default=None,
+            metavar="S",
+            help="End a run of COMMAND (its whole process group) after S seconds; it is not "
+            "counted.",
+        ),
+        click.option(
+            "--runs-per-start",
+            type=click.IntRange(min=1),
+            default=1,
+            show_default=True,
+            metavar="K",
+            help="With --server: runs of COMMAND against one start of the server.",
+        ),
+        click.option(
+            "--ready-timeout",
+            type=click.FloatRange(min=0, min_open=True),
+            default=600,
+            show_default=True,
+            metavar="S",
+            help="With --server: seconds it may take to get ready; past that the run is not "
+            "counted.",
+        ),
+        click.option(
+            "--ready-line",
+            default=None,
+            metavar="REGEX",
+            help="With --server: ready when a line of its output matches REGEX (no port is "
+            "watched).",
+        ),
+        click.option(
+            "--ready",
+            "ready_url",
+            default=None,
+            metavar="URL",
+            help="With --server: ready when URL answers 2xx (e.g. http://127.0.0.1:30000/health); "
+            "its port must be free before each start.",
+        ),
+        click.option(
+            "--server",
+            default=None,
+            metavar="CMD",
+            help="Start CMD (a shell line, at the top of the checkout) at each commit before "
+            "COMMAND runs, and stop its whole process group before moving on; needs --ready or "
+            "--ready-line. Its output goes to .git/patchguard-server.log.",
+        ),
+        click.option(
             "--metric-file",
             type=click.Path(dir_okay=False, path_type=Path),
             default=None,
@@ -177,6 +227,7 @@ def _hunt_options(
         )
     direction = None if higher_is_better is None else HIGHER if higher_is_better else LOWER
     effect = counts["min_effect"]
+    server = _server(counts)
     return hunt.Options(
         command=command,
         metric=parse_metric(metric, direction),
@@ -185,7 +236,40 @@ def _hunt_options(
         max_repeats=cap,
         warmups=counts["warmups"],
         metric_file=metric_file,
+        server=server,
+        timeout=counts["timeout"],
     )
+
+
+def _server(counts: dict[str, Any]) -> Any:
+    """The --server options as a hunt.server.ServerSpec (None without --server)."""
+    from guard.hunt.server import ServerSpec
+
+    ready_url, ready_line = counts["ready_url"], counts["ready_line"]
+    if counts["server"] is None:
+        if ready_url or ready_line or counts["runs_per_start"] != 1:
+            raise click.UsageError("--ready, --ready-line and --runs-per-start go with --server")
+        return None
+    if (ready_url is None) == (ready_line is None):
+        raise click.UsageError(
+            "--server needs one way to know it is ready: --ready URL (answers 2xx, e.g. "
+            "http://127.0.0.1:30000/health) or --ready-line REGEX"
+        )
+    if ready_line is not None:
+        try:
+            re.compile(ready_line)
+        except re.error as error:
+            raise click.UsageError(f"--ready-line {ready_line!r}: {error}") from None
+    spec = ServerSpec(
+        counts["server"], ready_url, ready_line, counts["ready_timeout"], counts["runs_per_start"]
+    )
+    try:
+        spec.address  # noqa: B018 (a port that is not a number raises here, not mid-hunt)
+    except ValueError as error:
+        raise click.UsageError(f"--ready {ready_url!r}: {error}") from None
+    if ready_url is not None and urlsplit(ready_url).scheme not in ("http", "https"):
+        raise click.UsageError(f"--ready {ready_url!r}: give an http:// or https:// URL")
+    return spec
 
 
 _DEFAULT_METRIC = "Output token throughput (tok/s)"
@@ -332,7 +416,8 @@ def bisect_run(
                 "and the stamp of the code it ran on"
             )
         _bisect_metric(cwd, command, metric, as_json, higher_is_better, metric_file, counts)
-    measuring = [counts[k] for k in ("repeats", "max_repeats", "min_effect")]
+    optional = ("repeats", "max_repeats", "min_effect", "server", "ready_url", "ready_line")
+    measuring = [counts[k] for k in (*optional, "timeout")]
     if as_json or metric_file or higher_is_better is not None or counts["warmups"] != 1:
         measuring.append(True)
     if any(value is not None for value in measuring):

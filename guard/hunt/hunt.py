@@ -9,7 +9,9 @@ one whose processes did not attest the patched code (guard.ops.attest: each run 
 guard in every Python it starts). The moves are
 `git checkout --detach` out of reach of the terminal's Ctrl-C, so a Ctrl-C stops the hunt
 between runs: the user's branch, tree, patches and other edits come back as they were, and the
-message says how to go on (exit 130).
+message says how to go on (exit 130). Each run of CMD, and the server of --server, leads a
+process group of its own (guard.hunt.processes, guard.hunt.server): patchguard passes the
+signal on, and ends every group it started before it moves or exits.
 
 The decisions are guard.hunt.stats'. compare runs A and B in order-balanced pairs after a warm-up
 at each; a bisect measures GOOD and BAD as compare does, then each commit git bisect offers
@@ -22,7 +24,8 @@ import hashlib
 import json
 import os
 import signal
-import subprocess
+import statistics
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import asdict, dataclass, field
@@ -38,6 +41,8 @@ from guard.git.process import out_of_reach_of_ctrl_c, run_git
 from guard.git.repo import Repo
 from guard.hunt import stats
 from guard.hunt.metrics import Metric, Unreadable
+from guard.hunt.processes import Finished, Group, run_grouped
+from guard.hunt.server import SERVER_LOG, Server, ServerSpec
 from guard.ops import attest, moves
 from guard.ops.provenance import same_code, stamp, with_attestations
 from guard.store.derived import load_manifest
@@ -81,6 +86,8 @@ class Options:
     warmups: int = 1
     metric_file: Path | None = None  # what each run appends here is read, not its output;
     # relative to the top of the checkout, where CMD runs (as git bisect run runs it)
+    server: ServerSpec | None = None  # started at each commit before CMD runs there
+    timeout: float | None = None  # seconds a run of CMD may take before its group is ended
 
 
 @dataclass
@@ -198,7 +205,16 @@ class _Bench:
         self.applied = False
         self.runs = 0
         self.stop_asked = False
-        self.child: subprocess.Popen[bytes] | None = None
+        self.child: Group | None = None  # the run under way: signals are passed on to it
+        self.seconds: list[float] = []  # each run's, for the estimate of what is left
+        self.planned: int | None = None  # the runs the hunt expects to take, when it knows
+        self.subjects: dict[str, str] = {}
+        self.server = (
+            None
+            if options.server is None
+            else Server(options.server, repo.layout.git_dir / SERVER_LOG, progress)
+        )
+        self.server_attested: attest.AttestedRun | None = None  # for the server's processes
         self.printed_no_value = False  # the last failed run exited 0 but gave no metric
         given = options.metric_file
         self.metric_file = None if given is None else repo.workdir / given
@@ -238,7 +254,13 @@ class _Bench:
         self.here = commit
 
     def leave(self) -> None:
-        """Lift the patches again (before any move)."""
+        """Stop the server, lift the patches again (before any move)."""
+        try:
+            self._stop_server()
+        finally:
+            self._lift()
+
+    def _lift(self) -> None:
         if not self.applied:
             return
         self.applied, self.here = False, None
@@ -263,27 +285,99 @@ class _Bench:
             raise _Stop
 
     def run(self, commit: str, what: str) -> Sample | None:
-        """One run of CMD at `commit`: its sample, or None when it failed or printed no value."""
+        """One run of CMD at `commit`: its sample, or None when it failed or printed no value
+        (or the server did not get ready, or died under it: then CMD is not run or not counted)."""
         self.visit(commit)
         self.stop_if_asked()
-        before = self._metric_file_state()
-        status, output, attested = self._execute()
+        where = f"{commit[:10]} ({self._subject(commit)})"
+        server = self.server
+        if server is not None and not server.running:
+            self.server_attested = self._attested_run()  # the server's processes attest too
+            env = self.server_attested.environment(self._child_env())
+            failed = server.start(self.repo.workdir, env, where, self._asked)
+            self.stop_if_asked()
+            if failed is not None:
+                self._stop_server()
+                self.progress(f"{what} at {where}: not run, {failed}")
+                return None
+        attested_run = self.server_attested or self._attested_run()
+        try:
+            before = self._metric_file_state()
+            began = time.monotonic()
+            finished = run_grouped(
+                self.options.command,
+                self.repo.workdir,
+                attested_run.environment(self._child_env()),
+                self.options.timeout,
+                self._asked,
+                self._running,
+            )
+            attested = attested_run.judge(self.repo.workdir, list(self.options.command))
+        finally:
+            if attested_run is not self.server_attested:
+                attested_run.close()
         self.runs += 1
+        self.seconds.append(time.monotonic() - began)
         self.stop_if_asked()  # a run cut short by Ctrl-C is never counted
         self._refuse_changed_code(commit)
-        value = self._value(status, output, before)
-        if isinstance(value, str):  # why it has none
-            tail = " | ".join(output.strip().splitlines()[-_TAIL_LINES:]) or "(no output)"
-            self.progress(f"{what} at {commit[:10]}: run failed ({value}); not counted: {tail}")
-            self.printed_no_value = status == 0
+        value = self._value(finished.status, finished.output, before)
+        died = server is not None and not server.alive()
+        said = self._failure(finished, value, server.tail() if server and died else None)
+        if said is None and not attested.counted:
+            said = f"{value:g} not counted: {'; '.join(attested.problems)}"
+        self.progress(f"{self._count()} ({what}) at {where}: {said or f'{value:g}'}{self._left()}")
+        if server is not None:
+            server.runs += 1
+            if said or server.runs >= server.spec.runs_per_start:
+                self._stop_server()  # after a failed run too: the next one gets a fresh server
+        if said is not None or isinstance(value, str):  # (a value-less run has said why)
             return None
-        if not attested.counted:
-            why = "; ".join(attested.problems)
-            self.progress(f"{what} at {commit[:10]}: {value:g} not counted: {why}")
-            return None
-        self.progress(f"{what} at {commit[:10]}: {value:g}")
         now = datetime.now(UTC).isoformat(timespec="seconds")
         return Sample(value, with_attestations({**self.stamp, "timestamp": now}, attested))
+
+    def _failure(
+        self, finished: Finished, value: float | str, server_died: str | None
+    ) -> str | None:
+        """Why a run is not counted (None: it is): killed at --timeout, its server gone under
+        it (the server's last log lines), or no value that counts (`value` says why)."""
+        self.printed_no_value = False
+        if finished.timed_out:
+            return f"killed after {self.options.timeout:g} s (--timeout); not counted"
+        if server_died is not None:
+            return f"the server exited during the run; not counted: {server_died}"
+        if not isinstance(value, str):
+            return None
+        self.printed_no_value = finished.status == 0
+        tail = " | ".join(finished.output.strip().splitlines()[-_TAIL_LINES:]) or "(no output)"
+        return f"run failed ({value}); not counted: {tail}"
+
+    def _asked(self) -> bool:
+        return self.stop_asked
+
+    def _running(self, group: Group | None) -> None:
+        self.child = group
+
+    def _child_env(self) -> dict[str, str]:
+        """The environment of every process the hunt starts, CMD and server alike: the user's,
+        and the worktree lock marked held (a hook or patchguard run inside waits for nothing)."""
+        return {**os.environ, HELD_VARIABLE: str(self.repo.layout.worktree_lock_path)}
+
+    def _subject(self, commit: str) -> str:
+        if commit not in self.subjects:
+            self.subjects[commit] = self._git("log", "-1", "--format=%s", commit).strip()
+        return self.subjects[commit]
+
+    def _count(self) -> str:
+        """`run 3/~8` where the hunt said what it plans (an estimate), else `run 3`."""
+        planned = f"/~{self.planned}" if self.planned and self.planned >= self.runs else ""
+        return f"run {self.runs}{planned}"
+
+    def _left(self) -> str:
+        """The time the planned runs left take at the median run's pace."""
+        if not self.planned or self.planned <= self.runs or not self.seconds:
+            return ""
+        left = (self.planned - self.runs) * statistics.median(self.seconds)
+        return f" (about {_duration(left)} left)" if left >= 1 else ""
 
     def warm_up(self, commit: str) -> bool:
         """The uncounted first runs at a commit (file caches, bytecode); False if one failed."""
@@ -291,41 +385,20 @@ class _Bench:
             self.run(commit, f"warm-up {n + 1}") is not None for n in range(self.options.warmups)
         )
 
-    def _child_env(self) -> dict[str, str]:
-        """The environment CMD runs with: ours, the worktree's lock held for it."""
-        return {**os.environ, HELD_VARIABLE: str(self.repo.layout.worktree_lock_path)}
-
-    def _execute(self) -> tuple[int, str, attest.Verdict]:
-        """One run of CMD under the import guard: its status, its output, what it attested."""
+    def _attested_run(self) -> attest.AttestedRun:
+        """A run's import guard, for the code checked at this commit (guard.ops.attest)."""
         assert self.report is not None  # visit() checked the code first
-        command = list(self.options.command)
-        run = attest.AttestedRun(self._view(), self.report)
-        try:
-            return self._execute_attested(command, run)
-        finally:
-            run.close()
+        return attest.AttestedRun(self._view(), self.report)
 
-    def _execute_attested(
-        self, command: list[str], run: attest.AttestedRun
-    ) -> tuple[int, str, attest.Verdict]:
+    def _stop_server(self) -> None:
+        """End the server's whole group; what its processes attested goes with it."""
         try:
-            self.child = subprocess.Popen(
-                command,
-                cwd=self.repo.workdir,
-                env=run.environment(self._child_env()),
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-            )
-        except OSError as error:
-            raise ConfigError(f"cannot start {command[0]}: {error.strerror}") from None
-        try:
-            output, _ = self.child.communicate()
-            status = self.child.returncode
+            if self.server is not None:
+                self.server.stop()
         finally:
-            self.child = None
-        verdict = run.judge(self.repo.workdir, command)
-        return (status if status >= 0 else 128 - status), output.decode(errors="replace"), verdict
+            if self.server_attested is not None:
+                self.server_attested.close()
+                self.server_attested = None
 
     def _refuse_changed_code(self, commit: str) -> None:
         """A run that moved HEAD or edited a guarded file measured other code: stop."""
@@ -387,6 +460,12 @@ class _Bench:
         return data.decode(errors="replace")
 
 
+def _duration(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    return f"{seconds / 60:.0f} min" if seconds < 5400 else f"{seconds / 3600:.1f} h"
+
+
 def _blob_of(repo: Repo, path: str) -> str | None:
     content = repo.read_file(path)
     return None if content is None else blob_id(content)
@@ -428,13 +507,14 @@ def _session(
 
 @contextmanager
 def _deferred_signals(bench: _Bench) -> Iterator[None]:
-    """Ctrl-C reaches CMD from the terminal; patchguard only notes it, and stops at the next
-    point between runs. SIGTERM and SIGHUP are passed on to CMD as well."""
+    """Ctrl-C (and SIGTERM, SIGHUP) is passed on to the run's process group, which has a
+    session of its own and so is out of the terminal's reach; patchguard notes it, and stops at
+    the next point between runs, the server's group ended on the way out (_Bench.leave)."""
 
     def note(number: int, _frame: FrameType | None) -> None:
         bench.stop_asked = True
-        if number != signal.SIGINT and bench.child is not None:
-            bench.child.send_signal(number)
+        if bench.child is not None:
+            bench.child.signal(number)
 
     numbers = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
     previous = {number: signal.signal(number, note) for number in numbers}
@@ -463,6 +543,7 @@ def compare(
     commits = _commit(repo, a), _commit(repo, b)
     try:
         with _session(repo, options, progress, "compare") as bench:
+            bench.planned = 2 * (options.warmups + options.repeats)  # the first look's
             return _compare(bench, *commits)
     except _Stop:
         raise Interrupted(
@@ -580,6 +661,7 @@ def bisect(repo: Repo, options: Options, progress: Callable[[str], None]) -> Hun
     kept = _Kept(repo.layout.git_dir / KEPT_FILE, hunt)
     try:
         with _session(repo, options, progress, "bisect run --metric") as bench:
+            bench.planned = 2 * (options.warmups + options.repeats)  # GOOD's and BAD's first look
             found = _bisect(bench, goods[0], bad[0], steps, (good_term, bad_term), kept)
     except _Stop:
         marked = f"{len(steps)} commit(s) marked so far stay marked" if steps else "nothing marked"

@@ -1,0 +1,255 @@
+"""The processes a hunt starts, each in a session of its own, and ended as a whole.
+
+A benchmark or a server started from a checkout spawns helpers (sglang's scheduler and detokenizer,
+a tokenizer pool, a shell's background job). Started with `start_new_session=True`, the command
+leads a process group that holds all of them unless one moved itself into another session; ending
+the group (SIGTERM, a grace period, SIGKILL) ends every one, and the hunt waits until none is
+left before it moves on. Without that, a helper reparented to PID 1 keeps the server's port (the
+next server cannot bind, the old one answers) or the output pipe open (every run then waits for
+it). Processes that escaped into another session cannot be found by their group: a port they
+still hold is named by `port_holder` instead.
+
+Linux's /proc is read where it helps: a group whose last members are zombies (a PID 1 that does
+not reap, as in some containers) counts as gone, and a listening port is traced to its process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import select
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+from guard.errors import ConfigError
+
+GRACE_SECONDS = 10.0  # between SIGTERM and SIGKILL
+_GONE_AFTER_KILL = 10.0  # what SIGKILL may take (a process in uninterruptible sleep)
+_POLL = 0.05
+_PROC = Path("/proc")
+
+
+class Group:
+    """A command started as the leader of a new session (and so of a new process group)."""
+
+    def __init__(
+        self,
+        argv: Sequence[str],
+        cwd: Path,
+        env: Mapping[str, str],
+        stdout: int | IO[bytes],
+    ) -> None:
+        self.popen = subprocess.Popen(
+            list(argv),
+            cwd=cwd,
+            env=dict(env),
+            stdin=subprocess.DEVNULL,
+            stdout=stdout,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        self.pgid = self.popen.pid
+
+    def exited(self) -> bool:
+        """Whether the leader (the command itself) has exited; its helpers may live on."""
+        return self.popen.poll() is not None
+
+    @property
+    def status(self) -> int:
+        """The leader's exit as a shell reports it (128+N when signal N ended it)."""
+        code = self.popen.wait()
+        return code if code >= 0 else 128 - code
+
+    def signal(self, number: int) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.pgid, number)
+
+    def gone(self) -> bool:
+        """No process of the group is left (zombies no one reaps do not count)."""
+        self.popen.poll()  # reap the leader: a zombie of ours would keep the group alive
+        try:
+            os.killpg(self.pgid, 0)
+        except ProcessLookupError:
+            return True
+        except PermissionError:
+            pass
+        return not live_members(self.pgid)
+
+    def end(self, grace: float = GRACE_SECONDS) -> bool:
+        """SIGTERM to the whole group, SIGKILL after `grace`; True once none of it is left."""
+        if self.gone():
+            return True
+        self.signal(signal.SIGTERM)
+        if _wait_until(self.gone, grace):
+            return True
+        self.signal(signal.SIGKILL)
+        return _wait_until(self.gone, _GONE_AFTER_KILL)
+
+
+def _wait_until(condition: Callable[[], bool], seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(_POLL)
+    return True
+
+
+def live_members(pgid: int) -> list[int]:
+    """The processes of group `pgid` that are not zombies ([] where /proc cannot tell; then the
+    kill(2) probe alone decides, see Group.gone)."""
+    found = []
+    if not _PROC.is_dir():
+        return [pgid]
+    for entry in _PROC.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()  # after "pid (comm) "
+        state, group = fields[0], int(fields[2])
+        if group == pgid and state not in ("Z", "X"):
+            found.append(int(entry.name))
+    return found
+
+
+@dataclass
+class Finished:
+    status: int  # as a shell reports it; meaningless when timed_out or stopped
+    output: str
+    timed_out: bool = False
+
+
+def run_grouped(
+    argv: Sequence[str],
+    cwd: Path,
+    env: Mapping[str, str],
+    timeout: float | None,
+    stop_asked: Callable[[], bool],
+    started: Callable[[Group | None], None],
+) -> Finished:
+    """Run `argv` in a session of its own, read its output until the command itself exits, then
+    end the rest of its group and stop reading: a helper that keeps the pipe open does not make
+    the run wait. Past `timeout` seconds, or `GRACE_SECONDS` after a stop was asked (the signal
+    went to the group first), the whole group is ended. `started` is told the group (for the
+    signal handler to pass signals on), and None once it is over."""
+    try:
+        group = Group(argv, cwd, env, subprocess.PIPE)
+    except OSError as error:
+        raise ConfigError(f"cannot start {argv[0]}: {error.strerror}") from None
+    assert group.popen.stdout is not None
+    pipe = group.popen.stdout.fileno()
+    os.set_blocking(pipe, False)
+    chunks: list[bytes] = []
+    start = time.monotonic()
+    stop_since: float | None = None
+    timed_out = False
+    reading = True  # until the pipe's end (a command may close its output and go on)
+    started(group)
+    try:
+        while not group.exited():
+            now = time.monotonic()
+            if timeout is not None and now - start > timeout:
+                timed_out = True
+                break
+            if stop_asked():
+                stop_since = now if stop_since is None else stop_since
+                if now - stop_since > GRACE_SECONDS:
+                    break
+            if reading:
+                with contextlib.suppress(InterruptedError):
+                    select.select([pipe], [], [], 0.1)
+                reading = _drain(pipe, chunks)
+            else:
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    group.popen.wait(0.1)
+        if reading:
+            _drain(pipe, chunks)
+    finally:
+        group.end()
+        started(None)
+        group.popen.stdout.close()
+    output = b"".join(chunks).decode(errors="replace")
+    status = group.status if group.exited() else 128 + signal.SIGKILL
+    return Finished(status, output, timed_out)
+
+
+def _drain(pipe: int, chunks: list[bytes]) -> bool:
+    """What the pipe holds now, without waiting for more; False at its end."""
+    while True:
+        try:
+            data = os.read(pipe, 65536)
+        except BlockingIOError:
+            return True
+        if not data:
+            return False
+        chunks.append(data)
+
+
+# --- ports ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Holder:
+    pid: int | None  # None: a listener patchguard cannot trace (another user's, no /proc)
+    command: str
+
+
+def port_holder(host: str, port: int) -> Holder | None:
+    """Who listens on `port`, or None when it is free. Read from /proc/net/tcp{,6} and the
+    processes' socket descriptors on Linux; elsewhere a connection attempt to `host` decides."""
+    tables = [_PROC / "net" / name for name in ("tcp", "tcp6")]
+    if not any(table.exists() for table in tables):
+        return Holder(None, "") if _answers(host, port) else None
+    inodes = set()
+    for table in tables:
+        with contextlib.suppress(OSError):
+            for line in table.read_text().splitlines()[1:]:
+                fields = line.split()
+                local, state, inode = fields[1], fields[3], fields[9]
+                if state == "0A" and int(local.rsplit(":", 1)[1], 16) == port:  # 0A: LISTEN
+                    inodes.add(f"socket:[{inode}]")
+    if not inodes:
+        return None
+    for entry in _PROC.iterdir():
+        if not entry.name.isdigit():
+            continue
+        with contextlib.suppress(OSError):
+            for fd in (entry / "fd").iterdir():
+                with contextlib.suppress(OSError):
+                    if os.readlink(fd) in inodes:
+                        return Holder(int(entry.name), _command_line(entry))
+    return Holder(None, "")
+
+
+def _command_line(entry: Path) -> str:
+    with contextlib.suppress(OSError):
+        return (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    return ""
+
+
+def _answers(host: str, port: int) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+def describe_holder(port: int, holder: Holder) -> str:
+    if holder.pid is None:
+        return f"port {port} is in use by a process patchguard cannot see; stop it first"
+    command = holder.command.strip()
+    shown = command if len(command) <= 80 else command[:77] + "..."
+    return (
+        f"port {port} is held by pid {holder.pid} ({shown}), left from an earlier run? "
+        f"stop it: kill {holder.pid}"
+    )

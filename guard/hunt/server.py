@@ -1,0 +1,207 @@
+"""`--server CMD`: the server a benchmark talks to, started from the checkout at each commit.
+
+The server runs the code being measured, so it is started after the patches are in place at a
+commit and stopped before the hunt moves on (and after every --runs-per-start runs, so a run
+never measures a server that earlier runs warmed or wore down). The life of one start:
+
+1. the port of the --ready URL must be free: a server left from an earlier run would answer in
+   place of the new one (which fails to bind), so the hunt refuses and names its pid;
+2. CMD runs through `sh -c` (a shell line: variables, `&&`, redirections work) at the top of the
+   checkout, in a session of its own, its output into SERVER_LOG in the git dir;
+3. ready when the URL answers 2xx (or a line of its output matches --ready-line) within
+   --ready-timeout; a server that exits first, or never gets ready, is stopped and the run is
+   not counted, with the last lines of its log;
+4. stopped: its whole process group ended (guard.hunt.processes.Group.end), then the port free
+   again and, with nvidia-smi present, the GPUs' memory back where it was before the start.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from guard.errors import GuardFailure
+from guard.hunt.processes import Group, describe_holder, port_holder
+
+SERVER_LOG = "patchguard-server.log"  # in the worktree's git dir, rewritten at each start
+DEFAULT_READY_TIMEOUT = 600.0
+_PORT_FREE_WITHIN = 5.0  # after the group is gone: a listener's socket closes with its last
+# process, so a port still held then is held by one that left the group (it may be on its way out)
+_GPU_SETTLE_WITHIN = 120.0
+_GPU_SLACK_MIB = 512  # memory another process may take meanwhile, not the server's
+_TAIL_LINES = 10
+_POLL = 0.2
+
+
+@dataclass(frozen=True)
+class ServerSpec:
+    command: str  # one shell line
+    ready_url: str | None = None
+    ready_line: str | None = None  # a regular expression searched in each line of its output
+    ready_timeout: float = DEFAULT_READY_TIMEOUT
+    runs_per_start: int = 1
+
+    @property
+    def address(self) -> tuple[str, int] | None:
+        """The host and port of the --ready URL (None with --ready-line: no port to watch)."""
+        if self.ready_url is None:
+            return None
+        parts = urlsplit(self.ready_url)
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        return parts.hostname or "127.0.0.1", port
+
+
+class Server:
+    """One server at a time: started on demand, stopped before any move."""
+
+    def __init__(self, spec: ServerSpec, log: Path, progress: Callable[[str], None]) -> None:
+        self.spec = spec
+        self.log = log
+        self.progress = progress
+        self.group: Group | None = None
+        self.runs = 0  # runs against the running server
+        self.gpu_before: list[int] | None = None
+
+    @property
+    def running(self) -> bool:
+        return self.group is not None
+
+    def alive(self) -> bool:
+        return self.group is not None and not self.group.exited()
+
+    def start(
+        self, cwd: Path, env: Mapping[str, str], where: str, stop_asked: Callable[[], bool]
+    ) -> str | None:
+        """Start it and wait until it is ready: None then, else why not (it is stopped again).
+        A port already held is refused before anything starts (GuardFailure)."""
+        address = self.spec.address
+        if address is not None:
+            holder = port_holder(*address)
+            if holder is not None:
+                raise GuardFailure(
+                    f"{describe_holder(address[1], holder)}; nothing was measured (a server "
+                    "already there would answer in place of the one started from the checkout)"
+                )
+        self.gpu_before = _gpu_memory()
+        self.log.write_bytes(b"")
+        self.progress(f"server starting at {where} (its output: {_shown(self.log, cwd)})")
+        began = time.monotonic()
+        with self.log.open("ab") as log:
+            self.group = Group(["sh", "-c", self.spec.command], cwd, env, log)
+        self.runs = 0
+        why = self._wait_ready(stop_asked)
+        if why is None:
+            self.progress(f"server ready after {time.monotonic() - began:.1f} s")
+            return None
+        self.stop()
+        return why
+
+    def _wait_ready(self, stop_asked: Callable[[], bool]) -> str | None:
+        deadline = time.monotonic() + self.spec.ready_timeout
+        pattern = None if self.spec.ready_line is None else re.compile(self.spec.ready_line)
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # never a proxy
+        while not stop_asked():
+            if pattern is not None:
+                if any(pattern.search(line) for line in self._log_lines()):
+                    return None
+            elif self.spec.ready_url is not None and _answers_2xx(opener, self.spec.ready_url):
+                return None
+            if not self.alive():
+                return f"the server exited before it was ready: {self.tail()}"
+            if time.monotonic() > deadline:
+                return (
+                    f"the server was not ready within {self.spec.ready_timeout:g} s "
+                    f"(--ready-timeout): {self.tail()}"
+                )
+            time.sleep(_POLL)
+        return "stopped"
+
+    def _log_lines(self) -> list[str]:
+        try:
+            return self.log.read_text(errors="replace").splitlines()
+        except OSError:
+            return []
+
+    def tail(self) -> str:
+        return " | ".join(self._log_lines()[-_TAIL_LINES:]) or "(no output)"
+
+    def stop(self) -> None:
+        """End its whole group; wait until the port is free and the GPUs' memory is back."""
+        if self.group is None:
+            return
+        group, self.group = self.group, None
+        if not group.end():
+            raise GuardFailure(
+                f"the server's processes (group {group.pgid}) outlived SIGKILL; stop them: "
+                f"kill -KILL -- -{group.pgid}"
+            )
+        address = self.spec.address
+        if address is not None:
+            deadline = time.monotonic() + _PORT_FREE_WITHIN
+            while (holder := port_holder(*address)) is not None:
+                if time.monotonic() > deadline:
+                    raise GuardFailure(
+                        f"the server was stopped, but {describe_holder(address[1], holder)} "
+                        "(a process that left the server's session cannot be stopped with it)"
+                    )
+                time.sleep(_POLL)
+        self._wait_gpus()
+        self.progress("server stopped")
+
+    def _wait_gpus(self) -> None:
+        """Back to the memory used before the start (bounded: another job may hold some)."""
+        before = self.gpu_before
+        if before is None:
+            return
+        deadline = time.monotonic() + _GPU_SETTLE_WITHIN
+        while True:
+            now = _gpu_memory()
+            if now is None or all(
+                u <= b + _GPU_SLACK_MIB for u, b in zip(now, before, strict=False)
+            ):
+                return
+            if time.monotonic() > deadline:
+                self.progress(
+                    f"the GPUs' memory is still at {now} MiB (was {before} MiB before the "
+                    "server started); going on"
+                )
+                return
+            time.sleep(0.5)
+
+
+def _shown(path: Path, top: Path) -> str:
+    """`.git/patchguard-server.log` where the git dir is inside the checkout."""
+    return str(path.relative_to(top)) if path.is_relative_to(top) else str(path)
+
+
+def _answers_2xx(opener: urllib.request.OpenerDirector, url: str) -> bool:
+    try:
+        with opener.open(url, timeout=5) as answer:
+            return 200 <= int(answer.status) < 300
+    except (urllib.error.URLError, OSError, ValueError):
+        return False
+
+
+def _gpu_memory() -> list[int] | None:
+    """Memory used on each GPU in MiB, as nvidia-smi reports it (None without it)."""
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
+        return None
+    try:
+        answer = subprocess.run(
+            [smi, "--query-gpu=memory.used", "--format=csv,noheader,nounits"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+        return [int(line.strip()) for line in answer.stdout.splitlines() if line.strip()]
+    except (OSError, subprocess.SubprocessError, ValueError):
+        return None
