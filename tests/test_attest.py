@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import py_compile
+import shlex
 import signal
 import subprocess
 import sys
@@ -44,6 +45,15 @@ def patched(sample: Sample, tmp_path: Path, clean_env: dict[str, str]) -> tuple[
     (stubs / "torch" / "__init__.py").write_text(TORCH)
     env = {**clean_env, "PYTHONPATH": f"{stubs}{os.pathsep}{sample.root / 'python'}"}
     return sample, env
+
+
+def appearing_during_the_run(sample: Sample, env: dict, stale: Path):
+    """`run` of a command that puts `stale` in place itself, after patchguard's check read the
+    tree (a benchmark that builds or unpacks code at its start): only the import guard sees it."""
+    hidden = stale.with_name(stale.name + ".hidden")
+    stale.rename(hidden)
+    move = f"mv {shlex.quote(str(hidden))} {shlex.quote(str(stale))}"
+    return run(sample, env, "sh", "-c", f'{move} && exec "$0" -c "$1"', sys.executable, IMPORT)
 
 
 def run(sample: Sample, env: dict, *command: str, stamp: Path | None = None):
@@ -153,7 +163,9 @@ def test_an_unchecked_hash_pyc_of_the_unpatched_file_is_refused(patched) -> None
     sample.kimi.write_text(patched_text)
     plain = subprocess.run([sys.executable, "-c", IMPORT], capture_output=True, text=True, env=env)
     assert "methods False" in plain.stdout  # Python itself runs the stale bytecode
-    result = run(sample, env, sys.executable, "-c", IMPORT)
+    refused = run(sample, env, sys.executable, "-c", IMPORT)  # reading sees it beside the .py
+    assert refused.returncode == 1 and "command NOT run" in refused.stderr, refused.stderr
+    result = appearing_during_the_run(sample, env, Path(cached))  # the import guard sees it
     assert result.returncode == 1
     assert f"{cached} is an unchecked-hash .pyc" in result.stderr
     assert f"rm {cached}" in result.stderr
@@ -182,7 +194,9 @@ def test_an_extension_module_beside_the_py_is_refused(patched, tmp_path) -> None
         env=env,
     )
     assert plain.stdout.strip() == str(built)  # Python itself takes the extension
-    result = run(sample, env, sys.executable, "-c", IMPORT)
+    refused = run(sample, env, sys.executable, "-c", IMPORT)  # reading sees it beside the .py
+    assert refused.returncode == 1 and "command NOT run" in refused.stderr, refused.stderr
+    result = appearing_during_the_run(sample, env, built)  # the import guard sees it
     assert result.returncode == 1
     assert f"Python takes {built} instead of {sample.kimi}" in result.stderr
     assert f"rm {built}" in result.stderr
@@ -202,6 +216,7 @@ def test_a_class_hook_that_takes_the_method_away_is_refused(patched, tmp_path, t
 
 
 TAKES_THE_PATCH_OUT = f"""
+import shlex
 import subprocess
 kimi = {sample_repo.KIMI!r}
 patched = open(kimi).read()

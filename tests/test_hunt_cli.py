@@ -269,11 +269,13 @@ def test_numbers_as_printed_grouped_read_whole_nan_and_ambiguous_refused(
     bench.write_text(sample_repo.IMPORT_THE_MODEL + PRINTED)
     result = hunt.pg("compare", "s02", "s03", *FEW, "--", sys.executable, str(bench), *printed)
     assert result.returncode == 1, result.stderr
-    assert f"warm-up 1 at {hunt.commits['s02'][:10]}: 1234.56" in result.stderr
+    assert f"(warm-up 1) at {hunt.commits['s02'][:10]} (s02: docs: release note 2): 1234.56" in (
+        result.stderr
+    )
     refused = next(
         line
         for line in result.stderr.splitlines()
-        if "warm-up 1 at" in line and hunt.commits["s03"][:10] in line
+        if "(warm-up 1) at" in line and hunt.commits["s03"][:10] in line
     )
     assert said in refused
     assert "not counted" in refused and printed[1] in refused  # the line is shown

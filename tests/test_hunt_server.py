@@ -102,8 +102,12 @@ def served(tmp_path: Path, clean_env: dict[str, str]) -> Checkout:
     root = tmp_path / "repo"
     root.mkdir()
     sample_repo.git(root, "init", "-q", "-b", "main")
+    for path, text in sample_repo.OTHER_FILES.items():
+        sample_repo.write(root, path, text)
     sample_repo.write(root, sample_repo.KIMI, sample_repo.KIMI_V1)
-    sample_repo.write(root, "serve.py", SERVER)
+    sample_repo.write(
+        root, "serve.py", sample_repo.IMPORT_THE_MODEL + SERVER
+    )  # as sglang's imports it
     sample_repo.write(root, "bench.py", BENCH)
     sample_repo.write(root, "value.txt", "100\n")
     commits = {"A": sample_repo.commit(root, "A: the fast one")}
