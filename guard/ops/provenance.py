@@ -21,7 +21,6 @@ from guard.store import fastpath
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from pathlib import PurePosixPath
     from typing import Any
 
     from guard.git.repo import Repo
@@ -107,7 +106,7 @@ def stamp(
     layout = repo.layout
     # git's own answers come while the check is read or made
     status = status or start_git(_DIRTY, repo.workdir)
-    hidden = start_git(_HIDDEN, repo.workdir)
+    hidden = _hidden_entries(repo)
     head = read_head(str(layout.git_dir), str(layout.common_dir)) or repo.head_commit()
     branch = _head_branch(repo) if head is not None else None
     tracking = None
@@ -123,7 +122,7 @@ def stamp(
         content = repo.read_file(path)
         files[path] = None if content is None else blob_id(content)
     dirty = _dirty(status.result().stdout)
-    edits = code_edits(repo, dirty, guarded, _hidden(repo, hidden), _untracked_files(untracked))
+    edits = code_edits(repo, dirty, guarded, hidden(), _untracked_files(untracked))
     return {
         "format": STAMP_FORMAT,
         "repository": str(repo.workdir),
@@ -245,32 +244,59 @@ def code_edits(
 # Every index entry with its tag: a lowercase one is marked assume-unchanged, `S` skip-worktree.
 # `git status` compares neither with the worktree; an edit there still runs.
 _HIDDEN = ("ls-files", "-v", "-z")
+_HIDDEN_CACHE_DIR = "patchguard-cache/hidden-entries"  # in the worktree's git dir
 
 
-def _hidden(repo: Repo, listed: StartedGit) -> list[str]:
-    """The entries git status does not look at (_HIDDEN): each skip-worktree one (`S`, `s` with
-    assume-unchanged too) that has a file in the worktree (one without is what a sparse
-    checkout leaves out, no change), and each assume-unchanged one (deleted, when no file)."""
-    found = []
-    for entry in listed.result().stdout.split("\0"):
-        tag, path = entry[:1], entry[2:]
-        if tag in ("S", "s"):
-            if os.path.lexists(repo.workdir / path):
-                found.append(path)
-        elif tag.islower():
-            found.append(path)
-    return found
+def _hidden_entries(repo: Repo) -> Callable[[], list[str]]:
+    """The entries git status does not look at, once asked for (_HIDDEN started now): each
+    skip-worktree one (`S`, `s` with assume-unchanged too) that has a file in the worktree (one
+    without is what a sparse checkout leaves out, no change), and each assume-unchanged one
+    (deleted, when no file). The marked entries are kept by the index file's checksum, which
+    any change of a mark changes: a stamp starts no ls-files while the index stays the same."""
+    from guard.git.content_cache import ContentCache
+    from guard.git.index_file import checksum
+
+    key = checksum(str(repo.layout.git_dir))
+    cache = ContentCache(repo.layout.git_dir / _HIDDEN_CACHE_DIR, 8)
+    kept = None if key is None else cache.get(key)
+    listed = start_git(_HIDDEN, repo.workdir) if kept is None else None
+
+    def answer() -> list[str]:
+        if listed is None:
+            marked = (kept or b"").decode().split("\0")
+        else:
+            marked = [
+                e for e in listed.result().stdout.split("\0") if e[:1] in "Ss" or e[:1].islower()
+            ]
+            if key is not None:
+                cache.put(key, "\0".join(marked).encode())
+        return [
+            entry[2:]
+            for entry in marked
+            if entry and (entry[0] not in "Ss" or os.path.lexists(repo.workdir / entry[2:]))
+        ]
+
+    return answer
 
 
 def _untracked_beside(repo: Repo, guarded: list[str]) -> StartedGit | None:
-    """The untracked files in the packages of the guarded files, listed by one ls-files, now
-    started (None: nothing is guarded). Ignored files too (a built `.so` is usually ignored),
-    but not `__pycache__`: bytecode compiled from the sources compared already."""
-    packages = sorted({str(_package_directory(repo, path)) for path in guarded})
-    if not packages:
+    """The untracked files beside the guarded files (_package_specs), listed by one ls-files,
+    now started (None: nothing is guarded). Ignored files too (a built `.so` is usually
+    ignored), but not `__pycache__`: bytecode compiled from the sources compared already."""
+    specs = sorted({spec for path in guarded for spec in _package_specs(repo, path)})
+    if not specs:
         return None
     return start_git(
-        ["ls-files", "-z", "--others", "--exclude=__pycache__", "--", *packages], repo.workdir
+        [
+            "--literal-pathspecs",
+            "ls-files",
+            "-z",
+            "--others",
+            "--exclude=__pycache__",
+            "--",
+            *specs,
+        ],
+        repo.workdir,
     )
 
 
@@ -310,8 +336,33 @@ def interpreter(repo: Repo, python: str | None) -> dict[str, Any] | None:
     return {
         "executable": os.path.abspath(found),
         "version": version,
-        "distributions": installed(path),
+        "distributions": _installed_kept(repo, path),
     }
+
+
+def _installed_kept(repo: Repo, path: list[str]) -> dict[str, str | None]:
+    """installed(path), kept by each entry's mtime: installing, upgrading or removing a
+    distribution adds or removes its `.dist-info` directory, which changes the mtime of the
+    directory that holds it (listing site-packages on each stamp cost ~1 ms)."""
+    import json
+
+    from guard.git.content_cache import ContentCache
+    from guard.git.objects import digest
+    from guard.truth.interpreters import FACTS_CACHE_DIR
+
+    identity = []
+    for entry in path:
+        with suppress(OSError):
+            identity.append(f"{entry}\0{os.stat(entry or '.').st_mtime_ns}")
+    key = digest("\0\0".join(["installed", *identity]).encode())
+    cache = ContentCache(repo.layout.git_dir / FACTS_CACHE_DIR, 64)
+    with suppress(ValueError):
+        kept = json.loads(cache.get(key) or b"")
+        if isinstance(kept, dict) and set(kept) == set(_DISTRIBUTIONS):
+            return kept
+    versions = installed(path)
+    cache.put(key, json.dumps(versions).encode())
+    return versions
 
 
 def _on_path(name: str) -> str | None:
@@ -386,19 +437,28 @@ def _content_id(repo: Repo, path: str) -> str | None:
     return None if content is None else blob_id(content)
 
 
-def _package_directory(repo: Repo, path: str) -> PurePosixPath:
-    """The package tree a guarded file belongs to, as a path of the checkout: the highest
-    directory above it that holds an `__init__.py` (sglang's `srt/` and `srt/models/` hold none:
-    namespace packages inside the regular package `sglang/`), else its own directory. Where
-    `import` may find a stray module, or code may load a file, beside the recorded ones."""
+def _package_specs(repo: Repo, path: str) -> list[str]:
+    """Where code beside a guarded file may be found, as pathspecs of the checkout: in a
+    regular package, all of its top package (what `import` reaches from there); in a namespace
+    package (sglang's `srt/models/`, whose `srt/` holds no `__init__.py` either), its own
+    directory and the files directly in each directory above it, up to the highest that holds
+    an `__init__.py` (`srt/stray.py`, `sglang/config.json`), without walking their other
+    subpackages (a whole sglang tree costs a stamp twice the listing). Else its directory."""
     from pathlib import PurePosixPath
 
     directory = PurePosixPath(path).parent
-    top = directory
-    for above in (directory, *directory.parents):
-        if above != PurePosixPath(".") and (repo.workdir / above / "__init__.py").is_file():
-            top = above
-    return top
+    above = [d for d in (directory, *directory.parents) if d.name]
+    packages = [(repo.workdir / d / "__init__.py").is_file() for d in above]
+    if packages[:1] == [True]:
+        return [str(above[packages.index(False) - 1 if False in packages else -1])]
+    specs = [str(directory)]
+    if True in packages:
+        for loose in above[1 : len(packages) - packages[::-1].index(True)]:
+            with suppress(OSError), os.scandir(repo.workdir / loose) as entries:
+                specs += [
+                    f"{loose}/{e.name}" for e in entries if not e.is_dir(follow_symlinks=False)
+                ]
+    return specs
 
 
 def load_stamp(source: str, raw: bytes) -> dict[str, Any]:
