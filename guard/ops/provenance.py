@@ -603,7 +603,11 @@ def python_changes(
     was, now = old.get("python", _UNSAID), new.get("python", _UNSAID)
     if not isinstance(was, dict) or not isinstance(now, dict):
         words = [
-            str(p["version"]) if isinstance(p, dict) else _UNSAID if p is _UNSAID else "none"
+            str(p["version"])
+            if isinstance(p, dict)
+            else _UNSAID
+            if p is _UNSAID
+            else "no python3 on PATH"
             for p in (was, now)
         ]
         return [] if was == now else [said("Python", words[0], words[1])]
