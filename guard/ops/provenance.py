@@ -322,9 +322,10 @@ _DISTRIBUTIONS = {
 def interpreter(repo: Repo, python: str | None) -> dict[str, Any] | None:
     """The interpreter that runs the code: its path, its version, and the version of each of
     _DISTRIBUTIONS it has installed (None: not installed). `python`: a path or a name on PATH;
-    None is python3 on PATH, and no python3 there is None. Its version and search path are
-    asked once per interpreter (guard.truth.interpreters); what is installed is read from
-    there every time, as importlib.metadata reads it, without starting it."""
+    None is python3 on PATH, and no python3 there (or one that does not run) is None. Its
+    version and search path are asked once per interpreter (guard.truth.interpreters); what is
+    installed is read from its search path, as importlib.metadata reads it, without starting
+    it (_installed_kept)."""
     found = python if python and "/" in python else _on_path(python or "python3")
     if found is None:
         if python is None:
@@ -332,7 +333,12 @@ def interpreter(repo: Repo, python: str | None) -> dict[str, Any] | None:
         found = python  # not found: said as an interpreter that cannot run
     from guard.truth.interpreters import search_path
 
-    version, path = search_path(found, repo.layout.git_dir)
+    try:
+        version, path = search_path(found, repo.layout.git_dir)
+    except ConfigError:
+        if python is not None:
+            raise
+        return None  # a python3 on PATH that does not run is no interpreter for the code
     return {
         "executable": os.path.abspath(found),
         "version": version,
