@@ -146,7 +146,8 @@ def test_a_spec_printed_in_a_subdirectory_works_when_pasted_there(
 
 def test_slips_are_caught_at_record(sample: Sample) -> None:
     """Issue 21, item 7: a method typed at module level after its class, and a misspelt name
-    that delegates to the right one: warnings, recorded as typed; --strict refuses."""
+    that delegates to the right one: the first refused (--as-typed records it), the second a
+    warning (--strict refuses it)."""
     text = sample.kimi.read_text()
     typed = text.replace(
         "\n\nEntryClass",
@@ -163,11 +164,13 @@ def test_slips_are_caught_at_record(sample: Sample) -> None:
     strict = sample.pg("record", "eagle3", sample_repo.KIMI, "--strict")
     assert strict.exit_code == 1
     assert "nothing recorded" in sample.pg("list").output
-    recorded = sample.pg("record", "eagle3", sample_repo.KIMI)
-    assert recorded.exit_code == 0, recorded.output + recorded.stderr
+    refused = sample.pg("record", "eagle3", sample_repo.KIMI)
+    assert refused.exit_code == 1
     assert "probably meant inside class KimiK25ForConditionalGeneration (indentation)" in (
-        recorded.stderr
+        refused.stderr
     )
+    recorded = sample.pg("record", "eagle3", sample_repo.KIMI, "--as-typed")
+    assert recorded.exit_code == 0, recorded.output + recorded.stderr
     assert "get_embed_and_haed is one letter away from get_embed_and_head" in recorded.stderr
 
 

@@ -6,6 +6,7 @@ import no click; status and apply answer verified content as they answered it in
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -84,7 +85,8 @@ def test_plain_forms_print_what_click_prints(
         assert sample.pg("check", "--quiet").exit_code == 0
     for args in FORMS:
         assert_same(sample, clean_env, args)
-    stamps = [console(sample.root, clean_env, "stamp"), patchguard("-C", sample.root, "stamp")]
+    same_path = {**clean_env, "PATH": os.environ["PATH"]}  # the same python3 for both
+    stamps = [console(sample.root, same_path, "stamp"), patchguard("-C", sample.root, "stamp")]
     first, second = (json.loads(s.stdout) for s in stamps)
     first.pop("timestamp"), second.pop("timestamp")
     assert first == second and first["ok"] and first["patches"] == {"eagle3": "applied"}

@@ -56,8 +56,9 @@ def test_method_appended_after_entryclass_is_refused_as_not_in_class(sample: Sam
     sample.kimi.write_text(text)
     result = sample.pg("record", "wrong", KIMI, "--require", f"{KIMI}::{CLASS}.get_embed_and_head")
     assert result.exit_code == 1
-    assert f"not in {CLASS}" in result.stderr
+    assert f"probably meant inside class {CLASS}" in result.stderr  # the slip, refused first
     assert "module level" in result.stderr
+    assert "wrong" not in sample.pg("list").output
 
 
 def test_malformed_spec_is_a_usage_error(sample: Sample) -> None:

@@ -4,8 +4,8 @@
    green (`check`, `run`, `stamp`), named with its first differing line; `apply` puts the
    recorded lines back (journaled, undoable, other edits kept), `record` keeps the edit.
 2. A function the patch adds at module level whose first parameter is `self` is a slip
-   wherever it stands (after `EntryClass` too): `record` warns naming the class, `--strict`
-   refuses.
+   wherever it stands (after `EntryClass` too): `record` refuses naming the class,
+   `--as-typed` records it.
 3. `check` names module-level copies of a patch's methods, with their lines and the fix.
 
 All through the installed CLI on the sglang-shaped model file, the patch typed as a person
@@ -203,9 +203,11 @@ def test_a_method_typed_after_entryclass_is_a_slip_naming_its_class(
     assert f"probably meant inside class {CLASS} (indentation)" in strict.stderr
     assert strict.stderr.count("is at module level") == 3
     assert "nothing recorded" in node.pg("list", check=0).stdout
-    recorded = node.pg("record", "slip", KIMI, check=0)
+    refused = node.pg("record", "slip", KIMI, check=1)
+    assert slip in refused.stderr
+    assert f"class {CLASS} defines self.language_model, which it uses" in refused.stderr
+    recorded = node.pg("record", "slip", KIMI, "--as-typed", check=0)
     assert slip in recorded.stderr
-    assert f"class {CLASS} defines self.language_model, which it uses" in recorded.stderr
 
 
 def test_the_slip_names_the_class_whose_methods_call_it(
@@ -219,7 +221,7 @@ def test_the_slip_names_the_class_whose_methods_call_it(
     )
     other = "\n\nclass Other:\n    pass\n"
     node.kimi.write_text(text + other + "\n\ndef tie_weights(self):\n    return None\n")
-    recorded = node.pg("record", "tie", KIMI, check=0)
+    recorded = node.pg("record", "tie", KIMI, check=1)
     assert f"class {CLASS} calls self.tie_weights(): probably meant inside class {CLASS}" in (
         recorded.stderr
     )

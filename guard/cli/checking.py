@@ -199,7 +199,8 @@ def run(
     if not report.ok:
         problems = preflight.with_hook_advice(repo, report)
     elif other is not None:
-        differs = provenance.differences_from(repo, other[1])
+        runs = preflight.runs_with(python, command, cwd)
+        differs = provenance.differences_from(repo, other[1], other[0], runs)
         problems = [f"code differs from {other[0]}: {line}" for line in differs]
     if not report.ok or problems:
         problems = [*problems, f"not started: {' '.join(command)}"]
@@ -227,8 +228,15 @@ def run(
     metavar="A B",
     help="Say in words what changed between two stamps (files, or - for stdin).",
 )
+@click.option(
+    "--python",
+    metavar="PATH",
+    help="The interpreter that runs the code, whose version and installed torch, triton, "
+    "flashinfer, sgl-kernel, transformers, vllm and sglang the stamp names (default: python3 "
+    "on PATH).",
+)
 @directory_option
-def stamp(cwd: Path, as_json: bool, diff_files: tuple[Any, Any] | None) -> None:
+def stamp(cwd: Path, as_json: bool, diff_files: tuple[Any, Any] | None, python: str | None) -> None:
     """Print a JSON line describing the code about to run.
 
     Append it to a results JSONL.
@@ -237,7 +245,7 @@ def stamp(cwd: Path, as_json: bool, diff_files: tuple[Any, Any] | None) -> None:
     With --diff, the last stamp of each file is compared.
     """
     if diff_files is None:
-        plain.stamp(cwd)
+        plain.stamp(cwd, python)
         return
     old, new = (provenance.load_stamp(f.name, f.read()) for f in diff_files)
     lines = provenance.diff_stamps(_repo_or_none(cwd), old, new)

@@ -50,11 +50,17 @@ from guard.git.repo import Repo
     "in the file as your own edit.",
 )
 @click.option(
+    "--as-typed",
+    is_flag=True,
+    help="Record a function at module level whose first parameter is self (or cls) in a file "
+    "that defines a class as it stands; without it record refuses it (exit 1, nothing "
+    "recorded) as a method typed outside its class.",
+)
+@click.option(
     "--strict",
     is_flag=True,
-    help="Refuse (exit 1, nothing recorded) what looks like a slip: a function at module level "
-    "whose first parameter is self (a method typed outside its class, wherever it stands), a "
-    "name one letter off the one it delegates to.",
+    help="Refuse (exit 1, nothing recorded) a method name one letter off the one it "
+    "delegates to, too (a warning otherwise).",
 )
 @directory_option
 def record(
@@ -64,6 +70,7 @@ def record(
     requires: tuple[str, ...],
     message: str | None,
     rebase: bool,
+    as_typed: bool,
     strict: bool,
     choose_hunks: bool,
 ) -> None:
@@ -86,6 +93,7 @@ def record(
         description=message,
         rebase=rebase,
         strict=strict,
+        as_typed=as_typed,
         choose_hunks=choose_hunks,
         cwd=cwd,
     )
@@ -99,7 +107,7 @@ def record(
     for path in outcome.skipped:
         click.echo(f"  skipped {path}: it belongs to another patch (name it to include it)")
     for slip in outcome.slips:
-        click.echo(f"patchguard: warning: {slip} (recorded as typed; --strict refuses)", err=True)
+        click.echo(f"patchguard: warning: {slip} (recorded as typed)", err=True)
     if outcome.grown:
         click.echo(
             f"patchguard: the re-record adds {len(outcome.grown)} line(s) that patch {patch.name} "

@@ -291,11 +291,11 @@ def _logged(cwd: Path | str, name: str | None) -> str:
 _LOGGING = ("cli/plain.py", "store/history.py", "store/manifest.py")
 
 
-def stamp(cwd: Path | str) -> None:
-    """`patchguard stamp`: one JSON line describing the code about to run."""
+def stamp(cwd: Path | str, python: str | None = None) -> None:
+    """`patchguard stamp [--python PATH]`: one JSON line describing the code about to run."""
     from guard.ops import provenance  # light: git status starts before the rest is imported
 
-    line = provenance.stamp_at(str(cwd))
+    line = provenance.stamp_at(str(cwd), python)
     import json
 
     echo(json.dumps(line, separators=(",", ":")))

@@ -281,6 +281,12 @@ def _interpreter(
         return None
 
 
+def runs_with(python: str | None, command: Sequence[str], cwd: Path) -> str | None:
+    """The interpreter a stamp of the code COMMAND runs names: `--python`, else the one COMMAND
+    runs; None (python3 on PATH, as `patchguard stamp`) when none is found."""
+    return _interpreter(python, command, cwd, unwrapped(command, os.environ)[1], needed=False)
+
+
 def report_check(
     cwd: Path,
     *,
@@ -313,7 +319,7 @@ def report_check(
             cwd=cwd,
         )
     if same_as is not None and report.ok:
-        differs = differences_from(repo, same_as[1])
+        differs = differences_from(repo, same_as[1], same_as[0], python)
         if differs:
             print(render.banner(f"code differs from {same_as[0]}", differs), file=sys.stderr)
             return EXIT_GUARD_FAILED

@@ -20,7 +20,7 @@ from guard.store import fastpath
 # typing and datetime cost a stamp ~5 ms of its ~50 at run time: for the type checker only
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from pathlib import PurePosixPath
+    from collections.abc import Callable
     from typing import Any
 
     from guard.git.repo import Repo
@@ -82,7 +82,7 @@ _DIRTY = ("--no-optional-locks", "status", "--porcelain=v1", "-z", "-uno", "--no
 _TRACKING = "%(upstream)%00%(upstream:short)%00%(upstream:track,nobracket)"
 
 
-def stamp_at(directory: str) -> dict[str, Any]:
+def stamp_at(directory: str, python: str | None = None) -> dict[str, Any]:
     """stamp() of the checkout `directory` is in, with `git status` started first: it runs
     while the rest of what a stamp needs is imported, about as long as git status itself."""
     status = start_git(_DIRTY, directory)
@@ -95,15 +95,19 @@ def stamp_at(directory: str) -> dict[str, Any]:
     except BaseException:  # no repository there: its own error, not git status's
         status.discard()
         raise
-    return stamp(repo, status)
+    return stamp(repo, status, python)
 
 
-def stamp(repo: Repo, status: StartedGit | None = None) -> dict[str, Any]:
+def stamp(
+    repo: Repo, status: StartedGit | None = None, python: str | None = None
+) -> dict[str, Any]:
     """One JSON object that says exactly which code is about to run (keys in docs/benchmarks.md).
-    `status`: _DIRTY already started in the checkout (stamp_at)."""
+    `status`: _DIRTY already started in the checkout (stamp_at). `python`: the interpreter that
+    runs the code (default: python3 on PATH)."""
     layout = repo.layout
     # git's own answers come while the check is read or made
     status = status or start_git(_DIRTY, repo.workdir)
+    hidden = _hidden_entries(repo)
     head = read_head(str(layout.git_dir), str(layout.common_dir)) or repo.head_commit()
     branch = _head_branch(repo) if head is not None else None
     tracking = None
@@ -119,6 +123,7 @@ def stamp(repo: Repo, status: StartedGit | None = None) -> dict[str, Any]:
         content = repo.read_file(path)
         files[path] = None if content is None else blob_id(content)
     dirty = _dirty(status.result().stdout)
+    edits = code_edits(repo, dirty, guarded, hidden(), _untracked_files(untracked))
     return {
         "format": STAMP_FORMAT,
         "repository": str(repo.workdir),
@@ -128,12 +133,13 @@ def stamp(repo: Repo, status: StartedGit | None = None) -> dict[str, Any]:
         if tracking is None or branch is None
         else _tracking(repo, branch, tracking),
         "dirty": dirty,
-        "edits": code_edits(repo, dirty, guarded, _untracked_modules(untracked)),
+        "edits": edits,
         "patches": checked["patches"] if checked else {},
         "files": files,
         "symbols": checked["symbols"] if checked else {},
         "ok": checked["ok"] if checked else False,
         "problems": checked["problems"] if checked else [],  # why not ok, as `check` says it
+        "python": interpreter(repo, python),
         "patchguard": patchguard_version(),
         "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime()),  # ISO 8601, UTC
     }
@@ -220,17 +226,18 @@ def _dirty(listing: str) -> list[str]:
 
 
 def code_edits(
-    repo: Repo, dirty: list[str], guarded: list[str], untracked: list[str]
+    repo: Repo, dirty: list[str], guarded: list[str], hidden: list[str], untracked: list[str]
 ) -> dict[str, str | None]:
     """The rest of the code that runs, beside the guarded files: each tracked file whose content
-    differs from HEAD's, and each untracked `.py` file in a guarded file's package (where an
-    import finds it: `untracked`, as _untracked_beside lists them), by the blob id of its
-    content (None: deleted).
+    differs from HEAD's (as `git status` says, and among the entries it does not look at:
+    `hidden`, as _hidden lists them), and each untracked file of any kind in a guarded file's
+    package (where an import finds it, a `.so` or a `.json` it loads: `untracked`, as
+    _untracked_beside lists them), by the blob id of its content (None: deleted).
 
     A file only staged, or touched back to HEAD's bytes, is no edit: the code is HEAD's.
     """
     edits: dict[str, str | None] = {}
-    others = [path for path in dirty if path not in guarded]
+    others = sorted({path for path in (*dirty, *hidden) if path not in guarded})
     committed = _head_entries(repo, others)
     for path in others:
         here = _content_id(repo, path)
@@ -241,19 +248,175 @@ def code_edits(
     return dict(sorted(edits.items()))
 
 
+# Every index entry with its tag: a lowercase one is marked assume-unchanged, `S` skip-worktree.
+# `git status` compares neither with the worktree; an edit there still runs.
+_HIDDEN = ("ls-files", "-v", "-z")
+_HIDDEN_CACHE_DIR = "patchguard-cache/hidden-entries"  # in the worktree's git dir
+
+
+def _hidden_entries(repo: Repo) -> Callable[[], list[str]]:
+    """The entries git status does not look at, once asked for (_HIDDEN started now): each
+    skip-worktree one (`S`, `s` with assume-unchanged too) that has a file in the worktree (one
+    without is what a sparse checkout leaves out, no change), and each assume-unchanged one
+    (deleted, when no file). The marked entries are kept by the index file's checksum, which
+    any change of a mark changes: a stamp starts no ls-files while the index stays the same."""
+    from guard.git.content_cache import ContentCache
+    from guard.git.index_file import checksum
+
+    key = checksum(str(repo.layout.git_dir))
+    cache = ContentCache(repo.layout.git_dir / _HIDDEN_CACHE_DIR, 8)
+    kept = None if key is None else cache.get(key)
+    listed = start_git(_HIDDEN, repo.workdir) if kept is None else None
+
+    def answer() -> list[str]:
+        if listed is None:
+            marked = (kept or b"").decode().split("\0")
+        else:
+            marked = [
+                e for e in listed.result().stdout.split("\0") if e[:1] in "Ss" or e[:1].islower()
+            ]
+            if key is not None:
+                cache.put(key, "\0".join(marked).encode())
+        return [
+            entry[2:]
+            for entry in marked
+            if entry and (entry[0] not in "Ss" or os.path.lexists(repo.workdir / entry[2:]))
+        ]
+
+    return answer
+
+
 def _untracked_beside(repo: Repo, guarded: list[str]) -> StartedGit | None:
-    """The untracked files in the packages of the guarded files, listed by one ls-files, now
-    started (None: nothing is guarded)."""
-    packages = sorted({str(_package_directory(repo, path)) for path in guarded})
-    if not packages:
+    """The untracked files beside the guarded files (_package_specs), listed by one ls-files,
+    now started (None: nothing is guarded). Ignored files too (a built `.so` is usually
+    ignored), but not `__pycache__`: bytecode compiled from the sources compared already."""
+    specs = sorted({spec for path in guarded for spec in _package_specs(repo, path)})
+    if not specs:
         return None
-    return start_git(["ls-files", "-z", "--others", "--", *packages], repo.workdir)
+    return start_git(
+        [
+            "--literal-pathspecs",
+            "ls-files",
+            "-z",
+            "--others",
+            "--exclude=__pycache__",
+            "--",
+            *specs,
+        ],
+        repo.workdir,
+    )
 
 
-def _untracked_modules(listed: StartedGit | None) -> list[str]:
-    """The `.py` files among those _untracked_beside listed."""
+def _untracked_files(listed: StartedGit | None) -> list[str]:
+    """The files _untracked_beside listed."""
     listing = "" if listed is None else listed.result().stdout
-    return [path for path in listing.split("\0") if path.endswith(".py")]
+    return [path for path in listing.split("\0") if path]
+
+
+# The distributions whose version changes what guarded model code does (what sglang's models
+# import), as a stamp names them, with the names each is published under.
+_DISTRIBUTIONS = {
+    "torch": ("torch",),
+    "triton": ("triton",),
+    "flashinfer": ("flashinfer-python", "flashinfer"),
+    "sgl-kernel": ("sgl-kernel",),
+    "transformers": ("transformers",),
+    "vllm": ("vllm",),
+    "sglang": ("sglang",),
+}
+
+
+def interpreter(repo: Repo, python: str | None) -> dict[str, Any] | None:
+    """The interpreter that runs the code: its path, its version, and the version of each of
+    _DISTRIBUTIONS it has installed (None: not installed). `python`: a path or a name on PATH;
+    None is python3 on PATH, and no python3 there (or one that does not run) is None. Its
+    version and search path are asked once per interpreter (guard.truth.interpreters); what is
+    installed is read from its search path, as importlib.metadata reads it, without starting
+    it (_installed_kept)."""
+    found = python if python and "/" in python else _on_path(python or "python3")
+    if found is None:
+        if python is None:
+            return None
+        found = python  # not found: said as an interpreter that cannot run
+    from guard.truth.interpreters import search_path
+
+    try:
+        version, path = search_path(found, repo.layout.git_dir)
+    except ConfigError:
+        if python is not None:
+            raise
+        return None  # a python3 on PATH that does not run is no interpreter for the code
+    return {
+        "executable": os.path.abspath(found),
+        "version": version,
+        "distributions": _installed_kept(repo, path),
+    }
+
+
+def _installed_kept(repo: Repo, path: list[str]) -> dict[str, str | None]:
+    """installed(path), kept by each entry's mtime: installing, upgrading or removing a
+    distribution adds or removes its `.dist-info` directory, which changes the mtime of the
+    directory that holds it (listing site-packages on each stamp cost ~1 ms)."""
+    import json
+
+    from guard.git.content_cache import ContentCache
+    from guard.git.objects import digest
+    from guard.truth.interpreters import FACTS_CACHE_DIR
+
+    identity = []
+    for entry in path:
+        with suppress(OSError):
+            identity.append(f"{entry}\0{os.stat(entry or '.').st_mtime_ns}")
+    key = digest("\0\0".join(["installed", *identity]).encode())
+    cache = ContentCache(repo.layout.git_dir / FACTS_CACHE_DIR, 64)
+    with suppress(ValueError):
+        kept = json.loads(cache.get(key) or b"")
+        if isinstance(kept, dict) and set(kept) == set(_DISTRIBUTIONS):
+            return kept
+    versions = installed(path)
+    cache.put(key, json.dumps(versions).encode())
+    return versions
+
+
+def _on_path(name: str) -> str | None:
+    """The executable `name` on PATH, as a shell finds it (shutil.which, without the ~2.5 ms its
+    import costs a stamp)."""
+    for directory in os.environ.get("PATH", os.defpath).split(os.pathsep):
+        candidate = os.path.join(directory or ".", name)
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    return None
+
+
+def installed(path: list[str]) -> dict[str, str | None]:
+    """The version of each of _DISTRIBUTIONS that the search `path` finds, as
+    importlib.metadata.version finds it: the first `.dist-info` (or `.egg-info`) of that name
+    along the path, its METADATA's Version; None where there is none."""
+    wanted = {_normalized(name): shown for shown, names in _DISTRIBUTIONS.items() for name in names}
+    versions: dict[str, str | None] = dict.fromkeys(_DISTRIBUTIONS)
+    for entry in path:
+        try:
+            names = os.listdir(entry or ".")
+        except OSError:
+            continue  # a zip, a directory that is gone
+        for name in names:
+            stem, dot, kind = name.rpartition(".")
+            if not dot or kind not in ("dist-info", "egg-info"):
+                continue
+            distribution, _, version = stem.partition("-")
+            shown = wanted.get(_normalized(distribution))
+            if shown is None or versions[shown] is not None:
+                continue
+            metadata = "METADATA" if kind == "dist-info" else "PKG-INFO"
+            said = _metadata_version(os.path.join(entry or ".", name, metadata))
+            versions[shown] = said or version.partition("-")[0] or "unknown"
+    return versions
+
+
+def _normalized(name: str) -> str:
+    """A distribution's name as its `.dist-info` directory spells it, lowercase (`sgl-kernel`,
+    `sgl_kernel`, `SGL.Kernel` alike; without `re`, whose import costs a stamp ~3 ms)."""
+    return name.lower().replace("-", "_").replace(".", "_")
 
 
 def _head_entries(repo: Repo, paths: list[str]) -> dict[str, str]:
@@ -287,16 +450,28 @@ def _content_id(repo: Repo, path: str) -> str | None:
     return None if content is None else blob_id(content)
 
 
-def _package_directory(repo: Repo, path: str) -> PurePosixPath:
-    """The top package a guarded file belongs to (its own directory when it is in none), as
-    a path of the checkout: where `import` may find a stray module beside the recorded ones."""
+def _package_specs(repo: Repo, path: str) -> list[str]:
+    """Where code beside a guarded file may be found, as pathspecs of the checkout: in a
+    regular package, all of its top package (what `import` reaches from there); in a namespace
+    package (sglang's `srt/models/`, whose `srt/` holds no `__init__.py` either), its own
+    directory and the files directly in each directory above it, up to the highest that holds
+    an `__init__.py` (`srt/stray.py`, `sglang/config.json`), without walking their other
+    subpackages (a whole sglang tree costs a stamp twice the listing). Else its directory."""
     from pathlib import PurePosixPath
 
-    from guard.truth.module_names import module_of  # the import rule the probe follows
-
-    module, root = module_of(repo.workdir, path)
-    top = root.relative_to(repo.workdir) / module.split(".")[0] if "." in module else None
-    return PurePosixPath(top.as_posix()) if top is not None else PurePosixPath(path).parent
+    directory = PurePosixPath(path).parent
+    above = [d for d in (directory, *directory.parents) if d.name]
+    packages = [(repo.workdir / d / "__init__.py").is_file() for d in above]
+    if packages[:1] == [True]:
+        return [str(above[packages.index(False) - 1 if False in packages else -1])]
+    specs = [str(directory)]
+    if True in packages:
+        for loose in above[1 : len(packages) - packages[::-1].index(True)]:
+            with suppress(OSError), os.scandir(repo.workdir / loose) as entries:
+                specs += [
+                    f"{loose}/{e.name}" for e in entries if not e.is_dir(follow_symlinks=False)
+                ]
+    return specs
 
 
 def load_stamp(source: str, raw: bytes) -> dict[str, Any]:
@@ -332,6 +507,7 @@ _STAMP_TYPES: dict[str, tuple[type, ...]] = {
     "files": (dict,),
     "edits": (dict,),
     "symbols": (dict,),
+    "python": (dict, type(None)),
 }
 
 
@@ -377,6 +553,7 @@ def diff_stamps(repo: Repo | None, old: dict[str, Any], new: dict[str, Any]) -> 
         added = ", ".join(sorted(new_dirty - old_dirty)) or "none"
         gone = ", ".join(sorted(old_dirty - new_dirty)) or "none"
         lines.append(f"uncommitted changes: newly dirty {added}; no longer dirty {gone}")
+    lines += python_changes(old, new, lambda what, was, now: f"{what}: {was} -> {now}")
     if old.get("patchguard") != new.get("patchguard"):
         lines.append(
             f"patchguard: {old.get('patchguard') or 'unknown'} -> {new.get('patchguard') or 'unknown'}"
@@ -384,26 +561,78 @@ def diff_stamps(repo: Repo | None, old: dict[str, Any], new: dict[str, Any]) -> 
     return lines or [SAME_CODE]
 
 
-# What must agree for two nodes to run the same code; their paths, branches and times may differ.
+# What must agree for two nodes to run the same code; their paths, branches and times may differ,
+# and so may where their interpreters are (`python`'s version and distributions must agree).
 _SAME_CODE_KEYS = ("head", "patches", "files", "edits")
-SAME_CODE = "same code: HEAD, patches, guarded files, other edits and symbols are unchanged"
+SAME_CODE = (
+    "same code: HEAD, patches, guarded files, other edits, symbols, Python and its "
+    "distributions are unchanged"
+)
 _UNEDITED = object()  # a path an `edits` map does not name: HEAD's content
 
 
 def same_code(one: dict[str, Any], other: dict[str, Any]) -> bool:
     """Whether two stamps describe the same code (a hunt's kept sample against the tree now)."""
-    return all(one.get(key) == other.get(key) for key in _SAME_CODE_KEYS)
+    return all(one.get(key) == other.get(key) for key in _SAME_CODE_KEYS) and _runs_on(
+        one
+    ) == _runs_on(other)
 
 
-def differences_from(repo: Repo, other: dict[str, Any]) -> list[str]:
-    """What makes this checkout's code differ from another node's stamp (`--same-as`), in the
-    words of `stamp --diff`; empty when HEAD, the patches and their states, the guarded files'
-    ids and every other edit of the code (`edits`) are the same."""
-    here = stamp(repo)
+def differences_from(
+    repo: Repo, other: dict[str, Any], source: str = "the stamp", python: str | None = None
+) -> list[str]:
+    """What makes this checkout's code differ from another node's stamp (`--same-as`, read from
+    `source`), in the words of `stamp --diff`; empty when HEAD, the patches and their states,
+    the guarded files' ids, every other edit of the code (`edits`), and the interpreter's
+    version and distributions are the same. `python`: the interpreter that runs the code
+    here, as stamp() takes it; its differences are said "torch 2.4.0 here, 2.5.1 in SOURCE"."""
+    here = stamp(repo, python=python)
     lines = diff_stamps(
         repo, {k: other.get(k) for k in _SAME_CODE_KEYS}, {k: here.get(k) for k in _SAME_CODE_KEYS}
     )
-    return [] if lines == [SAME_CODE] else lines
+    lines = [] if lines == [SAME_CODE] else lines
+    return lines + python_changes(
+        other, here, lambda what, was, now: f"{what} {now} here, {was} in {source}"
+    )
+
+
+def _runs_on(stamp_data: dict[str, Any]) -> tuple[Any, Any]:
+    """What of a stamp's interpreter must agree: its version and distributions, not its path.
+    A stamp without the key (an older patchguard's) agrees with none that has it."""
+    python = stamp_data.get("python", _UNSAID)
+    if not isinstance(python, dict):
+        return python, None
+    return python.get("version"), python.get("distributions")
+
+
+_UNSAID = "not said (a stamp of an older patchguard)"
+
+
+def python_changes(
+    old: dict[str, Any], new: dict[str, Any], said: Callable[[str, str, str], str]
+) -> list[str]:
+    """One line per difference of the interpreters two stamps name, `said(what, old, new)`:
+    Python's version, then each distribution's ("not installed" where it is not)."""
+    was, now = old.get("python", _UNSAID), new.get("python", _UNSAID)
+    if not isinstance(was, dict) or not isinstance(now, dict):
+        words = [
+            str(p["version"])
+            if isinstance(p, dict)
+            else _UNSAID
+            if p is _UNSAID
+            else "no python3 on PATH"
+            for p in (was, now)
+        ]
+        return [] if was == now else [said("Python", words[0], words[1])]
+    lines = []
+    if was.get("version") != now.get("version"):
+        lines.append(said("Python", str(was.get("version")), str(now.get("version"))))
+    before, after = was.get("distributions") or {}, now.get("distributions") or {}
+    for name in sorted(set(before) | set(after)):
+        one, other = before.get(name, _UNSAID), after.get(name, _UNSAID)
+        if one != other:
+            lines.append(said(name, one or "not installed", other or "not installed"))
+    return lines
 
 
 def _word(key: str, value: Any) -> str:

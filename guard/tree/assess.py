@@ -723,6 +723,10 @@ def stray_copies(tree: Worktree, patches: Sequence[Patch]) -> list[str]:
             path = tree.renamed(change.path)
             methods = {q.rsplit(".", 1)[1]: q for q in change.added_symbols if "." in q}
             current = tree.read(path)
+            functions = [q for q in change.added_symbols if "." not in q]
+            if current is not None and slips.may_slip(current, functions):
+                syntax = tree.syntax(current, path)
+                found += slips.module_level_warnings(syntax, path, patch.name, functions)
             if current is None or not any(_mentions_definition(current, q) for q in methods):
                 continue
             try:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import shlex
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -18,7 +20,7 @@ from guard.store.spec import Spec, parse_spec
 from guard.tree.assess import assess_patch, check_symbol, merge_labels, required_in
 from guard.tree.verdicts import State
 from guard.tree.worktree import Worktree
-from guard.truth.slips import slips
+from guard.truth.slips import Slips, slips
 from guard.truth.symbols import SourceSyntaxError, did_you_mean
 
 
@@ -27,7 +29,7 @@ class RecordOutcome:
     patch: Patch
     replaced: bool
     skipped: list[str]
-    slips: list[str]  # what looks typed by mistake (guard.truth.slips); recorded anyway
+    slips: list[str]  # what looks typed by mistake (guard.truth.slips) and was recorded anyway
     grown: list[str]  # a re-record's lines that its previous version did not have
 
 
@@ -41,11 +43,14 @@ def record(
     description: str | None = None,
     rebase: bool = False,
     strict: bool = False,
+    as_typed: bool = False,
     choose_hunks: bool = False,
     cwd: Path,
 ) -> RecordOutcome:
     """Record the uncommitted changes of `paths` (default: every changed tracked file) as NAME.
 
+    A method typed at module level in a file that defines a class is refused (GuardFailure)
+    unless `as_typed`; a misspelt name is told, and refused only when `strict`.
     Recording an existing patch again keeps its description unless a new one is given; away
     from its base, or in the middle of a bisect, merge, rebase or cherry-pick, it would re-base
     the patch onto this commit, so it asks for `rebase` first.
@@ -82,12 +87,21 @@ def record(
     below = [p for p in manifest.patches if p.name != name]
     recorded = [_record_file(repo, tree, path, below) for path in repo_paths]
     files = [change for change, _ in recorded]
-    slipped = [slip for _, found in recorded for slip in found]
-    if slipped and strict:
+    dedented = [slip for _, found in recorded for slip in found.dedented]
+    misspelt = [slip for _, found in recorded for slip in found.misspelt]
+    if dedented and not as_typed:
+        here = " ".join(shlex.quote(os.path.relpath(repo.workdir / p, cwd)) for p in repo_paths)
         raise GuardFailure(
-            f"not recorded (--strict): {'; '.join(slipped)}. Fix the file, or record without "
+            f"not recorded: {'; '.join(dedented)}. Indent them into the class, then record "
+            "again; or keep them at module level as typed: "
+            f"patchguard record {shlex.quote(name)} {here} --as-typed"
+        )
+    if misspelt and strict:
+        raise GuardFailure(
+            f"not recorded (--strict): {'; '.join(misspelt)}. Fix the file, or record without "
             "--strict to keep it as typed."
         )
+    slipped = dedented + misspelt
     specs = {f"{c.path}::{q}" for c in files for q in c.added_symbols}
     for text in requires:
         specs.add(str(_resolve_spec(repo, text, cwd)))
@@ -215,7 +229,7 @@ def _refuse_non_utf8_name(path: str) -> None:
 
 def _record_file(
     repo: Repo, tree: Worktree, path: str, below: Sequence[Patch]
-) -> tuple[FileChange, list[str]]:
+) -> tuple[FileChange, Slips]:
     """The change of `path` on top of HEAD, and on top of the other patches applied to it."""
     current = tree.read(path)
     head = tree.head(path)
@@ -259,7 +273,7 @@ def _record_file(
                 "Fix the file, then record again."
             ) from None
         added_symbols = index.defined_on_lines(diff.added_lines)
-    found = slips(current, path, diff.added_lines) if path.endswith(".py") else []
+    found = slips(current, path, diff.added_lines) if path.endswith(".py") else Slips([], [])
     change = FileChange(
         path=path,
         base_blob=repo.store_blob(base) if base is not None else None,

@@ -23,7 +23,10 @@ from guard.git.objects import digest
 
 TYPE_CHECKING = False  # typing costs the hooks ~3 ms
 if TYPE_CHECKING:
-    from typing import Any
+    from collections.abc import Callable
+    from typing import Any, TypeVar
+
+    T = TypeVar("T")
 
 FACTS_CACHE_DIR = "patchguard-cache/interpreters"  # in the worktree's git dir
 _FACTS_CACHE_KEEP = 64
@@ -64,6 +67,19 @@ def facts_of(python: str, git_dir: Path) -> dict[str, Any] | None:
         python = shutil.which(python) or python
     if os.path.realpath(python) == os.path.realpath(sys.executable):
         return None
+    facts = _asked(python, git_dir, "", ["-I", "-S", "-c", _FACTS + _PRINT], _loads)
+    return None if facts == own_facts() else facts
+
+
+_PRINT = "print(__import__('json').dumps(facts))"
+
+
+def _asked(
+    python: str, git_dir: Path, kind: str, arguments: list[str], load: Callable[[bytes], T | None]
+) -> T:
+    """What `python arguments...` prints, as `load` reads it: asked once, then kept in the git
+    dir's cache by the interpreter's path and file identity (size, mtime, inode: a reinstalled
+    or upgraded interpreter is asked again) and `kind`."""
     try:
         status = os.stat(python)
     except OSError as error:
@@ -71,44 +87,35 @@ def facts_of(python: str, git_dir: Path) -> dict[str, Any] | None:
             f"cannot run the interpreter {python}: {error.strerror}. Pass an existing one with "
             "--python PATH."
         ) from None
-    identity = f"{os.path.abspath(python)}\0{status.st_size}\0{status.st_mtime_ns}\0{status.st_ino}"
+    identity = (
+        f"{kind}{os.path.abspath(python)}\0{status.st_size}\0{status.st_mtime_ns}\0{status.st_ino}"
+    )
     cache = ContentCache(git_dir / FACTS_CACHE_DIR, _FACTS_CACHE_KEEP)
     key = digest(identity.encode())
-    facts = _loads(cache.get(key))
-    if facts is None:
-        facts = _ask(python)
-        import json
+    kept = cache.get(key)
+    answer = None if kept is None else load(kept)
+    if answer is None:
+        import subprocess
 
-        cache.put(key, json.dumps(facts).encode())
-    return None if facts == own_facts() else facts
-
-
-def _ask(python: str) -> dict[str, Any]:
-    import subprocess
-
-    try:
-        asked = subprocess.run(
-            [python, "-I", "-S", "-c", _FACTS + "print(__import__('json').dumps(facts))"],
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-    except (OSError, subprocess.TimeoutExpired) as error:
-        raise ConfigError(
-            f"cannot ask the interpreter {python} what it is: {error}. Pass another with "
-            "--python PATH."
-        ) from None
-    facts = _loads(asked.stdout.encode()) if asked.returncode == 0 else None
-    if facts is None:
-        last = (asked.stderr.strip().splitlines() or ["(no output)"])[-1]
-        raise ConfigError(
-            f"cannot ask the interpreter {python} what it is (exit {asked.returncode}): {last}. "
-            "Pass a Python 3 with --python PATH."
-        )
-    return facts
+        try:
+            asked = subprocess.run([python, *arguments], capture_output=True, timeout=60)
+        except (OSError, subprocess.TimeoutExpired) as error:
+            raise ConfigError(
+                f"cannot ask the interpreter {python} what it is: {error}. Pass another with "
+                "--python PATH."
+            ) from None
+        answer = load(asked.stdout) if asked.returncode == 0 else None
+        if answer is None:
+            said = asked.stderr.decode(errors="replace").strip().splitlines()
+            raise ConfigError(
+                f"cannot ask the interpreter {python} what it is (exit {asked.returncode}): "
+                f"{(said or ['(no output)'])[-1]}. Pass a Python 3 with --python PATH."
+            )
+        cache.put(key, asked.stdout)
+    return answer
 
 
-def _loads(data: bytes | None) -> dict[str, Any] | None:
+def _loads(data: bytes) -> dict[str, Any] | None:
     """The facts in a cache entry or an answer; None for anything else."""
     import json
 
@@ -125,3 +132,39 @@ def _loads(data: bytes | None) -> dict[str, Any] | None:
 def _as_values(facts: dict[str, Any]) -> dict[str, Any]:
     """As Python compares them: `sys.version_info` is a tuple (JSON keeps it as a list)."""
     return {**facts, "sys.version_info": tuple(facts["sys.version_info"])}
+
+
+# What a stamp says of the interpreter (issue 37, point 8): its version and where it looks for
+# installed distributions. `-I` without `-S`: site-packages and the .pth files' entries (an
+# editable install) are on the path, nothing of the environment is.
+_SEARCH = (
+    "import sys, json; print(json.dumps(['.'.join(map(str, sys.version_info[:3])), sys.path]))"
+)
+
+
+def search_path(python: str, git_dir: Path) -> tuple[str, list[str]]:
+    """The version of `python` ("3.11.7") and its module search path, asked once and kept by the
+    interpreter's file identity as its facts are: what it has installed is read from that path
+    on each use (a `pip install` changes no interpreter)."""
+    if os.path.abspath(python) == os.path.abspath(sys.executable):  # a venv's is not its base's
+        return ".".join(map(str, sys.version_info[:3])), list(sys.path)
+    return _asked(python, git_dir, "search\0", ["-I", "-c", _SEARCH], _search_answer)
+
+
+def _search_answer(data: bytes) -> tuple[str, list[str]] | None:
+    """A version and a path, from a cache entry or an answer; None for anything else."""
+    import json
+
+    try:
+        raw = json.loads(data or b"")
+    except ValueError:
+        return None
+    if (
+        isinstance(raw, list)
+        and len(raw) == 2
+        and isinstance(raw[0], str)
+        and isinstance(raw[1], list)
+        and all(isinstance(entry, str) for entry in raw[1])
+    ):
+        return raw[0], raw[1]
+    return None

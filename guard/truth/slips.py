@@ -1,40 +1,59 @@
 """Slips a person makes typing a patch by hand, caught when it is recorded.
 
-Both are recorded as typed otherwise, and `check` would then guard the slip itself: a method
-typed one indentation level too far left becomes a module-level function (and the required
-symbol `file.py::name`), and a misspelt method name (`get_embed_and_haed`) becomes the
-requirement. Each is told as a warning; `record --strict` refuses instead.
+A method typed one indentation level too far left becomes a module-level function (and the
+required symbol `file.py::name`): `check` would then guard the slip itself, green while the
+class has none of the methods (the incident: three methods at column 0 after
+`EntryClass = [...]`). In a file that defines a class, `record` refuses it unless told
+`--as-typed`. A misspelt method name (`get_embed_and_haed`) becomes the requirement: told as a
+warning, which `record --strict` refuses too.
 """
 
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable
+import re
+from collections.abc import Collection, Iterable
+from typing import NamedTuple
+
+# A module-level function whose first parameter is one of these is a method typed outside its
+# class (`cls`: a classmethod's body typed at column 0).
+_METHOD_FIRST = (["self"], ["cls"])
 
 
-def slips(source: bytes, path: str, added_lines: Iterable[int]) -> list[str]:
+class Slips(NamedTuple):
+    """What `record` found: `dedented` (refused unless `--as-typed`) and `misspelt` (a warning)."""
+
+    dedented: list[str]
+    misspelt: list[str]
+
+
+def slips(source: bytes, path: str, added_lines: Iterable[int]) -> Slips:
     """What looks like a slip among the definitions on `added_lines` of `source`."""
     try:
         tree = ast.parse(source, filename=path)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return []  # record says what is wrong with the file itself
+        return Slips([], [])  # record says what is wrong with the file itself
     added = set(added_lines)
     lines = source.decode("utf-8", errors="replace").splitlines()
-    return [
-        *_dedented_methods(tree, lines, path, added),
-        *_misspelt_delegations(tree, path, added),
-    ]
+    return Slips(
+        _dedented_methods(tree, lines, path, added), _misspelt_delegations(tree, path, added)
+    )
 
 
 def _dedented_methods(tree: ast.Module, lines: list[str], path: str, added: set[int]) -> list[str]:
     """`def name(self, ...)` at module level, wherever it stands (right after its class, or
-    after `EntryClass = [...]`, the heredoc's slip), with the class it likely belongs in."""
+    after `EntryClass = [...]`, the heredoc's slip), with the class it likely belongs in and
+    the lines to indent. Only in a file that defines a class: elsewhere there is no class it
+    could have been meant for."""
     found = []
     methods = {id(node) for node in module_methods(tree)}
     for previous, node in zip([None, *tree.body], tree.body, strict=False):
         if id(node) not in methods or node.lineno not in added:
             continue
         assert isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        owner = likely_class(tree, node)
+        if owner is None:
+            continue
         if isinstance(previous, ast.ClassDef):
             where = f"right after class {previous.name}"
         else:
@@ -43,17 +62,27 @@ def _dedented_methods(tree: ast.Module, lines: list[str], path: str, added: set[
                 if previous
                 else "at the top"
             )
-        owner = likely_class(tree, node)
-        belongs = (
-            f"{owner[1]}: probably meant inside class {owner[0]}"
-            if owner
-            else "probably meant inside a class"
-        )
         found.append(
-            f"{path}:{node.lineno}: def {node.name}(self, ...) is at module level, {where}, "
-            f"not in a class; {belongs} (indentation)"
+            f"{path}:{node.lineno}: def {node.name}({first_parameter(node)}, ...) is at module "
+            f"level, {where}, not in a class; {owner[1]}: probably meant inside class "
+            f"{owner[0]} (indentation) -> indent lines {lines_of(node)} into class {owner[0]}"
         )
     return found
+
+
+def first_parameter(function: ast.FunctionDef | ast.AsyncFunctionDef) -> str:
+    """`self` or `cls`: the parameter that makes a module-level function look like a method."""
+    return _parameters(function)[0]
+
+
+def _parameters(function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[str]:
+    return [a.arg for a in (*function.args.posonlyargs, *function.args.args)]
+
+
+def lines_of(node: ast.stmt) -> str:
+    """`26-27`: a definition's lines, its decorators with it."""
+    first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
+    return f"{first}-{node.end_lineno or node.lineno}"
 
 
 def _opening(lines: list[str], node: ast.stmt) -> str:
@@ -63,10 +92,10 @@ def _opening(lines: list[str], node: ast.stmt) -> str:
 
 
 def module_methods(tree: ast.Module) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
-    """Functions at module level whose first parameter is `self` and that the module never
-    names: methods typed outside their class. One the module does name is put to use on
-    purpose (`Class.name = name`, `setattr(C, "n", name)`, `MethodType(name, obj)`), and
-    is none of this."""
+    """Functions at module level whose first parameter is `self` (or `cls`) and that the module
+    never names: methods typed outside their class. One the module does name is put to use on
+    purpose (`Class.name = name`, `setattr(C, "n", name)`, `MethodType(name, obj)`), and is
+    none of this."""
     named = {
         node.id
         for node in ast.walk(tree)
@@ -76,7 +105,7 @@ def module_methods(tree: ast.Module) -> list[ast.FunctionDef | ast.AsyncFunction
         node
         for node in tree.body
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
-        and [a.arg for a in (*node.args.posonlyargs, *node.args.args)][:1] == ["self"]
+        and _parameters(node)[:1] in _METHOD_FIRST
         and node.name not in named
     ]
 
@@ -86,7 +115,7 @@ def likely_class(
 ) -> tuple[str, str] | None:
     """The module-level class `function` likely belongs in, and why: the one whose methods
     call `self.<name>`; else the one that defines most of the `self.` names it uses; else the
-    nearest class above it."""
+    nearest class above it; else the only class. None: the module defines no class."""
     classes = [node for node in tree.body if isinstance(node, ast.ClassDef)]
     callers = [c.name for c in classes if function.name in _self_calls(c)]
     if callers:
@@ -100,6 +129,8 @@ def likely_class(
     above = [c for c in classes if c.lineno < function.lineno]
     if above:
         return above[-1].name, f"class {above[-1].name} is the nearest class above it"
+    if len(classes) == 1:
+        return classes[0].name, f"class {classes[0].name} is the only class"
     return None
 
 
@@ -183,3 +214,87 @@ def _one_edit_apart(a: str, b: str) -> bool:
         return rest_a == rest_b or swapped
     longer, shorter = (a, b) if len(a) > len(b) else (b, a)
     return longer[start + 1 :] == shorter[start:]
+
+
+def typed_outside(
+    tree: ast.Module, names: Collection[str]
+) -> list[tuple[ast.FunctionDef | ast.AsyncFunctionDef, tuple[str, str]]]:
+    """Of the module-level functions `names`, each that is a method typed outside its class
+    (module_methods) in a module that defines one, with the class it likely belongs in and why:
+    what a patch recorded `--as-typed` keeps, which `check` names while it stands."""
+    found = []
+    for node in module_methods(tree):
+        owner = likely_class(tree, node) if node.name in names else None
+        if owner is not None:
+            found.append((node, owner))
+    return found
+
+
+def strays_put_back(now: ast.Module, then: ast.Module) -> list[tuple[str, str, int]]:
+    """The methods of module `now`'s classes that writing `then` over it would add again at
+    module level (a patch recorded with the slip, applied after the user indented it):
+    (name, class, line of the class's method). Python would never run the copy as the method."""
+    level = {n.name for n in now.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
+    methods = {
+        method.name: (cls.name, method.lineno)
+        for cls in now.body
+        if isinstance(cls, ast.ClassDef)
+        for method in cls.body
+        if isinstance(method, ast.FunctionDef | ast.AsyncFunctionDef)
+    }
+    return [
+        (node.name, *methods[node.name])
+        for node in module_methods(then)
+        if node.name in methods and node.name not in level
+    ]
+
+
+def module_level_warnings(
+    syntax: ast.Module | None, path: str, patch: str, names: Collection[str]
+) -> list[str]:
+    """`check`'s words for the module-level functions `names` that patch `patch` added to
+    `path`: each still typed outside its class (recorded `--as-typed`: green by name, while
+    the class has none of the methods), and each the file now has only as a method (indented
+    since: `apply` would put a stray copy back, a re-record keeps the file as it is).
+    Parse the file for it only where may_slip() says so."""
+    if syntax is None:
+        return []
+    found = [
+        f"{path}:{node.lineno}: def {node.name}({first_parameter(node)}, ...) is at module "
+        f"level, not a method of class {owner} (patch {patch} recorded it as typed; Python never "
+        f"runs it as the method) -> indent lines {lines_of(node)} into class {owner}, then "
+        f"patchguard record {patch}"
+        for node, (owner, _) in typed_outside(syntax, names)
+    ]
+    level = {n.name for n in syntax.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
+    for cls in (n for n in syntax.body if isinstance(n, ast.ClassDef)):
+        for method in cls.body:
+            if (
+                isinstance(method, ast.FunctionDef | ast.AsyncFunctionDef)
+                and method.name in names
+                and method.name not in level
+            ):
+                found.append(
+                    f"{path}:{method.lineno}: {method.name}, which patch {patch} recorded at "
+                    f"module level, is a method of class {cls.name} now -> keep it there: "
+                    f"patchguard record {patch} (patchguard apply would put a stray copy back)"
+                )
+    return found
+
+
+def may_slip(content: bytes, names: Collection[str]) -> bool:
+    """Whether `content` may define one of `names` with `self`/`cls` at column 0, or indented:
+    the bytes decide before anything is parsed (a patch's module-level helper alone does not
+    parse its file on every check)."""
+    if not names:
+        return False
+    alternatives = b"|".join(re.escape(name.encode()) for name in names)
+    return (
+        re.search(
+            rb"^(?:(?:async\s+)?def\s+(?:%b)\s*\(\s*(?:self|cls)\b"
+            rb"|[ \t]+(?:async\s+)?def\s+(?:%b)\b)" % (alternatives, alternatives),
+            content,
+            re.MULTILINE,
+        )
+        is not None
+    )
