@@ -45,9 +45,11 @@ def _measure_options(func: Callable[..., Any]) -> Callable[..., Any]:
         click.option(
             "--warmups",
             type=click.IntRange(min=0),
-            default=1,
-            show_default=True,
-            help="Uncounted runs at each commit before the counted ones.",
+            default=None,
+            metavar="N",
+            help="Uncounted runs at each commit before the counted ones (default: 1 at "
+            "compare's two commits and a bisect's GOOD and BAD; none at the commits a bisect "
+            "probes unless given).",
         ),
         click.option(
             "--max-repeats",
@@ -55,15 +57,14 @@ def _measure_options(func: Callable[..., Any]) -> Callable[..., Any]:
             default=None,
             metavar="K",
             help="The cap: while the answer is unknown the runs are doubled up to K per side "
-            "(default: 4 x N).",
+            "(default: 24).",
         ),
         click.option(
             "--repeats",
             type=click.IntRange(min=2),
             default=None,
             metavar="N",
-            help="Counted runs per side to begin with (default: 8; bisect steps start at N/2, at "
-            "least 3).",
+            help="Counted runs per side to begin with (default: 3).",
         ),
         click.option(
             "--min-effect",
@@ -97,24 +98,25 @@ def _hunt_options(
     if command[:1] == ("--",):
         command = command[1:]
     repeats = counts["repeats"] or hunt.DEFAULT_REPEATS
-    cap = counts["max_repeats"] or 4 * repeats
+    cap = counts["max_repeats"] or max(hunt.DEFAULT_MAX_REPEATS, repeats)
     if cap < repeats:
         raise click.UsageError(f"--max-repeats {cap} is below --repeats {repeats}")
     if not stats.Plan(repeats, cap).can_differ:
         raise click.UsageError(
-            f"with at most {cap} runs per side no change can be shown (the test cannot reach "
-            "significance); raise --max-repeats to 8 or more"
+            f"with at most {cap} runs per side no change can be shown (too few to check the "
+            f"test); raise --max-repeats to {stats.MIN_PAIRS} or more"
         )
     direction = None if higher_is_better is None else HIGHER if higher_is_better else LOWER
-    effect = counts["min_effect"]
+    effect, warmups = counts["min_effect"], counts["warmups"]
     return hunt.Options(
         command=command,
         metric=parse_metric(metric, direction),
         min_effect_pct=hunt.DEFAULT_MIN_EFFECT_PCT if effect is None else effect,
         repeats=repeats,
         max_repeats=cap,
-        warmups=counts["warmups"],
+        warmups=1 if warmups is None else warmups,
         metric_file=metric_file,
+        probe_warmups=warmups or 0,
     )
 
 
@@ -215,8 +217,8 @@ def bisect() -> None:
     default=None,
     metavar="M",
     help="Bisect on a measured metric instead of COMMAND's status (a label as printed, "
-    "json:KEY or re:PATTERN): GOOD and BAD are measured, then each commit is marked like the "
-    "one it does not differ from (see compare).",
+    "json:KEY or re:PATTERN): GOOD and BAD are measured (see compare), then the commits "
+    "between them are probed until one is the first changed with 99% probability.",
 )
 @_measure_options
 @json_option
@@ -245,11 +247,12 @@ def bisect_run(
     Options end at COMMAND: everything after its first word is COMMAND's.
 
     With --metric M, COMMAND is a benchmark and its status does not decide: GOOD and BAD are
-    measured as `patchguard compare` measures them, then each commit git offers is run
-    (--repeats/2 runs to begin with, doubled while undecided) and marked like the one of
-    GOOD and BAD it does not differ from; a commit that stays undecided, or where the patches
-    do not hold, is skipped. It ends on the first changed commit, with its change against
-    GOOD (exit 0; 1 when no commit is named). Put COMMAND after `--`.
+    measured as `patchguard compare` measures them, then the commits of the first-parent
+    line between them are probed where the chance of being the first changed one splits in
+    half: one run per probe while the runs are clearly like GOOD or like BAD, more where
+    they are not; a commit where the patches do not hold is skipped. It ends when one commit
+    holds 99% of that chance, with its change against its parent, and marks both in git
+    bisect (exit 0; 1 when no commit is named). Put COMMAND after `--`.
     """
     cwd: Path = ctx.obj
     if metric is not None:
@@ -260,7 +263,7 @@ def bisect_run(
             )
         _bisect_metric(cwd, command, metric, as_json, higher_is_better, metric_file, counts)
     measuring = [counts[k] for k in ("repeats", "max_repeats", "min_effect")]
-    if as_json or metric_file or higher_is_better is not None or counts["warmups"] != 1:
+    if as_json or metric_file or higher_is_better is not None or counts["warmups"] is not None:
         measuring.append(True)
     if any(value is not None for value in measuring):
         raise click.UsageError("--json and the measuring options go with --metric M")
