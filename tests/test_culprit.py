@@ -142,13 +142,15 @@ def test_a_skipped_commit_next_to_the_change_leaves_both_named_together() -> Non
 
 
 def test_a_run_between_good_and_bad_asks_for_more_runs_at_that_commit() -> None:
-    """One run per probe while runs are decisive; a run halfway between GOOD and BAD is not,
-    so that commit gets another (and another, up to the cap, while still in doubt)."""
+    """One run per probe while runs are decisive; a run between GOOD and BAD is not (here a
+    likelihood ratio of e^2 for GOOD, which alone would move the next probe elsewhere), so
+    that commit gets another (and another, up to the cap, while still in doubt)."""
     fit = culprit.Fit.of([94.0, 95.0, 93.0], [62.0, 63.0, 61.0])
-    halfway = float(np.exp((np.log(94.0) + np.log(62.0)) / 2))
+    between = float(np.exp(0.6 * np.log(94.0) + 0.4 * np.log(62.0)))
+    assert 1 < -fit.evidence([between]) < np.log(culprit.DECISIVE)
     asked: list[tuple[int, int]] = []
 
-    def take_with(value_at: Callable[[int, int], float]) -> culprit.Search:
+    def search(value_at: Callable[[int, int], float]) -> culprit.Search:
         taken: dict[int, list[float]] = {}
 
         def take(index: int, n: int) -> list[float]:
@@ -160,12 +162,14 @@ def test_a_run_between_good_and_bad_asks_for_more_runs_at_that_commit() -> None:
 
         return culprit.search(fit, 12, take, 24)
 
-    found = take_with(
-        lambda index, k: halfway if (index, k) == (5, 0) else (62.0 if index >= 5 else 94.0)
-    )
+    def clear_but_the_first(index: int, k: int) -> float:
+        return between if (index, k) == (5, 0) else (62.0 if index >= 5 else 94.0)
+
+    found = search(clear_but_the_first)
     assert found.group == [5]
-    assert asked[:2] == [(5, 1), (5, 2)]  # the doubtful first run, then one more
+    assert asked[:2] == [(5, 1), (5, 2)]  # the doubtful first run, then one more there
     assert all(len(runs) == 1 for index, runs in found.values.items() if index != 5)
     asked.clear()
-    stuck = take_with(lambda index, k: halfway)  # never decisive: up to the cap, then it ends
+    halfway = float(np.exp((np.log(94.0) + np.log(62.0)) / 2))
+    stuck = search(lambda index, k: halfway)  # never decisive: up to the cap, then it ends
     assert stuck.group is None and max(len(v) for v in stuck.values.values()) == 24
