@@ -72,7 +72,7 @@ def _measure_options(func: Callable[..., Any]) -> Callable[..., Any]:
             default=None,
             metavar="PCT",
             help="The smallest change that counts, in percent (default: 5): `different` needs "
-            "at least this, `same` means the whole interval is within it.",
+            "at least half of it, `same` means the whole interval is within it.",
         ),
     ]
     for option in options:
@@ -166,8 +166,8 @@ def compare(
     """Run COMMAND at commits A and B with the patches carried, and say whether it changed.
 
     A warm-up run at each side, then A and B in order-balanced pairs; the metric of each run
-    is read from its output. The answer is `different` (significant, and at least
-    --min-effect), `same` (the whole 95% interval within --min-effect) or `unknown`; while
+    is read from its output. The answer is `different` (significant, and nearer --min-effect
+    than no change), `same` (the whole 95% interval within --min-effect) or `unknown`; while
     unknown the runs are doubled, up to --max-repeats. Every sample is stamped with the code
     it ran on, and only runs with the patches in place count. Afterwards (and after Ctrl-C,
     exit 130) your branch, tree and patches are as they were. Put COMMAND after `--`.
