@@ -593,15 +593,17 @@ def _bisect(bench: _Bench, good: str, bad: str, terms: tuple[str, str], kept: _K
 
     fit = culprit.Fit.of(endpoints.a.values, endpoints.b.values)
     search = culprit.search(fit, len(line), take, options.max_repeats)
-    steps = _steps(search, line, measured, reasons, endpoints.a, options)
     group = search.group
     if group is None or len(group) > 1:
         verdict = UNSETTLED if group is None else AMBIGUOUS
+        steps = _steps(search, line, measured, reasons, endpoints.a, options)
         return Hunt(options.metric, endpoints, steps, verdict, None, None, cost())
     first = line[group[0]]
     parent = line[group[0] - 1] if group[0] else good
-    change = _against_parent(bench, measured, parent, first, kept)
     probability = float(search.posterior.probabilities()[group[0]])
+    bench.progress(f"{first[:10]} is the first changed commit with probability {probability:.3f}")
+    change = _against_parent(bench, measured, parent, first, kept)
+    steps = _steps(search, line, measured, reasons, endpoints.a, options)
     _tell_git(bench, (parent, first), (good, bad), terms)
     return Hunt(options.metric, endpoints, steps, FOUND, first, change, cost(), parent, probability)
 
