@@ -266,6 +266,35 @@ def test_a_commit_without_the_patch_is_never_measured(hunt: Checkout) -> None:
     assert hunt.git("symbolic-ref", "--short", "HEAD").stdout.strip() == "work"
 
 
+def test_a_probe_where_the_patch_does_not_hold_is_skipped_and_the_hunt_goes_on(
+    hunt: Checkout,
+) -> None:
+    """A line of eight commits after s08: the slow all-reduce at the first (k1), upstream's
+    conflicting method at the second (k2, where the patch cannot be carried), the file as
+    before from the third on. The second probe falls on k2: it is skipped with the resolve
+    advice, never measured, and the hunt still names k1."""
+    k1 = hunt.git("commit-tree", "s09^{tree}", "-p", "s08", "-m", "k1: slow all-reduce").stdout
+    conflicting = hunt.at("s09").replace(
+        "        self.language_model.load_weights(weights)\n",
+        "        self.language_model.load_weights(weights)\n\n    def debug_dump(self):\n"
+        "        return None\n",
+    )
+    line = [k1.strip(), commit_on_top(hunt, k1.strip(), conflicting, "k2: a debug helper")]
+    for number in range(3, 9):
+        line.append(commit_on_top(hunt, line[-1], hunt.at("s09"), f"k{number}: kimi as before"))
+    hunt.pg("bisect", "start", line[-1], "s08", check=0)
+    result = in_process(hunt, "bisect", "run", "--metric", METRIC, "--json", "--", *BENCH)
+    assert result.exit_code == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["first_changed"] == line[0]
+    skipped = [step for step in report["steps"] if step["verdict"] == "skip"]
+    assert [step["commit"] for step in skipped] == [line[1]]
+    assert skipped[0]["samples"] == []
+    assert "patchguard resolve NAME" in skipped[0]["reason"]
+    assert report["runs"] == runs_made(hunt) <= 8 + 3
+    hunt.pg("git", "bisect", "reset", check=0)
+
+
 def commit_on_top(hunt: Checkout, parent: str, kimi: str, message: str) -> str:
     """A commit of `kimi` on `parent`, made without touching the worktree (git's plumbing)."""
     index = {**hunt.env, "GIT_INDEX_FILE": str(hunt.root / ".git" / "scratch-index")}
