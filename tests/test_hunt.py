@@ -164,6 +164,22 @@ def test_bisect_on_the_metric_names_the_slow_commit(hunt: Checkout) -> None:
 METRIC = "Output token throughput (tok/s)"
 
 
+def test_probes_get_warm_ups_only_when_asked(hunt: Checkout) -> None:
+    """--warmups given: a warm-up at every commit the bisect probes too (without it, none:
+    test_bisect_on_the_metric_names_the_slow_commit counts the runs)."""
+    hunt.pg("bisect", "start", "s13", "s00", check=0)
+    asked = ("bisect", "run", "--metric", METRIC, "--warmups", "1", "--json", "--", *BENCH)
+    result = in_process(hunt, *asked)
+    assert result.exit_code == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["first_changed"] == hunt.commits["s09"]
+    probes = report["steps"][2:]
+    assert probes and all(len(step["samples"]) == 1 for step in probes)
+    # GOOD's and BAD's 8, then each probe's run and the warm-up before it.
+    assert report["runs"] == runs_made(hunt) == 2 * len(probes) + 8
+    hunt.pg("git", "bisect", "reset", check=0)
+
+
 @pytest.mark.parametrize(
     ("command", "hang_at", "go_on"),
     [
@@ -388,10 +404,13 @@ def test_a_kept_sample_is_taken_again_only_for_the_same_hunt_and_code(tmp_path: 
     other_code = {**code, "files": {sample_repo.KIMI: "b2"}}  # the patch re-recorded since
     path = tmp_path / "kept.jsonl"
     kept = _Kept(path, ["bisect", "command"])
+    kept.add(kind="warmup", commit="c1", stamp=code)
     kept.add(kind="sample", commit="c1", sample={"value": 94.0, "stamp": code})
+    kept.add(kind="cost", runs=2)
     again = _Kept(path, ["bisect", "command"])
     assert again.samples("c1", code) == [Sample(94.0, code)]
-    assert again.samples("c1", other_code) == []
+    assert again.warmed("c1", code) and again.earlier_runs == 2
+    assert again.samples("c1", other_code) == [] and not again.warmed("c1", other_code)
     assert _Kept(path, ["bisect", "another command"]).samples("c1", code) == []
     again.drop()
     assert not path.exists()

@@ -169,7 +169,11 @@ class _Kept:
         return found
 
     def samples(self, commit: str, now: dict[str, Any]) -> list[Sample]:
-        found = [Sample(**line["sample"]) for line in self.lines if line.get("commit") == commit]
+        found = [
+            Sample(**line["sample"])
+            for line in self.lines
+            if line.get("kind") == "sample" and line.get("commit") == commit
+        ]
         return [sample for sample in found if same_code(sample.stamp, now)]
 
     def warmed(self, commit: str, now: dict[str, Any]) -> bool:
