@@ -104,6 +104,7 @@ def test_compare_before_and_after_the_slowdown_says_different(
     samples_carry_their_code(report["b"]["samples"], hunt.commits["s12"])
     assert len(report["a"]["samples"]) == len(report["b"]["samples"]) == report["n"]
     assert report["runs"] == runs_made(hunt) == 2 + 2 * report["n"]  # a warm-up per side
+    assert report["runs"] <= 8  # a third off at 2% noise: decided at the first look, 3 pairs
     assert set(report) == documented("## `patchguard compare --json`")
     assert "<svg" in plot.read_text()
     as_the_user_left_it(hunt, kimi)
@@ -149,10 +150,13 @@ def test_bisect_on_the_metric_names_the_slow_commit(hunt: Checkout) -> None:
     for step in steps:
         samples_carry_their_code(step["samples"], step["commit"])
     assert len({s["commit"] for s in steps}) == len(steps)  # nothing measured twice
-    # Ten runs at each commit measured would be 10 per step; the hunt needs far fewer.
-    assert report["runs"] == runs_made(hunt) < 10 * len(steps) * 0.7
+    # 13 candidates: log2(13) = 3.7 probes of one run each, beside GOOD's and BAD's 8 runs.
+    assert report["runs"] == runs_made(hunt) <= 14
+    assert [len(s["samples"]) for s in steps[2:]] == [1] * (len(steps) - 2)
     assert set(report) == documented("## `patchguard bisect run --json` (with `--metric M`)")
     assert set(steps[2]) == documented("`steps` (in `bisect run --metric M --json`")
+    said = hunt.git("bisect", "log").stdout  # git was told, and names the same commit
+    assert f"# first bad commit: [{hunt.commits['s09']}]" in said, said
     hunt.pg("git", "bisect", "reset", check=0)
     as_the_user_left_it(hunt, kimi)
 
@@ -160,13 +164,30 @@ def test_bisect_on_the_metric_names_the_slow_commit(hunt: Checkout) -> None:
 METRIC = "Output token throughput (tok/s)"
 
 
+def test_probes_get_warm_ups_only_when_asked(hunt: Checkout) -> None:
+    """--warmups given: a warm-up at every commit the bisect probes too (without it, none:
+    test_bisect_on_the_metric_names_the_slow_commit counts the runs)."""
+    hunt.pg("bisect", "start", "s13", "s00", check=0)
+    asked = ("bisect", "run", "--metric", METRIC, "--warmups", "1", "--json", "--", *BENCH)
+    result = in_process(hunt, *asked)
+    assert result.exit_code == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["first_changed"] == hunt.commits["s09"]
+    probes = report["steps"][2:]
+    assert probes and all(len(step["samples"]) == 1 for step in probes)
+    # GOOD's and BAD's 8, then each probe's run and the warm-up before it.
+    assert report["runs"] == runs_made(hunt) == 2 * len(probes) + 8
+    hunt.pg("git", "bisect", "reset", check=0)
+
+
 @pytest.mark.parametrize(
     ("command", "hang_at", "go_on"),
     [
         (("compare", "s02", "s12"), 3, "to go on, run the same compare again"),
         (("bisect", "run", "--metric", METRIC), 8, "the 4 samples counted so far are kept"),
+        (("bisect", "run", "--metric", METRIC), 10, "the 7 samples counted so far are kept"),
     ],
-    ids=["compare", "bisect"],
+    ids=["compare", "bisect", "bisect-probing"],
 )
 def test_ctrl_c_puts_everything_back_and_says_how_to_go_on(
     hunt: Checkout, tmp_path: Path, command: tuple[str, ...], hang_at: int, go_on: str
@@ -214,16 +235,31 @@ def test_ctrl_c_puts_everything_back_and_says_how_to_go_on(
 
 
 def go_on_with_the_hunt(hunt: Checkout, bench: tuple[str, ...], runs_before: int) -> None:
-    """The same command again: the two pairs of GOOD and BAD counted before are not measured
-    again (33 runs from the start; the two pairs fewer now)."""
+    """The same command again: the warm-ups and the samples taken before are not run again,
+    and the summary counts every run the hunt cost, in both sessions."""
     result = in_process(hunt, "bisect", "run", "--metric", METRIC, "--json", "--", *bench)
     assert result.exit_code == 0, result.stderr
     report = json.loads(result.stdout)
     assert report["first_changed"] == hunt.commits["s09"]
-    assert report["runs"] == runs_made(hunt) - runs_before <= 33 - 4
+    assert report["runs"] == runs_made(hunt)
+    assert "warm-up" not in result.stderr
+    # The warm-ups, the samples, and what was lost: the run cut short (and, when it was the
+    # second of a pair, the first: a pair counts whole or not at all).
+    samples = sum(len(step["samples"]) for step in report["steps"])
+    assert 2 + samples + 1 <= runs_made(hunt) <= 2 + samples + 2
     for step in report["steps"]:
         samples_carry_their_code(step["samples"], step["commit"])
     assert not (hunt.root / ".git" / "patchguard-hunt.jsonl").exists()  # a finished hunt
+
+
+def test_a_bisect_of_a_range_with_no_change_says_so_and_marks_nothing(hunt: Checkout) -> None:
+    hunt.pg("bisect", "start", "s08", "s00", check=0)
+    before = hunt.git("bisect", "log").stdout
+    result = in_process(hunt, "bisect", "run", "--metric", METRIC, "--", *BENCH)
+    assert result.exit_code == 1, result.stderr
+    assert "nothing to hunt: GOOD and BAD are the same" in result.stdout, result.stdout
+    assert hunt.git("bisect", "log").stdout == before
+    hunt.pg("git", "bisect", "reset", check=0)
 
 
 def test_a_commit_without_the_patch_is_never_measured(hunt: Checkout) -> None:
@@ -244,6 +280,35 @@ def test_a_commit_without_the_patch_is_never_measured(hunt: Checkout) -> None:
     assert result.stdout == ""
     assert hunt.kimi.read_bytes() == before
     assert hunt.git("symbolic-ref", "--short", "HEAD").stdout.strip() == "work"
+
+
+def test_a_probe_where_the_patch_does_not_hold_is_skipped_and_the_hunt_goes_on(
+    hunt: Checkout,
+) -> None:
+    """A line of eight commits after s08: the slow all-reduce at the first (k1), upstream's
+    conflicting method at the second (k2, where the patch cannot be carried), the file as
+    before from the third on. The second probe falls on k2: it is skipped with the resolve
+    advice, never measured, and the hunt still names k1."""
+    k1 = hunt.git("commit-tree", "s09^{tree}", "-p", "s08", "-m", "k1: slow all-reduce").stdout
+    conflicting = hunt.at("s09").replace(
+        "        self.language_model.load_weights(weights)\n",
+        "        self.language_model.load_weights(weights)\n\n    def debug_dump(self):\n"
+        "        return None\n",
+    )
+    line = [k1.strip(), commit_on_top(hunt, k1.strip(), conflicting, "k2: a debug helper")]
+    for number in range(3, 9):
+        line.append(commit_on_top(hunt, line[-1], hunt.at("s09"), f"k{number}: kimi as before"))
+    hunt.pg("bisect", "start", line[-1], "s08", check=0)
+    result = in_process(hunt, "bisect", "run", "--metric", METRIC, "--json", "--", *BENCH)
+    assert result.exit_code == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["first_changed"] == line[0]
+    skipped = [step for step in report["steps"] if step["verdict"] == "skip"]
+    assert [step["commit"] for step in skipped] == [line[1]]
+    assert skipped[0]["samples"] == []
+    assert "patchguard resolve NAME" in skipped[0]["reason"]
+    assert report["runs"] == runs_made(hunt) <= 8 + 3
+    hunt.pg("git", "bisect", "reset", check=0)
 
 
 def commit_on_top(hunt: Checkout, parent: str, kimi: str, message: str) -> str:
@@ -271,7 +336,7 @@ def commit_on_top(hunt: Checkout, parent: str, kimi: str, message: str) -> str:
 BAD_REQUESTS = [
     (("compare", "s01", "s02", "--plot", "hunt.txt", "--", "true"), "a .png or .svg"),
     (("compare", "s01", "nope", "--", "true"), "'nope' names no commit"),
-    (("compare", "s01", "s02", "--repeats", "4", "--max-repeats", "4", "--", "true"), "no change"),
+    (("compare", "s01", "s02", "--repeats", "2", "--max-repeats", "2", "--", "true"), "no change"),
     (("compare", "s01", "s02", "--repeats", "8", "--max-repeats", "4", "--", "true"), "below"),
     (("compare", "s01", "s02", "--metric", "re:(a)(b)", "--", "true"), "exactly one"),
     (("compare", "s01", "s02", "--"), "Missing argument"),
@@ -339,10 +404,13 @@ def test_a_kept_sample_is_taken_again_only_for_the_same_hunt_and_code(tmp_path: 
     other_code = {**code, "files": {sample_repo.KIMI: "b2"}}  # the patch re-recorded since
     path = tmp_path / "kept.jsonl"
     kept = _Kept(path, ["bisect", "command"])
+    kept.add(kind="warmup", commit="c1", stamp=code)
     kept.add(kind="sample", commit="c1", sample={"value": 94.0, "stamp": code})
+    kept.add(kind="cost", runs=2)
     again = _Kept(path, ["bisect", "command"])
     assert again.samples("c1", code) == [Sample(94.0, code)]
-    assert again.samples("c1", other_code) == []
+    assert again.warmed("c1", code) and again.earlier_runs == 2
+    assert again.samples("c1", other_code) == [] and not again.warmed("c1", other_code)
     assert _Kept(path, ["bisect", "another command"]).samples("c1", code) == []
     again.drop()
     assert not path.exists()

@@ -165,9 +165,11 @@ def _measure_options(func: Callable[..., Any]) -> Callable[..., Any]:
         click.option(
             "--warmups",
             type=click.IntRange(min=0),
-            default=1,
-            show_default=True,
-            help="Uncounted runs at each commit before the counted ones.",
+            default=None,
+            metavar="N",
+            help="Uncounted runs at each commit before the counted ones (default: 1 at "
+            "compare's two commits and a bisect's GOOD and BAD; none at the commits a bisect "
+            "probes unless given).",
         ),
         click.option(
             "--max-repeats",
@@ -175,15 +177,14 @@ def _measure_options(func: Callable[..., Any]) -> Callable[..., Any]:
             default=None,
             metavar="K",
             help="The cap: while the answer is unknown the runs are doubled up to K per side "
-            "(default: 4 x N).",
+            "(default: 24).",
         ),
         click.option(
             "--repeats",
             type=click.IntRange(min=2),
             default=None,
             metavar="N",
-            help="Counted runs per side to begin with (default: 8; bisect steps start at N/2, at "
-            "least 3).",
+            help="Counted runs per side to begin with (default: 3).",
         ),
         click.option(
             "--min-effect",
@@ -191,7 +192,7 @@ def _measure_options(func: Callable[..., Any]) -> Callable[..., Any]:
             default=None,
             metavar="PCT",
             help="The smallest change that counts, in percent (default: 5): `different` needs "
-            "at least this, `same` means the whole interval is within it.",
+            "at least half of it, `same` means the whole interval is within it.",
         ),
     ]
     for option in options:
@@ -217,16 +218,16 @@ def _hunt_options(
     if command[:1] == ("--",):
         command = command[1:]
     repeats = counts["repeats"] or hunt.DEFAULT_REPEATS
-    cap = counts["max_repeats"] or 4 * repeats
+    cap = counts["max_repeats"] or max(hunt.DEFAULT_MAX_REPEATS, repeats)
     if cap < repeats:
         raise click.UsageError(f"--max-repeats {cap} is below --repeats {repeats}")
     if not stats.Plan(repeats, cap).can_differ:
         raise click.UsageError(
-            f"with at most {cap} runs per side no change can be shown (the test cannot reach "
-            "significance); raise --max-repeats to 8 or more"
+            f"with at most {cap} runs per side no change can be shown (too few to check the "
+            f"test); raise --max-repeats to {stats.MIN_PAIRS} or more"
         )
     direction = None if higher_is_better is None else HIGHER if higher_is_better else LOWER
-    effect = counts["min_effect"]
+    effect, warmups = counts["min_effect"], counts["warmups"]
     server = _server(counts)
     return hunt.Options(
         command=command,
@@ -234,10 +235,11 @@ def _hunt_options(
         min_effect_pct=hunt.DEFAULT_MIN_EFFECT_PCT if effect is None else effect,
         repeats=repeats,
         max_repeats=cap,
-        warmups=counts["warmups"],
+        warmups=1 if warmups is None else warmups,
         metric_file=metric_file,
         server=server,
         timeout=counts["timeout"],
+        probe_warmups=warmups or 0,
     )
 
 
@@ -319,8 +321,8 @@ def compare(
     """Run COMMAND at commits A and B with the patches carried, and say whether it changed.
 
     A warm-up run at each side, then A and B in order-balanced pairs; the metric of each run
-    is read from its output. The answer is `different` (significant, and at least
-    --min-effect), `same` (the whole 95% interval within --min-effect) or `unknown`; while
+    is read from its output. The answer is `different` (significant, and nearer --min-effect
+    than no change), `same` (the whole 95% interval within --min-effect) or `unknown`; while
     unknown the runs are doubled, up to --max-repeats. Every sample is stamped with the code
     it ran on, and only runs with the patches in place count. Afterwards (and after Ctrl-C,
     exit 130) your branch, tree and patches are as they were. Put COMMAND after `--`.
@@ -371,8 +373,8 @@ def bisect() -> None:
     default=None,
     metavar="M",
     help="Bisect on a measured metric instead of COMMAND's status (a label as printed, "
-    "json:KEY or re:PATTERN): GOOD and BAD are measured, then each commit is marked like the "
-    "one it does not differ from (see compare).",
+    "json:KEY or re:PATTERN): GOOD and BAD are measured (see compare), then the commits "
+    "between them are probed until one is the first changed with 99% probability.",
 )
 @_measure_options
 @json_option
@@ -402,11 +404,12 @@ def bisect_run(
     these options written after it is refused (exit 2) with the line in the right order.
 
     With --metric M, COMMAND is a benchmark and its status does not decide: GOOD and BAD are
-    measured as `patchguard compare` measures them, then each commit git offers is run
-    (--repeats/2 runs to begin with, doubled while undecided) and marked like the one of
-    GOOD and BAD it does not differ from; a commit that stays undecided, or where the patches
-    do not hold, is skipped. It ends on the first changed commit, with its change against
-    GOOD (exit 0; 1 when no commit is named). Put COMMAND after `--`.
+    measured as `patchguard compare` measures them, then the commits of the first-parent
+    line between them are probed where the chance of being the first changed one splits in
+    half: one run per probe while the runs are clearly like GOOD or like BAD, more where
+    they are not; a commit where the patches do not hold is skipped. It ends when one commit
+    holds 99% of that chance, with its change against its parent, and marks both in git
+    bisect (exit 0; 1 when no commit is named). Put COMMAND after `--`.
     """
     cwd: Path = ctx.obj
     if metric is not None:
@@ -418,7 +421,7 @@ def bisect_run(
         _bisect_metric(cwd, command, metric, as_json, higher_is_better, metric_file, counts)
     optional = ("repeats", "max_repeats", "min_effect", "server", "ready_url", "ready_line")
     measuring = [counts[k] for k in (*optional, "timeout")]
-    if as_json or metric_file or higher_is_better is not None or counts["warmups"] != 1:
+    if as_json or metric_file or higher_is_better is not None or counts["warmups"] is not None:
         measuring.append(True)
     if any(value is not None for value in measuring):
         raise click.UsageError("--json and the measuring options go with --metric M")

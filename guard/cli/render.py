@@ -425,11 +425,16 @@ def hunt_lines(hunt: Hunt) -> list[str]:
         first = hunt.first_changed or ""
         lines.append(f"first changed: {first[:10]} {hunt.subject}".rstrip())
         if hunt.change is not None:
-            lines.append(f"  against GOOD: {_delta(hunt.change)}")
+            lines.append(f"  against its parent: {_delta(hunt.change)}")
     elif hunt.verdict == "ambiguous":
         lines.append(
             "no single commit: the first change is among the skipped commits (git bisect log "
             "lists them); patchguard resolve where the patches did not hold, then go on"
+        )
+    elif hunt.verdict == "unsettled":
+        lines.append(
+            "no commit settled: GOOD and BAD differ, but runs between them did not show where "
+            "(quiet the machine, or raise --max-repeats); nothing was marked"
         )
     else:
         lines.append(

@@ -13,9 +13,10 @@ message says how to go on (exit 130). Each run of CMD, and the server of --serve
 process group of its own (guard.hunt.processes, guard.hunt.server): patchguard passes the
 signal on, and ends every group it started before it moves or exits.
 
-The decisions are guard.hunt.stats'. compare runs A and B in order-balanced pairs after a warm-up
-at each; a bisect measures GOOD and BAD as compare does, then each commit git bisect offers
-(V8's bisect.pl: marked only when it differs from exactly one of GOOD and BAD).
+The decisions are guard.hunt.stats' and guard.hunt.culprit's. compare runs A and B in
+order-balanced pairs after a warm-up at each, looking at 3, 6, 12, 24 pairs until settled; a
+bisect measures GOOD and BAD as compare does, then probes the commits between them where the
+posterior over the first changed one is split in half, and tells git bisect the answer.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from guard.git.lock import HELD_VARIABLE
 from guard.git.objects import blob_id
 from guard.git.process import out_of_reach_of_ctrl_c, run_git
 from guard.git.repo import Repo
-from guard.hunt import stats
+from guard.hunt import culprit, stats
 from guard.hunt.metrics import Metric, Unreadable
 from guard.hunt.processes import Finished, Group, run_grouped
 from guard.hunt.server import SERVER_LOG, Server, ServerSpec
@@ -49,10 +50,11 @@ from guard.store.derived import load_manifest
 from guard.tree import patching
 from guard.tree.verdicts import CheckReport
 
-DEFAULT_REPEATS = 8
-DEFAULT_MAX_REPEATS = 32
+DEFAULT_REPEATS = stats.MIN_PAIRS  # the first look: the t-test can decide at 3 pairs
+DEFAULT_MAX_REPEATS = 24  # pairs per side at the last look (3, 6, 12, 24)
 DEFAULT_MIN_EFFECT_PCT = 5.0
 FOUND, NO_CHANGE, UNDECIDED, AMBIGUOUS = "found", "no-change", "unknown", "ambiguous"
+UNSETTLED = "unsettled"  # GOOD and BAD differ, but the probes did not settle on a commit
 _TAIL_LINES = 5  # of a failed run's output, in its message
 KEPT_FILE = "patchguard-hunt.jsonl"  # in the worktree's git dir: a metric bisect's samples
 
@@ -88,6 +90,7 @@ class Options:
     # relative to the top of the checkout, where CMD runs (as git bisect run runs it)
     server: ServerSpec | None = None  # started at each commit before CMD runs there
     timeout: float | None = None  # seconds a run of CMD may take before its group is ended
+    probe_warmups: int = 0  # uncounted runs at each commit a bisect probes: only when asked
 
 
 @dataclass
@@ -120,12 +123,14 @@ class Comparison:
 
 @dataclass
 class Step:
+    """A commit a metric bisect probed, in the order probed."""
+
     commit: str
-    verdict: str  # "good", "bad" or "skip" (what was marked)
+    verdict: str  # "good" or "bad" (which side its runs are like), or "skip"
     runs: Runs
-    vs_good: stats.Decision | None = None
-    vs_bad: stats.Decision | None = None
+    vs_good: stats.Decision | None = None  # its change against GOOD (the hunt's pooled spread)
     reason: str | None = None  # why a commit was skipped
+    evidence: float | None = None  # the log-likelihood ratio of its runs, > 0 like BAD
 
 
 @dataclass
@@ -135,8 +140,10 @@ class Hunt:
     steps: list[Step]
     verdict: str  # FOUND, NO_CHANGE, UNDECIDED or AMBIGUOUS
     first_changed: str | None
-    change: stats.Decision | None  # first_changed against GOOD
-    runs: int
+    change: stats.Decision | None  # first_changed against its parent
+    runs: int  # every run of CMD the hunt cost, in this session and the ones Ctrl-C stopped
+    parent: str | None = None  # first_changed's parent on the line searched
+    probability: float | None = None  # the posterior that first_changed is the one
     subject: str = ""  # first_changed's, for the summary
 
 
@@ -144,8 +151,9 @@ class _Kept:
     """A metric bisect's samples, written down as they are measured (KEPT_FILE), so a hunt
     that Ctrl-C stopped goes on without measuring anything twice. A kept sample is taken again
     only for the same hunt (bisect, endpoints, command, metric) and the same code: its stamp's
-    HEAD, patches and guarded files equal the stamp at that commit now. A finished hunt drops
-    the file."""
+    HEAD, patches and guarded files equal the stamp at that commit now; warm-ups are kept
+    alike, and each session writes down how many runs it cost. A finished hunt drops the
+    file."""
 
     def __init__(self, path: Path, hunt: list[str]) -> None:
         self.path = path
@@ -157,6 +165,7 @@ class _Kept:
                     data = json.loads(line)
                     if isinstance(data, dict) and data.get("hunt") == self.key:
                         self.lines.append(data)
+        self.earlier_runs = sum(int(line.get("runs", 0)) for line in self.lines)
 
     def pairs(
         self, stamp_a: dict[str, Any], stamp_b: dict[str, Any]
@@ -171,8 +180,21 @@ class _Kept:
         return found
 
     def samples(self, commit: str, now: dict[str, Any]) -> list[Sample]:
-        found = [Sample(**line["sample"]) for line in self.lines if line.get("commit") == commit]
+        found = [
+            Sample(**line["sample"])
+            for line in self.lines
+            if line.get("kind") == "sample" and line.get("commit") == commit
+        ]
         return [sample for sample in found if same_code(sample.stamp, now)]
+
+    def warmed(self, commit: str, now: dict[str, Any]) -> bool:
+        """Whether this commit's warm-ups ran already, on the same code."""
+        return any(
+            line.get("kind") == "warmup"
+            and line.get("commit") == commit
+            and same_code(line.get("stamp", {}), now)
+            for line in self.lines
+        )
 
     def add(self, **record: Any) -> None:
         line = {"hunt": self.key, **record}
@@ -181,7 +203,8 @@ class _Kept:
             handle.write(json.dumps(line, separators=(",", ":")) + "\n")
 
     def samples_kept(self) -> int:
-        return sum(2 if line.get("kind") == "pair" else 1 for line in self.lines)
+        counted = {"pair": 2, "sample": 1}
+        return sum(counted.get(str(line.get("kind")), 0) for line in self.lines)
 
     def drop(self) -> None:
         self.path.unlink(missing_ok=True)
@@ -379,11 +402,11 @@ class _Bench:
         left = (self.planned - self.runs) * statistics.median(self.seconds)
         return f" (about {_duration(left)} left)" if left >= 1 else ""
 
-    def warm_up(self, commit: str) -> bool:
-        """The uncounted first runs at a commit (file caches, bytecode); False if one failed."""
-        return all(
-            self.run(commit, f"warm-up {n + 1}") is not None for n in range(self.options.warmups)
-        )
+    def warm_up(self, commit: str, count: int | None = None) -> bool:
+        """The uncounted first runs at a commit (file caches, bytecode); False if one failed.
+        `count`: how many, where not --warmups (a bisect's probes)."""
+        count = self.options.warmups if count is None else count
+        return all(self.run(commit, f"warm-up {n + 1}") is not None for n in range(count))
 
     def _attested_run(self) -> attest.AttestedRun:
         """A run's import guard, for the code checked at this commit (guard.ops.attest)."""
@@ -559,7 +582,11 @@ def _compare(bench: _Bench, a: str, b: str, kept: _Kept | None = None) -> Compar
     runs_a, runs_b = Runs(a), Runs(b)
     for commit in sorted((a, b), key=lambda c: c != bench.head()):  # where it is first
         bench.visit(commit)
+        if kept is not None and kept.warmed(commit, bench.stamps[commit]):
+            continue
         if bench.warm_up(commit):
+            if kept is not None:
+                kept.add(kind="warmup", commit=commit, stamp=bench.stamps[commit])
             continue
         if bench.printed_no_value:
             raise GuardFailure(
@@ -609,11 +636,7 @@ def _compare(bench: _Bench, a: str, b: str, kept: _Kept | None = None) -> Compar
                     b=asdict(runs_b.samples[-1]),
                 )
         return stats.decide(
-            runs_a.values,
-            runs_b.values,
-            paired=True,
-            min_effect_pct=options.min_effect_pct,
-            alpha=alpha,
+            runs_a.values, runs_b.values, min_effect_pct=options.min_effect_pct, alpha=alpha
         )
 
     plan = stats.Plan(options.repeats, options.max_repeats)
@@ -635,8 +658,8 @@ def _not_carried(refusal: _NotCarried, operation: str) -> str:
 
 
 def bisect(repo: Repo, options: Options, progress: Callable[[str], None]) -> Hunt:
-    """After `patchguard bisect start BAD GOOD`: measure GOOD and BAD, then mark each commit
-    git bisect offers as like GOOD or like BAD, until git names the first changed one."""
+    """After `patchguard bisect start BAD GOOD`: measure GOOD and BAD, probe the commits between
+    them until the posterior settles on the first changed one, and tell git bisect."""
     if not (repo.layout.git_dir / "BISECT_START").exists():
         raise GuardFailure(
             "no bisect is in progress; start one first: patchguard bisect start BAD GOOD"
@@ -649,7 +672,6 @@ def bisect(repo: Repo, options: Options, progress: Callable[[str], None]) -> Hun
             "the bisect needs one bad and at least one good commit before it can measure: "
             "patchguard bisect start BAD GOOD"
         )
-    steps: list[Step] = []
     hunt = [
         (repo.layout.git_dir / "BISECT_START").read_text(errors="replace"),
         goods[0],
@@ -662,14 +684,17 @@ def bisect(repo: Repo, options: Options, progress: Callable[[str], None]) -> Hun
     try:
         with _session(repo, options, progress, "bisect run --metric") as bench:
             bench.planned = 2 * (options.warmups + options.repeats)  # GOOD's and BAD's first look
-            found = _bisect(bench, goods[0], bad[0], steps, (good_term, bad_term), kept)
+            try:
+                found = _bisect(bench, goods[0], bad[0], (good_term, bad_term), kept)
+            finally:
+                kept.add(kind="cost", runs=bench.runs)
     except _Stop:
-        marked = f"{len(steps)} commit(s) marked so far stay marked" if steps else "nothing marked"
         raise Interrupted(
-            f"interrupted: {marked}, the {kept.samples_kept()} samples counted so far are kept, "
-            "the bisect stays where it is, and the tree and patches are as they were; to go "
-            "on, run the same patchguard bisect run --metric again: nothing is measured twice "
-            "(or leave the bisect: patchguard git bisect reset)"
+            f"interrupted: nothing is marked before the hunt settles, the "
+            f"{kept.samples_kept()} samples counted so far are kept, the bisect stays where "
+            "it is, and the tree and patches are as they were; to go on, run the same "
+            "patchguard bisect run --metric again: nothing is measured twice (or leave the "
+            "bisect: patchguard git bisect reset)"
         ) from None
     kept.drop()
     if found.first_changed is not None:
@@ -678,117 +703,179 @@ def bisect(repo: Repo, options: Options, progress: Callable[[str], None]) -> Hun
     return found
 
 
-def _bisect(
-    bench: _Bench, good: str, bad: str, steps: list[Step], terms: tuple[str, str], kept: _Kept
-) -> Hunt:
+def _bisect(bench: _Bench, good: str, bad: str, terms: tuple[str, str], kept: _Kept) -> Hunt:
     options = bench.options
     try:
         endpoints = _compare(bench, good, bad, kept)
     except _NotCarried as refusal:
         raise GuardFailure(_not_carried(refusal, "bisect")) from None
+
+    def cost() -> int:
+        return kept.earlier_runs + bench.runs
+
     if endpoints.decision.verdict != stats.DIFFERENT:
         verdict = NO_CHANGE if endpoints.decision.verdict == stats.SAME else UNDECIDED
-        return Hunt(options.metric, endpoints, steps, verdict, None, None, bench.runs)
+        return Hunt(options.metric, endpoints, [], verdict, None, None, cost())
+    line = _line(bench.repo, good, bad)
     measured = {good: endpoints.a, bad: endpoints.b}
-    while True:
-        commit = _waiting(bench)
-        if commit in measured:  # git has nothing left between GOOD and BAD
-            first = bad if commit == bad else None
-            break
-        step = _step(bench, commit, endpoints, kept)
-        measured[commit] = step.runs
-        steps.append(step)
-        said = _mark(bench, step, terms)
-        first_line = f" is the first {terms[1]} commit"
-        found = [line.split()[0] for line in said if line.endswith(first_line)]
-        if found:
-            first = _commit(bench.repo, found[0])
-            break
-        if any("only 'skip'ped commits left" in line for line in said):
-            first = None
-            break
-    change = endpoints.decision if first == bad else None
-    for step in steps:
-        if step.commit == first:
-            change = step.vs_good
-    verdict = FOUND if first is not None else AMBIGUOUS
-    return Hunt(options.metric, endpoints, steps, verdict, first, change, bench.runs)
+    reasons: dict[str, str] = {}
+
+    def take(index: int, size: int) -> list[float] | None:
+        commit = line[index]
+        if commit not in measured:
+            reason = _first_visit(bench, commit, kept)
+            if reason is not None:
+                reasons[commit] = reason
+                return None
+            measured[commit] = Runs(commit, kept.samples(commit, bench.stamps[commit]))
+        if not _measure(bench, measured[commit], size, kept):
+            reasons[commit] = "the command failed too often here (its output is above)"
+            return None
+        return measured[commit].values
+
+    fit = culprit.Fit.of(endpoints.a.values, endpoints.b.values)
+    search = culprit.search(fit, len(line), take, options.max_repeats)
+    group = search.group
+    if group is None or len(group) > 1:
+        verdict = UNSETTLED if group is None else AMBIGUOUS
+        steps = _steps(search, line, measured, reasons, endpoints.a, options)
+        return Hunt(options.metric, endpoints, steps, verdict, None, None, cost())
+    first = line[group[0]]
+    parent = line[group[0] - 1] if group[0] else good
+    probability = float(search.posterior.probabilities()[group[0]])
+    bench.progress(f"{first[:10]} is the first changed commit with probability {probability:.3f}")
+    change = _against_parent(bench, measured, parent, first, kept)
+    steps = _steps(search, line, measured, reasons, endpoints.a, options)
+    _tell_git(bench, (parent, first), (good, bad), terms)
+    return Hunt(options.metric, endpoints, steps, FOUND, first, change, cost(), parent, probability)
 
 
-def _waiting(bench: _Bench) -> str:
-    """The commit git bisect waits to hear about: the one it checked out last (it says so in
-    BISECT_EXPECTED_REV), wherever the user moved HEAD since; HEAD where git wrote none."""
-    try:
-        expected = (bench.repo.layout.git_dir / "BISECT_EXPECTED_REV").read_text().strip()
-    except OSError:
-        return bench.home
-    return _commit(bench.repo, expected) if expected else bench.home
+def _line(repo: Repo, good: str, bad: str) -> list[str]:
+    """The candidates, oldest first, BAD last: the first-parent line from BAD back to GOOD
+    (git rev-list --first-parent --ancestry-path), so that each has one parent on the line and
+    "the first changed" is well defined; a merge counts as one commit, as `git log
+    --first-parent` shows it."""
+    listed = run_git(
+        ["rev-list", "--reverse", "--first-parent", "--ancestry-path", f"{good}..{bad}"],
+        repo.workdir,
+    ).stdout.split()
+    if not listed or listed[-1] != bad:
+        raise GuardFailure(
+            f"BAD ({bad[:10]}) does not descend from GOOD ({good[:10]}) along its first "
+            "parents, so there is no line of commits to search; start the bisect with a GOOD "
+            "that is an ancestor of BAD: patchguard bisect start BAD GOOD"
+        )
+    return listed
 
 
-def _step(bench: _Bench, commit: str, endpoints: Comparison, kept: _Kept) -> Step:
-    """Measure one commit against GOOD's and BAD's runs; mark it like the one it does not
-    differ from, or skip it when it differs from both or neither at the cap."""
-    options = bench.options
-    runs = Runs(commit)
+def _first_visit(bench: _Bench, commit: str, kept: _Kept) -> str | None:
+    """Move to a probe and warm it up if asked (--warmups); why it is skipped, if it is."""
     try:
         bench.visit(commit)
-        if not bench.warm_up(commit):
-            return Step(
-                commit, "skip", runs, reason="the command failed here (its output is above)"
-            )
     except _NotCarried as refusal:
-        return Step(commit, "skip", runs, reason=_not_carried(refusal, "bisect"))
-    runs.samples = kept.samples(commit, bench.stamps[commit])
-    failures = 0
-
-    def look(size: int, alpha: float) -> tuple[stats.Decision, stats.Decision] | None:
-        nonlocal failures
-        while len(runs.samples) < size:
-            sample = bench.run(commit, f"run {len(runs.samples) + 1}")
-            if sample is None:
-                failures += 1
-                if failures > max(2, size // 2):
-                    return None
-                continue
-            runs.samples.append(sample)
-            kept.add(kind="sample", commit=commit, sample=asdict(sample))
-        vs_good, vs_bad = (
-            stats.decide(
-                side.values,
-                runs.values,
-                paired=False,
-                min_effect_pct=options.min_effect_pct,
-                alpha=alpha,
-            )
-            for side in (endpoints.a, endpoints.b)
-        )
-        return vs_good, vs_bad
-
-    plan = stats.Plan(max(3, options.repeats // 2), options.max_repeats)
-    answer, _ = stats.settle(plan, look, lambda got: got is None or _like(*got) is not None)
-    if answer is None:
-        return Step(commit, "skip", runs, reason="the command failed too often here")
-    vs_good, vs_bad = answer
-    like = _like(vs_good, vs_bad)
-    reason = None if like else "it differs from both GOOD and BAD, or from neither, at the cap"
-    return Step(commit, like or "skip", runs, vs_good, vs_bad, reason)
-
-
-def _like(vs_good: stats.Decision, vs_bad: stats.Decision) -> str | None:
-    """V8's bisect.pl: a commit is like the one side it does not differ from."""
-    good_differs, bad_differs = (d.verdict == stats.DIFFERENT for d in (vs_good, vs_bad))
-    if good_differs == bad_differs:
+        return _not_carried(refusal, "bisect")
+    warmups = bench.options.probe_warmups
+    if not warmups or kept.warmed(commit, bench.stamps[commit]):
         return None
-    return "bad" if good_differs else "good"
+    if not bench.warm_up(commit, warmups):
+        return "the command failed here (its output is above)"
+    kept.add(kind="warmup", commit=commit, stamp=bench.stamps[commit])
+    return None
 
 
-def _mark(bench: _Bench, step: Step, terms: tuple[str, str]) -> list[str]:
+def _measure(bench: _Bench, runs: Runs, size: int, kept: _Kept) -> bool:
+    """Runs of CMD at runs.commit until it has `size` samples; False if it fails too often."""
+    failures = 0
+    while len(runs.samples) < size:
+        sample = bench.run(runs.commit, f"run {len(runs.samples) + 1}")
+        if sample is None:
+            failures += 1
+            if failures > 2:
+                return False
+            continue
+        runs.samples.append(sample)
+        kept.add(kind="sample", commit=runs.commit, sample=asdict(sample))
+    return True
+
+
+def _steps(
+    search: culprit.Search,
+    line: list[str],
+    measured: dict[str, Runs],
+    reasons: dict[str, str],
+    good: Runs,
+    options: Options,
+) -> list[Step]:
+    """The probed commits, oldest first, each with its change against GOOD."""
+    spread = stats.pooled_spread([runs.values for runs in measured.values()])
+    steps = []
+    for index, commit in enumerate(line):
+        if commit in reasons:
+            steps.append(
+                Step(commit, "skip", measured.get(commit, Runs(commit)), None, reasons[commit])
+            )
+        elif index in search.posterior.evidence:
+            runs, evidence = measured[commit], search.posterior.evidence[index]
+            vs_good = stats.decide_pooled(
+                good.values, runs.values, spread, min_effect_pct=options.min_effect_pct
+            )
+            like = "bad" if evidence > 0 else "good"
+            steps.append(Step(commit, like, runs, vs_good, evidence=evidence))
+    return steps
+
+
+def _against_parent(
+    bench: _Bench, measured: dict[str, Runs], parent: str, first: str, kept: _Kept
+) -> stats.Decision | None:
+    """The first changed commit against its parent, from the runs taken there; more runs at
+    both only while those do not decide (looks doubling, as compare's)."""
+    options = bench.options
+    sides = measured[parent], measured[first]
+
+    def look(size: int, alpha: float) -> stats.Decision | None:
+        if not all(_measure(bench, runs, size, kept) for runs in sides):
+            return None
+        spread = stats.pooled_spread([runs.values for runs in measured.values()])
+        return stats.decide_pooled(
+            sides[0].values,
+            sides[1].values,
+            spread,
+            min_effect_pct=options.min_effect_pct,
+            alpha=alpha,
+        )
+
+    start = min(len(runs.samples) for runs in sides)
+    plan = stats.Plan(start, max(start, options.max_repeats))
+    decision, _ = stats.settle(plan, look, lambda d: d is None or d.verdict != stats.UNKNOWN)
+    return decision  # None: the command failed too often there to say by how much
+
+
+def _tell_git(
+    bench: _Bench, found: tuple[str, str], endpoints: tuple[str, str], terms: tuple[str, str]
+) -> None:
+    """Mark the parent good and the first changed commit bad, so that git's state and `git
+    bisect log` agree with the verdict and git names the commit. On a range with merges git
+    may still have commits of the side branches to test (the hunt followed the first-parent
+    line): then it says so, and the verdict stands."""
+    parent, first = found
+    said: list[str] = []
+    if parent != endpoints[0]:
+        said += _mark(bench, parent, terms[0])
+    if first != endpoints[1]:
+        said += _mark(bench, first, terms[1])
+    named = f"{first} is the first {terms[1]} commit"
+    if said and not any(line.startswith(named) for line in said):
+        bench.progress(
+            f"git bisect has commits off the first-parent line left to test; patchguard's "
+            f"answer is {first[:10]} (see git bisect log)"
+        )
+
+
+def _mark(bench: _Bench, commit: str, term: str) -> list[str]:
     """Tell git bisect (with the patches lifted: git then checks out the next commit)."""
     bench.leave()
-    term = {"good": terms[0], "bad": terms[1]}.get(step.verdict, "skip")
-    change = f" ({step.vs_good.delta_pct:+.1f}% against GOOD)" if step.vs_good else ""
-    bench.progress(f"{step.commit[:10]} is {step.verdict}{change}: git bisect {term}")
-    said = bench._git("bisect", term, step.commit).splitlines()
+    bench.progress(f"git bisect {term} {commit[:10]}")
+    said = bench._git("bisect", term, commit).splitlines()
     bench.home = bench.head()
     for line in said:
         if line.startswith("Bisecting:"):

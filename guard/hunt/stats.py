@@ -2,11 +2,14 @@
 
 Modelled on Chromium's Pinpoint (three answers; "same" only when the runs would have shown the
 smallest effect that matters; on unknown, twice the runs, up to a cap), Skia's pairwise runner
-(A and B in order-balanced pairs, Wilcoxon signed-rank on the paired log-values, an interval in
-percent) and ClickHouse's performance test (a change whose runs vary more than it counts as
-unstable, not as a change). The tests and the interval are scipy's; nothing here is a
-hand-written test. numpy and scipy are imported by this module only, which only `compare` and
-`bisect run --metric` import: hooks and `check` never load them.
+(A and B in order-balanced pairs, an interval in percent) and ClickHouse's performance test (a
+change whose runs vary more than it counts as unstable, not as a change). The main test is a
+t-test on the paired log-ratios, which can decide at 3 pairs where a rank test cannot (the
+signed-rank test's smallest two-sided p with n pairs is 2/2^n); the signed-rank test and a
+bootstrap interval stay as robustness checks that must agree with a `different`. The tests and
+the intervals are scipy's; nothing here is a hand-written distribution. numpy and scipy are
+imported by this module only (and guard.hunt.culprit), which only `compare` and `bisect run
+--metric` import: hooks and `check` never load them.
 
 Everything is computed on log-values, so a change is a ratio (Δ% = 100·(e^d - 1)) and a 2%
 noise means the same at 94 tok/s as at 9,000.
@@ -25,9 +28,12 @@ DIFFERENT = "different"
 SAME = "same"
 UNKNOWN = "unknown"
 ALPHA = 0.05  # the chance, over a whole comparison with all its looks, of a false `different`
-CONFIDENCE = 0.95  # the interval reported
-RESAMPLES = 2000
+CONFIDENCE = 0.95  # the interval reported (and the one `same` needs inside ± the smallest effect)
+MIN_PAIRS = 3  # the fewest pairs a look may have: the t-test's first chance to decide
+RESAMPLES = 1000  # the bootstrap check's; it only confirms what the t-test already found
 SEED = 28  # the bootstrap's: the same runs always give the same answer
+OUTLIER_MADS = 8.0  # a log-ratio this many robust spreads from the median one is an outlier
+OUTLIER_FROM = 12  # the fewest pairs from which a robust spread says what is typical
 
 _Answer = TypeVar("_Answer")
 
@@ -36,8 +42,10 @@ _Answer = TypeVar("_Answer")
 class Plan:
     """How many runs each look has: `repeats`, then twice as many while unknown, up to `cap`.
 
-    Each look tests at ALPHA divided by the number of looks (Bonferroni), so that asking again
-    with more runs never raises the chance of a false `different` above ALPHA.
+    Each look tests at ALPHA divided by the number of planned looks (Bonferroni, the simplest
+    alpha-spending: it spends ALPHA evenly, where O'Brien-Fleming would leave the first look
+    almost nothing), so that asking again with more runs never raises the chance of a false
+    `different` over the whole comparison above ALPHA.
     """
 
     repeats: int
@@ -56,9 +64,9 @@ class Plan:
 
     @property
     def can_differ(self) -> bool:
-        """Whether the last look's pairs can reach significance at all: the signed-rank test's
-        smallest two-sided p-value with n pairs is 2/2^n (0.0078 for 8)."""
-        return bool(2.0 / 2.0**self.cap <= self.alpha_per_look)
+        """Whether the last look has pairs enough for the checks of a `different` to mean
+        something (MIN_PAIRS)."""
+        return self.cap >= MIN_PAIRS
 
 
 @dataclass(frozen=True)
@@ -69,69 +77,144 @@ class Decision:
     delta_pct: float
     ci_pct: tuple[float, float]
     p_value: float
-    noise_pct: float  # how much single runs vary (the larger side's robust spread)
-    unstable: bool  # the runs vary more than the change (or than the smallest effect)
+    noise_pct: float  # how much single runs vary (the larger side's standard deviation)
+    unstable: bool  # the runs vary more than the change, or hold an outlier
     n: tuple[int, int]
     min_effect_pct: float
 
 
 def decide(
+    a: Sequence[float], b: Sequence[float], *, min_effect_pct: float, alpha: float = ALPHA
+) -> Decision:
+    """One look at paired runs (a[i] and b[i] one pair): `same` when the 95% t-interval of the
+    mean log-ratio lies within ± the smallest effect; `different` when the t-test's p ≤ alpha,
+    both robustness checks agree, and the runs are stable; `unknown` otherwise."""
+    log_a, log_b = np.log(np.asarray(a, float)), np.log(np.asarray(b, float))
+    ratios = log_b - log_a
+    estimate = float(np.mean(ratios))
+    if np.ptp(ratios) == 0:  # identical ratios: no spread for a t-test, the answer is plain
+        p_value, low, high = (1.0 if estimate == 0 else 0.0), estimate, estimate
+    else:
+        test = stats.ttest_1samp(ratios, 0.0)
+        interval = test.confidence_interval(CONFIDENCE)
+        p_value, low, high = float(test.pvalue), float(interval.low), float(interval.high)
+    noise = max(_spread_pct(log_a), _spread_pct(log_b))
+    return _verdict(
+        estimate,
+        (low, high),
+        p_value,
+        noise,
+        significant=lambda: p_value <= alpha and _robust(ratios, estimate, alpha),
+        outlier=_has_outlier(ratios),
+        n=(len(a), len(b)),
+        min_effect_pct=min_effect_pct,
+    )
+
+
+def decide_pooled(
     a: Sequence[float],
     b: Sequence[float],
+    spread: tuple[float, int],
     *,
-    paired: bool,
     min_effect_pct: float,
     alpha: float = ALPHA,
 ) -> Decision:
-    """One look: `different` when B differs from A significantly (p ≤ alpha and the interval
-    excludes 0) by at least the smallest effect and by more than single runs vary; `same` when
-    the whole interval lies within ± the smallest effect; `unknown` otherwise.
-
-    Paired (compare's runs, one A and one B each): Wilcoxon signed-rank on the differences of
-    the log-values, the interval a bootstrap of their median. Unpaired (a bisect step against
-    GOOD's or BAD's runs): Mann-Whitney U, the interval a bootstrap of the difference of the
-    medians.
-    """
+    """One look at unpaired runs of two commits, with the spread of single runs known from the
+    whole hunt (`spread`: pooled standard deviation of log-values and its degrees of freedom,
+    from pooled_spread): Student's t with that spread, so that even one run on each side can
+    decide when the change is many times the noise."""
     log_a, log_b = np.log(np.asarray(a, float)), np.log(np.asarray(b, float))
-    rng = np.random.default_rng(SEED)
-    if paired:
-        differences = log_b - log_a
-        estimate = float(np.median(differences))
-        p_value = 1.0 if not differences.any() else float(stats.wilcoxon(differences).pvalue)
-        samples: tuple[np.ndarray, ...] = (differences,)
-        statistic: Callable[..., np.ndarray] = _median
+    estimate = float(np.mean(log_b) - np.mean(log_a))
+    scale, df = spread
+    error = scale * float(np.sqrt(1 / len(log_a) + 1 / len(log_b)))
+    if error == 0 or df < 1:
+        p_value, low, high = (1.0 if estimate == 0 else 0.0), estimate, estimate
     else:
-        estimate = float(np.median(log_b) - np.median(log_a))
-        p_value = float(stats.mannwhitneyu(log_b, log_a, alternative="two-sided").pvalue)
-        samples = (log_b, log_a)
-        statistic = _median_difference
-    if np.ptp(np.concatenate(samples)) == 0:  # all equal: the bootstrap has nothing to vary
-        low = high = estimate
-    else:
-        interval = stats.bootstrap(
-            samples,
-            statistic,
-            paired=False,
-            vectorized=True,
-            n_resamples=RESAMPLES,
-            confidence_level=CONFIDENCE,
-            method="percentile",
-            rng=rng,
-        ).confidence_interval
-        low, high = float(interval.low), float(interval.high)
-    noise = max(_spread_pct(log_a), _spread_pct(log_b))
-    delta, ci = _pct(estimate), (_pct(low), _pct(high))
-    significant = p_value <= alpha and not ci[0] <= 0 <= ci[1]
-    unstable = False
-    if significant and abs(delta) >= min_effect_pct:
-        unstable = noise >= abs(delta)
+        p_value = float(2 * stats.t.sf(abs(estimate) / error, df))
+        half = float(stats.t.ppf(0.5 + CONFIDENCE / 2, df)) * error
+        low, high = estimate - half, estimate + half
+    return _verdict(
+        estimate,
+        (low, high),
+        p_value,
+        _pct(scale),
+        significant=lambda: p_value <= alpha,
+        outlier=False,
+        n=(len(a), len(b)),
+        min_effect_pct=min_effect_pct,
+    )
+
+
+def pooled_spread(groups: Sequence[Sequence[float]]) -> tuple[float, int]:
+    """The standard deviation of single runs' log-values about their own commit's mean, pooled
+    over the commits (each commit may have a different level), and its degrees of freedom."""
+    residuals = [np.log(np.asarray(g, float)) - np.mean(np.log(g)) for g in groups if len(g)]
+    df = sum(len(r) for r in residuals) - len(residuals)
+    if df < 1:
+        return 0.0, 0
+    return float(np.sqrt(sum(float(np.sum(r**2)) for r in residuals) / df)), df
+
+
+def _verdict(
+    estimate: float,
+    interval: tuple[float, float],
+    p_value: float,
+    noise: float,
+    *,
+    significant: Callable[[], bool],
+    outlier: bool,
+    n: tuple[int, int],
+    min_effect_pct: float,
+) -> Decision:
+    """`same` first (a significant change smaller than the smallest effect is still `same`),
+    then `different` when the change is significant and closer to the smallest effect than to
+    none (|Δ| ≥ half of it: a change that counts is the likelier reading), unless the runs are
+    unstable (ClickHouse: they vary by as much as the change, or one of them is an outlier)."""
+    delta, ci = _pct(estimate), (_pct(interval[0]), _pct(interval[1]))
+    if -min_effect_pct < ci[0] and ci[1] < min_effect_pct:
+        verdict, unstable = SAME, False
+    elif abs(delta) >= min_effect_pct / 2 and significant():
+        unstable = outlier or noise >= abs(delta)
         verdict = UNKNOWN if unstable else DIFFERENT
-    elif -min_effect_pct < ci[0] and ci[1] < min_effect_pct:
-        verdict = SAME
     else:
-        verdict = UNKNOWN
-        unstable = noise > min_effect_pct
-    return Decision(verdict, delta, ci, p_value, noise, unstable, (len(a), len(b)), min_effect_pct)
+        verdict, unstable = UNKNOWN, outlier or noise > min_effect_pct
+    return Decision(verdict, delta, ci, p_value, noise, unstable, n, min_effect_pct)
+
+
+def _robust(ratios: np.ndarray, estimate: float, alpha: float) -> bool:
+    """The checks a `different` must pass beside the t-test, each at the strictest level it can
+    reach with these pairs (so that 3 pairs can decide when they all agree):
+
+    - the signed-rank test, one-sided in the estimate's direction, at max(alpha, 1/2^n): with
+      few pairs, every pair must change the same way;
+    - the bootstrap's percentile interval of the mean log-ratio at 1 - alpha excludes 0 (with 3
+      pairs that all agree in sign it always does: every resampled mean lies between them).
+    """
+    side = "greater" if estimate > 0 else "less"
+    level = max(alpha, 0.5 ** len(ratios)) * (1 + 1e-9)
+    if float(stats.wilcoxon(ratios, alternative=side).pvalue) > level:
+        return False
+    interval = stats.bootstrap(
+        (ratios,),
+        _mean,
+        vectorized=True,
+        n_resamples=RESAMPLES,
+        confidence_level=1 - alpha,
+        method="percentile",
+        rng=np.random.default_rng(SEED),
+    ).confidence_interval
+    return not float(interval.low) <= 0 <= float(interval.high)
+
+
+def _has_outlier(ratios: np.ndarray) -> bool:
+    """A pair far outside the others (a run that met a hiccup), judged from OUTLIER_FROM pairs
+    on: farther from the median log-ratio than OUTLIER_MADS scaled median absolute deviations."""
+    if len(ratios) < OUTLIER_FROM:
+        return False
+    spread = float(stats.median_abs_deviation(ratios, scale="normal"))
+    if spread == 0:  # most pairs alike to the digit: no spread to measure the others by
+        return False
+    return bool(np.any(np.abs(ratios - np.median(ratios)) > OUTLIER_MADS * spread))
 
 
 def settle(
@@ -149,19 +232,16 @@ def median_of(values: Sequence[float]) -> float:
     return float(np.median(np.asarray(values, float)))
 
 
-def _median(x: np.ndarray, axis: int = -1) -> np.ndarray:
-    return np.asarray(np.median(x, axis=axis))
-
-
-def _median_difference(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
-    return np.asarray(np.median(x, axis=axis) - np.median(y, axis=axis))
+def _mean(x: np.ndarray, axis: int = -1) -> np.ndarray:
+    return np.asarray(np.mean(x, axis=axis))
 
 
 def _spread_pct(log_values: np.ndarray) -> float:
-    """The robust spread of single runs, in percent (scaled MAD of the log-values)."""
+    """How much single runs vary, in percent: the sample standard deviation of the log-values
+    (two-peaked runs show here as a spread as large as the gap between the peaks' mean)."""
     if len(log_values) < 2:
         return 0.0
-    return _pct(float(stats.median_abs_deviation(log_values, scale="normal")))
+    return _pct(float(np.std(log_values, ddof=1)))
 
 
 def _pct(log_ratio: float) -> float:
