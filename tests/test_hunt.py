@@ -135,11 +135,13 @@ def test_a_a_compares_before_the_slowdown_never_say_different(hunt: Checkout) ->
     as_the_user_left_it(hunt, kimi)
 
 
-def test_bisect_on_the_metric_names_the_slow_commit(hunt: Checkout) -> None:
+def test_bisect_on_the_metric_names_the_slow_commit(hunt: Checkout, tmp_path: Path) -> None:
     kimi = hunt.kimi.read_bytes()
     hunt.pg("bisect", "start", "s13", "s00", check=0)
     metric = "Output token throughput (tok/s):"
-    result = in_process(hunt, "bisect", "run", "--metric", metric, "--json", "--", *BENCH)
+    plot = tmp_path / "bisect.png"
+    asked = ("--metric", metric, "--json", "--plot", str(plot))
+    result = in_process(hunt, "bisect", "run", *asked, "--", *BENCH)
     assert result.exit_code == 0, result.stderr
     report = json.loads(result.stdout)
     assert report["verdict"] == "found"
@@ -155,6 +157,7 @@ def test_bisect_on_the_metric_names_the_slow_commit(hunt: Checkout) -> None:
     assert [len(s["samples"]) for s in steps[2:]] == [1] * (len(steps) - 2)
     assert set(report) == documented("## `patchguard bisect run --json` (with `--metric M`)")
     assert set(steps[2]) == documented("`steps` (in `bisect run --metric M --json`")
+    assert plot.read_bytes().startswith(b"\x89PNG")  # every run at its commit, drawn
     said = hunt.git("bisect", "log").stdout  # git was told, and names the same commit
     assert f"# first bad commit: [{hunt.commits['s09']}]" in said, said
     hunt.pg("git", "bisect", "reset", check=0)

@@ -277,6 +277,27 @@ def _server(counts: dict[str, Any]) -> Any:
 _DEFAULT_METRIC = "Output token throughput (tok/s)"
 
 
+def _plot_option(what: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    return click.option(
+        "--plot",
+        "plot_file",
+        type=click.Path(dir_okay=False, path_type=Path),
+        default=None,
+        metavar="FILE",
+        help=f"Draw {what} into FILE (.png or .svg; needs git-patchguard[plot]).",
+    )
+
+
+def _plotting(cwd: Path, plot_file: Path | None) -> Path | None:
+    """The plot's path, refused before anything is measured when it cannot be drawn."""
+    if plot_file is None:
+        return None
+    from guard.hunt import plots
+
+    plots.require_plotting(cwd / plot_file)
+    return cwd / plot_file
+
+
 @click.command(
     cls=_CommandLast,
     epilog=epilog(
@@ -296,14 +317,7 @@ _DEFAULT_METRIC = "Output token throughput (tok/s)"
 )
 @_measure_options
 @json_option
-@click.option(
-    "--plot",
-    "plot_file",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    metavar="FILE",
-    help="Draw each side's runs into FILE (.png or .svg; needs git-patchguard[plot]).",
-)
+@_plot_option("each side's runs")
 @directory_option
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 def compare(
@@ -330,12 +344,12 @@ def compare(
     from guard.hunt import hunt
 
     options = _hunt_options(command, metric, higher_is_better, metric_file, **counts)
-    if plot_file is not None:
-        plot_file = cwd / plot_file
-        hunt.require_plotting(plot_file)
+    plot_file = _plotting(cwd, plot_file)
     comparison = hunt.compare(Repo.discover(cwd), a, b, options, _progress)
     if plot_file is not None:
-        hunt.plot(comparison, plot_file)
+        from guard.hunt import plots
+
+        plots.plot(comparison, plot_file)
     if as_json:
         click.echo(render.compare_json(comparison))
     else:
@@ -378,6 +392,7 @@ def bisect() -> None:
 )
 @_measure_options
 @json_option
+@_plot_option("every run at its commit, the commit found marked (with --metric)")
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 @click.pass_context
 def bisect_run(
@@ -387,6 +402,7 @@ def bisect_run(
     command: tuple[str, ...],
     metric: str | None,
     as_json: bool,
+    plot_file: Path | None,
     higher_is_better: bool | None,
     metric_file: Path | None,
     **counts: Any,
@@ -418,13 +434,17 @@ def bisect_run(
                 "--log goes with a pass/fail COMMAND; with --metric, --json holds every sample "
                 "and the stamp of the code it ran on"
             )
-        _bisect_metric(cwd, command, metric, as_json, higher_is_better, metric_file, counts)
+        plot_file = _plotting(cwd, plot_file)
+        _bisect_metric(
+            cwd, command, metric, as_json, plot_file, higher_is_better, metric_file, counts
+        )
     optional = ("repeats", "max_repeats", "min_effect", "server", "ready_url", "ready_line")
     measuring = [counts[k] for k in (*optional, "timeout")]
-    if as_json or metric_file or higher_is_better is not None or counts["warmups"] is not None:
+    given = (as_json, metric_file, plot_file, higher_is_better is not None, counts["warmups"])
+    if any(flag is not None and flag is not False for flag in given):
         measuring.append(True)
     if any(value is not None for value in measuring):
-        raise click.UsageError("--json and the measuring options go with --metric M")
+        raise click.UsageError("--json, --plot and the measuring options go with --metric M")
     from guard.ops import moves
 
     status, lift = moves.bisect_run(Repo.discover(cwd), command, log)
@@ -440,6 +460,7 @@ def _bisect_metric(
     command: tuple[str, ...],
     metric: str,
     as_json: bool,
+    plot_file: Path | None,
     higher_is_better: bool | None,
     metric_file: Path | None,
     counts: dict[str, Any],
@@ -448,6 +469,10 @@ def _bisect_metric(
 
     options = _hunt_options(command, metric, higher_is_better, metric_file, **counts)
     found = hunt.bisect(Repo.discover(cwd), options, _progress)
+    if plot_file is not None:
+        from guard.hunt import plots
+
+        plots.plot_bisect(found, plot_file)
     click.echo(render.hunt_json(found) if as_json else "\n".join(render.hunt_lines(found)))
     sys.exit(EXIT_OK if found.verdict == hunt.FOUND else EXIT_GUARD_FAILED)
 

@@ -21,14 +21,12 @@ posterior over the first changed one is split in half, and tells git bisect the 
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import signal
 import statistics
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -41,11 +39,12 @@ from guard.git.objects import blob_id
 from guard.git.process import out_of_reach_of_ctrl_c, run_git
 from guard.git.repo import Repo
 from guard.hunt import culprit, stats
+from guard.hunt.kept import KEPT_FILE, Kept, Sample
 from guard.hunt.metrics import Metric, Unreadable
 from guard.hunt.processes import Finished, Group, run_grouped
 from guard.hunt.server import SERVER_LOG, Server, ServerSpec
 from guard.ops import attest, moves
-from guard.ops.provenance import same_code, stamp, with_attestations
+from guard.ops.provenance import stamp, with_attestations
 from guard.store.derived import load_manifest
 from guard.tree import patching
 from guard.tree.verdicts import CheckReport
@@ -56,7 +55,6 @@ DEFAULT_MIN_EFFECT_PCT = 5.0
 FOUND, NO_CHANGE, UNDECIDED, AMBIGUOUS = "found", "no-change", "unknown", "ambiguous"
 UNSETTLED = "unsettled"  # GOOD and BAD differ, but the probes did not settle on a commit
 _TAIL_LINES = 5  # of a failed run's output, in its message
-KEPT_FILE = "patchguard-hunt.jsonl"  # in the worktree's git dir: a metric bisect's samples
 
 
 class Interrupted(PatchguardError):
@@ -91,12 +89,6 @@ class Options:
     server: ServerSpec | None = None  # started at each commit before CMD runs there
     timeout: float | None = None  # seconds a run of CMD may take before its group is ended
     probe_warmups: int = 0  # uncounted runs at each commit a bisect probes: only when asked
-
-
-@dataclass
-class Sample:
-    value: float
-    stamp: dict[str, Any]
 
 
 @dataclass
@@ -145,69 +137,7 @@ class Hunt:
     parent: str | None = None  # first_changed's parent on the line searched
     probability: float | None = None  # the posterior that first_changed is the one
     subject: str = ""  # first_changed's, for the summary
-
-
-class _Kept:
-    """A metric bisect's samples, written down as they are measured (KEPT_FILE), so a hunt
-    that Ctrl-C stopped goes on without measuring anything twice. A kept sample is taken again
-    only for the same hunt (bisect, endpoints, command, metric) and the same code: its stamp's
-    HEAD, patches and guarded files equal the stamp at that commit now; warm-ups are kept
-    alike, and each session writes down how many runs it cost. A finished hunt drops the
-    file."""
-
-    def __init__(self, path: Path, hunt: list[str]) -> None:
-        self.path = path
-        self.key = hashlib.sha1(json.dumps(hunt).encode()).hexdigest()
-        self.lines: list[dict[str, Any]] = []
-        if path.exists():
-            for line in path.read_text(errors="replace").splitlines():
-                with suppress(json.JSONDecodeError):
-                    data = json.loads(line)
-                    if isinstance(data, dict) and data.get("hunt") == self.key:
-                        self.lines.append(data)
-        self.earlier_runs = sum(int(line.get("runs", 0)) for line in self.lines)
-
-    def pairs(
-        self, stamp_a: dict[str, Any], stamp_b: dict[str, Any]
-    ) -> list[tuple[str, Sample, Sample]]:
-        """(which side led, A's sample, B's sample) of the pairs kept, where the code is the same."""
-        found = []
-        for line in self.lines:
-            if line.get("kind") == "pair":
-                a, b = Sample(**line["a"]), Sample(**line["b"])
-                if same_code(a.stamp, stamp_a) and same_code(b.stamp, stamp_b):
-                    found.append((str(line["lead"]), a, b))
-        return found
-
-    def samples(self, commit: str, now: dict[str, Any]) -> list[Sample]:
-        found = [
-            Sample(**line["sample"])
-            for line in self.lines
-            if line.get("kind") == "sample" and line.get("commit") == commit
-        ]
-        return [sample for sample in found if same_code(sample.stamp, now)]
-
-    def warmed(self, commit: str, now: dict[str, Any]) -> bool:
-        """Whether this commit's warm-ups ran already, on the same code."""
-        return any(
-            line.get("kind") == "warmup"
-            and line.get("commit") == commit
-            and same_code(line.get("stamp", {}), now)
-            for line in self.lines
-        )
-
-    def add(self, **record: Any) -> None:
-        line = {"hunt": self.key, **record}
-        self.lines.append(line)
-        with self.path.open("a", encoding="utf-8") as handle:
-            handle.write(json.dumps(line, separators=(",", ":")) + "\n")
-
-    def samples_kept(self) -> int:
-        counted = {"pair": 2, "sample": 1}
-        return sum(counted.get(str(line.get("kind")), 0) for line in self.lines)
-
-    def drop(self) -> None:
-        self.path.unlink(missing_ok=True)
+    line: list[str] = field(default_factory=list)  # the candidates searched, oldest first
 
 
 # --- measuring with the patches carried ---------------------------------------------------------
@@ -577,7 +507,7 @@ def compare(
         raise GuardFailure(_not_carried(refusal, "compare")) from None
 
 
-def _compare(bench: _Bench, a: str, b: str, kept: _Kept | None = None) -> Comparison:
+def _compare(bench: _Bench, a: str, b: str, kept: Kept | None = None) -> Comparison:
     options = bench.options
     runs_a, runs_b = Runs(a), Runs(b)
     for commit in sorted((a, b), key=lambda c: c != bench.head()):  # where it is first
@@ -680,7 +610,7 @@ def bisect(repo: Repo, options: Options, progress: Callable[[str], None]) -> Hun
         options.metric.spec,
         str(options.metric_file),
     ]
-    kept = _Kept(repo.layout.git_dir / KEPT_FILE, hunt)
+    kept = Kept(repo.layout.git_dir / KEPT_FILE, hunt)
     try:
         with _session(repo, options, progress, "bisect run --metric") as bench:
             bench.planned = 2 * (options.warmups + options.repeats)  # GOOD's and BAD's first look
@@ -703,7 +633,7 @@ def bisect(repo: Repo, options: Options, progress: Callable[[str], None]) -> Hun
     return found
 
 
-def _bisect(bench: _Bench, good: str, bad: str, terms: tuple[str, str], kept: _Kept) -> Hunt:
+def _bisect(bench: _Bench, good: str, bad: str, terms: tuple[str, str], kept: Kept) -> Hunt:
     options = bench.options
     try:
         endpoints = _compare(bench, good, bad, kept)
@@ -739,7 +669,7 @@ def _bisect(bench: _Bench, good: str, bad: str, terms: tuple[str, str], kept: _K
     if group is None or len(group) > 1:
         verdict = UNSETTLED if group is None else AMBIGUOUS
         steps = _steps(search, line, measured, reasons, endpoints.a, options)
-        return Hunt(options.metric, endpoints, steps, verdict, None, None, cost())
+        return Hunt(options.metric, endpoints, steps, verdict, None, None, cost(), line=line)
     first = line[group[0]]
     parent = line[group[0] - 1] if group[0] else good
     probability = float(search.posterior.probabilities()[group[0]])
@@ -747,7 +677,18 @@ def _bisect(bench: _Bench, good: str, bad: str, terms: tuple[str, str], kept: _K
     change = _against_parent(bench, measured, parent, first, kept)
     steps = _steps(search, line, measured, reasons, endpoints.a, options)
     _tell_git(bench, (parent, first), (good, bad), terms)
-    return Hunt(options.metric, endpoints, steps, FOUND, first, change, cost(), parent, probability)
+    return Hunt(
+        options.metric,
+        endpoints,
+        steps,
+        FOUND,
+        first,
+        change,
+        cost(),
+        parent,
+        probability,
+        line=line,
+    )
 
 
 def _line(repo: Repo, good: str, bad: str) -> list[str]:
@@ -768,7 +709,7 @@ def _line(repo: Repo, good: str, bad: str) -> list[str]:
     return listed
 
 
-def _first_visit(bench: _Bench, commit: str, kept: _Kept) -> str | None:
+def _first_visit(bench: _Bench, commit: str, kept: Kept) -> str | None:
     """Move to a probe and warm it up if asked (--warmups); why it is skipped, if it is."""
     try:
         bench.visit(commit)
@@ -783,7 +724,7 @@ def _first_visit(bench: _Bench, commit: str, kept: _Kept) -> str | None:
     return None
 
 
-def _measure(bench: _Bench, runs: Runs, size: int, kept: _Kept) -> bool:
+def _measure(bench: _Bench, runs: Runs, size: int, kept: Kept) -> bool:
     """Runs of CMD at runs.commit until it has `size` samples; False if it fails too often."""
     failures = 0
     while len(runs.samples) < size:
@@ -825,7 +766,7 @@ def _steps(
 
 
 def _against_parent(
-    bench: _Bench, measured: dict[str, Runs], parent: str, first: str, kept: _Kept
+    bench: _Bench, measured: dict[str, Runs], parent: str, first: str, kept: Kept
 ) -> stats.Decision | None:
     """The first changed commit against its parent, from the runs taken there; more runs at
     both only while those do not decide (looks doubling, as compare's)."""
@@ -897,39 +838,3 @@ def _refs(repo: Repo, prefix: str) -> list[str]:
         if name == prefix or (prefix.endswith("-") and name.startswith(prefix)):
             found.append(commit)
     return found
-
-
-# --- the plot -------------------------------------------------------------------------------------
-
-
-def require_plotting(path: Path) -> None:
-    """Before anything is measured: a plot that cannot be drawn is refused now, not at the end."""
-    if path.suffix.lower() not in (".png", ".svg"):
-        raise ConfigError(f"--plot {path}: name a .png or .svg file")
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
-        raise ConfigError(
-            "--plot needs matplotlib, which is not installed: pip install 'git-patchguard[plot]'"
-        ) from None
-
-
-def plot(comparison: Comparison, path: Path) -> None:
-    """Each side's runs as points over a box: the distribution the verdict was drawn from."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    from matplotlib import pyplot
-
-    figure, axes = pyplot.subplots(figsize=(5, 4))
-    sides = (comparison.a, comparison.b)
-    axes.boxplot([side.values for side in sides], widths=0.4)
-    for position, side in enumerate(sides, start=1):
-        axes.plot([position] * len(side.values), side.values, "o", alpha=0.5)
-    axes.set_xticks([1, 2], [f"A {comparison.a.commit[:10]}", f"B {comparison.b.commit[:10]}"])
-    axes.set_ylabel(comparison.metric.key)
-    decision = comparison.decision
-    axes.set_title(f"{decision.verdict}: {decision.delta_pct:+.1f}%")
-    figure.tight_layout()
-    figure.savefig(path)
-    pyplot.close(figure)
