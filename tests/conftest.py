@@ -145,6 +145,13 @@ def histories(tmp_path_factory: pytest.TempPathFactory) -> Histories:
     return Histories(tmp_path_factory.mktemp("histories"))
 
 
+@pytest.fixture(scope="module")
+def slowdown(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
+    """The regression hunt's history (scripts/sample_repo.py build_slowdown), once per module."""
+    template = tmp_path_factory.mktemp("slowdown") / "sglang"
+    return template, sample_repo.build_slowdown(template)
+
+
 @pytest.fixture
 def sample(tmp_path: Path, histories: Histories) -> Iterator[Sample]:
     root = tmp_path / "sglang"

@@ -232,8 +232,9 @@ class AttestedRun:
 def guarded_files(
     repo: Repo, report: CheckReport
 ) -> dict[str, tuple[str, str, list[tuple[str, str, set[int]]]]]:
-    """Each guarded file by real path: its module name, the blob id of the content checked, and
-    each required definition (qualname, kind, the lines where Python's code object starts)."""
+    """Each guarded file by real path: its module name, the blob id of its bytes on disk as
+    checked (what Python reads: CRLF and all, not git's normalized content), and each required
+    definition (qualname, kind, the lines where Python's code object starts)."""
     tree = Worktree(repo)
     paths = {f.path for v in report.patches for f in v.files}
     specs = [parse_spec(s.spec) for s in report.symbols]
@@ -241,11 +242,11 @@ def guarded_files(
     files: dict[str, tuple[str, str, list[tuple[str, str, set[int]]]]] = {}
     by_path: dict[str, str] = {}
     for path in sorted(paths):
-        content = tree.read(path)
-        if content is None or not path.endswith(".py"):
+        on_disk = tree.raw(path)
+        if on_disk is None or not path.endswith(".py"):
             continue
         real = str((repo.workdir / path).resolve())
-        files[real] = (module_of(repo.workdir, path)[0], blob_id(content), [])
+        files[real] = (module_of(repo.workdir, path)[0], blob_id(on_disk), [])
         by_path[path] = real
     for spec in specs:
         path = tree.renamed(spec.path)
