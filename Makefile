@@ -21,7 +21,13 @@ $(STAMP): $(RUNTIME_STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
-test: $(STAMP)
+# The real sglang 0.5.10 wheel, for tests/test_real_sglang.py (and make bench): fetched once; where
+# the package index cannot be reached, that test says it is skipped.
+SGLANG_WHEEL := benchmarks/work/wheels/.fetched-sglang-0.5.10
+$(SGLANG_WHEEL): | $(STAMP)
+	-$(BIN)/python -m pip download --quiet --no-deps --dest benchmarks/work/wheels sglang==0.5.10 && touch $@
+
+test: $(STAMP) $(SGLANG_WHEEL)
 	$(BIN)/ruff check guard patchguard_entry.py tests scripts benchmarks
 	$(BIN)/ruff format --check guard patchguard_entry.py tests scripts benchmarks
 	$(BIN)/mypy

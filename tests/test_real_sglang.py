@@ -1,8 +1,8 @@
 """Real sglang model files stay green from reading (issue 37: at most 1% of the methods Python
 certainly finds not green), measured by benchmarks/sglang_green.py over every model file of
-the sglang 0.5.10 wheel. The suite downloads nothing: the wheel is used where it already is
-(`make bench` keeps it in benchmarks/work/wheels; PATCHGUARD_SGLANG_WHEELS names another
-directory), and the test is skipped, saying so, where it is not."""
+the sglang 0.5.10 wheel. The test itself downloads nothing: `make test` (and `make bench`)
+fetch the wheel once into benchmarks/work/wheels (PATCHGUARD_SGLANG_WHEELS names another
+directory), and where the package index could not be reached the test is skipped, saying so."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ def _wheel() -> Path | None:
 
 
 @pytest.mark.skipif(
-    _wheel() is None, reason="no sglang 0.5.10 wheel here (make bench downloads it)"
+    _wheel() is None, reason="no sglang 0.5.10 wheel here (make test and make bench fetch it)"
 )
 def test_real_model_files_stay_green_from_reading(tmp_path: Path) -> None:
     sys.path.insert(0, str(ROOT / "benchmarks"))
