@@ -67,7 +67,10 @@ def test_a_metric_after_the_command_is_refused_not_a_pass_fail_bisect(hunt: Chec
     slow = f"first changed: {hunt.commits['s09'][:10]} s09: distributed: new all-reduce (slow)"
     assert slow in end
     against = end[end.index(slow) + 1]
-    assert against.startswith("  against its parent: Δ -3") and "(95% CI -" in against
+    parent = hunt.commits["s08"][:10]
+    assert against.startswith(f"  against its parent {parent}: Δ -3") and "(95% CI -" in against
+    probability = end[end.index(slow) + 2].removeprefix("  the first changed one with probability ")
+    assert float(probability) >= 0.99
     hint = end[-1].split(": ", 1)[1]
     assert hint == "patchguard git bisect reset"
     hunt.pg(*shlex.split(hint)[1:], check=0)  # pasted: the bisect is over, the user back

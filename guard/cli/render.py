@@ -425,7 +425,10 @@ def hunt_lines(hunt: Hunt) -> list[str]:
         first = hunt.first_changed or ""
         lines.append(f"first changed: {first[:10]} {hunt.subject}".rstrip())
         if hunt.change is not None:
-            lines.append(f"  against its parent: {_delta(hunt.change)}")
+            parent = f" {hunt.parent[:10]}" if hunt.parent else ""
+            lines.append(f"  against its parent{parent}: {_delta(hunt.change)}")
+        if hunt.probability is not None:
+            lines.append(f"  the first changed one with probability {hunt.probability:.3f}")
     elif hunt.verdict == "ambiguous":
         lines.append(
             "no single commit: the first change is among the skipped commits (git bisect log "
