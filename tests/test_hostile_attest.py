@@ -1,0 +1,143 @@
+"""Hostile round on attested runs and reading (issue 37): forms a user's model file or
+benchmark really takes, each held against Python itself first (without patchguard, the
+interpreter really runs other code), then against the installed CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import sample_repo
+from conftest import Sample
+
+CLASS, METHOD = sample_repo.CLASS, sample_repo.METHODS[1]
+TORCH = "class nn:\n    Module = object\n"
+# Python's own answer: is the method the class has at import the one defined in the file?
+DEFINED = (
+    "import sglang.srt.models.kimi_k25 as k; "
+    f"m = getattr(getattr(k, {CLASS!r}, None), {METHOD!r}, None); "
+    "print('defined', getattr(getattr(m, '__code__', None), 'co_filename', '') == k.__file__)"
+)
+
+
+@pytest.fixture
+def patched(sample: Sample, tmp_path: Path, clean_env: dict[str, str]) -> tuple[Sample, dict]:
+    """The sample with eagle3 recorded; an environment whose Python imports the checkout."""
+    sample.record_eagle3()
+    stubs = tmp_path / "stubs"
+    (stubs / "torch").mkdir(parents=True)
+    (stubs / "torch" / "__init__.py").write_text(TORCH)
+    env = {**clean_env, "PYTHONPATH": f"{stubs}{os.pathsep}{sample.root / 'python'}"}
+    return sample, env
+
+
+def cli(sample: Sample, env: dict, *args: str) -> subprocess.CompletedProcess[str]:
+    result = subprocess.run(
+        ["patchguard", "-C", str(sample.root), *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=sample.root,
+    )
+    assert "Traceback (most recent call last)" not in result.stderr.split("=" * 72)[-1]
+    return result
+
+
+# Rebinding the recorded method through an expression that holds the class but is not its
+# name: an item of a list or dict, a loop variable, a call's result.
+THROUGH_AN_EXPRESSION = [
+    f"EntryClass[0].{METHOD} = None",
+    f"x = EntryClass[0]; x.{METHOD} = None",
+    f"for c in EntryClass:\n    c.{METHOD} = None",
+    f"next(iter(EntryClass)).{METHOD} = None",
+    f"{{'k': {CLASS}}}['k'].{METHOD} = None",
+    f"(lambda: {CLASS})().{METHOD} = None",
+    f"del EntryClass[0].{METHOD}",
+    f"__builtins__['setattr']({CLASS}, {METHOD!r}, None)",
+    f"__builtins__.get('setattr')({CLASS}, {METHOD!r}, None)",
+]
+
+
+@pytest.mark.parametrize("form", THROUGH_AN_EXPRESSION)
+def test_check_is_never_green_over_a_rebinding_through_an_expression(patched, form) -> None:
+    sample, env = patched
+    with sample.kimi.open("a") as handle:
+        handle.write(form + "\n")
+    python = subprocess.run(
+        [sys.executable, "-c", DEFINED], capture_output=True, text=True, env=env
+    )
+    assert "defined False" in python.stdout, python.stderr  # Python finds no recorded method
+    result = cli(sample, env, "check")
+    assert result.returncode != 0, result.stdout + result.stderr
+
+
+def attestations(stamp: Path) -> dict:
+    return json.loads(stamp.read_text().splitlines()[-1])["attestations"]
+
+
+def stale_copy(sample: Sample, where: Path) -> Path:
+    """The unpatched package, as a non-editable install leaves it."""
+    for path in sample.git("ls-files", "python/sglang").stdout.split():
+        copy = where / Path(path).relative_to("python")
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        copy.write_text(sample.git("show", f"HEAD:{path}").stdout)
+    return where
+
+
+@pytest.mark.parametrize(
+    "spawn",
+    [
+        "subprocess.run(['env', '-i', 'PYTHONPATH=' + STALE, sys.executable, '-c', CHILD])",
+        "subprocess.run(['env', 'PYTHONPATH=' + STALE, sys.executable, '-c', CHILD])",
+        "subprocess.run([sys.executable, '-c', CHILD], env={**os.environ, 'PYTHONPATH': STALE})",
+        "os.environ['PYTHONPATH'] = STALE; subprocess.run([sys.executable, '-c', CHILD])",
+        "subprocess.run(['timeout', '30', sys.executable, '-E', '-c', CHILD], cwd=STALE)",
+    ],
+    ids=["env -i", "env PYTHONPATH=", "env= PYTHONPATH", "os.environ PYTHONPATH", "timeout -E"],
+)
+def test_a_child_the_guard_cannot_reach_is_named_and_the_run_not_counted(
+    patched, tmp_path, spawn
+) -> None:
+    """The benchmark imports the checkout's model, then starts a worker whose Python lost the
+    guard (its PYTHONPATH replaced, its environment cleared, -I past a wrapper): the worker
+    runs the stale install, so the run proves nothing."""
+    sample, env = patched
+    stale = stale_copy(sample, tmp_path / "site")
+    stubs = tmp_path / "stubs"
+    (stale / "torch").mkdir()
+    (stale / "torch" / "__init__.py").write_text((stubs / "torch" / "__init__.py").read_text())
+    script = tmp_path / "bench.py"
+    script.write_text(
+        "import os, subprocess, sys\n"
+        "import sglang.srt.models.kimi_k25\n"
+        f"STALE, CHILD = {str(stale)!r}, {DEFINED!r}\n"
+        f"{spawn}\n"
+    )
+    stamp = tmp_path / "runs.jsonl"
+    result = cli(sample, env, "run", "--stamp", str(stamp), "--", sys.executable, str(script))
+    assert "defined False" in result.stdout, result.stderr  # the worker ran the stale code
+    assert attestations(stamp)["counted"] is False, result.stderr
+    assert "cannot attest" in result.stderr
+
+
+def test_the_guard_is_kept_by_a_right_child(patched, tmp_path) -> None:
+    """A worker whose environment keeps the guard (PYTHONPATH extended, env setting another
+    variable) is no problem: the run counts."""
+    sample, env = patched
+    script = tmp_path / "bench.py"
+    script.write_text(
+        "import os, subprocess, sys\n"
+        "import sglang.srt.models.kimi_k25\n"
+        "os.environ['PYTHONPATH'] += os.pathsep + '/nonexistent'\n"
+        f"subprocess.run(['env', 'X=1', sys.executable, '-c', {DEFINED!r}], check=True)\n"
+        f"subprocess.run([sys.executable, '-c', {DEFINED!r}], env={{**os.environ}}, check=True)\n"
+    )
+    stamp = tmp_path / "runs.jsonl"
+    result = cli(sample, env, "run", "--stamp", str(stamp), "--", sys.executable, str(script))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.count("defined True") == 2
+    assert attestations(stamp)["counted"] is True, result.stderr
