@@ -14,6 +14,7 @@ from guard.truth.effect_graph import (
     _CALLING,
     _REFLECTIVE_ATTRIBUTES,
     _bound_names,
+    _changed,
     _dotted,
     _FunctionGraph,
     _imported,
@@ -115,7 +116,9 @@ class _Reader(_FunctionGraph):
         elif isinstance(target, ast.Starred):
             self._bind(target.value, refs)
         elif isinstance(target, ast.Attribute):
-            self._imported_changed(self._value(target.value), target.attr, target.lineno)
+            owner = self._value(target.value)
+            self._imported_changed(owner, target.attr, target.lineno)
+            self._class_changed(target.value, owner, target.attr, target.lineno)
             self._flow("." + target.attr, refs)
         elif isinstance(target, ast.Subscript):
             self._value(target.slice)
@@ -141,6 +144,24 @@ class _Reader(_FunctionGraph):
                 )
                 self._mutates(why, attribute)
                 return
+
+    def _class_changed(self, node: ast.expr, owner: _Refs, attribute: str, lineno: int) -> None:
+        """An attribute set or deleted, at import, on an expression that may hold one of the
+        file's classes without naming it (`EntryClass[0].m = None`, `for c in EntryClass:
+        c.m = None`): the binding model (guard.truth.model_statements) reads only the class's
+        own name, so the name is one the module may change."""
+        for ref in sorted(owner):
+            kind, _, qualname = ref.partition(":")
+            if kind != "class" or (
+                isinstance(node, ast.Name) and node.id == qualname.rpartition(".")[2]
+            ):
+                continue
+            why = (
+                f"line {lineno} sets or deletes .{attribute} on {ast.unparse(node)}, which may be "
+                f"the class {qualname}"
+            )
+            self._mutates(why, _changed(attribute))
+            return
 
     def _flow(self, name: str, refs: _Refs) -> None:
         known = self.values.setdefault(name, set())
@@ -193,6 +214,7 @@ class _Reader(_FunctionGraph):
                         owner = self._value(sub)
                         if isinstance(target, ast.Attribute) and sub is target.value:
                             self._imported_changed(owner, target.attr, node.lineno)
+                            self._class_changed(sub, owner, target.attr, node.lineno)
         elif isinstance(node, ast.Try | ast.TryStar):
             for handler in node.handlers:
                 if handler.type is not None:
@@ -379,8 +401,8 @@ class _Reader(_FunctionGraph):
             refs |= {f"class:{q}" for q in self.classes.get(node.id, ()) if "." not in q}
             if node.id in MUTATING_BUILTINS:
                 refs.add(f"danger:{node.id}")
-            elif node.id == "__builtins__":
-                refs.add("import:builtins")
+            elif node.id == "__builtins__":  # its items too: `__builtins__["setattr"]`
+                refs |= {"import:builtins", "danger:__builtins__"}
             return frozenset(refs)
         if isinstance(node, ast.Attribute):
             return self._attribute(self._value(node.value), node.attr)
