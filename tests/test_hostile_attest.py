@@ -141,3 +141,37 @@ def test_the_guard_is_kept_by_a_right_child(patched, tmp_path) -> None:
     assert result.returncode == 0, result.stderr
     assert result.stdout.count("defined True") == 2
     assert attestations(stamp)["counted"] is True, result.stderr
+
+
+@pytest.mark.parametrize(
+    ("wrapper", "named"),
+    [
+        (["env", "PYTHONPATH={stale}"], "a PYTHONPATH of its own"),
+        (["timeout", "30", "env", "-C", "{tmp}"], None),  # keeps the guard: counted
+        (["taskset", "-c", "0", "env", "-C", "{stale}", "-u", "PYTHONPATH"], "a PYTHONPATH"),
+        (["timeout", "-s", "KILL", "30", "env", "-C", "{stale}", "python3", "-E"], "-E"),
+        (["sh", "-c", 'cd {stale} && PYTHONPATH=. exec "$0" "$@"'], "a PYTHONPATH"),
+    ],
+    ids=["env PYTHONPATH=", "timeout env -C", "taskset env -u", "timeout -E", "sh -c"],
+)
+def test_a_command_that_takes_the_guard_out_itself_is_named(
+    patched, tmp_path, wrapper, named
+) -> None:
+    """`run -- env PYTHONPATH=... python bench.py`, or a wrapper before `python -E`: the
+    command's own Python runs without the guard, and `run` says why by name, not only that
+    nothing was imported."""
+    sample, env = patched
+    stale = stale_copy(sample, tmp_path / "site")
+    (stale / "torch").mkdir()
+    (stale / "torch" / "__init__.py").write_text(TORCH)
+    words = [w.format(stale=stale, tmp=tmp_path) for w in wrapper]
+    python = [] if "python3" in words else [sys.executable]
+    stamp = tmp_path / "runs.jsonl"
+    result = cli(sample, env, "run", "--stamp", str(stamp), "--", *words, *python, "-c", DEFINED)
+    if named is None:
+        assert "defined True" in result.stdout, result.stderr
+        assert attestations(stamp)["counted"] is True, result.stderr
+        return
+    assert "defined False" in result.stdout, result.stderr  # Python ran the stale copy
+    assert attestations(stamp)["counted"] is False
+    assert "which skips the import guard" in result.stderr and named in result.stderr
