@@ -383,8 +383,7 @@ def execute(
     from guard.ops import attest, provenance
 
     before = None if stamp_file is None else provenance.stamp(repo)
-    past_wrappers = unwrapped(command, os.environ)[0]
-    status, _, verdict = attest.run_attested(repo, report, command, unwrapped=past_wrappers)
+    status, _, verdict = attest.run_attested(repo, report, command)
     if stamp_file is not None and before is not None:
         line = json.dumps(provenance.with_attestations(before, verdict), separators=(",", ":"))
         try:

@@ -187,11 +187,9 @@ class AttestedRun:
         return verdict
 
     def _unguarded_start(self, command: list[str]) -> str | None:
-        """The interpreter option of COMMAND (past its wrappers) that skips the guard (-I, -E,
-        -S), when COMMAND is a Python: by the guard's own rule, which it applies to each Python
-        it sees start."""
-        if not command or not os.path.basename(command[0]).startswith(("python", "pypy")):
-            return None
+        """Why the Python COMMAND starts (itself, past env(1) and other wrappers, or in a
+        shell's -c string) skips the guard (-I, -E, -S, a cleared environment, a PYTHONPATH
+        of its own), by the guard's own rule, which it applies to each Python it sees start."""
         import importlib.util
 
         spec = importlib.util.spec_from_file_location(
@@ -200,7 +198,8 @@ class AttestedRun:
         assert spec is not None and spec.loader is not None
         rules = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(rules)
-        found: str | None = rules._flags_without_guard(command[1:])
+        env = self.environment(dict(os.environ))
+        found: str | None = rules._without_guard(command, env, str(self.directory))
         return found
 
     def _read(self, path: Path) -> list[Record] | None:
@@ -291,17 +290,15 @@ def run_attested(
     report: CheckReport,
     command: Sequence[str],
     cwd: Path | None = None,
-    unwrapped: Sequence[str] | None = None,
 ) -> tuple[int, int | None, Verdict]:
     """COMMAND under the import guard, as `run` and each step of `bisect run` run it: its exit
     status (as a shell gives it), the signal that ended it if one did, and what its processes
-    attested. `unwrapped`: COMMAND past its wrappers (`env`, `nice`), whose interpreter flags
-    are judged. The run's directory is gone afterwards, so a process still running attests
+    attested. The run's directory is gone afterwards, so a process still running attests
     nothing more."""
     run = AttestedRun(repo, report)
     try:
         status, ended_by = supervise(list(command), run.environment(dict(os.environ)), cwd)
-        return status, ended_by, run.judge(repo.workdir, list(unwrapped or command))
+        return status, ended_by, run.judge(repo.workdir, list(command))
     finally:
         run.close()
 

@@ -137,9 +137,7 @@ class _Guard:
         self.records.append("\t".join(row))
         try:
             if self.record_path is None:
-                self.record_path = os.path.join(
-                    self.run, "records", f"{os.getpid()}-{_clock()}"
-                )
+                self.record_path = os.path.join(self.run, "records", f"{os.getpid()}-{_clock()}")
             head = f"{os.getpid()}\t{os.getppid()}\t{sys.executable}"
             body = "\n".join([head, *self.records]) + "\n"
             from _blake2 import blake2b
@@ -164,16 +162,115 @@ class _Guard:
         elif event == "subprocess.Popen":
             args = (args[0] or (args[1] or [""])[0], args[1], args[3])
         executable, argv, env = args[0], list(args[1] or ()), args[2]
-        word = os.path.basename(os.fsdecode(executable or (argv or [""])[0]))
-        if not word.startswith(("python", "pypy")):
-            return
-        why = _flags_without_guard([os.fsdecode(a) for a in argv[1:]])
-        if why is None and env is not None:
-            keys = {os.fsdecode(k) for k in env}
-            why = None if _RUN in keys else "a cleared environment"
+        words = [os.fsdecode(w) for w in (executable or (argv or [""])[0], *argv[1:])]
+        if env is None:
+            env = os.environ
+        env = {os.fsdecode(k): os.fsdecode(v) for k, v in env.items()}
+        why = _without_guard(words, env, self.run)
         if why is not None:
             shown = " ".join(os.fsdecode(a) for a in argv)[:200]
             self.note("unguarded", "", shown, "unguarded", f"started with {why}")
+
+
+# Commands that run the command after their own options and arguments (none python-named).
+_WRAPPERS = frozenset(
+    ("timeout", "taskset", "nice", "nohup", "setsid", "stdbuf", "numactl", "chrt", "ionice",
+     "time", "exec", "uv", "poetry", "pipenv", "prlimit")
+)  # fmt: skip
+_SHELLS = frozenset(("sh", "bash", "dash", "zsh", "ksh"))
+
+
+def _without_guard(words, env, run):
+    """Why the Python that WORDS start (directly, past env(1) and other wrappers, or in a
+    shell's -c string) runs without this run's guard: an interpreter option (-I, -E, -S), a
+    cleared environment, a PYTHONPATH without the guard's directory; None when it keeps the
+    guard (or WORDS start no Python this can see)."""
+    while words:
+        name = os.path.basename(words[0])
+        if name.startswith(("python", "pypy")):
+            why = _flags_without_guard(words[1:])
+            if why is None and _RUN not in env:
+                why = "a cleared environment"
+            entries = {
+                os.path.realpath(p) for p in env.get("PYTHONPATH", "").split(os.pathsep) if p
+            }
+            if why is None and os.path.realpath(run) not in entries:
+                why = "a PYTHONPATH of its own, without the import guard's directory"
+            return why
+        if name == "env":
+            words, env = _env_command(words[1:], env)
+        elif name in _SHELLS and "-c" in words[1:-1]:
+            at = words.index("-c") + 1
+            return _shell_without_guard(words[at], words[at + 1 :], env, run)
+        elif name in _WRAPPERS:
+            words = words[1:]
+            while words and not os.path.basename(words[0]).startswith(("python", "pypy")):
+                if os.path.basename(words[0]) in ("env", *_SHELLS):
+                    break
+                words = words[1:]
+        else:
+            return None
+    return None
+
+
+def _env_command(words, env):
+    """What `env ARGS` runs and with what environment, as GNU env(1) reads ARGS."""
+    env, rest = dict(env), list(words)
+    while rest and rest[0].startswith("-") and rest[0] != "--":
+        word = rest.pop(0)
+        name, _, value = word[2:].partition("=")
+        if word in ("-", "-i", "--ignore-environment"):
+            env.clear()
+        elif word.startswith("-u") or name == "unset":
+            env.pop(word[2:] or value or (rest.pop(0) if rest else ""), None)
+        elif word in ("-C", "-S", "--chdir", "--split-string"):
+            moved = rest.pop(0) if rest else ""
+            if word in ("-S", "--split-string"):
+                rest[:0] = moved.split()
+        elif word[1:].isalpha() and "i" in word:
+            env.clear()  # -iv and the like
+    if rest[:1] == ["--"]:
+        rest.pop(0)
+    while rest and "=" in rest[0] and not rest[0].startswith("="):
+        name, _, value = rest.pop(0).partition("=")
+        env[name] = value
+    return rest, env
+
+
+def _shell_without_guard(script, positional, env, run):
+    """The first Python that a shell's -c SCRIPT starts without the guard: each simple
+    command in turn, with `NAME=VALUE` prefixes and `export NAME=VALUE` applied, and "$0",
+    "$@" as the shell's POSITIONAL words."""
+    import shlex
+
+    try:
+        lexer = shlex.shlex(script, posix=True, punctuation_chars=True)
+        lexer.whitespace_split = True
+        tokens = list(lexer)
+    except ValueError:
+        return None
+    env, command = dict(env), []
+    for token in [*tokens, ";"]:
+        if token and set(token) <= set(";&|()"):
+            if command[:1] == ["export"]:
+                for word in command[1:]:
+                    name, has, value = word.partition("=")
+                    if has:
+                        env[name] = value
+            elif command:
+                local = dict(env)
+                while command and "=" in command[0] and not command[0].startswith("="):
+                    name, _, value = command.pop(0).partition("=")
+                    local[name] = value
+                why = _without_guard(command, local, run)
+                if why is not None:
+                    return why
+            command = []
+        elif token in ("$0", "$@"):
+            command += positional[:1] if token == "$0" else positional[1:]
+        else:
+            command.append(token)
+    return None
 
 
 def _flags_without_guard(words):
