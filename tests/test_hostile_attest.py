@@ -175,3 +175,29 @@ def test_a_command_that_takes_the_guard_out_itself_is_named(
     assert "defined False" in result.stdout, result.stderr  # Python ran the stale copy
     assert attestations(stamp)["counted"] is False
     assert "which skips the import guard" in result.stderr and named in result.stderr
+
+
+COMPAT = (
+    f"from sglang.srt.models.kimi_k25 import {CLASS} as K\n"
+    f"K.{METHOD} = lambda self: None  # an old shim, imported after the model\n"
+)
+
+
+@pytest.mark.parametrize("last", [False, True], ids=["then more imports", "last import"])
+def test_a_module_that_rebinds_the_method_after_the_model_ran_is_refused(
+    patched, tmp_path, last
+) -> None:
+    """Another module of the package rebinds the recorded method once the model has run: the
+    benchmark then runs the shim's code, so the run is not counted and `run` exits 1."""
+    sample, env = patched
+    compat = sample.kimi.with_name("kimi_compat.py")
+    compat.write_text(COMPAT)
+    then = "" if last else "import json, csv, decimal; "
+    script = f"import sglang.srt.models.kimi_compat; {then}{DEFINED}"
+    python = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env)
+    assert "defined False" in python.stdout, python.stderr  # Python runs the shim's lambda
+    stamp = tmp_path / "runs.jsonl"
+    result = cli(sample, env, "run", "--stamp", str(stamp), "--", sys.executable, "-c", script)
+    assert result.returncode == 1, result.stderr
+    assert attestations(stamp)["counted"] is False
+    assert f"{METHOD} is the function at {compat}" in result.stderr
