@@ -45,6 +45,8 @@ class _Guard:
         self.defs = {}  # real path -> [(qualname, kind, {line, ...})]
         self.records = []
         self.record_path = None
+        self.loaded = []  # (module, real path) of each guarded module this process ran
+        self.checking = False
         for line in lines:
             fields = line.split("\t")
             if fields[0] == "F" and len(fields) == 4:
@@ -58,6 +60,8 @@ class _Guard:
                 self.defs.setdefault(fields[1], []).append((fields[2], fields[3], lines_at))
 
     def find_spec(self, name, path=None, target=None):
+        if self.loaded:
+            self.recheck()
         leaf = name.rpartition(".")[2]
         if leaf not in self.stems and name not in self.names:
             return None  # not guarded: the other finders answer, as without the guard
@@ -99,6 +103,43 @@ class _Guard:
                 "into that interpreter, or run the interpreter that has it (--python)",
             )
         return spec
+
+    def ran(self, module, real):
+        """A guarded module ran with the recorded definitions: later code (an old shim, the
+        benchmark) may still rebind one, so they are checked again at each later import and
+        at exit."""
+        if not self.loaded:
+            import atexit
+
+            atexit.register(self.recheck)
+        self.loaded.append((module, real))
+
+    def recheck(self):
+        """Each ran module's definitions still the recorded code; one that is not is said once
+        (the run is not counted)."""
+        if self.checking:
+            return  # an attribute's lookup that imports
+        self.checking = True
+        try:
+            for module, real in list(self.loaded):
+                for qualname, kind, lines in self.defs.get(real, ()):
+                    found = _bound(module, qualname)
+                    if _is_recorded(found, kind, qualname, module.__name__, real, lines):
+                        continue
+                    self.loaded.remove((module, real))
+                    self.note(
+                        "import",
+                        module.__name__,
+                        real,
+                        "wrong",
+                        f"patchguard: {real}: after later code ran, {qualname} is "
+                        f"{_describe(found)}, not the code recorded at line {min(lines)}: "
+                        "a module or the benchmark rebinds it; remove that rebinding so the "
+                        "recorded definition is the one Python keeps",
+                    )
+                    break
+        finally:
+            self.checking = False
 
     def _refuse_stale_pyc(self, name, real, cached):
         """A hash-based .pyc that Python would load without looking at the .py (unchecked, or
@@ -331,6 +372,7 @@ class _Loader(sys.modules["_frozen_importlib_external"].SourceFileLoader):
                     "Python keeps",
                 )
         self.finder.note("import", module.__name__, self.real, "ok", "")
+        self.finder.ran(module, self.real)
 
 
 _MISSING = object()
