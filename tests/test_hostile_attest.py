@@ -201,3 +201,18 @@ def test_a_module_that_rebinds_the_method_after_the_model_ran_is_refused(
     assert result.returncode == 1, result.stderr
     assert attestations(stamp)["counted"] is False
     assert f"{METHOD} is the function at {compat}" in result.stderr
+
+
+def test_the_guard_is_not_compiled_again_in_every_process(patched) -> None:
+    """With PYTHONDONTWRITEBYTECODE=1 (many images set it) no process writes the guard's
+    bytecode, so every Python of the run compiled the guard's source again (some 4 ms each,
+    against the 5 ms the guard may cost): the run's directory carries it, and Python reads it."""
+    sample, env = patched
+    probe = (
+        "import importlib.util, os, sys; "
+        "guard = os.path.join(os.environ['PATCHGUARD_ATTEST'], 'sitecustomize.py'); "
+        "print('cached', os.path.exists(importlib.util.cache_from_source(guard)))"
+    )
+    env = {**env, "PYTHONDONTWRITEBYTECODE": "1"}
+    result = cli(sample, env, "run", "--", sys.executable, "-c", probe)
+    assert "cached True" in result.stdout, result.stderr
