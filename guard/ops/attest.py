@@ -114,6 +114,12 @@ class AttestedRun:
         self.key = secrets.token_bytes(32)
         (self.directory / "records").mkdir()
         (self.directory / GUARD_NAME).write_text(guard_source(), encoding="utf-8")
+        # Its bytecode, for the interpreters of this Python's version: under
+        # PYTHONDONTWRITEBYTECODE (many images set it) no process of the run writes it, and each
+        # compiled the guard again, most of what it may cost a process.
+        import py_compile  # only when a run starts
+
+        py_compile.compile(str(self.directory / GUARD_NAME), doraise=True)
         lines = []
         for real, (module, blob, definitions) in self.files.items():
             lines.append(f"F\t{real}\t{module}\t{blob}")
