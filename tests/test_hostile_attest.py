@@ -4,8 +4,10 @@ interpreter really runs other code), then against the installed CLI."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
+import py_compile
 import subprocess
 import sys
 from pathlib import Path
@@ -216,3 +218,27 @@ def test_the_guard_is_not_compiled_again_in_every_process(patched) -> None:
     env = {**env, "PYTHONDONTWRITEBYTECODE": "1"}
     result = cli(sample, env, "run", "--", sys.executable, "-c", probe)
     assert "cached True" in result.stdout, result.stderr
+
+
+@pytest.mark.parametrize("level", [1, 2])
+def test_an_unchecked_pyc_that_python_dash_o_runs_is_named_by_check(patched, level) -> None:
+    """A benchmark run with `python -O` (or -OO) reads `kimi_k25.cpython-3X.opt-1.pyc`: an
+    unchecked-hash one compiled from the unpatched file is the code it runs."""
+    sample, env = patched
+    patched_text = sample.kimi.read_text()
+    sample.kimi.write_text(sample.git("show", f"HEAD:{sample_repo.KIMI}").stdout)
+    cached = importlib.util.cache_from_source(str(sample.kimi), optimization=level)
+    py_compile.compile(
+        str(sample.kimi),
+        cfile=cached,
+        invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH,
+    )
+    sample.kimi.write_text(patched_text)
+    flag = "-" + "O" * level
+    python = subprocess.run(
+        [sys.executable, flag, "-c", DEFINED], capture_output=True, text=True, env=env
+    )
+    assert "defined False" in python.stdout, python.stderr  # Python runs the stale bytecode
+    result = cli(sample, env, "check")
+    assert result.returncode == 1, result.stdout
+    assert f"opt-{level}.pyc holds code compiled from another" in result.stdout + result.stderr
