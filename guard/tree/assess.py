@@ -805,12 +805,11 @@ def check_symbol(tree: Worktree, text: str, owner: str | None) -> SymbolResult:
 def _compiled_beside(tree: Worktree, path: str, content: bytes) -> str | None:
     """Compiled code beside a guarded file that Python runs instead of it: an extension module
     of the module's name (the import system tries extension suffixes before `.py`), or a
-    hash-based `.pyc` in `__pycache__` whose source hash is not the file's (an unchecked one
-    is never compared with the source; a checked one is not under `--check-hash-based-pycs
-    never`). A timestamp-based `.pyc` Python compares with the file itself. Each candidate is
+    hash-based `.pyc` in `__pycache__` (the plain one, or the `-O`/`-OO` one) whose source
+    hash is not the file's (an unchecked one is never compared with the source; a checked one
+    is not under `--check-hash-based-pycs never`). A timestamp-based `.pyc` Python compares with the file itself. Each candidate is
     looked at through the view, so one that appears later voids a remembered verdict."""
     import importlib.machinery
-    import importlib.util
 
     if not path.endswith(".py"):
         return None
@@ -821,7 +820,18 @@ def _compiled_beside(tree: Worktree, path: str, content: bytes) -> str | None:
                 f"the extension module {stem}{suffix} beside {path} is what `import` loads, "
                 f"never this file -> delete {stem}{suffix}"
             )
-    cached = importlib.util.cache_from_source(str(tree.repo.workdir / path))
+    for level in ("", 1, 2):  # plain, `python -O`, `python -OO`: each reads its own .pyc
+        stale = _stale_pyc(tree, path, content, level)
+        if stale is not None:
+            return stale
+    return None
+
+
+def _stale_pyc(tree: Worktree, path: str, content: bytes, level: str | int) -> str | None:
+    """The hash-based `.pyc` of optimization `level` beside `path`, when it holds other code."""
+    import importlib.util
+
+    cached = importlib.util.cache_from_source(str(tree.repo.workdir / path), optimization=level)
     relative = Path(cached).relative_to(tree.repo.workdir).as_posix()
     if not tree.exists(relative, file=True):
         return None
