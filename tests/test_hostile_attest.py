@@ -242,3 +242,17 @@ def test_an_unchecked_pyc_that_python_dash_o_runs_is_named_by_check(patched, lev
     result = cli(sample, env, "check")
     assert result.returncode == 1, result.stdout
     assert f"opt-{level}.pyc holds code compiled from another" in result.stdout + result.stderr
+
+
+def test_a_checkout_with_crlf_line_endings_is_attested(patched, tmp_path) -> None:
+    """core.autocrlf=true (a checkout shared with Windows): the file on disk has CRLF, git and
+    the check see LF. Python imports the bytes on disk, the patched code: the run counts."""
+    sample, env = patched
+    sample.git("config", "core.autocrlf", "true")
+    sample.kimi.write_bytes(sample.kimi.read_bytes().replace(b"\n", b"\r\n"))
+    assert sample.git("status", "--short").stdout.split() == ["M", sample_repo.KIMI]
+    stamp = tmp_path / "runs.jsonl"
+    result = cli(sample, env, "run", "--stamp", str(stamp), "--", sys.executable, "-c", DEFINED)
+    assert result.returncode == 0, result.stderr
+    assert "defined True" in result.stdout
+    assert attestations(stamp)["counted"] is True
