@@ -237,8 +237,10 @@ class AttestedRun:
 def guarded_files(
     repo: Repo, report: CheckReport
 ) -> dict[str, tuple[str, str, list[tuple[str, str, set[int]]]]]:
-    """Each guarded file by real path: its module name, the blob id of the content checked, and
-    each required definition (qualname, kind, the lines where Python's code object starts)."""
+    """Each guarded file by real path: its module name, the blob id of its bytes on disk (what
+    Python reads: with core.autocrlf or an eol attribute, not the content git and the check
+    see), and each required definition (qualname, kind, the lines where Python's code object
+    starts)."""
     tree = Worktree(repo)
     paths = {f.path for v in report.patches for f in v.files}
     specs = [parse_spec(s.spec) for s in report.symbols]
@@ -246,11 +248,11 @@ def guarded_files(
     files: dict[str, tuple[str, str, list[tuple[str, str, set[int]]]]] = {}
     by_path: dict[str, str] = {}
     for path in sorted(paths):
-        content = tree.read(path)
-        if content is None or not path.endswith(".py"):
+        raw = tree.raw(path)
+        if raw is None or not path.endswith(".py"):
             continue
         real = str((repo.workdir / path).resolve())
-        files[real] = (module_of(repo.workdir, path)[0], blob_id(content), [])
+        files[real] = (module_of(repo.workdir, path)[0], blob_id(raw), [])
         by_path[path] = real
     for spec in specs:
         path = tree.renamed(spec.path)
