@@ -98,8 +98,18 @@ def stale_copy(sample: Sample, where: Path) -> Path:
         "subprocess.run([sys.executable, '-c', CHILD], env={**os.environ, 'PYTHONPATH': STALE})",
         "os.environ['PYTHONPATH'] = STALE; subprocess.run([sys.executable, '-c', CHILD])",
         "subprocess.run(['timeout', '30', sys.executable, '-E', '-c', CHILD], cwd=STALE)",
+        "os.system(f'cd {STALE} && {sys.executable} -E -c \"{CHILD}\"')",
+        "subprocess.run(f'PYTHONPATH={STALE} {sys.executable} -c \"{CHILD}\"', shell=True)",
     ],
-    ids=["env -i", "env PYTHONPATH=", "env= PYTHONPATH", "os.environ PYTHONPATH", "timeout -E"],
+    ids=[
+        "env -i",
+        "env PYTHONPATH=",
+        "env= PYTHONPATH",
+        "os.environ PYTHONPATH",
+        "timeout -E",
+        "os.system -E",
+        "shell=True PYTHONPATH=",
+    ],
 )
 def test_a_child_the_guard_cannot_reach_is_named_and_the_run_not_counted(
     patched, tmp_path, spawn
