@@ -25,7 +25,7 @@ import sys
 
 _RUN = "PATCHGUARD_ATTEST"  # the run's directory: config, and records/ (one file per process)
 _KEY = "PATCHGUARD_ATTEST_KEY"  # hex; the records' MAC key
-_SPAWNS = frozenset(("subprocess.Popen", "os.exec", "os.posix_spawn", "os.spawn"))
+_SPAWNS = frozenset(("subprocess.Popen", "os.exec", "os.posix_spawn", "os.spawn", "os.system"))
 _NO_GUARD_FLAGS = {"I": "-I", "E": "-E", "S": "-S"}
 
 
@@ -200,6 +200,8 @@ class _Guard:
             return
         if event == "os.spawn":
             args = args[1:]
+        elif event == "os.system":  # the shell runs it, with this process's environment
+            args = ("sh", ["sh", "-c", args[0]], None)
         elif event == "subprocess.Popen":
             args = (args[0] or (args[1] or [""])[0], args[1], args[3])
         executable, argv, env = args[0], list(args[1] or ()), args[2]
