@@ -266,3 +266,26 @@ def test_a_checkout_with_crlf_line_endings_is_attested(patched, tmp_path) -> Non
     assert result.returncode == 0, result.stderr
     assert "defined True" in result.stdout
     assert attestations(stamp)["counted"] is True
+
+
+def test_after_the_slip_is_fixed_check_advises_what_works(sample: Sample, clean_env) -> None:
+    """(7) The slip recorded as typed, then indented into the class by hand: `apply` refuses
+    (it would put the stray copy back), so check must not send the user there."""
+    text = sample.kimi.read_text()
+    slip = f"\ndef {METHOD}(self):\n    return self.language_model.{METHOD}()\n"
+    sample.kimi.write_text(text + slip)
+    recorded = cli(sample, clean_env, "record", "s1", sample_repo.KIMI, "--as-typed")
+    assert recorded.returncode == 0, recorded.stderr
+    method = f"    def {METHOD}(self):\n        return self.language_model.{METHOD}()\n\n"
+    sample.kimi.write_text(text.replace("\n\nEntryClass", f"\n{method}\nEntryClass"))
+    python = subprocess.run(
+        [sys.executable, "-c", f"import ast, sys; ast.parse(open({str(sample.kimi)!r}).read())"]
+    )
+    assert python.returncode == 0
+    applied = cli(sample, clean_env, "apply", "s1")
+    assert applied.returncode == 1  # apply refuses to put the stray copy back
+    checked = cli(sample, clean_env, "check")
+    assert checked.returncode == 1
+    said = checked.stdout + checked.stderr
+    assert "patchguard apply s1" not in said, said
+    assert "patchguard record s1" in said
