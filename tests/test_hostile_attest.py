@@ -289,3 +289,23 @@ def test_after_the_slip_is_fixed_check_advises_what_works(sample: Sample, clean_
     said = checked.stdout + checked.stderr
     assert "patchguard apply s1" not in said, said
     assert "patchguard record s1" in said
+
+
+@pytest.mark.parametrize(
+    "wrapper",
+    [["timeout", "-s", "KILL", "30"], ["taskset", "-c", "0"], ["nice", "-n", "5", "setsid"]],
+    ids=["timeout", "taskset", "nice setsid"],
+)
+def test_import_checks_the_python_a_wrapper_runs(patched, tmp_path, wrapper) -> None:
+    """(3) `run --import` before `timeout 30 env PYTHONPATH=STALE python`: the pre-flight
+    checks the interpreter and environment the command gets past its wrappers, and refuses
+    to start it, instead of checking python3 on PATH with patchguard's environment."""
+    sample, env = patched
+    stale = stale_copy(sample, tmp_path / "site")
+    pythonpath = f"PYTHONPATH={stale}{os.pathsep}{tmp_path / 'stubs'}"
+    command = [*wrapper, "env", pythonpath, sys.executable, "-c", DEFINED]
+    module = "sglang.srt.models.kimi_k25"
+    result = cli(sample, env, "run", "--import", module, "--", *command)
+    assert result.returncode == 1
+    assert "command NOT run" in result.stderr, result.stderr
+    assert "defined" not in result.stdout
