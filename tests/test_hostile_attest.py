@@ -22,7 +22,8 @@ TORCH = "class nn:\n    Module = object\n"
 DEFINED = (
     "import sglang.srt.models.kimi_k25 as k; "
     f"m = getattr(getattr(k, {CLASS!r}, None), {METHOD!r}, None); "
-    "print('defined', getattr(getattr(m, '__code__', None), 'co_filename', '') == k.__file__)"
+    "c = getattr(m, '__code__', None); "
+    f"print('defined', getattr(c, 'co_filename', '') == k.__file__ and c.co_name == {METHOD!r})"
 )
 
 
@@ -61,14 +62,22 @@ THROUGH_AN_EXPRESSION = [
     f"del EntryClass[0].{METHOD}",
     f"__builtins__['setattr']({CLASS}, {METHOD!r}, None)",
     f"__builtins__.get('setattr')({CLASS}, {METHOD!r}, None)",
+    # its code swapped: the name stays bound to the function, which runs other code
+    f"EntryClass[0].{METHOD}.__code__ = (lambda self: 1).__code__",
+    f"_f = {CLASS}.{METHOD}; _f.__code__ = (lambda self: 1).__code__",
+    f"getattr({CLASS}, {METHOD!r}).__code__ = (lambda self: 1).__code__",
+    f"    {METHOD}.__code__ = (lambda self: 1).__code__",  # in the class body
 ]
 
 
 @pytest.mark.parametrize("form", THROUGH_AN_EXPRESSION)
 def test_check_is_never_green_over_a_rebinding_through_an_expression(patched, form) -> None:
     sample, env = patched
-    with sample.kimi.open("a") as handle:
-        handle.write(form + "\n")
+    text = sample.kimi.read_text()
+    if form.startswith(" "):  # the class body's last statement
+        sample.kimi.write_text(text.replace("\n\nEntryClass", f"\n{form}\n\n\nEntryClass"))
+    else:
+        sample.kimi.write_text(text + form + "\n")
     python = subprocess.run(
         [sys.executable, "-c", DEFINED], capture_output=True, text=True, env=env
     )
