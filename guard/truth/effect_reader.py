@@ -21,6 +21,7 @@ from guard.truth.effect_graph import (
 )
 from guard.truth.effects import ANY, MUTATING_BUILTINS, QUIET, Effects, Reach, _closure, _Node
 from guard.truth.model_expressions import _is_stdlib
+from guard.truth.model_statements import _CODE_ATTRIBUTES
 from guard.truth.statements import own_statements
 
 # Builtins that never call what they are given, nor change bindings: their arguments are only
@@ -119,6 +120,7 @@ class _Reader(_FunctionGraph):
             owner = self._value(target.value)
             self._imported_changed(owner, target.attr, target.lineno)
             self._class_changed(target.value, owner, target.attr, target.lineno)
+            self._code_swapped(owner, target.attr, target.lineno)
             self._flow("." + target.attr, refs)
         elif isinstance(target, ast.Subscript):
             self._value(target.slice)
@@ -144,6 +146,18 @@ class _Reader(_FunctionGraph):
                 )
                 self._mutates(why, attribute)
                 return
+
+    def _code_swapped(self, owner: _Refs, attribute: str, lineno: int) -> None:
+        """`f.__code__ = ...` (or its defaults) on what may be a function of the file, however
+        it is reached (`EntryClass[0].m`, an alias, `getattr`, the class body's own name): the
+        name stays bound, but the code that runs is not the code defined under it."""
+        if attribute not in _CODE_ATTRIBUTES:
+            return
+        for ref in sorted(owner):
+            kind, _, qualname = ref.partition(":")
+            if kind == "def":
+                why = f"line {lineno} replaces the {attribute} of {qualname}"
+                self._mutates(why, qualname.rpartition(".")[2])
 
     def _class_changed(self, node: ast.expr, owner: _Refs, attribute: str, lineno: int) -> None:
         """An attribute set or deleted, at import, on an expression that may hold one of the
@@ -184,6 +198,8 @@ class _Reader(_FunctionGraph):
             values = [self._value(argument) for argument in call.args]
             named = str(ast.literal_eval(call.args[1]))  # a string constant: the model's own
             self._imported_changed(values[0], named, node.lineno)
+            self._class_changed(call.args[0], values[0], named, node.lineno)
+            self._code_swapped(values[0], named, node.lineno)
         elif isinstance(node, ast.Assign):
             refs = self._value(node.value)
             for target in node.targets:
