@@ -318,3 +318,16 @@ def test_import_checks_the_python_a_wrapper_runs(patched, tmp_path, wrapper) -> 
     assert result.returncode == 1
     assert "command NOT run" in result.stderr, result.stderr
     assert "defined" not in result.stdout
+
+
+@pytest.mark.parametrize("python", [{"version": "3.11.7", "distributions": ["torch"]}])
+def test_a_stamp_whose_interpreter_is_malformed_is_refused_in_one_line(
+    patched, tmp_path, python
+) -> None:
+    sample, env = patched
+    stamped = cli(sample, env, "stamp")
+    data = json.loads(stamped.stdout)
+    (tmp_path / "stamp.json").write_text(json.dumps({**data, "python": python}))
+    result = cli(sample, env, "check", "--same-as", str(tmp_path / "stamp.json"))
+    assert result.returncode == 2, result.stderr
+    assert "the stamp's 'python' is" in result.stderr
