@@ -331,3 +331,29 @@ def test_a_stamp_whose_interpreter_is_malformed_is_refused_in_one_line(
     result = cli(sample, env, "check", "--same-as", str(tmp_path / "stamp.json"))
     assert result.returncode == 2, result.stderr
     assert "the stamp's 'python' is" in result.stderr
+
+
+BENCH = 'def main():\n    print("bench", "{}")\n\n\nif __name__ == "__main__":\n    main()\n'
+
+
+@pytest.mark.parametrize("how", ["-m", "path"])
+def test_a_patched_benchmark_run_as_main_is_attested(sample: Sample, clean_env, tmp_path, how):
+    """The patch is to the benchmark script itself, run as `python -m sglang.bench_x` or by
+    its path: the checkout's code runs as __main__, so the run counts (it was never counted,
+    so compare could count nothing)."""
+    bench = sample.root / "python" / "sglang" / "bench_x.py"
+    bench.write_text(BENCH.format("v1"))
+    sample.git("add", "-A")
+    sample.git("commit", "-qm", "a benchmark")
+    bench.write_text(BENCH.format("patched"))
+    recorded = cli(sample, clean_env, "record", "bp", "python/sglang/bench_x.py")
+    assert recorded.returncode == 0, recorded.stderr
+    env = {**clean_env, "PYTHONPATH": str(sample.root / "python")}
+    command = ["-m", "sglang.bench_x"] if how == "-m" else [str(bench)]
+    stamp = tmp_path / "runs.jsonl"
+    result = cli(sample, env, "run", "--stamp", str(stamp), "--", sys.executable, *command)
+    assert result.returncode == 0, result.stderr
+    assert "bench patched" in result.stdout
+    seen = attestations(stamp)
+    assert seen["counted"] is True, seen
+    assert [p["verdict"] for p in seen["processes"]] == ["ok"]
