@@ -107,14 +107,21 @@ class _Guard:
     def ran(self, module, real):
         """A guarded module ran with the recorded definitions: later code (an old shim, the
         benchmark) may still rebind one, so they are checked again at each later import and
-        at exit."""
+        at exit. `module` None: the file runs as __main__ (`python -m MOD`, `python FILE`),
+        whose definitions exist only once it has run, so they are looked up at exit."""
         if not self.loaded:
             import atexit
 
-            atexit.register(self.recheck)
+            atexit.register(self.recheck, True)
         self.loaded.append((module, real))
 
-    def recheck(self):
+    def main_ran(self, real):
+        """COMMAND runs a guarded file as __main__: its code is the checked content, compiled
+        from the .py (as an import's)."""
+        self.note("import", "__main__", real, "ok", "")
+        self.ran(None, real)
+
+    def recheck(self, at_exit=False):
         """Each ran module's definitions still the recorded code; one that is not is said once
         (the run is not counted)."""
         if self.checking:
@@ -122,11 +129,17 @@ class _Guard:
         self.checking = True
         try:
             for module, real in list(self.loaded):
+                if module is None:  # __main__: once it has run, if it is still that file
+                    main = sys.modules.get("__main__")
+                    where = getattr(main, "__file__", None)
+                    if not at_exit or not where or os.path.realpath(where) != real:
+                        continue
+                    module = main
                 for qualname, kind, lines in self.defs.get(real, ()):
                     found = _bound(module, qualname)
                     if _is_recorded(found, kind, qualname, module.__name__, real, lines):
                         continue
-                    self.loaded.remove((module, real))
+                    self.loaded = [e for e in self.loaded if e[1] != real]
                     self.note(
                         "import",
                         module.__name__,
@@ -345,22 +358,23 @@ class _Loader(sys.modules["_frozen_importlib_external"].SourceFileLoader):
     def __init__(self, finder, name, real, origin):
         super().__init__(name, origin)
         self.finder, self.real = finder, real
+        self.executing = False
 
     def get_code(self, fullname):
         source = self.get_data(self.path)
+        as_main = not self.executing  # runpy (`python -m`) runs it as __main__ itself
         from _sha1 import sha1
 
         blob = sha1(b"blob %d\0" % len(source) + source).hexdigest()
         if blob != self.finder.files[self.real][1]:
-            self.finder._refuse(
-                fullname,
-                self.real,
-                "its content changed after patchguard checked it at the start of the run "
-                "(the run or something else edited it): nothing of this run is the checked code",
-            )
-        return self.source_to_code(source, self.path)
+            self.finder._refuse(fullname, self.real, _CHANGED)
+        code = self.source_to_code(source, self.path)
+        if as_main:
+            self.finder.main_ran(self.real)
+        return code
 
     def exec_module(self, module):
+        self.executing = True
         super().exec_module(module)
         for qualname, kind, lines in self.finder.defs.get(self.real, ()):
             found = _bound(module, qualname)
@@ -378,6 +392,10 @@ class _Loader(sys.modules["_frozen_importlib_external"].SourceFileLoader):
 
 
 _MISSING = object()
+_CHANGED = (
+    "its content changed after patchguard checked it at the start of the run (the run or "
+    "something else edited it): nothing of this run is the checked code"
+)
 
 
 def _bound(module, qualname):
@@ -444,6 +462,16 @@ def _start():
         return  # the run is over: a process left running guards nothing and attests nothing
     finder = _Guard(run, key, lines)
     sys.meta_path.insert(0, finder)
+    script = os.path.realpath(sys.argv[0]) if sys.argv and sys.argv[0] else None
+    if script in finder.files:  # `python FILE`: Python compiles the file itself, now
+        with open(script, "rb") as handle:
+            source = handle.read()
+        from _sha1 import sha1
+
+        if sha1(b"blob %d\0" % len(source) + source).hexdigest() == finder.files[script][1]:
+            finder.main_ran(script)
+        else:
+            finder.note("import", "__main__", script, "wrong", f"patchguard: {script}: {_CHANGED}")
     sys.addaudithook(finder.audit)
     os.register_at_fork(after_in_child=finder.forked)
 
