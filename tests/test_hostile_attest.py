@@ -109,6 +109,8 @@ def stale_copy(sample: Sample, where: Path) -> Path:
         "subprocess.run(['timeout', '30', sys.executable, '-E', '-c', CHILD], cwd=STALE)",
         "os.system(f'cd {STALE} && {sys.executable} -E -c \"{CHILD}\"')",
         "subprocess.run(f'PYTHONPATH={STALE} {sys.executable} -c \"{CHILD}\"', shell=True)",
+        "subprocess.run(['bash', '-ec', f'export PYTHONPATH={STALE}; exec {sys.executable} "
+        '-c "{CHILD}"\'])',
     ],
     ids=[
         "env -i",
@@ -118,6 +120,7 @@ def stale_copy(sample: Sample, where: Path) -> Path:
         "timeout -E",
         "os.system -E",
         "shell=True PYTHONPATH=",
+        "bash -ec export",
     ],
 )
 def test_a_child_the_guard_cannot_reach_is_named_and_the_run_not_counted(
