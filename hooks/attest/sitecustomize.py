@@ -255,8 +255,12 @@ def _without_guard(words, env, run):
             return why
         if name == "env":
             words, env = _env_command(words[1:], env)
-        elif name in _SHELLS and "-c" in words[1:-1]:
-            at = words.index("-c") + 1
+        elif name in _SHELLS:  # its -c (or -ec, -lc...) string
+            cluster = [i for i, w in enumerate(words[1:-1], 1) if w[:2] != "--" and w[:1] == "-"]
+            cluster = [i for i in cluster if "c" in words[i]]
+            if not cluster:
+                return None
+            at = cluster[0] + 1
             return _shell_without_guard(words[at], words[at + 1 :], env, run)
         elif name in _WRAPPERS:
             words = words[1:]
