@@ -55,8 +55,24 @@ print(json.dumps({"executable": sys.executable, "spec": found}))
 
 
 _PYTHON_NAME = re.compile(r"(python|pypy)(\d+(\.\d+)*)?[a-z]?")
-# Words that start another command, with how many option words of their own they take.
-_WRAPPERS = {"env": 0, "nice": 0, "nohup": 0, "time": 0, "uv": 1, "poetry": 1, "pipenv": 1}
+# Words that start another command: (their subcommand words, before their options; their
+# options that take a value; their positional words, after their options).
+_WRAPPERS: dict[str, tuple[int, frozenset[str], int]] = {
+    "env": (0, frozenset(), 0),  # read by _env_command
+    "nice": (0, frozenset({"-n", "--adjustment"}), 0),
+    "nohup": (0, frozenset(), 0),
+    "time": (0, frozenset({"-f", "--format", "-o", "--output"}), 0),
+    "setsid": (0, frozenset(), 0),
+    "timeout": (0, frozenset({"-s", "--signal", "-k", "--kill-after"}), 1),  # DURATION
+    "taskset": (0, frozenset(), 1),  # MASK, or the CPU list of -c
+    "chrt": (0, frozenset(), 1),  # PRIORITY
+    "numactl": (0, frozenset({"-N", "-m", "-C", "-i", "-p", "-P"}), 0),
+    "stdbuf": (0, frozenset({"-i", "-o", "-e"}), 0),
+    "ionice": (0, frozenset({"-c", "-n", "-p"}), 0),
+    "uv": (1, frozenset({"--with", "--python", "-p", "--project", "--directory"}), 0),
+    "poetry": (1, frozenset(), 0),
+    "pipenv": (1, frozenset(), 0),
+}
 _HINT = "to check another interpreter, pass --python PATH"
 _ENV_LONG_OPTIONS = {"ignore-environment": "i", "unset": "u", "chdir": "C", "split-string": "S"}
 _ENV_VALUED = frozenset("uCS")  # env's options that take a value
@@ -97,11 +113,16 @@ def unwrapped(command: Sequence[str], env: Mapping[str, str]) -> tuple[list[str]
 
 
 def _after_wrapper(words: list[str]) -> list[str]:
-    """The command a wrapper other than env runs: past its options and subcommand."""
-    rest = words[1 + _WRAPPERS[words[0]] :]
+    """The command a wrapper other than env runs: past its subcommand, options and
+    positional words."""
+    own, valued, positional = _WRAPPERS[words[0]]
+    rest = words[1 + own :]
     while rest and rest[0].startswith("-"):
-        rest = rest[2:] if rest[0] in ("-n", "--adjustment") else rest[1:]
-    return rest
+        if rest[0] == "--":
+            rest = rest[1:]
+            break
+        rest = rest[2:] if rest[0] in valued else rest[1:]
+    return rest[positional:]
 
 
 def _env_command(words: list[str], env: dict[str, str]) -> tuple[list[str], dict[str, str]]:
@@ -383,8 +404,7 @@ def execute(
     from guard.ops import attest, provenance
 
     before = None if stamp_file is None else provenance.stamp(repo)
-    past_wrappers = unwrapped(command, os.environ)[0]
-    status, _, verdict = attest.run_attested(repo, report, command, unwrapped=past_wrappers)
+    status, _, verdict = attest.run_attested(repo, report, command)
     if stamp_file is not None and before is not None:
         line = json.dumps(provenance.with_attestations(before, verdict), separators=(",", ":"))
         try:

@@ -114,6 +114,12 @@ class AttestedRun:
         self.key = secrets.token_bytes(32)
         (self.directory / "records").mkdir()
         (self.directory / GUARD_NAME).write_text(guard_source(), encoding="utf-8")
+        # Its bytecode, for the interpreters of this Python's version: under
+        # PYTHONDONTWRITEBYTECODE (many images set it) no process of the run writes it, and each
+        # compiled the guard again, most of what it may cost a process.
+        import py_compile  # only when a run starts
+
+        py_compile.compile(str(self.directory / GUARD_NAME), doraise=True)
         lines = []
         for real, (module, blob, definitions) in self.files.items():
             lines.append(f"F\t{real}\t{module}\t{blob}")
@@ -187,11 +193,9 @@ class AttestedRun:
         return verdict
 
     def _unguarded_start(self, command: list[str]) -> str | None:
-        """The interpreter option of COMMAND (past its wrappers) that skips the guard (-I, -E,
-        -S), when COMMAND is a Python: by the guard's own rule, which it applies to each Python
-        it sees start."""
-        if not command or not os.path.basename(command[0]).startswith(("python", "pypy")):
-            return None
+        """Why the Python COMMAND starts (itself, past env(1) and other wrappers, or in a
+        shell's -c string) skips the guard (-I, -E, -S, a cleared environment, a PYTHONPATH
+        of its own), by the guard's own rule, which it applies to each Python it sees start."""
         import importlib.util
 
         spec = importlib.util.spec_from_file_location(
@@ -200,7 +204,8 @@ class AttestedRun:
         assert spec is not None and spec.loader is not None
         rules = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(rules)
-        found: str | None = rules._flags_without_guard(command[1:])
+        env = self.environment(dict(os.environ))
+        found: str | None = rules._without_guard(command, env, str(self.directory))
         return found
 
     def _read(self, path: Path) -> list[Record] | None:
@@ -232,9 +237,10 @@ class AttestedRun:
 def guarded_files(
     repo: Repo, report: CheckReport
 ) -> dict[str, tuple[str, str, list[tuple[str, str, set[int]]]]]:
-    """Each guarded file by real path: its module name, the blob id of its bytes on disk as
-    checked (what Python reads: CRLF and all, not git's normalized content), and each required
-    definition (qualname, kind, the lines where Python's code object starts)."""
+    """Each guarded file by real path: its module name, the blob id of its bytes on disk (what
+    Python reads: with core.autocrlf or an eol attribute, not the content git and the check
+    see), and each required definition (qualname, kind, the lines where Python's code object
+    starts)."""
     tree = Worktree(repo)
     paths = {f.path for v in report.patches for f in v.files}
     specs = [parse_spec(s.spec) for s in report.symbols]
@@ -242,11 +248,11 @@ def guarded_files(
     files: dict[str, tuple[str, str, list[tuple[str, str, set[int]]]]] = {}
     by_path: dict[str, str] = {}
     for path in sorted(paths):
-        on_disk = tree.raw(path)
-        if on_disk is None or not path.endswith(".py"):
+        raw = tree.raw(path)
+        if raw is None or not path.endswith(".py"):
             continue
         real = str((repo.workdir / path).resolve())
-        files[real] = (module_of(repo.workdir, path)[0], blob_id(on_disk), [])
+        files[real] = (module_of(repo.workdir, path)[0], blob_id(raw), [])
         by_path[path] = real
     for spec in specs:
         path = tree.renamed(spec.path)
@@ -292,17 +298,15 @@ def run_attested(
     report: CheckReport,
     command: Sequence[str],
     cwd: Path | None = None,
-    unwrapped: Sequence[str] | None = None,
 ) -> tuple[int, int | None, Verdict]:
     """COMMAND under the import guard, as `run` and each step of `bisect run` run it: its exit
     status (as a shell gives it), the signal that ended it if one did, and what its processes
-    attested. `unwrapped`: COMMAND past its wrappers (`env`, `nice`), whose interpreter flags
-    are judged. The run's directory is gone afterwards, so a process still running attests
+    attested. The run's directory is gone afterwards, so a process still running attests
     nothing more."""
     run = AttestedRun(repo, report)
     try:
         status, ended_by = supervise(list(command), run.environment(dict(os.environ)), cwd)
-        return status, ended_by, run.judge(repo.workdir, list(unwrapped or command))
+        return status, ended_by, run.judge(repo.workdir, list(command))
     finally:
         run.close()
 

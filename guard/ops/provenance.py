@@ -524,6 +524,11 @@ def _refuse_malformed(source: str, data: dict[str, Any]) -> None:
         bad = key in data and not isinstance(data[key], kinds)
         if not bad and inner and isinstance(data.get(key), dict):
             bad = not all(isinstance(v, inner) for v in data[key].values())
+        if key == "python" and isinstance(data.get(key), dict):  # what python_changes reads
+            installed = data[key].get("distributions") or {}
+            bad = not isinstance(installed, dict) or not all(
+                isinstance(v, str | None) for v in installed.values()
+            )
         if bad:
             raise ConfigError(
                 f"{source}: the stamp's {key!r} is {type(data[key]).__name__}, not what "

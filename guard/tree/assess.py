@@ -695,6 +695,12 @@ def _check(repo: Repo, tree: Worktree | None) -> CheckReport:
     verdicts = [
         assess_patch(repo, tree, p, manifest.patches[:i]) for i, p in enumerate(manifest.patches)
     ]
+    for patch, verdict in zip(manifest.patches, verdicts, strict=True):
+        if verdict.state in (State.UNAPPLIED, State.DRIFTED) and strays_put_back(
+            tree, patch, verdict
+        ):
+            for file in verdict.files:  # the slip fixed by hand: `apply` refuses, say so
+                file.strays = True
     owners = _owners(manifest, manifest.patches)
     owners += [(spec, None) for spec in manifest.guards]
     symbols = [check_symbol(tree, spec, owner) for spec, owner in owners]
@@ -709,6 +715,35 @@ def _check(repo: Repo, tree: Worktree | None) -> CheckReport:
     if report.ok and head is not None and remembered:
         _remember_verified(repo, tree, head)
     return report
+
+
+def strays_put_back(tree: Worktree, patch: Patch, verdict: PatchVerdict) -> str:
+    """What writing the patch would put back at module level that the file now has as a
+    method of a class ("" where nothing): a patch recorded with the slip (`record --as-typed`,
+    or before record refused it) whose methods the user has indented since. Only a patch that
+    adds module-level functions is parsed for it."""
+    said = []
+    for change, verdict_file in zip(patch.files, verdict.files, strict=True):
+        if verdict_file.merged is None or all("." in q for q in change.added_symbols):
+            continue
+        current = tree.read(verdict_file.path)
+        now = None if current is None else tree.syntax(current, verdict_file.path)
+        then = tree.syntax(verdict_file.merged, verdict_file.path)
+        if now is None or then is None:
+            continue
+        put_back = slips.strays_put_back(now, then)
+        if put_back:
+            names = ", ".join(name for name, _, _ in put_back)
+            classes: dict[str, list[str]] = {}
+            for _, owner, line in put_back:
+                classes.setdefault(owner, []).append(str(line))
+            where = "; ".join(f"class {c} lines {', '.join(n)}" for c, n in classes.items())
+            said.append(
+                f"{verdict_file.path}: patch {patch.name} would put {names} back at module "
+                f"level, and the file has them as methods now ({where}): stray copies Python "
+                "never runs as the methods"
+            )
+    return "; ".join(said)
 
 
 def stray_copies(tree: Worktree, patches: Sequence[Patch]) -> list[str]:
@@ -805,12 +840,11 @@ def check_symbol(tree: Worktree, text: str, owner: str | None) -> SymbolResult:
 def _compiled_beside(tree: Worktree, path: str, content: bytes) -> str | None:
     """Compiled code beside a guarded file that Python runs instead of it: an extension module
     of the module's name (the import system tries extension suffixes before `.py`), or a
-    hash-based `.pyc` in `__pycache__` whose source hash is not the file's (an unchecked one
-    is never compared with the source; a checked one is not under `--check-hash-based-pycs
-    never`). A timestamp-based `.pyc` Python compares with the file itself. Each candidate is
+    hash-based `.pyc` in `__pycache__` (the plain one, or the `-O`/`-OO` one) whose source
+    hash is not the file's (an unchecked one is never compared with the source; a checked one
+    is not under `--check-hash-based-pycs never`). A timestamp-based `.pyc` Python compares with the file itself. Each candidate is
     looked at through the view, so one that appears later voids a remembered verdict."""
     import importlib.machinery
-    import importlib.util
 
     if not path.endswith(".py"):
         return None
@@ -821,7 +855,18 @@ def _compiled_beside(tree: Worktree, path: str, content: bytes) -> str | None:
                 f"the extension module {stem}{suffix} beside {path} is what `import` loads, "
                 f"never this file -> delete {stem}{suffix}"
             )
-    cached = importlib.util.cache_from_source(str(tree.repo.workdir / path))
+    for level in ("", 1, 2):  # plain, `python -O`, `python -OO`: each reads its own .pyc
+        stale = _stale_pyc(tree, path, content, level)
+        if stale is not None:
+            return stale
+    return None
+
+
+def _stale_pyc(tree: Worktree, path: str, content: bytes, level: str | int) -> str | None:
+    """The hash-based `.pyc` of optimization `level` beside `path`, when it holds other code."""
+    import importlib.util
+
+    cached = importlib.util.cache_from_source(str(tree.repo.workdir / path), optimization=level)
     relative = Path(cached).relative_to(tree.repo.workdir).as_posix()
     if not tree.exists(relative, file=True):
         return None

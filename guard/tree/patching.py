@@ -13,11 +13,10 @@ from guard.store.derived import load_manifest
 from guard.store.journal import Journal, recover
 from guard.store.manifest import Patch, select_patches
 from guard.tree import unmerged
-from guard.tree.assess import assess_patch, check, merge_labels, stacked
+from guard.tree.assess import assess_patch, check, merge_labels, stacked, strays_put_back
 from guard.tree.verdicts import GOOD_STATES, CheckReport, PatchVerdict, State, fix_for, keep_edit
 from guard.tree.warmup import warmed
 from guard.tree.worktree import Worktree
-from guard.truth import slips
 
 
 @dataclass
@@ -132,7 +131,7 @@ def _apply_one(
             f"changed what stands around it); put it back by hand (patchguard show "
             f"{patch.name} has it), or keep yours: {keep_edit(patch.name, worst)}"
         )
-    elif strays := _strays(tree, patch, verdict):
+    elif strays := strays_put_back(tree, patch, verdict):
         outcome.ok = False
         outcome.message = f"left untouched: {strays} -> keep the file as it is: " + keep_edit(
             patch.name, next(f for f in verdict.files if f.merged is not None)
@@ -160,35 +159,6 @@ def _apply_one(
         outcome.message = _finished_message(verdict, refusals, dry_run, outcome)
     outcome.written = _write(repo, tree, writes, journal, patch.name)
     return outcome
-
-
-def _strays(tree: Worktree, patch: Patch, verdict: PatchVerdict) -> str:
-    """What writing the patch would put back at module level that the file now has as a
-    method of a class ("" where nothing): a patch recorded with the slip (`record --as-typed`,
-    or before record refused it) whose methods the user has indented since. Only a patch that
-    adds module-level functions is parsed for it."""
-    said = []
-    for change, verdict_file in zip(patch.files, verdict.files, strict=True):
-        if verdict_file.merged is None or all("." in q for q in change.added_symbols):
-            continue
-        current = tree.read(verdict_file.path)
-        now = None if current is None else tree.syntax(current, verdict_file.path)
-        then = tree.syntax(verdict_file.merged, verdict_file.path)
-        if now is None or then is None:
-            continue
-        put_back = slips.strays_put_back(now, then)
-        if put_back:
-            names = ", ".join(name for name, _, _ in put_back)
-            classes: dict[str, list[str]] = {}
-            for _, owner, line in put_back:
-                classes.setdefault(owner, []).append(str(line))
-            where = "; ".join(f"class {c} lines {', '.join(n)}" for c, n in classes.items())
-            said.append(
-                f"{verdict_file.path}: patch {patch.name} would put {names} back at module "
-                f"level, and the file has them as methods now ({where}): stray copies Python "
-                "never runs as the methods"
-            )
-    return "; ".join(said)
 
 
 def _finished_message(

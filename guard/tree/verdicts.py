@@ -74,6 +74,9 @@ class FileVerdict:
     # re-recording away from the patch's base would re-base it (or a resolution decided)
     keep_by_resolving: bool = False
     held: FileChange | None = None  # another version of the patch, which the worktree holds
+    # unapplied, and writing it would put module-level copies back of methods the file now has
+    # in their class (the slip, recorded as typed, indented by hand since): `apply` refuses
+    strays: bool = False
 
 
 UNMERGED = "unmerged"  # git left stage entries in the index: `patchguard apply` can finish it
@@ -234,6 +237,8 @@ def fix_for(patch_name: str, verdict: FileVerdict) -> str:
     state = verdict.state
     if state is State.CONFLICT and verdict.stacked_on:
         return f"patchguard apply {' '.join([*verdict.stacked_on, patch_name])}"
+    if state in (State.UNAPPLIED, State.DRIFTED) and verdict.strays:
+        return f"{keep_edit(patch_name, verdict)} (keeps the methods in their class)"
     if state in (State.UNAPPLIED, State.DRIFTED):
         return f"patchguard apply {patch_name}"
     if state is State.DOUBLED:

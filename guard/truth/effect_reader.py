@@ -14,12 +14,14 @@ from guard.truth.effect_graph import (
     _CALLING,
     _REFLECTIVE_ATTRIBUTES,
     _bound_names,
+    _changed,
     _dotted,
     _FunctionGraph,
     _imported,
 )
 from guard.truth.effects import ANY, MUTATING_BUILTINS, QUIET, Effects, Reach, _closure, _Node
 from guard.truth.model_expressions import _is_stdlib
+from guard.truth.model_statements import _CODE_ATTRIBUTES
 from guard.truth.statements import own_statements
 
 # Builtins that never call what they are given, nor change bindings: their arguments are only
@@ -115,7 +117,10 @@ class _Reader(_FunctionGraph):
         elif isinstance(target, ast.Starred):
             self._bind(target.value, refs)
         elif isinstance(target, ast.Attribute):
-            self._imported_changed(self._value(target.value), target.attr, target.lineno)
+            owner = self._value(target.value)
+            self._imported_changed(owner, target.attr, target.lineno)
+            self._class_changed(target.value, owner, target.attr, target.lineno)
+            self._code_swapped(owner, target.attr, target.lineno)
             self._flow("." + target.attr, refs)
         elif isinstance(target, ast.Subscript):
             self._value(target.slice)
@@ -142,6 +147,36 @@ class _Reader(_FunctionGraph):
                 self._mutates(why, attribute)
                 return
 
+    def _code_swapped(self, owner: _Refs, attribute: str, lineno: int) -> None:
+        """`f.__code__ = ...` (or its defaults) on what may be a function of the file, however
+        it is reached (`EntryClass[0].m`, an alias, `getattr`, the class body's own name): the
+        name stays bound, but the code that runs is not the code defined under it."""
+        if attribute not in _CODE_ATTRIBUTES:
+            return
+        for ref in sorted(owner):
+            kind, _, qualname = ref.partition(":")
+            if kind == "def":
+                why = f"line {lineno} replaces the {attribute} of {qualname}"
+                self._mutates(why, qualname.rpartition(".")[2])
+
+    def _class_changed(self, node: ast.expr, owner: _Refs, attribute: str, lineno: int) -> None:
+        """An attribute set or deleted, at import, on an expression that may hold one of the
+        file's classes without naming it (`EntryClass[0].m = None`, `for c in EntryClass:
+        c.m = None`): the binding model (guard.truth.model_statements) reads only the class's
+        own name, so the name is one the module may change."""
+        for ref in sorted(owner):
+            kind, _, qualname = ref.partition(":")
+            if kind != "class" or (
+                isinstance(node, ast.Name) and node.id == qualname.rpartition(".")[2]
+            ):
+                continue
+            why = (
+                f"line {lineno} sets or deletes .{attribute} on {ast.unparse(node)}, which may be "
+                f"the class {qualname}"
+            )
+            self._mutates(why, _changed(attribute))
+            return
+
     def _flow(self, name: str, refs: _Refs) -> None:
         known = self.values.setdefault(name, set())
         if not refs <= known:
@@ -163,6 +198,8 @@ class _Reader(_FunctionGraph):
             values = [self._value(argument) for argument in call.args]
             named = str(ast.literal_eval(call.args[1]))  # a string constant: the model's own
             self._imported_changed(values[0], named, node.lineno)
+            self._class_changed(call.args[0], values[0], named, node.lineno)
+            self._code_swapped(values[0], named, node.lineno)
         elif isinstance(node, ast.Assign):
             refs = self._value(node.value)
             for target in node.targets:
@@ -193,6 +230,7 @@ class _Reader(_FunctionGraph):
                         owner = self._value(sub)
                         if isinstance(target, ast.Attribute) and sub is target.value:
                             self._imported_changed(owner, target.attr, node.lineno)
+                            self._class_changed(sub, owner, target.attr, node.lineno)
         elif isinstance(node, ast.Try | ast.TryStar):
             for handler in node.handlers:
                 if handler.type is not None:
@@ -379,8 +417,8 @@ class _Reader(_FunctionGraph):
             refs |= {f"class:{q}" for q in self.classes.get(node.id, ()) if "." not in q}
             if node.id in MUTATING_BUILTINS:
                 refs.add(f"danger:{node.id}")
-            elif node.id == "__builtins__":
-                refs.add("import:builtins")
+            elif node.id == "__builtins__":  # its items too: `__builtins__["setattr"]`
+                refs |= {"import:builtins", "danger:__builtins__"}
             return frozenset(refs)
         if isinstance(node, ast.Attribute):
             return self._attribute(self._value(node.value), node.attr)

@@ -25,7 +25,7 @@ import sys
 
 _RUN = "PATCHGUARD_ATTEST"  # the run's directory: config, and records/ (one file per process)
 _KEY = "PATCHGUARD_ATTEST_KEY"  # hex; the records' MAC key
-_SPAWNS = frozenset(("subprocess.Popen", "os.exec", "os.posix_spawn", "os.spawn"))
+_SPAWNS = frozenset(("subprocess.Popen", "os.exec", "os.posix_spawn", "os.spawn", "os.system"))
 _NO_GUARD_FLAGS = {"I": "-I", "E": "-E", "S": "-S"}
 
 
@@ -45,6 +45,8 @@ class _Guard:
         self.defs = {}  # real path -> [(qualname, kind, {line, ...})]
         self.records = []
         self.record_path = None
+        self.loaded = []  # (module, real path) of each guarded module this process ran
+        self.checking = False
         for line in lines:
             fields = line.split("\t")
             if fields[0] == "F" and len(fields) == 4:
@@ -58,6 +60,8 @@ class _Guard:
                 self.defs.setdefault(fields[1], []).append((fields[2], fields[3], lines_at))
 
     def find_spec(self, name, path=None, target=None):
+        if self.loaded:
+            self.recheck()
         leaf = name.rpartition(".")[2]
         if leaf not in self.stems and name not in self.names:
             return None  # not guarded: the other finders answer, as without the guard
@@ -100,6 +104,56 @@ class _Guard:
             )
         return spec
 
+    def ran(self, module, real):
+        """A guarded module ran with the recorded definitions: later code (an old shim, the
+        benchmark) may still rebind one, so they are checked again at each later import and
+        at exit. `module` None: the file runs as __main__ (`python -m MOD`, `python FILE`),
+        whose definitions exist only once it has run, so they are looked up at exit."""
+        if not self.loaded:
+            import atexit
+
+            atexit.register(self.recheck, True)
+        self.loaded.append((module, real))
+
+    def main_ran(self, real):
+        """COMMAND runs a guarded file as __main__: its code is the checked content, compiled
+        from the .py (as an import's)."""
+        self.note("import", "__main__", real, "ok", "")
+        self.ran(None, real)
+
+    def recheck(self, at_exit=False):
+        """Each ran module's definitions still the recorded code; one that is not is said once
+        (the run is not counted)."""
+        if self.checking:
+            return  # an attribute's lookup that imports
+        self.checking = True
+        try:
+            for module, real in list(self.loaded):
+                if module is None:  # __main__: once it has run, if it is still that file
+                    main = sys.modules.get("__main__")
+                    where = getattr(main, "__file__", None)
+                    if not at_exit or not where or os.path.realpath(where) != real:
+                        continue
+                    module = main
+                for qualname, kind, lines in self.defs.get(real, ()):
+                    found = _bound(module, qualname)
+                    if _is_recorded(found, kind, qualname, module.__name__, real, lines):
+                        continue
+                    self.loaded = [e for e in self.loaded if e[1] != real]
+                    self.note(
+                        "import",
+                        module.__name__,
+                        real,
+                        "wrong",
+                        f"patchguard: {real}: after later code ran, {qualname} is "
+                        f"{_describe(found)}, not the code recorded at line {min(lines)}: "
+                        "a module or the benchmark rebinds it; remove that rebinding so the "
+                        "recorded definition is the one Python keeps",
+                    )
+                    break
+        finally:
+            self.checking = False
+
     def _refuse_stale_pyc(self, name, real, cached):
         """A hash-based .pyc that Python would load without looking at the .py (unchecked, or
         --check-hash-based-pycs never) and whose hash is not the .py's: stale code that any
@@ -137,9 +191,7 @@ class _Guard:
         self.records.append("\t".join(row))
         try:
             if self.record_path is None:
-                self.record_path = os.path.join(
-                    self.run, "records", f"{os.getpid()}-{_clock()}"
-                )
+                self.record_path = os.path.join(self.run, "records", f"{os.getpid()}-{_clock()}")
             head = f"{os.getpid()}\t{os.getppid()}\t{sys.executable}"
             body = "\n".join([head, *self.records]) + "\n"
             from _blake2 import blake2b
@@ -161,19 +213,124 @@ class _Guard:
             return
         if event == "os.spawn":
             args = args[1:]
+        elif event == "os.system":  # the shell runs it, with this process's environment
+            args = ("sh", ["sh", "-c", args[0]], None)
         elif event == "subprocess.Popen":
             args = (args[0] or (args[1] or [""])[0], args[1], args[3])
         executable, argv, env = args[0], list(args[1] or ()), args[2]
-        word = os.path.basename(os.fsdecode(executable or (argv or [""])[0]))
-        if not word.startswith(("python", "pypy")):
-            return
-        why = _flags_without_guard([os.fsdecode(a) for a in argv[1:]])
-        if why is None and env is not None:
-            keys = {os.fsdecode(k) for k in env}
-            why = None if _RUN in keys else "a cleared environment"
+        words = [os.fsdecode(w) for w in (executable or (argv or [""])[0], *argv[1:])]
+        if env is None:
+            env = os.environ
+        env = {os.fsdecode(k): os.fsdecode(v) for k, v in env.items()}
+        why = _without_guard(words, env, self.run)
         if why is not None:
             shown = " ".join(os.fsdecode(a) for a in argv)[:200]
             self.note("unguarded", "", shown, "unguarded", f"started with {why}")
+
+
+# Commands that run the command after their own options and arguments (none python-named).
+_WRAPPERS = frozenset(
+    ("timeout", "taskset", "nice", "nohup", "setsid", "stdbuf", "numactl", "chrt", "ionice",
+     "time", "exec", "uv", "poetry", "pipenv", "prlimit")
+)  # fmt: skip
+_SHELLS = frozenset(("sh", "bash", "dash", "zsh", "ksh"))
+
+
+def _without_guard(words, env, run):
+    """Why the Python that WORDS start (directly, past env(1) and other wrappers, or in a
+    shell's -c string) runs without this run's guard: an interpreter option (-I, -E, -S), a
+    cleared environment, a PYTHONPATH without the guard's directory; None when it keeps the
+    guard (or WORDS start no Python this can see)."""
+    while words:
+        name = os.path.basename(words[0])
+        if name.startswith(("python", "pypy")):
+            why = _flags_without_guard(words[1:])
+            if why is None and _RUN not in env:
+                why = "a cleared environment"
+            entries = {
+                os.path.realpath(p) for p in env.get("PYTHONPATH", "").split(os.pathsep) if p
+            }
+            if why is None and os.path.realpath(run) not in entries:
+                why = "a PYTHONPATH of its own, without the import guard's directory"
+            return why
+        if name == "env":
+            words, env = _env_command(words[1:], env)
+        elif name in _SHELLS:  # its -c (or -ec, -lc...) string
+            cluster = [i for i, w in enumerate(words[1:-1], 1) if w[:2] != "--" and w[:1] == "-"]
+            cluster = [i for i in cluster if "c" in words[i]]
+            if not cluster:
+                return None
+            at = cluster[0] + 1
+            return _shell_without_guard(words[at], words[at + 1 :], env, run)
+        elif name in _WRAPPERS:
+            words = words[1:]
+            while words and not os.path.basename(words[0]).startswith(("python", "pypy")):
+                if os.path.basename(words[0]) in ("env", *_SHELLS):
+                    break
+                words = words[1:]
+        else:
+            return None
+    return None
+
+
+def _env_command(words, env):
+    """What `env ARGS` runs and with what environment, as GNU env(1) reads ARGS."""
+    env, rest = dict(env), list(words)
+    while rest and rest[0].startswith("-") and rest[0] != "--":
+        word = rest.pop(0)
+        name, _, value = word[2:].partition("=")
+        if word in ("-", "-i", "--ignore-environment"):
+            env.clear()
+        elif word.startswith("-u") or name == "unset":
+            env.pop(word[2:] or value or (rest.pop(0) if rest else ""), None)
+        elif word in ("-C", "-S", "--chdir", "--split-string"):
+            moved = rest.pop(0) if rest else ""
+            if word in ("-S", "--split-string"):
+                rest[:0] = moved.split()
+        elif word[1:].isalpha() and "i" in word:
+            env.clear()  # -iv and the like
+    if rest[:1] == ["--"]:
+        rest.pop(0)
+    while rest and "=" in rest[0] and not rest[0].startswith("="):
+        name, _, value = rest.pop(0).partition("=")
+        env[name] = value
+    return rest, env
+
+
+def _shell_without_guard(script, positional, env, run):
+    """The first Python that a shell's -c SCRIPT starts without the guard: each simple
+    command in turn, with `NAME=VALUE` prefixes and `export NAME=VALUE` applied, and "$0",
+    "$@" as the shell's POSITIONAL words."""
+    import shlex
+
+    try:
+        lexer = shlex.shlex(script, posix=True, punctuation_chars=True)
+        lexer.whitespace_split = True
+        tokens = list(lexer)
+    except ValueError:
+        return None
+    env, command = dict(env), []
+    for token in [*tokens, ";"]:
+        if token and set(token) <= set(";&|()"):
+            if command[:1] == ["export"]:
+                for word in command[1:]:
+                    name, has, value = word.partition("=")
+                    if has:
+                        env[name] = value
+            elif command:
+                local = dict(env)
+                while command and "=" in command[0] and not command[0].startswith("="):
+                    name, _, value = command.pop(0).partition("=")
+                    local[name] = value
+                why = _without_guard(command, local, run)
+                if why is not None:
+                    return why
+            command = []
+        elif token in ("$0", "$@"):
+            command += positional[:1] if token == "$0" else positional[1:]
+        else:
+            command.append(token)
+    return None
 
 
 def _flags_without_guard(words):
@@ -205,22 +362,23 @@ class _Loader(sys.modules["_frozen_importlib_external"].SourceFileLoader):
     def __init__(self, finder, name, real, origin):
         super().__init__(name, origin)
         self.finder, self.real = finder, real
+        self.executing = False
 
     def get_code(self, fullname):
         source = self.get_data(self.path)
+        as_main = not self.executing  # runpy (`python -m`) runs it as __main__ itself
         from _sha1 import sha1
 
         blob = sha1(b"blob %d\0" % len(source) + source).hexdigest()
         if blob != self.finder.files[self.real][1]:
-            self.finder._refuse(
-                fullname,
-                self.real,
-                "its content changed after patchguard checked it at the start of the run "
-                "(the run or something else edited it): nothing of this run is the checked code",
-            )
-        return self.source_to_code(source, self.path)
+            self.finder._refuse(fullname, self.real, _CHANGED)
+        code = self.source_to_code(source, self.path)
+        if as_main:
+            self.finder.main_ran(self.real)
+        return code
 
     def exec_module(self, module):
+        self.executing = True
         super().exec_module(module)
         for qualname, kind, lines in self.finder.defs.get(self.real, ()):
             found = _bound(module, qualname)
@@ -234,9 +392,14 @@ class _Loader(sys.modules["_frozen_importlib_external"].SourceFileLoader):
                     "Python keeps",
                 )
         self.finder.note("import", module.__name__, self.real, "ok", "")
+        self.finder.ran(module, self.real)
 
 
 _MISSING = object()
+_CHANGED = (
+    "its content changed after patchguard checked it at the start of the run (the run or "
+    "something else edited it): nothing of this run is the checked code"
+)
 
 
 def _bound(module, qualname):
@@ -303,6 +466,16 @@ def _start():
         return  # the run is over: a process left running guards nothing and attests nothing
     finder = _Guard(run, key, lines)
     sys.meta_path.insert(0, finder)
+    script = os.path.realpath(sys.argv[0]) if sys.argv and sys.argv[0] else None
+    if script in finder.files:  # `python FILE`: Python compiles the file itself, now
+        with open(script, "rb") as handle:
+            source = handle.read()
+        from _sha1 import sha1
+
+        if sha1(b"blob %d\0" % len(source) + source).hexdigest() == finder.files[script][1]:
+            finder.main_ran(script)
+        else:
+            finder.note("import", "__main__", script, "wrong", f"patchguard: {script}: {_CHANGED}")
     sys.addaudithook(finder.audit)
     os.register_at_fork(after_in_child=finder.forked)
 
