@@ -1,0 +1,142 @@
+"""A hostile user's hunt (issue 38): what a server that never gets ready is blamed for, and what a
+hunt killed outright (SIGKILL: no handler runs) leaves for the next one.
+
+The history is tests/test_hunt.py's (scripts/sample_repo.py, build_slowdown): fourteen commits,
+the throughput a third lower from s09 on, the user on branch `work` at s00 with the EAGLE-3
+methods recorded and the hooks installed. Everything runs through the installed CLI on the real
+git, with real processes.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import sample_repo
+from helpers import PATIENCE, Checkout, killed_at_the_end, wait_until
+
+BENCH = (sys.executable, sample_repo.THROUGHPUT_BENCH)
+METRIC = "Output token throughput (tok/s)"
+
+
+@pytest.fixture(scope="module")
+def slowdown(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
+    template = tmp_path_factory.mktemp("slowdown") / "sglang"
+    return template, sample_repo.build_slowdown(template)
+
+
+@pytest.fixture
+def hunt(
+    tmp_path: Path, clean_env: dict[str, str], slowdown: tuple[Path, dict[str, str]]
+) -> Checkout:
+    template, commits = slowdown
+    root = tmp_path / "sglang"
+    shutil.copytree(template, root, symlinks=True)
+    env = {**clean_env, "BENCH_COUNTER": str(tmp_path / "runs")}
+    checkout = Checkout(root, env, dict(commits))
+    checkout.git("checkout", "-q", "-b", "work", "s00")
+    sample_repo.add_eagle3_methods(root)
+    checkout.pg("record", "eagle3", sample_repo.KIMI, check=0)
+    checkout.pg("install", check=0)
+    return checkout
+
+
+def runs_made(hunt: Checkout) -> int:
+    counter = Path(hunt.env["BENCH_COUNTER"])
+    return int(counter.read_text()) if counter.exists() else 0
+
+
+def on_work_at_s00(hunt: Checkout, kimi: bytes) -> None:
+    assert hunt.git("symbolic-ref", "-q", "--short", "HEAD", check=False).stdout.strip() == "work"
+    assert hunt.head() == hunt.commits["s00"]
+    assert hunt.kimi.read_bytes() == kimi
+    hunt.pg("check", check=0)
+
+
+# --- wrong blames ----------------------------------------------------------------------------------
+
+
+def test_a_server_that_never_gets_ready_is_blamed_not_the_benchmark(hunt: Checkout) -> None:
+    """The benchmark never ran: the last line must not tell the user to fix it."""
+    kimi = hunt.kimi.read_bytes()
+    server = ("--server", "echo loading the model; sleep 60", "--ready-line", "^ready$")
+    result = hunt.pg(
+        "compare", "s02", "s12", *server, "--ready-timeout", "1", "--", *BENCH, check=1
+    )
+    assert runs_made(hunt) == 0
+    last = result.stderr.strip().splitlines()[-1]
+    assert "the server" in last and "loading the model" in last, last
+    assert "fails at" not in last and "fix that first" not in last, last
+    on_work_at_s00(hunt, kimi)
+
+
+# --- SIGKILL mid-hunt, then the next run ----------------------------------------------------------
+
+
+def hanging_once(tmp_path: Path, at: int) -> tuple[str, ...]:
+    """BENCH, but its run number `at` hangs (once: the next session runs the same command)."""
+    hung = tmp_path / "hung"
+    return (
+        "sh",
+        "-c",
+        f'{" ".join(BENCH)}; if [ ! -e {hung} ] && [ "$(cat "$BENCH_COUNTER")" -ge {at} ]; '
+        f"then git rev-parse HEAD > {hung}; sleep 60; fi",
+    )
+
+
+def killed_mid_run(hunt: Checkout, tmp_path: Path, command: tuple[str, ...], at: int) -> str:
+    """`patchguard COMMAND -- hanging_once` killed with SIGKILL while its run number `at` hangs
+    (after the hunt moved away from where the user was); returns the commit it was measuring."""
+    hung = tmp_path / "hung"
+    child = subprocess.Popen(
+        ["patchguard", *command, "--", *hanging_once(tmp_path, at)],
+        cwd=hunt.root,
+        env=hunt.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    with killed_at_the_end(child):
+        wait_until(lambda: hung.exists() or child.poll() is not None, "no run hung")
+        assert child.poll() is None, child.communicate()
+        child.kill()  # the patchguard process alone, as the OOM killer or `kill -9 PID` does
+        child.communicate(timeout=PATIENCE)
+    return hung.read_text().strip()
+
+
+def test_a_compare_killed_outright_sends_the_next_hunt_back_to_the_users_branch(
+    hunt: Checkout, tmp_path: Path
+) -> None:
+    """SIGKILL leaves HEAD detached at the commit measured; the next hunt must still end where
+    the user was (branch `work`), and say so, not at the commit the killed one left."""
+    kimi = hunt.kimi.read_bytes()
+    measuring = killed_mid_run(hunt, tmp_path, ("compare", "s02", "s12"), at=3)
+    assert hunt.head() == measuring != hunt.commits["s00"]  # where SIGKILL left it
+    result = hunt.pg("compare", "s02", "s12", "--", *BENCH, check=0)
+    assert "work" in result.stderr, result.stderr  # it says where it goes back to
+    on_work_at_s00(hunt, kimi)
+    again = hunt.pg("compare", "s02", "s12", "--", *BENCH, check=0)
+    assert "killed" not in again.stderr  # a hunt that ended cleanly leaves nothing to say
+    on_work_at_s00(hunt, kimi)
+
+
+def test_a_bisect_killed_outright_counts_every_run_it_cost_when_it_goes_on(
+    hunt: Checkout, tmp_path: Path
+) -> None:
+    """The summary's run count is the GPU time the hunt cost, in every session, the killed
+    one included (its samples were kept as they were measured, so its runs were real)."""
+    hunt.pg("bisect", "start", "s13", "s00", check=0)
+    killed_mid_run(hunt, tmp_path, ("bisect", "run", "--metric", METRIC), at=9)
+    before = runs_made(hunt)
+    assert before >= 9
+    bench = hanging_once(tmp_path, at=9)  # the same command: the same hunt goes on
+    result = hunt.pg("bisect", "run", "--metric", METRIC, "--json", "--", *bench, check=0)
+    report = json.loads(result.stdout)
+    assert report["first_changed"] == hunt.commits["s09"]
+    assert report["runs"] >= runs_made(hunt) - 1, (report["runs"], runs_made(hunt))
+    hunt.pg("git", "bisect", "reset", check=0)
