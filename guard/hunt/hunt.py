@@ -169,6 +169,7 @@ class _Bench:
         )
         self.server_attested: attest.AttestedRun | None = None  # for the server's processes
         self.printed_no_value = False  # the last failed run exited 0 but gave no metric
+        self.server_failed: str | None = None  # why the last run's server did not get ready
         given = options.metric_file
         self.metric_file = None if given is None else repo.workdir / given
 
@@ -244,6 +245,7 @@ class _Bench:
         self.stop_if_asked()
         where = f"{commit[:10]} ({self._subject(commit)})"
         server = self.server
+        self.server_failed = None
         if server is not None and not server.running:
             self.server_attested = self._attested_run()  # the server's processes attest too
             env = self.server_attested.environment(self._child_env())
@@ -251,6 +253,7 @@ class _Bench:
             self.stop_if_asked()
             if failed is not None:
                 self._stop_server()
+                self.server_failed = failed
                 self.progress(f"{what} at {where}: not run, {failed}")
                 return None
         attested_run = self.server_attested or self._attested_run()
@@ -518,6 +521,8 @@ def _compare(bench: _Bench, a: str, b: str, kept: Kept | None = None) -> Compari
             if kept is not None:
                 kept.add(kind="warmup", commit=commit, stamp=bench.stamps[commit])
             continue
+        if bench.server_failed is not None:
+            raise GuardFailure(_server_failed(bench, commit))
         if bench.printed_no_value:
             raise GuardFailure(
                 f"{' '.join(options.command)} ran at {commit[:10]} with the patches in place "
@@ -573,6 +578,17 @@ def _compare(bench: _Bench, a: str, b: str, kept: Kept | None = None) -> Compari
     decision, size = stats.settle(plan, look, lambda d: d.verdict != stats.UNKNOWN)
     capped = decision.verdict == stats.UNKNOWN and size == plan.sizes[-1]
     return Comparison(options.metric, runs_a, runs_b, decision, capped, bench.runs)
+
+
+def _server_failed(bench: _Bench, commit: str) -> str:
+    """The server is to blame, not CMD (which never ran): what to try by hand."""
+    assert bench.options.server is not None and bench.server_failed is not None
+    return (
+        f"the server never got ready at {commit[:10]} with the patches in place, so "
+        f"{' '.join(bench.options.command)} was not run: {bench.server_failed}. Start it there "
+        f"by hand (patchguard git checkout {commit[:10]}, then {bench.options.server.command}) "
+        "and check --ready/--ready-line and --ready-timeout against its output"
+    )
 
 
 def _not_carried(refusal: _NotCarried, operation: str) -> str:
@@ -659,7 +675,11 @@ def _bisect(bench: _Bench, good: str, bad: str, terms: tuple[str, str], kept: Ke
                 return None
             measured[commit] = Runs(commit, kept.samples(commit, bench.stamps[commit]))
         if not _measure(bench, measured[commit], size, kept):
-            reasons[commit] = "the command failed too often here (its output is above)"
+            reasons[commit] = (
+                f"the server never got ready here: {bench.server_failed}"
+                if bench.server_failed is not None
+                else "the command failed too often here (its output is above)"
+            )
             return None
         return measured[commit].values
 
