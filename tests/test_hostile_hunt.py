@@ -140,3 +140,16 @@ def test_a_bisect_killed_outright_counts_every_run_it_cost_when_it_goes_on(
     assert report["first_changed"] == hunt.commits["s09"]
     assert report["runs"] >= runs_made(hunt) - 1, (report["runs"], runs_made(hunt))
     hunt.pg("git", "bisect", "reset", check=0)
+
+
+def test_after_a_killed_hunt_a_commit_the_user_chose_is_where_the_next_one_ends(
+    hunt: Checkout, tmp_path: Path
+) -> None:
+    """The note a killed hunt left is stale once the user moved: the next hunt ends where the
+    user is now, not on the branch of before."""
+    killed_mid_run(hunt, tmp_path, ("compare", "s02", "s12"), at=3)
+    hunt.git("checkout", "-q", "--detach", "s04")  # the user's own choice, after the kill
+    result = hunt.pg("compare", "s02", "s12", "--", *BENCH, check=0)
+    assert "killed" not in result.stderr
+    assert hunt.head() == hunt.commits["s04"]
+    assert hunt.git("symbolic-ref", "-q", "HEAD", check=False).returncode != 0  # detached

@@ -53,6 +53,7 @@ DEFAULT_REPEATS = stats.MIN_PAIRS  # the first look: the t-test can decide at 3 
 DEFAULT_MAX_REPEATS = 24  # pairs per side at the last look (3, 6, 12, 24)
 DEFAULT_MIN_EFFECT_PCT = 5.0
 FOUND, NO_CHANGE, UNDECIDED, AMBIGUOUS = "found", "no-change", "unknown", "ambiguous"
+HOME_FILE = "patchguard-hunt-home"  # in the git dir: where the user was, while a hunt runs
 UNSETTLED = "unsettled"  # GOOD and BAD differ, but the probes did not settle on a commit
 _TAIL_LINES = 5  # of a failed run's output, in its message
 
@@ -157,6 +158,7 @@ class _Bench:
         self.stamps: dict[str, dict[str, Any]] = {}  # each commit's, at its last visit
         self.applied = False
         self.runs = 0
+        self.ran: Callable[[], None] = lambda: None  # told of each run as soon as it ends
         self.stop_asked = False
         self.child: Group | None = None  # the run under way: signals are passed on to it
         self.seconds: list[float] = []  # each run's, for the estimate of what is left
@@ -172,6 +174,34 @@ class _Bench:
         self.server_failed: str | None = None  # why the last run's server did not get ready
         given = options.metric_file
         self.metric_file = None if given is None else repo.workdir / given
+
+    def remember_home(self) -> None:
+        """Write down where the user is before the first move (HOME_FILE: that, then each
+        commit the hunt moves to). A hunt killed outright (SIGKILL: no handler runs) leaves
+        HEAD detached at one of those; the next hunt, finding HEAD still there, goes back to
+        where the user was. HEAD anywhere else: the user moved since, and the note is stale."""
+        path = self.repo.layout.git_dir / HOME_FILE
+        earlier = path.read_text().split() if path.exists() else []
+        if earlier[1:] and self.home in earlier[1:] and earlier[0] != self.home:
+            shown = earlier[0][:10] if len(earlier[0]) == 40 else earlier[0]
+            self.progress(
+                f"an earlier hunt was killed before it went back to {shown}; this one goes "
+                "back there when it ends"
+            )
+            self.home = earlier[0]
+        self.move_home(self.home)
+
+    def move_home(self, home: str) -> None:
+        self.home = home
+        (self.repo.layout.git_dir / HOME_FILE).write_text(home + "\n")
+
+    def _moving_to(self, commit: str) -> None:
+        with (self.repo.layout.git_dir / HOME_FILE).open("a") as note:
+            note.write(commit + "\n")
+
+    def forget_home(self) -> None:
+        """Back home: nothing for a next hunt to go back to."""
+        (self.repo.layout.git_dir / HOME_FILE).unlink(missing_ok=True)
 
     def _view(self) -> Repo:
         """A fresh view after git moved (the index and HEAD read anew)."""
@@ -190,6 +220,7 @@ class _Bench:
             return
         self.leave()
         if self.head() != commit:
+            self._moving_to(commit)  # first: SIGKILL may come during the checkout
             try:
                 self._git("checkout", "-q", "--detach", commit)
             except ConfigError as error:
@@ -273,6 +304,7 @@ class _Bench:
             if attested_run is not self.server_attested:
                 attested_run.close()
         self.runs += 1
+        self.ran()
         self.seconds.append(time.monotonic() - began)
         self.stop_if_asked()  # a run cut short by Ctrl-C is never counted
         self._refuse_changed_code(commit)
@@ -452,10 +484,12 @@ def _session(
         _deferred_signals(bench),
         moves.lifted(repo, operation, hunt=True) as lift,
     ):
+        bench.remember_home()  # under the worktree's lock: no other hunt is running
         try:
             yield bench
         finally:
             bench.go_home()
+            bench.forget_home()
     if not lift.ok:
         problems = "; ".join(lift.report.problems() if lift.report else [])
         raise GuardFailure(f"after {operation}, the patches do not hold: {problems}")
@@ -630,10 +664,8 @@ def bisect(repo: Repo, options: Options, progress: Callable[[str], None]) -> Hun
     try:
         with _session(repo, options, progress, "bisect run --metric") as bench:
             bench.planned = 2 * (options.warmups + options.repeats)  # GOOD's and BAD's first look
-            try:
-                found = _bisect(bench, goods[0], bad[0], (good_term, bad_term), kept)
-            finally:
-                kept.add(kind="cost", runs=bench.runs)
+            bench.ran = lambda: kept.add(kind="cost", runs=1)  # at once: SIGKILL runs no finally
+            found = _bisect(bench, goods[0], bad[0], (good_term, bad_term), kept)
     except _Stop:
         raise Interrupted(
             f"interrupted: nothing is marked before the hunt settles, the "
@@ -837,7 +869,7 @@ def _mark(bench: _Bench, commit: str, term: str) -> list[str]:
     bench.leave()
     bench.progress(f"git bisect {term} {commit[:10]}")
     said = bench._git("bisect", term, commit).splitlines()
-    bench.home = bench.head()
+    bench.move_home(bench.head())
     for line in said:
         if line.startswith("Bisecting:"):
             bench.progress(line)

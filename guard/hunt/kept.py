@@ -26,7 +26,7 @@ class Kept:
     that Ctrl-C stopped goes on without measuring anything twice. A kept sample is taken again
     only for the same hunt (bisect, endpoints, command, metric) and the same code: its stamp's
     HEAD, patches and guarded files equal the stamp at that commit now; warm-ups are kept
-    alike, and each session writes down how many runs it cost. A finished hunt drops the
+    alike, and each run is written down as it ends (what the hunt cost). A finished hunt drops the
     file."""
 
     def __init__(self, path: Path, hunt: list[str]) -> None:
