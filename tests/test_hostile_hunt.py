@@ -148,7 +148,7 @@ def test_after_a_killed_hunt_a_commit_the_user_chose_is_where_the_next_one_ends(
     """The note a killed hunt left is stale once the user moved: the next hunt ends where the
     user is now, not on the branch of before."""
     killed_mid_run(hunt, tmp_path, ("compare", "s02", "s12"), at=3)
-    hunt.git("checkout", "-q", "--detach", "s04")  # the user's own choice, after the kill
+    hunt.pg("git", "checkout", "-q", "--detach", "s04", check=0)  # the user's own choice
     result = hunt.pg("compare", "s02", "s12", "--", *BENCH, check=0)
     assert "killed" not in result.stderr
     assert hunt.head() == hunt.commits["s04"]
