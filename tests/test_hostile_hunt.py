@@ -153,3 +153,15 @@ def test_after_a_killed_hunt_a_commit_the_user_chose_is_where_the_next_one_ends(
     assert "killed" not in result.stderr
     assert hunt.head() == hunt.commits["s04"]
     assert hunt.git("symbolic-ref", "-q", "HEAD", check=False).returncode != 0  # detached
+
+
+def test_a_value_not_attested_is_not_blamed_on_the_command_failing(hunt: Checkout) -> None:
+    """The benchmark exits 0 with a number, but no process of it imported the patched code: the
+    last line says so, not that the command fails."""
+    kimi = hunt.kimi.read_bytes()
+    elsewhere = ("sh", "-c", "echo 'Output token throughput (tok/s): 1,234.50'")
+    result = hunt.pg("compare", "s02", "s12", "--", *elsewhere, check=1)
+    last = result.stderr.strip().splitlines()[-1]
+    assert "not counted" in last and "imported" in last, last
+    assert "fails at" not in last and "fix that first" not in last, last
+    on_work_at_s00(hunt, kimi)

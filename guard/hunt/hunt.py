@@ -172,6 +172,7 @@ class _Bench:
         self.server_attested: attest.AttestedRun | None = None  # for the server's processes
         self.printed_no_value = False  # the last failed run exited 0 but gave no metric
         self.server_failed: str | None = None  # why the last run's server did not get ready
+        self.unattested: str | None = None  # why the last run's value was not counted
         given = options.metric_file
         self.metric_file = None if given is None else repo.workdir / given
 
@@ -276,7 +277,7 @@ class _Bench:
         self.stop_if_asked()
         where = f"{commit[:10]} ({self._subject(commit)})"
         server = self.server
-        self.server_failed = None
+        self.server_failed = self.unattested = None
         if server is not None and not server.running:
             self.server_attested = self._attested_run()  # the server's processes attest too
             env = self.server_attested.environment(self._child_env())
@@ -312,7 +313,8 @@ class _Bench:
         died = server is not None and not server.alive()
         said = self._failure(finished, value, server.tail() if server and died else None)
         if said is None and not attested.counted:
-            said = f"{value:g} not counted: {'; '.join(attested.problems)}"
+            self.unattested = "; ".join(attested.problems)
+            said = f"{value:g} not counted: {self.unattested}"
         self.progress(f"{self._count()} ({what}) at {where}: {said or f'{value:g}'}{self._left()}")
         if server is not None:
             server.runs += 1
@@ -338,6 +340,14 @@ class _Bench:
         self.printed_no_value = finished.status == 0
         tail = " | ".join(finished.output.strip().splitlines()[-_TAIL_LINES:]) or "(no output)"
         return f"run failed ({value}); not counted: {tail}"
+
+    def why_not_counted(self) -> str:
+        """Why the last runs at a commit gave no sample: the server, the attestation, or CMD."""
+        if self.server_failed is not None:
+            return f"the server never got ready here: {self.server_failed}"
+        if self.unattested is not None:
+            return f"its values are not counted here: {self.unattested}"
+        return "the command failed too often here (its output is above)"
 
     def _asked(self) -> bool:
         return self.stop_asked
@@ -557,6 +567,11 @@ def _compare(bench: _Bench, a: str, b: str, kept: Kept | None = None) -> Compari
             continue
         if bench.server_failed is not None:
             raise GuardFailure(_server_failed(bench, commit))
+        if bench.unattested is not None:
+            raise GuardFailure(
+                f"{' '.join(options.command)} ran at {commit[:10]} and printed a value, but it "
+                f"is not counted: {bench.unattested}"
+            )
         if bench.printed_no_value:
             raise GuardFailure(
                 f"{' '.join(options.command)} ran at {commit[:10]} with the patches in place "
@@ -707,11 +722,7 @@ def _bisect(bench: _Bench, good: str, bad: str, terms: tuple[str, str], kept: Ke
                 return None
             measured[commit] = Runs(commit, kept.samples(commit, bench.stamps[commit]))
         if not _measure(bench, measured[commit], size, kept):
-            reasons[commit] = (
-                f"the server never got ready here: {bench.server_failed}"
-                if bench.server_failed is not None
-                else "the command failed too often here (its output is above)"
-            )
+            reasons[commit] = bench.why_not_counted()
             return None
         return measured[commit].values
 
