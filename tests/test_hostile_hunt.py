@@ -9,14 +9,19 @@ git, with real processes.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 import sample_repo
+import test_hunt_server
 from helpers import PATIENCE, Checkout, killed_at_the_end, wait_until
 
 BENCH = (sys.executable, sample_repo.THROUGHPUT_BENCH)
@@ -165,3 +170,78 @@ def test_a_value_not_attested_is_not_blamed_on_the_command_failing(hunt: Checkou
     assert "not counted" in last and "imported" in last, last
     assert "fails at" not in last and "fix that first" not in last, last
     on_work_at_s00(hunt, kimi)
+
+
+# --- a server a killed hunt left ------------------------------------------------------------------
+
+
+@pytest.fixture
+def served(tmp_path: Path, clean_env: dict[str, str]) -> Checkout:
+    """tests/test_hunt_server.py's checkout: a server with two workers, and its benchmark."""
+    root = tmp_path / "repo"
+    root.mkdir()
+    sample_repo.git(root, "init", "-q", "-b", "main")
+    for path, text in sample_repo.OTHER_FILES.items():
+        sample_repo.write(root, path, text)
+    sample_repo.write(root, sample_repo.KIMI, sample_repo.KIMI_V1)
+    sample_repo.write(root, "serve.py", sample_repo.IMPORT_THE_MODEL + test_hunt_server.SERVER)
+    sample_repo.write(root, "bench.py", test_hunt_server.BENCH)
+    sample_repo.write(root, "value.txt", "100\n")
+    commits = {"A": sample_repo.commit(root, "A: the fast one")}
+    sample_repo.write(root, "value.txt", "60\n")
+    commits["B"] = sample_repo.commit(root, "B: the slow one")
+    for name, commit in commits.items():
+        sample_repo.git(root, "tag", name, commit)
+    env = {
+        **clean_env,
+        "SERVER_PIDS": str(tmp_path / "server-pids"),
+        "SERVER_PORT": str(test_hunt_server.free_port()),
+        "BENCH_RUNS": str(tmp_path / "bench-runs"),
+        "BENCH_HANG": str(tmp_path / "hang"),
+    }
+    checkout = Checkout(root, env, commits)
+    checkout.git("checkout", "-q", "-b", "work", "A")
+    sample_repo.add_eagle3_methods(root)
+    checkout.pg("record", "eagle3", sample_repo.KIMI, check=0)
+    return checkout
+
+
+def test_the_server_of_a_killed_hunt_is_named_and_the_advice_ends_all_of_it(
+    served: Checkout,
+) -> None:
+    """SIGKILL leaves the server's session running (no handler runs). The next hunt measures
+    nothing against it, names it, and the line it gives ends the server and its workers."""
+    hang = Path(served.env["BENCH_HANG"])
+    hang.touch()
+    options = (*test_hunt_server.server_options(served), *test_hunt_server.MEASURE)
+    child = subprocess.Popen(
+        ["patchguard", "compare", "A", "B", *options, *test_hunt_server.bench()],
+        cwd=served.root,
+        env=served.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    pids: list[int] = []
+    try:
+        with killed_at_the_end(child):
+            reached = Path(f"{hang}-reached")
+            wait_until(lambda: reached.exists() or child.poll() is not None, "no run hung")
+            child.kill()
+            child.communicate(timeout=PATIENCE)
+        hang.unlink()
+        pids = test_hunt_server.server_pids(served)
+        assert [pid for pid in pids if test_hunt_server.running(pid)]  # left, as SIGKILL does
+        result = served.pg("compare", "A", "B", *options, *test_hunt_server.bench(), check=1)
+        assert test_hunt_server.server_pids(served) == pids  # no second server started
+        advice = result.stderr.rsplit("stop it: ", 1)[1].split(";")[0].strip()
+        subprocess.run(advice, shell=True, check=True)
+        deadline = time.monotonic() + 10
+        while [pid for pid in pids if test_hunt_server.running(pid)]:
+            assert time.monotonic() < deadline, f"{advice} left some of the server's processes"
+            time.sleep(0.05)
+    finally:
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
