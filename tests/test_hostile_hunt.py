@@ -245,3 +245,17 @@ def test_the_server_of_a_killed_hunt_is_named_and_the_advice_ends_all_of_it(
         for pid in pids:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
+
+
+# --- progress -------------------------------------------------------------------------------------
+
+
+def test_a_compare_that_looks_again_still_says_how_many_runs_are_planned(
+    hunt: Checkout,
+) -> None:
+    """Runs are minutes each: a second look (here 6 more runs) must still show `run N/~M`."""
+    result = hunt.pg(
+        "compare", "s01", "s04", "--max-repeats", "6", "--min-effect", "1", "--", *BENCH
+    )
+    second_look = [line for line in result.stderr.splitlines() if "(pair 4 " in line]
+    assert second_look and "/~" in second_look[0], result.stderr

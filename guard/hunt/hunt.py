@@ -592,6 +592,7 @@ def _compare(bench: _Bench, a: str, b: str, kept: Kept | None = None) -> Compari
 
     def look(size: int, alpha: float) -> stats.Decision:
         nonlocal failures
+        bench.planned = bench.runs + 2 * max(0, size - len(runs_a.samples))  # this look's
         while len(runs_a.samples) < size:
             if first["A"] == first["B"]:  # balanced: begin where the last pair ended
                 lead = "A" if bench.here == a else "B"
