@@ -120,6 +120,7 @@ def test_a_compare_killed_outright_sends_the_next_hunt_back_to_the_users_branch(
     """SIGKILL leaves HEAD detached at the commit measured; the next hunt must still end where
     the user was (branch `work`), and say so, not at the commit the killed one left."""
     kimi = hunt.kimi.read_bytes()
+    history = hunt.pg("undo", "--list", check=0).stdout
     measuring = killed_mid_run(hunt, tmp_path, ("compare", "s02", "s12"), at=3)
     assert hunt.head() == measuring != hunt.commits["s00"]  # where SIGKILL left it
     result = hunt.pg("compare", "s02", "s12", "--", *BENCH, check=0)
@@ -128,6 +129,8 @@ def test_a_compare_killed_outright_sends_the_next_hunt_back_to_the_users_branch(
     again = hunt.pg("compare", "s02", "s12", "--", *BENCH, check=0)
     assert "killed" not in again.stderr  # a hunt that ended cleanly leaves nothing to say
     on_work_at_s00(hunt, kimi)
+    # the killed hunt's own lift is not left for `undo` (it would take it for the user's)
+    assert hunt.pg("undo", "--list", check=0).stdout == history
 
 
 def test_a_bisect_killed_outright_counts_every_run_it_cost_when_it_goes_on(

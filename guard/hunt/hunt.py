@@ -45,6 +45,7 @@ from guard.hunt.processes import Finished, Group, run_grouped
 from guard.hunt.server import SERVER_LOG, Server, ServerSpec
 from guard.ops import attest, moves
 from guard.ops.provenance import stamp, with_attestations
+from guard.store import journal
 from guard.store.derived import load_manifest
 from guard.tree import patching
 from guard.tree.verdicts import CheckReport
@@ -152,6 +153,7 @@ class _Bench:
         self.options = options
         self.progress = progress
         self.home = _current(repo)  # where the user is: back there at the end
+        self.entry_line = "-"  # the hunt's lift's undo entry, for HOME_FILE
         self.here: str | None = None  # the commit the patches are applied at, stamp taken
         self.stamp: dict[str, Any] = {}
         self.report: CheckReport | None = None  # the check at `here`: what the runs attest
@@ -176,25 +178,30 @@ class _Bench:
         given = options.metric_file
         self.metric_file = None if given is None else repo.workdir / given
 
-    def remember_home(self) -> None:
-        """Write down where the user is before the first move (HOME_FILE: that, then each
-        commit the hunt moves to). A hunt killed outright (SIGKILL: no handler runs) leaves
-        HEAD detached at one of those; the next hunt, finding HEAD still there, goes back to
-        where the user was. HEAD anywhere else: the user moved since, and the note is stale."""
+    def remember_home(self, lift_entry: Path | None) -> None:
+        """Write down where the user is before the first move, and the lift's undo entry
+        (HOME_FILE: those, then each commit the hunt moves to). A hunt killed outright
+        (SIGKILL: no handler runs) leaves HEAD detached at one of those commits, and its lift's
+        entry where `undo` would take it for the user's; the next hunt drops that entry and,
+        finding HEAD still there, goes back to where the user was. HEAD anywhere else: the user
+        moved since, and stays."""
         path = self.repo.layout.git_dir / HOME_FILE
-        earlier = path.read_text().split() if path.exists() else []
-        if earlier[1:] and self.home in earlier[1:] and earlier[0] != self.home:
+        earlier = path.read_text().splitlines() if path.exists() else []
+        if earlier[1:2] and earlier[1] != "-" and Path(earlier[1]) != lift_entry:
+            journal.forget(Path(earlier[1]))
+        if earlier[2:] and self.home in earlier[2:] and earlier[0] != self.home:
             shown = earlier[0][:10] if len(earlier[0]) == 40 else earlier[0]
             self.progress(
                 f"an earlier hunt was killed before it went back to {shown}; this one goes "
                 "back there when it ends"
             )
             self.home = earlier[0]
+        self.entry_line = str(lift_entry or "-")
         self.move_home(self.home)
 
     def move_home(self, home: str) -> None:
         self.home = home
-        (self.repo.layout.git_dir / HOME_FILE).write_text(home + "\n")
+        (self.repo.layout.git_dir / HOME_FILE).write_text(f"{home}\n{self.entry_line}\n")
 
     def _moving_to(self, commit: str) -> None:
         with (self.repo.layout.git_dir / HOME_FILE).open("a") as note:
@@ -494,7 +501,7 @@ def _session(
         _deferred_signals(bench),
         moves.lifted(repo, operation, hunt=True) as lift,
     ):
-        bench.remember_home()  # under the worktree's lock: no other hunt is running
+        bench.remember_home(lift.entry)  # under the worktree's lock: no other hunt runs
         try:
             yield bench
         finally:
