@@ -39,13 +39,12 @@ from guard.git.objects import blob_id
 from guard.git.process import out_of_reach_of_ctrl_c, run_git
 from guard.git.repo import Repo
 from guard.hunt import culprit, stats
-from guard.hunt.kept import KEPT_FILE, Kept, Sample
+from guard.hunt.kept import KEPT_FILE, HomeNote, Kept, Sample
 from guard.hunt.metrics import Metric, Unreadable
 from guard.hunt.processes import Finished, Group, run_grouped
 from guard.hunt.server import SERVER_LOG, Server, ServerSpec
 from guard.ops import attest, moves
 from guard.ops.provenance import stamp, with_attestations
-from guard.store import journal
 from guard.store.derived import load_manifest
 from guard.tree import patching
 from guard.tree.verdicts import CheckReport
@@ -54,7 +53,6 @@ DEFAULT_REPEATS = stats.MIN_PAIRS  # the first look: the t-test can decide at 3 
 DEFAULT_MAX_REPEATS = 24  # pairs per side at the last look (3, 6, 12, 24)
 DEFAULT_MIN_EFFECT_PCT = 5.0
 FOUND, NO_CHANGE, UNDECIDED, AMBIGUOUS = "found", "no-change", "unknown", "ambiguous"
-HOME_FILE = "patchguard-hunt-home"  # in the git dir: where the user was, while a hunt runs
 UNSETTLED = "unsettled"  # GOOD and BAD differ, but the probes did not settle on a commit
 _TAIL_LINES = 5  # of a failed run's output, in its message
 
@@ -153,7 +151,7 @@ class _Bench:
         self.options = options
         self.progress = progress
         self.home = _current(repo)  # where the user is: back there at the end
-        self.entry_line = "-"  # the hunt's lift's undo entry, for HOME_FILE
+        self.note = HomeNote(repo.layout.git_dir)  # for the next hunt, if this one is killed
         self.here: str | None = None  # the commit the patches are applied at, stamp taken
         self.stamp: dict[str, Any] = {}
         self.report: CheckReport | None = None  # the check at `here`: what the runs attest
@@ -179,37 +177,21 @@ class _Bench:
         self.metric_file = None if given is None else repo.workdir / given
 
     def remember_home(self, lift_entry: Path | None) -> None:
-        """Write down where the user is before the first move, and the lift's undo entry
-        (HOME_FILE: those, then each commit the hunt moves to). A hunt killed outright
-        (SIGKILL: no handler runs) leaves HEAD detached at one of those commits, and its lift's
-        entry where `undo` would take it for the user's; the next hunt drops that entry and,
-        finding HEAD still there, goes back to where the user was. HEAD anywhere else: the user
-        moved since, and stays."""
-        path = self.repo.layout.git_dir / HOME_FILE
-        earlier = path.read_text().splitlines() if path.exists() else []
-        if earlier[1:2] and earlier[1] != "-" and Path(earlier[1]) != lift_entry:
-            journal.forget(Path(earlier[1]))
-        if earlier[2:] and self.home in earlier[2:] and earlier[0] != self.home:
-            shown = earlier[0][:10] if len(earlier[0]) == 40 else earlier[0]
+        """Before the first move: where to go back to (guard.hunt.kept.HomeNote), and say so
+        when it is where a hunt killed outright left the user, not where HEAD is."""
+        earlier = self.note.begin(self.home, lift_entry)
+        if earlier is not None:
+            shown = earlier[:10] if len(earlier) == 40 else earlier
             self.progress(
                 f"an earlier hunt was killed before it went back to {shown}; this one goes "
                 "back there when it ends"
             )
-            self.home = earlier[0]
-        self.entry_line = str(lift_entry or "-")
-        self.move_home(self.home)
+            self.home = earlier
+            self.note.write(earlier)
 
     def move_home(self, home: str) -> None:
         self.home = home
-        (self.repo.layout.git_dir / HOME_FILE).write_text(f"{home}\n{self.entry_line}\n")
-
-    def _moving_to(self, commit: str) -> None:
-        with (self.repo.layout.git_dir / HOME_FILE).open("a") as note:
-            note.write(commit + "\n")
-
-    def forget_home(self) -> None:
-        """Back home: nothing for a next hunt to go back to."""
-        (self.repo.layout.git_dir / HOME_FILE).unlink(missing_ok=True)
+        self.note.write(home)
 
     def _view(self) -> Repo:
         """A fresh view after git moved (the index and HEAD read anew)."""
@@ -228,7 +210,7 @@ class _Bench:
             return
         self.leave()
         if self.head() != commit:
-            self._moving_to(commit)  # first: SIGKILL may come during the checkout
+            self.note.moving_to(commit)  # first: SIGKILL may come during the checkout
             try:
                 self._git("checkout", "-q", "--detach", commit)
             except ConfigError as error:
@@ -506,7 +488,7 @@ def _session(
             yield bench
         finally:
             bench.go_home()
-            bench.forget_home()
+            bench.note.drop()
     if not lift.ok:
         problems = "; ".join(lift.report.problems() if lift.report else [])
         raise GuardFailure(f"after {operation}, the patches do not hold: {problems}")
