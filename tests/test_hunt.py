@@ -401,20 +401,20 @@ def test_check_and_hooks_never_load_the_statistics(hunt: Checkout) -> None:
 
 
 def test_a_kept_sample_is_taken_again_only_for_the_same_hunt_and_code(tmp_path: Path) -> None:
-    from guard.hunt.hunt import Sample, _Kept
+    from guard.hunt.kept import Kept, Sample
 
     code = {"head": "c1", "patches": {"eagle3": "applied"}, "files": {sample_repo.KIMI: "b1"}}
     other_code = {**code, "files": {sample_repo.KIMI: "b2"}}  # the patch re-recorded since
     path = tmp_path / "kept.jsonl"
-    kept = _Kept(path, ["bisect", "command"])
+    kept = Kept(path, ["bisect", "command"])
     kept.add(kind="warmup", commit="c1", stamp=code)
     kept.add(kind="sample", commit="c1", sample={"value": 94.0, "stamp": code})
     kept.add(kind="cost", runs=2)
-    again = _Kept(path, ["bisect", "command"])
+    again = Kept(path, ["bisect", "command"])
     assert again.samples("c1", code) == [Sample(94.0, code)]
     assert again.warmed("c1", code) and again.earlier_runs == 2
     assert again.samples("c1", other_code) == [] and not again.warmed("c1", other_code)
-    assert _Kept(path, ["bisect", "another command"]).samples("c1", code) == []
+    assert Kept(path, ["bisect", "another command"]).samples("c1", code) == []
     again.drop()
     assert not path.exists()
 
