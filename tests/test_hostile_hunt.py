@@ -262,3 +262,21 @@ def test_a_compare_that_looks_again_still_says_how_many_runs_are_planned(
     )
     second_look = [line for line in result.stderr.splitlines() if "(pair 4 " in line]
     assert second_look and "/~" in second_look[0], result.stderr
+
+
+# --- wrong exit codes, wrong blames at the end of the runs -----------------------------------------
+
+
+def test_a_plot_that_cannot_be_written_is_refused_before_any_run(hunt: Checkout) -> None:
+    result = hunt.pg("compare", "s02", "s12", "--plot", "no/such/dir/hunt.png", "--", *BENCH)
+    assert result.returncode == 2, result.stderr
+    assert "no/such/dir" in result.stderr and runs_made(hunt) == 0
+
+
+def test_a_metric_file_the_command_never_writes_is_named_not_the_metric(hunt: Checkout) -> None:
+    result = hunt.pg(
+        "compare", "s02", "s12", "--metric", "json:output_throughput", "--metric-file",
+        "results.jsonl", "--", *BENCH, check=1,
+    )  # fmt: skip
+    last = result.stderr.strip().splitlines()[-1]
+    assert "wrote nothing to --metric-file results.jsonl" in last, last

@@ -171,6 +171,7 @@ class _Bench:
         )
         self.server_attested: attest.AttestedRun | None = None  # for the server's processes
         self.printed_no_value = False  # the last failed run exited 0 but gave no metric
+        self.wrote_nothing = False  # ...because it wrote nothing to --metric-file
         self.server_failed: str | None = None  # why the last run's server did not get ready
         self.unattested: str | None = None  # why the last run's value was not counted
         given = options.metric_file
@@ -188,10 +189,6 @@ class _Bench:
             )
             self.home = earlier
             self.note.write(earlier)
-
-    def move_home(self, home: str) -> None:
-        self.home = home
-        self.note.write(home)
 
     def _view(self) -> Repo:
         """A fresh view after git moved (the index and HEAD read anew)."""
@@ -410,6 +407,7 @@ class _Bench:
         source = output
         if self.metric_file is not None:
             written = self._metric_file_text(self.metric_file, before)
+            self.wrote_nothing = written is None
             if written is None:
                 return f"nothing written to {self.options.metric_file}"
             source = written
@@ -562,10 +560,16 @@ def _compare(bench: _Bench, a: str, b: str, kept: Kept | None = None) -> Compari
                 f"is not counted: {bench.unattested}"
             )
         if bench.printed_no_value:
+            missing = (
+                f"wrote nothing to --metric-file {options.metric_file} (read from the top of "
+                "the checkout, where it runs); check where the command writes"
+                if bench.wrote_nothing
+                else f"its output has no positive value for {options.metric.describe()}; "
+                "check --metric against the output above"
+            )
             raise GuardFailure(
                 f"{' '.join(options.command)} ran at {commit[:10]} with the patches in place "
-                f"and exited 0, but its output has no positive value for "
-                f"{options.metric.describe()}; check --metric against the output above"
+                f"and exited 0, but {missing}"
             )
         raise GuardFailure(
             f"{' '.join(options.command)} fails at {commit[:10]} with the patches in "
@@ -870,7 +874,8 @@ def _mark(bench: _Bench, commit: str, term: str) -> list[str]:
     bench.leave()
     bench.progress(f"git bisect {term} {commit[:10]}")
     said = bench._git("bisect", term, commit).splitlines()
-    bench.move_home(bench.head())
+    bench.home = bench.head()
+    bench.note.write(bench.home)
     for line in said:
         if line.startswith("Bisecting:"):
             bench.progress(line)
