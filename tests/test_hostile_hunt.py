@@ -280,3 +280,18 @@ def test_a_metric_file_the_command_never_writes_is_named_not_the_metric(hunt: Ch
     )  # fmt: skip
     last = result.stderr.strip().splitlines()[-1]
     assert "wrote nothing to --metric-file results.jsonl" in last, last
+
+
+def test_a_note_that_names_no_undo_entry_never_removes_anything(
+    hunt: Checkout, tmp_path: Path
+) -> None:
+    """The note a killed hunt leaves is a plain file in the git dir; whatever it names that is
+    not an undo entry stays where it is."""
+    precious = tmp_path / "precious"
+    precious.mkdir()
+    (precious / "journal.json").write_text("mine\n")
+    note = hunt.root / ".git" / "patchguard-hunt-home"
+    note.write_text(f"work\n{precious}\n{hunt.commits['s00']}\n")
+    hunt.pg("compare", "s02", "s12", "--", *BENCH, check=0)
+    assert (precious / "journal.json").read_text() == "mine\n"
+    assert not note.exists()
