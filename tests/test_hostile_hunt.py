@@ -295,3 +295,10 @@ def test_a_note_that_names_no_undo_entry_never_removes_anything(
     hunt.pg("compare", "s02", "s12", "--", *BENCH, check=0)
     assert (precious / "journal.json").read_text() == "mine\n"
     assert not note.exists()
+
+
+def test_a_bisect_says_how_many_runs_its_probes_are_expected_to_take(hunt: Checkout) -> None:
+    hunt.pg("bisect", "start", "s13", "s00", check=0)
+    result = hunt.pg("bisect", "run", "--metric", METRIC, "--", *BENCH, check=0)
+    probes = [line for line in result.stderr.splitlines() if "(run 1) at" in line]
+    assert probes and all("/~" in line for line in probes), result.stderr

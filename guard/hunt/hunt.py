@@ -704,6 +704,7 @@ def _bisect(bench: _Bench, good: str, bad: str, terms: tuple[str, str], kept: Ke
         verdict = NO_CHANGE if endpoints.decision.verdict == stats.SAME else UNDECIDED
         return Hunt(options.metric, endpoints, [], verdict, None, None, cost())
     line = _line(bench.repo, good, bad)
+    bench.planned = bench.runs + len(line).bit_length()  # ~log2: a probe's run each, an estimate
     measured = {good: endpoints.a, bad: endpoints.b}
     reasons: dict[str, str] = {}
 
