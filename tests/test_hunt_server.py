@@ -228,7 +228,7 @@ def test_a_server_left_on_the_port_is_named_and_nothing_is_measured(served: Chec
         left.wait()
     assert result.returncode == 1, result.stderr
     assert f"port {port} is held by pid {left.pid} (" in result.stderr
-    assert f"kill {left.pid}" in result.stderr
+    assert f"kill -- -{left.pid}" in result.stderr  # the leader of its group: all of it
     assert result.stdout == "" and bench_runs(served) == 0
     assert len(server_pids(served)) == 3  # only the one the test started
     as_it_was(served, kimi)

@@ -346,14 +346,14 @@ def compare(
     options = _hunt_options(command, metric, higher_is_better, metric_file, **counts)
     plot_file = _plotting(cwd, plot_file)
     comparison = hunt.compare(Repo.discover(cwd), a, b, options, _progress)
-    if plot_file is not None:
-        from guard.hunt import plots
-
-        plots.plot(comparison, plot_file)
     if as_json:
         click.echo(render.compare_json(comparison))
     else:
         click.echo("\n".join(render.compare_lines(comparison)))
+    if plot_file is not None:  # after the verdict: a failed write costs only the picture
+        from guard.hunt import plots
+
+        plots.plot(comparison, plot_file)
 
 
 @click.group(epilog=epilog("patchguard bisect run --log hunt.jsonl python ~/bench.py"))
@@ -469,11 +469,11 @@ def _bisect_metric(
 
     options = _hunt_options(command, metric, higher_is_better, metric_file, **counts)
     found = hunt.bisect(Repo.discover(cwd), options, _progress)
-    if plot_file is not None:
+    click.echo(render.hunt_json(found) if as_json else "\n".join(render.hunt_lines(found)))
+    if plot_file is not None:  # after the verdict: a failed write costs only the picture
         from guard.hunt import plots
 
         plots.plot_bisect(found, plot_file)
-    click.echo(render.hunt_json(found) if as_json else "\n".join(render.hunt_lines(found)))
     sys.exit(EXIT_OK if found.verdict == hunt.FOUND else EXIT_GUARD_FAILED)
 
 

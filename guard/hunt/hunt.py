@@ -39,7 +39,7 @@ from guard.git.objects import blob_id
 from guard.git.process import out_of_reach_of_ctrl_c, run_git
 from guard.git.repo import Repo
 from guard.hunt import culprit, stats
-from guard.hunt.kept import KEPT_FILE, Kept, Sample
+from guard.hunt.kept import KEPT_FILE, HomeNote, Kept, Sample
 from guard.hunt.metrics import Metric, Unreadable
 from guard.hunt.processes import Finished, Group, run_grouped
 from guard.hunt.server import SERVER_LOG, Server, ServerSpec
@@ -151,12 +151,14 @@ class _Bench:
         self.options = options
         self.progress = progress
         self.home = _current(repo)  # where the user is: back there at the end
+        self.note = HomeNote(repo.layout.git_dir)  # for the next hunt, if this one is killed
         self.here: str | None = None  # the commit the patches are applied at, stamp taken
         self.stamp: dict[str, Any] = {}
         self.report: CheckReport | None = None  # the check at `here`: what the runs attest
         self.stamps: dict[str, dict[str, Any]] = {}  # each commit's, at its last visit
         self.applied = False
         self.runs = 0
+        self.ran: Callable[[], None] = lambda: None  # told of each run as soon as it ends
         self.stop_asked = False
         self.child: Group | None = None  # the run under way: signals are passed on to it
         self.seconds: list[float] = []  # each run's, for the estimate of what is left
@@ -169,8 +171,24 @@ class _Bench:
         )
         self.server_attested: attest.AttestedRun | None = None  # for the server's processes
         self.printed_no_value = False  # the last failed run exited 0 but gave no metric
+        self.wrote_nothing = False  # ...because it wrote nothing to --metric-file
+        self.server_failed: str | None = None  # why the last run's server did not get ready
+        self.unattested: str | None = None  # why the last run's value was not counted
         given = options.metric_file
         self.metric_file = None if given is None else repo.workdir / given
+
+    def remember_home(self, lift_entry: Path | None) -> None:
+        """Before the first move: where to go back to (guard.hunt.kept.HomeNote), and say so
+        when it is where a hunt killed outright left the user, not where HEAD is."""
+        earlier = self.note.begin(self.home, lift_entry)
+        if earlier is not None:
+            shown = earlier[:10] if len(earlier) == 40 else earlier
+            self.progress(
+                f"an earlier hunt was killed before it went back to {shown}; this one goes "
+                "back there when it ends"
+            )
+            self.home = earlier
+            self.note.write(earlier)
 
     def _view(self) -> Repo:
         """A fresh view after git moved (the index and HEAD read anew)."""
@@ -189,6 +207,7 @@ class _Bench:
             return
         self.leave()
         if self.head() != commit:
+            self.note.moving_to(commit)  # first: SIGKILL may come during the checkout
             try:
                 self._git("checkout", "-q", "--detach", commit)
             except ConfigError as error:
@@ -244,6 +263,7 @@ class _Bench:
         self.stop_if_asked()
         where = f"{commit[:10]} ({self._subject(commit)})"
         server = self.server
+        self.server_failed = self.unattested = None
         if server is not None and not server.running:
             self.server_attested = self._attested_run()  # the server's processes attest too
             env = self.server_attested.environment(self._child_env())
@@ -251,6 +271,7 @@ class _Bench:
             self.stop_if_asked()
             if failed is not None:
                 self._stop_server()
+                self.server_failed = failed
                 self.progress(f"{what} at {where}: not run, {failed}")
                 return None
         attested_run = self.server_attested or self._attested_run()
@@ -270,6 +291,7 @@ class _Bench:
             if attested_run is not self.server_attested:
                 attested_run.close()
         self.runs += 1
+        self.ran()
         self.seconds.append(time.monotonic() - began)
         self.stop_if_asked()  # a run cut short by Ctrl-C is never counted
         self._refuse_changed_code(commit)
@@ -277,7 +299,8 @@ class _Bench:
         died = server is not None and not server.alive()
         said = self._failure(finished, value, server.tail() if server and died else None)
         if said is None and not attested.counted:
-            said = f"{value:g} not counted: {'; '.join(attested.problems)}"
+            self.unattested = "; ".join(attested.problems)
+            said = f"{value:g} not counted: {self.unattested}"
         self.progress(f"{self._count()} ({what}) at {where}: {said or f'{value:g}'}{self._left()}")
         if server is not None:
             server.runs += 1
@@ -303,6 +326,14 @@ class _Bench:
         self.printed_no_value = finished.status == 0
         tail = " | ".join(finished.output.strip().splitlines()[-_TAIL_LINES:]) or "(no output)"
         return f"run failed ({value}); not counted: {tail}"
+
+    def why_not_counted(self) -> str:
+        """Why the last runs at a commit gave no sample: the server, the attestation, or CMD."""
+        if self.server_failed is not None:
+            return f"the server never got ready here: {self.server_failed}"
+        if self.unattested is not None:
+            return f"its values are not counted here: {self.unattested}"
+        return "the command failed too often here (its output is above)"
 
     def _asked(self) -> bool:
         return self.stop_asked
@@ -376,6 +407,7 @@ class _Bench:
         source = output
         if self.metric_file is not None:
             written = self._metric_file_text(self.metric_file, before)
+            self.wrote_nothing = written is None
             if written is None:
                 return f"nothing written to {self.options.metric_file}"
             source = written
@@ -449,10 +481,12 @@ def _session(
         _deferred_signals(bench),
         moves.lifted(repo, operation, hunt=True) as lift,
     ):
+        bench.remember_home(lift.entry)  # under the worktree's lock: no other hunt runs
         try:
             yield bench
         finally:
             bench.go_home()
+            bench.note.drop()
     if not lift.ok:
         problems = "; ".join(lift.report.problems() if lift.report else [])
         raise GuardFailure(f"after {operation}, the patches do not hold: {problems}")
@@ -518,11 +552,24 @@ def _compare(bench: _Bench, a: str, b: str, kept: Kept | None = None) -> Compari
             if kept is not None:
                 kept.add(kind="warmup", commit=commit, stamp=bench.stamps[commit])
             continue
+        if bench.server_failed is not None:
+            raise GuardFailure(_server_failed(bench, commit))
+        if bench.unattested is not None:
+            raise GuardFailure(
+                f"{' '.join(options.command)} ran at {commit[:10]} and printed a value, but it "
+                f"is not counted: {bench.unattested}"
+            )
         if bench.printed_no_value:
+            missing = (
+                f"wrote nothing to --metric-file {options.metric_file} (read from the top of "
+                "the checkout, where it runs); check where the command writes"
+                if bench.wrote_nothing
+                else f"its output has no positive value for {options.metric.describe()}; "
+                "check --metric against the output above"
+            )
             raise GuardFailure(
                 f"{' '.join(options.command)} ran at {commit[:10]} with the patches in place "
-                f"and exited 0, but its output has no positive value for "
-                f"{options.metric.describe()}; check --metric against the output above"
+                f"and exited 0, but {missing}"
             )
         raise GuardFailure(
             f"{' '.join(options.command)} fails at {commit[:10]} with the patches in "
@@ -538,6 +585,7 @@ def _compare(bench: _Bench, a: str, b: str, kept: Kept | None = None) -> Compari
 
     def look(size: int, alpha: float) -> stats.Decision:
         nonlocal failures
+        bench.planned = bench.runs + 2 * max(0, size - len(runs_a.samples))  # this look's
         while len(runs_a.samples) < size:
             if first["A"] == first["B"]:  # balanced: begin where the last pair ended
                 lead = "A" if bench.here == a else "B"
@@ -573,6 +621,17 @@ def _compare(bench: _Bench, a: str, b: str, kept: Kept | None = None) -> Compari
     decision, size = stats.settle(plan, look, lambda d: d.verdict != stats.UNKNOWN)
     capped = decision.verdict == stats.UNKNOWN and size == plan.sizes[-1]
     return Comparison(options.metric, runs_a, runs_b, decision, capped, bench.runs)
+
+
+def _server_failed(bench: _Bench, commit: str) -> str:
+    """The server is to blame, not CMD (which never ran): what to try by hand."""
+    assert bench.options.server is not None and bench.server_failed is not None
+    return (
+        f"the server never got ready at {commit[:10]} with the patches in place, so "
+        f"{' '.join(bench.options.command)} was not run: {bench.server_failed}. Start it there "
+        f"by hand (patchguard git checkout {commit[:10]}, then {bench.options.server.command}) "
+        "and check --ready/--ready-line and --ready-timeout against its output"
+    )
 
 
 def _not_carried(refusal: _NotCarried, operation: str) -> str:
@@ -614,10 +673,8 @@ def bisect(repo: Repo, options: Options, progress: Callable[[str], None]) -> Hun
     try:
         with _session(repo, options, progress, "bisect run --metric") as bench:
             bench.planned = 2 * (options.warmups + options.repeats)  # GOOD's and BAD's first look
-            try:
-                found = _bisect(bench, goods[0], bad[0], (good_term, bad_term), kept)
-            finally:
-                kept.add(kind="cost", runs=bench.runs)
+            bench.ran = lambda: kept.add(kind="cost", runs=1)  # at once: SIGKILL runs no finally
+            found = _bisect(bench, goods[0], bad[0], (good_term, bad_term), kept)
     except _Stop:
         raise Interrupted(
             f"interrupted: nothing is marked before the hunt settles, the "
@@ -647,6 +704,7 @@ def _bisect(bench: _Bench, good: str, bad: str, terms: tuple[str, str], kept: Ke
         verdict = NO_CHANGE if endpoints.decision.verdict == stats.SAME else UNDECIDED
         return Hunt(options.metric, endpoints, [], verdict, None, None, cost())
     line = _line(bench.repo, good, bad)
+    bench.planned = bench.runs + len(line).bit_length()  # ~log2: a probe's run each, an estimate
     measured = {good: endpoints.a, bad: endpoints.b}
     reasons: dict[str, str] = {}
 
@@ -659,7 +717,7 @@ def _bisect(bench: _Bench, good: str, bad: str, terms: tuple[str, str], kept: Ke
                 return None
             measured[commit] = Runs(commit, kept.samples(commit, bench.stamps[commit]))
         if not _measure(bench, measured[commit], size, kept):
-            reasons[commit] = "the command failed too often here (its output is above)"
+            reasons[commit] = bench.why_not_counted()
             return None
         return measured[commit].values
 
@@ -818,6 +876,7 @@ def _mark(bench: _Bench, commit: str, term: str) -> list[str]:
     bench.progress(f"git bisect {term} {commit[:10]}")
     said = bench._git("bisect", term, commit).splitlines()
     bench.home = bench.head()
+    bench.note.write(bench.home)
     for line in said:
         if line.startswith("Bisecting:"):
             bench.progress(line)

@@ -1,5 +1,7 @@
-"""A metric bisect's samples, kept as they are measured, so a hunt that Ctrl-C stopped goes on
-without measuring anything twice (guard.hunt.hunt writes and reads them)."""
+"""What a hunt keeps in the git dir for the next one: a metric bisect's samples, kept as they are
+measured, so a hunt that Ctrl-C stopped goes on without measuring anything twice, and where the
+user was, so that the next hunt goes back there after one killed outright (guard.hunt.hunt writes
+and reads both)."""
 
 from __future__ import annotations
 
@@ -11,8 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from guard.ops.provenance import same_code
+from guard.store import journal
 
 KEPT_FILE = "patchguard-hunt.jsonl"  # in the worktree's git dir
+HOME_FILE = "patchguard-hunt-home"  # in the worktree's git dir, while a hunt runs
 
 
 @dataclass
@@ -26,7 +30,7 @@ class Kept:
     that Ctrl-C stopped goes on without measuring anything twice. A kept sample is taken again
     only for the same hunt (bisect, endpoints, command, metric) and the same code: its stamp's
     HEAD, patches and guarded files equal the stamp at that commit now; warm-ups are kept
-    alike, and each session writes down how many runs it cost. A finished hunt drops the
+    alike, and each run is written down as it ends (what the hunt cost). A finished hunt drops the
     file."""
 
     def __init__(self, path: Path, hunt: list[str]) -> None:
@@ -81,4 +85,39 @@ class Kept:
         return sum(counted.get(str(line.get("kind")), 0) for line in self.lines)
 
     def drop(self) -> None:
+        self.path.unlink(missing_ok=True)
+
+
+class HomeNote:
+    """Where the user was when the hunt began and its lift's undo entry, then each commit it
+    moves to (HOME_FILE, one a line). A hunt killed outright (SIGKILL: no handler runs) leaves
+    HEAD detached at one of those commits, and its lift's entry where `undo` would take it for
+    the user's. The next hunt drops that entry and, finding HEAD still at one of the commits,
+    goes back to where the user was; HEAD anywhere else: the user moved since, and stays."""
+
+    def __init__(self, git_dir: Path) -> None:
+        self.path = git_dir / HOME_FILE
+        self.entry = "-"
+
+    def begin(self, here: str, lift_entry: Path | None) -> str | None:
+        """Note `here` as home; return where a killed hunt left the user, if HEAD is still
+        where it left it (`here`: the commit when detached, else the branch)."""
+        earlier = self.path.read_text().splitlines() if self.path.exists() else []
+        if earlier[1:2] and earlier[1] != "-" and Path(earlier[1]) != lift_entry:
+            journal.forget(Path(earlier[1]))
+        self.entry = str(lift_entry or "-")
+        self.write(here)
+        if earlier[2:] and here in earlier[2:] and earlier[0] != here:
+            return earlier[0]
+        return None
+
+    def write(self, home: str) -> None:
+        self.path.write_text(f"{home}\n{self.entry}\n")
+
+    def moving_to(self, commit: str) -> None:
+        with self.path.open("a") as note:
+            note.write(commit + "\n")
+
+    def drop(self) -> None:
+        """Back home: nothing for a next hunt to go back to."""
         self.path.unlink(missing_ok=True)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+from typing import Any
 
 from guard.errors import ConfigError
 from guard.hunt.hunt import Comparison, Hunt
@@ -18,6 +20,11 @@ def require_plotting(path: Path) -> None:
         raise ConfigError(
             "--plot needs matplotlib, which is not installed: pip install 'git-patchguard[plot]'"
         ) from None
+    if not path.parent.is_dir() or not os.access(path.parent, os.W_OK):
+        raise ConfigError(
+            f"--plot {path}: {path.parent} is not a directory patchguard can write to; name "
+            "a file in one that is"
+        )
 
 
 def plot(comparison: Comparison, path: Path) -> None:
@@ -36,9 +43,7 @@ def plot(comparison: Comparison, path: Path) -> None:
     axes.set_ylabel(comparison.metric.key)
     decision = comparison.decision
     axes.set_title(f"{decision.verdict}: {decision.delta_pct:+.1f}%")
-    figure.tight_layout()
-    figure.savefig(path)
-    pyplot.close(figure)
+    _save(figure, path)
 
 
 def plot_bisect(found: Hunt, path: Path) -> None:
@@ -67,6 +72,18 @@ def plot_bisect(found: Hunt, path: Path) -> None:
     measured = sum(len(values) for values in runs.values())
     title = f"{found.verdict}: {found.first_changed[:10]}" if found.first_changed else found.verdict
     axes.set_title(f"{title} ({measured} runs counted, {found.runs} in all)")
+    _save(figure, path)
+
+
+def _save(figure: Any, path: Path) -> None:
+    """Written after the verdict is printed: a disk that filled meanwhile costs the picture,
+    with one line, never the hunt's answer."""
+    from matplotlib import pyplot
+
     figure.tight_layout()
-    figure.savefig(path)
-    pyplot.close(figure)
+    try:
+        figure.savefig(path)
+    except OSError as error:
+        raise ConfigError(f"--plot {path}: cannot write it ({error.strerror})") from None
+    finally:
+        pyplot.close(figure)

@@ -201,6 +201,7 @@ def _drain(pipe: int, chunks: list[bytes]) -> bool:
 class Holder:
     pid: int | None  # None: a listener patchguard cannot trace (another user's, no /proc)
     command: str
+    group: int | None = None  # its process group: a server's, with its workers
 
 
 def port_holder(host: str, port: int) -> Holder | None:
@@ -226,8 +227,15 @@ def port_holder(host: str, port: int) -> Holder | None:
             for fd in (entry / "fd").iterdir():
                 with contextlib.suppress(OSError):
                     if os.readlink(fd) in inodes:
-                        return Holder(int(entry.name), _command_line(entry))
+                        return Holder(int(entry.name), _command_line(entry), _group_of(entry))
     return Holder(None, "")
+
+
+def _group_of(entry: Path) -> int | None:
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        stat = (entry / "stat").read_text()
+        return int(stat[stat.rindex(")") + 2 :].split()[2])  # after "pid (comm) state ppid"
+    return None
 
 
 def _command_line(entry: Path) -> str:
@@ -249,7 +257,13 @@ def describe_holder(port: int, holder: Holder) -> str:
         return f"port {port} is in use by a process patchguard cannot see; stop it first"
     command = holder.command.strip()
     shown = command if len(command) <= 80 else command[:77] + "..."
+    # The whole group (a server left by a hunt killed outright: sglang's launcher with its
+    # schedulers, in the session the hunt gave it), or its workers live on with the GPUs'
+    # memory; never patchguard's own group (nor init's).
+    group = holder.group
+    whole = group is not None and group not in (1, os.getpgrp())
+    stop = f"kill -- -{group}" if whole else f"kill {holder.pid}"
     return (
         f"port {port} is held by pid {holder.pid} ({shown}), left from an earlier run? "
-        f"stop it: kill {holder.pid}"
+        f"stop it: {stop}"
     )

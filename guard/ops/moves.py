@@ -121,6 +121,8 @@ def lifted(repo: Repo, operation: str, *, hunt: bool = False) -> Iterator[Lift]:
             forget_stale_listings()
             with journal.passing() if hunt else nullcontext():
                 _put_back(repo, lift)
+            if hunt and lift.entry is not None and lift.stopped is None:
+                journal.forget(lift.entry)  # the hunt's own, even where not taken back
 
 
 def _lift_in_full(repo: Repo, lift: Lift, before: CurrentKey | None) -> None:

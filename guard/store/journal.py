@@ -468,6 +468,15 @@ def _restore(repo: Repo, entry_path: Path, entry: Entry, record: dict[str, Any])
     return entry
 
 
+def forget(entry: Path) -> None:
+    """Drop one finished entry that is no change of the user's: a regression hunt's own lift,
+    whose put-back could not take it back byte for byte (it came home to other bytes), or that
+    a hunt killed outright left behind (guard.hunt.hunt). Gone already, or not an entry (a
+    note edited by hand): nothing to do."""
+    if entry.parent.name == UNDO_DIR_NAME and (entry / JOURNAL_FILE).is_file():
+        _remove_tree(entry)
+
+
 def kept_before(entry: Path, item: dict[str, Any]) -> bytes | None:
     """The bytes an entry kept of a file before it wrote it (None: there was no file).
 
