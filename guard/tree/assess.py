@@ -12,7 +12,6 @@ from __future__ import annotations
 import pickle
 from collections.abc import Sequence
 from dataclasses import replace
-from pathlib import Path
 from weakref import WeakKeyDictionary
 
 from guard.git import objects
@@ -821,7 +820,10 @@ def check_symbol(tree: Worktree, text: str, owner: str | None) -> SymbolResult:
             owner,
             ABSENT,
         )
-    stale = _compiled_beside(tree, spec.path, content)
+    key = (spec.path, content)  # once per file, not per symbol
+    if key not in tree.compiled_beside:
+        tree.compiled_beside[key] = _compiled_beside(tree, spec.path, content)
+    stale = tree.compiled_beside[key]
     if stale is not None:
         return SymbolResult(text, False, stale, owner, ABSENT)
     problems = tree.symbol_problems(content, spec.path, [spec.qualname])
@@ -866,12 +868,11 @@ def _stale_pyc(tree: Worktree, path: str, content: bytes, level: str | int) -> s
     """The hash-based `.pyc` of optimization `level` beside `path`, when it holds other code."""
     import importlib.util
 
-    cached = importlib.util.cache_from_source(str(tree.repo.workdir / path), optimization=level)
-    relative = Path(cached).relative_to(tree.repo.workdir).as_posix()
+    relative = importlib.util.cache_from_source(path, optimization=level)  # relative as `path`
     if not tree.exists(relative, file=True):
         return None
     try:
-        with open(cached, "rb") as compiled:
+        with open(tree.repo.workdir / relative, "rb") as compiled:
             header = compiled.read(16)
     except OSError:
         return None

@@ -12,6 +12,7 @@ tells it what it wrote.
 from __future__ import annotations
 
 import ast
+import os
 import re
 import unicodedata
 from collections.abc import Iterable, Iterator, Mapping
@@ -62,6 +63,9 @@ class Worktree:
         self.absent: set[str] = set()
         self.present: set[str] = set()
         self._exists: dict[tuple[str, bool], bool] = {}
+        self._top = str(repo.workdir)
+        # guard.tree.assess's compiled code beside a guarded file, once per file and content
+        self.compiled_beside: dict[tuple[str, bytes], str | None] = {}
 
     def prefetch(self, patches: Iterable[Patch]) -> None:
         """Read every HEAD file and recorded blob the patches' assessment needs in two
@@ -146,8 +150,8 @@ class Worktree:
         that appears or goes there (a package that shadows one, a base, an `__init__.py`)
         changes what Python imports."""
         if (path, file) not in self._exists:  # each package's __init__.py: once per command
-            full = self.repo.workdir / path
-            self._exists[path, file] = full.is_file() if file else full.exists()
+            full = os.path.join(self._top, path)  # a string: a thousand lookups per check
+            self._exists[path, file] = os.path.isfile(full) if file else os.path.exists(full)
         found = self._exists[path, file]
         (self.present if found else self.absent).add(path)
         return found
