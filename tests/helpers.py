@@ -244,3 +244,25 @@ def modules_loaded(root: Path, modules: Iterable[str], *args: str) -> list[str]:
     lines = [line for line in result.stderr.splitlines() if line.startswith("loaded:")]
     assert len(lines) == 1, result.stdout + result.stderr
     return [name for name in lines[0].removeprefix("loaded:").strip().split(",") if name]
+
+
+def hunt_checkout(
+    tmp_path: Path, env: dict[str, str], slowdown: tuple[Path, dict[str, str]]
+) -> Checkout:
+    """A copy of the slowdown history on branch `work` at s00, the patch recorded, the hooks
+    installed; the benchmark counts its runs in BENCH_COUNTER (`runs_made`)."""
+    template, commits = slowdown
+    root = tmp_path / "sglang"
+    shutil.copytree(template, root, symlinks=True)
+    checkout = Checkout(root, {**env, "BENCH_COUNTER": str(tmp_path / "runs")}, dict(commits))
+    checkout.git("checkout", "-q", "-b", "work", "s00")
+    sample_repo.add_eagle3_methods(root)
+    checkout.pg("record", "eagle3", sample_repo.KIMI, check=0)
+    checkout.pg("install", check=0)
+    return checkout
+
+
+def runs_made(hunt: Checkout) -> int:
+    """The runs of the slowdown history's benchmark so far."""
+    counter = Path(hunt.env["BENCH_COUNTER"])
+    return int(counter.read_text()) if counter.exists() else 0

@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -22,37 +21,17 @@ from pathlib import Path
 import pytest
 import sample_repo
 import test_hunt_server
-from helpers import PATIENCE, Checkout, killed_at_the_end, wait_until
+from helpers import PATIENCE, Checkout, hunt_checkout, killed_at_the_end, runs_made, wait_until
 
 BENCH = (sys.executable, sample_repo.THROUGHPUT_BENCH)
 METRIC = "Output token throughput (tok/s)"
-
-
-@pytest.fixture(scope="module")
-def slowdown(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
-    template = tmp_path_factory.mktemp("slowdown") / "sglang"
-    return template, sample_repo.build_slowdown(template)
 
 
 @pytest.fixture
 def hunt(
     tmp_path: Path, clean_env: dict[str, str], slowdown: tuple[Path, dict[str, str]]
 ) -> Checkout:
-    template, commits = slowdown
-    root = tmp_path / "sglang"
-    shutil.copytree(template, root, symlinks=True)
-    env = {**clean_env, "BENCH_COUNTER": str(tmp_path / "runs")}
-    checkout = Checkout(root, env, dict(commits))
-    checkout.git("checkout", "-q", "-b", "work", "s00")
-    sample_repo.add_eagle3_methods(root)
-    checkout.pg("record", "eagle3", sample_repo.KIMI, check=0)
-    checkout.pg("install", check=0)
-    return checkout
-
-
-def runs_made(hunt: Checkout) -> int:
-    counter = Path(hunt.env["BENCH_COUNTER"])
-    return int(counter.read_text()) if counter.exists() else 0
+    return hunt_checkout(tmp_path, clean_env, slowdown)
 
 
 def on_work_at_s00(hunt: Checkout, kimi: bytes) -> None:

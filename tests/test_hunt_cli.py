@@ -12,41 +12,26 @@ from __future__ import annotations
 
 import json
 import shlex
-import shutil
 import sys
 from pathlib import Path
 
 import pytest
 import sample_repo
-from helpers import Checkout
+from helpers import Checkout, hunt_checkout, runs_made
 
 BENCH = (sys.executable, sample_repo.THROUGHPUT_BENCH)
 METRIC = "Output token throughput (tok/s)"
 FEW = ("--repeats", "3", "--max-repeats", "8")  # the fewest runs that can still decide
 
 
+# --- no option after the command ----------------------------------------------------------------
+
+
 @pytest.fixture
 def hunt(
     tmp_path: Path, clean_env: dict[str, str], slowdown: tuple[Path, dict[str, str]]
 ) -> Checkout:
-    template, commits = slowdown
-    root = tmp_path / "sglang"
-    shutil.copytree(template, root, symlinks=True)
-    env = {**clean_env, "BENCH_COUNTER": str(tmp_path / "runs")}
-    checkout = Checkout(root, env, dict(commits))
-    checkout.git("checkout", "-q", "-b", "work", "s00")
-    sample_repo.add_eagle3_methods(root)
-    checkout.pg("record", "eagle3", sample_repo.KIMI, check=0)
-    checkout.pg("install", check=0)
-    return checkout
-
-
-def runs_made(hunt: Checkout) -> int:
-    counter = Path(hunt.env["BENCH_COUNTER"])
-    return int(counter.read_text()) if counter.exists() else 0
-
-
-# --- no option after the command ----------------------------------------------------------------
+    return hunt_checkout(tmp_path, clean_env, slowdown)
 
 
 def test_a_metric_after_the_command_is_refused_not_a_pass_fail_bisect(hunt: Checkout) -> None:
