@@ -157,35 +157,8 @@ def test_a_value_not_attested_is_not_blamed_on_the_command_failing(hunt: Checkou
 # --- a server a killed hunt left ------------------------------------------------------------------
 
 
-@pytest.fixture
-def served(tmp_path: Path, clean_env: dict[str, str]) -> Checkout:
-    """tests/test_hunt_server.py's checkout: a server with two workers, and its benchmark."""
-    root = tmp_path / "repo"
-    root.mkdir()
-    sample_repo.git(root, "init", "-q", "-b", "main")
-    for path, text in sample_repo.OTHER_FILES.items():
-        sample_repo.write(root, path, text)
-    sample_repo.write(root, sample_repo.KIMI, sample_repo.KIMI_V1)
-    sample_repo.write(root, "serve.py", sample_repo.IMPORT_THE_MODEL + test_hunt_server.SERVER)
-    sample_repo.write(root, "bench.py", test_hunt_server.BENCH)
-    sample_repo.write(root, "value.txt", "100\n")
-    commits = {"A": sample_repo.commit(root, "A: the fast one")}
-    sample_repo.write(root, "value.txt", "60\n")
-    commits["B"] = sample_repo.commit(root, "B: the slow one")
-    for name, commit in commits.items():
-        sample_repo.git(root, "tag", name, commit)
-    env = {
-        **clean_env,
-        "SERVER_PIDS": str(tmp_path / "server-pids"),
-        "SERVER_PORT": str(test_hunt_server.free_port()),
-        "BENCH_RUNS": str(tmp_path / "bench-runs"),
-        "BENCH_HANG": str(tmp_path / "hang"),
-    }
-    checkout = Checkout(root, env, commits)
-    checkout.git("checkout", "-q", "-b", "work", "A")
-    sample_repo.add_eagle3_methods(root)
-    checkout.pg("record", "eagle3", sample_repo.KIMI, check=0)
-    return checkout
+# tests/test_hunt_server.py's checkout: a server with two workers, and its benchmark.
+served = test_hunt_server.served
 
 
 def test_the_server_of_a_killed_hunt_is_named_and_the_advice_ends_all_of_it(
