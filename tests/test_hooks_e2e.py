@@ -298,6 +298,23 @@ def test_doctor_names_a_hook_an_earlier_install_lacks(sample: Sample) -> None:
     assert sample.pg("doctor").exit_code == 0
 
 
+def test_doctor_names_hooks_an_earlier_version_wrote(sample: Sample) -> None:
+    """After an upgrade the hooks are still the old version's, which decided in sh what this
+    one leaves to Python (a key it would trust under the namespace it baked in)."""
+    installed(sample)
+    hook = sample.root / ".git" / "hooks" / "post-checkout"
+    new = hook.read_text()
+    old = new.replace("reinstall='", "model='0123456789abcdef'\nreinstall='", 1)
+    hook.write_text(old)
+    result = sample.pg("doctor")
+    assert result.exit_code == 1
+    assert "post-checkout: " in result.stderr and "another version of patchguard" in result.stderr
+    assert "post-merge" not in result.stderr  # as this version writes them: nothing to say
+    assert sample.pg("install").exit_code == 0
+    assert hook.read_text() == new
+    assert sample.pg("doctor").exit_code == 0
+
+
 def test_doctor_leaves_alone_hooks_install_was_not_asked_for(sample: Sample) -> None:
     sample.record_eagle3()
     assert sample.pg("install", "--hook", "post-checkout").exit_code == 0

@@ -227,7 +227,7 @@ def test_an_index_read_whole_is_known_again_by_its_checksum(sample: Sample) -> N
     layout = locate(sample.root)
     verified = (layout.git_dir / CACHE_DIR_NAME / VERIFIED_FILE).read_text()
     before = checksum(str(layout.git_dir))
-    assert before is not None and f"\n{before}\n" in verified
+    assert before is not None and f"\nmerged {before}\n" in verified
     found = current_key(str(sample.root))
     assert found is not None and found.verified and found.unmerged() is False
     _unmerged(sample)  # the same bytes in the file, stage entries in the index

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 import sample_repo
-from conftest import Histories
+from conftest import ROOT, Histories
 from helpers import Checkout, methods_once_in_class, move_probe
 
 from guard.git.content_cache import ContentCache
@@ -26,6 +26,7 @@ from guard.git.faults import JOURNAL_POINTS, KILL_VARIABLE
 from guard.git.gitdir import locate
 from guard.git.gitpaths import JOURNAL_FILE, UNDO_DIR_NAME
 from guard.git.objects import blob_id
+from guard.git.own_code import model_namespace
 from guard.store.fastpath import CACHE_DIR_NAME, current_key
 from guard.tree.replay import REPLAYS_DIR
 
@@ -102,6 +103,26 @@ def _entry(path: Path) -> tuple[object, ...]:
 
 def replays(hunt: Checkout) -> Path:
     return locate(hunt.root).git_dir / CACHE_DIR_NAME / REPLAYS_DIR
+
+
+def kept_names(hunt: Checkout) -> list[str]:
+    """The keys of the replays this patchguard keeps (each file is named by its namespace and
+    its key: guard.git.content_cache)."""
+    prefix = f"{model_namespace()}-"
+    return [p.name[len(prefix) :] for p in replays(hunt).iterdir() if p.name.startswith(prefix)]
+
+
+# Puts an entry into a content cache as another patchguard would: a copy of this one's code
+# with one module changed, run from where it lies (argv: that copy, directory, key, payload).
+ANOTHER_PATCHGUARD = """
+import sys
+from pathlib import Path
+sys.path.insert(0, sys.argv[1])
+import guard
+from guard.git.content_cache import ContentCache
+assert guard.__file__.startswith(sys.argv[1]), guard.__file__
+ContentCache(Path(sys.argv[2]), 1024).put(sys.argv[3], sys.argv[4].encode())
+"""
 
 
 def full_moves(hunt: Checkout, targets: tuple[str, ...]) -> list[Move]:
@@ -193,23 +214,28 @@ def test_a_changed_input_takes_the_full_path(hunt: Checkout, change: object) -> 
     hunt.pg("check", check=0)
 
 
-def test_a_lift_recorded_by_other_code_is_not_replayed(hunt: Checkout) -> None:
-    """The lift's record names the code that decided its bytes: another patchguard's (or
-    pygit2's merge) may have decided others, and a record of it is never written again."""
+def test_a_lift_recorded_by_other_code_is_not_replayed(hunt: Checkout, tmp_path: Path) -> None:
+    """Another patchguard (or pygit2's merge) may have decided other bytes: its record, kept in
+    its own namespace, is never written again, even where this one's is gone."""
     for target in ("c2", "work"):
         move(hunt, target)
     cache = ContentCache(replays(hunt), 1024)
     here = current_key(str(hunt.root))
     assert here is not None and here.verified
-    lifts = [p.name for p in replays(hunt).iterdir() if p.name.startswith("lift-")]
+    lifts = [name for name in kept_names(hunt) if name.startswith("lift-")]
     records = {name: json.loads(cache.get(name) or b"") for name in lifts}
     (name,) = [name for name, record in records.items() if record["before"] == here.key]
     record = records[name]
     bogus = b"# not what this patchguard takes out\n"
-    cache.put(blob_id(bogus), bogus)
     record["writes"][0]["blob"] = blob_id(bogus)
-    record["code"] = "another patchguard"
-    cache.put(name, json.dumps(record).encode())
+    (replays(hunt) / f"{model_namespace()}-{name}").unlink()
+    another = tmp_path / "another"
+    shutil.copytree(ROOT / "guard", another / "guard", ignore=shutil.ignore_patterns("__pycache__"))
+    with (another / "guard" / "git" / "eol.py").open("a") as module:
+        module.write("\n# decides otherwise\n")
+    for key, payload in ((blob_id(bogus), bogus.decode()), (name, json.dumps(record))):
+        where = [str(another), str(replays(hunt)), key, payload]
+        subprocess.run([sys.executable, "-I", "-c", ANOTHER_PATCHGUARD, *where], check=True)
     there = move(hunt, "c2")
     assert there.full and there.status == "status: 0", there
     assert hunt.head() == hunt.commits["c2"] and methods_once_in_class(hunt.kimi)
@@ -245,7 +271,7 @@ def test_kept_bytes_that_are_not_their_blob_are_never_written(hunt: Checkout) ->
         move(hunt, target)
     cache = ContentCache(replays(hunt), 1024)
     bogus = b"# not the bytes of this blob\n"
-    kept = [p.name for p in replays(hunt).iterdir() if not p.name.startswith(("from-", "lift-"))]
+    kept = [name for name in kept_names(hunt) if not name.startswith(("from-", "lift-"))]
     assert kept
     for name in kept:
         cache.put(name, bogus)

@@ -9,7 +9,6 @@ from conftest import git, patchguard
 
 from guard.git.objects import blob_id
 from guard.git.repo import Repo
-from guard.store.fastpath import model_namespace
 from guard.store.spec import Spec, parse_spec
 from guard.truth import symbols
 from guard.truth.symbols import SourceSyntaxError, SymbolIndex, describe_miss
@@ -133,7 +132,7 @@ def test_a_parse_kept_by_an_older_model_is_parsed_afresh(tmp_path: Path) -> None
     module.write_text(module.read_text() + "\n    def extra(self):\n        return 2\n")
     assert not hasattr(symbols, "_Class")  # the model's record of a class lives elsewhere now
     stale = b"\x80\x04cguard.truth.symbols\n_Class\n)\x81."  # `_Class()`, by its old home
-    key = f"{model_namespace()}-{blob_id(module.read_bytes())}"
+    key = blob_id(module.read_bytes())  # in the cache's namespace of this patchguard's code
     Repo.discover(tmp_path).parse_cache.put(key, stale)
     result = patchguard("-C", tmp_path, "record", "p1", "m.py")
     assert result.exit_code == 0, result.output

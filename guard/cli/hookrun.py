@@ -1,22 +1,23 @@
 """What the git hooks do: re-apply after checkout/merge/rewrite, report stashes, fail loudly.
 
-Entered as `patchguard hook NAME ARGS...` from the scripts `patchguard install` writes.
-Nothing heavy is imported until the repository turns out to have something to guard.
+Entered as `patchguard hook NAME ARGS...` from the scripts `patchguard install` writes, which
+exit in sh only where no model is needed. Here the verified key decides first (the one
+implementation of it, guard.store.fastpath): content as it was last verified needs nothing,
+and nothing else is imported for it.
 """
 
 from __future__ import annotations
 
 import os
 import sys
-from pathlib import Path
 
 from guard.errors import PatchguardError
-from guard.git.gitdir import locate
-from guard.git.lock import held_by_parent
 
 TYPE_CHECKING = False  # not `from typing import ...`: typing costs the hooks ~3 ms
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from guard.git.repo import Repo
 
 NULL_OID_CHARS = {"0"}
@@ -43,6 +44,12 @@ def main(argv: list[str]) -> int:
     if os.environ.get("PATCHGUARD_SKIP") == "1":
         say(f"PATCHGUARD_SKIP=1, {name} hook did nothing")
         return 0
+    from guard.store.fastpath import is_verified
+
+    if name != "reference-transaction" and is_verified(os.getcwd()):
+        return 0  # the content is as it was last verified: nothing to put back or to report
+    from pathlib import Path
+
     try:
         return run(name, args, stdin, Path.cwd())
     except PatchguardError as error:
@@ -68,6 +75,9 @@ BISECT_ADVICE = (
 
 
 def run(name: str, args: list[str], stdin: str, cwd: Path) -> int:
+    from guard.git.gitdir import locate
+    from guard.git.lock import held_by_parent
+
     layout = locate(cwd)
     if held_by_parent(layout.worktree_lock_path):  # under `patchguard git`, which puts back
         return 0  # this worktree's patches itself (another worktree's hook does its own work)

@@ -1,6 +1,8 @@
 """Answers kept by the content they were computed from: merges, parses. A cache, never a record.
 
-Each entry is a file named by a key the caller derives from the inputs (blob ids), holding a
+Each entry is a file named by a key the caller derives from the inputs (blob ids), under the
+namespace of patchguard's own code (guard.git.own_code: an answer another patchguard kept is
+not this one's, whichever module decided it), holding a
 CRC-32 of its key and payload, and the payload. The checksum guards against torn and misplaced
 entries, not an adversary: only patchguard writes here, and what could write here could write
 git's hooks (SHA-1 in Python's own implementation cost ~40 us per 10 KB entry). Entries are
@@ -17,6 +19,7 @@ import os
 from pathlib import Path
 
 from guard.git.atomic import atomic_write
+from guard.git.own_code import model_namespace
 
 _DIGEST = 4
 
@@ -30,6 +33,7 @@ class ContentCache:
         self._entries: int | None = None  # counted on the first write of this process
 
     def get(self, key: str) -> bytes | None:
+        key = f"{model_namespace()}-{key}"
         try:
             data = (self.directory / key).read_bytes()
         except OSError:
@@ -38,6 +42,7 @@ class ContentCache:
         return payload if _digest(key, payload) == data[:_DIGEST] else None
 
     def put(self, key: str, payload: bytes) -> None:
+        key = f"{model_namespace()}-{key}"
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
             if self._entries is None:

@@ -19,7 +19,6 @@ from guard.errors import ConfigError
 from guard.git.atomic import atomic_write
 from guard.git.gitdir import Layout
 from guard.git.process import run_git
-from guard.store.fastpath import model_namespace
 
 HOOK_TYPES = (
     "post-checkout",
@@ -34,7 +33,14 @@ MARKER = "patchguard-managed-hook"
 LEGACY_SUFFIX = ".patchguard-legacy"
 TEMPLATE_NAME = "patchguard-hook.sh"
 LAUNCHER_NAME = "patchguard_entry.py"
-_INTERPRETER_PREFIX = "install_python='"
+# The values `install` writes into a hook, each on a line `NAME='VALUE'` (sh-quoted), by the
+# placeholder the template holds for it.
+_BAKED = {
+    "hook_name": "@HOOK_NAME@",
+    "install_python": "@INSTALL_PYTHON@",
+    "launcher": "@LAUNCHER@",
+    "reinstall": "@REINSTALL@",
+}
 # How doctor starts patchguard as the hooks do, without running a hook: the hook's module and
 # the libraries a re-apply may need (a manifest seen first is validated, a merge may need libgit2).
 _PROBE = (
@@ -111,28 +117,21 @@ def _sh_single_quoted(value: str) -> str:
 
 
 def render_hook(hook_type: str, python: str) -> str:
-    return (
-        template_text()
-        .replace("@HOOK_NAME@", _sh_single_quoted(hook_type))
-        .replace("@INSTALL_PYTHON@", _sh_single_quoted(python))
-        .replace("@LAUNCHER@", _sh_single_quoted(launcher()))
-        .replace("@REINSTALL@", _sh_single_quoted(reinstall_command()))
-        .replace("@MODEL_NAMESPACE@", _sh_single_quoted(model_namespace()))
-        .replace("@SHA1SUM@", _sh_single_quoted(sha1_tool()))
+    return _render(
+        {
+            "hook_name": hook_type,
+            "install_python": python,
+            "launcher": launcher(),
+            "reinstall": reinstall_command(),
+        }
     )
 
 
-def sha1_tool() -> str:
-    """The SHA-1 tool the hooks hash files with (see guard.store.fastpath): coreutils' or busybox's
-    sha1sum, else shasum (macOS); "" when there is none, and the hooks then leave every
-    decision to Python. Only PATH's absolute directories are searched: hooks run at the top of
-    the worktree, where a relative one would name whatever the checked-out tree holds."""
-    import shutil
-
-    search = os.pathsep.join(
-        d for d in os.environ.get("PATH", os.defpath).split(os.pathsep) if os.path.isabs(d)
-    )
-    return shutil.which("sha1sum", path=search) or shutil.which("shasum", path=search) or ""
+def _render(values: dict[str, str]) -> str:
+    text = template_text()
+    for name, placeholder in _BAKED.items():
+        text = text.replace(placeholder, _sh_single_quoted(values[name]))
+    return text
 
 
 def git_hooks_dir(layout: Layout) -> Path:
@@ -154,12 +153,23 @@ def is_ours(path: Path) -> bool:
         return False
 
 
-def baked_interpreter(path: Path) -> str | None:
-    """The interpreter an installed hook calls."""
+def baked_values(path: Path) -> dict[str, str]:
+    """The values `install` wrote into an installed hook (_BAKED), by name."""
+    found = {}
     for line in path.read_text(errors="replace").splitlines():
-        if line.startswith(_INTERPRETER_PREFIX):
-            return line[len(_INTERPRETER_PREFIX) :].rstrip("'").replace("'\\''", "'")
-    return None
+        name, quote, value = line.partition("='")
+        if quote and name in _BAKED and name not in found and value.endswith("'"):
+            found[name] = value[:-1].replace("'\\''", "'")
+    return found
+
+
+def _written_by_another_patchguard(path: Path, baked: dict[str, str]) -> bool:
+    """Does the hook do other than this patchguard's template does, whatever it was baked
+    with? (A hook from before an upgrade, which may decide in sh what this one leaves to
+    Python.) The interpreter and launcher it calls are checked apart (doctor)."""
+    if set(baked) != set(_BAKED):
+        return True
+    return path.read_text(errors="replace") != _render(baked)
 
 
 def _record_path(layout: Layout) -> Path:
@@ -341,8 +351,14 @@ def doctor(layout: Layout) -> Diagnosis:
                 "run: patchguard install"
             )
             continue
-        interpreter = baked_interpreter(path) or "?"
+        baked = baked_values(path)
+        interpreter = baked.get("install_python", "?")
         diagnosis.lines.append(f"{hook_type}: installed at {path}, calls {interpreter}")
+        if _written_by_another_patchguard(path, baked):
+            diagnosis.problems.append(
+                f"{hook_type}: {path} was written by another version of patchguard and may "
+                "trust what this one no longer would; run: patchguard install"
+            )
         if not os.access(path, os.X_OK):
             diagnosis.problems.append(
                 f"{hook_type}: {path} is not executable, so git skips it; run: chmod +x {path}"

@@ -21,6 +21,7 @@ from guard.git.lock import if_free
 from guard.git.objects import blob_id
 from guard.git.process import run_git
 from guard.git.repo import Repo
+from guard.store.fastpath import derived_from_history
 from guard.store.manifest import Manifest, parse_manifest, save_manifest
 
 MANIFEST_ENTRY = "manifest.json"  # in the tree of each state of the history
@@ -97,14 +98,11 @@ def _history_if_derived_is_stale(repo: Repo) -> bytes | None:
     the next change takes it over (guard.store.history), unless the ref moved meanwhile too:
     then neither is chosen for the user."""
     layout = repo.layout
-    tip = layout.history_tip()
+    derived = _read_bytes(layout.manifest_path)
+    if derived is not None and derived_from_history(str(layout.common_dir)):
+        return None
     cut_off = layout.transaction_path.exists()
     named = _read_text(layout.derived_from_path)
-    derived = _read_bytes(layout.manifest_path)
-    if tip is None and not cut_off and derived is not None:
-        return None  # no history (or a store only git reads): manifest.json as it is
-    if named == tip and not cut_off and derived is not None:
-        return None
     found = repo.read_object(HISTORY_REF)
     if found is None:
         return None

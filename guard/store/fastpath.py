@@ -1,22 +1,23 @@
 """The nearly free path: "nothing the verdict depends on changed since it was last verified".
 
 A verified state is keyed by content, never by mtime or by commit id: the SHA-1 of the bytes
-of the manifest and of every guarded file in the worktree (as `sha1sum` prints them: a
-smaller process than git), then HEAD's entries for those files (as `git ls-tree` prints them:
-mode, type, id and path; a file HEAD lacks has no line). That is all a verdict reads, so a
-commit that touches no guarded file keeps the key, and a checkout to another commit with the
-same guarded files finds it. The hook scripts compute the same key in sh before starting
-Python at all; `patchguard check` computes it here with nothing but os and _sha1.
+of the manifest and of every guarded file in the worktree, then HEAD's entries for those files
+(as `git ls-tree` prints them: mode, type, id and path; a file HEAD lacks has no line). That is
+all a verdict reads, so a commit that touches no guarded file keeps the key, and a checkout to
+another commit with the same guarded files finds it. This module is the one implementation of
+the key: `patchguard check` and the hooks (guard.cli.hookrun, started by the hook scripts)
+compute it here with nothing but os and _sha1, and every key is kept under the namespace of
+all of patchguard's code (guard.git.own_code), so an upgrade trusts none of an older one's.
 
 HEAD's entries come from `git ls-tree`, or, for a commit the cache has seen, from the cache:
 a commit's tree never changes, so the entries of its verified paths are kept beside the keys
-and neither the hooks nor `check` start that second git process for a commit they know (the
-commit id read from the ref files, as git would resolve it; any doubt runs ls-tree). For a
-commit it has not seen, `check` reads them from the index file when the index is HEAD's tree,
-as it is right after a commit or a checkout (guard.git.index_file). No key holds the index, but
-whatever trusts one asks it whether git left a guarded file unmerged; an index read whole and
-found without such entries is known again by its checksum, and not read again. A missing,
-corrupt or outdated cache only means a miss, so the slow path (which writes the cache after a
+and no second git process starts for a commit the cache knows (the commit id read from the ref
+files, as git would resolve it; any doubt runs ls-tree). For a commit it has not seen, the
+entries come from the index file when the index is HEAD's tree, as it is right after a commit or
+a checkout (guard.git.index_file). No key holds the index, so every use of a key asks it
+whether git left a guarded file unmerged (CurrentKey.verified); an index read whole and found
+without such entries is known again by its checksum, and not read again. A missing, damaged
+or outdated cache only means a miss, so the slow path (which writes the cache after a
 successful check) runs and decides.
 """
 
@@ -39,6 +40,7 @@ from guard.git.gitpaths import (
 from guard.git.index_file import IndexFile
 from guard.git.index_file import checksum as index_checksum
 from guard.git.objects import blob_id, digest
+from guard.git.own_code import model_namespace
 from guard.git.worktree_paths import checked_path, one_walk, read_if_regular
 
 TYPE_CHECKING = False  # importing typing or collections would cost this path more than its work
@@ -46,93 +48,25 @@ if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence
 
 CACHE_DIR_NAME = "patchguard-cache"  # per worktree: inside that worktree's own git dir
-# The guarded paths and the keys verified for them, newest first, as sh variable assignments:
-# the hooks source the file (`read` in sh costs a system call per byte; sourcing reads blocks).
-VERIFIED_FILE = "verified.sh"
-_HEAD = (
-    "# patchguard: keys verified in this worktree (guard/store/fastpath.py); the hooks source it"
-)
-# Its variables, each a list of lines, one per line between `patchguard_NAME='` and a line of
-# a lone quote (a quote in a line is written '\'', so no line is a lone quote): the guarded
-# paths; the keys, newest first; HEAD's entries by commit ("<commit> <entries, as in a key>");
-# paths looked up but not read, which must stay absent, or present, for the keys to hold
-# (guard.tree.worktree.Worktree.exists); the model_namespace() of the Python that verified them;
-# the checksums of index files read whole that held none of the paths unmerged (newest first);
-# the identity of the model's files that namespace was computed from (model_files()).
+VERIFIED_FILE = "verified"
+# The file: this first line, then one line per value, `NAME VALUE` for NAME in SECTIONS, then a
+# last line `end` (a torn file lacks it). Values hold no newline (remember() skips such paths).
+_HEAD = "patchguard verified keys 2"
+_END = "end"
+# The guarded paths; the keys, newest first; HEAD's entries by commit ("<commit> <entries, as
+# in a key>"); paths looked up but not read, which must stay absent, or present, for the keys
+# to hold (guard.tree.worktree.Worktree.exists); the model_namespace() that verified them; the
+# checksums of index files read whole that held none of the paths unmerged (newest first); the
+# identity of the files that namespace was computed from (guard.git.own_code.model_files).
 SECTIONS = ("paths", "keys", "heads", "absent", "present", "model", "merged", "model_files")
 MAX_VERIFIED = 32
 MAX_MERGED = 8
-# HEAD's entries for the guarded files, exactly as the hook scripts ask for them.
+# HEAD's entries for the guarded files.
 HEAD_LISTING = ("--literal-pathspecs", "ls-tree", "--full-tree")  # then COMMIT -- PATHS...
 
 
-# Besides every module of guard/truth/: the modules of guard/tree/ that decide a state.
-ASSESSING_MODULES = ("tree/assess.py", "tree/verdicts.py", "tree/worktree.py")
-_namespace: list[str] = []  # the namespace, then the model_files() it was computed from
-
-
-def model_namespace(known: tuple[list[str], list[str]] | None = None) -> str:
-    """What a verdict depends on besides the files: the model's code (every module of
-    guard/truth/: the binding model, the effect summaries, the interpreter's facts, the
-    comparison of recorded bodies; and guard/tree/'s assessment, which decides the states) and
-    the interpreter it decides conditions for (`sys.version_info`, `sys.platform`...). Part of
-    every verified key's cache and every parse kept (guard.truth.parsed); baked into the hooks.
-    A patchguard that decides otherwise trusts none of an older one's keys (a gutted body
-    verified green before `edited` existed).
-
-    Hashing the model's ~240 KB costs `check --quiet` 1.8 ms, a tenth of its time; so the cache
-    keeps the namespace beside model_files(), and `known` (that pair as the cache holds it) is
-    taken as it is while the files are those it was computed from: the same names, sizes,
-    modification times and inodes (a reinstall or an edit changes them), for the same
-    interpreter. The identity is taken before the content is read: a file changed meanwhile
-    leaves an identity that no later look matches."""
-    if not _namespace:
-        identity = model_files()
-        if known is not None and known[0] == [identity] and len(known[1]) == 1:
-            _namespace[:] = [known[1][0], identity]
-        else:
-            source = _contents(_model_paths()) + _interpreter_facts().encode()
-            _namespace[:] = [blob_id(source)[:16], identity]
-    return _namespace[0]
-
-
-def model_files() -> str:
-    """The identity of the model's files as the file system gives it, and of the interpreter:
-    what model_namespace() is kept beside."""
-    parts = [_interpreter_facts()]
-    for path in _model_paths():
-        found = os.stat(path)
-        parts.append(f"{path}\0{found.st_size}\0{found.st_mtime_ns}\0{found.st_ino}")
-    return digest("\0".join(parts).encode())[:16]
-
-
-_PACKAGE = os.path.dirname(os.path.dirname(__file__))  # guard/: this is guard/store/
-
-
-def _model_paths() -> list[str]:
-    truth = os.path.join(_PACKAGE, "truth")
-    names = [os.path.join("truth", n) for n in sorted(os.listdir(truth)) if n.endswith(".py")]
-    return [os.path.join(_PACKAGE, name) for name in [*names, *ASSESSING_MODULES]]
-
-
-def _contents(paths: Iterable[str]) -> bytes:
-    """The bytes of these files of guard's own code, one after another."""
-    source = b""
-    for path in paths:
-        with open(path, "rb") as handle:
-            source += handle.read()
-    return source
-
-
-def _interpreter_facts() -> str:
-    import sys
-
-    return f"{sys.version}\0{sys.platform}\0{os.name}\0{sys.maxsize}\0{sys.byteorder}"
-
-
 def make_key(digests: Iterable[str], entries: str) -> str:
-    """One line, as the sh hooks build it: each file's digest, then HEAD's entries
-    (key_entries)."""
+    """One line: each file's digest, then HEAD's entries (key_entries)."""
     return "".join(found + " " for found in digests) + entries
 
 
@@ -214,7 +148,7 @@ def _git_output(workdir: str, args: Sequence[str]) -> str | None:
 class CurrentKey:
     """The key of a worktree's content as it is now, with what it was looked up in."""
 
-    __slots__ = ("git_dir", "index", "key", "keys", "merged", "paths", "workdir")
+    __slots__ = ("_verified", "git_dir", "index", "key", "keys", "merged", "paths", "workdir")
 
     def __init__(
         self,
@@ -233,10 +167,17 @@ class CurrentKey:
         self.git_dir = git_dir
         self.index = index  # when HEAD's entries were read from it: not read again
         self.merged = merged  # checksums of indexes known to hold none of the paths unmerged
+        self._verified: bool | None = None
 
     @property
     def verified(self) -> bool:
-        return self.key in self.keys
+        """Was this content verified, with git's index holding none of its paths unmerged?
+        No key holds the index: a conflict the user resolved by hand back to verified bytes,
+        without `git add`, is still a conflict (guard.tree.assess), so every use of a key
+        asks (once)."""
+        if self._verified is None:
+            self._verified = self.key in self.keys and self.unmerged() is False
+        return self._verified
 
     def unmerged(self) -> bool | None:
         """unmerged() of the paths; an index already known by its checksum is not read."""
@@ -258,7 +199,7 @@ def trusted_key(start: str) -> CurrentKey | None:
     """The key of the content as it is now when is_verified() holds for it, else None: what
     a command may answer as it answered before for that content (recall)."""
     found = current_key(start)
-    return found if found is not None and found.verified and found.unmerged() is False else None
+    return found if found is not None and found.verified else None
 
 
 def current_key(start: str) -> CurrentKey | None:
@@ -280,7 +221,7 @@ def current_key(start: str) -> CurrentKey | None:
             for path in paths:
                 checked_path(workdir, path, (git_dir, common_dir))
         if not derived_from_history(common_dir):
-            return None  # a change to the patches was cut off, or the ref moved by hand
+            return None  # manifest.json is not the patches: guard.store.derived reads them
         digests = []
         for path in [manifest_path(common_dir), *(os.path.join(workdir, p) for p in paths)]:
             content = read_if_regular(path)[1]
@@ -305,40 +246,36 @@ def current_key(start: str) -> CurrentKey | None:
 
 
 def parse_verified(text: str) -> list[list[str]]:
-    """The lines of each of SECTIONS, as _write_key wrote them; ValueError for anything else."""
-    lines = iter(text.split("\n"))
-    if next(lines) != _HEAD:
+    """The values of each of SECTIONS, as _write_key wrote them; ValueError for anything else
+    (a torn, damaged or foreign file is a miss)."""
+    lines = text.split("\n")
+    if lines[0] != _HEAD or lines[-2:] != [_END, ""]:
         raise ValueError("not a verified file")
-    found = []
-    for name in SECTIONS:
-        if next(lines, None) != f"patchguard_{name}='":
+    found: dict[str, list[str]] = {name: [] for name in SECTIONS}
+    for line in lines[1:-2]:
+        name, space, value = line.partition(" ")
+        if name not in found or not space:
             raise ValueError("not a verified file")
-        section = []
-        for line in lines:
-            if line == "'":
-                break
-            section.append(line.replace("'\\''", "'"))
-        else:
-            raise ValueError("not a verified file")  # no closing quote: a torn file
-        found.append(section)
-    if list(lines) != [""]:
-        raise ValueError("not a verified file")
-    return found
+        found[name].append(value)
+    return list(found.values())
 
 
 def derived_from_history(common_dir: str) -> bool:
-    """Is manifest.json derived from the history ref's commit, with no change under way?
-    (guard.store.history.save; the files are guard.git.gitdir.Layout's.) The hooks' sh looks only for
-    the transaction file: a ref moved by hand is noticed by the next slow path."""
+    """Is manifest.json the patches as they are: no change to them cut off, and derived from
+    the history ref's commit (or there is no history ref)? The one decision of it, which
+    guard.store.derived makes before anything reads the manifest, and the key before it
+    trusts one (the files are guard.git.gitdir.Layout's)."""
     store = os.path.join(common_dir, STORE_DIR_NAME)
     if os.path.exists(os.path.join(store, TRANSACTION_FILE_NAME)):
         return False
+    tip = read_ref(HISTORY_REF, (common_dir,))
+    if tip is None:
+        return True  # no history (or a store only git reads): manifest.json as it is
     try:
         with open(os.path.join(store, DERIVED_FROM_FILE_NAME), encoding="utf-8") as handle:
-            named = handle.read().strip() or None
-    except OSError:
-        named = None
-    return named == read_ref(HISTORY_REF, (common_dir,))
+            return handle.read().strip() == tip
+    except (OSError, UnicodeDecodeError):
+        return False
 
 
 def manifest_path(common_dir: str) -> str:
@@ -395,11 +332,17 @@ def _write_key(
     looked_up: tuple[set[str], set[str]],
     merged: str | None,
 ) -> None:
+    from contextlib import suppress
     from pathlib import Path
 
     from guard.git.atomic import atomic_write
+    from guard.git.own_code import computed_from
 
     os.makedirs(cache, exist_ok=True)
+    # The keys of a patchguard whose hooks computed them in sh: such hooks, left in place by an
+    # upgrade until `patchguard install` rewrites them, would still trust them.
+    with suppress(OSError):
+        os.unlink(os.path.join(cache, "verified.sh"))
     verified_file = os.path.join(cache, VERIFIED_FILE)
     try:
         with open(verified_file, encoding="utf-8") as handle:
@@ -422,16 +365,11 @@ def _write_key(
         "present": sorted(looked_up[1].union(present)),
         "model": [model_namespace()],
         "merged": indexes,
-        "model_files": [_namespace[1]],
+        "model_files": [computed_from()],
     }
-    text = "".join(
-        f"patchguard_{name}='\n"
-        + "".join(line.replace("'", "'\\''") + "\n" for line in lines)
-        + "'\n"
-        for name, lines in sections.items()
-    )
-    # A cache, never flushed: a torn file fails parse_verified here, and `command .` in sh
-    atomic_write(Path(verified_file), (_HEAD + "\n" + text).encode(), durable=False)
+    text = "".join(f"{name} {value}\n" for name, values in sections.items() for value in values)
+    # A cache, never flushed: a torn file fails parse_verified.
+    atomic_write(Path(verified_file), f"{_HEAD}\n{text}{_END}\n".encode(), durable=False)
 
 
 # The last full answers of status, apply and stamp for one content (guard.cli.plain and
@@ -446,9 +384,9 @@ MAX_ANSWERS = 16
 
 
 def source_digest(names: Sequence[str]) -> str:
-    """The digest of modules of guard (paths below guard/): a question names the code that
-    words its answer, so that another patchguard's answer is not this one's."""
-    return blob_id(_contents(os.path.join(_PACKAGE, name) for name in names))[:16]
+    """The code that words an answer: model_namespace() covers every module of guard, `names`
+    among them, so that another patchguard's answer is not this one's."""
+    return model_namespace()
 
 
 # How guard.store.journal writes a killed writer's entry (json, as `"state": "writing"`; in a

@@ -372,8 +372,7 @@ def _body_edits(
     recorded lines back gives a file that parses and holds every required symbol. Kept by the
     contents beside the parses (guard.truth.parsed's cache): a file compared once is not parsed
     again for it, so a red check repeated costs what any other does."""
-    inputs = [fastpath.model_namespace(), bodies.rules_id(), objects.blob_id(current)]
-    inputs += [objects.blob_id(patched), *qualnames, "", *required]
+    inputs = [objects.blob_id(current), objects.blob_id(patched), *qualnames, "", *required]
     key = "bodies-" + objects.digest("\0".join(inputs).encode())
     kept = tree.repo.parse_cache.get(key)
     if kept is not None:

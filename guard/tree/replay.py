@@ -11,8 +11,9 @@ modules that would (guard.tree.assess, guard.truth.symbols) are never imported.
 
 `patchguard git` replays both halves of a move seen before (guard.ops.moves): the put-back as
 the hook does, with each patch's state kept beside the writes for what the move says; and the
-lift, the unapply of a verified tree, kept under that tree's key, the model's namespace and the
-code that decides the unapply's bytes (`lift` below).
+lift, the unapply of a verified tree, kept under that tree's key (`lift` below). Every entry is
+kept in the namespace of all of patchguard's code (guard.git.content_cache): what another
+patchguard wrote is never replayed.
 
 Never replayed: a file with a CR (its bytes on disk depend on git's line-ending settings,
 which no key holds), and a patch that creates or deletes a file (the key needs every file).
@@ -27,7 +28,7 @@ import json
 from guard.git.content_cache import ContentCache
 from guard.git.objects import blob_id
 from guard.git.worktree_paths import UnsafePath, one_walk
-from guard.store.fastpath import CACHE_DIR_NAME, model_namespace, source_digest
+from guard.store.fastpath import CACHE_DIR_NAME
 from guard.store.journal import Journal
 
 TYPE_CHECKING = False  # not `from typing import ...`: typing costs the hooks ~3 ms
@@ -42,18 +43,6 @@ if TYPE_CHECKING:
 
 REPLAYS_DIR = "replays"  # in the worktree's patchguard-cache
 _KEEP = 1024  # a re-apply of 40 files keeps 41 entries (its record and the bytes)
-# What decides a lift's bytes besides the model's namespace: the move that asks for it, the
-# unapply, the manifest's reading, the reverse merge and the conversion to the worktree's form.
-# (A merge itself is answered by content, as the full path answers it: Repo.merge3 in
-# guard.git.repo.)
-_LIFT_CODE = (
-    "ops/moves.py",
-    "tree/patching.py",
-    "store/manifest.py",
-    "git/repo.py",
-    "git/inmemory_merge.py",
-    "git/eol.py",
-)
 
 
 class ReplayedVerdict:
@@ -115,8 +104,6 @@ def _replay(
             return None  # another key's entry, or its result is no longer verified
         states = []
         if with_states:  # decided by the model: the one that verified `after`
-            if record["model"] != model_namespace():
-                return None
             states = [(str(name), str(state)) for name, state in record["patches"]]
     except (ValueError, TypeError, KeyError):
         return None
@@ -192,7 +179,6 @@ def remember(
         "after": after.key,
         "writes": writes,
         "patches": [[o.verdict.name, str(o.verdict.state)] for o in outcomes],
-        "model": model_namespace(),
     }
     cache.put(_entry_name(before.key), json.dumps(record).encode())
 
@@ -230,7 +216,7 @@ def lift(repo: Repo, before: CurrentKey | None) -> tuple[list[str], Path | None]
         record = json.loads(cache.get(_lift_name(before.key)) or b"null")
         writes = [(str(w["path"]), str(w["blob"]), str(w["patch"])) for w in record["writes"]]
         lifted = [str(name) for name in record["lifted"]]
-        if record["before"] != before.key or record["code"] != _lift_code():
+        if record["before"] != before.key:
             return None
     except (ValueError, TypeError, KeyError):
         return None
@@ -251,12 +237,8 @@ def remember_lift(repo: Repo, before: CurrentKey | None, outcomes: Sequence[Patc
     if writes is None:
         return
     lifted = [o.verdict.name for o in outcomes if o.written]
-    record = {"before": before.key, "code": _lift_code(), "writes": writes, "lifted": lifted}
+    record = {"before": before.key, "writes": writes, "lifted": lifted}
     cache.put(_lift_name(before.key), json.dumps(record).encode())
-
-
-def _lift_code() -> str:
-    return f"{model_namespace()} {source_digest(_LIFT_CODE)}"
 
 
 def _entry_name(key: str) -> str:

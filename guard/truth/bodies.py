@@ -14,10 +14,6 @@ from __future__ import annotations
 import ast
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import cache
-from pathlib import Path
-
-from guard.git.objects import blob_id
 
 # Fields that are spelling, not code: `u"x"` is `"x"`, a `# type:` comment is a comment.
 _SPELLING = frozenset({"kind", "type_comment"})
@@ -42,13 +38,6 @@ class Edit:
             f"{self.qualname} is not the recorded code: line {self.line} is `{self.text}`, "
             f"recorded `{self.recorded_text}`"
         )
-
-
-@cache
-def rules_id() -> str:
-    """This module's own source, by its blob id: an answer kept by a patchguard whose rules
-    differ is not this one's (guard.tree.assess keeps answers beside the parses)."""
-    return blob_id(Path(__file__).read_bytes())
 
 
 def parse(content: bytes, path: str) -> ast.Module | None:

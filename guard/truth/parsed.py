@@ -2,12 +2,12 @@
 
 Parsing and modelling a real model file costs 5 to 100 ms (guard.truth.symbols); a command that
 assesses 40 patched files would pay that 40 times on every checkout. The result is a pure
-function of the bytes and of the model's own code and interpreter (conditions such as
+function of the bytes and of patchguard's code and interpreter (conditions such as
 `sys.version_info` are decided for the running Python), so it is kept under the blob id of
-the bytes, in a namespace of the model's source and the interpreter
-(guard.store.fastpath.model_namespace), and, for another interpreter's facts (guard.truth.interpreters), of
-those facts too: a new patchguard or another Python parses afresh. Entries are pickles of guard.truth.symbols objects in the worktree's
-git dir, which only patchguard writes (see guard.git.content_cache).
+the bytes, in the content cache's namespace of all of that (guard.git.own_code), and, for
+another interpreter's facts (guard.truth.interpreters), of those facts too: a new patchguard
+or another Python parses afresh. Entries are pickles of guard.truth.symbols objects in the
+worktree's git dir, which only patchguard writes (see guard.git.content_cache).
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ from functools import partial
 
 from guard.git.content_cache import ContentCache
 from guard.git.objects import blob_id, digest
-from guard.store.fastpath import model_namespace
 from guard.truth.symbols import SourceSyntaxError, SymbolIndex
 
 TYPE_CHECKING = False  # not `from typing import ...`: the hooks import this module
@@ -69,10 +68,9 @@ def keep_grown(
 
 
 def _key(content: bytes, facts: Mapping[str, object] | None) -> str:
-    namespace = model_namespace()
-    if facts is not None:
-        namespace += digest(repr(sorted(facts.items())).encode())[:8]
-    return f"{namespace}-{blob_id(content)}"
+    if facts is None:
+        return blob_id(content)
+    return f"{digest(repr(sorted(facts.items())).encode())[:8]}-{blob_id(content)}"
 
 
 def _dumps(result: SymbolIndex | SourceSyntaxError) -> bytes:
