@@ -59,7 +59,8 @@ def test_hand_edit_right_after_a_check_is_caught(sample: Sample) -> None:
 
 DAMAGES = {
     "garbage": lambda text: b"\x00garbage\n\xff\n",
-    "torn": lambda text: text[:-30],
+    "cut in a line": lambda text: text[:-30],
+    "cut between lines": lambda text: text[: text.rindex(b"\nend\n") + 1],
     "a line of no section": lambda text: text.replace(b"\nkeys ", b"\nkey ", 1),
     "another format": lambda text: text.replace(b" 2\n", b" 3\n", 1),
 }
