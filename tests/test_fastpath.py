@@ -211,7 +211,7 @@ def test_a_package_that_appears_beside_a_guarded_module_voids_the_key(
     hooked: Sample, clean_env: dict[str, str]
 ) -> None:
     """`import kimi_k25` loads a package kimi_k25/ before kimi_k25.py: a path the check looked
-    up and found empty is part of what the key holds, in Python and in the hooks' sh."""
+    up and found empty is part of what the key holds."""
     shadow = hooked.kimi.with_suffix("") / "__init__.py"
     shadow.parent.mkdir()
     shadow.write_text("")

@@ -46,7 +46,7 @@ def test_a_push_into_this_checkout_is_read_and_the_hooks_sh_trusts_no_old_key(
     moved = subprocess.run(
         ["git", "checkout", "HEAD"], cwd=sample.root, env=clean_env, capture_output=True, text=True
     )
-    assert "re-applied eagle3" in moved.stderr, moved.stderr  # the sh did not answer
+    assert "re-applied eagle3" in moved.stderr, moved.stderr  # the old key did not answer
     assert "def newest_helper(" in sample.kimi.read_text()
     run_patchguard(sample.root, clean_env, ("check",), 0)
 
