@@ -4,7 +4,9 @@ These are the runtime records, plain frozen dataclasses. Their fields mirror the
 models in guard.store.schema, which validate every manifest before it is used (a test keeps the two
 in step). Validating costs more than a whole hook should (importing pydantic alone is ~100 ms),
 so the content hash of every byte string that passed is remembered beside the manifest: the
-same bytes are then read with json alone. Keyed by content, never by mtime or path.
+same bytes are then read with json alone. Keyed by content, never by mtime or path, in the
+namespace of patchguard's own code (guard.git.own_code): another version's schema may refuse
+what this one's passed.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from pathlib import Path
 from guard.errors import ConfigError
 from guard.git.atomic import atomic_write
 from guard.git.objects import REGULAR_MODE, blob_id
+from guard.git.own_code import model_namespace
 
 TYPE_CHECKING = False  # not `from typing import ...`: typing costs the hooks ~3 ms
 if TYPE_CHECKING:
@@ -134,7 +137,7 @@ def parse_manifest(
 
     `path` is the manifest.json beside which validated contents are remembered; `source`
     names where `raw` came from in a refusal (default: that path), `remedy` what to do."""
-    digest = blob_id(raw)
+    digest = validated_key(raw)
     if digest in _validated(path):
         return Manifest.from_dict(json.loads(raw))
     from guard.store.schema import validate_manifest
@@ -164,7 +167,12 @@ def save_manifest(path: Path, raw: bytes) -> None:
             "the manifest is as it was). Free space, or run patchguard as a user who can "
             "write the repository, then run the command again"
         ) from None
-    _remember_validated(path, blob_id(raw))
+    _remember_validated(path, validated_key(raw))
+
+
+def validated_key(raw: bytes) -> str:
+    """How the bytes are remembered as valid: by content, for this patchguard's schema."""
+    return f"{model_namespace()}-{blob_id(raw)}"
 
 
 def serialize(manifest: Manifest) -> bytes:

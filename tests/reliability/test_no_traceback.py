@@ -28,7 +28,7 @@ from helpers import (
 
 from guard.errors import CRASH_LOG_NAME, INTERRUPTED_MESSAGE
 from guard.git.gitdir import locate
-from guard.git.objects import blob_id
+from guard.store.manifest import validated_key
 
 
 def run(
@@ -47,7 +47,7 @@ def break_the_manifest_behind_the_cache(sample: Sample) -> None:
     del data["patches"][0]["files"][0]["patched_blob"]
     raw = (json.dumps(data, indent=2) + "\n").encode()
     layout.manifest_path.write_bytes(raw)
-    (layout.store_dir / "validated").write_text(blob_id(raw) + "\n")
+    (layout.store_dir / "validated").write_text(validated_key(raw) + "\n")
 
 
 def test_an_internal_error_is_one_line_exit_3_and_a_log(
