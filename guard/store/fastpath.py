@@ -111,38 +111,16 @@ def unmerged(
 
 
 def _git_output(workdir: str, args: Sequence[str]) -> str | None:
-    """What `git -C workdir ARGS` prints, or None when it fails.
+    """What `git -C workdir ARGS` prints, or None when it fails. (Only for what the ref files
+    and the index cannot say: a commit the cache has not seen, an index that is not HEAD's.)"""
+    import subprocess
 
-    Started with posix_spawn and pipes: the subprocess module alone would cost this path
-    more than the git process does.
-    """
-    out_read, out_write = os.pipe()
-    devnull = os.open(os.devnull, os.O_RDWR)
     try:
-        pid = os.posix_spawnp(
-            "git",
-            ["git", "-C", workdir, *args],
-            os.environ,
-            file_actions=[
-                (os.POSIX_SPAWN_DUP2, devnull, 0),
-                (os.POSIX_SPAWN_DUP2, out_write, 1),
-                (os.POSIX_SPAWN_DUP2, devnull, 2),
-            ],
-        )
+        command = ["git", "-C", workdir, *args]
+        done = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, check=False)
     except OSError:
-        os.close(out_read)
         return None
-    finally:
-        os.close(out_write)
-        os.close(devnull)
-    chunks = []
-    with os.fdopen(out_read, "rb") as output:
-        while chunk := output.read(65536):
-            chunks.append(chunk)
-    _, status = os.waitpid(pid, 0)
-    if os.waitstatus_to_exitcode(status) != 0:
-        return None
-    return b"".join(chunks).decode("utf-8", "surrogateescape")
+    return done.stdout.decode("utf-8", "surrogateescape") if done.returncode == 0 else None
 
 
 class CurrentKey:
