@@ -84,7 +84,7 @@ def test_a_checkout_with_nothing_to_do_costs_one_sha1sum(traced) -> None:  # typ
 
 
 def test_a_commit_never_seen_costs_one_git_call_and_no_python(traced) -> None:  # type: ignore[no-untyped-def]
-    """Issue 22: a commit that touches no guarded file keeps the key; ls-tree says so."""
+    """A commit that touches no guarded file keeps the key; ls-tree says so."""
     sample, run = traced
     assert sample.pg("check", "-q").exit_code == 0
     (sample.root / "README.md").write_text("# sglang (sample), edited\n")

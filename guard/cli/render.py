@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from guard.tree.verdicts import CheckReport, PatchVerdict, SymbolResult
 
 # The states come from guard.tree.verdicts only where a report is worded: `list` and `show`
-# word none, and skip its import (its dataclasses cost ~20 ms).
+# word none, and skip its import (and its dataclasses).
 
 CHECK_JSON_FORMAT = "patchguard.check/2"
 COMPARE_JSON_FORMAT = "patchguard.compare/1"

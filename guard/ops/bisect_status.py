@@ -18,7 +18,8 @@ STOPPED_SUFFIX = ".stopped"  # beside the step's decided file: why the last step
 
 class StepResult:
     """One step's status for git and what it says (a plain class, not a dataclass: every
-    `patchguard git` move imports this module, and dataclasses would cost it ~8 ms)."""
+    `patchguard git` move imports this module, and a replayed one need not load
+    dataclasses)."""
 
     __slots__ = ("head", "problems", "signal", "skipped", "status")
 

@@ -37,7 +37,7 @@ from guard.store.fastpath import current_key
 from guard.tree import replay
 
 # A move seen before is replayed (guard.tree.replay): guard.tree.patching, stashes and the
-# assessment they import (~40 ms with the model's modules) load only for a move that is not.
+# assessment they import (with the model's modules) load only for a move that is not.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from guard.store.fastpath import CurrentKey
@@ -67,8 +67,8 @@ STEP_WRAPPER = (
 
 
 class Lift:
-    """What happened to the patches around one git command (a plain class: dataclasses would
-    cost every move ~8 ms, as much as a replayed put-back)."""
+    """What happened to the patches around one git command (a plain class: every move
+    imports this module, and a replayed one need not load dataclasses)."""
 
     def __init__(self) -> None:
         self.lifted: list[str] = []

@@ -2,8 +2,8 @@
 
 These are the runtime records, plain frozen dataclasses. Their fields mirror the pydantic
 models in guard.store.schema, which validate every manifest before it is used (a test keeps the two
-in step). Validating costs more than a whole hook should (importing pydantic alone is ~100 ms),
-so the content hash of every byte string that passed is remembered beside the manifest: the
+in step). Validating costs more than a whole hook should (importing pydantic alone does), so
+the content hash of every byte string that passed is remembered beside the manifest: the
 same bytes are then read with json alone. Keyed by content, never by mtime or path.
 """
 

@@ -1,5 +1,5 @@
 """The facts reading decides conditions by (`sys.version_info`, `sys.platform`, the
-implementation...), for the interpreter the command runs (issue 27, point 5).
+implementation...), for the interpreter the command runs.
 
 `if sys.version_info < (3, 12):` binds a method for a 3.11 and not for a 3.12, so the answer
 must be the command's interpreter's, not patchguard's own. Another interpreter is asked once,
@@ -134,7 +134,7 @@ def _as_values(facts: dict[str, Any]) -> dict[str, Any]:
     return {**facts, "sys.version_info": tuple(facts["sys.version_info"])}
 
 
-# What a stamp says of the interpreter (issue 37, point 8): its version and where it looks for
+# What a stamp says of the interpreter: its version and where it looks for
 # installed distributions. `-I` without `-S`: site-packages and the .pth files' entries (an
 # editable install) are on the path, nothing of the environment is.
 _SEARCH = (
