@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import os
 
-TYPE_CHECKING = False  # the fast path imports nothing it does not use (see guard.store.fastpath)
+TYPE_CHECKING = False  # not typing's: this module is on a light path (tests/test_light_paths.py)
 if TYPE_CHECKING:
     from collections.abc import Sequence
 

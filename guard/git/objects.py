@@ -8,7 +8,7 @@ try:  # the bare C module: hashlib would cost more than the whole fast path
 except ImportError:  # pragma: no cover - CPython built without it
     from hashlib import sha1 as _bare_sha1
 
-TYPE_CHECKING = False  # not `from typing import ...`: the hooks import this module
+TYPE_CHECKING = False  # not typing's: this module is on a light path (tests/test_light_paths.py)
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any

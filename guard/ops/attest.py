@@ -25,6 +25,7 @@ import contextlib
 import hashlib
 import hmac
 import os
+import py_compile
 import secrets
 import shutil
 import signal
@@ -117,8 +118,6 @@ class AttestedRun:
         # Its bytecode, for the interpreters of this Python's version: under
         # PYTHONDONTWRITEBYTECODE (many images set it) no process of the run writes it, and each
         # compiled the guard again, most of what it may cost a process.
-        import py_compile  # only when a run starts
-
         py_compile.compile(str(self.directory / GUARD_NAME), doraise=True)
         lines = []
         for real, (module, blob, definitions) in self.files.items():

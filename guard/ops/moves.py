@@ -17,6 +17,7 @@ import sys
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from guard.errors import EXIT_INTERRUPTED, ConfigError, GuardFailure, one_line
 from guard.git.atomic import atomic_write, forget_stale_listings
@@ -38,7 +39,6 @@ from guard.tree import replay
 
 # A move seen before is replayed (guard.tree.replay): guard.tree.patching, stashes and the
 # assessment they import (with the model's modules) load only for a move that is not.
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from guard.store.fastpath import CurrentKey
     from guard.tree import patching, stashes

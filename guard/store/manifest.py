@@ -10,18 +10,15 @@ same bytes are then read with json alone. Keyed by content, never by mtime or pa
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from contextlib import suppress
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from guard.errors import ConfigError
 from guard.git.atomic import atomic_write
 from guard.git.objects import REGULAR_MODE, blob_id
-
-TYPE_CHECKING = False  # not `from typing import ...`: typing costs the hooks ~3 ms
-if TYPE_CHECKING:
-    from collections.abc import Sequence
-    from typing import Any
 
 SCHEMA_VERSION = 1
 VALIDATED_FILE = "validated"  # beside manifest.json: content hashes that passed the schema

@@ -16,12 +16,12 @@ import os
 import sys
 from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from guard.errors import ConfigError
 from guard.git.content_cache import ContentCache
 from guard.git.objects import digest
 
-TYPE_CHECKING = False  # typing costs the hooks ~3 ms
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any, TypeVar

@@ -10,11 +10,9 @@ immutable. A record equals a plain tuple of the same values; no code compares th
 from __future__ import annotations
 
 from operator import itemgetter
+from typing import TYPE_CHECKING, Any
 
-TYPE_CHECKING = False  # not `from typing import ...`: the hooks import this module
 if TYPE_CHECKING:
-    from typing import Any
-
     _Tuple = tuple[Any, ...]
 else:
     _Tuple = tuple
