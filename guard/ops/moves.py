@@ -16,6 +16,7 @@ import shlex
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -66,19 +67,18 @@ STEP_WRAPPER = (
 )
 
 
+@dataclass
 class Lift:
-    """What happened to the patches around one git command (a plain class: every move
-    imports this module, and a replayed one need not load dataclasses)."""
+    """What happened to the patches around one git command."""
 
-    def __init__(self) -> None:
-        self.lifted: list[str] = []
-        self.entry: Path | None = None  # the lift's undo entry
-        self.stopped: str | None = None
-        self.put_back: list[patching.PatchOutcome | replay.ReplayedOutcome] = []
-        self.report: CheckReport | None = None
-        self.skipped: list[str] = []  # commits bisect skipped: "abbrev subject"
-        self.hint: str | None = None  # what to run instead, when git refused
-        self.stash_held: list[str] = []  # patches a popped stash held
+    lifted: list[str] = field(default_factory=list)
+    entry: Path | None = None  # the lift's undo entry
+    stopped: str | None = None
+    put_back: list[patching.PatchOutcome | replay.ReplayedOutcome] = field(default_factory=list)
+    report: CheckReport | None = None
+    skipped: list[str] = field(default_factory=list)  # commits bisect skipped: "abbrev subject"
+    hint: str | None = None  # what to run instead, when git refused
+    stash_held: list[str] = field(default_factory=list)  # patches a popped stash held
 
     @property
     def ok(self) -> bool:

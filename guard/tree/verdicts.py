@@ -24,7 +24,7 @@ class State(StrEnum):
     DRIFTED = "drifted"
     UPSTREAM = "upstream"
     CONFLICTED = "conflicted"  # the file itself is in conflict: unmerged, markers, no parse
-    CONFLICT = "does-not-merge"  # the patch does not merge with a fine file (was "conflict")
+    CONFLICT = "does-not-merge"  # the patch does not merge with a fine file
     DOUBLED = "doubled"
     EDITED = "edited"  # every added name is in place, but a definition's code is not recorded
     MISSING_FILE = "missing-file"
