@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import signal
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -160,8 +162,6 @@ def outcome_lines(outcomes: Sequence[PatchOutcome]) -> list[str]:
 def log_entries(changes: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """`patchguard log --json`'s changes: guard.store.history.log_changes, each change's time
     in local time (ISO 8601, with its offset)."""
-    from datetime import datetime
-
     return [
         {
             "number": change["number"],
@@ -175,8 +175,6 @@ def log_entries(changes: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def log_lines(changes: Sequence[dict[str, Any]], name: str | None) -> list[str]:
     """`patchguard log [NAME]`: newest first, numbered as `show NAME@{N}` reads them."""
-    from datetime import datetime
-
     lines = []
     for entry in log_entries(changes):
         number, head = entry["number"], entry["head"]
@@ -485,8 +483,6 @@ def hunt_json(hunt: Hunt) -> str:
 
 def _ended(result: StepResult) -> str:
     """How a step's command ended when git cannot read it as good, bad or skip."""
-    import signal
-
     from guard.ops.bisect_status import INTERRUPTED
 
     def name(number: int) -> str | None:

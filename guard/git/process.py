@@ -8,6 +8,7 @@ it needs (`stamp` starts `git status` so).
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -127,8 +128,6 @@ def _outlive_child(_number: int, _frame: object) -> None:
 @contextmanager
 def _interrupts_to_child() -> Iterator[None]:
     """The terminal sends SIGINT/SIGQUIT to the child as well; we outlive it to clean up."""
-    import signal
-
     previous = [(s, signal.signal(s, _outlive_child)) for s in (signal.SIGINT, signal.SIGQUIT)]
     try:
         yield

@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import hmac
+import importlib.util
 import os
 import py_compile
 import secrets
@@ -195,8 +196,6 @@ class AttestedRun:
         """Why the Python COMMAND starts (itself, past env(1) and other wrappers, or in a
         shell's -c string) skips the guard (-I, -E, -S, a cleared environment, a PYTHONPATH
         of its own), by the guard's own rule, which it applies to each Python it sees start."""
-        import importlib.util
-
         spec = importlib.util.spec_from_file_location(
             "patchguard_import_guard", self.directory / GUARD_NAME
         )

@@ -13,6 +13,7 @@ import json
 from collections.abc import Sequence
 from contextlib import suppress
 from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -188,6 +189,4 @@ def _remember_validated(manifest_path: Path, digest: str) -> None:
 
 def now_utc() -> str:
     """A record's timestamp, as the schema's date-time reads it."""
-    from datetime import UTC, datetime
-
     return datetime.now(UTC).isoformat().replace("+00:00", "Z")
