@@ -34,6 +34,8 @@ from guard.ops.bisect_status import (
     STOPPED_SUFFIX,
     StepResult,
 )
+from guard.ops.install import isolated_command
+from guard.ops.provenance import stamp
 from guard.store import journal
 from guard.store.fastpath import current_key
 from guard.tree import replay
@@ -263,8 +265,6 @@ def bisect_run(repo: Repo, command: Sequence[str], log: Path | None) -> tuple[in
                 f"cannot write the bisect log {log}: {error.strerror}; name a file in a "
                 "directory that exists and that you can write"
             ) from None
-    from guard.ops.install import isolated_command  # bisect only: `patchguard git` skips it
-
     decided = repo.layout.git_dir / STEP_DECIDED
     step = [str(decided), *isolated_command(sys.executable), *STEP_COMMAND]
     step += ["--decided", str(decided)]
@@ -381,8 +381,6 @@ def _step(repo: Repo, head: str, command: Sequence[str], log: Path | None) -> St
 
 def _log_step(repo: Repo, log: Path, result: StepResult) -> None:
     """One JSON line: the stamp of the tree that was measured, and what the command said."""
-    from guard.ops.provenance import stamp  # typing and datetime: `patchguard git` skips them
-
     line = {**stamp(repo), "exit": result.status, "skipped": result.skipped}
     with log.open("a", encoding="utf-8") as handle:
         handle.write(json.dumps(line, separators=(",", ":")) + "\n")
