@@ -22,7 +22,7 @@ IMPORTED = re.compile(r"^import time:\s+\d+ \|\s+\d+ \| +(\S+)$", re.M)
 # libgit2, the JSON reader, the parser of the model.
 HEAVY = frozenset({"typing", "click", "pydantic", "pygit2", "cffi", "json", "ast"})
 # Nor on check --quiet's, which only hashes a few files against a kept key.
-CHECK_HEAVY = HEAVY | {"re", "pathlib", "collections", "contextlib", "subprocess"}
+CHECK_HEAVY = HEAVY | {"re", "pathlib", "collections", "contextlib", "hashlib", "subprocess"}
 
 
 def imported(stderr: str) -> set[str]:

@@ -3,7 +3,7 @@ would cost a process per file on paths (the hooks' fast path among them) that ne
 
 from __future__ import annotations
 
-try:  # the bare C module: hashlib would cost more than the whole fast path
+try:  # the bare C module: hashlib stays off the light paths (tests/test_light_paths.py)
     from _sha1 import sha1 as _bare_sha1
 except ImportError:  # pragma: no cover - CPython built without it
     from hashlib import sha1 as _bare_sha1
