@@ -21,6 +21,7 @@ import os
 import shutil
 import time
 from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -201,15 +202,14 @@ def _put(repo: Repo, path: str, content: bytes | None, mode: int | None) -> None
         repo.write_raw(path, content, mode)
 
 
+@dataclass
 class _Fates:
-    """What putting an entry's files back did to each of them (plain classes here, not
-    dataclasses: see guard.git.gitdir.Layout)."""
+    """What putting an entry's files back did to each of them."""
 
-    def __init__(self, entry: Path) -> None:
-        self.entry = entry
-        self.put_back: list[str] = []
-        self.untouched: list[str] = []
-        self.stuck: list[str] = []  # neither as before nor as written: edited, or unwritable
+    entry: Path
+    put_back: list[str] = field(default_factory=list)
+    untouched: list[str] = field(default_factory=list)
+    stuck: list[str] = field(default_factory=list)  # neither as before nor as written
 
     def describe(self) -> str:
         parts = []
@@ -322,26 +322,16 @@ def _entries(root: Path) -> list[Path]:
     return sorted(p for p in root.iterdir() if (p / JOURNAL_FILE).is_file())
 
 
+@dataclass(slots=True)
 class Entry:
     """One apply, unapply or drop that `undo` can revert."""
 
-    __slots__ = ("created", "files", "interrupted", "operation", "patches", "path")
-
-    def __init__(
-        self,
-        path: Path,
-        operation: str,
-        patches: list[str],
-        created: float,
-        files: list[str],
-        interrupted: bool = False,  # a killed writer's: the next writer puts its files back
-    ) -> None:
-        self.path = path
-        self.operation = operation
-        self.patches = patches
-        self.created = created
-        self.files = files
-        self.interrupted = interrupted
+    path: Path
+    operation: str
+    patches: list[str]
+    created: float
+    files: list[str]
+    interrupted: bool = False  # a killed writer's: the next writer puts its files back
 
     def describe(self) -> str:
         """e.g. "the unapply of eagle3 at 2026-12-01 03:59:12 (path/to/file.py)"."""
