@@ -7,13 +7,20 @@ import signal
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from guard.ops.bisect_status import (
+    BISECT_SKIP,
+    GO_ON,
+    INTERRUPTED,
+    STOPPED_GO_ON,
+    StepResult,
+)
+
 if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Any
 
     from guard.hunt.hunt import Comparison, Hunt, Runs
     from guard.hunt.stats import Decision
-    from guard.ops.bisect_status import StepResult
     from guard.ops.moves import Lift
     from guard.store.manifest import Patch
     from guard.tree.patching import PatchOutcome
@@ -298,8 +305,6 @@ def _upstream(state: str) -> bool:
 
 
 def step_lines(result: StepResult) -> list[str]:
-    from guard.ops.bisect_status import BISECT_SKIP, GO_ON, STOPPED_GO_ON
-
     commit = result.head[:10]
     if result.stops_git and result.problems:  # patchguard's own part failed
         where = f" at {commit}" if commit else ""
@@ -483,7 +488,6 @@ def hunt_json(hunt: Hunt) -> str:
 
 def _ended(result: StepResult) -> str:
     """How a step's command ended when git cannot read it as good, bad or skip."""
-    from guard.ops.bisect_status import INTERRUPTED
 
     def name(number: int) -> str | None:
         try:
