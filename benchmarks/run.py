@@ -187,7 +187,10 @@ class FirstVisit(StashThenCheckout):
     of that."""
 
     def __call__(self) -> float:
-        shutil.rmtree(self.root / ".git" / "patchguard-cache", ignore_errors=True)
+        caches = self.root / ".git" / "patchguard-cache"
+        if not caches.is_dir():  # the caches moved: this row would measure a visit seen before
+            raise SystemExit(f"(p): no {caches} to empty; benchmarks/run.py must name the new one")
+        shutil.rmtree(caches)
         return super().__call__()
 
 
