@@ -2,9 +2,9 @@
 
 A re-apply or a check allocates a great deal and frees it by reference counts: syntax trees,
 kept parses loaded from the cache (a check of 40 files loads some 12,000 objects), merged texts.
-The collector would only walk them, and everything the process imported, again and again:
-about 7 ms of a 40-file `check --json`. It is switched back on after, so a long-running caller
-(a hunt) still collects the few cycles these leave.
+The collector would only walk them, and everything the process imported, again and again.
+It is switched back on after, so a long-running caller (a hunt) still collects the few
+cycles these leave.
 """
 
 from __future__ import annotations

@@ -648,7 +648,7 @@ _OTHER_NULLS = "from .mod import C\n\nC.m = None\n"  # another module rebinds at
 
 
 def _rebinding_forms() -> list[Form]:
-    """Issue 37, point 5: rebinding that reading must never read as nothing (the module reached
+    """Rebinding that reading must never read as nothing (the module reached
     as itself, a function bound after the class or in place of the defined one, a swapped
     `__code__`, a module it imports that rebinds, an object base), and look-alikes."""
     after = {
@@ -782,7 +782,7 @@ def _dunder(name: str, params: str, returns: str, use: str) -> str:
 
 
 def _indirect_forms() -> list[Form]:
-    """Issue 27, point 8: module-level code that reaches a deletion or rebinding of C.m only
+    """Module-level code that reaches a deletion or rebinding of C.m only
     indirectly (through an alias, a lambda, a comprehension, a callable handed to a builtin, a
     decorator, a dunder method, a class-creation hook, a default argument, another module of
     the checkout), and look-alikes whose code leaves it alone."""

@@ -47,7 +47,7 @@ def _compile_patchguard_once() -> None:
 
     With PYTHONDONTWRITEBYTECODE=1 in the environment, or in a fresh clone whose guard/ has no
     __pycache__ yet, every patchguard process the suite starts (the CLI, its hooks) compiled
-    guard/ again: about half its start-up. This writes what Python itself writes on a
+    guard/ again before doing anything. This writes what Python itself writes on a
     first import when it may: guard/__pycache__, ignored by git. Cheap when it is up to date.
     """
     compileall.compile_dir(ROOT / "guard", quiet=1)

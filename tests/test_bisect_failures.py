@@ -211,7 +211,7 @@ def test_a_file_too_deep_for_python_is_never_green_and_never_a_crash(depth: int)
     assert found.state == CANNOT_TELL
 
 
-# --- issue 29: a step interrupted or killed is reported as what it was ---------------------------
+# --- a step interrupted or killed is reported as what it was ---------------------------
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""Compiled code beside a guarded file, which Python runs instead of the file (issue 37, point 4):
+"""Compiled code beside a guarded file, which Python runs instead of the file:
 `check` names it, red, with the file to delete; each case held against Python's own import."""
 
 from __future__ import annotations

@@ -379,7 +379,7 @@ def test_wrapped_stash_apply_keeps_the_entry_and_pop_back_home_restores_the_patc
 
 
 def test_wrapped_pull_rebase_autostash_never_conflicts_with_the_patch(cloned: Checkout) -> None:
-    """Issue 17, item 2: the patch is lifted before git runs, so the autostash holds only the
+    """The patch is lifted before git runs, so the autostash holds only the
     user's other edit; the patch comes back by the 3-way apply (HEAD's copy where it has one)."""
     user = cloned
     pull = user.pg("git", "pull", "-q", "--rebase", "--autostash", check=0)

@@ -1,6 +1,6 @@
 """Every place the code and the docs name a module of ours (`guard.store.history`,
 `guard.tree.assess.Worktree`, `guard/git/repo.py`) names one that exists: a move into layers
-or a split must not leave a reader sent to a module that is gone (issue 31)."""
+or a split must not leave a reader sent to a module that is gone."""
 
 from __future__ import annotations
 

@@ -83,7 +83,7 @@ STEP = re.compile(
     r"(?:\nIt prints[^\n]*:\n\n```text\n(?P<output>.*?)```)?",
     flags=re.S,
 )
-# What the Quickstart says differs on a reader's screen, and nothing else (issue 29): commit ids
+# What the Quickstart says differs on a reader's screen, and nothing else: commit ids
 # (a reader's commits are made at another time) and the venv interpreter's name.
 COMMIT_ID = re.compile(r"\b(?=[0-9a-f]*[0-9])[0-9a-f]{7,40}\b")
 INTERPRETER = re.compile(r"(/bin/python3)(?:\.\d+)?$", flags=re.M)
@@ -105,7 +105,7 @@ def run_quickstart(home: Path, env: dict[str, str]) -> list[str]:
     script = "exec 2>&1\n" + "".join(
         f"{commands}echo {marker}\n" for commands, _ in quickstart_steps()
     )
-    script += 'command -v python3 >"$HOME/python3-after-quickstart"\n'  # issue 21, item 3
+    script += 'command -v python3 >"$HOME/python3-after-quickstart"\n'  # install must not shadow it
     result = subprocess.run(
         ["sh", "-ec", script], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600
     )

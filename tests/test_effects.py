@@ -1,4 +1,4 @@
-"""Issue 27, point 8: code run at import that changes a method indirectly (through an alias, a
+"""Code run at import that changes a method indirectly (through an alias, a
 hook of a base class in another module, a function of the checkout handed the class) is
 "cannot tell" from reading; real-shaped model code stays present (guard.truth.effects)."""
 

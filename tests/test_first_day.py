@@ -1,4 +1,4 @@
-"""Issue 21: what a new user trips over on the first day, repeated as it was written."""
+"""What a new user trips over on the first day, repeated as it was written."""
 
 from __future__ import annotations
 
@@ -107,7 +107,7 @@ def test_a_plain_bisect_is_pointed_to_the_commands_that_work(
 
 
 def test_a_checkout_git_refuses_over_another_edit_names_checkout_m(sample: Sample) -> None:
-    """Issue 21, item 5: a debug line of the user's in the patched file; git refuses the move
+    """A debug line of the user's in the patched file; git refuses the move
     (the file differs between the commits); the one line names the command that works."""
     sample.record_eagle3()
     text = sample.kimi.read_text()
@@ -130,7 +130,7 @@ def test_a_checkout_git_refuses_over_another_edit_names_checkout_m(sample: Sampl
 def test_a_spec_printed_in_a_subdirectory_works_when_pasted_there(
     sample: Sample, clean_env: dict[str, str]
 ) -> None:
-    """Issue 21, item 4: the banner prints repository paths; pasted in the subdirectory it
+    """The banner prints repository paths; pasted in the subdirectory it
     was printed in, `require` and `drop` take them as such (and cwd-relative ones as git does)."""
     models = sample.root / "python/sglang/srt/models"
     spec = f"{sample_repo.KIMI}::{sample_repo.CLASS}.forward"
@@ -145,7 +145,7 @@ def test_a_spec_printed_in_a_subdirectory_works_when_pasted_there(
 
 
 def test_slips_are_caught_at_record(sample: Sample) -> None:
-    """Issue 21, item 7: a method typed at module level after its class, and a misspelt name
+    """A method typed at module level after its class, and a misspelt name
     that delegates to the right one: the first refused (--as-typed records it), the second a
     warning (--strict refuses it)."""
     text = sample.kimi.read_text()
@@ -182,7 +182,7 @@ def test_the_real_patch_has_no_slips(sample: Sample) -> None:
 def test_bisect_run_ends_git_s_last_line_before_its_own(
     tmp_path: Path, clean_env: dict[str, str]
 ) -> None:
-    """Issue 21, item 9: git prints "bisect found first bad commit" without a newline; the
+    """Git prints "bisect found first bad commit" without a newline; the
     next line of patchguard's must not be glued to it."""
     root = tmp_path / "sglang"
     sample_repo.build_hunt(root)
@@ -200,14 +200,14 @@ def test_bisect_run_ends_git_s_last_line_before_its_own(
         text=True,
     )
     assert "bisect found first bad commit\n" in both.stdout, both.stdout
-    # one short line per step from git, one from patchguard (issue 21, item 9)
+    # one short line per step from git, one from patchguard
     assert "running  'patchguard-step' 'python3' 'bench.py'" in both.stdout
     assert "-m' 'guard'" not in both.stdout and "patchguard_entry.py" not in both.stdout
     assert "patches in place; the command exited 0 (good)" in both.stdout
 
 
 def test_a_re_record_says_which_lines_it_adds_to_the_patch(sample: Sample) -> None:
-    """Issue 21, item 6: a debug line typed since the recording is named, not swallowed unseen."""
+    """A debug line typed since the recording is named, not swallowed unseen."""
     sample.record_eagle3()
     text = sample.kimi.read_text()
     sample.kimi.write_text(
@@ -224,7 +224,7 @@ def test_a_re_record_says_which_lines_it_adds_to_the_patch(sample: Sample) -> No
 def test_record_p_chooses_hunks_through_a_terminal(
     sample: Sample, clean_env: dict[str, str]
 ) -> None:
-    """Issue 21, item 6: `record -p` is git's own `add -p`, answered on a real terminal (a pty):
+    """`record -p` is git's own `add -p`, answered on a real terminal (a pty):
     the methods are recorded, the debug line is left out and stays in the file."""
     import os
     import pty

@@ -223,7 +223,7 @@ def test_status_says_when_the_patch_was_committed_in_head(sample: Sample) -> Non
 def test_an_upstream_commit_with_the_patch_as_is_is_not_called_committed(
     sample: Sample, publish: tuple[str, ...]
 ) -> None:
-    """Issue 20: a release that absorbed the methods with the same text is upstream's: no
+    """A release that absorbed the methods with the same text is upstream's: no
     advice to amend it, the state says what it is."""
     sample.record_eagle3()
     sample.git("commit", "-qam", "Release v0.5.10")
@@ -311,7 +311,7 @@ def test_pre_commit_docs_pin_something_that_exists() -> None:
 def test_a_manifest_that_guards_nothing_never_passes(
     sample: Sample, clean_env: dict[str, str]
 ) -> None:
-    """Issue 11 (nothing guarded is not green): after dropping everything, no gate passes."""
+    """Nothing guarded is not green: after dropping everything, no gate passes."""
     sample.record_eagle3()
     assert sample.pg("drop", "eagle3").exit_code == 0
     check = sample.pg("check")

@@ -1,4 +1,4 @@
-"""Issue 29: after undo, fetch and import, one line says what the worktree holds now and the
+"""After undo, fetch and import, one line says what the worktree holds now and the
 command that brings the file in line, with "earlier" and "later" read from the history; and a
 state stands in a sentence as words. Driven through the installed CLI on the sample repo."""
 

@@ -1,4 +1,4 @@
-"""Issue 22, item 1: the cost of a command does not grow with the number of patches or files.
+"""The cost of a command does not grow with the number of patches or files.
 
 Counted, not timed: the git processes a re-applying hook starts (GIT_TRACE), and the parses a
 command makes (guard.truth.parsed keeps them by content). Timings are for `make bench`.

@@ -1,4 +1,4 @@
-"""Issue 18: every change to the patches is a commit on refs/patchguard/history; log, show
+"""Every change to the patches is a commit on refs/patchguard/history; log, show
 NAME@{N} and undo of any change read that history."""
 
 from __future__ import annotations
@@ -140,7 +140,7 @@ def test_undo_of_a_re_record_that_swallowed_a_line_shows_it_as_before(sample: Sa
     assert sample.pg("record", "eagle3", KIMI).exit_code == 0  # no -m
     swallowed = sample.pg("show", "eagle3").output
     assert "logger.debug" in swallowed
-    assert "EAGLE-3 delegation" in swallowed  # a re-record keeps the description (issue 17)
+    assert "EAGLE-3 delegation" in swallowed  # a re-record keeps the description
     log = sample.pg("log").output
     assert "0. " in log and f"re-recorded eagle3 ({KIMI})" in log
     assert f"recorded eagle3 ({KIMI})" in log
@@ -219,7 +219,7 @@ def test_importing_the_same_bundle_again_changes_nothing(sample: Sample, tmp_pat
     assert sample.pg("log").output == log
 
 
-# --- a history the schema refuses, or a ref that is not a commit (issue 31, points 2-3) -------
+# --- a history the schema refuses, or a ref that is not a commit -------
 
 
 def _push_bad_tip(sample: Sample, content: str) -> str:

@@ -396,7 +396,7 @@ def test_pre_commit_framework_entry_reads_arguments_from_environment(
 def test_doctor_fails_when_the_baked_interpreter_cannot_import_patchguard(
     sample: Sample, tmp_path: Path
 ) -> None:
-    """Issue 11: the hooks run patchguard, so the interpreter they call must import it."""
+    """The hooks run patchguard, so the interpreter they call must import it."""
     import sys
     import venv
 
@@ -416,7 +416,7 @@ def test_doctor_fails_when_the_baked_interpreter_cannot_import_patchguard(
 
 
 def test_a_repositorys_own_guard_package_never_runs_in_the_hooks(sample: Sample) -> None:
-    """Issue 11: the hooks run patchguard, never the repository's code (python -P)."""
+    """The hooks run patchguard, never the repository's code (python -P)."""
     installed(sample)
     evil = sample.root / "guard"
     evil.mkdir()
@@ -431,7 +431,7 @@ def test_a_repositorys_own_guard_package_never_runs_in_the_hooks(sample: Sample)
 
 @pytest.mark.parametrize("tmpdir", ["/nonexistent/patchguard", "/dev/null"])
 def test_ref_updates_never_fail_whatever_tmpdir_is(sample: Sample, tmpdir: str) -> None:
-    """Issue 11: reference-transaction reads its input without temporary files."""
+    """`reference-transaction` reads its input without temporary files."""
     installed(sample)
     env = {**os.environ, "TMPDIR": tmpdir}
     for args in (

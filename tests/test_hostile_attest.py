@@ -1,4 +1,4 @@
-"""Hostile round on attested runs and reading (issue 37): forms a user's model file or
+"""Hostile round on attested runs and reading: forms a user's model file or
 benchmark really takes, each held against Python itself first (without patchguard, the
 interpreter really runs other code), then against the installed CLI."""
 
@@ -229,8 +229,8 @@ def test_a_module_that_rebinds_the_method_after_the_model_ran_is_refused(
 
 def test_the_guard_is_not_compiled_again_in_every_process(patched) -> None:
     """With PYTHONDONTWRITEBYTECODE=1 (many images set it) no process writes the guard's
-    bytecode, so every Python of the run compiled the guard's source again (some 4 ms each,
-    against the 5 ms the guard may cost): the run's directory carries it, and Python reads it."""
+    bytecode, so every Python of the run compiled the guard's source again (more than the guard itself may
+    cost): the run's directory carries it, and Python reads it."""
     sample, env = patched
     probe = (
         "import importlib.util, os, sys; "

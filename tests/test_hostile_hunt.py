@@ -1,4 +1,4 @@
-"""A hostile user's hunt (issue 38): what a server that never gets ready is blamed for, and what a
+"""A hostile user's hunt: what a server that never gets ready is blamed for, and what a
 hunt killed outright (SIGKILL: no handler runs) leaves for the next one.
 
 The history is tests/test_hunt.py's (scripts/sample_repo.py, build_slowdown): fourteen commits,

@@ -1,4 +1,4 @@
-"""The regression hunt (issue 28): `compare A B -- CMD` and `bisect run --metric M -- CMD`.
+"""The regression hunt: `compare A B -- CMD` and `bisect run --metric M -- CMD`.
 
 The history (scripts/sample_repo.py, build_slowdown): fourteen commits s00..s13 of the
 sglang-shaped code with a benchmark in the repository (bench_throughput.py: sglang's

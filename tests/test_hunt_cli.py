@@ -1,4 +1,4 @@
-"""What a hunt asks of the command line and leaves behind (issue 38): options before COMMAND,
+"""What a hunt asks of the command line and leaves behind: options before COMMAND,
 numbers read as printed (sglang's and vLLM's), `undo` after a hunt, the end of a bisect, and a
 stash that holds a recorded patch.
 

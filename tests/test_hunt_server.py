@@ -1,4 +1,4 @@
-"""The server's life in a hunt (issue 38): `compare --server CMD --ready URL`, process groups,
+"""The server's life in a hunt: `compare --server CMD --ready URL`, process groups,
 --timeout.
 
 The repository holds a server of its own (serve.py: http.server on a port, with two

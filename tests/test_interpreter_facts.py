@@ -1,4 +1,4 @@
-"""Issue 27, point 5: conditions reading decides (`sys.version_info`, `sys.platform`, the
+"""Conditions reading decides (`sys.version_info`, `sys.platform`, the
 implementation) are decided for the interpreter the command runs, asked once and kept by the
 interpreter's path and file identity."""
 

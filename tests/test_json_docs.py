@@ -1,4 +1,4 @@
-"""Issue 21, item 11: every --json format is documented (docs/json.md) with exactly the keys the
+"""Every --json format is documented (docs/json.md) with exactly the keys the
 real output has, top level and one level into `patches`, so the docs cannot drift."""
 
 from __future__ import annotations

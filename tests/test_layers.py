@@ -1,4 +1,4 @@
-"""The package shows its layers, and each imports only downward (issues 20 and 31).
+"""The package shows its layers, and each imports only downward.
 
 Every import counts, at the top of a module, inside a function or under TYPE_CHECKING: a
 lazy import is still a dependency, and an import up the layers makes no layer usable alone.

@@ -521,7 +521,7 @@ def test_interrupt_during_a_bisect_step_leaves_the_patch_applied(
         wait_until(started.exists, "the step never ran the command")
         os.killpg(child.pid, signal.SIGINT)
         _, stderr = child.communicate(timeout=PATIENCE)
-    assert child.returncode == 130, stderr  # issue 29: interrupted, as the contract says
+    assert child.returncode == 130, stderr  # interrupted, as the contract says
     assert "Traceback" not in stderr
     assert "the command was interrupted (SIGINT: Ctrl-C)" in stderr
     assert "(bad)" not in stderr

@@ -1,4 +1,4 @@
-"""Issue 20, items 1 and 4: patchguard never writes into a git directory or through a symlink.
+"""patchguard never writes into a git directory or through a symlink.
 
 A hostile bundle names `tools/config` where the repository has `tools -> .git` committed: the
 name passes every check of names alone and lies inside the worktree. These tests build the
@@ -322,7 +322,7 @@ def test_list_without_anything_recorded_is_not_an_error(sample: Sample) -> None:
     assert "nothing recorded" in listed.output
 
 
-# --- issue 31: each rule of git's verify_path, held to git ---------------------------------
+# --- each rule of git's verify_path, held to git ---------------------------------
 
 # Names git will not put in an index: core.protectNTFS is git's default everywhere,
 # core.protectHFS macOS's (the HFS+ names: `.git` with a code point HFS+ ignores).

@@ -106,7 +106,7 @@ def importable(sample: Sample, tmp_path: Path) -> tuple[Sample, Path]:
     marker = tmp_path / "package-code-ran"
     init = sample.root / "python/sglang/__init__.py"
     # heavy as sglang's own: it imports what is not installed here (run, it would fail); a
-    # package that surely fails on import is a guard that cannot hold (issue 19)
+    # package that surely fails on import is a guard that cannot hold
     init.write_text(f"open({str(marker)!r}, 'w').close()\nimport torch_is_not_here\n")
     sample.git("commit", "-qam", "heavy __init__")
     stale = tmp_path / "site-packages" / "sglang"
@@ -269,7 +269,7 @@ def test_every_report_has_json_and_no_colour(sample: Sample) -> None:
 
 
 def test_a_stamp_that_guards_nothing_is_not_ok(sample: Sample, clean_env) -> None:
-    """Issue 20: `check` refuses to pass on nothing, so the stamp does not say ok either."""
+    """`check` refuses to pass on nothing, so the stamp does not say ok either."""
     unguarded = json.loads(pg_process(clean_env, "-C", sample.root, "stamp").stdout)
     assert unguarded["ok"] is False  # no manifest at all
     assert unguarded["patches"] == {} and unguarded["symbols"] == {}

@@ -1,4 +1,4 @@
-"""`--runtime`: Python decides each required symbol, in a fresh process (issue 19, item 3)."""
+"""`--runtime`: Python decides each required symbol, in a fresh process."""
 
 from __future__ import annotations
 
@@ -130,7 +130,7 @@ def test_the_hook_banner_says_to_ask_python(guarded: Sample, clean_env: dict[str
 def test_a_module_that_starts_a_server_neither_stalls_the_probe_nor_outlives_it(
     guarded: Sample, clean_env: dict[str, str], tmp_path: Path
 ) -> None:
-    """Issue 27, point 7: children holding the probe's stdout, stderr, even its answer pipe."""
+    """Children holding the probe's stdout, stderr, even its answer pipe."""
     pids = tmp_path / "pids"
     path = guarded.root / DEEPSEEK
     path.write_text(
@@ -208,7 +208,7 @@ def test_a_probe_that_ends_without_answering_is_never_green(
     assert said.startswith(f"patchguard: the runtime probe with {sys.executable} ended without")
 
 
-# Issue 27, point 6: the probe imports with the command's environment.
+# The probe imports with the command's environment.
 @pytest.mark.parametrize(
     ("command", "switch", "runs"),
     [

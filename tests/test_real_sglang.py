@@ -1,4 +1,4 @@
-"""Real sglang model files stay green from reading (issue 37: at most 1% of the methods Python
+"""Real sglang model files stay green from reading (at most 1% of the methods Python
 certainly finds not green), measured by benchmarks/sglang_green.py over every model file of
 the sglang 0.5.10 wheel. The test itself downloads nothing: `make test` (and `make bench`)
 fetch the wheel once into benchmarks/work/wheels (PATCHGUARD_SGLANG_WHEELS names another

@@ -142,7 +142,7 @@ def test_nothing_to_record_is_a_usage_error(sample: Sample) -> None:
 
 
 def test_a_second_patch_on_the_same_file_stacks(sample: Sample) -> None:
-    """Issue 11: the second patch records only its own change, on top of the first."""
+    """The second patch records only its own change, on top of the first."""
     sample.record_eagle3()
     text = sample.kimi.read_text()
     sample.kimi.write_text(

@@ -1,4 +1,4 @@
-"""Issue 27, points 1-3: green means the recorded code, not only its names.
+"""Green means the recorded code, not only its names.
 
 1. A definition the patch adds that is in place by name with another body is `edited`: never
    green (`check`, `run`, `stamp`), named with its first differing line; `apply` puts the

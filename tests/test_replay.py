@@ -89,3 +89,31 @@ def test_a_file_with_crlf_is_never_replayed(hunting: Sample, tmp_path: Path) -> 
         assert processes > 1  # each time in full
     assert b"\r\n" in hunting.kimi.read_bytes()
     assert hunting.pg("check", "--json").exit_code == 0
+
+
+def test_a_crlf_file_git_leaves_alone_is_replayed_until_git_would_convert_it(
+    sample: Sample, tmp_path: Path
+) -> None:
+    """A project may commit CRLF files (one of sglang's model files is): with no line-ending
+    setting git writes their bytes as they are, so no setting is missing from the key; one that
+    git would convert is assessed in full again."""
+    text = sample.kimi.read_text()
+    sample.kimi.write_bytes(text.replace("\n", "\r\n").encode())
+    sample.git("commit", "-q", "-am", "the model file, committed with CRLF")
+    patched = text.replace("\n\nEntryClass", sample_repo.EAGLE3_METHODS + "\n\nEntryClass", 1)
+    sample.kimi.write_bytes(patched.replace("\n", "\r\n").encode())
+    assert sample.pg("record", "eagle3", sample_repo.KIMI, "-m", "crlf").exit_code == 0
+    assert sample.pg("install").exit_code == 0
+    assert sample.pg("check", "-q").exit_code == 0
+    sample.git("branch", "same", "HEAD")
+    first, full = stash_and_move(sample, tmp_path, "same")
+    second, replayed = stash_and_move(sample, tmp_path, "main")
+    assert "re-applied eagle3" in first and "re-applied eagle3" in second
+    assert replayed == 2 < full  # only git's line-ending settings asked: check-attr, config
+    assert sample.kimi.read_bytes() == patched.replace("\n", "\r\n").encode()
+    assert sample.pg("check", "--json").exit_code == 0
+    sample.git("config", "core.autocrlf", "true")  # git now converts this file's line endings
+    third, again = stash_and_move(sample, tmp_path, "same")
+    assert "re-applied eagle3" in third
+    assert again >= full  # in full (after asking whether it could replay)
+    assert sample.pg("check", "--json").exit_code == 0

@@ -1,4 +1,4 @@
-"""Issue 17, items 4 and 6: a patch that does not merge is resolved once, then carried.
+"""A patch that does not merge is resolved once, then carried.
 
 The history has the real shape: the user types the three methods right after the last method
 of the class (no comment, one blank line before EntryClass); upstream then adds a method of its
@@ -182,7 +182,7 @@ def test_resolutions_travel_in_bundles(hunt: Checkout, tmp_path: Path) -> None:
     node2.pg("check", check=0)
 
 
-# --- issue 29: a resolution names what it adds beyond the patch and upstream ---------------------
+# --- a resolution names what it adds beyond the patch and upstream ---------------------
 
 DEBUG_LINE = '        print("DEBUG forward")\n'
 FORWARD = "    def forward(self, input_ids, positions, forward_batch):\n"

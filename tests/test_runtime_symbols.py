@@ -1,4 +1,4 @@
-"""A symbol is present when Python would find it at runtime (issue 11, item 1).
+"""A symbol is present when Python would find it at runtime.
 
 Each rule is tried on a copy of a real-sized model file: the sample's kimi_k25.py grown to
 several hundred lines of methods, with the EAGLE-3 methods in the class.

@@ -1,4 +1,4 @@
-"""Issue 37, point 8: `--same-as` and the stamp cover the code that runs.
+"""`--same-as` and the stamp cover the code that runs.
 
 Beside HEAD, the patches and the edits `git status` shows: edits it hides (entries marked
 assume-unchanged or skip-worktree), untracked files of any kind in a guarded package (a built

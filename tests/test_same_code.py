@@ -1,4 +1,4 @@
-"""Issue 18, item 5: the same code on every node. `run --same-as STAMP` and `check --same-as
+"""The same code on every node. `run --same-as STAMP` and `check --same-as
 STAMP` refuse (exit 1, the command not run) when this node's code differs from the node that
 wrote STAMP: HEAD, the patches and their states, the guarded files' ids."""
 
@@ -85,7 +85,7 @@ PARALLEL_STATE = "python/sglang/srt/distributed/parallel_state.py"
 def test_an_edit_outside_the_guarded_files_is_named(
     sample: Sample, tmp_path: Path, clean_env: dict[str, str]
 ) -> None:
-    """Issue 27, point 4: the second node's own edit of another module is code that runs."""
+    """The second node's own edit of another module is code that runs."""
     node1, stamp = two_nodes(sample, tmp_path)
     path = node1.root / PARALLEL_STATE
     path.write_text(path.read_text() + "x = 1\n")  # echo "x = 1" >> parallel_state.py

@@ -1,4 +1,4 @@
-"""Issue 18, item 4: patches shared through any git remote (push, fetch), as users run them:
+"""Patches shared through any git remote (push, fetch), as users run them:
 two and three clones and a bare remote, updates on one side, divergence on both."""
 
 from __future__ import annotations
@@ -188,7 +188,7 @@ def test_an_update_fetched_reaches_the_file_that_holds_the_earlier_version(
 def test_push_names_a_fetched_change_it_would_take_back(
     nodes: tuple[Sample, Sample, Path],
 ) -> None:
-    """Issue 31, point 4: an undo of a fetch, pushed, would take node 1's update away from
+    """An undo of a fetch, pushed, would take node 1's update away from
     everyone: refused by name, and pushed only when asked, the choice kept in the history."""
     node0, node1, remote = nodes
     pushes_an_update(node1, remote, lambda text: text + "\n# tuned on node 1\n")

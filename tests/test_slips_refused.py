@@ -1,4 +1,4 @@
-"""Issue 37, point 7: the incident's slip is refused, and never green or put back unnoticed.
+"""The incident's slip is refused, and never green or put back unnoticed.
 
 The three EAGLE-3 methods typed at column 0 after `EntryClass = [...]` in a file that defines
 the class: `record` refuses (exit 1, nothing recorded), naming the class and the lines to

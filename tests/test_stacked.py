@@ -168,7 +168,7 @@ def test_unapply_then_apply_one_at_a_time_in_every_order(
         below = [p.name for p in patches[:index] if p.name not in applied]
         together = [*below, name] if layout == "touching" and below else []
         if together:
-            # a conflict is a failed guard: status exits as check would (issue 17)
+            # a conflict is a failed guard: status exits as check would
             status = pg("status", name, check=1).stdout
             assert f"recorded on top of patch {', '.join(below)}, not applied here" in status
         move_one(root, pg, "apply", name, together)
@@ -185,7 +185,7 @@ STACKS = [(layout, count) for layout in LAYOUTS for count in (2, 3)]
 def test_checkout_where_the_file_differs_and_back(
     repo: tuple[Path, PG], layout: str, count: int
 ) -> None:
-    """Issue 20's acceptance: the move exits 0, every method once; back, the very same bytes."""
+    """The move exits 0, every method once; back, the very same bytes."""
     root, pg = repo
     patches = LAYOUTS[layout][:count]
     everything = record_stack(root, patches, pg)

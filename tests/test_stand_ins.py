@@ -1,4 +1,4 @@
-"""No other `guard` package can stand in for patchguard (issue 20, item 6).
+"""No other `guard` package can stand in for patchguard.
 
 `guard` is a common name: a package of that name on PYTHONPATH used to run instead of
 patchguard in the hooks (a silent no-op) and broke the CLI (`ModuleNotFoundError:

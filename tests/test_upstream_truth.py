@@ -1,4 +1,4 @@
-"""Upstream's edits judged by what Python binds, on the real-sized model file (issue 19).
+"""Upstream's edits judged by what Python binds, on the real-sized model file.
 
 A copy of the methods that upstream defines only under a runtime condition is not "upstream":
 the user's unconditional copy stays. A line after the class that binds neither the class nor

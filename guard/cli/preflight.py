@@ -11,12 +11,14 @@ import contextlib
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from guard.collector import without_collector
 from guard.errors import (
@@ -33,10 +35,6 @@ from guard.tree import assess, patching
 from guard.tree.verdicts import CheckReport, ImportResult
 from guard.tree.worktree import Worktree
 from guard.truth import interpreters
-
-TYPE_CHECKING = False  # typing costs the hooks ~3 ms
-if TYPE_CHECKING:
-    from typing import Any
 
 # Resolves MODULE the way `import` would, without executing any package code: the top level
 # through sys.path, each submodule through its parent's search locations only.
@@ -130,8 +128,6 @@ def _env_command(words: list[str], env: dict[str, str]) -> tuple[list[str], dict
     `-`, `-u NAME`, `-C DIR`, `-S STRING`, whose words are read as more arguments), then the
     environment emptied (`-i`), the `-u` names unset, the `NAME=VALUE` words set in order, up
     to the command. (`-C DIR` changes nothing an import sees from the checkout's root.)"""
-    import shlex  # only for a command that starts with env
-
     empty, unset, rest = False, [], list(words)
     while rest and rest[0].startswith("-") and rest[0] != "--":
         word = rest.pop(0)

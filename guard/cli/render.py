@@ -3,22 +3,31 @@
 from __future__ import annotations
 
 import json
+import signal
+from datetime import datetime
+from typing import TYPE_CHECKING
 
-TYPE_CHECKING = False  # not `from typing import ...`: typing costs the hooks ~3 ms
+from guard.ops.bisect_status import (
+    BISECT_SKIP,
+    GO_ON,
+    INTERRUPTED,
+    STOPPED_GO_ON,
+    StepResult,
+)
+
 if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Any
 
     from guard.hunt.hunt import Comparison, Hunt, Runs
     from guard.hunt.stats import Decision
-    from guard.ops.bisect_status import StepResult
     from guard.ops.moves import Lift
     from guard.store.manifest import Patch
     from guard.tree.patching import PatchOutcome
     from guard.tree.verdicts import CheckReport, PatchVerdict, SymbolResult
 
 # The states come from guard.tree.verdicts only where a report is worded: `list` and `show`
-# word none, and skip its import (its dataclasses cost ~20 ms).
+# word none, and skip its import (and its dataclasses).
 
 CHECK_JSON_FORMAT = "patchguard.check/2"
 COMPARE_JSON_FORMAT = "patchguard.compare/1"
@@ -160,8 +169,6 @@ def outcome_lines(outcomes: Sequence[PatchOutcome]) -> list[str]:
 def log_entries(changes: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """`patchguard log --json`'s changes: guard.store.history.log_changes, each change's time
     in local time (ISO 8601, with its offset)."""
-    from datetime import datetime
-
     return [
         {
             "number": change["number"],
@@ -175,8 +182,6 @@ def log_entries(changes: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def log_lines(changes: Sequence[dict[str, Any]], name: str | None) -> list[str]:
     """`patchguard log [NAME]`: newest first, numbered as `show NAME@{N}` reads them."""
-    from datetime import datetime
-
     lines = []
     for entry in log_entries(changes):
         number, head = entry["number"], entry["head"]
@@ -300,8 +305,6 @@ def _upstream(state: str) -> bool:
 
 
 def step_lines(result: StepResult) -> list[str]:
-    from guard.ops.bisect_status import BISECT_SKIP, GO_ON, STOPPED_GO_ON
-
     commit = result.head[:10]
     if result.stops_git and result.problems:  # patchguard's own part failed
         where = f" at {commit}" if commit else ""
@@ -485,9 +488,6 @@ def hunt_json(hunt: Hunt) -> str:
 
 def _ended(result: StepResult) -> str:
     """How a step's command ended when git cannot read it as good, bad or skip."""
-    import signal
-
-    from guard.ops.bisect_status import INTERRUPTED
 
     def name(number: int) -> str | None:
         try:

@@ -47,7 +47,7 @@ def new_file_mode(executable: bool = False) -> int:
 
 def _create_temporary(path: Path) -> tuple[int, str]:
     """A new file beside `path`, private until renamed (as tempfile.mkstemp, whose import
-    alone costs a re-applying hook ~5 ms)."""
+    a re-applying hook need not pay)."""
     for attempt in range(100):
         name = str(
             path.parent / f".{path.name}.{os.getpid()}-{time.time_ns()}-{attempt}{TEMP_SUFFIX}"

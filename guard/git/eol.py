@@ -16,11 +16,8 @@ in a file that holds `$Id`. Recording such a file is refused rather than done wr
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-
-TYPE_CHECKING = False  # not `from typing import ...`: typing costs the hooks ~3 ms
-if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping
 
 ATTRIBUTES = ("text", "eol", "crlf", "ident", "filter", "working-tree-encoding")
 

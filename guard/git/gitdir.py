@@ -23,8 +23,8 @@ LOCK_FILE_NAME = "patchguard-lock"  # in each worktree's own git dir; the hooks 
 class Layout:
     """Where a worktree's files, its own git dir and the shared (common) git dir are.
 
-    A plain class, as every class a re-applying hook builds (guard.tree.replay): @dataclass would
-    cost each hook the dataclasses module and inspect, more than the hook's own work.
+    A plain class: every hook builds one, and @dataclass would bring dataclasses, inspect and
+    ast onto the hooks' light path (tests/test_light_paths.py).
     """
 
     __slots__ = ("common_dir", "git_dir", "workdir")

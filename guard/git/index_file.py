@@ -20,8 +20,9 @@ searched, not walked to, as walking 20,000 entries in Python costs more than git
 from __future__ import annotations
 
 import os
+import zlib
 
-TYPE_CHECKING = False  # the fast path imports nothing it does not use (see guard.store.fastpath)
+TYPE_CHECKING = False  # not typing's: this module is on a light path (tests/test_light_paths.py)
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
@@ -264,8 +265,6 @@ def _commit_tree(common_dir: str, commit: str) -> str | None:
     if len(commit) != 2 * _ID_SIZE or os.path.lexists(os.path.join(common_dir, "refs", "replace")):
         return None
     try:
-        import zlib
-
         with open(os.path.join(common_dir, "objects", commit[:2], commit[2:]), "rb") as handle:
             raw = zlib.decompress(handle.read())
         if _packed_replace(common_dir):

@@ -3,12 +3,12 @@ would cost a process per file on paths (the hooks' fast path among them) that ne
 
 from __future__ import annotations
 
-try:  # the bare C module: hashlib would cost more than the whole fast path
+try:  # the bare C module: hashlib stays off the light paths (tests/test_light_paths.py)
     from _sha1 import sha1 as _bare_sha1
 except ImportError:  # pragma: no cover - CPython built without it
     from hashlib import sha1 as _bare_sha1
 
-TYPE_CHECKING = False  # not `from typing import ...`: the hooks import this module
+TYPE_CHECKING = False  # not typing's: this module is on a light path (tests/test_light_paths.py)
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
@@ -16,11 +16,9 @@ if TYPE_CHECKING:
 REGULAR_MODE = "100644"  # git's modes for a regular file, and an executable one
 EXECUTABLE_MODE = "100755"
 
-# The bare module hashes ~220 MB/s, OpenSSL's (through hashlib) ~1.7 GB/s, but loading that
-# costs ~3.5 ms: worth it once a command has hashed this much and has about as much again to
-# hash (the replay of 40 real model files hashes ~4 MB, their first re-apply 6 to 18 MB; a
-# `check --json` of 40 small files ~0.75 MB and the replay of 40 small ones ~1 MB, which gain
-# less than the load; the hooks' fast path hashes a few kilobytes).
+# OpenSSL's SHA-1 (through hashlib) hashes several times faster than the bare module, but
+# loading it is worth it only to a command that has hashed a megabyte and has more to hash (a
+# first re-apply of many real model files); the hooks' fast path hashes a few kilobytes.
 _OPENSSL_AFTER = 1 << 20
 _hashed = [0]  # bytes hashed by the bare module in this process
 _sha1: list[Callable[[bytes], Any]] = [_bare_sha1]

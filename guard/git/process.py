@@ -1,22 +1,20 @@
 """Every `git` command patchguard runs: run_git() and start_git(), the one home of how git is
 started, what it inherits, and how its failure is said.
 
-Its own module, light to import (os at import, subprocess when git first runs): a command can
-start git before it imports the rest of what it needs (`stamp` starts `git status` so).
+Its own module, light to import: a command can start git before it imports the rest of what
+it needs (`stamp` starts `git status` so).
 """
 
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 
 from guard.errors import ConfigError
-
-TYPE_CHECKING = False  # not `from typing import ...`: typing costs the hooks ~3 ms
-if TYPE_CHECKING:
-    import subprocess
-    from pathlib import Path
 
 _OUT_OF_REACH = [False]  # set by out_of_reach_of_ctrl_c
 
@@ -50,8 +48,6 @@ def run_git(
     """
     if not passthrough:
         return start_git(args, cwd, env=env).result()
-    import subprocess  # not at import: a replayed hook (guard.tree.replay) starts no process
-
     command = ["git", *args]
     try:
         with _interrupts_to_child():
@@ -71,8 +67,6 @@ class StartedGit:
 
     def result(self) -> subprocess.CompletedProcess[str]:
         """git's output; ConfigError, with git's own reason, when it failed."""
-        import subprocess
-
         try:
             stdout, stderr = self.process.communicate()
         except BaseException:  # Ctrl-C while waiting: git goes too, as subprocess.run does
@@ -103,8 +97,6 @@ def start_git(
 ) -> StartedGit:
     """A captured run_git() started now and answered by result(): git works while the caller
     does something else (another git command, imports, reading files)."""
-    import subprocess
-
     command = ["git", *args]
     try:
         process = subprocess.Popen(
@@ -136,8 +128,6 @@ def _outlive_child(_number: int, _frame: object) -> None:
 @contextmanager
 def _interrupts_to_child() -> Iterator[None]:
     """The terminal sends SIGINT/SIGQUIT to the child as well; we outlive it to clean up."""
-    import signal
-
     previous = [(s, signal.signal(s, _outlive_child)) for s in (signal.SIGINT, signal.SIGQUIT)]
     try:
         yield

@@ -24,7 +24,9 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import hmac
+import importlib.util
 import os
+import py_compile
 import secrets
 import shutil
 import signal
@@ -117,8 +119,6 @@ class AttestedRun:
         # Its bytecode, for the interpreters of this Python's version: under
         # PYTHONDONTWRITEBYTECODE (many images set it) no process of the run writes it, and each
         # compiled the guard again, most of what it may cost a process.
-        import py_compile  # only when a run starts
-
         py_compile.compile(str(self.directory / GUARD_NAME), doraise=True)
         lines = []
         for real, (module, blob, definitions) in self.files.items():
@@ -196,8 +196,6 @@ class AttestedRun:
         """Why the Python COMMAND starts (itself, past env(1) and other wrappers, or in a
         shell's -c string) skips the guard (-I, -E, -S, a cleared environment, a PYTHONPATH
         of its own), by the guard's own rule, which it applies to each Python it sees start."""
-        import importlib.util
-
         spec = importlib.util.spec_from_file_location(
             "patchguard_import_guard", self.directory / GUARD_NAME
         )

@@ -6,6 +6,8 @@ without importing the operations it reports on.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 BISECT_SKIP = 125
 BISECT_ABORT = 128  # `git bisect run` aborts on any status above 127
 INTERRUPTED = 130  # a step's command ended by Ctrl-C (or a shell's report of that)
@@ -16,25 +18,15 @@ EXIT_BISECT_STOPPED = 4
 STOPPED_SUFFIX = ".stopped"  # beside the step's decided file: why the last step stopped git
 
 
+@dataclass(slots=True)
 class StepResult:
-    """One step's status for git and what it says (a plain class, not a dataclass: every
-    `patchguard git` move imports this module, and dataclasses would cost it ~8 ms)."""
+    """One step's status for git and what it says."""
 
-    __slots__ = ("head", "problems", "signal", "skipped", "status")
-
-    def __init__(
-        self,
-        status: int,
-        head: str,
-        skipped: str | None = None,
-        problems: list[str] | None = None,
-        signal: int | None = None,  # the signal that ended the command, when one did
-    ) -> None:
-        self.status = status
-        self.head = head
-        self.skipped = skipped
-        self.problems = problems if problems is not None else []
-        self.signal = signal
+    status: int
+    head: str
+    skipped: str | None = None
+    problems: list[str] = field(default_factory=list)
+    signal: int | None = None  # the signal that ended the command, when one did
 
     @property
     def stops_git(self) -> bool:

@@ -16,7 +16,9 @@ import shlex
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from guard.errors import EXIT_INTERRUPTED, ConfigError, GuardFailure, one_line
 from guard.git.atomic import atomic_write, forget_stale_listings
@@ -32,13 +34,14 @@ from guard.ops.bisect_status import (
     STOPPED_SUFFIX,
     StepResult,
 )
+from guard.ops.install import isolated_command
+from guard.ops.provenance import stamp
 from guard.store import journal
 from guard.store.fastpath import current_key
 from guard.tree import replay
 
 # A move seen before is replayed (guard.tree.replay): guard.tree.patching, stashes and the
-# assessment they import (~40 ms with the model's modules) load only for a move that is not.
-TYPE_CHECKING = False
+# assessment they import (with the model's modules) load only for a move that is not.
 if TYPE_CHECKING:
     from guard.store.fastpath import CurrentKey
     from guard.tree import patching, stashes
@@ -66,19 +69,18 @@ STEP_WRAPPER = (
 )
 
 
+@dataclass
 class Lift:
-    """What happened to the patches around one git command (a plain class: dataclasses would
-    cost every move ~8 ms, as much as a replayed put-back)."""
+    """What happened to the patches around one git command."""
 
-    def __init__(self) -> None:
-        self.lifted: list[str] = []
-        self.entry: Path | None = None  # the lift's undo entry
-        self.stopped: str | None = None
-        self.put_back: list[patching.PatchOutcome | replay.ReplayedOutcome] = []
-        self.report: CheckReport | None = None
-        self.skipped: list[str] = []  # commits bisect skipped: "abbrev subject"
-        self.hint: str | None = None  # what to run instead, when git refused
-        self.stash_held: list[str] = []  # patches a popped stash held
+    lifted: list[str] = field(default_factory=list)
+    entry: Path | None = None  # the lift's undo entry
+    stopped: str | None = None
+    put_back: list[patching.PatchOutcome | replay.ReplayedOutcome] = field(default_factory=list)
+    report: CheckReport | None = None
+    skipped: list[str] = field(default_factory=list)  # commits bisect skipped: "abbrev subject"
+    hint: str | None = None  # what to run instead, when git refused
+    stash_held: list[str] = field(default_factory=list)  # patches a popped stash held
 
     @property
     def ok(self) -> bool:
@@ -263,8 +265,6 @@ def bisect_run(repo: Repo, command: Sequence[str], log: Path | None) -> tuple[in
                 f"cannot write the bisect log {log}: {error.strerror}; name a file in a "
                 "directory that exists and that you can write"
             ) from None
-    from guard.ops.install import isolated_command  # bisect only: `patchguard git` skips it
-
     decided = repo.layout.git_dir / STEP_DECIDED
     step = [str(decided), *isolated_command(sys.executable), *STEP_COMMAND]
     step += ["--decided", str(decided)]
@@ -381,8 +381,6 @@ def _step(repo: Repo, head: str, command: Sequence[str], log: Path | None) -> St
 
 def _log_step(repo: Repo, log: Path, result: StepResult) -> None:
     """One JSON line: the stamp of the tree that was measured, and what the command said."""
-    from guard.ops.provenance import stamp  # typing and datetime: `patchguard git` skips them
-
     line = {**stamp(repo), "exit": result.status, "skipped": result.skipped}
     with log.open("a", encoding="utf-8") as handle:
         handle.write(json.dumps(line, separators=(",", ":")) + "\n")

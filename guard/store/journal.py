@@ -18,9 +18,12 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import time
-from contextlib import contextmanager, nullcontext, suppress
+from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from guard.errors import ConfigError, GuardFailure
 from guard.git import faults
@@ -29,7 +32,6 @@ from guard.git.gitpaths import JOURNAL_FILE, UNDO_DIR_NAME
 from guard.git.objects import blob_id
 from guard.git.worktree_paths import UnsafePath, one_walk
 
-TYPE_CHECKING = False  # not `from typing import ...`: typing costs the hooks ~3 ms
 if TYPE_CHECKING:
     from collections.abc import Iterator
     from typing import Any
@@ -165,7 +167,7 @@ class Journal:
     def discard(self) -> None:
         """Forget the entry: the change it was for did not happen."""
         if self.entry is not None:
-            _remove_tree(self.entry)
+            shutil.rmtree(self.entry, ignore_errors=True)
         self.entry, self.files, self.patches = None, [], []
         self._writes, self._kept = {}, bytearray()
 
@@ -187,7 +189,7 @@ class Journal:
         self.root.mkdir(parents=True, exist_ok=True)
         entries = [] if _passing else _entries(self.root)  # a passing entry is gone at once
         for stale in entries[: max(0, len(entries) - KEEP_ENTRIES + 1)]:
-            _remove_tree(stale)
+            shutil.rmtree(stale, ignore_errors=True)
         entry = self.root / f"{time.time_ns():020d}-{self.operation}"
         entry.mkdir()
         return entry
@@ -200,15 +202,14 @@ def _put(repo: Repo, path: str, content: bytes | None, mode: int | None) -> None
         repo.write_raw(path, content, mode)
 
 
+@dataclass
 class _Fates:
-    """What putting an entry's files back did to each of them (plain classes here, not
-    dataclasses: see guard.git.gitdir.Layout)."""
+    """What putting an entry's files back did to each of them."""
 
-    def __init__(self, entry: Path) -> None:
-        self.entry = entry
-        self.put_back: list[str] = []
-        self.untouched: list[str] = []
-        self.stuck: list[str] = []  # neither as before nor as written: edited, or unwritable
+    entry: Path
+    put_back: list[str] = field(default_factory=list)
+    untouched: list[str] = field(default_factory=list)
+    stuck: list[str] = field(default_factory=list)  # neither as before nor as written
 
     def describe(self) -> str:
         parts = []
@@ -279,12 +280,12 @@ def recover(repo: Repo) -> Entry | None:
             item.get("before") == PACK_FILE for item in record["files"]
         )
     except FileNotFoundError:  # killed before its journal: nothing was written for it
-        _remove_tree(path)
+        shutil.rmtree(path, ignore_errors=True)
         return None
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None  # damaged: `undo` says so when it gets there
     if lost_pack:  # a power loss before mark_writing's last fsync: nothing was written for it
-        _remove_tree(path)
+        shutil.rmtree(path, ignore_errors=True)
         return None
     if _all_written(repo, record):
         _mark_done(path, record)
@@ -292,7 +293,7 @@ def recover(repo: Repo) -> Entry | None:
     if _roll_back(repo, path, record).stuck:  # edited since: `undo` lists it, refuses to lose it
         _mark_done(path, record)
         return None  # nothing was put back: the edit stays, and `undo` says why
-    _remove_tree(path)
+    shutil.rmtree(path, ignore_errors=True)
     return entry
 
 
@@ -321,26 +322,16 @@ def _entries(root: Path) -> list[Path]:
     return sorted(p for p in root.iterdir() if (p / JOURNAL_FILE).is_file())
 
 
+@dataclass(slots=True)
 class Entry:
     """One apply, unapply or drop that `undo` can revert."""
 
-    __slots__ = ("created", "files", "interrupted", "operation", "patches", "path")
-
-    def __init__(
-        self,
-        path: Path,
-        operation: str,
-        patches: list[str],
-        created: float,
-        files: list[str],
-        interrupted: bool = False,  # a killed writer's: the next writer puts its files back
-    ) -> None:
-        self.path = path
-        self.operation = operation
-        self.patches = patches
-        self.created = created
-        self.files = files
-        self.interrupted = interrupted
+    path: Path
+    operation: str
+    patches: list[str]
+    created: float
+    files: list[str]
+    interrupted: bool = False  # a killed writer's: the next writer puts its files back
 
     def describe(self) -> str:
         """e.g. "the unapply of eagle3 at 2026-12-01 03:59:12 (path/to/file.py)"."""
@@ -447,9 +438,8 @@ def _restore(repo: Repo, entry_path: Path, entry: Entry, record: dict[str, Any])
         putting_back.before_write(
             path, current, before, ", ".join(entry.patches), (repo.permissions(path), mode)
         )
-    if (
-        saved is not None
-    ):  # an entry from before the history (guard.store.history): a drop or resolve
+    # an entry from before the history (guard.store.history): a drop or resolve
+    if saved is not None:
         try:
             from guard.store import history  # only for an entry made before the history
             from guard.store.derived import load_manifest
@@ -463,7 +453,8 @@ def _restore(repo: Repo, entry_path: Path, entry: Entry, record: dict[str, Any])
             putting_back.discard()
             raise
     putting_back.write(repo)
-    _remove_tree(entry_path)  # first: a kill before the next line leaves an undo to redo
+    # the entry first: a kill before the next line leaves an undo to redo
+    shutil.rmtree(entry_path, ignore_errors=True)
     putting_back.discard()
     return entry
 
@@ -474,7 +465,7 @@ def forget(entry: Path) -> None:
     a hunt killed outright left behind (guard.hunt.hunt). Gone already, or not an entry (a
     note edited by hand): nothing to do."""
     if entry.parent.name == UNDO_DIR_NAME and (entry / JOURNAL_FILE).is_file():
-        _remove_tree(entry)
+        shutil.rmtree(entry, ignore_errors=True)
 
 
 def kept_before(entry: Path, item: dict[str, Any]) -> bytes | None:
@@ -497,16 +488,3 @@ def kept_before(entry: Path, item: dict[str, Any]) -> bytes | None:
             "kept); the file is left as it is"
         )
     return before
-
-
-def _remove_tree(path: Path) -> None:
-    """An entry holds files only (shutil.rmtree would cost every apply its import)."""
-    try:
-        names = os.listdir(path)
-    except OSError:
-        return
-    for name in names:
-        with suppress(OSError):
-            os.unlink(path / name)
-    with suppress(OSError):
-        os.rmdir(path)

@@ -2,8 +2,8 @@
 
 These are the runtime records, plain frozen dataclasses. Their fields mirror the pydantic
 models in guard.store.schema, which validate every manifest before it is used (a test keeps the two
-in step). Validating costs more than a whole hook should (importing pydantic alone is ~100 ms),
-so the content hash of every byte string that passed is remembered beside the manifest: the
+in step). Validating costs more than a whole hook should (importing pydantic alone does), so
+the content hash of every byte string that passed is remembered beside the manifest: the
 same bytes are then read with json alone. Keyed by content, never by mtime or path, in the
 namespace of patchguard's own code (guard.git.own_code): another version's schema may refuse
 what this one's passed.
@@ -12,19 +12,17 @@ what this one's passed.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from contextlib import suppress
 from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from guard.errors import ConfigError
 from guard.git.atomic import atomic_write
 from guard.git.objects import REGULAR_MODE, blob_id
 from guard.git.own_code import model_namespace
-
-TYPE_CHECKING = False  # not `from typing import ...`: typing costs the hooks ~3 ms
-if TYPE_CHECKING:
-    from collections.abc import Sequence
-    from typing import Any
 
 SCHEMA_VERSION = 1
 VALIDATED_FILE = "validated"  # beside manifest.json: content hashes that passed the schema
@@ -199,6 +197,4 @@ def _remember_validated(manifest_path: Path, digest: str) -> None:
 
 def now_utc() -> str:
     """A record's timestamp, as the schema's date-time reads it."""
-    from datetime import UTC, datetime
-
     return datetime.now(UTC).isoformat().replace("+00:00", "Z")

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from guard.errors import ConfigError
 from guard.store import history, journal
 from guard.store.manifest import Manifest
 
-TYPE_CHECKING = False  # typing costs the hooks ~3 ms
 if TYPE_CHECKING:
     from typing import Any
 

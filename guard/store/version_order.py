@@ -8,10 +8,10 @@ the history: the state that first held each version, walking from the oldest.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from guard.store import history
 
-TYPE_CHECKING = False  # typing costs the hooks ~3 ms
 if TYPE_CHECKING:
     from guard.git.repo import Repo
 

@@ -9,6 +9,8 @@ returns the verdicts of guard.tree.verdicts, which say them in words.
 
 from __future__ import annotations
 
+import importlib.machinery
+import importlib.util
 import pickle
 from collections.abc import Sequence
 from dataclasses import replace
@@ -845,8 +847,6 @@ def _compiled_beside(tree: Worktree, path: str, content: bytes) -> str | None:
     hash is not the file's (an unchecked one is never compared with the source; a checked one
     is not under `--check-hash-based-pycs never`). A timestamp-based `.pyc` Python compares with the file itself. Each candidate is
     looked at through the view, so one that appears later voids a remembered verdict."""
-    import importlib.machinery
-
     if not path.endswith(".py"):
         return None
     stem = path.removesuffix(".py")
@@ -865,8 +865,6 @@ def _compiled_beside(tree: Worktree, path: str, content: bytes) -> str | None:
 
 def _stale_pyc(tree: Worktree, path: str, content: bytes, level: str | int) -> str | None:
     """The hash-based `.pyc` of optimization `level` beside `path`, when it holds other code."""
-    import importlib.util
-
     relative = importlib.util.cache_from_source(path, optimization=level)  # relative as `path`
     if not tree.exists(relative, file=True):
         return None

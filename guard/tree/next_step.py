@@ -9,6 +9,7 @@ from the history (guard.store.version_order), never guessed.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from guard.store.derived import load_manifest
 from guard.store.version_order import order
@@ -16,7 +17,6 @@ from guard.tree import assess
 from guard.tree.verdicts import FileVerdict, PatchVerdict, State, fix_for, in_words
 from guard.tree.worktree import Worktree
 
-TYPE_CHECKING = False  # typing costs the hooks ~3 ms
 if TYPE_CHECKING:
     from guard.git.repo import Repo
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -171,8 +172,6 @@ def _chosen_hunks(repo: Repo, paths: Sequence[str]) -> dict[str, bytes]:
     """git's own `add -p`, on a private index that starts as HEAD's: the user picks the hunks in
     git's interface (the terminal is git's), and each file's chosen content is what that index
     then holds. The worktree and the real index are left as they are."""
-    import tempfile  # only for record -p
-
     with tempfile.TemporaryDirectory(prefix="patchguard-record-p-") as scratch:
         env = {"GIT_INDEX_FILE": str(Path(scratch) / "index")}
         run_git(["read-tree", "HEAD"], repo.workdir, env=env)

@@ -15,8 +15,10 @@ lift, the unapply of a verified tree, kept under that tree's key (`lift` below).
 kept in the namespace of all of patchguard's code (guard.git.content_cache): what another
 patchguard wrote is never replayed.
 
-Never replayed: a file with a CR (its bytes on disk depend on git's line-ending settings,
-which no key holds), and a patch that creates or deletes a file (the key needs every file).
+Never replayed: a file with a CR that git converts (its bytes on disk then depend on git's
+line-ending settings, which no key holds; a file git leaves as it is, as real projects commit
+some CRLF files, is replayed, its conversion asked again each time), and a patch that creates
+or deletes a file (the key needs every file).
 Entries are checksummed (guard.git.content_cache) and each kept file is checked against its blob
 id: a damaged entry only means the full re-apply runs.
 """
@@ -135,7 +137,7 @@ def _write_recorded(
         try:
             for path, blob, patch in writes:
                 on_disk = repo.read_raw(path)
-                if on_disk is None or b"\r" in on_disk:
+                if on_disk is None or not _as_git_leaves_it(repo, path, on_disk, kept[blob]):
                     journal.discard()
                     return None
                 after = kept[blob]
@@ -191,7 +193,7 @@ def _kept_writes(
     writes = []
     for path, patch in written:
         data = repo.read_raw(path)
-        if data is None or b"\r" in data:
+        if data is None or not _as_git_leaves_it(repo, path, data):
             return None
         cache.put(blob_id(data), data)
         writes.append({"path": path, "blob": blob_id(data), "patch": patch})
@@ -239,6 +241,17 @@ def remember_lift(repo: Repo, before: CurrentKey | None, outcomes: Sequence[Patc
     lifted = [o.verdict.name for o in outcomes if o.written]
     record = {"before": before.key, "writes": writes, "lifted": lifted}
     cache.put(_lift_name(before.key), json.dumps(record).encode())
+
+
+def _as_git_leaves_it(repo: Repo, path: str, *contents: bytes | None) -> bool:
+    """Whether these contents of `path` are the same bytes whatever git's line-ending settings:
+    without a CR, or for a path git converts nothing of (no `text`/`eol` attribute, no
+    autocrlf), as asked of git now. A project may commit CRLF files (one of sglang's model
+    files is): without this, one such file among 40 sent every re-apply down the full path."""
+    if not any(b"\r" in data for data in contents if data is not None):
+        return True
+    conversion = repo.conversion(path)
+    return not conversion.text and conversion.refusal is None and not conversion.ident
 
 
 def _entry_name(key: str) -> str:

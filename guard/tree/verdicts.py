@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import assert_never
 
 from guard.store.manifest import FileChange
 from guard.store.spec import parse_spec
@@ -23,7 +24,7 @@ class State(StrEnum):
     DRIFTED = "drifted"
     UPSTREAM = "upstream"
     CONFLICTED = "conflicted"  # the file itself is in conflict: unmerged, markers, no parse
-    CONFLICT = "does-not-merge"  # the patch does not merge with a fine file (was "conflict")
+    CONFLICT = "does-not-merge"  # the patch does not merge with a fine file
     DOUBLED = "doubled"
     EDITED = "edited"  # every added name is in place, but a definition's code is not recorded
     MISSING_FILE = "missing-file"
@@ -234,57 +235,63 @@ def fix_for(patch_name: str, verdict: FileVerdict) -> str:
     recording over a conflict would re-base the patch onto this commit.
     `verdict.stacked_on`: the unapplied patches it was recorded on top of there.
     """
-    state = verdict.state
-    if state is State.CONFLICT and verdict.stacked_on:
-        return f"patchguard apply {' '.join([*verdict.stacked_on, patch_name])}"
-    if state in (State.UNAPPLIED, State.DRIFTED) and verdict.strays:
-        return f"{keep_edit(patch_name, verdict)} (keeps the methods in their class)"
-    if state in (State.UNAPPLIED, State.DRIFTED):
-        return f"patchguard apply {patch_name}"
-    if state is State.DOUBLED:
-        return f"patchguard apply {patch_name} (takes the patch's copy out; HEAD's stays)"
-    if state is State.EDITED:
-        keep = (
-            "keep your edit for this version of the file"
-            if verdict.keep_by_resolving
-            else "keep your edit as the patch"
-        )
-        return (
-            f"{keep}: {keep_edit(patch_name, verdict)}; or put the recorded code back: "
-            f"patchguard apply {patch_name} (your other edits stay; patchguard undo takes it back)"
-        )
-    if state is State.CONFLICTED and verdict.conflict == UNMERGED:
-        return (
-            f"patchguard apply {patch_name} (finishes git's merge for the patch's part, keeps "
-            "your other edits)"
-        )
-    if state is State.CONFLICTED and verdict.conflict == MARKERS:
-        return (
-            "edit the conflict markers out by hand (keep the side you want), then patchguard status"
-        )
-    if state is State.CONFLICTED:
-        return "fix the syntax error by hand, then patchguard status"
-    if state is State.CONFLICT:
-        return (
-            "the patch does not merge with this version of the file: edit it into the right "
-            f"shape here (patchguard apply --merge {patch_name} writes conflict markers to "
-            f"start from), then keep that for this version: patchguard resolve {patch_name}; "
-            "or go back to a commit where it applies (patchguard git checkout -)"
-        )
-    if state is State.OUTSIDE_SPARSE:
-        directory = verdict.path.rpartition("/")[0] or "."
-        return f"bring it into the sparse checkout: git sparse-checkout add {directory}"
-    if state is State.UNSAFE_PATH:
-        return (
-            "nothing was written there; if upstream made the file a link, record the change on "
-            f"the file it points to (patchguard record NAME FILE), or: patchguard drop {patch_name}"
-        )
-    if state is State.MISSING_FILE:
-        return (
-            "check out a commit that has the file (patchguard git checkout COMMIT); "
-            f"only if you no longer want this patch: patchguard drop {patch_name}"
-        )
-    return "nothing to do"
+    match verdict.state:
+        case State.CONFLICT if verdict.stacked_on:
+            return f"patchguard apply {' '.join([*verdict.stacked_on, patch_name])}"
+        case State.UNAPPLIED | State.DRIFTED if verdict.strays:
+            return f"{keep_edit(patch_name, verdict)} (keeps the methods in their class)"
+        case State.UNAPPLIED | State.DRIFTED:
+            return f"patchguard apply {patch_name}"
+        case State.DOUBLED:
+            return f"patchguard apply {patch_name} (takes the patch's copy out; HEAD's stays)"
+        case State.EDITED:
+            keep = (
+                "keep your edit for this version of the file"
+                if verdict.keep_by_resolving
+                else "keep your edit as the patch"
+            )
+            return (
+                f"{keep}: {keep_edit(patch_name, verdict)}; or put the recorded code back: "
+                f"patchguard apply {patch_name} (your other edits stay; patchguard undo takes it "
+                "back)"
+            )
+        case State.CONFLICTED if verdict.conflict == UNMERGED:
+            return (
+                f"patchguard apply {patch_name} (finishes git's merge for the patch's part, keeps "
+                "your other edits)"
+            )
+        case State.CONFLICTED if verdict.conflict == MARKERS:
+            return (
+                "edit the conflict markers out by hand (keep the side you want), then patchguard "
+                "status"
+            )
+        case State.CONFLICTED:
+            return "fix the syntax error by hand, then patchguard status"
+        case State.CONFLICT:
+            return (
+                "the patch does not merge with this version of the file: edit it into the right "
+                f"shape here (patchguard apply --merge {patch_name} writes conflict markers to "
+                f"start from), then keep that for this version: patchguard resolve {patch_name}; "
+                "or go back to a commit where it applies (patchguard git checkout -)"
+            )
+        case State.OUTSIDE_SPARSE:
+            directory = verdict.path.rpartition("/")[0] or "."
+            return f"bring it into the sparse checkout: git sparse-checkout add {directory}"
+        case State.UNSAFE_PATH:
+            return (
+                "nothing was written there; if upstream made the file a link, record the change "
+                "on the file it points to (patchguard record NAME FILE), or: patchguard drop "
+                f"{patch_name}"
+            )
+        case State.MISSING_FILE:
+            return (
+                "check out a commit that has the file (patchguard git checkout COMMIT); "
+                f"only if you no longer want this patch: patchguard drop {patch_name}"
+            )
+        case State.APPLIED | State.UPSTREAM:
+            return "nothing to do"
+        case _:
+            assert_never(verdict.state)
 
 
 def keep_edit(patch_name: str, verdict: FileVerdict) -> str:

@@ -1,6 +1,6 @@
 """What a module's code may do to classes and module globals when it runs: an effect summary
 per function and class, so that reading never says "present" over code that takes a method
-away indirectly (issue 27). One rule, not a list of patterns:
+away indirectly. One rule, not a list of patterns:
 
 - A function may change a name when its body (lambdas and classes in it included) sets or
   deletes an attribute of that name, rebinds that global, or reaches any name by reflection

@@ -1,27 +1,28 @@
 """The facts reading decides conditions by (`sys.version_info`, `sys.platform`, the
-implementation...), for the interpreter the command runs (issue 27, point 5).
+implementation...), for the interpreter the command runs.
 
 `if sys.version_info < (3, 12):` binds a method for a 3.11 and not for a 3.12, so the answer
 must be the command's interpreter's, not patchguard's own. Another interpreter is asked once,
 in a small process that prints its facts as JSON; the answer is kept in the git dir's cache,
 keyed by the interpreter's path and file identity (size, mtime, inode: a reinstalled or
 upgraded interpreter is asked again). patchguard's own interpreter answers without a process.
-
-Light on purpose: guard.truth.symbols takes its own facts from here on every command.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
+import subprocess
 import sys
 from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from guard.errors import ConfigError
 from guard.git.content_cache import ContentCache
 from guard.git.objects import digest
 
-TYPE_CHECKING = False  # typing costs the hooks ~3 ms
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any, TypeVar
@@ -62,8 +63,6 @@ def facts_of(python: str, git_dir: Path) -> dict[str, Any] | None:
     """The facts of `python`, or None where they are patchguard's own (whose parses are kept
     under the model's namespace as they are)."""
     if "/" not in python:  # `--python python3.12`: found on PATH, as running it would
-        import shutil
-
         python = shutil.which(python) or python
     if os.path.realpath(python) == os.path.realpath(sys.executable):
         return None
@@ -95,8 +94,6 @@ def _asked(
     kept = cache.get(key)
     answer = None if kept is None else load(kept)
     if answer is None:
-        import subprocess
-
         try:
             asked = subprocess.run([python, *arguments], capture_output=True, timeout=60)
         except (OSError, subprocess.TimeoutExpired) as error:
@@ -117,8 +114,6 @@ def _asked(
 
 def _loads(data: bytes) -> dict[str, Any] | None:
     """The facts in a cache entry or an answer; None for anything else."""
-    import json
-
     try:
         raw = json.loads(data or b"")
     except ValueError:
@@ -134,7 +129,7 @@ def _as_values(facts: dict[str, Any]) -> dict[str, Any]:
     return {**facts, "sys.version_info": tuple(facts["sys.version_info"])}
 
 
-# What a stamp says of the interpreter (issue 37, point 8): its version and where it looks for
+# What a stamp says of the interpreter: its version and where it looks for
 # installed distributions. `-I` without `-S`: site-packages and the .pth files' entries (an
 # editable install) are on the path, nothing of the environment is.
 _SEARCH = (
@@ -153,8 +148,6 @@ def search_path(python: str, git_dir: Path) -> tuple[str, list[str]]:
 
 def _search_answer(data: bytes) -> tuple[str, list[str]] | None:
     """A version and a path, from a cache entry or an answer; None for anything else."""
-    import json
-
     try:
         raw = json.loads(data or b"")
     except ValueError:

@@ -11,8 +11,10 @@ surely bound.
 from __future__ import annotations
 
 import ast
+import importlib.util
 import sys
 from collections.abc import Callable
+from typing import Any
 
 from guard.truth.model_names import (
     _IMPORTED_NAME,
@@ -25,10 +27,6 @@ from guard.truth.model_names import (
     _Scopes,
 )
 from guard.truth.statements import own_statements
-
-TYPE_CHECKING = False  # not `from typing import ...`: the hooks import guard.truth.symbols
-if TYPE_CHECKING:
-    from typing import Any
 
 # Decorators that return a function or descriptor for what they decorate (never None or
 # something else); a `()` suffix: the decorator is what calling it returns.
@@ -358,8 +356,6 @@ def _importable(module: str) -> bool:
         return _is_stdlib(module)
     if "." in module or not _is_stdlib(module):
         return False
-    import importlib.util  # only for a try body that imports
-
     return importlib.util.find_spec(module) is not None
 
 

@@ -1,4 +1,4 @@
-"""The runtime probe: ask Python itself whether each required symbol is there (issue 19).
+"""The runtime probe: ask Python itself whether each required symbol is there.
 
 Reading decides most symbols; where it cannot tell (a runtime condition, a decorator it cannot
 follow), `check --runtime`, `run --runtime` and `require(runtime=True)` import each guarded

@@ -3,18 +3,16 @@
 A check of 40 files loads 40 kept parses (guard.truth.parsed), each with dozens to thousands of
 these: one per definition (guard.truth.symbols.Definition) and per binding of the model
 (guard.truth.model_names.Binding). A frozen dataclass loads through `__new__` and a `__dict__`
-of its own; a tuple whose pickle calls `tuple.__new__` directly loads in half the time, and is
-as immutable. A record equals a plain tuple of the same values; no code compares them so.
+of its own; a tuple whose pickle calls `tuple.__new__` directly loads faster, and is as
+immutable. A record equals a plain tuple of the same values; no code compares them so.
 """
 
 from __future__ import annotations
 
 from operator import itemgetter
+from typing import TYPE_CHECKING, Any
 
-TYPE_CHECKING = False  # not `from typing import ...`: the hooks import this module
 if TYPE_CHECKING:
-    from typing import Any
-
     _Tuple = tuple[Any, ...]
 else:
     _Tuple = tuple

@@ -6,10 +6,7 @@ a nested function's does not)."""
 from __future__ import annotations
 
 import ast
-
-TYPE_CHECKING = False  # not `from typing import ...`, as in the modules the hooks import
-if TYPE_CHECKING:
-    from collections.abc import Iterator
+from collections.abc import Iterator
 
 
 def own_statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:

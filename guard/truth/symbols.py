@@ -7,9 +7,11 @@ A file's SymbolIndex holds its definitions and the binding model of what importi
 from __future__ import annotations
 
 import ast
+import difflib
 import unicodedata
 from collections.abc import Iterable, Iterator, Mapping
 from functools import partial
+from typing import TYPE_CHECKING
 
 from guard.collector import without_collector
 from guard.store.spec import Spec
@@ -18,7 +20,6 @@ from guard.truth.model_names import _KNOWN_VALUES, CANNOT_TELL, PRESENT, Resolut
 from guard.truth.model_statements import _KEEPING_METACLASSES, _Model
 from guard.truth.records import Record
 
-TYPE_CHECKING = False  # not `from typing import ...`: the hooks import this module
 if TYPE_CHECKING:
     from guard.truth.effects import Effects
 
@@ -217,8 +218,6 @@ def did_you_mean(typed: str, known: Iterable[str]) -> str:
     Names beside the typed one (same class, same file) are compared by their last part, so a
     long shared prefix does not make every method of a class look close.
     """
-    import difflib  # only on a miss
-
     known = [name for name in known if name != typed]  # the typed name itself is no suggestion
     owner, _, leaf = typed.rpartition(".")
     siblings = {k.rpartition(".")[2]: k for k in known if k.rpartition(".")[0] == owner}

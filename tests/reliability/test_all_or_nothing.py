@@ -1,4 +1,4 @@
-"""All or nothing across files (issue 20, item 11): an apply or unapply of a two-file patch
+"""All or nothing across files: an apply or unapply of a two-file patch
 either changes both files or neither, after a failed write and after a kill; the message says
 what became of each file; journal leftovers are swept; duplicate patch names are refused."""
 

@@ -92,7 +92,7 @@ def test_manifest_path_through_symlink_out_of_the_repo(sample: Sample, tmp_path:
     manifest.write_text(
         manifest.read_text().replace(f'"path": "{KIMI}"', '"path": "escape/evil.py"')
     )
-    # A guard that cannot hold (exit 1), never written through: issue 20, item 1.
+    # A guard that cannot hold (exit 1), never written through.
     assert_clear_failure(sample.pg("apply"), 1, "unsafe-path", "beyond a symbolic link (escape")
     assert (outside / "evil.py").read_text() == "x = 1\n"
 
@@ -321,7 +321,7 @@ def test_unapply_follows_a_rename_too(sample: Sample) -> None:
 
 
 def test_sha256_repository_is_refused_by_every_command(tmp_path: Path) -> None:
-    """Issue 11: one clear line, exit 2, nothing written, install included."""
+    """One clear line, exit 2, nothing written, install included."""
     root = tmp_path / "sha256"
     git(tmp_path, "init", "-q", "--object-format=sha256", str(root))
     (root / "a.py").write_text("def f():\n    pass\n")
@@ -343,7 +343,7 @@ def test_hooks_path_that_is_not_a_directory(sample: Sample) -> None:
 
 
 def test_record_refuses_a_path_inside_a_submodule(sample: Sample, tmp_path: Path) -> None:
-    """Issue 11: as `git add` does, a submodule's file belongs to the submodule."""
+    """As `git add` does, a submodule's file belongs to the submodule."""
     inner = tmp_path / "inner"
     git(tmp_path, "init", "-q", str(inner))
     (inner / "m.py").write_text("def f():\n    pass\n")
@@ -371,7 +371,7 @@ def test_absolute_paths_through_a_symlinked_checkout_resolve(
 
 
 def test_sparse_checkout_is_reported_as_such(sample: Sample) -> None:
-    """Issue 11: a guarded file outside the sparse cone; record and stamp ignore such files."""
+    """A guarded file outside the sparse cone; record and stamp ignore such files."""
     sample.record_eagle3()
     sample.git("stash")
     sample.git("sparse-checkout", "set", "python/sglang/srt/distributed")
@@ -397,7 +397,7 @@ def test_sparse_checkout_is_reported_as_such(sample: Sample) -> None:
 
 
 def test_non_utf8_tracked_file_name(sample: Sample) -> None:
-    """Issue 11: git allows any bytes in a name; patchguard says no in one line."""
+    """Git allows any bytes in a name; patchguard says no in one line."""
     name = os.path.join(os.fsencode(sample.root), b"python", b"caf\xe9.py")
     with open(name, "wb") as handle:
         handle.write(b"def f():\n    pass\n")
@@ -464,7 +464,7 @@ def _pg_with(env: dict[str, str], cwd: Path, *args: str) -> subprocess.Completed
 def test_git_dir_naming_another_repository_is_refused(
     sample: Sample, tmp_path: Path, clean_env: dict[str, str]
 ) -> None:
-    """Issue 20: patchguard read the checkout it stood in while its git commands used GIT_DIR's."""
+    """patchguard read the checkout it stood in while its git commands used GIT_DIR's."""
     sample.record_eagle3()
     sample.git("stash")
     other = tmp_path / "other"

@@ -1,4 +1,4 @@
-"""File modes travel (issue 20, item 7): a patch that adds an executable file keeps it
+"""File modes travel: a patch that adds an executable file keeps it
 executable through apply, unapply, undo, every `patchguard git` move and a bundle; a file the
 patch only changes keeps its own mode."""
 

@@ -1,4 +1,4 @@
-"""Each writer killed at each step boundary (issue 31): the next command finishes or undoes it.
+"""Each writer killed at each step boundary: the next command finishes or undoes it.
 
 A writer is stopped dead by SIGKILL at a named point (guard.git.faults: PATCHGUARD_KILL_AT, set
 only here), as `kill -9` or a power cut would stop it. Then the commands a user runs next
@@ -108,7 +108,8 @@ def undo_rerecord(sample: Sample, env: dict[str, str], point: str) -> None:
     assert sample.pg("record", "eagle3", sample_repo.KIMI).exit_code == 0
     killed(sample, env, point, "undo")
     # After the undo proper the worktree holds the later recording, which apply brings in
-    # line (journaled, undoable); how status words that is issue 29's.
+    # line (journaled, undoable); tests/test_first_week.py holds
+    # how status words that.
     read_forwards(sample, env, backwards=("another patchguard",))
     recorded = json.dumps(history_manifest(sample))
     assert ("extra_capture" in recorded) == (point == "store-begun")
@@ -210,7 +211,7 @@ def test_an_edit_made_after_the_kill_survives_the_recovery(
 def test_stale_manifest_after_the_ref_moved_is_not_read_backwards(
     sample: Sample, clean_env: dict[str, str]
 ) -> None:
-    """Issue 31, point 1 as reported: the newest definition survives status, apply and check."""
+    """As reported: the newest definition survives status, apply and check."""
     sample.record_eagle3()
     text = sample.kimi.read_text()
     sample.kimi.write_text(text.replace("\n\nEntryClass", EXTRA + "\n\nEntryClass"))

@@ -1,6 +1,6 @@
-"""Read-only means read-only (issue 11, item 6): check, status, stamp and run write nothing to
+"""Read-only means read-only: check, status, stamp and run write nothing to
 the object store or the worktree, and work for a user who cannot write the repository. So do
-the readers of the history (issue 18): log, show NAME@{N}, undo --list."""
+the readers of the history: log, show NAME@{N}, undo --list."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The store's derived files in states a hostile tester found (issue 31): a push into this
+"""The store's derived files in states a hostile tester found: a push into this
 checkout, manifest.json gone or left by a patchguard that wrote no manifest.from, a directory
 where a file should be, a recovery that must keep a user's edit. Each must read the history
 forwards, say one clear line, and lose nothing."""

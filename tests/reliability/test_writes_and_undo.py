@@ -148,7 +148,7 @@ def test_sigkill_during_apply_leaves_whole_files_and_recovers(
 
 
 def test_drop_can_be_undone(sample: Sample) -> None:
-    """Issue 11: `drop` can be undone; since issue 18 through the history of the patches."""
+    """`drop` can be undone, through the history of the patches."""
     sample.record_eagle3()
     dropped = sample.pg("drop", "eagle3")
     assert dropped.exit_code == 0
