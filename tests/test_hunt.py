@@ -384,8 +384,7 @@ def test_check_and_hooks_never_load_the_statistics(hunt: Checkout) -> None:
     probe = (
         "import sys\nfrom pathlib import Path\nfrom guard.cli import hookrun\nfrom guard.cli.app import main\n"
         "hookrun.run('post-checkout', ['a', 'b', '1'], '', Path.cwd())\n"
-        "sys.argv = ['patchguard', 'check', '--json']\n"
-        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "try:\n    main(['check', '--json'])\nexcept SystemExit:\n    pass\n"
         "print(sorted({m.split('.')[0] for m in sys.modules} & {'scipy', 'numpy', 'matplotlib'}))"
     )
     result = subprocess.run(

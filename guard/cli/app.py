@@ -13,12 +13,11 @@ from __future__ import annotations
 import importlib
 import shlex
 from pathlib import Path
-from typing import Any
 
 import click
 
 from guard.cli.options import epilog
-from guard.errors import EXIT_OK, PatchguardError, silence_stdout
+from guard.errors import EXIT_OK
 
 # Each command, as the module of guard.cli that defines it and its name there, by group.
 COMMANDS = {
@@ -46,16 +45,12 @@ COMMANDS = {
     "install": "hooks.install_",
     "uninstall": "hooks.uninstall",
     "doctor": "hooks.doctor",
+    "hook": "hookrun.hook",  # hidden: what the installed git hooks run
 }
 
 
 class _Group(click.Group):
-    """Turns library errors into one clear line on stderr and the contract's exit code.
-
-    A closed stdout ends the command with exit 0: click's own handler would exit 1, which the
-    contract reserves for a failed guard (`patchguard list | head -c0` under pipefail).
-
-    The commands load lazily (click's LazyGroup pattern): `list_commands` names them all, in
+    """The commands load lazily (click's LazyGroup pattern): `list_commands` names them all, in
     the order click lists a group's own (sorted), and `get_command` imports the module of the
     one asked for.
     """
@@ -70,23 +65,6 @@ class _Group(click.Group):
         module, name = where.split(".")
         command: click.Command = getattr(importlib.import_module(f"guard.cli.{module}"), name)
         return command
-
-    def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
-        try:  # --help and --version print here
-            return super().make_context(*args, **kwargs)
-        except BrokenPipeError:
-            silence_stdout()
-            raise click.exceptions.Exit(EXIT_OK) from None
-
-    def invoke(self, ctx: click.Context) -> Any:
-        try:
-            return super().invoke(ctx)
-        except PatchguardError as error:
-            click.echo(f"patchguard: {error}", err=True)
-            ctx.exit(error.exit_code)
-        except BrokenPipeError:
-            silence_stdout()
-            ctx.exit(EXIT_OK)
 
     def resolve_command(
         self, ctx: click.Context, args: list[str]
@@ -133,13 +111,11 @@ def cli(ctx: click.Context, directory: Path | None) -> None:
     ctx.obj = Path.cwd() / directory if directory else Path.cwd()
 
 
-def main() -> int:
-    """The click command line, with its exit code returned (errors: guard.errors.handled)."""
-    try:
-        result = cli.main(prog_name="patchguard", standalone_mode=False)
-    except click.ClickException as error:  # usage errors: click's own message, exit 2
-        error.show()
-        return error.exit_code
-    except click.Abort:  # click turns Ctrl-C into Abort
-        raise KeyboardInterrupt from None
+def main(args: list[str]) -> int:
+    """Parse `args` and run the command; its exit code. Every exception, click's own included
+    (usage errors, --help, Ctrl-C), goes to guard.errors.handled, which maps it to the exit-code
+    contract: click's main() would turn a closed stdout into exit 1, which means a failed guard
+    (`patchguard list | head -c0` under pipefail)."""
+    with cli.make_context("patchguard", list(args)) as ctx:  # click consumes the list it parses
+        result = cli.invoke(ctx)
     return result if isinstance(result, int) else EXIT_OK
