@@ -45,9 +45,9 @@ def _dispatch(argv: list[str]) -> int:
             if not quiet:
                 print(VERIFIED_MESSAGE)
             return 0
-    from guard.cli.app import main as run_cli
+    from guard.cli.app import run
 
-    return run_cli(argv)
+    return run(argv)
 
 
 def _cwd() -> str:
@@ -84,8 +84,6 @@ def _check_form(argv: list[str], cwd: str) -> tuple[str, bool] | None:
 
 
 def _crash_dir(argv: list[str]) -> str:
-    """A crash log goes into the git dir of the checkout the command ran in (the group's -C)."""
-    from guard.git.gitpaths import find_repository
+    from guard.cli.app import crash_dir
 
-    group = argv[1:2] if argv[:1] == ["-C"] else []
-    return find_repository(os.path.join(_cwd(), *group))[1]
+    return crash_dir(argv)

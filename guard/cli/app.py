@@ -11,13 +11,17 @@ the whole CLI. `--help`, which lists every command with its summary, imports the
 from __future__ import annotations
 
 import importlib
+import os
 import shlex
+import sys
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any, NoReturn
 
 import click
 
 from guard.cli.options import epilog
-from guard.errors import EXIT_OK
+from guard.errors import EXIT_OK, handled
 
 # Each command, as the module of guard.cli that defines it and its name there, by group.
 COMMANDS = {
@@ -50,10 +54,17 @@ COMMANDS = {
 
 
 class _Group(click.Group):
-    """The commands load lazily (click's LazyGroup pattern): `list_commands` names them all, in
+    """`cli.main()` (what click's test runner calls) runs as the installed command does: under
+    guard.errors.handled, whose exit code it exits with.
+
+    The commands load lazily (click's LazyGroup pattern): `list_commands` names them all, in
     the order click lists a group's own (sorted), and `get_command` imports the module of the
     one asked for.
     """
+
+    def main(self, args: Sequence[str] | None = None, *_: Any, **__: Any) -> NoReturn:
+        argv = list(sys.argv[1:] if args is None else args)
+        sys.exit(handled(lambda: run(argv), lambda: crash_dir(argv)))
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(COMMANDS)
@@ -111,11 +122,19 @@ def cli(ctx: click.Context, directory: Path | None) -> None:
     ctx.obj = Path.cwd() / directory if directory else Path.cwd()
 
 
-def main(args: list[str]) -> int:
+def run(args: list[str]) -> int:
     """Parse `args` and run the command; its exit code. Every exception, click's own included
-    (usage errors, --help, Ctrl-C), goes to guard.errors.handled, which maps it to the exit-code
-    contract: click's main() would turn a closed stdout into exit 1, which means a failed guard
-    (`patchguard list | head -c0` under pipefail)."""
+    (usage errors, --help, Ctrl-C), is left to guard.errors.handled, which maps it to the
+    exit-code contract: click's main() would turn a closed stdout into exit 1, which means a
+    failed guard (`patchguard list | head -c0` under pipefail)."""
     with cli.make_context("patchguard", list(args)) as ctx:  # click consumes the list it parses
         result = cli.invoke(ctx)
     return result if isinstance(result, int) else EXIT_OK
+
+
+def crash_dir(args: list[str]) -> str:
+    """A crash log goes into the git dir of the checkout the command ran in (the group's -C)."""
+    from guard.git.gitpaths import find_repository
+
+    group = args[1:2] if args[:1] == ["-C"] else []
+    return find_repository(os.path.join(os.getcwd(), *group))[1]
