@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import importlib
 import os
-import shlex
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -82,6 +81,8 @@ class _Group(click.Group):
     ) -> tuple[str | None, click.Command | None, list[str]]:
         """A git command typed where a patchguard one goes gets the command that works."""
         if args and args[0] in _GIT_MOVES and self.get_command(ctx, args[0]) is None:
+            import shlex
+
             ctx.fail(
                 f"'{args[0]}' is a git command: run it with the patches carried as "
                 f"`patchguard git {shlex.join(args)}`"
