@@ -14,7 +14,7 @@ from typing import Any
 
 import click
 
-from guard.cli import preflight, render
+from guard.cli import render
 from guard.cli.options import PASS_THROUGH, directory_option, epilog, json_option
 from guard.errors import EXIT_GUARD_FAILED, PatchguardError
 from guard.git.repo import Repo
@@ -118,6 +118,8 @@ def check(
     fixes it.
     """
     del strict  # nothing left to be strict about: cannot tell already fails
+    from guard.cli import preflight  # not for stamp, which this module also holds
+
     sys.exit(
         preflight.report_check(
             cwd,
@@ -181,6 +183,8 @@ def run(
     --python) and, for --runtime, with COMMAND's environment (`env VAR=1 python ...`);
     --runtime probes before COMMAND starts.
     """
+    from guard.cli import preflight
+
     if command[:1] == ("--",):
         command = command[1:]
     repo = Repo.discover(cwd)
