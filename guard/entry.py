@@ -4,8 +4,8 @@ module of the command that runs), but two forms that run on content verified bef
 `check` and `check -q/--quiet` (with a `-C DIR` before or after `check`), which CI and every
 benchmark script run, and `hook post-checkout|post-merge|post-rewrite ARGS` (what the installed
 hooks run after each checkout, merge and rebase) first ask guard.store.fastpath.is_verified:
-content verified before passes without importing click (~30 ms, most of a hook's own time).
-Anything else, and a miss, is click's to parse.
+content verified before passes without importing click, which would be most of such a run's
+time. Anything else, and a miss, is click's to parse.
 """
 
 from __future__ import annotations
