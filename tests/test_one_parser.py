@@ -126,3 +126,13 @@ def test_a_killed_writer_is_said_by_status_until_it_is_put_back(
         assert "interrupted apply" in said.stderr, said.stderr
     assert console(sample.root, clean_env, "apply").returncode == 0
     assert "interrupted" not in console(sample.root, clean_env, "status").stderr
+
+
+def test_a_hook_says_which_hook_failed(tmp_path: Path, clean_env: dict[str, str]) -> None:
+    """The hook's error goes through the one contract, its line naming the hook."""
+    outside = console(
+        tmp_path, {**clean_env, "GIT_CEILING_DIRECTORIES": str(tmp_path)}, "hook", "post-commit"
+    )
+    assert outside.returncode == 2
+    assert outside.stderr.startswith("patchguard: post-commit hook: "), outside.stderr
+    assert len(outside.stderr.splitlines()) == 1
