@@ -34,6 +34,12 @@ def status(cwd: Path, names: tuple[str, ...], as_json: bool) -> None:
     outside-sparse, unsafe-path (a link, or a path into a git directory). Exits 1 whenever
     `check` would.
     """
+    sys.exit(_status(cwd, names, as_json))
+
+
+def _status(cwd: Path, names: tuple[str, ...], as_json: bool) -> int:
+    """status's report and exit code. The repository (and its `git cat-file` reader) ends with
+    this frame, not with the SystemExit that carries the code (click's test runner keeps it)."""
     from guard.store import journal
     from guard.tree import assess
 
@@ -57,7 +63,7 @@ def status(cwd: Path, names: tuple[str, ...], as_json: bool) -> None:
         click.echo("\n".join(lines) or "no patches recorded")
     for line in render.warning_lines(report):
         click.echo(line, err=True)
-    sys.exit(EXIT_OK if report.ok else EXIT_GUARD_FAILED)
+    return EXIT_OK if report.ok else EXIT_GUARD_FAILED
 
 
 def _stash_log(repo: Repo) -> str:
