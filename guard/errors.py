@@ -20,6 +20,11 @@ class PatchguardError(Exception):
 
     exit_code = EXIT_USAGE
 
+    def during(self, what: str) -> PatchguardError:
+        """This error, its message prefixed with what was running (`post-checkout hook: ...`)."""
+        self.args = (f"{what}: {self}", *self.args[1:])
+        return self
+
 
 class ConfigError(PatchguardError):
     """The request cannot be carried out as asked: bad arguments, no repository, broken manifest."""
@@ -46,9 +51,11 @@ def handled(run: Callable[[], int], crash_dir: Callable[[], str]) -> int:
     """Run a command or hook under the exit-code contract: never a traceback.
 
     A PatchguardError is one line and its code; Ctrl-C is one line and 130 (writes are atomic
-    and journaled, so nothing is half-written); anything else is a bug: one line naming a log
-    that holds the traceback and versions, and exit 3. The log goes to `crash_dir()` (the
-    caller knows the checkout; this module knows nothing of repositories), else the temp dir.
+    and journaled, so nothing is half-written); click's usage errors, --help and --version end
+    as click says (`run` parses with click, which leaves them to this function); anything else
+    is a bug: one line naming a log that holds the traceback and versions, and exit 3. The log
+    goes to `crash_dir()` (the caller knows the checkout; this module knows nothing of
+    repositories), else the temp dir.
     """
     import sys
 
@@ -68,9 +75,39 @@ def handled(run: Callable[[], int], crash_dir: Callable[[], str]) -> int:
     except BrokenPipeError:  # `patchguard show | head -1`: the reader had enough
         silence_stdout()
         return EXIT_OK
+    except _click_exceptions() as error:
+        return _click_code(error)
     except Exception as error:  # the one place that catches everything, to report it
         print(f"patchguard: {one_line(error, crash_dir)}", file=sys.stderr)
         return EXIT_INTERNAL
+
+
+def _click_exceptions() -> tuple[type[Exception], ...]:
+    """click's own ends of a command, when click was imported (the hooks and `check --quiet`
+    never import it, so this module does not either): none before."""
+    import sys
+
+    click = sys.modules.get("click")
+    if click is None:
+        return ()
+    return (click.exceptions.Exit, click.exceptions.Abort, click.exceptions.ClickException)
+
+
+def _click_code(error: Exception) -> int:
+    """click's end under the contract: --help and --version exit as they ask (0), a usage
+    error says so in click's words (2), an abort (Ctrl-C at click's prompt) is an interrupt."""
+    import sys
+
+    import click
+
+    if isinstance(error, click.exceptions.Exit):
+        return error.exit_code
+    if isinstance(error, click.exceptions.Abort):
+        print(INTERRUPTED_MESSAGE, file=sys.stderr)
+        return EXIT_INTERRUPTED
+    assert isinstance(error, click.exceptions.ClickException)
+    error.show()
+    return error.exit_code
 
 
 def silence_stdout() -> None:

@@ -28,10 +28,9 @@ def loaded_command_modules(sample: Sample, *args: str) -> list[str]:
 @pytest.mark.parametrize(
     ("args", "modules"),
     [
-        # the plain forms of the typed commands skip click (guard.cli.plain), other forms not
-        (("status",), []),
+        (("status",), ["guard.cli.worktree"]),
         (("status", "--help"), ["guard.cli.worktree"]),
-        (("list", "--json"), []),
+        (("list", "--json"), ["guard.cli.patches"]),
         (("unapply", "--dry-run"), ["guard.cli.worktree"]),
         # the bisect shorthands lift the patches as `patchguard git` does (guard.cli.lifted)
         (("bisect", "log"), ["guard.cli.hunting"]),

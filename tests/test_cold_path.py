@@ -86,14 +86,14 @@ def test_check_reaches_the_same_verdict_with_and_without_the_caches(sample: Samp
     assert cold["patches"][0]["state"] == "drifted"  # type: ignore[index]
 
 
-def test_the_hook_path_loads_neither_pydantic_nor_libgit2_nor_click(sample: Sample) -> None:
+def test_the_hook_path_loads_neither_pydantic_nor_libgit2(sample: Sample) -> None:
     sample.record_eagle3()
     sample.git("stash")
     probe = (
         "import sys; from pathlib import Path; from guard.cli import hookrun; "
         "status = hookrun.run('post-checkout', ['a', 'b', '1'], '', Path.cwd()); "
         "print(status, sorted({m.split('.')[0] for m in sys.modules} "
-        "& {'pydantic', 'pygit2', 'click'}))"
+        "& {'pydantic', 'pygit2'}))"
     )
     result = subprocess.run(
         [sys.executable, "-c", probe], cwd=sample.root, capture_output=True, text=True

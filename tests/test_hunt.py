@@ -382,10 +382,9 @@ def test_check_and_hooks_never_load_the_statistics(hunt: Checkout) -> None:
     """scipy and numpy come with compare and bisect --metric only: `check` (its full path,
     through click) and the hook pay nothing for them."""
     probe = (
-        "import sys\nfrom pathlib import Path\nfrom guard.cli import hookrun\nfrom guard.cli.app import main\n"
+        "import sys\nfrom pathlib import Path\nfrom guard.cli import hookrun\nfrom guard.cli.app import run\n"
         "hookrun.run('post-checkout', ['a', 'b', '1'], '', Path.cwd())\n"
-        "sys.argv = ['patchguard', 'check', '--json']\n"
-        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "try:\n    run(['check', '--json'])\nexcept SystemExit:\n    pass\n"
         "print(sorted({m.split('.')[0] for m in sys.modules} & {'scipy', 'numpy', 'matplotlib'}))"
     )
     result = subprocess.run(

@@ -588,13 +588,13 @@ def test_stash_through_the_wrapper_holds_only_the_users_own_edits(hunt: Checkout
 
 # --- what a move costs -----------------------------------------------------------------------
 
-MOVE_PROBE = move_probe("click", "pygit2", "ctypes.util", "guard.cli.app")
+MOVE_PROBE = move_probe("pygit2", "ctypes.util")
 
 
-def test_a_move_seen_before_loads_neither_click_nor_libgit2(hunt: Checkout, tmp_path: Path) -> None:
-    """Each move of a hunt pays for the lift, not for click or pygit2: the words after `git`
-    are git's (nothing to parse), git's index says nothing is unmerged, and a merge made
-    before comes from the cache. Nor does git list the index or HEAD's tree for it."""
+def test_a_move_seen_before_loads_no_libgit2(hunt: Checkout, tmp_path: Path) -> None:
+    """Each move of a hunt pays for the lift, not for pygit2: git's index says nothing is
+    unmerged, and a merge made before comes from the cache. Nor does git list the index or
+    HEAD's tree for it."""
     trace = tmp_path / "trace"
     for round_ in ("first", "seen before"):
         for name in ("c2", "work"):
@@ -618,8 +618,8 @@ def test_a_move_seen_before_loads_neither_click_nor_libgit2(hunt: Checkout, tmp_
 
 
 def test_git_help_and_options_before_the_command_still_go_through_click(hunt: Checkout) -> None:
-    """Only `git COMMAND ...` skips click; `git --help` is patchguard's help, and git's own
-    options before the command (-C DIR) reach git as they are."""
+    """`git --help` is patchguard's help, and git's own options before the command (-C DIR)
+    reach git as they are."""
     helped = hunt.pg("git", "--help", check=0)
     assert helped.stdout.startswith("Usage: patchguard git [OPTIONS] GIT_ARGS...")
     bare = hunt.pg("git")

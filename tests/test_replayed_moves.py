@@ -35,10 +35,8 @@ from guard.tree.replay import REPLAYS_DIR
 MOVES = ("c2", "work", "c1", "c3", "work")
 
 # A move as the installed command makes it; then whether it loaded the full lift or put-back
-# (the writing, the assessment, the model, libgit2) or click.
-PROBE = move_probe(
-    "guard.tree.patching", "guard.tree.assess", "guard.truth.symbols", "pygit2", "click"
-)
+# (the writing, the assessment, the model, libgit2).
+PROBE = move_probe("guard.tree.patching", "guard.tree.assess", "guard.truth.symbols", "pygit2")
 
 
 @pytest.fixture

@@ -10,11 +10,12 @@ from __future__ import annotations
 import click
 
 from guard.git.repo import Repo
-from guard.ops import install
 
 
 def advise_hooks(repo: Repo, what: str, *, install_now: bool) -> None:
     """Patches without hooks vanish on the next checkout: install them, or say how."""
+    from guard.ops import install  # not for list, show and log, which import this module
+
     if install.hooks_installed(repo.layout):
         return
     if install_now:

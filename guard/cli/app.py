@@ -11,14 +11,16 @@ the whole CLI. `--help`, which lists every command with its summary, imports the
 from __future__ import annotations
 
 import importlib
-import shlex
+import os
+import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
 from guard.cli.options import epilog
-from guard.errors import EXIT_OK, PatchguardError, silence_stdout
+from guard.errors import EXIT_OK, handled
 
 # Each command, as the module of guard.cli that defines it and its name there, by group.
 COMMANDS = {
@@ -46,19 +48,22 @@ COMMANDS = {
     "install": "hooks.install_",
     "uninstall": "hooks.uninstall",
     "doctor": "hooks.doctor",
+    "hook": "hookrun.hook",  # hidden: what the installed git hooks run
 }
 
 
 class _Group(click.Group):
-    """Turns library errors into one clear line on stderr and the contract's exit code.
-
-    A closed stdout ends the command with exit 0: click's own handler would exit 1, which the
-    contract reserves for a failed guard (`patchguard list | head -c0` under pipefail).
+    """`cli.main()` (what click's test runner calls) runs as the installed command does: under
+    guard.errors.handled, whose exit code it exits with.
 
     The commands load lazily (click's LazyGroup pattern): `list_commands` names them all, in
     the order click lists a group's own (sorted), and `get_command` imports the module of the
     one asked for.
     """
+
+    def main(self, args: Sequence[str] | None = None, *_: Any, **__: Any) -> NoReturn:
+        argv = list(sys.argv[1:] if args is None else args)
+        sys.exit(handled(lambda: run(argv), lambda: crash_dir(argv)))
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(COMMANDS)
@@ -71,28 +76,13 @@ class _Group(click.Group):
         command: click.Command = getattr(importlib.import_module(f"guard.cli.{module}"), name)
         return command
 
-    def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
-        try:  # --help and --version print here
-            return super().make_context(*args, **kwargs)
-        except BrokenPipeError:
-            silence_stdout()
-            raise click.exceptions.Exit(EXIT_OK) from None
-
-    def invoke(self, ctx: click.Context) -> Any:
-        try:
-            return super().invoke(ctx)
-        except PatchguardError as error:
-            click.echo(f"patchguard: {error}", err=True)
-            ctx.exit(error.exit_code)
-        except BrokenPipeError:
-            silence_stdout()
-            ctx.exit(EXIT_OK)
-
     def resolve_command(
         self, ctx: click.Context, args: list[str]
     ) -> tuple[str | None, click.Command | None, list[str]]:
         """A git command typed where a patchguard one goes gets the command that works."""
         if args and args[0] in _GIT_MOVES and self.get_command(ctx, args[0]) is None:
+            import shlex
+
             ctx.fail(
                 f"'{args[0]}' is a git command: run it with the patches carried as "
                 f"`patchguard git {shlex.join(args)}`"
@@ -133,13 +123,19 @@ def cli(ctx: click.Context, directory: Path | None) -> None:
     ctx.obj = Path.cwd() / directory if directory else Path.cwd()
 
 
-def main() -> int:
-    """The click command line, with its exit code returned (errors: guard.errors.handled)."""
-    try:
-        result = cli.main(prog_name="patchguard", standalone_mode=False)
-    except click.ClickException as error:  # usage errors: click's own message, exit 2
-        error.show()
-        return error.exit_code
-    except click.Abort:  # click turns Ctrl-C into Abort
-        raise KeyboardInterrupt from None
+def run(args: list[str]) -> int:
+    """Parse `args` and run the command; its exit code. Every exception, click's own included
+    (usage errors, --help, Ctrl-C), is left to guard.errors.handled, which maps it to the
+    exit-code contract: click's main() would turn a closed stdout into exit 1, which means a
+    failed guard (`patchguard list | head -c0` under pipefail)."""
+    with cli.make_context("patchguard", list(args)) as ctx:  # click consumes the list it parses
+        result = cli.invoke(ctx)
     return result if isinstance(result, int) else EXIT_OK
+
+
+def crash_dir(args: list[str]) -> str:
+    """A crash log goes into the git dir of the checkout the command ran in (the group's -C)."""
+    from guard.git.gitpaths import find_repository
+
+    group = args[1:2] if args[:1] == ["-C"] else []
+    return find_repository(os.path.join(os.getcwd(), *group))[1]

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import click
 
-from guard.cli import plain
 from guard.cli.advice import say_worktree
 from guard.cli.options import directory_option, epilog, json_option
 from guard.git.repo import Repo
@@ -75,4 +74,12 @@ def log(cwd: Path, name: str | None, as_json: bool) -> None:
     description. Changes are numbered from 0, the newest: `patchguard show NAME@{N}` shows
     the version N of `log NAME`, and `undo --list` numbers the same way.
     """
-    plain.log(cwd, name, as_json)
+    from guard.cli import render
+    from guard.store import history
+
+    changes = history.log_changes(Repo.discover(cwd), name)
+    if as_json:
+        payload = {"format": render.LOG_JSON_FORMAT, "patch": name}
+        click.echo(json.dumps({**payload, "changes": render.log_entries(changes)}, indent=2))
+        return
+    click.echo("\n".join(render.log_lines(changes, name)) or "no history yet")

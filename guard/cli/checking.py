@@ -14,7 +14,7 @@ from typing import Any
 
 import click
 
-from guard.cli import plain, preflight, render
+from guard.cli import render
 from guard.cli.options import PASS_THROUGH, directory_option, epilog, json_option
 from guard.errors import EXIT_GUARD_FAILED, PatchguardError
 from guard.git.repo import Repo
@@ -118,6 +118,8 @@ def check(
     fixes it.
     """
     del strict  # nothing left to be strict about: cannot tell already fails
+    from guard.cli import preflight  # not for stamp, which this module also holds
+
     sys.exit(
         preflight.report_check(
             cwd,
@@ -181,6 +183,8 @@ def run(
     --python) and, for --runtime, with COMMAND's environment (`env VAR=1 python ...`);
     --runtime probes before COMMAND starts.
     """
+    from guard.cli import preflight
+
     if command[:1] == ("--",):
         command = command[1:]
     repo = Repo.discover(cwd)
@@ -245,7 +249,7 @@ def stamp(cwd: Path, as_json: bool, diff_files: tuple[Any, Any] | None, python: 
     With --diff, the last stamp of each file is compared.
     """
     if diff_files is None:
-        plain.stamp(cwd, python)
+        click.echo(json.dumps(provenance.stamp_at(str(cwd), python), separators=(",", ":")))
         return
     old, new = (provenance.load_stamp(f.name, f.read()) for f in diff_files)
     lines = provenance.diff_stamps(_repo_or_none(cwd), old, new)

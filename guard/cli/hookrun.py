@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
 
+import click
+
+from guard.cli.options import PASS_THROUGH
 from guard.errors import PatchguardError
 
-TYPE_CHECKING = False  # not `from typing import ...`: typing costs the hooks ~3 ms
-
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from guard.git.repo import Repo
 
 NULL_OID_CHARS = {"0"}
@@ -31,30 +32,23 @@ def say(message: str) -> None:
     print(f"patchguard: {message}", file=sys.stderr)
 
 
-def main(argv: list[str]) -> int:
-    """`patchguard hook NAME ARGS...`; stdin is read only for hooks that get input from git."""
-    if not argv:
-        say("usage: patchguard hook NAME [ARGS...] (called by the installed git hooks)")
-        return 2
+@click.command(name="hook", hidden=True, context_settings=PASS_THROUGH)
+@click.argument("argv", nargs=-1, required=True, type=click.UNPROCESSED, metavar="NAME [ARGS]...")
+def hook(argv: tuple[str, ...]) -> None:
+    """`patchguard hook NAME ARGS...`, as the installed git hooks run it; stdin is read only
+    for hooks that get input from git."""
     if argv[0] == PRE_COMMIT_FLAG:
-        name, args = argv[1] if len(argv) > 1 else "", _args_from_pre_commit(argv[1:2])
+        name, args = argv[1] if len(argv) > 1 else "", _args_from_pre_commit(list(argv[1:2]))
     else:
-        name, args = argv[0], argv[1:]
+        name, args = argv[0], list(argv[1:])
     stdin = sys.stdin.read() if name in STDIN_HOOKS else ""
     if os.environ.get("PATCHGUARD_SKIP") == "1":
         say(f"PATCHGUARD_SKIP=1, {name} hook did nothing")
-        return 0
-    from guard.store.fastpath import is_verified
-
-    if name != "reference-transaction" and is_verified(os.getcwd()):
-        return 0  # the content is as it was last verified: nothing to put back or to report
-    from pathlib import Path
-
+        sys.exit(0)
     try:
-        return run(name, args, stdin, Path.cwd())
+        sys.exit(run(name, args, stdin, Path.cwd()))
     except PatchguardError as error:
-        say(f"{name} hook: {error}")
-        return error.exit_code
+        raise error.during(f"{name} hook") from None
 
 
 def _args_from_pre_commit(name: list[str]) -> list[str]:
@@ -67,7 +61,7 @@ def _args_from_pre_commit(name: list[str]) -> list[str]:
     return [os.environ.get(variable, "") for variable in names]
 
 
-# A plain `git bisect good|bad` refuses to move over the file the hook just patched (issue 21).
+# A plain `git bisect good|bad` refuses to move over the file the hook just patched.
 BISECT_ADVICE = (
     "a bisect is in progress: plain git bisect cannot move over the patched file; move with "
     "patchguard bisect good|bad|skip, or let patchguard bisect run COMMAND drive it"

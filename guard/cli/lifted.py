@@ -1,9 +1,5 @@
-"""What `patchguard git` does around git, and says afterwards, without click.
-
-`patchguard git WORDS` is typed on every move of a regression hunt, and its words are git's own
-(nothing to parse): guard.entry runs it here directly, as the click command (guard.cli.lifting,
-for `patchguard -C DIR git ...` and `patchguard git --help`) and the bisect shorthands
-(guard.cli.hunting) do, and click (~25 ms) is never imported.
+"""What `patchguard git` does around git, and says afterwards: for the click command
+(guard.cli.lifting) and the bisect shorthands (guard.cli.hunting), neither loading the other.
 """
 
 from __future__ import annotations
@@ -21,14 +17,6 @@ if TYPE_CHECKING:
     from typing import NoReturn
 
     from guard.ops import moves
-
-
-def run_plain(directory: str, command: str, words: list[str]) -> int | None:
-    """`git COMMAND ...` (guard.entry.PLAIN): from COMMAND on the words are git's, nothing to
-    parse. None when an option comes first (`git --help`, git's own `-C DIR`): click says."""
-    if not words or words[0].startswith("-"):
-        return None
-    git_lifted(Path(directory), words)
 
 
 def git_lifted(cwd: Path, args: Sequence[str]) -> NoReturn:

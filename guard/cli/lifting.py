@@ -2,8 +2,7 @@
 back and checked.
 
 The bisect shorthands (`patchguard bisect good`, guard.cli.hunting) go through the same lift,
-and `bisect run` reports its lift in the same words (guard.cli.lifted, which guard.entry runs
-without click for the plain form, `patchguard git COMMAND ...`).
+and `bisect run` reports its lift in the same words (guard.cli.lifted).
 """
 
 from __future__ import annotations

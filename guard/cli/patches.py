@@ -6,13 +6,13 @@ touch the files of the worktree; `patchguard undo` takes each change back.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
 
 import click
 
-from guard.cli import plain
 from guard.cli.advice import advise_hooks
 from guard.cli.options import directory_option, epilog, json_option
 from guard.git.repo import Repo
@@ -147,7 +147,23 @@ def require(cwd: Path, specs: tuple[str, ...]) -> None:
 @directory_option
 def list_(cwd: Path, as_json: bool) -> None:
     """List recorded patches and guards (without computing states)."""
-    plain.list_(cwd, as_json)
+    from guard.store.derived import load_manifest
+
+    manifest = load_manifest(Repo.discover(cwd), missing_ok=True)
+    if as_json:
+        from guard.cli.render import LIST_JSON_FORMAT
+
+        click.echo(json.dumps({"format": LIST_JSON_FORMAT, **manifest.to_dict()}, indent=2))
+        return
+    lines = []
+    if not manifest.patches and not manifest.guards:
+        lines.append("nothing recorded: no patches and no guards (patchguard record NAME)")
+    for patch in manifest.patches:
+        summary = f" - {patch.description}" if patch.description else ""
+        lines.append(f"patch {patch.name}{summary} (base {patch.base_commit[:10]})")
+        lines += [f"  {change.path}" for change in patch.files]
+    lines += [f"guard {spec}" for spec in manifest.guards]
+    click.echo("\n".join(lines))
 
 
 @click.command(
@@ -161,11 +177,26 @@ def show(cwd: Path, names: tuple[str, ...]) -> None:
     NAME@{N} shows an earlier version: N as `patchguard log NAME` numbers them.
     Coloured and paged (like git show) on a terminal; plain text otherwise.
     """
+    from guard.cli.render import show_lines
+    from guard.store import history
+    from guard.store.derived import load_manifest
+    from guard.store.manifest import select_patches
+
+    repo = Repo.discover(cwd)
+    if any("@{" in name for name in names):
+        patches = [
+            history.patch_version(repo, name)
+            if "@{" in name
+            else select_patches(load_manifest(repo), [name])[0]
+            for name in names
+        ]
+    else:
+        patches = select_patches(load_manifest(repo), names)
     if not sys.stdout.isatty():
-        plain.show(cwd, names)
+        click.echo("\n".join(show_lines(patches, color=False)) or "no patches recorded")
         return
     color = "NO_COLOR" not in os.environ
-    text = plain.show_text(cwd, names, color=color)
+    text = "\n".join(show_lines(patches, color=color))
     os.environ.setdefault("LESS", "FRX")  # as git does: quit if one screen, keep colours
     click.echo_via_pager(text + "\n", color=color)
 

@@ -237,8 +237,7 @@ def _diff_line(line: str, color: bool) -> str:
 
 
 def _styled(text: str, **style: Any) -> str:
-    """click's styles, for a terminal only: click is imported for colour alone (the hooks and
-    the plain commands import this module without it)."""
+    """click's styles, for a terminal only."""
     import click
 
     return click.style(text, **style)

@@ -1,5 +1,6 @@
-"""The patches in the worktree: status (each patch's state, file by file), and apply and
-unapply, which put the patches in and take them out by 3-way merge.
+"""The patches in the worktree: status (each patch's state, file by file, and the stash
+entries that hold a recorded patch), and apply and unapply, which put the patches in and take
+them out by 3-way merge.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from guard.cli import plain, render
+from guard.cli import render
 from guard.cli.options import directory_option, epilog, json_option
 from guard.errors import EXIT_GUARD_FAILED, EXIT_OK
 from guard.git.repo import Repo
@@ -33,7 +34,48 @@ def status(cwd: Path, names: tuple[str, ...], as_json: bool) -> None:
     outside-sparse, unsafe-path (a link, or a path into a git directory). Exits 1 whenever
     `check` would.
     """
-    sys.exit(plain.status(cwd, names, as_json))
+    sys.exit(_status(cwd, names, as_json))
+
+
+def _status(cwd: Path, names: tuple[str, ...], as_json: bool) -> int:
+    """status's report and exit code. The repository (and its `git cat-file` reader) ends with
+    this frame, not with the SystemExit that carries the code (click's test runner keeps it)."""
+    from guard.store import journal
+    from guard.tree import assess
+
+    repo = Repo.discover(cwd)
+    report = assess.status_report(repo, names)
+    for entry in journal.interrupted(repo):  # the files below are half written: say so
+        click.echo(
+            f"patchguard: {entry.describe()}: the next apply, unapply or undo puts its files "
+            "back as they were (a file edited since stays as it is)",
+            err=True,
+        )
+    if as_json:
+        click.echo(render.status_json(report.patches))
+    else:
+        lines = render.status_lines(report.patches, report.symbols)
+        stash_log = _stash_log(repo)
+        if stash_log:
+            from guard.tree import stashes
+
+            lines += render.stash_lines(stashes.holding(repo, stash_log))
+        click.echo("\n".join(lines) or "no patches recorded")
+    for line in render.warning_lines(report):
+        click.echo(line, err=True)
+    return EXIT_OK if report.ok else EXIT_GUARD_FAILED
+
+
+def _stash_log(repo: Repo) -> str:
+    """The stash's reflog (stash@{0} last), "" without a stash."""
+    try:
+        return (
+            (repo.layout.common_dir / "logs" / "refs" / "stash")
+            .read_bytes()
+            .decode(errors="replace")
+        )
+    except OSError:
+        return ""
 
 
 @click.command(epilog=epilog("patchguard apply", "patchguard apply eagle3 --dry-run"))
@@ -56,7 +98,17 @@ def apply(cwd: Path, names: tuple[str, ...], dry_run: bool, merge: bool, as_json
     patch adds, the patch's otherwise, every other edit kept, the change left unstaged.
     Conflicts that are not the patch's stay marked.
     """
-    sys.exit(plain.apply(cwd, names, as_json, dry_run=dry_run, merge=merge))
+    from guard.tree import patching
+
+    outcomes = patching.apply(
+        Repo.discover(cwd),
+        names,
+        dry_run=dry_run,
+        merge=merge,
+        finish_git_merges=True,
+        restore_edits=True,
+    )
+    _finish(outcomes, as_json)
 
 
 @click.command(epilog=epilog("patchguard unapply --dry-run", "patchguard unapply eagle3"))

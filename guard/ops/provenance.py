@@ -15,7 +15,6 @@ from guard.errors import ConfigError
 from guard.git.gitpaths import read_head
 from guard.git.objects import blob_id
 from guard.git.process import StartedGit, run_git, start_git
-from guard.store import fastpath
 
 # typing and datetime cost a stamp ~5 ms of its ~50 at run time: for the type checker only
 TYPE_CHECKING = False
@@ -27,9 +26,6 @@ if TYPE_CHECKING:
     from guard.ops.attest import Verdict
 
 STAMP_FORMAT = "patchguard.stamp/1"
-# The code that words a stamp's report of the patches (fastpath.model_namespace() covers the code
-# that decides it): a record made by another patchguard is not this one's answer.
-_STAMP_CODE = ("ops/provenance.py", "tree/verdicts.py")
 
 
 def patchguard_version() -> str:
@@ -153,17 +149,7 @@ def with_attestations(stamp_data: dict[str, Any], verdict: Verdict) -> dict[str,
 
 def _checked(repo: Repo) -> dict[str, Any]:
     """What `check` says of the patches and symbols, as the stamp holds it, with the guarded
-    paths: for content `check` verified, as it said it before (fastpath.recall, keyed by that
-    content and the code that says it); otherwise checked in full."""
-    import json  # not at import: stamp_at starts git status first
-
-    question = f"stamp\0{fastpath.source_digest(_STAMP_CODE)}"
-    trusted = fastpath.trusted_key(str(repo.workdir))
-    answer = None if trusted is None else fastpath.recall(trusted, question)
-    if answer is not None:
-        with suppress(ValueError):
-            recalled: dict[str, Any] = json.loads(answer)
-            return recalled
+    paths."""
     from guard.store.spec import parse_spec
     from guard.tree import assess
 
@@ -179,10 +165,6 @@ def _checked(repo: Repo) -> dict[str, Any]:
         "ok": report.ok and not report.checks_nothing,
         "problems": report.problems(),
     }
-    if trusted is not None and report.ok and not report.warnings:
-        again = fastpath.trusted_key(str(repo.workdir))
-        if again is not None and again.key == trusted.key:
-            fastpath.keep_answer(trusted, question, json.dumps(checked))
     return checked
 
 

@@ -29,10 +29,8 @@ from guard.errors import PatchguardError
 from guard.git.gitpaths import (
     DERIVED_FROM_FILE_NAME,
     HISTORY_REF,
-    JOURNAL_FILE,
     STORE_DIR_NAME,
     TRANSACTION_FILE_NAME,
-    UNDO_DIR_NAME,
     find_repository,
     read_head,
     read_ref,
@@ -350,113 +348,3 @@ def _write_key(
     atomic_write(Path(verified_file), f"{_HEAD}\n{text}{_END}\n".encode(), durable=False)
 
 
-# The last full answers of status, apply and stamp for one content (guard.cli.plain and
-# guard.ops.provenance), per worktree beside the verified keys, replaced whole when the content
-# changes: the key (with the model_namespace()), then each question and its answer, every one
-# framed by its length in bytes (json's import alone would cost this path ~7 ms). LISTED_FILE:
-# list's and show's, keyed by the manifest; LOGGED_FILE: log's changes, keyed by the history's tip.
-ANSWERS_FILE = "answers"
-LISTED_FILE = "listed"
-LOGGED_FILE = "logged"
-MAX_ANSWERS = 16
-
-
-def source_digest(names: Sequence[str]) -> str:
-    """The code that words an answer: model_namespace() covers every module of guard, `names`
-    among them, so that another patchguard's answer is not this one's."""
-    return model_namespace()
-
-
-# How guard.store.journal writes a killed writer's entry (json, as `"state": "writing"`; in a
-# string a quote is escaped, so these bytes are the key and its value, nowhere else).
-_UNFINISHED = b'"state": "writing"'
-
-
-def undo_state(git_dir: str) -> str:
-    """The digest of the undo journal's unfinished entries (guard.store.journal), each its
-    name and journal file's bytes; an entry that cannot be read counts as one. What status and
-    apply say of a killed writer's entry, and what apply recovers before it writes, are theirs
-    to say while this stays as it was. A finished entry changes neither: every re-apply of a
-    regression hunt leaves one, and the answers for content seen before still hold."""
-    root = os.path.join(git_dir, UNDO_DIR_NAME)
-    try:
-        names = sorted(os.listdir(root))
-    except OSError:
-        names = []
-    held = b""
-    for name in names:
-        try:
-            with open(os.path.join(root, name, JOURNAL_FILE), "rb") as handle:
-                journal = handle.read()
-        except OSError:
-            held += f"{name}\0-\0".encode()
-            continue
-        if _UNFINISHED in journal:
-            held += f"{name}\0{len(journal)}\0".encode() + journal
-    return blob_id(held)[:16]
-
-
-def recall(found: CurrentKey, question: str) -> str | None:
-    """What a command answered to `question` for exactly this content, if it is on record.
-
-    The record names the key and the model_namespace() it was answered for; anything else
-    (another content, another patchguard, a torn or foreign file) is no answer."""
-    return recall_by(found.git_dir, ANSWERS_FILE, _answered_for(found), question)
-
-
-def keep_answer(found: CurrentKey, question: str, answer: str) -> None:
-    """Record `answer` to `question` for the content `found` keys."""
-    keep_by(found.git_dir, ANSWERS_FILE, _answered_for(found), question, answer)
-
-
-def _answered_for(found: CurrentKey) -> str:
-    return f"{found.key}\0{model_namespace()}"
-
-
-def recall_by(git_dir: str, record: str, key: str, question: str) -> str | None:
-    """The answer to `question` in the cache's `record` (a file of CACHE_DIR_NAME) when the
-    record was made for `key`; None for anything else."""
-    return _answers(os.path.join(git_dir, CACHE_DIR_NAME, record), key).get(question)
-
-
-def keep_by(git_dir: str, record: str, key: str, question: str, answer: str) -> None:
-    """Record `answer` to `question` for `key` (the record is replaced whole when `key` is
-    another; skipped when the git dir cannot be written: the next run answers in full)."""
-    from pathlib import Path
-
-    from guard.git.atomic import atomic_write
-
-    cache = os.path.join(git_dir, CACHE_DIR_NAME)
-    path = os.path.join(cache, record)
-    answers = _answers(path, key)
-    answers.pop(question, None)
-    kept = [*list(answers.items())[-(MAX_ANSWERS - 1) :], (question, answer)]
-    fields = [key, *(text for pair in kept for text in pair)]
-    data = b"".join(b"%d\n%s\n" % (len(raw), raw) for raw in (f.encode() for f in fields))
-    try:
-        os.makedirs(cache, exist_ok=True)
-        # A cache, never flushed: a torn file is no answer (_answers).
-        atomic_write(Path(path), data, durable=False)
-    except OSError:
-        return
-
-
-def _answers(path: str, key: str) -> dict[str, str]:
-    """The answers on record in `path` for `key`, by question; none for any doubt."""
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read()
-        fields = []
-        at = 0
-        while at < len(data):
-            end = data.index(b"\n", at)
-            size = int(data[at:end])
-            start, at = end + 1, end + 2 + size
-            if size < 0 or data[at - 1 : at] != b"\n":
-                return {}
-            fields.append(data[start : at - 1].decode())
-    except (OSError, ValueError):  # UnicodeDecodeError is one
-        return {}
-    if not len(fields) % 2 or fields[0] != key:
-        return {}
-    return dict(zip(fields[1::2], fields[2::2], strict=True))

@@ -329,6 +329,7 @@ INVOCATIONS = {
     "drop": ["drop", "eagle3"],
     "export": ["export"],
     "git": ["git", "status", "--short"],
+    "hook": ["hook", "post-commit"],
     "import": ["import", "no-such-bundle.json"],
     "install": ["install"],
     "list": ["list"],
