@@ -31,18 +31,6 @@ HELD_VARIABLE = "PATCHGUARD_LOCK_HELD"
 DEFAULT_TIMEOUT_SECONDS = 30.0
 
 _depth: dict[Path, int] = {}
-_held: dict[Path, int] = {}  # the descriptor of each lock this process holds
-
-
-def forget_after_fork() -> None:
-    """In a forked child (guard.tree.warmup): close the descriptors of the locks the parent
-    holds. A fork shares each flock with the parent, so a child that outlived a killed parent
-    (stopped, or busy) would hold them for it; closing its copies leaves the parent's hold as it
-    is (only flock(LOCK_UN) would end it for both). The child never takes a lock of its own."""
-    for fd in _held.values():
-        with contextlib.suppress(OSError):
-            os.close(fd)
-    _held.clear()
 
 
 def _timeout() -> float:
@@ -109,13 +97,11 @@ def exclusive(lock_path: Path, operation: str) -> Iterator[None]:
             os.ftruncate(fd, 0)  # disk only leaves that unsaid (the write then says why)
             os.pwrite(fd, f"pid {os.getpid()}, {operation}, since {time.ctime()}\n".encode(), 0)
         _depth[lock_path] = 1
-        _held[lock_path] = fd
         forget_stale_listings()
         try:
             yield
         finally:
             _depth[lock_path] = 0
-            del _held[lock_path]
             with contextlib.suppress(OSError):
                 os.ftruncate(fd, 0)
     finally:
@@ -142,13 +128,11 @@ def if_free(lock_path: Path) -> Iterator[bool]:
             yield False
             return
         _depth[lock_path] = 1
-        _held[lock_path] = fd
         forget_stale_listings()
         try:
             yield True
         finally:
             _depth[lock_path] = 0
-            del _held[lock_path]
     finally:
         os.close(fd)
 

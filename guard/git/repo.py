@@ -205,13 +205,6 @@ class Repo:
     def discover(cls, start: Path) -> Repo:
         return cls(locate(start))
 
-    def after_fork(self) -> None:
-        """In a forked child (guard.tree.warmup): the `git cat-file` reader and libgit2's
-        repository are the parent's (its pipes, its open files), kept here untouched and never
-        freed; the child starts its own on first use. The blobs read so far stay."""
-        self._parents = (self._objects, self.__dict__.pop("git", None))
-        self._objects = _Objects(self.workdir)
-
     # --- the content the manifest refers to -------------------------------------------------
 
     def has_patches(self) -> bool:
