@@ -1,4 +1,4 @@
-"""Repository access through pygit2: HEAD's files, the worktree, the object store and libgit2's merge."""
+"""Repository access: HEAD's files, the worktree, the object store, and git's merge of a file."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from guard.git.index_file import IndexFile
 from guard.git.index_file import checksum as index_checksum
 from guard.git.lock import exclusive
 from guard.git.objects import EXECUTABLE_MODE, REGULAR_MODE, blob_id
-from guard.git.process import run_git
+from guard.git.process import run_git, run_git_bytes
 
 TYPE_CHECKING = False  # not `from typing import ...`: typing costs the hooks ~3 ms
 if TYPE_CHECKING:
@@ -178,7 +178,7 @@ class Repo:
     """One worktree of a git repository, as patchguard needs to see it.
 
     Reads go through `git cat-file` (guard hooks stay light); libgit2 (pygit2) is loaded on
-    first use of `git`, for merges that are not known yet, diffs, status and writes.
+    first use of `git`, for diffs, status and writes.
     """
 
     def __init__(self, layout: Layout) -> None:
@@ -640,7 +640,7 @@ class Repo:
                 return name
         return None
 
-    # --- libgit2's diff and merge ------------------------------------------------------------
+    # --- libgit2's diff, git's merge ----------------------------------------------------------
 
     def diff(self, old: bytes, new: bytes, path: str) -> FileDiff:
         import pygit2
@@ -660,8 +660,8 @@ class Repo:
         union: bool = False,
     ) -> MergeResult:
         """A 3-way merge of one file: exact identities first, then a merge seen before (by
-        content), and libgit2 only for a new one. `union`: both sides of a conflict, ours
-        first (`git merge-file --union`)."""
+        content), and `git merge-file` only for a new one (merge_file). `union`: both sides
+        of a conflict, ours first (`git merge-file --union`)."""
         if ours == theirs or theirs == base:
             return MergeResult(clean=True, content=ours)
         if ours == base:
@@ -678,14 +678,7 @@ class Repo:
         known = self.merge_cache.get(key)
         if known is not None:
             return MergeResult(clean=known[:1] == b"1", content=known[1:])
-        from guard.git.inmemory_merge import merge_file
-
-        found = merge_file(base, ours, theirs, labels, union)  # writes nothing, not even objects
-        result = (
-            MergeResult(clean=found[0], content=found[1])
-            if found is not None
-            else self._libgit2_merge(base, ours, theirs, labels, union)
-        )
+        result = merge_file(base, ours, theirs, labels, union)
         self.merge_cache.put(key, (b"1" if result.clean else b"0") + result.content)
         return result
 
@@ -698,47 +691,36 @@ class Repo:
         """Parsed files by content (guard.truth.parsed)."""
         return ContentCache(self.layout.git_dir / PARSE_CACHE_DIR, _PARSE_CACHE_KEEP)
 
-    def _libgit2_merge(
-        self,
-        base: bytes,
-        ours: bytes,
-        theirs: bytes,
-        labels: tuple[str, str, str],
-        union: bool = False,
-    ) -> MergeResult:
-        """libgit2's git_merge_file on raw bytes (pygit2's wrapper decodes to str and drops labels)."""
-        import pygit2
-        from pygit2.enums import FileMode
-        from pygit2.ffi import C, ffi
 
-        with self.writing_objects():  # where the buffer-only merge is not available
-            entries = [
-                pygit2.IndexEntry("file", self.git.create_blob(data), FileMode.BLOB)
-                for data in (base, ours, theirs)
-            ]
-        keep_alive = []
-        c_entries = []
-        for entry in entries:
-            c_entry, ref = entry._to_c()
-            keep_alive.append(ref)
-            c_entries.append(c_entry)
-        options = ffi.new("git_merge_file_options *")
-        options.version = 1
-        label_buffers = [ffi.new("char[]", label.encode()) for label in labels]
-        options.ancestor_label, options.our_label, options.their_label = label_buffers
-        options.flags = C.GIT_MERGE_FILE_STYLE_MERGE
-        if union:
-            options.favor = C.GIT_MERGE_FILE_FAVOR_UNION
-        result = ffi.new("git_merge_file_result *")
-        error = C.git_merge_file_from_index(result, self.git._repo, *c_entries, options)
-        if error < 0:
-            raise ConfigError(
-                f"libgit2 could not merge {labels[1]} (error {error}); leave the file as it is "
-                "and run `patchguard status` to see which patch is involved"
-            )
-        try:
-            return MergeResult(
-                clean=bool(result.automergeable), content=bytes(ffi.buffer(result.ptr, result.len))
-            )
-        finally:
-            C.git_merge_file_result_free(result)
+def merge_file(
+    base: bytes, ours: bytes, theirs: bytes, labels: tuple[str, str, str], union: bool = False
+) -> MergeResult:
+    """`git merge-file -p` on the three contents: git's own merge of one file, its conflict
+    markers named by `labels` (base, ours, theirs). The inputs go to a private temporary
+    directory outside the repository, so a merge writes nothing there (a `check` on a
+    read-only object store merges too). The conflict style is fixed (a user's
+    merge.conflictStyle=diff3 would change the content a merge is kept by)."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="patchguard-merge-") as directory:
+        names = []
+        for name, data in (("ours", ours), ("base", base), ("theirs", theirs)):
+            path = os.path.join(directory, name)
+            with open(path, "wb") as file:
+                file.write(data)
+            names.append(path)
+        asked = ["-L", labels[1], "-L", labels[0], "-L", labels[2]]
+        found = run_git_bytes(
+            ["-c", "merge.conflictStyle=merge", "merge-file", "-p", *asked]
+            + (["--union"] if union else [])
+            + ["--", *names],
+            directory,
+        )
+    if not 0 <= found.returncode < 128:  # git: negative on an error, else the conflicts
+        said = found.stderr.decode(errors="replace").strip().splitlines()
+        reason = said[-1] if said else f"exit {found.returncode}"
+        raise ConfigError(
+            f"`git merge-file` could not merge {labels[1]} ({reason}); leave the file as it "
+            "is and run `patchguard status` to see which patch is involved"
+        )
+    return MergeResult(clean=found.returncode == 0, content=found.stdout)

@@ -51,7 +51,6 @@ _LIFT_CODE = (
     "tree/patching.py",
     "store/manifest.py",
     "git/repo.py",
-    "git/inmemory_merge.py",
     "git/eol.py",
 )
 
