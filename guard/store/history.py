@@ -54,7 +54,6 @@ if TYPE_CHECKING:
 
     from guard.git.repo import Repo
 
-LEGACY_STORE_REF = "refs/patchguard/store"  # before history: a tree pinning the blobs
 BLOBS_ENTRY = "blobs"
 TAKEN_OVER = "took over the manifest as found"  # the first state of a manifest older than history
 STARTED = "no patches yet"  # the first state of a repository whose first change is a fetch
@@ -86,7 +85,7 @@ class Change:
 
 
 def current(repo: Repo) -> str | None:
-    """The commit the history ref points at; None before the first write (or a legacy tree).
+    """The commit the history ref points at; None before the first write.
 
     A ref that points at anything but a commit (a blob put there by hand) is refused by
     name: read as "no history", it would let the next write start the history over.
@@ -307,7 +306,6 @@ def _move_ref(repo: Repo, new: str, old: str | None, subject: str) -> None:
     """Compare-and-swap: the ref moves only if it still holds `old` (or is still absent)."""
     from guard.git.process import run_git
 
-    legacy = repo.git.references.get(LEGACY_STORE_REF)
     update = ["update-ref", "-m", f"patchguard: {subject}", HISTORY_REF, new, old or _NO_REF]
     try:
         run_git(update, repo.workdir)
@@ -318,8 +316,6 @@ def _move_ref(repo: Repo, new: str, old: str | None, subject: str) -> None:
                 "moved); nothing was changed. Run it again."
             ) from None
         raise
-    if legacy is not None:  # the history now pins every blob the store tree pinned
-        run_git(["update-ref", "-d", LEGACY_STORE_REF, str(legacy.target)], repo.workdir)
 
 
 def refresh(repo: Repo) -> None:
