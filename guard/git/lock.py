@@ -48,7 +48,7 @@ def _timeout() -> float:
     return value
 
 
-def _held_here(lock_path: Path) -> bool:
+def held(lock_path: Path) -> bool:
     """This process holds the lock already, or the holder that started it does."""
     return bool(_depth.get(lock_path)) or held_by_parent(lock_path)
 
@@ -61,7 +61,7 @@ def held_by_parent(lock_path: Path) -> bool:
 @contextmanager
 def exclusive(lock_path: Path, operation: str) -> Iterator[None]:
     """Hold `lock_path` while `operation` writes; wait a bounded time for it."""
-    if _held_here(lock_path):
+    if held(lock_path):
         _depth[lock_path] = _depth.get(lock_path, 0) + 1
         try:
             yield
@@ -113,7 +113,7 @@ def if_free(lock_path: Path) -> Iterator[bool]:
     """Hold `lock_path` if nobody else does (True), without waiting; False when another
     process holds it or it cannot be taken (a read-only git dir). For repairs that may wait
     for the next command: a derived file rebuilt by a reader, never a change of its own."""
-    if _held_here(lock_path):
+    if held(lock_path):
         yield True
         return
     try:
@@ -141,18 +141,19 @@ if TYPE_CHECKING:
     from typing import Any, Protocol, TypeVar
 
     class _Lockable(Protocol):
-        def lock(self, operation: str) -> AbstractContextManager[None]: ...
+        def lock(self, operation: str, store: bool = ...) -> AbstractContextManager[None]: ...
 
     _Operation = TypeVar("_Operation", bound=Callable[..., Any])
 
 
-def locked(operation: str) -> Callable[[_Operation], _Operation]:
-    """Run a library call that writes under its repository's locks (its first argument's)."""
+def locked(operation: str, *, store: bool = False) -> Callable[[_Operation], _Operation]:
+    """Run a library call that writes under its repository's locks (its first argument's);
+    `store`: it changes the patches, so it holds the store's lock too (Repo.lock)."""
 
     def decorate(function: _Operation) -> _Operation:
         @functools.wraps(function)
         def run_locked(repo: _Lockable, *args: Any, **kwargs: Any) -> Any:
-            with repo.lock(operation):
+            with repo.lock(operation, store=store):
                 return function(repo, *args, **kwargs)
 
         return run_locked  # type: ignore[return-value]  # same signature, by wraps

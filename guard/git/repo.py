@@ -37,8 +37,6 @@ PARSE_CACHE_DIR = "patchguard-cache/parsed"
 _PARSE_CACHE_KEEP = 512
 _BINARY_SNIFF = 8000
 _BATCH = 128  # names per `git cat-file --batch` round trip: well under a pipe's 64 KiB
-# Also take the store's lock (Repo.lock); undo takes it itself, for the undo of a drop only.
-MANIFEST_WRITERS = frozenset({"record", "require", "drop", "import", "resolve", "fetch"})
 
 
 class MergeResult:
@@ -95,7 +93,8 @@ def is_binary(data: bytes) -> bool:
 class _Objects:
     """Reads git objects through one `git cat-file --batch`, started on first use.
 
-    The hooks need a few blobs; loading libgit2 for them would cost ~60 ms, this ~2 ms.
+    The hooks need a few blobs: one long-lived git process answers them, where loading
+    libgit2 would cost more than the reads.
     """
 
     def __init__(self, workdir: Path) -> None:
@@ -260,8 +259,10 @@ class Repo:
         return found[2]
 
     @contextmanager
-    def lock(self, operation: str) -> Iterator[None]:
-        """This worktree's writer lock; for a change of the manifest, the store's lock as well.
+    def lock(self, operation: str, store: bool = False) -> Iterator[None]:
+        """This worktree's writer lock; with `store` (a change of the patches), the store's
+        lock as well: the one write of the patches (guard.store.history.save) refuses to run
+        without it, so a writer that forgets to ask fails at once, in every test that runs it.
 
         A move or a bisect holds its worktree's lock for as long as git runs, and a hook of
         another worktree takes only its own: it is never kept waiting. The manifest and its
@@ -274,8 +275,8 @@ class Repo:
         starts_a_store = operation in ("record", "require", "import", "fetch")
         if not starts_a_store and not self.has_patches():
             read_manifest_bytes(self.layout.manifest_path)  # says "no manifest ..."
-        store = self.store_lock(operation) if operation in MANIFEST_WRITERS else nullcontext()
-        with exclusive(self.layout.worktree_lock_path, operation), store:
+        shared = self.store_lock(operation) if store else nullcontext()
+        with exclusive(self.layout.worktree_lock_path, operation), shared:
             yield
 
     def store_lock(self, operation: str) -> AbstractContextManager[None]:
@@ -706,8 +707,15 @@ def merge_file(
         names = []
         for name, data in (("ours", ours), ("base", base), ("theirs", theirs)):
             path = os.path.join(directory, name)
-            with open(path, "wb") as file:
-                file.write(data)
+            try:
+                with open(path, "wb") as file:
+                    file.write(data)
+            except OSError as error:  # a full disk, a file-size limit
+                raise ConfigError(
+                    f"cannot write the inputs of `git merge-file` in {directory}: "
+                    f"{error.strerror}; nothing was changed. Free space there (or set TMPDIR "
+                    "to a place with room), then run the command again"
+                ) from None
             names.append(path)
         asked = ["-L", labels[1], "-L", labels[0], "-L", labels[2]]
         found = run_git_bytes(

@@ -23,10 +23,11 @@ from contextlib import suppress
 from dataclasses import dataclass
 from datetime import datetime
 
-from guard.errors import ConfigError
+from guard.errors import EXIT_INTERNAL, ConfigError, GuardError
 from guard.git import faults
 from guard.git.atomic import atomic_write
 from guard.git.gitpaths import HISTORY_REF, read_ref
+from guard.git.lock import held
 from guard.git.objects import blob_id
 from guard.store.derived import (
     MANIFEST_ENTRY,
@@ -90,8 +91,8 @@ def current(repo: Repo) -> str | None:
     A ref that points at anything but a commit (a blob put there by hand) is refused by
     name: read as "no history", it would let the next write start the history over.
 
-    Read from the ref's file and git's batched cat-file (`log` without libgit2's import, ~60
-    ms); anything but a commit named by its id there is read through libgit2, which names it.
+    Read from the ref's file and git's batched cat-file (`log` needs no libgit2); anything but
+    a commit named by its id there is read through libgit2, which names it.
     """
     named = read_ref(HISTORY_REF, (str(repo.layout.common_dir),))
     if named is not None and len(named) == 40:
@@ -141,9 +142,20 @@ def save(
     5. The transaction file removed.
     A writer killed anywhere leaves either the old state or the new one, whole: the ref is the
     truth, and whatever was derived from it is derived again before anything is decided.
+    Only a holder of the store's lock may write (a writer that forgot it is a bug: exit 3),
+    so two writers in any worktrees take turns instead of refusing each other.
     `change` says what changed, for `patchguard log` ("recorded eagle3 (2 files)"); a `note`
     changes no patch but is kept in the history all the same (a choice made at a push).
     """
+    if not held(repo.layout.store_lock_path):
+        raise GuardError(
+            f"a bug in patchguard: {change!r} would change the patches without holding "
+            f"{repo.layout.store_lock_path}; nothing was changed. Report it (the command, "
+            "and this line); the command that changes the patches must take the store's "
+            "lock (Repo.lock(..., store=True))",
+            [],
+            exit_code=EXIT_INTERNAL,
+        )
     raw = validated_bytes(manifest)
     with repo.writing_objects():
         prepared = _prepare(
@@ -548,7 +560,7 @@ def undo_change(repo: Repo, change: Change) -> None:
     the refusal to read it names."""
     from guard.store.derived import InvalidHistoryTip
 
-    with repo.lock("undo"), repo.store_lock("undo"):  # it rewrites the shared manifest
+    with repo.lock("undo", store=True):  # it rewrites the shared manifest
         try:
             load_manifest(repo)
         except InvalidHistoryTip as invalid:

@@ -1,4 +1,4 @@
-"""Read-only stores (issue 20, item 8): a user who may read a repository but not write its
+"""Read-only stores: a user who may read a repository but not write its
 object store, or not write its git dir at all, gets one line and exit 2 from every writing
 command, nothing is journaled for a change that did not happen, and the read-only commands
 still work as that user."""
