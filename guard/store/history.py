@@ -56,7 +56,7 @@ if TYPE_CHECKING:
     from guard.git.repo import Repo
 
 BLOBS_ENTRY = "blobs"
-TAKEN_OVER = "took over the manifest as found"  # the first state of a manifest older than history
+TAKEN_OVER = "took over the manifest as found"  # the first state of a manifest found without one
 STARTED = "no patches yet"  # the first state of a repository whose first change is a fetch
 _NO_REF = "0" * 40  # update-ref's "this ref must not exist yet"
 _HEAD_TRAILER = "Patchguard-Head: "
@@ -238,8 +238,8 @@ def _prepare(
 def _parent_for(repo: Repo, old: str | None) -> str | None:
     """The state this write goes on top of, taking over a manifest the history does not hold.
 
-    No history yet: an existing manifest (from before history, or from a repository whose ref
-    was deleted) becomes the first commit exactly as found. A manifest that is an earlier
+    No history yet: an existing manifest (its history ref deleted, or the manifest copied in
+    by hand) becomes the first commit exactly as found. A manifest that is an earlier
     state of the history was loaded before another writer's change: refused. Any other
     manifest was written outside patchguard (by hand, by an older version): it is kept as a
     change of its own, so nothing is lost.
