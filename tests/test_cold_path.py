@@ -82,6 +82,21 @@ def test_a_cached_merge_is_the_merge(repo: Repo) -> None:
     assert repo.merge3(base, b"X\nb\nc\n", b"Y\nb\nc\n", LABELS) == conflicted
 
 
+def test_a_merge_seen_before_starts_no_process(
+    repo: Repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Kept by content: with no git on PATH, a merge made before is still answered (and a new
+    one is one line saying git is missing)."""
+    from guard.errors import ConfigError
+
+    base, ours, theirs = b"seen\nb\nc\n", b"SEEN\nb\nc\n", b"seen\nb\nC\n"
+    first = repo.merge3(base, ours, theirs, LABELS)
+    monkeypatch.setenv("PATH", str(tmp_path))  # an empty directory: no git there
+    assert Repo.discover(repo.workdir).merge3(base, ours, theirs, LABELS) == first
+    with pytest.raises(ConfigError, match="Is git on PATH"):
+        repo.merge3(base, b"NEW\nb\nc\n", theirs, LABELS)
+
+
 def test_check_reaches_the_same_verdict_with_and_without_the_caches(sample: Sample) -> None:
     from conftest import patchguard
 
