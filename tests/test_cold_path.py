@@ -97,6 +97,18 @@ def test_a_merge_seen_before_starts_no_process(
         repo.merge3(base, b"NEW\nb\nc\n", theirs, LABELS)
 
 
+def test_a_merge_with_nowhere_to_write_its_inputs_is_one_line(
+    repo: Repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import tempfile
+
+    from guard.errors import ConfigError
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "gone"))
+    with pytest.raises(ConfigError, match=r"cannot write the inputs of `git merge-file` in .*gone"):
+        repo.merge3(b"a\nb\n", b"A\nb\n", b"a\nB\nnowhere\n", LABELS)
+
+
 def test_check_reaches_the_same_verdict_with_and_without_the_caches(sample: Sample) -> None:
     from conftest import patchguard
 

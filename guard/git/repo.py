@@ -703,27 +703,26 @@ def merge_file(
     merge.conflictStyle=diff3 would change the content a merge is kept by)."""
     import tempfile
 
-    with tempfile.TemporaryDirectory(prefix="patchguard-merge-") as directory:
-        names = []
-        for name, data in (("ours", ours), ("base", base), ("theirs", theirs)):
-            path = os.path.join(directory, name)
-            try:
-                with open(path, "wb") as file:
+    try:
+        with tempfile.TemporaryDirectory(prefix="patchguard-merge-") as directory:
+            names = []
+            for name, data in (("ours", ours), ("base", base), ("theirs", theirs)):
+                names.append(os.path.join(directory, name))
+                with open(names[-1], "wb") as file:
                     file.write(data)
-            except OSError as error:  # a full disk, a file-size limit
-                raise ConfigError(
-                    f"cannot write the inputs of `git merge-file` in {directory}: "
-                    f"{error.strerror}; nothing was changed. Free space there (or set TMPDIR "
-                    "to a place with room), then run the command again"
-                ) from None
-            names.append(path)
-        asked = ["-L", labels[1], "-L", labels[0], "-L", labels[2]]
-        found = run_git_bytes(
-            ["-c", "merge.conflictStyle=merge", "merge-file", "-p", *asked]
-            + (["--union"] if union else [])
-            + ["--", *names],
-            directory,
-        )
+            asked = ["-L", labels[1], "-L", labels[0], "-L", labels[2]]
+            found = run_git_bytes(
+                ["-c", "merge.conflictStyle=merge", "merge-file", "-p", *asked]
+                + (["--union"] if union else [])
+                + ["--", *names],
+                directory,
+            )
+    except OSError as error:  # a full disk, a file-size limit (git's own failure is said below)
+        raise ConfigError(
+            f"cannot write the inputs of `git merge-file` in {tempfile.gettempdir()}: "
+            f"{error.strerror}; nothing was changed. Free space there (or set TMPDIR to a "
+            "place with room), then run the command again"
+        ) from None
     if not 0 <= found.returncode < 128:  # git: negative on an error, else the conflicts
         said = found.stderr.decode(errors="replace").strip().splitlines()
         reason = said[-1] if said else f"exit {found.returncode}"
