@@ -214,7 +214,7 @@ def test_static_is_never_green_where_python_finds_nothing(
 def test_a_kept_parse_answers_as_a_fresh_one(
     checkout: tuple[Path, list[Form]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Issue 22: a file's parse is kept by its content (guard.truth.parsed); on every form, the
+    """A file's parse is kept by its content (guard.truth.parsed); on every form, the
     kept one gives the same answers, and a second command parses nothing."""
     root, all_forms = checkout
     copy = tmp_path / "copy"
@@ -455,7 +455,9 @@ def test_a_type_alias_is_read_as_python_3_12_binds_it(tmp_path: Path) -> None:
 
 
 SPEC_C_M = "pkg/mod.py::C.m"
-REBOUND = {  # issue 37, point 5, at the end of the guarded file: (tail, does Python find C.m)
+# Rebindings of C or C.m at the end of the guarded file that a reading must not take for
+# nothing: (tail, does Python find C.m)
+REBOUND = {
     "itself-through-sys-modules": ("import sys\n\nsys.modules[__name__].C = None\n", False),
     "itself-imported": ("from . import mod as _me\n\n_me.C.m = None\n", False),
     "function-bound-after": ("def f(self):\n    return 2\n\n\nC.m = f\n", True),

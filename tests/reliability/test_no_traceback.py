@@ -1,4 +1,4 @@
-"""No traceback, ever: one error handler around every command and hook (issue 11, item 11)."""
+"""No traceback, ever: one error handler around every command and hook."""
 
 from __future__ import annotations
 
