@@ -268,7 +268,8 @@ def test_check_runtime_agrees_with_python_on_every_form(
     git(tmp_path, "clone", "-q", str(root), str(copy))
     repo = Repo.discover(copy)
     specs = [_spec(i, f) for i, f in enumerate(all_forms)]
-    history.save(repo, replace(load_manifest(repo, missing_ok=True), guards=specs), "guards")
+    with repo.store_lock("require"):
+        history.save(repo, replace(load_manifest(repo, missing_ok=True), guards=specs), "guards")
     before = git(copy, "status", "--porcelain", "--ignored").stdout
     static = json.loads(run_patchguard(copy, clean_env, ("check", "--json"), check=1).stdout)
     assert {s["state"] for s in static["symbols"]} == {"present", "absent", "cannot-tell"}
@@ -477,7 +478,10 @@ def test_check_never_reads_a_rebinding_as_nothing(
     git(tmp_path, "add", "-A")
     git(tmp_path, "commit", "-qm", "C", env={**os.environ, **GIT_IDENTITY})
     repo = Repo.discover(tmp_path)  # guarded as a manifest may hold it (require refuses it)
-    history.save(repo, replace(load_manifest(repo, missing_ok=True), guards=[SPEC_C_M]), "guard")
+    with repo.store_lock("require"):
+        history.save(
+            repo, replace(load_manifest(repo, missing_ok=True), guards=[SPEC_C_M]), "guard"
+        )
     said = run_patchguard(tmp_path, clean_env, ("check",), check=1)
     assert "cannot tell from reading" in said.stdout + said.stderr
     runtime = ("check", "--runtime", "--python", sys.executable)

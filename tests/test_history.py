@@ -18,7 +18,6 @@ from guard.git.gitpaths import HISTORY_REF
 from guard.git.repo import Repo
 from guard.store import history as patch_history
 from guard.store.derived import load_manifest
-from guard.store.history import LEGACY_STORE_REF
 
 
 def history(sample: Sample) -> list[str]:
@@ -51,7 +50,6 @@ def test_each_change_is_a_commit_holding_the_manifest_and_its_blobs(sample: Samp
     patched = recorded["patches"][0]["files"][0]["patched_blob"]
     listed = sample.git("ls-tree", f"{HISTORY_REF}~2:blobs").stdout
     assert patched in listed
-    assert sample.git("rev-parse", "--verify", "-q", LEGACY_STORE_REF, check=False).returncode
 
 
 def test_a_change_that_changes_nothing_adds_no_commit(sample: Sample) -> None:
@@ -62,19 +60,15 @@ def test_a_change_that_changes_nothing_adds_no_commit(sample: Sample) -> None:
     assert len(history(sample)) == 2
 
 
-def test_a_manifest_from_before_history_is_taken_over_with_nothing_lost(sample: Sample) -> None:
-    """A repository whose manifest and pinning tree an earlier version wrote."""
+def test_a_manifest_without_history_is_taken_over_with_nothing_lost(sample: Sample) -> None:
+    """A repository whose history ref was deleted, its manifest.json left."""
     sample.record_eagle3()
     before = manifest_text(sample)
-    tree = sample.git("rev-parse", f"{HISTORY_REF}^{{tree}}").stdout.strip()
-    blobs = sample.git("rev-parse", f"{tree}:blobs").stdout.strip()
-    sample.git("update-ref", LEGACY_STORE_REF, blobs)  # what the earlier version left
     sample.git("update-ref", "-d", HISTORY_REF)
     assert sample.pg("require", f"{KIMI}::{sample_repo.CLASS}.forward").exit_code == 0
     subjects = history(sample)
     assert subjects[1:] == ["took over the manifest as found"]
     assert sample.git("show", f"{HISTORY_REF}~1:manifest.json").stdout == before
-    assert sample.git("rev-parse", "--verify", "-q", LEGACY_STORE_REF, check=False).returncode
     # the manifest as found is not undoable (there is nothing before it); the require is
     assert sample.pg("undo").exit_code == 0
     assert manifest_text(sample) == before
@@ -106,13 +100,14 @@ def test_two_writers_racing_on_the_ref_lose_nothing(sample: Sample) -> None:
     spec = f"{KIMI}::{sample_repo.CLASS}.forward"
     assert sample.pg("require", spec).exit_code == 0  # the other writer wins
     winner = sample.git("rev-parse", HISTORY_REF).stdout
-    with pytest.raises(ConfigError, match=r"nothing was changed\. Run it again"):
+    with slow.store_lock("drop"), pytest.raises(ConfigError, match=r"changed\. Run it again"):
         patch_history.save(slow, loaded, "dropped everything")
     assert sample.git("rev-parse", HISTORY_REF).stdout == winner
     assert spec in manifest_text(sample)
     # the derived file is the ref's, and a fresh run of the loser goes through
     again = Repo.discover(sample.root)
-    patch_history.save(again, load_manifest(again), "nothing new")  # same state: no commit
+    with again.store_lock("record"):
+        patch_history.save(again, load_manifest(again), "nothing new")  # same state: no commit
     assert sample.git("rev-parse", HISTORY_REF).stdout == winner
 
 

@@ -31,18 +31,6 @@ HELD_VARIABLE = "PATCHGUARD_LOCK_HELD"
 DEFAULT_TIMEOUT_SECONDS = 30.0
 
 _depth: dict[Path, int] = {}
-_held: dict[Path, int] = {}  # the descriptor of each lock this process holds
-
-
-def forget_after_fork() -> None:
-    """In a forked child (guard.tree.warmup): close the descriptors of the locks the parent
-    holds. A fork shares each flock with the parent, so a child that outlived a killed parent
-    (stopped, or busy) would hold them for it; closing its copies leaves the parent's hold as it
-    is (only flock(LOCK_UN) would end it for both). The child never takes a lock of its own."""
-    for fd in _held.values():
-        with contextlib.suppress(OSError):
-            os.close(fd)
-    _held.clear()
 
 
 def _timeout() -> float:
@@ -60,7 +48,7 @@ def _timeout() -> float:
     return value
 
 
-def _held_here(lock_path: Path) -> bool:
+def held(lock_path: Path) -> bool:
     """This process holds the lock already, or the holder that started it does."""
     return bool(_depth.get(lock_path)) or held_by_parent(lock_path)
 
@@ -73,7 +61,7 @@ def held_by_parent(lock_path: Path) -> bool:
 @contextmanager
 def exclusive(lock_path: Path, operation: str) -> Iterator[None]:
     """Hold `lock_path` while `operation` writes; wait a bounded time for it."""
-    if _held_here(lock_path):
+    if held(lock_path):
         _depth[lock_path] = _depth.get(lock_path, 0) + 1
         try:
             yield
@@ -109,13 +97,11 @@ def exclusive(lock_path: Path, operation: str) -> Iterator[None]:
             os.ftruncate(fd, 0)  # disk only leaves that unsaid (the write then says why)
             os.pwrite(fd, f"pid {os.getpid()}, {operation}, since {time.ctime()}\n".encode(), 0)
         _depth[lock_path] = 1
-        _held[lock_path] = fd
         forget_stale_listings()
         try:
             yield
         finally:
             _depth[lock_path] = 0
-            del _held[lock_path]
             with contextlib.suppress(OSError):
                 os.ftruncate(fd, 0)
     finally:
@@ -127,7 +113,7 @@ def if_free(lock_path: Path) -> Iterator[bool]:
     """Hold `lock_path` if nobody else does (True), without waiting; False when another
     process holds it or it cannot be taken (a read-only git dir). For repairs that may wait
     for the next command: a derived file rebuilt by a reader, never a change of its own."""
-    if _held_here(lock_path):
+    if held(lock_path):
         yield True
         return
     try:
@@ -142,13 +128,11 @@ def if_free(lock_path: Path) -> Iterator[bool]:
             yield False
             return
         _depth[lock_path] = 1
-        _held[lock_path] = fd
         forget_stale_listings()
         try:
             yield True
         finally:
             _depth[lock_path] = 0
-            del _held[lock_path]
     finally:
         os.close(fd)
 
@@ -157,18 +141,19 @@ if TYPE_CHECKING:
     from typing import Any, Protocol, TypeVar
 
     class _Lockable(Protocol):
-        def lock(self, operation: str) -> AbstractContextManager[None]: ...
+        def lock(self, operation: str, store: bool = ...) -> AbstractContextManager[None]: ...
 
     _Operation = TypeVar("_Operation", bound=Callable[..., Any])
 
 
-def locked(operation: str) -> Callable[[_Operation], _Operation]:
-    """Run a library call that writes under its repository's locks (its first argument's)."""
+def locked(operation: str, *, store: bool = False) -> Callable[[_Operation], _Operation]:
+    """Run a library call that writes under its repository's locks (its first argument's);
+    `store`: it changes the patches, so it holds the store's lock too (Repo.lock)."""
 
     def decorate(function: _Operation) -> _Operation:
         @functools.wraps(function)
         def run_locked(repo: _Lockable, *args: Any, **kwargs: Any) -> Any:
-            with repo.lock(operation):
+            with repo.lock(operation, store=store):
                 return function(repo, *args, **kwargs)
 
         return run_locked  # type: ignore[return-value]  # same signature, by wraps

@@ -59,6 +59,20 @@ def run_git(
     return result
 
 
+def run_git_bytes(args: Sequence[str], cwd: Path | str) -> subprocess.CompletedProcess[bytes]:
+    """A captured git command whose output is bytes, its status left to the caller: `git
+    merge-file` writes a file's content and counts its conflicts in the status."""
+    import subprocess
+
+    command = ["git", *args]
+    try:
+        return subprocess.run(
+            command, cwd=cwd, capture_output=True, start_new_session=_OUT_OF_REACH[0]
+        )
+    except OSError as error:
+        raise _cannot_run(command, error) from None
+
+
 class StartedGit:
     """A captured git command under way: result() waits for it, as run_git() would have."""
 

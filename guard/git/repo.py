@@ -1,4 +1,4 @@
-"""Repository access through pygit2: HEAD's files, the worktree, the object store and libgit2's merge."""
+"""Repository access: HEAD's files, the worktree, the object store, and git's merge of a file."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from guard.git.index_file import IndexFile
 from guard.git.index_file import checksum as index_checksum
 from guard.git.lock import exclusive
 from guard.git.objects import EXECUTABLE_MODE, REGULAR_MODE, blob_id
-from guard.git.process import run_git
+from guard.git.process import run_git, run_git_bytes
 
 TYPE_CHECKING = False  # not `from typing import ...`: typing costs the hooks ~3 ms
 if TYPE_CHECKING:
@@ -37,8 +37,6 @@ PARSE_CACHE_DIR = "patchguard-cache/parsed"
 _PARSE_CACHE_KEEP = 512
 _BINARY_SNIFF = 8000
 _BATCH = 128  # names per `git cat-file --batch` round trip: well under a pipe's 64 KiB
-# Also take the store's lock (Repo.lock); undo takes it itself, for the undo of a drop only.
-MANIFEST_WRITERS = frozenset({"record", "require", "drop", "import", "resolve", "fetch"})
 
 
 class MergeResult:
@@ -95,7 +93,8 @@ def is_binary(data: bytes) -> bool:
 class _Objects:
     """Reads git objects through one `git cat-file --batch`, started on first use.
 
-    The hooks need a few blobs; loading libgit2 for them would cost ~60 ms, this ~2 ms.
+    The hooks need a few blobs: one long-lived git process answers them, where loading
+    libgit2 would cost more than the reads.
     """
 
     def __init__(self, workdir: Path) -> None:
@@ -178,7 +177,7 @@ class Repo:
     """One worktree of a git repository, as patchguard needs to see it.
 
     Reads go through `git cat-file` (guard hooks stay light); libgit2 (pygit2) is loaded on
-    first use of `git`, for merges that are not known yet, diffs, status and writes.
+    first use of `git`, for diffs, status and writes.
     """
 
     def __init__(self, layout: Layout) -> None:
@@ -204,13 +203,6 @@ class Repo:
     @classmethod
     def discover(cls, start: Path) -> Repo:
         return cls(locate(start))
-
-    def after_fork(self) -> None:
-        """In a forked child (guard.tree.warmup): the `git cat-file` reader and libgit2's
-        repository are the parent's (its pipes, its open files), kept here untouched and never
-        freed; the child starts its own on first use. The blobs read so far stay."""
-        self._parents = (self._objects, self.__dict__.pop("git", None))
-        self._objects = _Objects(self.workdir)
 
     # --- the content the manifest refers to -------------------------------------------------
 
@@ -267,8 +259,10 @@ class Repo:
         return found[2]
 
     @contextmanager
-    def lock(self, operation: str) -> Iterator[None]:
-        """This worktree's writer lock; for a change of the manifest, the store's lock as well.
+    def lock(self, operation: str, store: bool = False) -> Iterator[None]:
+        """This worktree's writer lock; with `store` (a change of the patches), the store's
+        lock as well: the one write of the patches (guard.store.history.save) refuses to run
+        without it, so a writer that forgets to ask fails at once, in every test that runs it.
 
         A move or a bisect holds its worktree's lock for as long as git runs, and a hook of
         another worktree takes only its own: it is never kept waiting. The manifest and its
@@ -281,8 +275,8 @@ class Repo:
         starts_a_store = operation in ("record", "require", "import", "fetch")
         if not starts_a_store and not self.has_patches():
             read_manifest_bytes(self.layout.manifest_path)  # says "no manifest ..."
-        store = self.store_lock(operation) if operation in MANIFEST_WRITERS else nullcontext()
-        with exclusive(self.layout.worktree_lock_path, operation), store:
+        shared = self.store_lock(operation) if store else nullcontext()
+        with exclusive(self.layout.worktree_lock_path, operation), shared:
             yield
 
     def store_lock(self, operation: str) -> AbstractContextManager[None]:
@@ -647,7 +641,7 @@ class Repo:
                 return name
         return None
 
-    # --- libgit2's diff and merge ------------------------------------------------------------
+    # --- libgit2's diff, git's merge ----------------------------------------------------------
 
     def diff(self, old: bytes, new: bytes, path: str) -> FileDiff:
         import pygit2
@@ -667,8 +661,8 @@ class Repo:
         union: bool = False,
     ) -> MergeResult:
         """A 3-way merge of one file: exact identities first, then a merge seen before (by
-        content), and libgit2 only for a new one. `union`: both sides of a conflict, ours
-        first (`git merge-file --union`)."""
+        content), and `git merge-file` only for a new one (merge_file). `union`: both sides
+        of a conflict, ours first (`git merge-file --union`)."""
         if ours == theirs or theirs == base:
             return MergeResult(clean=True, content=ours)
         if ours == base:
@@ -685,14 +679,7 @@ class Repo:
         known = self.merge_cache.get(key)
         if known is not None:
             return MergeResult(clean=known[:1] == b"1", content=known[1:])
-        from guard.git.inmemory_merge import merge_file
-
-        found = merge_file(base, ours, theirs, labels, union)  # writes nothing, not even objects
-        result = (
-            MergeResult(clean=found[0], content=found[1])
-            if found is not None
-            else self._libgit2_merge(base, ours, theirs, labels, union)
-        )
+        result = merge_file(base, ours, theirs, labels, union)
         self.merge_cache.put(key, (b"1" if result.clean else b"0") + result.content)
         return result
 
@@ -705,47 +692,42 @@ class Repo:
         """Parsed files by content (guard.truth.parsed)."""
         return ContentCache(self.layout.git_dir / PARSE_CACHE_DIR, _PARSE_CACHE_KEEP)
 
-    def _libgit2_merge(
-        self,
-        base: bytes,
-        ours: bytes,
-        theirs: bytes,
-        labels: tuple[str, str, str],
-        union: bool = False,
-    ) -> MergeResult:
-        """libgit2's git_merge_file on raw bytes (pygit2's wrapper decodes to str and drops labels)."""
-        import pygit2
-        from pygit2.enums import FileMode
-        from pygit2.ffi import C, ffi
 
-        with self.writing_objects():  # where the buffer-only merge is not available
-            entries = [
-                pygit2.IndexEntry("file", self.git.create_blob(data), FileMode.BLOB)
-                for data in (base, ours, theirs)
-            ]
-        keep_alive = []
-        c_entries = []
-        for entry in entries:
-            c_entry, ref = entry._to_c()
-            keep_alive.append(ref)
-            c_entries.append(c_entry)
-        options = ffi.new("git_merge_file_options *")
-        options.version = 1
-        label_buffers = [ffi.new("char[]", label.encode()) for label in labels]
-        options.ancestor_label, options.our_label, options.their_label = label_buffers
-        options.flags = C.GIT_MERGE_FILE_STYLE_MERGE
-        if union:
-            options.favor = C.GIT_MERGE_FILE_FAVOR_UNION
-        result = ffi.new("git_merge_file_result *")
-        error = C.git_merge_file_from_index(result, self.git._repo, *c_entries, options)
-        if error < 0:
-            raise ConfigError(
-                f"libgit2 could not merge {labels[1]} (error {error}); leave the file as it is "
-                "and run `patchguard status` to see which patch is involved"
+def merge_file(
+    base: bytes, ours: bytes, theirs: bytes, labels: tuple[str, str, str], union: bool = False
+) -> MergeResult:
+    """`git merge-file -p` on the three contents: git's own merge of one file, its conflict
+    markers named by `labels` (base, ours, theirs). The inputs go to a private temporary
+    directory outside the repository, so a merge writes nothing there (a `check` on a
+    read-only object store merges too). The conflict style is fixed (a user's
+    merge.conflictStyle=diff3 would change the content a merge is kept by)."""
+    import tempfile
+
+    try:
+        with tempfile.TemporaryDirectory(prefix="patchguard-merge-") as directory:
+            names = []
+            for name, data in (("ours", ours), ("base", base), ("theirs", theirs)):
+                names.append(os.path.join(directory, name))
+                with open(names[-1], "wb") as file:
+                    file.write(data)
+            asked = ["-L", labels[1], "-L", labels[0], "-L", labels[2]]
+            found = run_git_bytes(
+                ["-c", "merge.conflictStyle=merge", "merge-file", "-p", *asked]
+                + (["--union"] if union else [])
+                + ["--", *names],
+                directory,
             )
-        try:
-            return MergeResult(
-                clean=bool(result.automergeable), content=bytes(ffi.buffer(result.ptr, result.len))
-            )
-        finally:
-            C.git_merge_file_result_free(result)
+    except OSError as error:  # a full disk, a file-size limit (git's own failure is said below)
+        raise ConfigError(
+            f"cannot write the inputs of `git merge-file` in {tempfile.gettempdir()}: "
+            f"{error.strerror}; nothing was changed. Free space there (or set TMPDIR to a "
+            "place with room), then run the command again"
+        ) from None
+    if not 0 <= found.returncode < 128:  # git: negative on an error, else the conflicts
+        said = found.stderr.decode(errors="replace").strip().splitlines()
+        reason = said[-1] if said else f"exit {found.returncode}"
+        raise ConfigError(
+            f"`git merge-file` could not merge {labels[1]} ({reason}); leave the file as it "
+            "is and run `patchguard status` to see which patch is involved"
+        )
+    return MergeResult(clean=found.returncode == 0, content=found.stdout)

@@ -112,7 +112,7 @@ def import_bundle(repo: Repo, source: str, raw: bytes) -> tuple[list[str], list[
     """Add the bundle's patches and guards; same-named patches are replaced (and said so).
     Returns what it did, line by line, and the patches whose recording it changed."""
     manifest, blobs = parse_bundle(source, raw)
-    with repo.lock("import"):
+    with repo.lock("import", store=True):
         return _merge_bundle(repo, manifest, blobs, source)
 
 

@@ -37,7 +37,7 @@ from guard.git.gitpaths import (
 )
 from guard.git.index_file import IndexFile
 from guard.git.index_file import checksum as index_checksum
-from guard.git.objects import blob_id, digest
+from guard.git.objects import digest
 from guard.git.own_code import model_namespace
 from guard.git.worktree_paths import checked_path, one_walk, read_if_regular
 
@@ -346,5 +346,3 @@ def _write_key(
     text = "".join(f"{name} {value}\n" for name, values in sections.items() for value in values)
     # A cache, never flushed: a torn file fails parse_verified.
     atomic_write(Path(verified_file), f"{_HEAD}\n{text}{_END}\n".encode(), durable=False)
-
-

@@ -23,10 +23,11 @@ from contextlib import suppress
 from dataclasses import dataclass
 from datetime import datetime
 
-from guard.errors import ConfigError
+from guard.errors import EXIT_INTERNAL, ConfigError, GuardError
 from guard.git import faults
 from guard.git.atomic import atomic_write
 from guard.git.gitpaths import HISTORY_REF, read_ref
+from guard.git.lock import held
 from guard.git.objects import blob_id
 from guard.store.derived import (
     MANIFEST_ENTRY,
@@ -54,9 +55,8 @@ if TYPE_CHECKING:
 
     from guard.git.repo import Repo
 
-LEGACY_STORE_REF = "refs/patchguard/store"  # before history: a tree pinning the blobs
 BLOBS_ENTRY = "blobs"
-TAKEN_OVER = "took over the manifest as found"  # the first state of a manifest older than history
+TAKEN_OVER = "took over the manifest as found"  # the first state of a manifest found without one
 STARTED = "no patches yet"  # the first state of a repository whose first change is a fetch
 _NO_REF = "0" * 40  # update-ref's "this ref must not exist yet"
 _HEAD_TRAILER = "Patchguard-Head: "
@@ -86,13 +86,13 @@ class Change:
 
 
 def current(repo: Repo) -> str | None:
-    """The commit the history ref points at; None before the first write (or a legacy tree).
+    """The commit the history ref points at; None before the first write.
 
     A ref that points at anything but a commit (a blob put there by hand) is refused by
     name: read as "no history", it would let the next write start the history over.
 
-    Read from the ref's file and git's batched cat-file (`log` without libgit2's import, ~60
-    ms); anything but a commit named by its id there is read through libgit2, which names it.
+    Read from the ref's file and git's batched cat-file (`log` needs no libgit2); anything but
+    a commit named by its id there is read through libgit2, which names it.
     """
     named = read_ref(HISTORY_REF, (str(repo.layout.common_dir),))
     if named is not None and len(named) == 40:
@@ -142,9 +142,20 @@ def save(
     5. The transaction file removed.
     A writer killed anywhere leaves either the old state or the new one, whole: the ref is the
     truth, and whatever was derived from it is derived again before anything is decided.
+    Only a holder of the store's lock may write (a writer that forgot it is a bug: exit 3),
+    so two writers in any worktrees take turns instead of refusing each other.
     `change` says what changed, for `patchguard log` ("recorded eagle3 (2 files)"); a `note`
     changes no patch but is kept in the history all the same (a choice made at a push).
     """
+    if not held(repo.layout.store_lock_path):
+        raise GuardError(
+            f"a bug in patchguard: {change!r} would change the patches without holding "
+            f"{repo.layout.store_lock_path}; nothing was changed. Report it (the command, "
+            "and this line); the command that changes the patches must take the store's "
+            "lock (Repo.lock(..., store=True))",
+            [],
+            exit_code=EXIT_INTERNAL,
+        )
     raw = validated_bytes(manifest)
     with repo.writing_objects():
         prepared = _prepare(
@@ -227,8 +238,8 @@ def _prepare(
 def _parent_for(repo: Repo, old: str | None) -> str | None:
     """The state this write goes on top of, taking over a manifest the history does not hold.
 
-    No history yet: an existing manifest (from before history, or from a repository whose ref
-    was deleted) becomes the first commit exactly as found. A manifest that is an earlier
+    No history yet: an existing manifest (its history ref deleted, or the manifest copied in
+    by hand) becomes the first commit exactly as found. A manifest that is an earlier
     state of the history was loaded before another writer's change: refused. Any other
     manifest was written outside patchguard (by hand, by an older version): it is kept as a
     change of its own, so nothing is lost.
@@ -307,7 +318,6 @@ def _move_ref(repo: Repo, new: str, old: str | None, subject: str) -> None:
     """Compare-and-swap: the ref moves only if it still holds `old` (or is still absent)."""
     from guard.git.process import run_git
 
-    legacy = repo.git.references.get(LEGACY_STORE_REF)
     update = ["update-ref", "-m", f"patchguard: {subject}", HISTORY_REF, new, old or _NO_REF]
     try:
         run_git(update, repo.workdir)
@@ -318,8 +328,6 @@ def _move_ref(repo: Repo, new: str, old: str | None, subject: str) -> None:
                 "moved); nothing was changed. Run it again."
             ) from None
         raise
-    if legacy is not None:  # the history now pins every blob the store tree pinned
-        run_git(["update-ref", "-d", LEGACY_STORE_REF, str(legacy.target)], repo.workdir)
 
 
 def refresh(repo: Repo) -> None:
@@ -552,7 +560,7 @@ def undo_change(repo: Repo, change: Change) -> None:
     the refusal to read it names."""
     from guard.store.derived import InvalidHistoryTip
 
-    with repo.lock("undo"), repo.store_lock("undo"):  # it rewrites the shared manifest
+    with repo.lock("undo", store=True):  # it rewrites the shared manifest
         try:
             load_manifest(repo)
         except InvalidHistoryTip as invalid:

@@ -20,7 +20,7 @@ import json
 import os
 import shutil
 import time
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -309,13 +309,6 @@ def _all_written(repo: Repo, record: dict[str, Any]) -> bool:
     return True
 
 
-def _manifest_blob(repo: Repo) -> str | None:
-    try:
-        return blob_id(repo.layout.manifest_path.read_bytes())
-    except OSError:
-        return None
-
-
 def _entries(root: Path) -> list[Path]:
     if not root.is_dir():
         return []
@@ -401,15 +394,13 @@ def _undo(repo: Repo, entry_path: Path | None) -> Entry:
         )
     entry = _read(entry_path)
     record = json.loads((entry_path / JOURNAL_FILE).read_text())
-    # Undoing a drop rewrites the shared manifest: the store's lock too, as drop took it. A
-    # move's own put-back (an unapply's entry) never waits for another worktree's record.
-    with repo.store_lock("undo") if record.get("manifest") else nullcontext():
-        return _restore(repo, entry_path, entry, record)
+    return _restore(repo, entry_path, entry, record)
 
 
 def _restore(repo: Repo, entry_path: Path, entry: Entry, record: dict[str, Any]) -> Entry:
-    """Put one entry's files back, as one more journaled write (and the manifest, for an entry
-    of a drop made before the history kept every change to the patches)."""
+    """Put one entry's files back, as one more journaled write. It changes no patch (the
+    history's undo does that: guard.store.history.undo_change), so a move's own put-back never
+    waits for another worktree's record."""
     putting_back = Journal(repo.layout.git_dir, "undo")
     restores: list[tuple[str, bytes | None, bytes | None, int | None]] = []
     edited = []
@@ -424,11 +415,6 @@ def _restore(repo: Repo, entry_path: Path, entry: Entry, record: dict[str, Any])
         if current_blob != item["after_blob"] and current != before:
             edited.append(item["path"])
         restores.append((item["path"], current, before, item.get("before_mode")))
-    manifest = record.get("manifest")
-    # read now: the entry this undo journals in may prune the oldest, this one
-    saved = (entry_path / manifest["before"]).read_bytes() if manifest else None
-    if manifest and _manifest_blob(repo) != manifest["after_blob"]:
-        edited.append(str(repo.layout.manifest_path))
     if edited:
         raise GuardFailure(
             f"not undone: {', '.join(edited)} changed after the last {entry.operation}, and "
@@ -438,20 +424,6 @@ def _restore(repo: Repo, entry_path: Path, entry: Entry, record: dict[str, Any])
         putting_back.before_write(
             path, current, before, ", ".join(entry.patches), (repo.permissions(path), mode)
         )
-    # an entry from before the history (guard.store.history): a drop or resolve
-    if saved is not None:
-        try:
-            from guard.store import history  # only for an entry made before the history
-            from guard.store.derived import load_manifest
-            from guard.store.manifest import parse_manifest
-
-            load_manifest(repo)
-            history.save(
-                repo, parse_manifest(saved, repo.layout.manifest_path), f"undid: {entry.describe()}"
-            )
-        except ConfigError:
-            putting_back.discard()
-            raise
     putting_back.write(repo)
     # the entry first: a kill before the next line leaves an undo to redo
     shutil.rmtree(entry_path, ignore_errors=True)

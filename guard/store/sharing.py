@@ -91,7 +91,7 @@ def push(repo: Repo, remote: str, *, take_back: bool = False) -> str:
     if taken:
         choice = f"chose to take back {remote}'s {', '.join(taken)} (pushed from here)"
         if next(history.walk(repo, tip)).subject != choice:  # a retry adds no second one
-            with repo.lock("push"), repo.store_lock("push"):
+            with repo.lock("push", store=True):
                 history.save(repo, load_manifest(repo), choice, note=True)
             tip = history.current(repo) or tip
     try:  # the commit checked above, not the ref: an undo made meanwhile is not carried along
@@ -152,7 +152,7 @@ def _remote_has_more(repo: Repo, remote: str, tip: str) -> bool:
 
 def fetch(repo: Repo, remote: str, keep: str | None = None) -> Fetched:
     """Bring `remote`'s patches in, patch by patch; `keep` (THEIRS/OURS) settles both-sided ones."""
-    with repo.lock("fetch"):
+    with repo.lock("fetch", store=True):
         theirs = _fetch_tip(repo, remote)
         ours_manifest = load_manifest(repo, missing_ok=True)
         ours = history.current(repo)

@@ -15,7 +15,6 @@ from guard.store.manifest import Patch, select_patches
 from guard.tree import unmerged
 from guard.tree.assess import assess_patch, check, merge_labels, stacked, strays_put_back
 from guard.tree.verdicts import GOOD_STATES, CheckReport, PatchVerdict, State, fix_for, keep_edit
-from guard.tree.warmup import warmed
 from guard.tree.worktree import Worktree
 
 
@@ -55,22 +54,20 @@ def apply(
         repo, "apply", names, dry_run, allow_mid_operation, tree
     )
     outcomes = []
-    with warmed(repo, tree, every, patches) as reached:
-        for index, patch in enumerate(patches):
-            reached(index)
-            outcomes.append(
-                _apply_one(
-                    repo,
-                    tree,
-                    journal,
-                    patch,
-                    every[: every.index(patch)],
-                    dry_run=dry_run,
-                    merge=merge,
-                    finish_git_merges=finish_git_merges,
-                    restore_edits=restore_edits,
-                )
+    for patch in patches:
+        outcomes.append(
+            _apply_one(
+                repo,
+                tree,
+                journal,
+                patch,
+                every[: every.index(patch)],
+                dry_run=dry_run,
+                merge=merge,
+                finish_git_merges=finish_git_merges,
+                restore_edits=restore_edits,
             )
+        )
     if journal is not None:
         journal.write(repo)
         unmerged.clear_stage_entries(

@@ -34,7 +34,7 @@ class RecordOutcome:
     grown: list[str]  # a re-record's lines that its previous version did not have
 
 
-@locked("record")
+@locked("record", store=True)
 def record(
     repo: Repo,
     name: str,
@@ -337,7 +337,7 @@ def _resolve_spec(repo: Repo, text: str, cwd: Path, known: Sequence[str] = ()) -
     return Spec(from_cwd if from_cwd is not None else repo.relpath(spec.path, cwd), spec.qualname)
 
 
-@locked("require")
+@locked("require", store=True)
 def require(repo: Repo, specs: Sequence[str], *, cwd: Path) -> list[str]:
     """Guard symbols that are already committed; each must exist now. Returns the new guards."""
     manifest = load_manifest(repo, missing_ok=True)
@@ -396,7 +396,7 @@ def _require_present(
         raise error(refusal(text, result.detail + hint))
 
 
-@locked("drop")
+@locked("drop", store=True)
 def drop(repo: Repo, target: str, *, cwd: Path) -> str:
     """Forget a patch (by name) or a guard (by SPEC); the worktree is not touched (but for
     the files a killed writer left half written, which every journal writer puts back first)."""
@@ -441,7 +441,7 @@ class ExtraLines(GuardFailure):
 KEEP_ANY = True  # `keep_extra`: keep whatever extra lines the resolution adds
 
 
-@locked("resolve")
+@locked("resolve", store=True)
 def resolve(
     repo: Repo,
     name: str,

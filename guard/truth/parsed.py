@@ -27,11 +27,6 @@ if TYPE_CHECKING:
     from guard.truth.effects import _LazyGraph
 
 
-# Files this process parsed itself, none kept: a command that meets one is on a first visit
-# (guard.tree.warmup starts its helper then, and only then).
-computed = [0]
-
-
 def parse(
     content: bytes, path: str, cache: ContentCache, facts: Mapping[str, object] | None = None
 ) -> SymbolIndex | SourceSyntaxError:
@@ -48,7 +43,6 @@ def parse(
         if found is not None:
             return found
     result: SymbolIndex | SourceSyntaxError
-    computed[0] += 1
     try:
         result = SymbolIndex.parse(content, path, facts)
     except SourceSyntaxError as error:

@@ -8,12 +8,14 @@ import os
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import sample_repo
 from conftest import Sample, method_count
 
 from guard.git.gitdir import locate
+from guard.git.gitpaths import HISTORY_REF
 
 HOLD = """
 import sys, time
@@ -135,3 +137,48 @@ def test_undo_of_an_unapply_never_waits_for_the_store_lock(
     finally:
         holder.kill()
         holder.wait()
+
+
+FORGETFUL_WRITER = """
+import sys
+from pathlib import Path
+from guard.errors import handled
+from guard.git.repo import Repo
+from guard.store import history
+from guard.store.derived import load_manifest
+from guard.store.manifest import Manifest
+
+repo = Repo.discover(Path.cwd())
+
+def write() -> int:
+    with repo.lock("apply"):  # its worktree's lock, not the store's
+        load_manifest(repo)
+        history.save(repo, Manifest(), "dropped everything")
+    return 0
+
+sys.exit(handled(write, lambda: sys.argv[1]))
+"""
+
+
+def test_a_writer_without_the_store_lock_is_refused_as_a_bug(
+    sample: Sample, tmp_path: Path
+) -> None:
+    """The one write of the patches (guard.store.history.save) holds whoever calls it to the
+    store's lock, whatever the caller forgot: exit 3, one line, the patches as they were."""
+    sample.record_eagle3()
+    layout = locate(sample.root)
+    before = (sample.git("rev-parse", HISTORY_REF).stdout, layout.manifest_path.read_bytes())
+    result = subprocess.run(
+        [sys.executable, "-c", FORGETFUL_WRITER, str(tmp_path)],
+        cwd=sample.root,
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 3, result.stderr
+    assert result.stderr.count("\n") == 1
+    assert "without holding" in result.stderr and "store's lock" in result.stderr
+    assert (
+        sample.git("rev-parse", HISTORY_REF).stdout,
+        layout.manifest_path.read_bytes(),
+    ) == before
+    assert sample.pg("drop", "eagle3").exit_code == 0  # the CLI's writer takes it

@@ -220,6 +220,7 @@ def test_a_write_that_fails_midway_is_one_line_and_loses_nothing(
     sample.git("stash")
     sample.git("checkout", "-q", "old")
     before = sample.kimi.read_bytes()
+    sample.pg("check")  # the merge made and kept (git merge-file's inputs are files too)
     result = subprocess.run(
         ["patchguard", "-C", str(sample.root), "apply"],
         env=clean_env,

@@ -5,6 +5,7 @@ still work as that user."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -152,3 +153,21 @@ def test_read_only_commands_work_as_that_user(store: Store) -> None:
     for args in READ_ONLY_COMMANDS:
         result = store.as_user(*args)
         assert result.returncode == 0, (args, result.stdout, result.stderr)
+
+
+def test_a_check_that_merges_writes_nothing_into_a_read_only_store(
+    clean_env: dict[str, str],
+) -> None:
+    """At an older commit the patch must be merged to be judged (drifted): `git merge-file`
+    merges in a temporary directory, so that user's check decides, and the object store
+    root keeps is as it was."""
+    for store in _store("objects", clean_env):
+        root = store.sample.root
+        git(root, "stash", "-q", env=store.env)  # as root: the patch off, its objects root's
+        git(root, "checkout", "-q", "old", env=store.env)
+        subprocess.run(["chown", "-R", f"{NOBODY}:{NOBODY}", str(root)], check=True)
+        subprocess.run(["chown", "-R", "root:root", str(root / ".git" / "objects")], check=True)
+        objects = sorted(str(p) for p in (root / ".git" / "objects").rglob("*"))
+        result = store.as_user("check", "--json")
+        assert json.loads(result.stdout)["patches"][0]["state"] == "drifted", result.stderr
+        assert sorted(str(p) for p in (root / ".git" / "objects").rglob("*")) == objects
