@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import time
 from contextlib import suppress
+from typing import TYPE_CHECKING
 
 from guard.errors import ConfigError
 from guard.git.gitpaths import read_head
@@ -17,7 +18,6 @@ from guard.git.objects import blob_id
 from guard.git.process import StartedGit, run_git, start_git
 
 # typing and datetime cost a stamp ~5 ms of its ~50 at run time: for the type checker only
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any

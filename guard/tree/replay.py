@@ -26,6 +26,7 @@ id: a damaged entry only means the full re-apply runs.
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 from guard.git.content_cache import ContentCache
 from guard.git.objects import blob_id
@@ -33,7 +34,6 @@ from guard.git.worktree_paths import UnsafePath, one_walk
 from guard.store.fastpath import CACHE_DIR_NAME
 from guard.store.journal import Journal
 
-TYPE_CHECKING = False  # not `from typing import ...`: typing costs the hooks ~3 ms
 if TYPE_CHECKING:
     from collections.abc import Sequence
     from pathlib import Path
