@@ -5,7 +5,9 @@ module of the command that runs), but two forms that run on content verified bef
 benchmark script run, and `hook post-checkout|post-merge|post-rewrite ARGS` (what the installed
 hooks run after each checkout, merge and rebase) first ask guard.store.fastpath.is_verified:
 content verified before passes without importing click, which would be most of such a run's
-time. Anything else, and a miss, is click's to parse.
+time. The hooks' own forms go to guard.cli.hookrun.run_hook, the function the hidden click
+command calls too, so that a re-apply never pays for click either. Anything else, and a check
+that misses, is click's to parse.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from guard.errors import ConfigError
 VERIFIED_MESSAGE = "patchguard: all guards hold (content unchanged since it was last verified)"
 _QUIET = ("-q", "--quiet")
 _REAPPLYING_HOOKS = (["post-checkout"], ["post-merge"], ["post-rewrite"])
+# The forms the installed hook scripts run (guard/_data/hooks): `hook NAME ARGS...`.
+_HOOKS = (*_REAPPLYING_HOOKS, ["post-commit"], ["reference-transaction"])
 
 
 def main() -> None:
@@ -36,6 +40,10 @@ def _dispatch(argv: list[str]) -> int:
             if argv[1] == "post-rewrite":
                 sys.stdin.read()  # git's list of rewritten commits, read as the hook reads it
             return 0
+    if argv[:1] == ["hook"] and argv[1:2] in _HOOKS:
+        from guard.cli.hookrun import run_hook
+
+        return run_hook(argv[1:])
     check = _check_form(argv, cwd)
     if check is not None:
         from guard.store.fastpath import is_verified

@@ -50,7 +50,7 @@ CLICKS = [
     ("check", "-q", "--json"),
     ("-C", ".", "-C", ".", "check", "-q"),
     ("check", "-C", ".", "-C", ".", "-q"),
-    ("hook", "post-commit"),
+    ("hook", "--pre-commit", "post-merge"),
 ]
 ENTRY = [
     ("check",),
@@ -73,6 +73,9 @@ def test_only_the_entry_forms_answer_verified_content_without_click(sample: Samp
         assert modules_loaded(sample.root, ["click"], *args) == ["click"], args
     for args in ENTRY:
         assert modules_loaded(sample.root, ["click", "guard.tree.assess"], *args) == [], args
+    # The installed hooks' own forms never load click, verified or not: a re-apply pays only
+    # for its own work (guard.cli.hookrun.run_hook, which the hidden click command calls too).
+    assert modules_loaded(sample.root, ["click"], "hook", "post-commit") == []
 
 
 def test_a_check_form_that_misses_is_clicks(sample: Sample, clean_env: dict[str, str]) -> None:

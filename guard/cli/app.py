@@ -48,7 +48,7 @@ COMMANDS = {
     "install": "hooks.install_",
     "uninstall": "hooks.uninstall",
     "doctor": "hooks.doctor",
-    "hook": "hookrun.hook",  # hidden: what the installed git hooks run
+    "hook": "hooks.hook",  # hidden: what the installed git hooks run
 }
 
 

@@ -13,7 +13,8 @@ from pathlib import Path
 import click
 
 from guard.cli import render
-from guard.cli.options import directory_option, epilog, json_option
+from guard.cli.hookrun import run_hook
+from guard.cli.options import PASS_THROUGH, directory_option, epilog, json_option
 from guard.errors import EXIT_GUARD_FAILED, EXIT_OK
 from guard.git.gitdir import locate
 from guard.ops import install
@@ -88,3 +89,10 @@ def doctor(cwd: Path, as_json: bool) -> None:
     if diagnosis.ok:
         click.echo("patchguard: hooks are in place and git will run them")
     sys.exit(EXIT_OK if diagnosis.ok else EXIT_GUARD_FAILED)
+
+
+@click.command(name="hook", hidden=True, context_settings=PASS_THROUGH)
+@click.argument("argv", nargs=-1, required=True, type=click.UNPROCESSED, metavar="NAME [ARGS]...")
+def hook(argv: tuple[str, ...]) -> None:
+    """What the installed git hooks run (guard.entry takes their own forms without click)."""
+    sys.exit(run_hook(argv))

@@ -39,11 +39,42 @@ def model_namespace(known: tuple[list[str], list[str]] | None = None) -> str:
         if known is not None and known[0] == [identity] and len(known[1]) == 1:
             _namespace[:] = [known[1][0], identity]
         else:
-            sources, compiled = _installed_files()
-            hashed = b"".join(_read(path) for path in [*sources, *_versions()])
-            facts = "\0".join([_interpreter_facts(), *map(_identity, compiled)])
-            _namespace[:] = [blob_id(hashed + facts.encode())[:16], identity]
+            _namespace[:] = [_kept(identity) or _computed(identity), identity]
     return _namespace[0]
+
+
+# The namespace beside the identity it was computed from, for the processes that read no
+# verified cache (the full path: `check --json`, status, a re-apply), in the package's own
+# byte-code cache: one per install, as Python keeps its .pyc files there.
+_KEPT = os.path.join(_PACKAGE, "__pycache__", "patchguard-namespace")
+
+
+def _kept(identity: str) -> str | None:
+    try:
+        with open(_KEPT, encoding="ascii") as handle:
+            kept_identity, namespace = handle.read().split()
+    except (OSError, ValueError):  # none, unreadable or damaged: computed again
+        return None
+    return namespace if kept_identity == identity else None
+
+
+def _computed(identity: str) -> str:
+    sources, compiled = _installed_files()
+    hashed = b"".join(_read(path) for path in [*sources, *_versions()])
+    facts = "\0".join([_interpreter_facts(), *map(_identity, compiled)])
+    namespace = blob_id(hashed + facts.encode())[:16]
+    temporary = f"{_KEPT}.{os.getpid()}"
+    try:  # a package that cannot be written computes it each time
+        os.makedirs(os.path.dirname(_KEPT), exist_ok=True)
+        with open(temporary, "w", encoding="ascii") as handle:
+            handle.write(f"{identity} {namespace}\n")
+        os.replace(temporary, _KEPT)
+    except OSError:
+        import contextlib  # here, not at the top: this module is on the light paths
+
+        with contextlib.suppress(OSError):
+            os.remove(temporary)
+    return namespace
 
 
 def model_files() -> str:
