@@ -7,20 +7,13 @@ import signal
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from guard.ops.bisect_status import (
-    BISECT_SKIP,
-    GO_ON,
-    INTERRUPTED,
-    STOPPED_GO_ON,
-    StepResult,
-)
-
 if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Any
 
     from guard.hunt.hunt import Comparison, Hunt, Runs
     from guard.hunt.stats import Decision
+    from guard.ops.bisect_status import StepResult
     from guard.ops.moves import Lift
     from guard.store.manifest import Patch
     from guard.tree.patching import PatchOutcome
@@ -304,6 +297,8 @@ def _upstream(state: str) -> bool:
 
 
 def step_lines(result: StepResult) -> list[str]:
+    from guard.ops.bisect_status import BISECT_SKIP, GO_ON, STOPPED_GO_ON  # only a bisect's
+
     commit = result.head[:10]
     if result.stops_git and result.problems:  # patchguard's own part failed
         where = f" at {commit}" if commit else ""
@@ -498,6 +493,8 @@ def _ended(result: StepResult) -> str:
         return "the command was interrupted (SIGINT: Ctrl-C)"
     if result.signal is not None:
         return f"the command died from {name(result.signal) or 'a signal'} (signal {result.signal})"
+    from guard.ops.bisect_status import INTERRUPTED
+
     if result.status == INTERRUPTED:
         return "the command exited 130, as a program that was interrupted (Ctrl-C) does"
     by_shell = name(result.status - 128)

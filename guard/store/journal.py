@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -167,7 +166,7 @@ class Journal:
     def discard(self) -> None:
         """Forget the entry: the change it was for did not happen."""
         if self.entry is not None:
-            shutil.rmtree(self.entry, ignore_errors=True)
+            _remove_tree(self.entry)
         self.entry, self.files, self.patches = None, [], []
         self._writes, self._kept = {}, bytearray()
 
@@ -189,7 +188,7 @@ class Journal:
         self.root.mkdir(parents=True, exist_ok=True)
         entries = [] if _passing else _entries(self.root)  # a passing entry is gone at once
         for stale in entries[: max(0, len(entries) - KEEP_ENTRIES + 1)]:
-            shutil.rmtree(stale, ignore_errors=True)
+            _remove_tree(stale)
         entry = self.root / f"{time.time_ns():020d}-{self.operation}"
         entry.mkdir()
         return entry
@@ -280,12 +279,12 @@ def recover(repo: Repo) -> Entry | None:
             item.get("before") == PACK_FILE for item in record["files"]
         )
     except FileNotFoundError:  # killed before its journal: nothing was written for it
-        shutil.rmtree(path, ignore_errors=True)
+        _remove_tree(path)
         return None
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None  # damaged: `undo` says so when it gets there
     if lost_pack:  # a power loss before mark_writing's last fsync: nothing was written for it
-        shutil.rmtree(path, ignore_errors=True)
+        _remove_tree(path)
         return None
     if _all_written(repo, record):
         _mark_done(path, record)
@@ -293,7 +292,7 @@ def recover(repo: Repo) -> Entry | None:
     if _roll_back(repo, path, record).stuck:  # edited since: `undo` lists it, refuses to lose it
         _mark_done(path, record)
         return None  # nothing was put back: the edit stays, and `undo` says why
-    shutil.rmtree(path, ignore_errors=True)
+    _remove_tree(path)
     return entry
 
 
@@ -426,7 +425,7 @@ def _restore(repo: Repo, entry_path: Path, entry: Entry, record: dict[str, Any])
         )
     putting_back.write(repo)
     # the entry first: a kill before the next line leaves an undo to redo
-    shutil.rmtree(entry_path, ignore_errors=True)
+    _remove_tree(entry_path)
     putting_back.discard()
     return entry
 
@@ -437,7 +436,7 @@ def forget(entry: Path) -> None:
     a hunt killed outright left behind (guard.hunt.hunt). Gone already, or not an entry (a
     note edited by hand): nothing to do."""
     if entry.parent.name == UNDO_DIR_NAME and (entry / JOURNAL_FILE).is_file():
-        shutil.rmtree(entry, ignore_errors=True)
+        _remove_tree(entry)
 
 
 def kept_before(entry: Path, item: dict[str, Any]) -> bytes | None:
@@ -460,3 +459,11 @@ def kept_before(entry: Path, item: dict[str, Any]) -> bytes | None:
             "kept); the file is left as it is"
         )
     return before
+
+
+def _remove_tree(path: Path) -> None:
+    """shutil.rmtree, ignoring errors; shutil imported here, on the few paths that remove an
+    entry, because it loads the bz2 and lzma modules every status and re-apply would pay for."""
+    import shutil
+
+    shutil.rmtree(path, ignore_errors=True)

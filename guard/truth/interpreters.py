@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from functools import cache
@@ -63,6 +62,8 @@ def facts_of(python: str, git_dir: Path) -> dict[str, Any] | None:
     """The facts of `python`, or None where they are patchguard's own (whose parses are kept
     under the model's namespace as they are)."""
     if "/" not in python:  # `--python python3.12`: found on PATH, as running it would
+        import shutil  # here: it loads bz2 and lzma, which a check of this Python never needs
+
         python = shutil.which(python) or python
     if os.path.realpath(python) == os.path.realpath(sys.executable):
         return None
