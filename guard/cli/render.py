@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import signal
-from datetime import datetime
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -162,6 +161,8 @@ def outcome_lines(outcomes: Sequence[PatchOutcome]) -> list[str]:
 def log_entries(changes: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """`patchguard log --json`'s changes: guard.store.history.log_changes, each change's time
     in local time (ISO 8601, with its offset)."""
+    from datetime import datetime  # here: status, apply and the hooks render no times
+
     return [
         {
             "number": change["number"],
@@ -175,6 +176,8 @@ def log_entries(changes: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def log_lines(changes: Sequence[dict[str, Any]], name: str | None) -> list[str]:
     """`patchguard log [NAME]`: newest first, numbered as `show NAME@{N}` reads them."""
+    from datetime import datetime
+
     lines = []
     for entry in log_entries(changes):
         number, head = entry["number"], entry["head"]

@@ -15,7 +15,6 @@ import json
 from collections.abc import Sequence
 from contextlib import suppress
 from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -197,4 +196,6 @@ def _remember_validated(manifest_path: Path, digest: str) -> None:
 
 def now_utc() -> str:
     """A record's timestamp, as the schema's date-time reads it."""
+    from datetime import UTC, datetime  # here: only a write stamps a time
+
     return datetime.now(UTC).isoformat().replace("+00:00", "Z")

@@ -7,7 +7,6 @@ A file's SymbolIndex holds its definitions and the binding model of what importi
 from __future__ import annotations
 
 import ast
-import difflib
 import unicodedata
 from collections.abc import Iterable, Iterator, Mapping
 from functools import partial
@@ -221,6 +220,8 @@ def did_you_mean(typed: str, known: Iterable[str]) -> str:
     known = [name for name in known if name != typed]  # the typed name itself is no suggestion
     owner, _, leaf = typed.rpartition(".")
     siblings = {k.rpartition(".")[2]: k for k in known if k.rpartition(".")[0] == owner}
+    import difflib  # here: only a symbol not found needs its suggestions
+
     close = [siblings[n] for n in difflib.get_close_matches(leaf, list(siblings), n=3)]
     close = close or difflib.get_close_matches(typed, known, n=3)
     return f" (did you mean {' or '.join(close)}?)" if close else ""
