@@ -20,8 +20,6 @@ from guard.errors import ConfigError
 VERIFIED_MESSAGE = "patchguard: all guards hold (content unchanged since it was last verified)"
 _QUIET = ("-q", "--quiet")
 _REAPPLYING_HOOKS = (["post-checkout"], ["post-merge"], ["post-rewrite"])
-# The forms the installed hook scripts run (guard/_data/hooks): `hook NAME ARGS...`.
-_HOOKS = (*_REAPPLYING_HOOKS, ["post-commit"], ["reference-transaction"])
 
 
 def main() -> None:
@@ -40,7 +38,9 @@ def _dispatch(argv: list[str]) -> int:
             if argv[1] == "post-rewrite":
                 sys.stdin.read()  # git's list of rewritten commits, read as the hook reads it
             return 0
-    if argv[:1] == ["hook"] and argv[1:2] in _HOOKS:
+    # The installed hook scripts run `hook NAME ARGS...` (guard/_data/hooks); an option in
+    # NAME's place (--pre-commit, --help) is click's to parse.
+    if argv[:1] == ["hook"] and argv[1:2] and not argv[1].startswith("-"):
         from guard.cli.hookrun import run_hook
 
         return run_hook(argv[1:])

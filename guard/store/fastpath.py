@@ -168,14 +168,8 @@ class CurrentKey:
 def is_verified(start: str) -> bool:
     """True only when this exact content was verified before, and git left none of it
     unmerged; any doubt means False."""
-    return trusted_key(start) is not None
-
-
-def trusted_key(start: str) -> CurrentKey | None:
-    """The key of the content as it is now when is_verified() holds for it, else None: what
-    a command may answer as it answered before for that content (recall)."""
     found = current_key(start)
-    return found if found is not None and found.verified else None
+    return found is not None and found.verified
 
 
 def current_key(start: str) -> CurrentKey | None:
