@@ -11,14 +11,11 @@ from __future__ import annotations
 
 import importlib.machinery
 import importlib.util
-import pickle
 from collections.abc import Sequence
 from dataclasses import replace
-from weakref import WeakKeyDictionary
 
-from guard.git import objects
 from guard.git.markers import marker_lines
-from guard.git.repo import MergeResult, Repo
+from guard.git.repo import Repo
 from guard.git.worktree_paths import one_walk
 from guard.store import fastpath
 from guard.store.derived import load_manifest
@@ -289,7 +286,7 @@ def _assess_change(
             None,
             patched,
         )
-    forward = _merge3(repo, base, current, patched, labels)
+    forward = repo.merge3(base, current, patched, labels)
     if not forward.clean:  # an earlier version the update grew from may merge where this cannot
         upgrade = _upgrade_from_earlier(repo, tree, patch, change, path, current, patched)
         if upgrade is not None:
@@ -371,19 +368,7 @@ def _body_edits(
     required: Sequence[str],
 ) -> tuple[list[bodies.Edit], bool]:
     """The definitions of `current` whose code is not `patched`'s, and whether putting their
-    recorded lines back gives a file that parses and holds every required symbol. Kept by the
-    contents beside the parses (guard.truth.parsed's cache): a file compared once is not parsed
-    again for it, so a red check repeated costs what any other does."""
-    inputs = [objects.blob_id(current), objects.blob_id(patched), *qualnames, "", *required]
-    key = "bodies-" + objects.digest("\0".join(inputs).encode())
-    kept = tree.repo.parse_cache.get(key)
-    if kept is not None:
-        try:
-            found, holds = pickle.loads(kept)
-        except Exception:  # what a changed patchguard wrote: a miss
-            pass
-        else:
-            return list(found), bool(holds)
+    recorded lines back gives a file that parses and holds every required symbol."""
     here, recorded = tree.syntax(current, path), tree.syntax(patched, path)
     if here is None or recorded is None:
         return [], False  # a file that does not parse is `conflicted` (_unparsable)
@@ -412,7 +397,6 @@ def _body_edits(
             )
             and not tree.symbol_problems(restored, path, required)
         )
-    tree.repo.parse_cache.put(key, pickle.dumps((found, holds), protocol=pickle.HIGHEST_PROTOCOL))
     return found, holds
 
 
@@ -489,36 +473,16 @@ def _contains_change(
     repo: Repo, base: bytes, text: bytes, patched: bytes, labels: tuple[str, str, str]
 ) -> bool:
     """Does `text` already hold base->patched? Merging it in changes nothing, or it reverses cleanly."""
-    if text == patched:
+    if text == patched or base == patched:
         return True
-    if base == patched:
-        return True
-    forward = _merge3(repo, base, text, patched, labels)
+    forward = repo.merge3(base, text, patched, labels)
     if forward.clean and forward.content == text:
         return True
-    backward = _merge3(repo, patched, text, base, labels)
+    backward = repo.merge3(patched, text, base, labels)
     if not backward.clean or backward.content == text:
         return False
-    again = _merge3(repo, base, backward.content, patched, labels)
+    again = repo.merge3(base, backward.content, patched, labels)
     return again.clean and again.content == text
-
-
-def _merge3(
-    repo: Repo, base: bytes, ours: bytes, theirs: bytes, labels: tuple[str, str, str]
-) -> MergeResult:
-    """`repo.merge3`, once per content and command: apply asks _contains_change, then its own
-    forward merge, and the check after it asks both again, of the same bytes (a merge is a
-    pure function of them; the merge cache keeps it between commands, at three SHA-1s and a
-    file read per question)."""
-    merged = _MERGED.setdefault(repo, {})
-    key = (base, ours, theirs, labels)
-    if key not in merged:
-        merged[key] = repo.merge3(base, ours, theirs, labels)
-    return merged[key]
-
-
-_Merges = dict[tuple[bytes, bytes, bytes, tuple[str, str, str]], MergeResult]
-_MERGED: WeakKeyDictionary[Repo, _Merges] = WeakKeyDictionary()  # each command's, by its Repo
 
 
 def _without_definitions(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import shlex
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
@@ -497,7 +497,6 @@ def _resolve_here(repo: Repo, patch: Patch) -> tuple[Patch, list[str], list[str]
     tree = Worktree(repo)
     verdict = assess_patch(repo, tree, patch)
     files, resolved, extra = [], [], []
-    labels = merge_labels(patch)
     for change, file_verdict in zip(patch.files, verdict.files, strict=True):
         path = file_verdict.path
         current, head = tree.read(path), tree.head(path)
@@ -511,7 +510,7 @@ def _resolve_here(repo: Repo, patch: Patch) -> tuple[Patch, list[str], list[str]
         if not kept_edit and _merges_at_head(repo, tree, patch, change, head, path):
             files.append(change)  # nothing conflicts: the worktree's other edits stay the user's
             continue
-        if current == head or _carried(repo, change, head, current, labels):
+        if current == head or current in _merged_at_head(repo, patch, change, head):
             if file_verdict.state is State.CONFLICT:
                 raise ConfigError(
                     f"cannot resolve {patch.name}: {path} does not carry the patch yet. Edit it "
@@ -547,14 +546,10 @@ def _merges_at_head(
 ) -> bool:
     """Does a version already kept merge with HEAD's file, every required symbol in place?"""
     required = required_in(patch, change.path)
-    for base_blob, patched_blob in _versions(change):
-        base = repo.blob(base_blob) if base_blob else b""
-        merged = repo.merge3(base, head, repo.blob(patched_blob), merge_labels(patch))
-        if merged.clean and not tree.symbol_problems(
-            merged.content, path, required, decided_only=True
-        ):
-            return True
-    return False
+    return any(
+        not tree.symbol_problems(merged, path, required, decided_only=True)
+        for merged in _merged_at_head(repo, patch, change, head)
+    )
 
 
 def _extra_lines(
@@ -575,16 +570,14 @@ def _versions(change: FileChange) -> list[tuple[str | None, str]]:
     ]
 
 
-def _carried(
-    repo: Repo, change: FileChange, head: bytes, current: bytes, labels: tuple[str, str, str]
-) -> bool:
-    """Would a move put exactly `current` here from a version already kept?"""
+def _merged_at_head(repo: Repo, patch: Patch, change: FileChange, head: bytes) -> Iterator[bytes]:
+    """What each version already kept (the recording, then each resolution) merges cleanly
+    into on HEAD's file: what a move would put there."""
     for base_blob, patched_blob in _versions(change):
         base = repo.blob(base_blob) if base_blob else b""
-        merged = repo.merge3(base, head, repo.blob(patched_blob), labels)
-        if merged.clean and merged.content == current:
-            return True
-    return False
+        merged = repo.merge3(base, head, repo.blob(patched_blob), merge_labels(patch))
+        if merged.clean:
+            yield merged.content
 
 
 def _forget_resolution(patch: Patch, number: int) -> Patch:
