@@ -148,9 +148,9 @@ def _apply_locked(repo: Repo, hook: str) -> int:
     from guard.tree import replay
 
     before = current_key(str(repo.workdir))
-    replayed = replay.replay(repo, before)
+    replayed = replay.put_back(repo, before)
     if replayed is not None:
-        _say_written(repo, replayed)
+        _say_written(repo, [(o.verdict.name, o.written) for o in replayed if o.written])
         return 0
     from guard.tree import assess, patching, worktree
 

@@ -70,32 +70,14 @@ class ReplayedOutcome:
         self.message = ""
 
 
-def replay(repo: Repo, before: CurrentKey | None) -> list[tuple[str, list[str]]] | None:
-    """Write what the re-apply from the files as `before` found them wrote: (patch, paths) in
-    the order it applied them. None, having written nothing, when no such re-apply is known or
-    its result is no longer verified.
+def put_back(repo: Repo, before: CurrentKey | None) -> list[ReplayedOutcome] | None:
+    """Write what the re-apply from the files as `before` found them wrote, and say every
+    patch's outcome, in manifest order, as that re-apply ended. None, having written nothing,
+    when no such re-apply is known or its result is no longer verified.
 
     The caller holds the worktree's lock from before `before` was read (after journal.recover)
     until remember(): the files cannot change in between.
     """
-    replayed = _replay(repo, before)
-    return None if replayed is None else replayed[0]
-
-
-def put_back(repo: Repo, before: CurrentKey | None) -> list[ReplayedOutcome] | None:
-    """replay() for a move's put-back: every patch's outcome, in manifest order, as the
-    re-apply that the record was made from ended (None as for replay())."""
-    replayed = _replay(repo, before, with_states=True)
-    if replayed is None:
-        return None
-    written, states = replayed
-    paths = dict(written)
-    return [ReplayedOutcome(name, state, paths.get(name, [])) for name, state in states]
-
-
-def _replay(
-    repo: Repo, before: CurrentKey | None, *, with_states: bool = False
-) -> tuple[list[tuple[str, list[str]]], list[tuple[str, str]]] | None:
     if before is None:
         return None
     cache = _cache(repo)
@@ -104,15 +86,16 @@ def _replay(
         writes = [(str(w["path"]), str(w["blob"]), str(w["patch"])) for w in record["writes"]]
         if record["before"] != before.key or record["after"] not in before.keys:
             return None  # another key's entry, or its result is no longer verified
-        states = []
-        if with_states:  # decided by the model: the one that verified `after`
-            states = [(str(name), str(state)) for name, state in record["patches"]]
+        # decided by the model: the one that verified `after`
+        states = [(str(name), str(state)) for name, state in record["patches"]]
     except (ValueError, TypeError, KeyError):
         return None
     if before.unmerged() is not False:
         return None  # a conflict git left: the full re-apply says so, and writes nothing
     done = _write_recorded(repo, cache, before, writes, "apply")
-    return None if done is None else (list(done[0].items()), states)
+    if done is None:
+        return None
+    return [ReplayedOutcome(name, state, done[0].get(name, [])) for name, state in states]
 
 
 def _write_recorded(
