@@ -494,8 +494,6 @@ def _without_definitions(
     definitions. A run of added lines that holds a definition loses its blank and comment-only
     lines too, so a header comment above a method goes with the method.
     """
-    if not change.added_symbols:
-        return patched
     index = tree.symbols(patched, change.path)
     spans = {
         line
@@ -602,20 +600,22 @@ def status_report(repo: Repo, names: Sequence[str] = ()) -> CheckReport:
     verdicts = status(repo, names, tree)
     manifest = load_manifest(repo)
     patches = select_patches(manifest, names)
-    symbols = [check_symbol(tree, spec, owner) for spec, owner in _owners(manifest, patches)]
-    if not names:
-        symbols += [check_symbol(tree, spec, None) for spec in manifest.guards]
     return CheckReport(
         head=repo.head_commit(),
         patches=verdicts,
-        symbols=symbols,
+        symbols=_symbols(tree, manifest, patches, guards=not names),
         warnings=stray_copies(tree, patches),
     )
 
 
-def _owners(manifest: Manifest, patches: Sequence[Patch]) -> list[tuple[str, str | None]]:
-    """Each required symbol of `patches` with the patch that requires it."""
-    return [(spec, p.name) for p in patches for spec in p.requires]
+def _symbols(
+    tree: Worktree, manifest: Manifest, patches: Sequence[Patch], *, guards: bool
+) -> list[SymbolResult]:
+    """Each required symbol of `patches`, with the patch that requires it; then, with
+    `guards`, every guard's."""
+    owners: list[tuple[str, str | None]] = [(spec, p.name) for p in patches for spec in p.requires]
+    owners += [(spec, None) for spec in manifest.guards] if guards else []
+    return [check_symbol(tree, spec, owner) for spec, owner in owners]
 
 
 def _committed_in_head(repo: Repo, patch: Patch, verdict: PatchVerdict) -> CommittedPatch | None:
@@ -665,14 +665,11 @@ def _check(repo: Repo, tree: Worktree | None) -> CheckReport:
         ):
             for file in verdict.files:  # the slip fixed by hand: `apply` refuses, say so
                 file.strays = True
-    owners = _owners(manifest, manifest.patches)
-    owners += [(spec, None) for spec in manifest.guards]
-    symbols = [check_symbol(tree, spec, owner) for spec, owner in owners]
     head = tree.head_commit
     report = CheckReport(
         head=head,
         patches=verdicts,
-        symbols=symbols,
+        symbols=_symbols(tree, manifest, manifest.patches, guards=True),
         warnings=stray_copies(tree, manifest.patches),
     )
     remembered = not report.checks_nothing and not report.warnings and tree.facts is None
@@ -785,10 +782,7 @@ def check_symbol(tree: Worktree, text: str, owner: str | None) -> SymbolResult:
             owner,
             ABSENT,
         )
-    key = (spec.path, content)  # once per file, not per symbol
-    if key not in tree.compiled_beside:
-        tree.compiled_beside[key] = _compiled_beside(tree, spec.path, content)
-    stale = tree.compiled_beside[key]
+    stale = _compiled_beside(tree, spec.path, content)
     if stale is not None:
         return SymbolResult(text, False, stale, owner, ABSENT)
     problems = tree.symbol_problems(content, spec.path, [spec.qualname])

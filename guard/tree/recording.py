@@ -438,9 +438,6 @@ class ExtraLines(GuardFailure):
         self.lines = lines
 
 
-KEEP_ANY = True  # `keep_extra`: keep whatever extra lines the resolution adds
-
-
 @locked("resolve", store=True)
 def resolve(
     repo: Repo,
@@ -456,7 +453,7 @@ def resolve(
     version whose base is nearest. Only files where no version merges with HEAD's file get one:
     elsewhere nothing conflicts, and the worktree's other edits are the user's, not the patch's.
     A resolution that adds lines neither the patch nor HEAD has raises ExtraLines unless
-    `keep_extra` is KEEP_ANY or lists them ("FILE:N: text", as ExtraLines.lines has them).
+    `keep_extra` is True or lists them ("FILE:N: text", as ExtraLines.lines has them).
     `forget` drops resolution N instead (numbered as `patchguard show` lists them).
     """
     repo.refuse_mid_operation("resolve")
@@ -470,7 +467,7 @@ def resolve(
         updated, resolved, extra = _resolve_here(repo, patch)
         if not resolved:
             return ResolveOutcome(patch, [])
-        if extra and keep_extra is not KEEP_ANY:
+        if extra and keep_extra is not True:
             approved = set(keep_extra) if not isinstance(keep_extra, bool) else set()
             if not set(extra) <= approved:
                 raise ExtraLines(name, extra)

@@ -90,8 +90,6 @@ def put_back(repo: Repo, before: CurrentKey | None) -> list[ReplayedOutcome] | N
         states = [(str(name), str(state)) for name, state in record["patches"]]
     except (ValueError, TypeError, KeyError):
         return None
-    if before.unmerged() is not False:
-        return None  # a conflict git left: the full re-apply says so, and writes nothing
     done = _write_recorded(repo, cache, before, writes, "apply")
     if done is None:
         return None
@@ -107,10 +105,12 @@ def _write_recorded(
 ) -> tuple[dict[str, list[str]], Journal] | None:
     """Write the kept bytes of `writes` (path, blob, patch), in order, as one journaled
     `operation`: the paths by patch, and the journal. None, having written nothing, when a
-    write would go beyond the guarded files `before` holds, a kept file is gone or damaged, or
-    a file on disk now has a CR or lies beyond a link."""
+    write would go beyond the guarded files `before` holds, a kept file is gone or damaged,
+    git left a guarded file unmerged, or a file on disk now has a CR or lies beyond a link."""
     if not {path for path, _, _ in writes} <= set(before.paths):
         return None  # only the guarded files the key holds are ever written
+    if before.unmerged() is not False:
+        return None  # a conflict git left: the full path says so, and writes nothing
     kept = {blob: cache.get(blob) for _, blob, _ in writes}
     if any(data is None for data in kept.values()):
         return None
@@ -205,8 +205,6 @@ def lift(repo: Repo, before: CurrentKey | None) -> tuple[list[str], Path | None]
             return None
     except (ValueError, TypeError, KeyError):
         return None
-    if before.unmerged() is not False:
-        return None  # a conflict git left: the full unapply decides
     done = _write_recorded(repo, cache, before, writes, "unapply")
     return None if done is None else (lifted, done[1].entry)
 

@@ -12,8 +12,10 @@ tells it what it wrote.
 from __future__ import annotations
 
 import ast
+import io
 import os
 import re
+import tokenize
 import unicodedata
 from collections.abc import Iterable, Iterator, Mapping
 from functools import cached_property, lru_cache
@@ -55,17 +57,12 @@ class Worktree:
         self._import_problems: dict[tuple[str, bytes], str | None] = {}
         self._reached: dict[tuple[str, int], Reach] = {}  # see reached_at_import
         self._rebound_by_imports: dict[tuple[str, int], Reach] = {}  # see _imported_changes
-        # resolve's answers, by its arguments (the index by identity): check asks of each
-        # symbol twice, its problems and then its place; forgotten when a file changes
-        self._resolved: dict[tuple[SymbolIndex, str, str, int], Resolution] = {}
         # Paths looked up but not read, by whether they existed: a verdict that no file
         # there changes holds only while they stay so (guard.store.fastpath keeps both).
         self.absent: set[str] = set()
         self.present: set[str] = set()
         self._exists: dict[tuple[str, bool], bool] = {}
         self._top = str(repo.workdir)
-        # guard.tree.assess's compiled code beside a guarded file, once per file and content
-        self.compiled_beside: dict[tuple[str, bytes], str | None] = {}
 
     def prefetch(self, patches: Iterable[Patch]) -> None:
         """Read every HEAD file and recorded blob the patches' assessment needs in two
@@ -181,10 +178,9 @@ class Worktree:
 
     def _set(self, path: str, content: bytes | None) -> None:
         """A file's content other than as read: what was derived from other files than one's
-        own may have followed it (resolve's answers, what an import reaches: another module's
+        own may have followed it (what an import reaches: another module's
         hook may be the file just written; what stops an import: the module it imports)."""
         self._content[path] = content
-        self._resolved.clear()
         self._reached.clear()
         self._rebound_by_imports.clear()
         self._import_problems.clear()
@@ -218,12 +214,6 @@ class Worktree:
     def resolve(self, index: SymbolIndex, path: str, qualname: str, depth: int = 0) -> Resolution:
         """`index.resolve`, and, for a method its class leaves to a base imported from another
         module of this checkout, that module's answer (as attribute lookup goes on to it)."""
-        key = (index, path, qualname, depth)
-        if key not in self._resolved:
-            self._resolved[key] = self._resolve(index, path, qualname, depth)
-        return self._resolved[key]
-
-    def _resolve(self, index: SymbolIndex, path: str, qualname: str, depth: int) -> Resolution:
         found = index.resolve(qualname)
         if found.state == PRESENT:
             parts = [unicodedata.normalize("NFKC", part) for part in qualname.split(".")]
@@ -347,11 +337,7 @@ class Worktree:
     def _init_changes(self, path: str, parts: list[str]) -> str | None:
         """Why the code of a package's `__init__.py` around the module (run before it, and
         able to reach it: `from . import mod; strip(mod.C)`) may change one of these names."""
-        folders = PurePosixPath(path).parent.parts
-        for depth in range(len(folders), 0, -1):
-            init = "/".join([*folders[:depth], "__init__.py"])
-            if not self.exists(init, file=True):
-                return None
+        for init in self.package_inits(path):
             content = self.read(init)
             try:
                 index = self.symbols(content, init) if content is not None else None
@@ -391,6 +377,16 @@ class Worktree:
                         changes.setdefault(name, f"{other}, imported at its top: {why}")
             self._rebound_by_imports[key] = Reach(changes)
         return self._rebound_by_imports[key].touching(parts)
+
+    def package_inits(self, path: str) -> Iterator[str]:
+        """The `__init__.py` of each package around a module, innermost first, up to the top
+        of the package (or a namespace): importing the module runs each (outermost first)."""
+        folders = PurePosixPath(path).parent.parts
+        for depth in range(len(folders), 0, -1):
+            init = "/".join([*folders[:depth], "__init__.py"])
+            if not self.exists(init, file=True):
+                return
+            yield init
 
     def _checkout_modules(self, path: str, origin: str) -> Iterator[tuple[str, str]]:
         """`_module_files` of an origin that may be a module of the checkout: a relative one,
@@ -518,21 +514,16 @@ def _mentions_definition(content: bytes, qualname: str) -> bool:
     return unicodedata.normalize("NFKC", name) in text
 
 
-_CODING = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")  # PEP 263, line 1 or 2
-
-
 @lru_cache(maxsize=64)  # asked once per name and question, of the same few files
 def _normalized_source(content: bytes) -> str | None:
-    """The source as Python reads it, NFKC-normalised, when it is UTF-8 (the default)."""
-    for line in content.splitlines()[:2]:
-        declared = _CODING.match(line)
-        if declared is not None:
-            if declared.group(1).lower().replace(b"_", b"-") not in (b"utf-8", b"utf8"):
-                return None
-            break
+    """The source as Python reads it (its PEP 263 declaration, as the tokenizer reads it),
+    NFKC-normalised, when it is UTF-8 (the default)."""
     try:
-        return unicodedata.normalize("NFKC", content.decode("utf-8"))
-    except UnicodeDecodeError:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(content).readline)
+        if encoding not in ("utf-8", "utf-8-sig"):
+            return None
+        return unicodedata.normalize("NFKC", content.decode(encoding))
+    except (SyntaxError, UnicodeDecodeError):
         return None
 
 
@@ -555,11 +546,7 @@ def _package_problem(tree: Worktree, path: str) -> str | None:
     """What the packages around a module may do to it: importing `pkg.mod` runs each parent's
     `__init__.py` first (innermost last), and one that may fail, rebinds through reflection,
     or sets or deletes attributes (`mod.C = None`) makes the module's answers cannot tell."""
-    parts = path.split("/")[:-1]
-    for depth in range(len(parts), 0, -1):
-        init = "/".join([*parts[:depth], "__init__.py"])
-        if not tree.exists(init, file=True):  # the top of the package (or a namespace)
-            return None
+    for init in tree.package_inits(path):
         content = tree.read(init)
         if content is None:
             return None
