@@ -50,6 +50,12 @@ def merge_labels(patch: Patch) -> tuple[str, str, str]:
     return ("recorded base", "working tree", f"patch {patch.name}")
 
 
+def texts(repo: Repo, change: FileChange) -> tuple[bytes, bytes]:
+    """A recorded version's base (empty for a file it creates) and patched text."""
+    base = repo.blob(change.base_blob) if change.base_blob else b""
+    return base, repo.blob(change.patched_blob)
+
+
 def assess_file(repo: Repo, tree: Worktree, patch: Patch, change: FileChange) -> FileVerdict:
     """Decide one file's state by content; see docs/concepts.md for the rules."""
     path = tree.followed_path(change.path, patch.base_commit, change.base_blob is not None)
@@ -121,8 +127,7 @@ def _assess_at(
     tree.read(path)
     if path in tree.unsafe:
         return FileVerdict(path, State.UNSAFE_PATH, tree.unsafe[path])
-    base = repo.blob(change.base_blob) if change.base_blob else b""
-    patched = repo.blob(change.patched_blob)
+    base, patched = texts(repo, change)
     head = tree.head(path)
     if head is not None and _contains_change(repo, base, head, patched, merge_labels(patch)):
         return FileVerdict(path, State.UPSTREAM, UPSTREAM_AS_TEXT)
@@ -431,8 +436,7 @@ def _upgrade_from_earlier(
     for earlier in history.earlier_versions(repo, patch.name, change.path):
         if earlier.patched_blob == change.patched_blob:
             continue
-        old_base = repo.blob(earlier.base_blob) if earlier.base_blob else b""
-        old_patched = repo.blob(earlier.patched_blob)
+        old_base, old_patched = texts(repo, earlier)
         if not _contains_change(repo, old_base, current, old_patched, labels):
             continue
         upgrade = repo.merge3(old_patched, current, patched, labels)
@@ -633,8 +637,7 @@ def _committed_in_head(repo: Repo, patch: Patch, verdict: PatchVerdict) -> Commi
     only_the_patch = repo.head_commit_paths() <= {c.path for c in patch.files}
     for change in patch.files:
         before = repo.file_at(parent, change.path) if parent else None
-        base = repo.blob(change.base_blob) if change.base_blob else b""
-        patched = repo.blob(change.patched_blob)
+        base, patched = texts(repo, change)
         labels = merge_labels(patch)
         if before is not None and _contains_change(repo, base, before, patched, labels):
             return None

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from guard.git.repo import Repo
 from guard.store.derived import load_manifest
 from guard.store.manifest import FileChange, Patch
-from guard.tree.assess import _contains_change, merge_labels
+from guard.tree.assess import _contains_change, merge_labels, texts
 from guard.tree.unmerged import without_patch
 
 _STASH_REF = re.compile(r"(stash@\{\d+\}|\d+)")
@@ -80,8 +80,7 @@ def _patch_files_in(
         for change in patch.files:
             stashed = repo.file_at(stash, change.path)
             before = repo.file_at(f"{stash}^1", change.path)
-            base = repo.blob(change.base_blob) if change.base_blob else b""
-            patched = repo.blob(change.patched_blob)
+            base, patched = texts(repo, change)
             if stashed is None or stashed == before or base == patched:
                 continue
             labels = merge_labels(patch)

@@ -18,7 +18,7 @@ from guard.git.markers import marker_lines
 from guard.git.process import run_git
 from guard.git.repo import Repo
 from guard.store.manifest import FileChange, Patch
-from guard.tree.assess import _contains_change, assess_patch, merge_labels, required_in
+from guard.tree.assess import _contains_change, assess_patch, merge_labels, required_in, texts
 from guard.tree.verdicts import UNMERGED, FileVerdict, PatchVerdict, State, in_words
 from guard.tree.worktree import Worktree
 
@@ -88,8 +88,7 @@ def _take_both(
     """HEAD lacks what the patch adds, and its own new lines sit where the patch's go (a method
     upstream added at the end of the class): both, HEAD's first, by libgit2's union merge.
     What that gives is checked like any other result before it is written (_doubt)."""
-    base = repo.blob(change.base_blob) if change.base_blob else b""
-    patched = repo.blob(change.patched_blob)
+    base, patched = texts(repo, change)
     both = repo.merge3(base, finished.content, patched, merge_labels(patch), union=True)
     finished.content = both.content
     tree.pretend(finished.path, both.content, {})
@@ -105,8 +104,7 @@ def _finish(
         return "one side of git's merge deletes the file; that conflict is not the patch's"
     before = tree.read(path)
     assert before is not None  # an unmerged file with both sides is in the worktree
-    base = repo.blob(change.base_blob) if change.base_blob else b""
-    patched = repo.blob(change.patched_blob)
+    base, patched = texts(repo, change)
     ancestor = repo.blob(stages[1]) if 1 in stages else b""
     ours, theirs = (
         without_patch(repo, patch, base, patched, repo.blob(stages[side])) for side in (2, 3)
@@ -182,8 +180,7 @@ def stash_note(
             continue
         if path in changes:
             patch, change = changes[path]
-            base = repo.blob(change.base_blob) if change.base_blob else b""
-            stashed = without_patch(repo, patch, base, repo.blob(change.patched_blob), stashed)
+            stashed = without_patch(repo, patch, *texts(repo, change), stashed)
         if not _contains_change(repo, before, current, stashed, LABELS):
             kept.append(path)
     if kept:
