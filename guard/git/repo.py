@@ -57,9 +57,6 @@ class MergeResult:
             other.content,
         )
 
-    def __hash__(self) -> int:
-        return hash((self.clean, self.content))
-
     def __repr__(self) -> str:
         return f"MergeResult(clean={self.clean!r}, content={self.content!r})"
 
