@@ -369,11 +369,9 @@ class Repo:
         """The blob id of each path in `commit` (None: no such file), from git's index when it
         is that commit's tree (guard.git.index_file); None when the index cannot say."""
         index = self.index_file
-        found = (
-            None
-            if index is None
-            else index.tree_entries(str(self.layout.common_dir), commit, paths)
-        )
+        if index is None:
+            return None
+        found = index.tree_entries(str(self.layout.common_dir), commit, paths)
         if found is None:
             return None
         ids: dict[str, str | None] = dict.fromkeys(paths)
