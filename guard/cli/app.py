@@ -1,7 +1,5 @@
-"""The `patchguard` command: each command parses, calls one library function, maps the result.
-
-Exit codes: 0 all good, 1 a guard failed, 2 usage or configuration error, 3 a bug in
-patchguard (guard.errors.handled), 130 interrupted.
+"""The `patchguard` command: each command parses, calls one library function, maps the result
+(the exit codes: guard.errors.handled).
 
 The group knows its commands by name and module only (COMMANDS) and imports a command's module
 when that command runs: a command people run many times a day pays for its own module, not for
@@ -95,7 +93,7 @@ class _Group(click.Group):
             ) from None
 
 
-# git commands users type after `patchguard` (issue 21): each is `patchguard git COMMAND`.
+# git commands users type after `patchguard`: each is `patchguard git COMMAND`.
 _GIT_MOVES = frozenset(
     {"checkout", "switch", "pull", "stash", "rebase", "merge", "cherry-pick", "reset", "restore"}
 )

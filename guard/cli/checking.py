@@ -20,20 +20,18 @@ from guard.errors import EXIT_GUARD_FAILED, PatchguardError
 from guard.git.repo import Repo
 from guard.ops import provenance
 
-
-def _same_as_option(func: Callable[..., Any]) -> Callable[..., Any]:
-    """--same-as STAMP, shared by check and run: the multi-node gate."""
-    return click.option(
-        "--same-as",
-        "same_as",
-        type=click.File("rb"),
-        default=None,
-        metavar="STAMP",
-        help="Also fail unless this node runs the same code as the node that wrote STAMP "
-        "(patchguard stamp): HEAD, the patches and their states, the guarded files, and every "
-        "other edit (tracked files not as HEAD has them, untracked .py files in guarded "
-        "packages), each difference named by path.",
-    )(func)
+# --same-as STAMP, shared by check and run: the multi-node gate.
+_same_as_option = click.option(
+    "--same-as",
+    "same_as",
+    type=click.File("rb"),
+    default=None,
+    metavar="STAMP",
+    help="Also fail unless this node runs the same code as the node that wrote STAMP "
+    "(patchguard stamp): HEAD, the patches and their states, the guarded files, and every "
+    "other edit (tracked files not as HEAD has them, untracked .py files in guarded "
+    "packages), each difference named by path.",
+)
 
 
 def _stamp_file(file: Any) -> tuple[str, dict[str, Any]] | None:

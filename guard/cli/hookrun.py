@@ -37,7 +37,8 @@ def run_hook(argv: Sequence[str]) -> int:
     from git. guard.entry calls this for the hooks' own forms, the hidden click command
     (guard.cli.hooks.hook) for any other: click is no part of a re-apply's cost."""
     if argv[0] == PRE_COMMIT_FLAG:
-        name, args = argv[1] if len(argv) > 1 else "", _args_from_pre_commit(list(argv[1:2]))
+        name = argv[1] if len(argv) > 1 else ""
+        args = _args_from_pre_commit(name)
     else:
         name, args = argv[0], list(argv[1:])
     stdin = sys.stdin.read() if name in STDIN_HOOKS else ""
@@ -50,13 +51,13 @@ def run_hook(argv: Sequence[str]) -> int:
         raise error.during(f"{name} hook") from None
 
 
-def _args_from_pre_commit(name: list[str]) -> list[str]:
+def _args_from_pre_commit(name: str) -> list[str]:
     """The pre-commit framework passes git's hook arguments as environment variables."""
     names = {
         "post-checkout": ("PRE_COMMIT_FROM_REF", "PRE_COMMIT_TO_REF", "PRE_COMMIT_CHECKOUT_TYPE"),
         "post-merge": ("PRE_COMMIT_IS_SQUASH_MERGE",),
         "post-rewrite": ("PRE_COMMIT_REWRITE_COMMAND",),
-    }.get(name[0] if name else "", ())
+    }.get(name, ())
     return [os.environ.get(variable, "") for variable in names]
 
 

@@ -82,12 +82,12 @@ def doctor(cwd: Path, as_json: bool) -> None:
             "problems": diagnosis.problems,
         }
         click.echo(json.dumps(payload, indent=2))
-        sys.exit(EXIT_OK if diagnosis.ok else EXIT_GUARD_FAILED)
-    click.echo("\n".join(diagnosis.lines))
-    for problem in diagnosis.problems:
-        click.echo(f"problem: {problem}", err=True)
-    if diagnosis.ok:
-        click.echo("patchguard: hooks are in place and git will run them")
+    else:
+        click.echo("\n".join(diagnosis.lines))
+        for problem in diagnosis.problems:
+            click.echo(f"problem: {problem}", err=True)
+        if diagnosis.ok:
+            click.echo("patchguard: hooks are in place and git will run them")
     sys.exit(EXIT_OK if diagnosis.ok else EXIT_GUARD_FAILED)
 
 

@@ -179,9 +179,9 @@ def log_lines(changes: Sequence[dict[str, Any]], name: str | None) -> list[str]:
     from datetime import datetime
 
     lines = []
-    for entry in log_entries(changes):
+    for entry in changes:
         number, head = entry["number"], entry["head"]
-        when = datetime.fromisoformat(entry["time"]).strftime("%Y-%m-%d %H:%M:%S")
+        when = datetime.fromtimestamp(entry["created"]).strftime("%Y-%m-%d %H:%M:%S")
         at = f"at {head[:10]}" if head else "at no commit"
         label = f"{name}@{{{number}}}" if name else f"{number}."
         lines.append(f"{label} {when} {at}: {entry['subject']}")

@@ -69,13 +69,10 @@ def _status(cwd: Path, names: tuple[str, ...], as_json: bool) -> int:
 def _stash_log(repo: Repo) -> str:
     """The stash's reflog (stash@{0} last), "" without a stash."""
     try:
-        return (
-            (repo.layout.common_dir / "logs" / "refs" / "stash")
-            .read_bytes()
-            .decode(errors="replace")
-        )
+        log = (repo.layout.common_dir / "logs" / "refs" / "stash").read_bytes()
     except OSError:
         return ""
+    return log.decode(errors="replace")
 
 
 @click.command(epilog=epilog("patchguard apply", "patchguard apply eagle3 --dry-run"))

@@ -2,15 +2,11 @@
 
 Each entry is a file named by a key the caller derives from the inputs (blob ids), under the
 namespace of patchguard's own code (guard.git.own_code: an answer another patchguard kept is
-not this one's, whichever module decided it), holding a
-CRC-32 of its key and payload, and the payload. The checksum guards against torn and misplaced
-entries, not an adversary: only patchguard writes here, and what could write here could write
-git's hooks (SHA-1 in Python's own implementation cost ~40 us per 10 KB entry). Entries are
-renamed into place but never fsynced: a torn or truncated entry after a power loss fails its
-checksum and counts as a miss, so the cache costs no disk flush; an entry renamed to another
-key fails it too. It lives in the worktree's git dir, which nothing from a bundle or a
-checkout can write (guard.git.worktree_paths). A cache that cannot be written (a read-only git
-dir, a full disk) only means computing again.
+not this one's), holding a CRC-32 of its key and payload, then the payload. The checksum
+guards against torn and misplaced entries, not an adversary: what could write here (the
+worktree's git dir, which nothing from a bundle or a checkout can write) could write git's
+hooks. Entries are never fsynced: one torn by a power loss fails its checksum, a miss. A cache
+that cannot be written (a read-only git dir, a full disk) only means computing again.
 """
 
 from __future__ import annotations

@@ -91,21 +91,16 @@ def decide(attributes: Mapping[str, str], config: Mapping[str, str]) -> Conversi
         eol = attributes.get("eol")
         if eol in ("lf", "crlf"):
             action = ("auto-" if action == "auto" else "text-") + eol
-    if action == "text":
-        action = "text-crlf" if eol_is_crlf else "text-lf"
-    if action == "auto":
-        action = "auto-crlf" if eol_is_crlf else "auto-lf"
+    if action in ("text", "auto"):
+        action += "-crlf" if eol_is_crlf else "-lf"
     if action == "unspecified":
         action = {"true": "auto-crlf", "input": "auto-lf"}.get(autocrlf or "", "binary")
-    ident = attributes.get("ident") == "set"
-    if action == "binary":
-        return Conversion(text=False, auto=False, crlf=False, refusal=refusal, ident=ident)
     return Conversion(
-        text=True,
+        text=action != "binary",
         auto=action.startswith("auto-"),
         crlf=action.endswith("-crlf"),
         refusal=refusal,
-        ident=ident,
+        ident=attributes.get("ident") == "set",
     )
 
 

@@ -34,17 +34,8 @@ class Layout:
         self.git_dir = git_dir
         self.common_dir = common_dir
 
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Layout) and self._fields() == other._fields()
-
-    def __hash__(self) -> int:
-        return hash(self._fields())
-
     def __repr__(self) -> str:
         return f"Layout(workdir={self.workdir!r}, git_dir={self.git_dir!r}, common_dir={self.common_dir!r})"
-
-    def _fields(self) -> tuple[Path, Path, Path]:
-        return self.workdir, self.git_dir, self.common_dir
 
     def history_tip(self) -> str | None:
         """The commit refs/patchguard/history names, read from its files without git (None:

@@ -35,10 +35,8 @@ _depth: dict[Path, int] = {}
 
 def _timeout() -> float:
     text = os.environ.get(TIMEOUT_VARIABLE, "")
-    if not text:
-        return DEFAULT_TIMEOUT_SECONDS
     try:
-        value = float(text)
+        value = float(text) if text else DEFAULT_TIMEOUT_SECONDS
     except ValueError:
         value = -1.0
     if not value >= 0:  # also rejects nan

@@ -1,13 +1,11 @@
 """The namespace of everything patchguard keeps: its own code, the interpreter and libgit2.
 
 A verdict, a parse, a merge or a replay kept on disk is a function of its inputs and of the code
-that computed it, and that code is all of the installed package: a rule may live in any module
-(the conflict markers' in guard/git/markers.py, line endings in guard/git/eol.py), in the hook
-template, in the package's data. So every kept answer (guard.store.fastpath's verified keys,
-guard.git.content_cache's entries) is kept under model_namespace(), which hashes every file of
-the package with patchguard's version, the interpreter's facts, and the identity of the compiled
-files of pygit2 (libgit2 merges when git does not). Whatever an upgrade in place changes
-(`pip install -U`, an edit of a source install), nothing the old code kept is trusted.
+that computed it, which is all of the installed package: a rule may live in any module, in the
+hook template, in the package's data. So every kept answer (guard.store.fastpath's verified
+keys, guard.git.content_cache's entries) is kept under model_namespace(): whatever an upgrade
+in place changes (`pip install -U`, an edit of a source install), nothing the old code kept is
+trusted.
 
 The hooks bake none of it: they start this Python, which computes the namespace itself.
 """
@@ -28,7 +26,7 @@ _namespace: list[str] = []  # the namespace, then the model_files() it was compu
 def model_namespace(known: tuple[list[str], list[str]] | None = None) -> str:
     """The digest of all the code a kept answer depends on, for this interpreter.
 
-    Hashing the package's ~900 KB would cost `check --quiet` a good part of its time, so the
+    Hashing the whole package would cost `check --quiet` a good part of its time, so the
     verified cache keeps the namespace beside model_files(), and `known` (that pair as the
     cache holds it) is taken as it is while the files are those it was computed from: the same
     names, sizes, modification times and inodes (a reinstall or an edit changes them), for the
@@ -63,17 +61,15 @@ def _computed(identity: str) -> str:
     hashed = b"".join(_read(path) for path in [*sources, *_versions()])
     facts = "\0".join([_interpreter_facts(), *map(_identity, compiled)])
     namespace = blob_id(hashed + facts.encode())[:16]
-    temporary = f"{_KEPT}.{os.getpid()}"
+    from pathlib import Path  # here, not at the top: this module is on the light paths
+
+    from guard.git.atomic import atomic_write
+
     try:  # a package that cannot be written computes it each time
         os.makedirs(os.path.dirname(_KEPT), exist_ok=True)
-        with open(temporary, "w", encoding="ascii") as handle:
-            handle.write(f"{identity} {namespace}\n")
-        os.replace(temporary, _KEPT)
+        atomic_write(Path(_KEPT), f"{identity} {namespace}\n".encode(), durable=False)
     except OSError:
-        import contextlib  # here, not at the top: this module is on the light paths
-
-        with contextlib.suppress(OSError):
-            os.remove(temporary)
+        pass
     return namespace
 
 

@@ -53,7 +53,7 @@ def run_git(
         with _interrupts_to_child():
             result = subprocess.run(command, cwd=cwd, env=_environment(env), text=True)
     except OSError as error:
-        raise _cannot_run(command, error) from None
+        raise cannot_run(command, error) from None
     if result.returncode < 0:
         result.returncode = 128 - result.returncode
     return result
@@ -62,15 +62,13 @@ def run_git(
 def run_git_bytes(args: Sequence[str], cwd: Path | str) -> subprocess.CompletedProcess[bytes]:
     """A captured git command whose output is bytes, its status left to the caller: `git
     merge-file` writes a file's content and counts its conflicts in the status."""
-    import subprocess
-
     command = ["git", *args]
     try:
         return subprocess.run(
             command, cwd=cwd, capture_output=True, start_new_session=_OUT_OF_REACH[0]
         )
     except OSError as error:
-        raise _cannot_run(command, error) from None
+        raise cannot_run(command, error) from None
 
 
 class StartedGit:
@@ -123,7 +121,7 @@ def start_git(
             start_new_session=_OUT_OF_REACH[0],
         )
     except OSError as error:
-        raise _cannot_run(command, error) from None
+        raise cannot_run(command, error) from None
     return StartedGit(command, cwd, process)
 
 
@@ -131,7 +129,7 @@ def _environment(env: Mapping[str, str] | None) -> dict[str, str] | None:
     return {**os.environ, **env} if env else None
 
 
-def _cannot_run(command: list[str], error: OSError) -> ConfigError:
+def cannot_run(command: list[str], error: OSError) -> ConfigError:
     return ConfigError(f"cannot run `{' '.join(command)}`: {error}. Is git on PATH?")
 
 

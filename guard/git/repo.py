@@ -20,7 +20,7 @@ from guard.git.index_file import IndexFile
 from guard.git.index_file import checksum as index_checksum
 from guard.git.lock import exclusive
 from guard.git.objects import EXECUTABLE_MODE, REGULAR_MODE, blob_id
-from guard.git.process import run_git, run_git_bytes
+from guard.git.process import cannot_run, run_git, run_git_bytes
 
 if TYPE_CHECKING:
     import subprocess
@@ -56,9 +56,6 @@ class MergeResult:
             other.clean,
             other.content,
         )
-
-    def __hash__(self) -> int:
-        return hash((self.clean, self.content))
 
     def __repr__(self) -> str:
         return f"MergeResult(clean={self.clean!r}, content={self.content!r})"
@@ -156,9 +153,7 @@ class _Objects:
                 start_new_session=True,  # Ctrl-C meant for git must not end our reader
             )
         except OSError as error:
-            raise ConfigError(
-                f"cannot run `{' '.join(command)}`: {error}. Is git on PATH?"
-            ) from None
+            raise cannot_run(command, error) from None
         weakref.finalize(self, _stop, self._process)
         return self._process
 
@@ -260,17 +255,13 @@ class Repo:
 
     @contextmanager
     def lock(self, operation: str, store: bool = False) -> Iterator[None]:
-        """This worktree's writer lock; with `store` (a change of the patches), the store's
-        lock as well: the one write of the patches (guard.store.history.save) refuses to run
-        without it, so a writer that forgets to ask fails at once, in every test that runs it.
+        """This worktree's writer lock (a move holds it while git runs; another worktree's hook
+        takes only its own); with `store` (a change of the patches every worktree shares), the
+        store's lock too, always second (one order, no deadlock) and only for that short command.
+        guard.store.history.save refuses to write without it: a writer that forgets it fails.
 
-        A move or a bisect holds its worktree's lock for as long as git runs, and a hook of
-        another worktree takes only its own: it is never kept waiting. The manifest and its
-        blobs are shared by every worktree, so rewriting them also holds the store's lock,
-        always taken second (one order, no deadlock) and only while that short command runs.
-
-        Only `record`, `require`, `import` and `fetch` may start a store; every other writer
-        needs a manifest, and without one it refuses before creating anything.
+        Only `record`, `require`, `import` and `fetch` may start a store; any other writer
+        refuses without a manifest, before creating anything.
         """
         starts_a_store = operation in ("record", "require", "import", "fetch")
         if not starts_a_store and not self.has_patches():
@@ -327,13 +318,7 @@ class Repo:
 
     def head_parent(self) -> str | None:
         """HEAD's first parent, or None for a root commit (or no commit)."""
-        found = self._objects.read("HEAD")
-        for line in found[2].splitlines() if found else []:
-            if not line:
-                break  # the headers end at the first blank line
-            if line.startswith(b"parent "):
-                return line.split()[1].decode()
-        return None
+        return self.commit_id("HEAD^")
 
     def head_commit_paths(self) -> set[str]:
         """The paths HEAD's own commit changed (against its first parent)."""
@@ -384,11 +369,9 @@ class Repo:
         """The blob id of each path in `commit` (None: no such file), from git's index when it
         is that commit's tree (guard.git.index_file); None when the index cannot say."""
         index = self.index_file
-        found = (
-            None
-            if index is None
-            else index.tree_entries(str(self.layout.common_dir), commit, paths)
-        )
+        if index is None:
+            return None
+        found = index.tree_entries(str(self.layout.common_dir), commit, paths)
         if found is None:
             return None
         ids: dict[str, str | None] = dict.fromkeys(paths)
