@@ -28,50 +28,6 @@ if TYPE_CHECKING:
 STAMP_FORMAT = "patchguard.stamp/1"
 
 
-def patchguard_version() -> str:
-    """The installed version, from the distribution's METADATA where importlib.metadata finds
-    it (the first sys.path entry that holds its .dist-info), read without importing that
-    (~10-30 ms); importlib.metadata itself for anything else (two of them, an .egg-info)."""
-    import sys
-
-    prefix = "git_patchguard-"
-    for entry in sys.path:
-        try:
-            found = [n for n in os.listdir(entry or ".") if n.lower().startswith(prefix)]
-        except OSError:
-            continue
-        if len(found) == 1 and found[0].endswith(".dist-info"):
-            version = _metadata_version(os.path.join(entry or ".", found[0], "METADATA"))
-            if version is not None:
-                return version
-        if found:
-            break
-    return _version_by_importlib()
-
-
-def _metadata_version(path: str) -> str | None:
-    """The Version header of a METADATA file (RFC 822 headers, then a blank line)."""
-    try:
-        with open(path, encoding="utf-8") as handle:
-            for line in handle:
-                if not line.strip():
-                    break
-                if line.startswith("Version: "):
-                    return line[len("Version: ") :].strip() or None
-    except (OSError, UnicodeDecodeError):
-        return None
-    return None
-
-
-def _version_by_importlib() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("git-patchguard")
-    except PackageNotFoundError:  # pragma: no cover - running from an uninstalled tree
-        return "unknown"
-
-
 # What `git status` says of the tracked files, without refreshing the index file: a read-only
 # command writes nothing. Its paths are the repository's, from any directory (porcelain).
 _DIRTY = ("--no-optional-locks", "status", "--porcelain=v1", "-z", "-uno", "--no-renames")
@@ -125,9 +81,7 @@ def stamp(
         "repository": str(repo.workdir),
         "head": head,
         "branch": branch,
-        "upstream": None
-        if tracking is None or branch is None
-        else _tracking(repo, branch, tracking),
+        "upstream": None if tracking is None else _tracking(tracking),
         "dirty": dirty,
         "edits": edits,
         "patches": checked["patches"] if checked else {},
@@ -175,7 +129,7 @@ def _head_branch(repo: Repo) -> str | None:
     return head.removeprefix("ref: refs/heads/") if head.startswith("ref: refs/heads/") else None
 
 
-def _tracking(repo: Repo, branch: str, listed: StartedGit) -> dict[str, Any] | None:
+def _tracking(listed: StartedGit) -> dict[str, Any] | None:
     """The branch's upstream and how far HEAD is ahead of it and behind it, from the
     for-each-ref of _TRACKING that `listed` ran."""
     listing = listed.result().stdout
@@ -183,22 +137,13 @@ def _tracking(repo: Repo, branch: str, listed: StartedGit) -> dict[str, Any] | N
     if line is None:
         return None  # none configured
     _, short, track = line.split("\0")
-    if track == "gone":  # configured, but its ref is gone: libgit2 says it as it always did
-        return _tracking_by_libgit2(repo, branch)
+    if track == "gone":  # configured, but its ref is gone: no upstream to be ahead of
+        return None
     counts = {"ahead": 0, "behind": 0}
     for part in filter(None, track.split(", ")):
         word, number = part.split(" ")
         counts[word] = int(number)
     return {"ref": short, "ahead": counts["ahead"], "behind": counts["behind"]}
-
-
-def _tracking_by_libgit2(repo: Repo, branch: str) -> dict[str, Any] | None:
-    git = repo.git
-    tracking = git.branches.local[branch].upstream
-    if tracking is None:
-        return None
-    ahead, behind = git.ahead_behind(git.head.target, tracking.target)
-    return {"ref": tracking.shorthand, "ahead": ahead, "behind": behind}
 
 
 def _dirty(listing: str) -> list[str]:
@@ -314,7 +259,7 @@ def interpreter(repo: Repo, python: str | None) -> dict[str, Any] | None:
     None is python3 on PATH, and no python3 there (or one that does not run) is None. Its
     version and search path are asked once per interpreter (guard.truth.interpreters); what is
     installed is read from its search path, as importlib.metadata reads it, without starting
-    it (_installed_kept)."""
+    it (installed)."""
     found = python if python and "/" in python else _on_path(python or "python3")
     if found is None:
         if python is None:
@@ -331,33 +276,8 @@ def interpreter(repo: Repo, python: str | None) -> dict[str, Any] | None:
     return {
         "executable": os.path.abspath(found),
         "version": version,
-        "distributions": _installed_kept(repo, path),
+        "distributions": installed(path),
     }
-
-
-def _installed_kept(repo: Repo, path: list[str]) -> dict[str, str | None]:
-    """installed(path), kept by each entry's mtime: installing, upgrading or removing a
-    distribution adds or removes its `.dist-info` directory, which changes the mtime of the
-    directory that holds it (listing site-packages on each stamp cost ~1 ms)."""
-    import json
-
-    from guard.git.content_cache import ContentCache
-    from guard.git.objects import digest
-    from guard.truth.interpreters import FACTS_CACHE_DIR
-
-    identity = []
-    for entry in path:
-        with suppress(OSError):
-            identity.append(f"{entry}\0{os.stat(entry or '.').st_mtime_ns}")
-    key = digest("\0\0".join(["installed", *identity]).encode())
-    cache = ContentCache(repo.layout.git_dir / FACTS_CACHE_DIR, 64)
-    with suppress(ValueError):
-        kept = json.loads(cache.get(key) or b"")
-        if isinstance(kept, dict) and set(kept) == set(_DISTRIBUTIONS):
-            return kept
-    versions = installed(path)
-    cache.put(key, json.dumps(versions).encode())
-    return versions
 
 
 def _on_path(name: str) -> str | None:
@@ -370,12 +290,23 @@ def _on_path(name: str) -> str | None:
     return None
 
 
-def installed(path: list[str]) -> dict[str, str | None]:
-    """The version of each of _DISTRIBUTIONS that the search `path` finds, as
-    importlib.metadata.version finds it: the first `.dist-info` (or `.egg-info`) of that name
-    along the path, its METADATA's Version; None where there is none."""
-    wanted = {_normalized(name): shown for shown, names in _DISTRIBUTIONS.items() for name in names}
-    versions: dict[str, str | None] = dict.fromkeys(_DISTRIBUTIONS)
+def patchguard_version() -> str:
+    """This patchguard's version, as importlib.metadata.version finds it along sys.path, read
+    without importing that (it would cost a stamp half its time again)."""
+    import sys
+
+    return installed(sys.path, {"patchguard": ("git-patchguard",)})["patchguard"] or "unknown"
+
+
+def installed(
+    path: list[str], distributions: dict[str, tuple[str, ...]] = _DISTRIBUTIONS
+) -> dict[str, str | None]:
+    """The version of each of `distributions` (the name a stamp shows: the names it is
+    published under) that the search `path` finds, as importlib.metadata.version finds it: the
+    first `.dist-info` (or `.egg-info`) of that name along the path, its METADATA's Version;
+    None where there is none."""
+    wanted = {_normalized(name): shown for shown, names in distributions.items() for name in names}
+    versions: dict[str, str | None] = dict.fromkeys(distributions)
     for entry in path:
         try:
             names = os.listdir(entry or ".")
@@ -393,6 +324,20 @@ def installed(path: list[str]) -> dict[str, str | None]:
             said = _metadata_version(os.path.join(entry or ".", name, metadata))
             versions[shown] = said or version.partition("-")[0] or "unknown"
     return versions
+
+
+def _metadata_version(path: str) -> str | None:
+    """The Version header of a METADATA file (RFC 822 headers, then a blank line)."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            for line in handle:
+                if not line.strip():
+                    break
+                if line.startswith("Version: "):
+                    return line[len("Version: ") :].strip() or None
+    except (OSError, UnicodeDecodeError):
+        return None
+    return None
 
 
 def _normalized(name: str) -> str:
