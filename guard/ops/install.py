@@ -71,7 +71,6 @@ def reinstall_command() -> str:
     `direct_url.json`); only an install from the index has none. A hint naming the index for a
     copy installed from a clone would send the user to a package that may not be there.
     """
-    import json
     import shlex
     from importlib.metadata import PackageNotFoundError, distribution
     from urllib.parse import unquote, urlparse
@@ -111,11 +110,6 @@ def isolated_command(python: str) -> list[str]:
     return [python, "-I", launcher()]
 
 
-def _sh_single_quoted(value: str) -> str:
-    """Text to put between single quotes in sh."""
-    return value.replace("'", "'\\''")
-
-
 def render_hook(hook_type: str, python: str) -> str:
     return _render(
         {
@@ -130,7 +124,7 @@ def render_hook(hook_type: str, python: str) -> str:
 def _render(values: dict[str, str]) -> str:
     text = template_text()
     for name, placeholder in _BAKED.items():
-        text = text.replace(placeholder, _sh_single_quoted(values[name]))
+        text = text.replace(placeholder, values[name].replace("'", "'\\''"))  # sh-quoted
     return text
 
 
@@ -193,12 +187,11 @@ def install(layout: Layout, hook_types: tuple[str, ...], force: bool) -> list[st
     """Write the hooks; re-running changes nothing. Returns one line per hook."""
     lines: list[str] = []
     with _writing_hooks("install", lines):
-        return _install(layout, hook_types, force, lines)
+        _install(layout, hook_types, force, lines)
+    return lines
 
 
-def _install(
-    layout: Layout, hook_types: tuple[str, ...], force: bool, lines: list[str]
-) -> list[str]:
+def _install(layout: Layout, hook_types: tuple[str, ...], force: bool, lines: list[str]) -> None:
     hooks_dir = git_hooks_dir(layout)
     if hooks_dir.exists() and not hooks_dir.is_dir():
         raise ConfigError(
@@ -235,7 +228,6 @@ def _install(
         path.chmod(0o755)
         lines.append(f"{hook_type}: installed at {path}")
     _write_record(layout, hooks_dir, hook_types)
-    return lines
 
 
 def _write_record(layout: Layout, hooks_dir: Path, hook_types: tuple[str, ...]) -> None:
@@ -269,10 +261,11 @@ def uninstall(layout: Layout, hook_types: tuple[str, ...]) -> list[str]:
     """Remove our hooks and put back exactly what was there before."""
     lines: list[str] = []
     with _writing_hooks("uninstall", lines):
-        return _uninstall(layout, hook_types, lines)
+        _uninstall(layout, hook_types, lines)
+    return lines
 
 
-def _uninstall(layout: Layout, hook_types: tuple[str, ...], lines: list[str]) -> list[str]:
+def _uninstall(layout: Layout, hook_types: tuple[str, ...], lines: list[str]) -> None:
     hooks_dir = Path(str(_read_record(layout).get("hooks_dir") or git_hooks_dir(layout)))
     for hook_type in hook_types:
         path = hooks_dir / hook_type
@@ -291,7 +284,6 @@ def _uninstall(layout: Layout, hook_types: tuple[str, ...], lines: list[str]) ->
         _write_record(layout, hooks_dir, ())
     else:
         _record_path(layout).unlink(missing_ok=True)
-    return lines
 
 
 def _cannot_import_patchguard(interpreter: str, seen: dict[str, str | None]) -> str | None:

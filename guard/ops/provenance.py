@@ -108,7 +108,7 @@ def _checked(repo: Repo) -> dict[str, Any]:
     from guard.tree import assess
 
     report = assess.check(repo)
-    checked = {
+    return {
         "guarded": sorted(
             {f.path for v in report.patches for f in v.files}
             | {parse_spec(s.spec).path for s in report.symbols if s.patch is None}
@@ -119,7 +119,6 @@ def _checked(repo: Repo) -> dict[str, Any]:
         "ok": report.ok and not report.checks_nothing,
         "problems": report.problems(),
     }
-    return checked
 
 
 def _head_branch(repo: Repo) -> str | None:

@@ -240,8 +240,3 @@ def _derive(repo: Repo, held: bytes, tip: str) -> None:
         if (now or "").strip() == tip:
             with suppress(ConfigError):
                 derive_manifest(repo.layout, held, tip)
-
-
-def history_manifest_bytes(repo: Repo) -> bytes | None:
-    """The manifest as the history ref holds it (guard.store.history), through `git cat-file`."""
-    return repo.file_at(HISTORY_REF, MANIFEST_ENTRY)

@@ -32,7 +32,6 @@ from guard.git.objects import blob_id
 from guard.store.derived import (
     MANIFEST_ENTRY,
     derive_manifest,
-    history_manifest_bytes,
     load_manifest,
     not_a_commit,
 )
@@ -249,10 +248,14 @@ def _parent_for(repo: Repo, old: str | None) -> str | None:
         if not loaded:
             return None
         return _commit(repo, _tree(repo, loaded, _present_blobs(repo, loaded)), [], TAKEN_OVER)
-    if blob_id(loaded) == _manifest_blob(repo, old):
+    if blob_id(loaded) == repo.file_blob_id(old, MANIFEST_ENTRY):
         return old
-    if not loaded or any(blob_id(loaded) == _manifest_blob(repo, c.commit) for c in walk(repo)):
-        refresh(repo)  # the derived file behind the ref: bring it up to date for the next run
+    if not loaded or any(
+        blob_id(loaded) == repo.file_blob_id(c.commit, MANIFEST_ENTRY) for c in walk(repo)
+    ):
+        raw = repo.file_at(old, MANIFEST_ENTRY)  # the derived file lags the ref: catch it up
+        if raw is not None:
+            derive_manifest(repo.layout, raw, old)
         raise ConfigError(
             f"the patches changed while this command ran (another patchguard moved "
             f"{HISTORY_REF}); nothing was changed. Run it again."
@@ -330,14 +333,6 @@ def _move_ref(repo: Repo, new: str, old: str | None, subject: str) -> None:
         raise
 
 
-def refresh(repo: Repo) -> None:
-    """Write manifest.json from the ref (the derived file the hooks read)."""
-    tip = current(repo)
-    raw = history_manifest_bytes(repo)
-    if tip is not None and raw is not None:
-        derive_manifest(repo.layout, raw, tip)
-
-
 # --- reading the history ---------------------------------------------------------------------
 
 
@@ -396,11 +391,6 @@ def _commit_at(repo: Repo, oid: str) -> pygit2.Commit:
     import pygit2
 
     return repo.git[oid].peel(pygit2.Commit)
-
-
-def _manifest_blob(repo: Repo, oid: str) -> str | None:
-    tree = _commit_at(repo, oid).tree
-    return str(tree[MANIFEST_ENTRY].id) if MANIFEST_ENTRY in tree else None
 
 
 def earlier_versions(repo: Repo, name: str, path: str, depth: int = 20) -> list[FileChange]:
