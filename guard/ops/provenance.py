@@ -177,37 +177,24 @@ def code_edits(
 # Every index entry with its tag: a lowercase one is marked assume-unchanged, `S` skip-worktree.
 # `git status` compares neither with the worktree; an edit there still runs.
 _HIDDEN = ("ls-files", "-v", "-z")
-_HIDDEN_CACHE_DIR = "patchguard-cache/hidden-entries"  # in the worktree's git dir
 
 
 def _hidden_entries(repo: Repo) -> Callable[[], list[str]]:
     """The entries git status does not look at, once asked for (_HIDDEN started now): each
-    skip-worktree one (`S`, `s` with assume-unchanged too) that has a file in the worktree (one
-    without is what a sparse checkout leaves out, no change), and each assume-unchanged one
-    (deleted, when no file). The marked entries are kept by the index file's checksum, which
-    any change of a mark changes: a stamp starts no ls-files while the index stays the same."""
-    from guard.git.content_cache import ContentCache
-    from guard.git.index_file import checksum
-
-    key = checksum(str(repo.layout.git_dir))
-    cache = ContentCache(repo.layout.git_dir / _HIDDEN_CACHE_DIR, 8)
-    kept = None if key is None else cache.get(key)
-    listed = start_git(_HIDDEN, repo.workdir) if kept is None else None
+    skip-worktree one (`S`, `s` with assume-unchanged too) that has a file in the worktree, and
+    each assume-unchanged one (deleted, when no file)."""
+    listed = start_git(_HIDDEN, repo.workdir)
 
     def answer() -> list[str]:
-        if listed is None:
-            marked = (kept or b"").decode().split("\0")
-        else:
-            marked = [
-                e for e in listed.result().stdout.split("\0") if e[:1] in "Ss" or e[:1].islower()
-            ]
-            if key is not None:
-                cache.put(key, "\0".join(marked).encode())
-        return [
-            entry[2:]
-            for entry in marked
-            if entry and (entry[0] not in "Ss" or os.path.lexists(repo.workdir / entry[2:]))
-        ]
+        hidden = []
+        for entry in listed.result().stdout.split("\0"):
+            tag, path = entry[:1], entry[2:]
+            if tag in ("S", "s"):  # skip-worktree: without a file, left out by a sparse checkout
+                if os.path.lexists(repo.workdir / path):
+                    hidden.append(path)
+            elif tag.islower():  # assume-unchanged
+                hidden.append(path)
+        return hidden
 
     return answer
 
