@@ -26,7 +26,7 @@ from datetime import datetime
 from guard.errors import EXIT_INTERNAL, ConfigError, GuardError
 from guard.git import faults
 from guard.git.atomic import atomic_write
-from guard.git.gitpaths import HISTORY_REF, read_ref
+from guard.git.gitpaths import HISTORY_REF
 from guard.git.lock import held
 from guard.git.objects import blob_id
 from guard.store.derived import (
@@ -90,14 +90,12 @@ def current(repo: Repo) -> str | None:
     A ref that points at anything but a commit (a blob put there by hand) is refused by
     name: read as "no history", it would let the next write start the history over.
 
-    Read from the ref's file and git's batched cat-file (`log` needs no libgit2); anything but
-    a commit named by its id there is read through libgit2, which names it.
+    Read through git's batched cat-file (`log` needs no libgit2); anything but a commit there
+    is read through libgit2, which names it.
     """
-    named = read_ref(HISTORY_REF, (str(repo.layout.common_dir),))
-    if named is not None and len(named) == 40:
-        found = repo.read_object(named)
-        if found is not None and found[1] == "commit" and found[0] == named:
-            return named
+    found = repo.read_object(HISTORY_REF)
+    if found is not None and found[1] == "commit":
+        return found[0]
     return _current_by_libgit2(repo)
 
 
