@@ -147,10 +147,8 @@ class CurrentKey:
 
     @property
     def verified(self) -> bool:
-        """Was this content verified, with git's index holding none of its paths unmerged?
-        No key holds the index: a conflict the user resolved by hand back to verified bytes,
-        without `git add`, is still a conflict (guard.tree.assess), so every use of a key
-        asks (once)."""
+        """Was this content verified, with git's index holding none of its paths unmerged
+        (asked once: no key holds the index, see unmerged())?"""
         if self._verified is None:
             self._verified = self.key in self.keys and self.unmerged() is False
         return self._verified
