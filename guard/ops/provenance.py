@@ -410,35 +410,30 @@ def load_stamp(source: str, raw: bytes) -> dict[str, Any]:
     )
 
 
-# The kinds of value each key of a stamp holds (docs/benchmarks.md); None where a key may be null.
-_STAMP_TYPES: dict[str, tuple[type, ...]] = {
-    "head": (str, type(None)),
-    "branch": (str, type(None)),
-    "upstream": (dict, type(None)),
-    "dirty": (list,),
-    "patches": (dict,),
-    "files": (dict,),
-    "edits": (dict,),
-    "symbols": (dict,),
-    "python": (dict, type(None)),
+# The kinds of value each key of a stamp holds (docs/benchmarks.md; None where a key may be
+# null), and those of each value of a map.
+_STAMP_TYPES: dict[str, tuple[tuple[type, ...], tuple[type, ...]]] = {
+    "head": ((str, type(None)), ()),
+    "branch": ((str, type(None)), ()),
+    "upstream": ((dict, type(None)), ()),
+    "dirty": ((list,), ()),
+    "patches": ((dict,), (str,)),
+    "files": ((dict,), (str, type(None))),
+    "edits": ((dict,), (str, type(None))),
+    "symbols": ((dict,), (bool,)),
+    "python": ((dict, type(None)), ()),
 }
 
 
 def _refuse_malformed(source: str, data: dict[str, Any]) -> None:
     """A line that says it is a stamp but holds other kinds of values: one clear line."""
-    values = {
-        "patches": (str,),
-        "files": (str, type(None)),
-        "edits": (str, type(None)),
-        "symbols": (bool,),
-    }
-    for key, kinds in _STAMP_TYPES.items():
-        inner = values.get(key)
-        bad = key in data and not isinstance(data[key], kinds)
-        if not bad and inner and isinstance(data.get(key), dict):
-            bad = not all(isinstance(v, inner) for v in data[key].values())
-        if key == "python" and isinstance(data.get(key), dict):  # what python_changes reads
-            installed = data[key].get("distributions") or {}
+    for key, (kinds, inner) in _STAMP_TYPES.items():
+        value = data.get(key)
+        bad = key in data and not isinstance(value, kinds)
+        if not bad and inner and isinstance(value, dict):
+            bad = not all(isinstance(v, inner) for v in value.values())
+        if key == "python" and isinstance(value, dict):  # what python_changes reads
+            installed = value.get("distributions") or {}
             bad = not isinstance(installed, dict) or not all(
                 isinstance(v, str | None) for v in installed.values()
             )
@@ -593,12 +588,10 @@ def _head_moved(repo: Repo | None, old: str | None, new: str | None) -> str:
         moved = f"HEAD moved back {behind} commit{'s' if behind != 1 else ''} {span}"
     else:
         moved = f"HEAD moved to another line of history: {ahead} ahead, {behind} behind {span}"
+    from collections import Counter
     from pathlib import PurePosixPath
 
-    by_directory: dict[str, int] = {}
-    for path in touched:
-        directory = str(PurePosixPath(path).parent)
-        by_directory[directory] = by_directory.get(directory, 0) + 1
+    by_directory = Counter(str(PurePosixPath(path).parent) for path in touched)
     where = ", ".join(
         f"{count} file{'s' if count > 1 else ''} touched under {directory}/"
         for directory, count in sorted(by_directory.items())
