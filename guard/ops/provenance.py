@@ -75,7 +75,7 @@ def stamp(
         content = repo.read_file(path)
         files[path] = None if content is None else blob_id(content)
     dirty = _dirty(status.result().stdout)
-    edits = code_edits(repo, dirty, guarded, hidden(), _untracked_files(untracked))
+    edits = code_edits(repo, dirty, guarded, hidden(), untracked())
     return {
         "format": STAMP_FORMAT,
         "repository": str(repo.workdir),
@@ -199,31 +199,16 @@ def _hidden_entries(repo: Repo) -> Callable[[], list[str]]:
     return answer
 
 
-def _untracked_beside(repo: Repo, guarded: list[str]) -> StartedGit | None:
-    """The untracked files beside the guarded files (_package_specs), listed by one ls-files,
-    now started (None: nothing is guarded). Ignored files too (a built `.so` is usually
-    ignored), but not `__pycache__`: bytecode compiled from the sources compared already."""
+def _untracked_beside(repo: Repo, guarded: list[str]) -> Callable[[], list[str]]:
+    """The untracked files beside the guarded files (_package_specs), once asked for (one
+    ls-files, started now). Ignored files too (a built `.so` is usually ignored), but not
+    `__pycache__`: bytecode compiled from the sources compared already."""
     specs = sorted({spec for path in guarded for spec in _package_specs(repo, path)})
     if not specs:
-        return None
-    return start_git(
-        [
-            "--literal-pathspecs",
-            "ls-files",
-            "-z",
-            "--others",
-            "--exclude=__pycache__",
-            "--",
-            *specs,
-        ],
-        repo.workdir,
-    )
-
-
-def _untracked_files(listed: StartedGit | None) -> list[str]:
-    """The files _untracked_beside listed."""
-    listing = "" if listed is None else listed.result().stdout
-    return [path for path in listing.split("\0") if path]
+        return list
+    options = ["--literal-pathspecs", "ls-files", "-z", "--others", "--exclude=__pycache__"]
+    listed = start_git([*options, "--", *specs], repo.workdir)
+    return lambda: [path for path in listed.result().stdout.split("\0") if path]
 
 
 # The distributions whose version changes what guarded model code does (what sglang's models
