@@ -415,17 +415,10 @@ def manifest_at(repo: Repo, oid: str | None) -> Manifest:
     version, or put on the ref by hand, may not be valid (ConfigError)."""
     if oid is None:
         return Manifest()
-    source = f"{HISTORY_REF} at {oid[:10]}"
-    found = repo.read_object(f"{oid}:{MANIFEST_ENTRY}")
-    if found is not None and found[1] == "blob":  # else libgit2 says what the tree holds
-        return parse_manifest(found[2], repo.layout.manifest_path, source=source)
-    import pygit2
-
-    tree = _commit_at(repo, oid).tree
-    if MANIFEST_ENTRY not in tree:
+    raw = repo.file_at(oid, MANIFEST_ENTRY)
+    if raw is None:  # a state without one holds no patches
         return Manifest()
-    raw = tree[MANIFEST_ENTRY].peel(pygit2.Blob).data
-    return parse_manifest(raw, repo.layout.manifest_path, source=source)
+    return parse_manifest(raw, repo.layout.manifest_path, source=f"{HISTORY_REF} at {oid[:10]}")
 
 
 @dataclass(frozen=True)
