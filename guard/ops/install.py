@@ -33,14 +33,9 @@ MARKER = "patchguard-managed-hook"
 LEGACY_SUFFIX = ".patchguard-legacy"
 TEMPLATE_NAME = "patchguard-hook.sh"
 LAUNCHER_NAME = "patchguard_entry.py"
-# The values `install` writes into a hook, each on a line `NAME='VALUE'` (sh-quoted), by the
-# placeholder the template holds for it.
-_BAKED = {
-    "hook_name": "@HOOK_NAME@",
-    "install_python": "@INSTALL_PYTHON@",
-    "launcher": "@LAUNCHER@",
-    "reinstall": "@REINSTALL@",
-}
+# The values `install` writes into a hook, each on a line `NAME='VALUE'` (sh-quoted), where the
+# template holds @NAME@ (upper case).
+_BAKED = ("hook_name", "install_python", "launcher", "reinstall")
 # How doctor starts patchguard as the hooks do, without running a hook: the hook's module and
 # the libraries a re-apply may need (a manifest seen first is validated, a merge may need libgit2).
 _PROBE = (
@@ -123,8 +118,8 @@ def render_hook(hook_type: str, python: str) -> str:
 
 def _render(values: dict[str, str]) -> str:
     text = template_text()
-    for name, placeholder in _BAKED.items():
-        text = text.replace(placeholder, values[name].replace("'", "'\\''"))  # sh-quoted
+    for name in _BAKED:
+        text = text.replace(f"@{name.upper()}@", values[name].replace("'", "'\\''"))  # sh-quoted
     return text
 
 
