@@ -33,14 +33,9 @@ MARKER = "patchguard-managed-hook"
 LEGACY_SUFFIX = ".patchguard-legacy"
 TEMPLATE_NAME = "patchguard-hook.sh"
 LAUNCHER_NAME = "patchguard_entry.py"
-# The values `install` writes into a hook, each on a line `NAME='VALUE'` (sh-quoted), by the
-# placeholder the template holds for it.
-_BAKED = {
-    "hook_name": "@HOOK_NAME@",
-    "install_python": "@INSTALL_PYTHON@",
-    "launcher": "@LAUNCHER@",
-    "reinstall": "@REINSTALL@",
-}
+# The values `install` writes into a hook, each on a line `NAME='VALUE'` (sh-quoted), where the
+# template holds @NAME@ (upper case).
+_BAKED = ("hook_name", "install_python", "launcher", "reinstall")
 # How doctor starts patchguard as the hooks do, without running a hook: the hook's module and
 # the libraries a re-apply may need (a manifest seen first is validated, a merge may need libgit2).
 _PROBE = (
@@ -71,7 +66,6 @@ def reinstall_command() -> str:
     `direct_url.json`); only an install from the index has none. A hint naming the index for a
     copy installed from a clone would send the user to a package that may not be there.
     """
-    import json
     import shlex
     from importlib.metadata import PackageNotFoundError, distribution
     from urllib.parse import unquote, urlparse
@@ -111,11 +105,6 @@ def isolated_command(python: str) -> list[str]:
     return [python, "-I", launcher()]
 
 
-def _sh_single_quoted(value: str) -> str:
-    """Text to put between single quotes in sh."""
-    return value.replace("'", "'\\''")
-
-
 def render_hook(hook_type: str, python: str) -> str:
     return _render(
         {
@@ -129,8 +118,8 @@ def render_hook(hook_type: str, python: str) -> str:
 
 def _render(values: dict[str, str]) -> str:
     text = template_text()
-    for name, placeholder in _BAKED.items():
-        text = text.replace(placeholder, _sh_single_quoted(values[name]))
+    for name in _BAKED:
+        text = text.replace(f"@{name.upper()}@", values[name].replace("'", "'\\''"))  # sh-quoted
     return text
 
 
@@ -193,12 +182,11 @@ def install(layout: Layout, hook_types: tuple[str, ...], force: bool) -> list[st
     """Write the hooks; re-running changes nothing. Returns one line per hook."""
     lines: list[str] = []
     with _writing_hooks("install", lines):
-        return _install(layout, hook_types, force, lines)
+        _install(layout, hook_types, force, lines)
+    return lines
 
 
-def _install(
-    layout: Layout, hook_types: tuple[str, ...], force: bool, lines: list[str]
-) -> list[str]:
+def _install(layout: Layout, hook_types: tuple[str, ...], force: bool, lines: list[str]) -> None:
     hooks_dir = git_hooks_dir(layout)
     if hooks_dir.exists() and not hooks_dir.is_dir():
         raise ConfigError(
@@ -235,7 +223,6 @@ def _install(
         path.chmod(0o755)
         lines.append(f"{hook_type}: installed at {path}")
     _write_record(layout, hooks_dir, hook_types)
-    return lines
 
 
 def _write_record(layout: Layout, hooks_dir: Path, hook_types: tuple[str, ...]) -> None:
@@ -269,10 +256,11 @@ def uninstall(layout: Layout, hook_types: tuple[str, ...]) -> list[str]:
     """Remove our hooks and put back exactly what was there before."""
     lines: list[str] = []
     with _writing_hooks("uninstall", lines):
-        return _uninstall(layout, hook_types, lines)
+        _uninstall(layout, hook_types, lines)
+    return lines
 
 
-def _uninstall(layout: Layout, hook_types: tuple[str, ...], lines: list[str]) -> list[str]:
+def _uninstall(layout: Layout, hook_types: tuple[str, ...], lines: list[str]) -> None:
     hooks_dir = Path(str(_read_record(layout).get("hooks_dir") or git_hooks_dir(layout)))
     for hook_type in hook_types:
         path = hooks_dir / hook_type
@@ -291,7 +279,6 @@ def _uninstall(layout: Layout, hook_types: tuple[str, ...], lines: list[str]) ->
         _write_record(layout, hooks_dir, ())
     else:
         _record_path(layout).unlink(missing_ok=True)
-    return lines
 
 
 def _cannot_import_patchguard(interpreter: str, seen: dict[str, str | None]) -> str | None:

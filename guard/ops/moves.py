@@ -128,19 +128,11 @@ def lifted(repo: Repo, operation: str, *, hunt: bool = False) -> Iterator[Lift]:
 
 
 def _lift_in_full(repo: Repo, lift: Lift, before: CurrentKey | None) -> None:
-    """Every applied patch taken out by unapply (all or none), remembered for a replay."""
+    """Every applied patch taken out by unapply, remembered for a replay. Before git runs,
+    every one must come out cleanly, or nothing is touched (unapply's `whole` wrote nothing)."""
     from guard.tree import patching
 
     outcomes = patching.unapply(repo, allow_mid_operation=True, whole=True)
-    _refuse_unliftable(outcomes)
-    lift.lifted = [o.verdict.name for o in outcomes if o.written]
-    lift.entry = journal.latest_entry(repo) if lift.lifted else None
-    replay.remember_lift(repo, before, outcomes)
-
-
-def _refuse_unliftable(outcomes: Sequence[patching.PatchOutcome]) -> None:
-    """Before git runs: every applied patch must come out cleanly, or nothing is touched
-    (unapply's `whole` wrote nothing then)."""
     stuck = [o for o in outcomes if not o.ok]
     if stuck:
         reasons = "; ".join(f"patch {o.verdict.name}: {o.message}" for o in stuck)
@@ -150,6 +142,9 @@ def _refuse_unliftable(outcomes: Sequence[patching.PatchOutcome]) -> None:
             "where the patch does not merge as recorded, patchguard record NAME FILE on its "
             "base) or save them elsewhere (git stash), then run the command again."
         )
+    lift.lifted = [o.verdict.name for o in outcomes if o.written]
+    lift.entry = journal.latest_entry(repo) if lift.lifted else None
+    replay.remember_lift(repo, before, outcomes)
 
 
 def _put_back(repo: Repo, lift: Lift) -> None:

@@ -28,50 +28,6 @@ if TYPE_CHECKING:
 STAMP_FORMAT = "patchguard.stamp/1"
 
 
-def patchguard_version() -> str:
-    """The installed version, from the distribution's METADATA where importlib.metadata finds
-    it (the first sys.path entry that holds its .dist-info), read without importing that
-    (~10-30 ms); importlib.metadata itself for anything else (two of them, an .egg-info)."""
-    import sys
-
-    prefix = "git_patchguard-"
-    for entry in sys.path:
-        try:
-            found = [n for n in os.listdir(entry or ".") if n.lower().startswith(prefix)]
-        except OSError:
-            continue
-        if len(found) == 1 and found[0].endswith(".dist-info"):
-            version = _metadata_version(os.path.join(entry or ".", found[0], "METADATA"))
-            if version is not None:
-                return version
-        if found:
-            break
-    return _version_by_importlib()
-
-
-def _metadata_version(path: str) -> str | None:
-    """The Version header of a METADATA file (RFC 822 headers, then a blank line)."""
-    try:
-        with open(path, encoding="utf-8") as handle:
-            for line in handle:
-                if not line.strip():
-                    break
-                if line.startswith("Version: "):
-                    return line[len("Version: ") :].strip() or None
-    except (OSError, UnicodeDecodeError):
-        return None
-    return None
-
-
-def _version_by_importlib() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("git-patchguard")
-    except PackageNotFoundError:  # pragma: no cover - running from an uninstalled tree
-        return "unknown"
-
-
 # What `git status` says of the tracked files, without refreshing the index file: a read-only
 # command writes nothing. Its paths are the repository's, from any directory (porcelain).
 _DIRTY = ("--no-optional-locks", "status", "--porcelain=v1", "-z", "-uno", "--no-renames")
@@ -119,15 +75,13 @@ def stamp(
         content = repo.read_file(path)
         files[path] = None if content is None else blob_id(content)
     dirty = _dirty(status.result().stdout)
-    edits = code_edits(repo, dirty, guarded, hidden(), _untracked_files(untracked))
+    edits = code_edits(repo, dirty, guarded, hidden(), untracked())
     return {
         "format": STAMP_FORMAT,
         "repository": str(repo.workdir),
         "head": head,
         "branch": branch,
-        "upstream": None
-        if tracking is None or branch is None
-        else _tracking(repo, branch, tracking),
+        "upstream": None if tracking is None else _tracking(tracking),
         "dirty": dirty,
         "edits": edits,
         "patches": checked["patches"] if checked else {},
@@ -154,7 +108,7 @@ def _checked(repo: Repo) -> dict[str, Any]:
     from guard.tree import assess
 
     report = assess.check(repo)
-    checked = {
+    return {
         "guarded": sorted(
             {f.path for v in report.patches for f in v.files}
             | {parse_spec(s.spec).path for s in report.symbols if s.patch is None}
@@ -165,7 +119,6 @@ def _checked(repo: Repo) -> dict[str, Any]:
         "ok": report.ok and not report.checks_nothing,
         "problems": report.problems(),
     }
-    return checked
 
 
 def _head_branch(repo: Repo) -> str | None:
@@ -175,7 +128,7 @@ def _head_branch(repo: Repo) -> str | None:
     return head.removeprefix("ref: refs/heads/") if head.startswith("ref: refs/heads/") else None
 
 
-def _tracking(repo: Repo, branch: str, listed: StartedGit) -> dict[str, Any] | None:
+def _tracking(listed: StartedGit) -> dict[str, Any] | None:
     """The branch's upstream and how far HEAD is ahead of it and behind it, from the
     for-each-ref of _TRACKING that `listed` ran."""
     listing = listed.result().stdout
@@ -183,22 +136,13 @@ def _tracking(repo: Repo, branch: str, listed: StartedGit) -> dict[str, Any] | N
     if line is None:
         return None  # none configured
     _, short, track = line.split("\0")
-    if track == "gone":  # configured, but its ref is gone: libgit2 says it as it always did
-        return _tracking_by_libgit2(repo, branch)
+    if track == "gone":  # configured, but its ref is gone: no upstream to be ahead of
+        return None
     counts = {"ahead": 0, "behind": 0}
     for part in filter(None, track.split(", ")):
         word, number = part.split(" ")
         counts[word] = int(number)
     return {"ref": short, "ahead": counts["ahead"], "behind": counts["behind"]}
-
-
-def _tracking_by_libgit2(repo: Repo, branch: str) -> dict[str, Any] | None:
-    git = repo.git
-    tracking = git.branches.local[branch].upstream
-    if tracking is None:
-        return None
-    ahead, behind = git.ahead_behind(git.head.target, tracking.target)
-    return {"ref": tracking.shorthand, "ahead": ahead, "behind": behind}
 
 
 def _dirty(listing: str) -> list[str]:
@@ -233,66 +177,38 @@ def code_edits(
 # Every index entry with its tag: a lowercase one is marked assume-unchanged, `S` skip-worktree.
 # `git status` compares neither with the worktree; an edit there still runs.
 _HIDDEN = ("ls-files", "-v", "-z")
-_HIDDEN_CACHE_DIR = "patchguard-cache/hidden-entries"  # in the worktree's git dir
 
 
 def _hidden_entries(repo: Repo) -> Callable[[], list[str]]:
     """The entries git status does not look at, once asked for (_HIDDEN started now): each
-    skip-worktree one (`S`, `s` with assume-unchanged too) that has a file in the worktree (one
-    without is what a sparse checkout leaves out, no change), and each assume-unchanged one
-    (deleted, when no file). The marked entries are kept by the index file's checksum, which
-    any change of a mark changes: a stamp starts no ls-files while the index stays the same."""
-    from guard.git.content_cache import ContentCache
-    from guard.git.index_file import checksum
-
-    key = checksum(str(repo.layout.git_dir))
-    cache = ContentCache(repo.layout.git_dir / _HIDDEN_CACHE_DIR, 8)
-    kept = None if key is None else cache.get(key)
-    listed = start_git(_HIDDEN, repo.workdir) if kept is None else None
+    skip-worktree one (`S`, `s` with assume-unchanged too) that has a file in the worktree, and
+    each assume-unchanged one (deleted, when no file)."""
+    listed = start_git(_HIDDEN, repo.workdir)
 
     def answer() -> list[str]:
-        if listed is None:
-            marked = (kept or b"").decode().split("\0")
-        else:
-            marked = [
-                e for e in listed.result().stdout.split("\0") if e[:1] in "Ss" or e[:1].islower()
-            ]
-            if key is not None:
-                cache.put(key, "\0".join(marked).encode())
-        return [
-            entry[2:]
-            for entry in marked
-            if entry and (entry[0] not in "Ss" or os.path.lexists(repo.workdir / entry[2:]))
-        ]
+        hidden = []
+        for entry in listed.result().stdout.split("\0"):
+            tag, path = entry[:1], entry[2:]
+            if tag in ("S", "s"):  # skip-worktree: without a file, left out by a sparse checkout
+                if os.path.lexists(repo.workdir / path):
+                    hidden.append(path)
+            elif tag.islower():  # assume-unchanged
+                hidden.append(path)
+        return hidden
 
     return answer
 
 
-def _untracked_beside(repo: Repo, guarded: list[str]) -> StartedGit | None:
-    """The untracked files beside the guarded files (_package_specs), listed by one ls-files,
-    now started (None: nothing is guarded). Ignored files too (a built `.so` is usually
-    ignored), but not `__pycache__`: bytecode compiled from the sources compared already."""
+def _untracked_beside(repo: Repo, guarded: list[str]) -> Callable[[], list[str]]:
+    """The untracked files beside the guarded files (_package_specs), once asked for (one
+    ls-files, started now). Ignored files too (a built `.so` is usually ignored), but not
+    `__pycache__`: bytecode compiled from the sources compared already."""
     specs = sorted({spec for path in guarded for spec in _package_specs(repo, path)})
     if not specs:
-        return None
-    return start_git(
-        [
-            "--literal-pathspecs",
-            "ls-files",
-            "-z",
-            "--others",
-            "--exclude=__pycache__",
-            "--",
-            *specs,
-        ],
-        repo.workdir,
-    )
-
-
-def _untracked_files(listed: StartedGit | None) -> list[str]:
-    """The files _untracked_beside listed."""
-    listing = "" if listed is None else listed.result().stdout
-    return [path for path in listing.split("\0") if path]
+        return list
+    options = ["--literal-pathspecs", "ls-files", "-z", "--others", "--exclude=__pycache__"]
+    listed = start_git([*options, "--", *specs], repo.workdir)
+    return lambda: [path for path in listed.result().stdout.split("\0") if path]
 
 
 # The distributions whose version changes what guarded model code does (what sglang's models
@@ -314,7 +230,7 @@ def interpreter(repo: Repo, python: str | None) -> dict[str, Any] | None:
     None is python3 on PATH, and no python3 there (or one that does not run) is None. Its
     version and search path are asked once per interpreter (guard.truth.interpreters); what is
     installed is read from its search path, as importlib.metadata reads it, without starting
-    it (_installed_kept)."""
+    it (installed)."""
     found = python if python and "/" in python else _on_path(python or "python3")
     if found is None:
         if python is None:
@@ -331,38 +247,13 @@ def interpreter(repo: Repo, python: str | None) -> dict[str, Any] | None:
     return {
         "executable": os.path.abspath(found),
         "version": version,
-        "distributions": _installed_kept(repo, path),
+        "distributions": installed(path),
     }
 
 
-def _installed_kept(repo: Repo, path: list[str]) -> dict[str, str | None]:
-    """installed(path), kept by each entry's mtime: installing, upgrading or removing a
-    distribution adds or removes its `.dist-info` directory, which changes the mtime of the
-    directory that holds it (listing site-packages on each stamp cost ~1 ms)."""
-    import json
-
-    from guard.git.content_cache import ContentCache
-    from guard.git.objects import digest
-    from guard.truth.interpreters import FACTS_CACHE_DIR
-
-    identity = []
-    for entry in path:
-        with suppress(OSError):
-            identity.append(f"{entry}\0{os.stat(entry or '.').st_mtime_ns}")
-    key = digest("\0\0".join(["installed", *identity]).encode())
-    cache = ContentCache(repo.layout.git_dir / FACTS_CACHE_DIR, 64)
-    with suppress(ValueError):
-        kept = json.loads(cache.get(key) or b"")
-        if isinstance(kept, dict) and set(kept) == set(_DISTRIBUTIONS):
-            return kept
-    versions = installed(path)
-    cache.put(key, json.dumps(versions).encode())
-    return versions
-
-
 def _on_path(name: str) -> str | None:
-    """The executable `name` on PATH, as a shell finds it (shutil.which, without the ~2.5 ms its
-    import costs a stamp)."""
+    """The executable `name` on PATH, as a shell finds it (shutil.which, without the bz2 and
+    lzma modules shutil imports)."""
     for directory in os.environ.get("PATH", os.defpath).split(os.pathsep):
         candidate = os.path.join(directory or ".", name)
         if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
@@ -370,12 +261,23 @@ def _on_path(name: str) -> str | None:
     return None
 
 
-def installed(path: list[str]) -> dict[str, str | None]:
-    """The version of each of _DISTRIBUTIONS that the search `path` finds, as
-    importlib.metadata.version finds it: the first `.dist-info` (or `.egg-info`) of that name
-    along the path, its METADATA's Version; None where there is none."""
-    wanted = {_normalized(name): shown for shown, names in _DISTRIBUTIONS.items() for name in names}
-    versions: dict[str, str | None] = dict.fromkeys(_DISTRIBUTIONS)
+def patchguard_version() -> str:
+    """This patchguard's version, as importlib.metadata.version finds it along sys.path, read
+    without importing that (it would cost a stamp half its time again)."""
+    import sys
+
+    return installed(sys.path, {"patchguard": ("git-patchguard",)})["patchguard"] or "unknown"
+
+
+def installed(
+    path: list[str], distributions: dict[str, tuple[str, ...]] = _DISTRIBUTIONS
+) -> dict[str, str | None]:
+    """The version of each of `distributions` (the name a stamp shows: the names it is
+    published under) that the search `path` finds, as importlib.metadata.version finds it: the
+    first `.dist-info` (or `.egg-info`) of that name along the path, its METADATA's Version;
+    None where there is none."""
+    wanted = {_normalized(name): shown for shown, names in distributions.items() for name in names}
+    versions: dict[str, str | None] = dict.fromkeys(distributions)
     for entry in path:
         try:
             names = os.listdir(entry or ".")
@@ -395,9 +297,23 @@ def installed(path: list[str]) -> dict[str, str | None]:
     return versions
 
 
+def _metadata_version(path: str) -> str | None:
+    """The Version header of a METADATA file (RFC 822 headers, then a blank line)."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            for line in handle:
+                if not line.strip():
+                    break
+                if line.startswith("Version: "):
+                    return line[len("Version: ") :].strip() or None
+    except (OSError, UnicodeDecodeError):
+        return None
+    return None
+
+
 def _normalized(name: str) -> str:
     """A distribution's name as its `.dist-info` directory spells it, lowercase (`sgl-kernel`,
-    `sgl_kernel`, `SGL.Kernel` alike; without `re`, whose import costs a stamp ~3 ms)."""
+    `sgl_kernel`, `SGL.Kernel` alike)."""
     return name.lower().replace("-", "_").replace(".", "_")
 
 
@@ -479,35 +395,30 @@ def load_stamp(source: str, raw: bytes) -> dict[str, Any]:
     )
 
 
-# The kinds of value each key of a stamp holds (docs/benchmarks.md); None where a key may be null.
-_STAMP_TYPES: dict[str, tuple[type, ...]] = {
-    "head": (str, type(None)),
-    "branch": (str, type(None)),
-    "upstream": (dict, type(None)),
-    "dirty": (list,),
-    "patches": (dict,),
-    "files": (dict,),
-    "edits": (dict,),
-    "symbols": (dict,),
-    "python": (dict, type(None)),
+# The kinds of value each key of a stamp holds (docs/benchmarks.md; None where a key may be
+# null), and those of each value of a map.
+_STAMP_TYPES: dict[str, tuple[tuple[type, ...], tuple[type, ...]]] = {
+    "head": ((str, type(None)), ()),
+    "branch": ((str, type(None)), ()),
+    "upstream": ((dict, type(None)), ()),
+    "dirty": ((list,), ()),
+    "patches": ((dict,), (str,)),
+    "files": ((dict,), (str, type(None))),
+    "edits": ((dict,), (str, type(None))),
+    "symbols": ((dict,), (bool,)),
+    "python": ((dict, type(None)), ()),
 }
 
 
 def _refuse_malformed(source: str, data: dict[str, Any]) -> None:
     """A line that says it is a stamp but holds other kinds of values: one clear line."""
-    values = {
-        "patches": (str,),
-        "files": (str, type(None)),
-        "edits": (str, type(None)),
-        "symbols": (bool,),
-    }
-    for key, kinds in _STAMP_TYPES.items():
-        inner = values.get(key)
-        bad = key in data and not isinstance(data[key], kinds)
-        if not bad and inner and isinstance(data.get(key), dict):
-            bad = not all(isinstance(v, inner) for v in data[key].values())
-        if key == "python" and isinstance(data.get(key), dict):  # what python_changes reads
-            installed = data[key].get("distributions") or {}
+    for key, (kinds, inner) in _STAMP_TYPES.items():
+        value = data.get(key)
+        bad = key in data and not isinstance(value, kinds)
+        if not bad and inner and isinstance(value, dict):
+            bad = not all(isinstance(v, inner) for v in value.values())
+        if key == "python" and isinstance(value, dict):  # what python_changes reads
+            installed = value.get("distributions") or {}
             bad = not isinstance(installed, dict) or not all(
                 isinstance(v, str | None) for v in installed.values()
             )
@@ -662,12 +573,10 @@ def _head_moved(repo: Repo | None, old: str | None, new: str | None) -> str:
         moved = f"HEAD moved back {behind} commit{'s' if behind != 1 else ''} {span}"
     else:
         moved = f"HEAD moved to another line of history: {ahead} ahead, {behind} behind {span}"
+    from collections import Counter
     from pathlib import PurePosixPath
 
-    by_directory: dict[str, int] = {}
-    for path in touched:
-        directory = str(PurePosixPath(path).parent)
-        by_directory[directory] = by_directory.get(directory, 0) + 1
+    by_directory = Counter(str(PurePosixPath(path).parent) for path in touched)
     where = ", ".join(
         f"{count} file{'s' if count > 1 else ''} touched under {directory}/"
         for directory, count in sorted(by_directory.items())

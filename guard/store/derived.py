@@ -67,13 +67,8 @@ def _read_bytes(path: Path) -> bytes | None:
 
 def load_manifest(repo: Repo, missing_ok: bool = False) -> Manifest:
     """The patches as the history holds them now, validated; the bytes are kept in
-    `manifest_bytes` (for the verified cache, and as the base a writer changes).
-
-    manifest.json is derived from the history ref for the hooks, and names the commit it
-    was derived from (Layout.derived_from_path). When that is not the ref's commit any
-    more, or a change to the patches was cut off (Layout.transaction_path), the ref's own
-    manifest is read, held to the schema first, and the derived file rebuilt from it: the
-    next command completes what a killed writer began, before it decides anything.
+    `manifest_bytes` (for the verified cache, and as the base a writer changes). A stale
+    manifest.json is derived again first, as the module's docstring says.
     """
     path = repo.layout.manifest_path
     held = _history_if_derived_is_stale(repo)
@@ -240,8 +235,3 @@ def _derive(repo: Repo, held: bytes, tip: str) -> None:
         if (now or "").strip() == tip:
             with suppress(ConfigError):
                 derive_manifest(repo.layout, held, tip)
-
-
-def history_manifest_bytes(repo: Repo) -> bytes | None:
-    """The manifest as the history ref holds it (guard.store.history), through `git cat-file`."""
-    return repo.file_at(HISTORY_REF, MANIFEST_ENTRY)

@@ -147,10 +147,8 @@ class CurrentKey:
 
     @property
     def verified(self) -> bool:
-        """Was this content verified, with git's index holding none of its paths unmerged?
-        No key holds the index: a conflict the user resolved by hand back to verified bytes,
-        without `git add`, is still a conflict (guard.tree.assess), so every use of a key
-        asks (once)."""
+        """Was this content verified, with git's index holding none of its paths unmerged
+        (asked once: no key holds the index, see unmerged())?"""
         if self._verified is None:
             self._verified = self.key in self.keys and self.unmerged() is False
         return self._verified
@@ -282,32 +280,28 @@ def remember(
     key = make_key([digest(manifest_bytes), *(digest(contents[p]) for p in paths)], entries)
     merged = index.checksum if index is not None and index.unmerged(paths) is False else None
     try:
-        _write_key(
-            os.path.join(git_dir, CACHE_DIR_NAME),
-            paths,
-            key,
-            (head, entries),
-            (absent, present),
-            merged,
-        )
+        _write_key(git_dir, paths, key, f"{head} {entries}", (absent, present), merged)
     except OSError:
         return  # a read-only git dir: the next check takes the full path again
 
 
 def _write_key(
-    cache: str,
-    paths: Sequence[str],
+    git_dir: str,
+    paths: list[str],
     key: str,
-    head: tuple[str, str],
+    head: str,
     looked_up: tuple[set[str], set[str]],
     merged: str | None,
 ) -> None:
+    """Add the key, with HEAD's entries (`head`: "COMMIT ENTRIES") and the paths it looked
+    up, to what the verified file holds for the same paths and code."""
     from contextlib import suppress
     from pathlib import Path
 
     from guard.git.atomic import atomic_write
     from guard.git.own_code import computed_from
 
+    cache = os.path.join(git_dir, CACHE_DIR_NAME)
     os.makedirs(cache, exist_ok=True)
     # The keys of a patchguard whose hooks computed them in sh: such hooks, left in place by an
     # upgrade until `patchguard install` rewrites them, would still trust them.
@@ -325,7 +319,8 @@ def _write_key(
     keys = [key, *[k for k in keys if k != key]][:MAX_VERIFIED]  # newest first
     if merged is not None:
         indexes = [merged, *[i for i in indexes if i != merged]][:MAX_MERGED]
-    commits = [" ".join(head), *[c for c in commits if not c.startswith(head[0] + " ")]]
+    commit = head.split(" ", 1)[0] + " "
+    commits = [head, *[c for c in commits if not c.startswith(commit)]]
     # Every key holds only while every path any of them looked up stays as it was then.
     sections = {
         "paths": list(paths),

@@ -26,13 +26,12 @@ from datetime import datetime
 from guard.errors import EXIT_INTERNAL, ConfigError, GuardError
 from guard.git import faults
 from guard.git.atomic import atomic_write
-from guard.git.gitpaths import HISTORY_REF, read_ref
+from guard.git.gitpaths import HISTORY_REF
 from guard.git.lock import held
 from guard.git.objects import blob_id
 from guard.store.derived import (
     MANIFEST_ENTRY,
     derive_manifest,
-    history_manifest_bytes,
     load_manifest,
     not_a_commit,
 )
@@ -91,14 +90,12 @@ def current(repo: Repo) -> str | None:
     A ref that points at anything but a commit (a blob put there by hand) is refused by
     name: read as "no history", it would let the next write start the history over.
 
-    Read from the ref's file and git's batched cat-file (`log` needs no libgit2); anything but
-    a commit named by its id there is read through libgit2, which names it.
+    Read through git's batched cat-file (`log` needs no libgit2); anything but a commit there
+    is read through libgit2, which names it.
     """
-    named = read_ref(HISTORY_REF, (str(repo.layout.common_dir),))
-    if named is not None and len(named) == 40:
-        found = repo.read_object(named)
-        if found is not None and found[1] == "commit" and found[0] == named:
-            return named
+    found = repo.read_object(HISTORY_REF)
+    if found is not None and found[1] == "commit":
+        return found[0]
     return _current_by_libgit2(repo)
 
 
@@ -249,10 +246,14 @@ def _parent_for(repo: Repo, old: str | None) -> str | None:
         if not loaded:
             return None
         return _commit(repo, _tree(repo, loaded, _present_blobs(repo, loaded)), [], TAKEN_OVER)
-    if blob_id(loaded) == _manifest_blob(repo, old):
+    if blob_id(loaded) == repo.file_blob_id(old, MANIFEST_ENTRY):
         return old
-    if not loaded or any(blob_id(loaded) == _manifest_blob(repo, c.commit) for c in walk(repo)):
-        refresh(repo)  # the derived file behind the ref: bring it up to date for the next run
+    if not loaded or any(
+        blob_id(loaded) == repo.file_blob_id(c.commit, MANIFEST_ENTRY) for c in walk(repo)
+    ):
+        raw = repo.file_at(old, MANIFEST_ENTRY)  # the derived file lags the ref: catch it up
+        if raw is not None:
+            derive_manifest(repo.layout, raw, old)
         raise ConfigError(
             f"the patches changed while this command ran (another patchguard moved "
             f"{HISTORY_REF}); nothing was changed. Run it again."
@@ -330,14 +331,6 @@ def _move_ref(repo: Repo, new: str, old: str | None, subject: str) -> None:
         raise
 
 
-def refresh(repo: Repo) -> None:
-    """Write manifest.json from the ref (the derived file the hooks read)."""
-    tip = current(repo)
-    raw = history_manifest_bytes(repo)
-    if tip is not None and raw is not None:
-        derive_manifest(repo.layout, raw, tip)
-
-
 # --- reading the history ---------------------------------------------------------------------
 
 
@@ -398,11 +391,6 @@ def _commit_at(repo: Repo, oid: str) -> pygit2.Commit:
     return repo.git[oid].peel(pygit2.Commit)
 
 
-def _manifest_blob(repo: Repo, oid: str) -> str | None:
-    tree = _commit_at(repo, oid).tree
-    return str(tree[MANIFEST_ENTRY].id) if MANIFEST_ENTRY in tree else None
-
-
 def earlier_versions(repo: Repo, name: str, path: str, depth: int = 20) -> list[FileChange]:
     """What patch `name` held for `path` in the last `depth` states, newest first, each once.
 
@@ -427,17 +415,10 @@ def manifest_at(repo: Repo, oid: str | None) -> Manifest:
     version, or put on the ref by hand, may not be valid (ConfigError)."""
     if oid is None:
         return Manifest()
-    source = f"{HISTORY_REF} at {oid[:10]}"
-    found = repo.read_object(f"{oid}:{MANIFEST_ENTRY}")
-    if found is not None and found[1] == "blob":  # else libgit2 says what the tree holds
-        return parse_manifest(found[2], repo.layout.manifest_path, source=source)
-    import pygit2
-
-    tree = _commit_at(repo, oid).tree
-    if MANIFEST_ENTRY not in tree:
+    raw = repo.file_at(oid, MANIFEST_ENTRY)
+    if raw is None:  # a state without one holds no patches
         return Manifest()
-    raw = tree[MANIFEST_ENTRY].peel(pygit2.Blob).data
-    return parse_manifest(raw, repo.layout.manifest_path, source=source)
+    return parse_manifest(raw, repo.layout.manifest_path, source=f"{HISTORY_REF} at {oid[:10]}")
 
 
 @dataclass(frozen=True)

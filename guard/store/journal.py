@@ -383,17 +383,14 @@ def undo(repo: Repo, entry_path: Path | None = None) -> Entry:
         recovered = recover(repo)
         if recovered is not None and entry_path is None:
             return recovered
-        return _undo(repo, entry_path or latest_entry(repo))
-
-
-def _undo(repo: Repo, entry_path: Path | None) -> Entry:
-    if entry_path is None:
-        raise ConfigError(
-            "nothing to undo: no apply, unapply or drop is recorded for this worktree"
-        )
-    entry = _read(entry_path)
-    record = json.loads((entry_path / JOURNAL_FILE).read_text())
-    return _restore(repo, entry_path, entry, record)
+        entry_path = entry_path or latest_entry(repo)
+        if entry_path is None:
+            raise ConfigError(
+                "nothing to undo: no apply, unapply or drop is recorded for this worktree"
+            )
+        entry = _read(entry_path)
+        record = json.loads((entry_path / JOURNAL_FILE).read_text())
+        return _restore(repo, entry_path, entry, record)
 
 
 def _restore(repo: Repo, entry_path: Path, entry: Entry, record: dict[str, Any]) -> Entry:
