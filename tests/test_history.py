@@ -250,6 +250,33 @@ def test_an_invalid_history_tip_is_one_line_and_undo_takes_it_back(
     assert "not a valid manifest" in logged and "undid: pushed from elsewhere" in logged
 
 
+@pytest.mark.parametrize("entry", ["a directory", "missing"])
+def test_a_state_without_a_manifest_file_is_named_by_log_and_undo_takes_it_back(
+    sample: Sample, clean_env: dict[str, str], entry: str
+) -> None:
+    """Read as "no patches", such a state would tell log that every patch was dropped there,
+    and leave undo, the way out the refusal names, unable to take it back."""
+    sample.record_eagle3()
+    derived = (sample.root / ".git/patchguard/manifest.json").read_bytes()
+    blob = git(sample.root, "hash-object", "-w", "--stdin", input="x\n").stdout.strip()
+    listing = f"100644 blob {blob}\tREADME\n"
+    if entry == "a directory":
+        inner = git(sample.root, "mktree", input=listing).stdout.strip()
+        listing += f"040000 tree {inner}\tmanifest.json\n"
+    tree = git(sample.root, "mktree", input=listing).stdout.strip()
+    tip = sample.git("rev-parse", HISTORY_REF).stdout.strip()
+    bad = sample.git("commit-tree", tree, "-p", tip, "-m", "by hand").stdout.strip()
+    sample.git("update-ref", HISTORY_REF, bad, tip)
+    logged = run_patchguard(sample.root, clean_env, ("log",), 0).stdout
+    assert "(dropped)" not in logged, logged
+    assert "holds no manifest.json file" in logged and "nothing was read from it" in logged
+    refused = run_patchguard(sample.root, clean_env, ("status",), 2)
+    assert refused.stderr.count("nothing was read from it") == 1, refused.stderr
+    run_patchguard(sample.root, clean_env, ("undo",), 0)
+    assert (sample.root / ".git/patchguard/manifest.json").read_bytes() == derived
+    run_patchguard(sample.root, clean_env, ("check",), 0)
+
+
 def test_a_history_ref_that_is_not_a_commit_is_named(
     sample: Sample, clean_env: dict[str, str]
 ) -> None:

@@ -168,7 +168,7 @@ def _valid_history_manifest(repo: Repo, tip: str) -> bytes:
     if held is None:
         raise InvalidHistoryTip(
             f"{where} holds no manifest.json: it is not a state of patchguard's history; "
-            f"nothing was read from it. {_way_back(repo, tip, undo=False)}",
+            f"{_way_back(repo, tip, undo=False)}",
             b"",
         )
     try:

@@ -246,7 +246,8 @@ def _parent_for(repo: Repo, old: str | None) -> str | None:
         if not loaded:
             return None
         return _commit(repo, _tree(repo, loaded, _present_blobs(repo, loaded)), [], TAKEN_OVER)
-    if blob_id(loaded) == repo.file_blob_id(old, MANIFEST_ENTRY):
+    held = repo.file_blob_id(old, MANIFEST_ENTRY)
+    if blob_id(loaded) == held or (held is None and not loaded):  # or undo of one without
         return old
     if not loaded or any(
         blob_id(loaded) == repo.file_blob_id(c.commit, MANIFEST_ENTRY) for c in walk(repo)
@@ -415,10 +416,20 @@ def manifest_at(repo: Repo, oid: str | None) -> Manifest:
     version, or put on the ref by hand, may not be valid (ConfigError)."""
     if oid is None:
         return Manifest()
+    source = f"{HISTORY_REF} at {oid[:10]}"
     raw = repo.file_at(oid, MANIFEST_ENTRY)
-    if raw is None:  # a state without one holds no patches
-        return Manifest()
-    return parse_manifest(raw, repo.layout.manifest_path, source=f"{HISTORY_REF} at {oid[:10]}")
+    if raw is None:
+        # Read as "no patches", a state git cannot give us, or one put together by hand, would
+        # tell log, undo and fetch that every patch was dropped there.
+        tree = repo.read_object(f"{oid}^{{tree}}")
+        held = repo.read_object(f"{oid}:{MANIFEST_ENTRY}")
+        raise ConfigError(
+            f"{source} "
+            + ("is not in this repository" if tree is None else f"holds no {MANIFEST_ENTRY} file")
+            + (f" (it is a {held[1]})" if held is not None else "")
+            + ": it is not a state of patchguard's history; nothing was read from it"
+        )
+    return parse_manifest(raw, repo.layout.manifest_path, source=source)
 
 
 @dataclass(frozen=True)
