@@ -434,16 +434,21 @@ def bisect_run(
                 "--log goes with a pass/fail COMMAND; with --metric, --json holds every sample "
                 "and the stamp of the code it ran on"
             )
+        from guard.hunt import hunt
+
         plot_file = _plotting(cwd, plot_file)
-        _bisect_metric(
-            cwd, command, metric, as_json, plot_file, higher_is_better, metric_file, counts
-        )
-    optional = ("repeats", "max_repeats", "min_effect", "server", "ready_url", "ready_line")
-    measuring = [counts[k] for k in (*optional, "timeout")]
-    given = (as_json, metric_file, plot_file, higher_is_better is not None, counts["warmups"])
-    if any(flag is not None and flag is not False for flag in given):
-        measuring.append(True)
-    if any(value is not None for value in measuring):
+        options = _hunt_options(command, metric, higher_is_better, metric_file, **counts)
+        found = hunt.bisect(Repo.discover(cwd), options, _progress)
+        click.echo(render.hunt_json(found) if as_json else "\n".join(render.hunt_lines(found)))
+        if plot_file is not None:  # after the verdict: a failed write costs only the picture
+            from guard.hunt import plots
+
+            plots.plot_bisect(found, plot_file)
+        sys.exit(EXIT_OK if found.verdict == hunt.FOUND else EXIT_GUARD_FAILED)
+    measuring = ("repeats", "max_repeats", "min_effect", "server", "ready_url", "ready_line")
+    given = [counts[name] for name in (*measuring, "timeout", "warmups")]
+    given += [metric_file, plot_file, higher_is_better, as_json or None]
+    if any(value is not None for value in given):
         raise click.UsageError("--json, --plot and the measuring options go with --metric M")
     from guard.ops import moves
 
@@ -453,28 +458,6 @@ def bisect_run(
         sys.stdout.flush()
     report_lift(lift, "bisect run")
     sys.exit(status or (EXIT_OK if lift.ok else EXIT_GUARD_FAILED))
-
-
-def _bisect_metric(
-    cwd: Path,
-    command: tuple[str, ...],
-    metric: str,
-    as_json: bool,
-    plot_file: Path | None,
-    higher_is_better: bool | None,
-    metric_file: Path | None,
-    counts: dict[str, Any],
-) -> None:
-    from guard.hunt import hunt
-
-    options = _hunt_options(command, metric, higher_is_better, metric_file, **counts)
-    found = hunt.bisect(Repo.discover(cwd), options, _progress)
-    click.echo(render.hunt_json(found) if as_json else "\n".join(render.hunt_lines(found)))
-    if plot_file is not None:  # after the verdict: a failed write costs only the picture
-        from guard.hunt import plots
-
-        plots.plot_bisect(found, plot_file)
-    sys.exit(EXIT_OK if found.verdict == hunt.FOUND else EXIT_GUARD_FAILED)
 
 
 def _bisect_shorthand(word: str) -> None:

@@ -242,15 +242,12 @@ class _Bench:
             raise GuardFailure(f"cannot lift the patches after measuring: {reasons}")
 
     def go_home(self) -> None:
+        """The branch again (a commit id, as a bisect's home is, leaves HEAD detached there)."""
         try:
             self.leave()
         finally:
-            self._checkout_home()
-
-    def _checkout_home(self) -> None:
-        """The branch again (a commit id, as a bisect's home is, leaves HEAD detached there)."""
-        if _current(self.repo) != self.home:
-            self._git("checkout", "-q", self.home)
+            if _current(self.repo) != self.home:
+                self._git("checkout", "-q", self.home)
 
     def stop_if_asked(self) -> None:
         if self.stop_asked:
@@ -363,12 +360,6 @@ class _Bench:
         left = (self.planned - self.runs) * statistics.median(self.seconds)
         return f" (about {_duration(left)} left)" if left >= 1 else ""
 
-    def warm_up(self, commit: str, count: int | None = None) -> bool:
-        """The uncounted first runs at a commit (file caches, bytecode); False if one failed.
-        `count`: how many, where not --warmups (a bisect's probes)."""
-        count = self.options.warmups if count is None else count
-        return all(self.run(commit, f"warm-up {n + 1}") is not None for n in range(count))
-
     def _attested_run(self) -> attest.AttestedRun:
         """A run's import guard, for the code checked at this commit (guard.ops.attest)."""
         assert self.report is not None  # visit() checked the code first
@@ -406,7 +397,7 @@ class _Bench:
             return f"exit {status}"
         source = output
         if self.metric_file is not None:
-            written = self._metric_file_text(self.metric_file, before)
+            written = self._metric_file_text(before)
             self.wrote_nothing = written is None
             if written is None:
                 return f"nothing written to {self.options.metric_file}"
@@ -421,27 +412,23 @@ class _Bench:
         return value
 
     def _metric_file_state(self) -> tuple[bytes, int] | None:
-        """--metric-file's bytes and modification time before a run (None: no file yet)."""
+        """--metric-file's bytes and modification time (None: no such file)."""
         path = self.metric_file
         try:
             return (path.read_bytes(), path.stat().st_mtime_ns) if path is not None else None
         except OSError:
             return None
 
-    @staticmethod
-    def _metric_file_text(path: Path, before: tuple[bytes, int] | None) -> str | None:
+    def _metric_file_text(self, before: tuple[bytes, int] | None) -> str | None:
         """What the run wrote to --metric-file: what it appended (sglang's --output-file), or
         all of it when it rewrote the file (vLLM's --save-result); None when it wrote nothing,
         so the previous run's line is never read again."""
-        try:
-            data, written = path.read_bytes(), path.stat().st_mtime_ns
-        except OSError:
+        after = self._metric_file_state()
+        if after is None or after == before:
             return None
-        if before is not None:
-            if (data, written) == before:
-                return None
-            if before[0] and data.startswith(before[0]) and data != before[0]:
-                data = data[len(before[0]) :]
+        data = after[0]
+        if before is not None and before[0] and data.startswith(before[0]) and data != before[0]:
+            data = data[len(before[0]) :]
         return data.decode(errors="replace")
 
 
@@ -546,11 +533,7 @@ def _compare(bench: _Bench, a: str, b: str, kept: Kept | None = None) -> Compari
     runs_a, runs_b = Runs(a), Runs(b)
     for commit in sorted((a, b), key=lambda c: c != bench.head()):  # where it is first
         bench.visit(commit)
-        if kept is not None and kept.warmed(commit, bench.stamps[commit]):
-            continue
-        if bench.warm_up(commit):
-            if kept is not None:
-                kept.add(kind="warmup", commit=commit, stamp=bench.stamps[commit])
+        if _warm_up(bench, commit, options.warmups, kept):
             continue
         if bench.server_failed is not None:
             raise GuardFailure(_server_failed(bench, commit))
@@ -655,7 +638,7 @@ def bisect(repo: Repo, options: Options, progress: Callable[[str], None]) -> Hun
         )
     good_term, bad_term = _terms(repo)
     bad = _refs(repo, f"refs/bisect/{bad_term}")
-    goods = _refs(repo, f"refs/bisect/{good_term}-")
+    goods = _refs(repo, f"refs/bisect/{good_term}-*")
     if len(bad) != 1 or not goods:
         raise GuardFailure(
             "the bisect needs one bad and at least one good commit before it can measure: "
@@ -773,13 +756,21 @@ def _first_visit(bench: _Bench, commit: str, kept: Kept) -> str | None:
         bench.visit(commit)
     except _NotCarried as refusal:
         return _not_carried(refusal, "bisect")
-    warmups = bench.options.probe_warmups
-    if not warmups or kept.warmed(commit, bench.stamps[commit]):
-        return None
-    if not bench.warm_up(commit, warmups):
+    if not _warm_up(bench, commit, bench.options.probe_warmups, kept):
         return "the command failed here (its output is above)"
-    kept.add(kind="warmup", commit=commit, stamp=bench.stamps[commit])
     return None
+
+
+def _warm_up(bench: _Bench, commit: str, count: int, kept: Kept | None) -> bool:
+    """The uncounted first runs at a commit (file caches, bytecode), unless a stopped hunt ran
+    them on this code already; False if one failed."""
+    if not count or (kept is not None and kept.warmed(commit, bench.stamps[commit])):
+        return True
+    if not all(bench.run(commit, f"warm-up {n + 1}") is not None for n in range(count)):
+        return False
+    if kept is not None:
+        kept.add(kind="warmup", commit=commit, stamp=bench.stamps[commit])
+    return True
 
 
 def _measure(bench: _Bench, runs: Runs, size: int, kept: Kept) -> bool:
@@ -889,11 +880,5 @@ def _terms(repo: Repo) -> tuple[str, str]:
     return (words[1], words[0]) if len(words) == 2 else ("good", "bad")
 
 
-def _refs(repo: Repo, prefix: str) -> list[str]:
-    listed = run_git(["for-each-ref", "--format=%(refname) %(objectname)"], repo.workdir)
-    found = []
-    for line in listed.stdout.splitlines():
-        name, _, commit = line.partition(" ")
-        if name == prefix or (prefix.endswith("-") and name.startswith(prefix)):
-            found.append(commit)
-    return found
+def _refs(repo: Repo, pattern: str) -> list[str]:
+    return run_git(["for-each-ref", "--format=%(objectname)", pattern], repo.workdir).stdout.split()

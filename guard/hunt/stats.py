@@ -196,7 +196,7 @@ def _robust(ratios: np.ndarray, estimate: float, alpha: float) -> bool:
         return False
     interval = stats.bootstrap(
         (ratios,),
-        _mean,
+        np.mean,
         vectorized=True,
         n_resamples=RESAMPLES,
         confidence_level=1 - alpha,
@@ -230,10 +230,6 @@ def settle(
 
 def median_of(values: Sequence[float]) -> float:
     return float(np.median(np.asarray(values, float)))
-
-
-def _mean(x: np.ndarray, axis: int = -1) -> np.ndarray:
-    return np.asarray(np.mean(x, axis=axis))
 
 
 def _spread_pct(log_values: np.ndarray) -> float:
