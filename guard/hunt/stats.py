@@ -62,12 +62,6 @@ class Plan:
     def alpha_per_look(self) -> float:
         return ALPHA / len(self.sizes)
 
-    @property
-    def can_differ(self) -> bool:
-        """Whether the last look has pairs enough for the checks of a `different` to mean
-        something (MIN_PAIRS)."""
-        return self.cap >= MIN_PAIRS
-
 
 @dataclass(frozen=True)
 class Decision:
