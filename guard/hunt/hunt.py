@@ -2,21 +2,15 @@
 
 CMD runs in the user's own checkout (an editable install runs the code there), at each commit
 with the patches carried: lifted for the whole hunt (guard.ops.moves.lifted, under the worktree's
-lock), applied and checked at each commit it visits, lifted again before it moves on. Every
-sample carries the stamp of the tree it ran on (guard.ops.provenance.stamp); a run where the
-patches were not in place, or that changed the code it ran on, is never counted, and neither is
-one whose processes did not attest the patched code (guard.ops.attest: each run has the import
-guard in every Python it starts). The moves are
-`git checkout --detach` out of reach of the terminal's Ctrl-C, so a Ctrl-C stops the hunt
-between runs: the user's branch, tree, patches and other edits come back as they were, and the
-message says how to go on (exit 130). Each run of CMD, and the server of --server, leads a
-process group of its own (guard.hunt.processes, guard.hunt.server): patchguard passes the
-signal on, and ends every group it started before it moves or exits.
+lock), applied and checked at each commit it visits, lifted again before it moves on. A run
+counts only with the patches in place, the code it ran on unchanged by it, and its processes'
+word that they imported the patched code (guard.ops.attest); each sample carries the stamp of
+the tree it ran on (guard.ops.provenance.stamp). Ctrl-C stops the hunt between runs, never
+mid-move: the user's branch, tree, patches and other edits come back as they were (exit 130).
 
-The decisions are guard.hunt.stats' and guard.hunt.culprit's. compare runs A and B in
-order-balanced pairs after a warm-up at each, looking at 3, 6, 12, 24 pairs until settled; a
-bisect measures GOOD and BAD as compare does, then probes the commits between them where the
-posterior over the first changed one is split in half, and tells git bisect the answer.
+The decisions are guard.hunt.stats' (compare: A and B in order-balanced pairs, looks at 3, 6,
+12, 24 pairs) and guard.hunt.culprit's (bisect: GOOD and BAD measured as compare does, then
+probes where the posterior over the first changed commit splits in half).
 """
 
 from __future__ import annotations
@@ -195,8 +189,7 @@ class _Bench:
         return Repo(self.repo.layout)
 
     def _git(self, *args: str) -> str:
-        held = {HELD_VARIABLE: str(self.repo.layout.worktree_lock_path)}
-        return run_git(args, self.repo.workdir, env=held).stdout
+        return run_git(args, self.repo.workdir, env=self._child_env()).stdout
 
     def head(self) -> str:
         return self._git("rev-parse", "HEAD").strip()
@@ -230,16 +223,12 @@ class _Bench:
         try:
             self._stop_server()
         finally:
-            self._lift()
-
-    def _lift(self) -> None:
-        if not self.applied:
-            return
-        self.applied, self.here = False, None
-        stuck = [o for o in patching.unapply(self._view(), allow_mid_operation=True) if not o.ok]
-        if stuck:
-            reasons = "; ".join(f"patch {o.verdict.name}: {o.message}" for o in stuck)
-            raise GuardFailure(f"cannot lift the patches after measuring: {reasons}")
+            if self.applied:
+                self.applied, self.here = False, None
+                lifted = patching.unapply(self._view(), allow_mid_operation=True)
+                if stuck := [o for o in lifted if not o.ok]:
+                    reasons = "; ".join(f"patch {o.verdict.name}: {o.message}" for o in stuck)
+                    raise GuardFailure(f"cannot lift the patches after measuring: {reasons}")
 
     def go_home(self) -> None:
         """The branch again (a commit id, as a bisect's home is, leaves HEAD detached there)."""
@@ -535,8 +524,13 @@ def _compare(bench: _Bench, a: str, b: str, kept: Kept | None = None) -> Compari
         bench.visit(commit)
         if _warm_up(bench, commit, options.warmups, kept):
             continue
-        if bench.server_failed is not None:
-            raise GuardFailure(_server_failed(bench, commit))
+        if options.server is not None and bench.server_failed is not None:
+            raise GuardFailure(  # the server is to blame, not CMD (which never ran)
+                f"the server never got ready at {commit[:10]} with the patches in place, so "
+                f"{' '.join(options.command)} was not run: {bench.server_failed}. Start it there "
+                f"by hand (patchguard git checkout {commit[:10]}, then {options.server.command}) "
+                "and check --ready/--ready-line and --ready-timeout against its output"
+            )
         if bench.unattested is not None:
             raise GuardFailure(
                 f"{' '.join(options.command)} ran at {commit[:10]} and printed a value, but it "
@@ -604,17 +598,6 @@ def _compare(bench: _Bench, a: str, b: str, kept: Kept | None = None) -> Compari
     decision, size = stats.settle(plan, look, lambda d: d.verdict != stats.UNKNOWN)
     capped = decision.verdict == stats.UNKNOWN and size == plan.sizes[-1]
     return Comparison(options.metric, runs_a, runs_b, decision, capped, bench.runs)
-
-
-def _server_failed(bench: _Bench, commit: str) -> str:
-    """The server is to blame, not CMD (which never ran): what to try by hand."""
-    assert bench.options.server is not None and bench.server_failed is not None
-    return (
-        f"the server never got ready at {commit[:10]} with the patches in place, so "
-        f"{' '.join(bench.options.command)} was not run: {bench.server_failed}. Start it there "
-        f"by hand (patchguard git checkout {commit[:10]}, then {bench.options.server.command}) "
-        "and check --ready/--ready-line and --ready-timeout against its output"
-    )
 
 
 def _not_carried(refusal: _NotCarried, operation: str) -> str:
