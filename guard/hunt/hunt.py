@@ -584,12 +584,8 @@ def _compare(bench: _Bench, a: str, b: str, kept: Kept | None = None) -> Compari
             for side, sample in zip(order, pair, strict=True):
                 sides[side].samples.append(sample)
             if kept is not None:
-                kept.add(
-                    kind="pair",
-                    lead=lead,
-                    a=asdict(runs_a.samples[-1]),
-                    b=asdict(runs_b.samples[-1]),
-                )
+                last = asdict(runs_a.samples[-1]), asdict(runs_b.samples[-1])
+                kept.add(kind="pair", lead=lead, a=last[0], b=last[1])
         return stats.decide(
             runs_a.values, runs_b.values, min_effect_pct=options.min_effect_pct, alpha=alpha
         )

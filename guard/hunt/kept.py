@@ -26,12 +26,10 @@ class Sample:
 
 
 class Kept:
-    """A metric bisect's samples, written down as they are measured (KEPT_FILE), so a hunt
-    that Ctrl-C stopped goes on without measuring anything twice. A kept sample is taken again
-    only for the same hunt (bisect, endpoints, command, metric) and the same code: its stamp's
-    HEAD, patches and guarded files equal the stamp at that commit now; warm-ups are kept
-    alike, and each run is written down as it ends (what the hunt cost). A finished hunt drops the
-    file."""
+    """A metric bisect's samples (KEPT_FILE). One is taken again only for the same hunt
+    (bisect, endpoints, command, metric) and the same code (its stamp's HEAD, patches and
+    guarded files as they are at that commit now); warm-ups alike, and each run as it ends (what
+    the hunt cost). A finished hunt drops the file."""
 
     def __init__(self, path: Path, hunt: list[str]) -> None:
         self.path = path
