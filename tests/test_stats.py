@@ -169,9 +169,7 @@ def test_pooled_runs_of_two_commits_decide_from_one_run_each() -> None:
     assert scale == pytest.approx(np.sqrt(sum(np.sum(x**2) for x in logs) / 4))
 
 
-def test_plans_look_at_doubling_sizes_and_three_pairs_can_differ() -> None:
-    assert not stats.Plan(2, 2).can_differ
-    assert stats.Plan(3, 3).can_differ and PLAN.can_differ
+def test_plans_look_at_doubling_sizes() -> None:
     assert PLAN.sizes == [3, 6, 12, 24] and PLAN.alpha_per_look == stats.ALPHA / 4
     assert stats.Plan(6, 20).sizes == [6, 12, 20]
 

@@ -101,7 +101,6 @@ def _measure_options(func: Callable[..., Any]) -> Callable[..., Any]:
         click.option(
             "--timeout",
             type=click.FloatRange(min=0, min_open=True),
-            default=None,
             metavar="S",
             help="End a run of COMMAND (its whole process group) after S seconds; it is not "
             "counted.",
@@ -125,7 +124,6 @@ def _measure_options(func: Callable[..., Any]) -> Callable[..., Any]:
         ),
         click.option(
             "--ready-line",
-            default=None,
             metavar="REGEX",
             help="With --server: ready when a line of its output matches REGEX (no port is "
             "watched).",
@@ -133,14 +131,12 @@ def _measure_options(func: Callable[..., Any]) -> Callable[..., Any]:
         click.option(
             "--ready",
             "ready_url",
-            default=None,
             metavar="URL",
             help="With --server: ready when URL answers 2xx (e.g. http://127.0.0.1:30000/health); "
             "its port must be free before each start.",
         ),
         click.option(
             "--server",
-            default=None,
             metavar="CMD",
             help="Start CMD (a shell line, at the top of the checkout) at each commit before "
             "COMMAND runs, and stop its whole process group before moving on; needs --ready or "
@@ -149,7 +145,6 @@ def _measure_options(func: Callable[..., Any]) -> Callable[..., Any]:
         click.option(
             "--metric-file",
             type=click.Path(dir_okay=False, path_type=Path),
-            default=None,
             metavar="FILE",
             help="Read the metric from what each run appends to FILE (sglang's --output-file "
             "JSONL), not from its output; relative to the top of the checkout, where COMMAND "
@@ -165,7 +160,6 @@ def _measure_options(func: Callable[..., Any]) -> Callable[..., Any]:
         click.option(
             "--warmups",
             type=click.IntRange(min=0),
-            default=None,
             metavar="N",
             help="Uncounted runs at each commit before the counted ones (default: 1 at "
             "compare's two commits and a bisect's GOOD and BAD; none at the commits a bisect "
@@ -174,7 +168,6 @@ def _measure_options(func: Callable[..., Any]) -> Callable[..., Any]:
         click.option(
             "--max-repeats",
             type=click.IntRange(min=2),
-            default=None,
             metavar="K",
             help="The cap: while the answer is unknown the runs are doubled up to K per side "
             "(default: 24).",
@@ -182,14 +175,12 @@ def _measure_options(func: Callable[..., Any]) -> Callable[..., Any]:
         click.option(
             "--repeats",
             type=click.IntRange(min=2),
-            default=None,
             metavar="N",
             help="Counted runs per side to begin with (default: 3).",
         ),
         click.option(
             "--min-effect",
             type=click.FloatRange(min=0),
-            default=None,
             metavar="PCT",
             help="The smallest change that counts, in percent (default: 5): `different` needs "
             "at least half of it, `same` means the whole interval is within it.",
@@ -221,7 +212,7 @@ def _hunt_options(
     cap = counts["max_repeats"] or max(hunt.DEFAULT_MAX_REPEATS, repeats)
     if cap < repeats:
         raise click.UsageError(f"--max-repeats {cap} is below --repeats {repeats}")
-    if not stats.Plan(repeats, cap).can_differ:
+    if cap < stats.MIN_PAIRS:
         raise click.UsageError(
             f"with at most {cap} runs per side no change can be shown (too few to check the "
             f"test); raise --max-repeats to {stats.MIN_PAIRS} or more"
@@ -282,7 +273,6 @@ def _plot_option(what: str) -> Callable[[Callable[..., Any]], Callable[..., Any]
         "--plot",
         "plot_file",
         type=click.Path(dir_okay=False, path_type=Path),
-        default=None,
         metavar="FILE",
         help=f"Draw {what} into FILE (.png or .svg; needs git-patchguard[plot]).",
     )
@@ -379,12 +369,10 @@ def bisect() -> None:
 @click.option(
     "--log",
     type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
     help="Append one JSON line per step: the stamp of the tree measured and COMMAND's exit.",
 )
 @click.option(
     "--metric",
-    default=None,
     metavar="M",
     help="Bisect on a measured metric instead of COMMAND's status (a label as printed, "
     "json:KEY or re:PATTERN): GOOD and BAD are measured (see compare), then the commits "
@@ -434,16 +422,21 @@ def bisect_run(
                 "--log goes with a pass/fail COMMAND; with --metric, --json holds every sample "
                 "and the stamp of the code it ran on"
             )
+        from guard.hunt import hunt
+
         plot_file = _plotting(cwd, plot_file)
-        _bisect_metric(
-            cwd, command, metric, as_json, plot_file, higher_is_better, metric_file, counts
-        )
-    optional = ("repeats", "max_repeats", "min_effect", "server", "ready_url", "ready_line")
-    measuring = [counts[k] for k in (*optional, "timeout")]
-    given = (as_json, metric_file, plot_file, higher_is_better is not None, counts["warmups"])
-    if any(flag is not None and flag is not False for flag in given):
-        measuring.append(True)
-    if any(value is not None for value in measuring):
+        options = _hunt_options(command, metric, higher_is_better, metric_file, **counts)
+        found = hunt.bisect(Repo.discover(cwd), options, _progress)
+        click.echo(render.hunt_json(found) if as_json else "\n".join(render.hunt_lines(found)))
+        if plot_file is not None:  # after the verdict: a failed write costs only the picture
+            from guard.hunt import plots
+
+            plots.plot_bisect(found, plot_file)
+        sys.exit(EXIT_OK if found.verdict == hunt.FOUND else EXIT_GUARD_FAILED)
+    measuring = ("repeats", "max_repeats", "min_effect", "server", "ready_url", "ready_line")
+    given = [counts[name] for name in (*measuring, "timeout", "warmups")]
+    given += [metric_file, plot_file, higher_is_better, as_json or None]
+    if any(value is not None for value in given):
         raise click.UsageError("--json, --plot and the measuring options go with --metric M")
     from guard.ops import moves
 
@@ -453,28 +446,6 @@ def bisect_run(
         sys.stdout.flush()
     report_lift(lift, "bisect run")
     sys.exit(status or (EXIT_OK if lift.ok else EXIT_GUARD_FAILED))
-
-
-def _bisect_metric(
-    cwd: Path,
-    command: tuple[str, ...],
-    metric: str,
-    as_json: bool,
-    plot_file: Path | None,
-    higher_is_better: bool | None,
-    metric_file: Path | None,
-    counts: dict[str, Any],
-) -> None:
-    from guard.hunt import hunt
-
-    options = _hunt_options(command, metric, higher_is_better, metric_file, **counts)
-    found = hunt.bisect(Repo.discover(cwd), options, _progress)
-    click.echo(render.hunt_json(found) if as_json else "\n".join(render.hunt_lines(found)))
-    if plot_file is not None:  # after the verdict: a failed write costs only the picture
-        from guard.hunt import plots
-
-        plots.plot_bisect(found, plot_file)
-    sys.exit(EXIT_OK if found.verdict == hunt.FOUND else EXIT_GUARD_FAILED)
 
 
 def _bisect_shorthand(word: str) -> None:
@@ -498,8 +469,8 @@ for _word in ("start", "good", "bad", "skip", "reset", "log"):
 
 
 @bisect.command(name="step", hidden=True, context_settings=PASS_THROUGH)
-@click.option("--log", type=click.Path(dir_okay=False, path_type=Path), default=None)
-@click.option("--decided", type=click.Path(dir_okay=False, path_type=Path), default=None)
+@click.option("--log", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--decided", type=click.Path(dir_okay=False, path_type=Path))
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 def bisect_step(log: Path | None, decided: Path | None, command: tuple[str, ...]) -> None:
     """One step of `patchguard bisect run` (run by git bisect, not by hand).

@@ -48,7 +48,7 @@ for part in parts[1:]:
 found = None
 if spec is not None:
     found = {"origin": spec.origin, "locations": list(spec.submodule_search_locations or [])}
-print(json.dumps({"executable": sys.executable, "spec": found}))
+print(json.dumps({"spec": found}))
 """
 
 
@@ -131,29 +131,22 @@ def _env_command(words: list[str], env: dict[str, str]) -> tuple[list[str], dict
     empty, unset, rest = False, [], list(words)
     while rest and rest[0].startswith("-") and rest[0] != "--":
         word = rest.pop(0)
-        if word.startswith("--"):
-            name, has_value, value = word[2:].partition("=")
-            letter = _ENV_LONG_OPTIONS.get(name, "")
-            if letter in _ENV_VALUED and not has_value:
-                value = rest.pop(0) if rest else ""
-            options = [(letter, value)]
-        else:
-            options = []
-            for index, letter in enumerate(word[1:] or "i", start=1):  # `-` alone is -i
-                value = (
-                    (word[index + 1 :] or (rest.pop(0) if rest else ""))
-                    if letter in _ENV_VALUED
-                    else ""
-                )
-                options.append((letter, value))
-                if value:
-                    break
-        for letter, value in options:
+        if word.startswith("--"):  # read as its short form: --unset=NAME as -uNAME
+            name, _, value = word[2:].partition("=")
+            if name not in _ENV_LONG_OPTIONS:
+                continue
+            word = f"-{_ENV_LONG_OPTIONS[name]}{value}"
+        for index, letter in enumerate(word[1:] or "i", start=1):  # `-` alone is -i
+            value = ""
+            if letter in _ENV_VALUED:
+                value = word[index + 1 :] or (rest.pop(0) if rest else "")
             empty = empty or letter == "i"
             if letter == "u":
                 unset.append(value)
             elif letter == "S":
                 rest[:0] = shlex.split(value)
+            if value:
+                break
     if rest[:1] == ["--"]:
         rest.pop(0)
     changed = {} if empty else dict(env)
@@ -207,22 +200,18 @@ def resolve_import(
         raise ConfigError(
             f"cannot run the interpreter {python}: {error}. Pass an existing one with --python PATH."
         ) from None
+    location = None
     if probe.returncode != 0:
         last = (probe.stderr.strip().splitlines() or ["(no output)"])[-1]
-        return ImportResult(
-            module, python, None, False, f"{python} could not resolve it: {last}; {_HINT}"
-        )
-    found = json.loads(probe.stdout)["spec"]
-    if found is None:
-        return ImportResult(
-            module, python, None, False, f"{python} cannot import {module} at all; {_HINT}"
-        )
-    location = found["origin"] if found["origin"] not in (None, "namespace") else None
-    location = location or (found["locations"] or [None])[0]
+        why = f"{python} could not resolve it: {last}"
+    elif (found := json.loads(probe.stdout)["spec"]) is None:
+        why = f"{python} cannot import {module} at all"
+    else:
+        origin = found["origin"] if found["origin"] not in (None, "namespace") else None
+        location = origin or (found["locations"] or [None])[0]
+        why = f"{module} has no file location for {python}"
     if location is None:
-        return ImportResult(
-            module, python, None, False, f"{module} has no file location for {python}; {_HINT}"
-        )
+        return ImportResult(module, python, None, False, f"{why}; {_HINT}")
     resolved = Path(location).resolve()
     if resolved.is_relative_to(workdir.resolve()):
         return ImportResult(module, python, str(resolved), True, f"imported from {resolved}")
@@ -275,10 +264,9 @@ def verify(
         resolve_import(name, interpreter, repo.workdir, cwd, env) for name in import_names
     ]
     if runtime:
-        from guard.truth import probe  # runs user code in another process: never on the hooks' path
-
-        timeout = probe.DEFAULT_TIMEOUT if runtime_timeout is None else runtime_timeout
-        report.runtime_seconds = confirm_at_runtime(report, repo, tree, interpreter, timeout, env)
+        report.runtime_seconds = confirm_at_runtime(
+            report, repo, tree, interpreter, runtime_timeout, env
+        )
     return report
 
 
@@ -319,9 +307,6 @@ def report_check(
 
     `same_as` (the stamp file's name and its last stamp) also fails when this node's code
     differs from that node's.
-
-    Shared by the click command and the entry point, which serves a plain `check` without
-    importing click when the verified cache misses.
     """
     from guard.cli import render
 
@@ -425,10 +410,11 @@ def confirm_at_runtime(
     repo: Repo,
     tree: Worktree,
     python: str,
-    timeout: float,
+    timeout: float | None,
     env: Mapping[str, str],
 ) -> float:
-    """Set each symbol's runtime answer (and its verdict: Python decides); the seconds it took.
+    """Set each symbol's runtime answer (and its verdict: Python decides); the seconds it took
+    (`timeout`: the probe's, None for its default).
 
     `env`: the environment the command runs with (guard.cli.preflight.unwrapped), as a
     module may define a name only when a variable is set.
@@ -453,6 +439,7 @@ def confirm_at_runtime(
     if not asked:
         return 0.0
     started = time.monotonic()
+    timeout = probe.DEFAULT_TIMEOUT if timeout is None else timeout
     answers = probe.ask(python, asked, repo.workdir, timeout, env)
     for symbol, (state, detail) in zip(report.symbols, answers, strict=True):
         symbol.runtime = state

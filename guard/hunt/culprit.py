@@ -113,10 +113,6 @@ class Posterior:
         return min(usable, key=lambda j: (abs(float(cdf[j]) - 0.5), j))
 
 
-def decisive(evidence: float) -> bool:
-    return abs(evidence) >= math.log(DECISIVE)
-
-
 @dataclass
 class Search:
     """Where a search ended: the group the posterior settled on (one hypothesis when a single
@@ -149,6 +145,6 @@ def search(fit: Fit, size: int, take: Callable[[int, int], list[float] | None], 
                 break
             values[probe] = got
             posterior.evidence[probe] = fit.evidence(got)
-            if decisive(posterior.evidence[probe]) or len(got) >= cap:
+            if abs(posterior.evidence[probe]) >= math.log(DECISIVE) or len(got) >= cap:
                 break
     return Search(posterior, values, group)

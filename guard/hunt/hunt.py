@@ -2,21 +2,15 @@
 
 CMD runs in the user's own checkout (an editable install runs the code there), at each commit
 with the patches carried: lifted for the whole hunt (guard.ops.moves.lifted, under the worktree's
-lock), applied and checked at each commit it visits, lifted again before it moves on. Every
-sample carries the stamp of the tree it ran on (guard.ops.provenance.stamp); a run where the
-patches were not in place, or that changed the code it ran on, is never counted, and neither is
-one whose processes did not attest the patched code (guard.ops.attest: each run has the import
-guard in every Python it starts). The moves are
-`git checkout --detach` out of reach of the terminal's Ctrl-C, so a Ctrl-C stops the hunt
-between runs: the user's branch, tree, patches and other edits come back as they were, and the
-message says how to go on (exit 130). Each run of CMD, and the server of --server, leads a
-process group of its own (guard.hunt.processes, guard.hunt.server): patchguard passes the
-signal on, and ends every group it started before it moves or exits.
+lock), applied and checked at each commit it visits, lifted again before it moves on. A run
+counts only with the patches in place, the code it ran on unchanged by it, and its processes'
+word that they imported the patched code (guard.ops.attest); each sample carries the stamp of
+the tree it ran on (guard.ops.provenance.stamp). Ctrl-C stops the hunt between runs, never
+mid-move: the user's branch, tree, patches and other edits come back as they were (exit 130).
 
-The decisions are guard.hunt.stats' and guard.hunt.culprit's. compare runs A and B in
-order-balanced pairs after a warm-up at each, looking at 3, 6, 12, 24 pairs until settled; a
-bisect measures GOOD and BAD as compare does, then probes the commits between them where the
-posterior over the first changed one is split in half, and tells git bisect the answer.
+The decisions are guard.hunt.stats' (compare: A and B in order-balanced pairs, looks at 3, 6,
+12, 24 pairs) and guard.hunt.culprit's (bisect: GOOD and BAD measured as compare does, then
+probes where the posterior over the first changed commit splits in half).
 """
 
 from __future__ import annotations
@@ -195,8 +189,7 @@ class _Bench:
         return Repo(self.repo.layout)
 
     def _git(self, *args: str) -> str:
-        held = {HELD_VARIABLE: str(self.repo.layout.worktree_lock_path)}
-        return run_git(args, self.repo.workdir, env=held).stdout
+        return run_git(args, self.repo.workdir, env=self._child_env()).stdout
 
     def head(self) -> str:
         return self._git("rev-parse", "HEAD").strip()
@@ -230,27 +223,20 @@ class _Bench:
         try:
             self._stop_server()
         finally:
-            self._lift()
-
-    def _lift(self) -> None:
-        if not self.applied:
-            return
-        self.applied, self.here = False, None
-        stuck = [o for o in patching.unapply(self._view(), allow_mid_operation=True) if not o.ok]
-        if stuck:
-            reasons = "; ".join(f"patch {o.verdict.name}: {o.message}" for o in stuck)
-            raise GuardFailure(f"cannot lift the patches after measuring: {reasons}")
+            if self.applied:
+                self.applied, self.here = False, None
+                lifted = patching.unapply(self._view(), allow_mid_operation=True)
+                if stuck := [o for o in lifted if not o.ok]:
+                    reasons = "; ".join(f"patch {o.verdict.name}: {o.message}" for o in stuck)
+                    raise GuardFailure(f"cannot lift the patches after measuring: {reasons}")
 
     def go_home(self) -> None:
+        """The branch again (a commit id, as a bisect's home is, leaves HEAD detached there)."""
         try:
             self.leave()
         finally:
-            self._checkout_home()
-
-    def _checkout_home(self) -> None:
-        """The branch again (a commit id, as a bisect's home is, leaves HEAD detached there)."""
-        if _current(self.repo) != self.home:
-            self._git("checkout", "-q", self.home)
+            if _current(self.repo) != self.home:
+                self._git("checkout", "-q", self.home)
 
     def stop_if_asked(self) -> None:
         if self.stop_asked:
@@ -363,12 +349,6 @@ class _Bench:
         left = (self.planned - self.runs) * statistics.median(self.seconds)
         return f" (about {_duration(left)} left)" if left >= 1 else ""
 
-    def warm_up(self, commit: str, count: int | None = None) -> bool:
-        """The uncounted first runs at a commit (file caches, bytecode); False if one failed.
-        `count`: how many, where not --warmups (a bisect's probes)."""
-        count = self.options.warmups if count is None else count
-        return all(self.run(commit, f"warm-up {n + 1}") is not None for n in range(count))
-
     def _attested_run(self) -> attest.AttestedRun:
         """A run's import guard, for the code checked at this commit (guard.ops.attest)."""
         assert self.report is not None  # visit() checked the code first
@@ -406,7 +386,7 @@ class _Bench:
             return f"exit {status}"
         source = output
         if self.metric_file is not None:
-            written = self._metric_file_text(self.metric_file, before)
+            written = self._metric_file_text(before)
             self.wrote_nothing = written is None
             if written is None:
                 return f"nothing written to {self.options.metric_file}"
@@ -421,27 +401,23 @@ class _Bench:
         return value
 
     def _metric_file_state(self) -> tuple[bytes, int] | None:
-        """--metric-file's bytes and modification time before a run (None: no file yet)."""
+        """--metric-file's bytes and modification time (None: no such file)."""
         path = self.metric_file
         try:
             return (path.read_bytes(), path.stat().st_mtime_ns) if path is not None else None
         except OSError:
             return None
 
-    @staticmethod
-    def _metric_file_text(path: Path, before: tuple[bytes, int] | None) -> str | None:
+    def _metric_file_text(self, before: tuple[bytes, int] | None) -> str | None:
         """What the run wrote to --metric-file: what it appended (sglang's --output-file), or
         all of it when it rewrote the file (vLLM's --save-result); None when it wrote nothing,
         so the previous run's line is never read again."""
-        try:
-            data, written = path.read_bytes(), path.stat().st_mtime_ns
-        except OSError:
+        after = self._metric_file_state()
+        if after is None or after == before:
             return None
-        if before is not None:
-            if (data, written) == before:
-                return None
-            if before[0] and data.startswith(before[0]) and data != before[0]:
-                data = data[len(before[0]) :]
+        data = after[0]
+        if before is not None and before[0] and data.startswith(before[0]) and data != before[0]:
+            data = data[len(before[0]) :]
         return data.decode(errors="replace")
 
 
@@ -546,14 +522,15 @@ def _compare(bench: _Bench, a: str, b: str, kept: Kept | None = None) -> Compari
     runs_a, runs_b = Runs(a), Runs(b)
     for commit in sorted((a, b), key=lambda c: c != bench.head()):  # where it is first
         bench.visit(commit)
-        if kept is not None and kept.warmed(commit, bench.stamps[commit]):
+        if _warm_up(bench, commit, options.warmups, kept):
             continue
-        if bench.warm_up(commit):
-            if kept is not None:
-                kept.add(kind="warmup", commit=commit, stamp=bench.stamps[commit])
-            continue
-        if bench.server_failed is not None:
-            raise GuardFailure(_server_failed(bench, commit))
+        if options.server is not None and bench.server_failed is not None:
+            raise GuardFailure(  # the server is to blame, not CMD (which never ran)
+                f"the server never got ready at {commit[:10]} with the patches in place, so "
+                f"{' '.join(options.command)} was not run: {bench.server_failed}. Start it there "
+                f"by hand (patchguard git checkout {commit[:10]}, then {options.server.command}) "
+                "and check --ready/--ready-line and --ready-timeout against its output"
+            )
         if bench.unattested is not None:
             raise GuardFailure(
                 f"{' '.join(options.command)} ran at {commit[:10]} and printed a value, but it "
@@ -607,12 +584,8 @@ def _compare(bench: _Bench, a: str, b: str, kept: Kept | None = None) -> Compari
             for side, sample in zip(order, pair, strict=True):
                 sides[side].samples.append(sample)
             if kept is not None:
-                kept.add(
-                    kind="pair",
-                    lead=lead,
-                    a=asdict(runs_a.samples[-1]),
-                    b=asdict(runs_b.samples[-1]),
-                )
+                last = asdict(runs_a.samples[-1]), asdict(runs_b.samples[-1])
+                kept.add(kind="pair", lead=lead, a=last[0], b=last[1])
         return stats.decide(
             runs_a.values, runs_b.values, min_effect_pct=options.min_effect_pct, alpha=alpha
         )
@@ -621,17 +594,6 @@ def _compare(bench: _Bench, a: str, b: str, kept: Kept | None = None) -> Compari
     decision, size = stats.settle(plan, look, lambda d: d.verdict != stats.UNKNOWN)
     capped = decision.verdict == stats.UNKNOWN and size == plan.sizes[-1]
     return Comparison(options.metric, runs_a, runs_b, decision, capped, bench.runs)
-
-
-def _server_failed(bench: _Bench, commit: str) -> str:
-    """The server is to blame, not CMD (which never ran): what to try by hand."""
-    assert bench.options.server is not None and bench.server_failed is not None
-    return (
-        f"the server never got ready at {commit[:10]} with the patches in place, so "
-        f"{' '.join(bench.options.command)} was not run: {bench.server_failed}. Start it there "
-        f"by hand (patchguard git checkout {commit[:10]}, then {bench.options.server.command}) "
-        "and check --ready/--ready-line and --ready-timeout against its output"
-    )
 
 
 def _not_carried(refusal: _NotCarried, operation: str) -> str:
@@ -655,7 +617,7 @@ def bisect(repo: Repo, options: Options, progress: Callable[[str], None]) -> Hun
         )
     good_term, bad_term = _terms(repo)
     bad = _refs(repo, f"refs/bisect/{bad_term}")
-    goods = _refs(repo, f"refs/bisect/{good_term}-")
+    goods = _refs(repo, f"refs/bisect/{good_term}-*")
     if len(bad) != 1 or not goods:
         raise GuardFailure(
             "the bisect needs one bad and at least one good commit before it can measure: "
@@ -773,13 +735,21 @@ def _first_visit(bench: _Bench, commit: str, kept: Kept) -> str | None:
         bench.visit(commit)
     except _NotCarried as refusal:
         return _not_carried(refusal, "bisect")
-    warmups = bench.options.probe_warmups
-    if not warmups or kept.warmed(commit, bench.stamps[commit]):
-        return None
-    if not bench.warm_up(commit, warmups):
+    if not _warm_up(bench, commit, bench.options.probe_warmups, kept):
         return "the command failed here (its output is above)"
-    kept.add(kind="warmup", commit=commit, stamp=bench.stamps[commit])
     return None
+
+
+def _warm_up(bench: _Bench, commit: str, count: int, kept: Kept | None) -> bool:
+    """The uncounted first runs at a commit (file caches, bytecode), unless a stopped hunt ran
+    them on this code already; False if one failed."""
+    if not count or (kept is not None and kept.warmed(commit, bench.stamps[commit])):
+        return True
+    if not all(bench.run(commit, f"warm-up {n + 1}") is not None for n in range(count)):
+        return False
+    if kept is not None:
+        kept.add(kind="warmup", commit=commit, stamp=bench.stamps[commit])
+    return True
 
 
 def _measure(bench: _Bench, runs: Runs, size: int, kept: Kept) -> bool:
@@ -889,11 +859,5 @@ def _terms(repo: Repo) -> tuple[str, str]:
     return (words[1], words[0]) if len(words) == 2 else ("good", "bad")
 
 
-def _refs(repo: Repo, prefix: str) -> list[str]:
-    listed = run_git(["for-each-ref", "--format=%(refname) %(objectname)"], repo.workdir)
-    found = []
-    for line in listed.stdout.splitlines():
-        name, _, commit = line.partition(" ")
-        if name == prefix or (prefix.endswith("-") and name.startswith(prefix)):
-            found.append(commit)
-    return found
+def _refs(repo: Repo, pattern: str) -> list[str]:
+    return run_git(["for-each-ref", "--format=%(objectname)", pattern], repo.workdir).stdout.split()

@@ -26,12 +26,10 @@ class Sample:
 
 
 class Kept:
-    """A metric bisect's samples, written down as they are measured (KEPT_FILE), so a hunt
-    that Ctrl-C stopped goes on without measuring anything twice. A kept sample is taken again
-    only for the same hunt (bisect, endpoints, command, metric) and the same code: its stamp's
-    HEAD, patches and guarded files equal the stamp at that commit now; warm-ups are kept
-    alike, and each run is written down as it ends (what the hunt cost). A finished hunt drops the
-    file."""
+    """A metric bisect's samples (KEPT_FILE). One is taken again only for the same hunt
+    (bisect, endpoints, command, metric) and the same code (its stamp's HEAD, patches and
+    guarded files as they are at that commit now); warm-ups alike, and each run as it ends (what
+    the hunt cost). A finished hunt drops the file."""
 
     def __init__(self, path: Path, hunt: list[str]) -> None:
         self.path = path
@@ -49,30 +47,25 @@ class Kept:
         self, stamp_a: dict[str, Any], stamp_b: dict[str, Any]
     ) -> list[tuple[str, Sample, Sample]]:
         """(which side led, A's sample, B's sample) of the pairs kept, where the code is the same."""
-        found = []
-        for line in self.lines:
-            if line.get("kind") == "pair":
-                a, b = Sample(**line["a"]), Sample(**line["b"])
-                if same_code(a.stamp, stamp_a) and same_code(b.stamp, stamp_b):
-                    found.append((str(line["lead"]), a, b))
-        return found
+        kept = [(str(p["lead"]), Sample(**p["a"]), Sample(**p["b"])) for p in self._of("pair")]
+        return [
+            (lead, a, b)
+            for lead, a, b in kept
+            if same_code(a.stamp, stamp_a) and same_code(b.stamp, stamp_b)
+        ]
 
     def samples(self, commit: str, now: dict[str, Any]) -> list[Sample]:
-        found = [
-            Sample(**line["sample"])
-            for line in self.lines
-            if line.get("kind") == "sample" and line.get("commit") == commit
-        ]
+        found = [Sample(**line["sample"]) for line in self._of("sample", commit)]
         return [sample for sample in found if same_code(sample.stamp, now)]
 
     def warmed(self, commit: str, now: dict[str, Any]) -> bool:
         """Whether this commit's warm-ups ran already, on the same code."""
-        return any(
-            line.get("kind") == "warmup"
-            and line.get("commit") == commit
-            and same_code(line.get("stamp", {}), now)
-            for line in self.lines
-        )
+        return any(same_code(line.get("stamp", {}), now) for line in self._of("warmup", commit))
+
+    def _of(self, kind: str, commit: str | None = None) -> list[dict[str, Any]]:
+        return [
+            line for line in self.lines if (line.get("kind"), line.get("commit")) == (kind, commit)
+        ]
 
     def add(self, **record: Any) -> None:
         line = {"hunt": self.key, **record}

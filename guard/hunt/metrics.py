@@ -1,22 +1,16 @@
 """Reading one number from a benchmark's output, as sglang's and vLLM's benchmarks print it.
 
-Three ways to name it (docs/hunting.md):
-- a label, as `bench_serving`, `bench_offline_throughput` and vLLM's `vllm bench serve` print
-  their rows (`Output token throughput (tok/s):` padded to 40 columns, then the value) and as
-  `bench_one_batch` and `bench_one_batch_server` print theirs (`Decode.  median latency:
-  0.01178 s, median throughput:    339.57 token/s`: a `key: value` pair after each comma, under
-  the line's `Decode.` prefix). Typed with or without its colon and its trailing unit
-  (`(tok/s)`); spaces and case do not matter.
-- `json:KEY`, a key of a JSON line (sglang appends JSONL with `--output-file`) or of a whole
-  JSON file (vLLM's `--save-result` writes one object); a bare KEY that no label matches is
-  tried as one too.
-- `re:PATTERN`, a regular expression with one group.
-The last occurrence decides: the warm-up rows come before the result, and when the last one
-holds no number that can be read one way only (`nan`, `inf`, `1 234`), the run is refused
-(Unreadable) rather than read from an earlier row. Digits grouped by commas (`1,234.56`, as
-Python's `{:,}` prints them), underscores or a no-break or thin space are read whole; by a plain
-space they are refused: `12 345` may as well be two columns. Which way is better is known for
-sglang's and vLLM's own names (throughput up, latency down); for others the user says.
+Three ways to name it (docs/hunting.md): a label as printed (`Output token throughput
+(tok/s):` padded to 40 columns; bench_one_batch's `Decode.  median latency: 0.01178 s, median
+throughput: 339.57 token/s`, a `key: value` pair after each comma under the line's prefix),
+with or without its colon and unit, spaces and case aside; `json:KEY`, a key of a JSON line
+(sglang's --output-file) or of a whole JSON file (vLLM's --save-result), tried too for a bare
+KEY no label matches; `re:PATTERN`, a regular expression with one group.
+The last occurrence decides (warm-up rows come first); when it holds no number that reads one
+way only (`nan`, `inf`, `1 234`), the run is refused (Unreadable), never read from an earlier
+row. Digits grouped by commas, underscores or a no-break or thin space are read whole; by a
+plain space they are refused: `12 345` may as well be two columns. Which way is better is
+known for sglang's and vLLM's own names (throughput up, latency down); others the user says.
 """
 
 from __future__ import annotations

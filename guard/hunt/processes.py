@@ -81,12 +81,12 @@ class Group:
             pass
         return not live_members(self.pgid)
 
-    def end(self, grace: float = GRACE_SECONDS) -> bool:
-        """SIGTERM to the whole group, SIGKILL after `grace`; True once none of it is left."""
+    def end(self) -> bool:
+        """SIGTERM to the whole group, SIGKILL after GRACE_SECONDS; True once none of it is left."""
         if self.gone():
             return True
         self.signal(signal.SIGTERM)
-        if _wait_until(self.gone, grace):
+        if _wait_until(self.gone, GRACE_SECONDS):
             return True
         self.signal(signal.SIGKILL)
         return _wait_until(self.gone, _GONE_AFTER_KILL)
@@ -102,23 +102,25 @@ def _wait_until(condition: Callable[[], bool], seconds: float) -> bool:
 
 
 def live_members(pgid: int) -> list[int]:
-    """The processes of group `pgid` that are not zombies ([] where /proc cannot tell; then the
-    kill(2) probe alone decides, see Group.gone)."""
-    found = []
+    """The processes of group `pgid` that are not zombies ([pgid] where there is no /proc to
+    tell: then the kill(2) probe alone decides, see Group.gone)."""
     if not _PROC.is_dir():
         return [pgid]
+    found = []
     for entry in _PROC.iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        fields = stat[stat.rindex(")") + 2 :].split()  # after "pid (comm) "
-        state, group = fields[0], int(fields[2])
-        if group == pgid and state not in ("Z", "X"):
+        fields = _stat(entry) if entry.name.isdigit() else None
+        if fields and int(fields[2]) == pgid and fields[0] not in ("Z", "X"):
             found.append(int(entry.name))
     return found
+
+
+def _stat(entry: Path) -> list[str] | None:
+    """A process's /proc stat after "pid (comm) ": its state, parent, group...; None if gone."""
+    try:
+        stat = (entry / "stat").read_text()
+    except OSError:
+        return None
+    return stat[stat.rindex(")") + 2 :].split()
 
 
 @dataclass
@@ -227,15 +229,10 @@ def port_holder(host: str, port: int) -> Holder | None:
             for fd in (entry / "fd").iterdir():
                 with contextlib.suppress(OSError):
                     if os.readlink(fd) in inodes:
-                        return Holder(int(entry.name), _command_line(entry), _group_of(entry))
+                        stat = _stat(entry)
+                        group = int(stat[2]) if stat else None
+                        return Holder(int(entry.name), _command_line(entry), group)
     return Holder(None, "")
-
-
-def _group_of(entry: Path) -> int | None:
-    with contextlib.suppress(OSError, ValueError, IndexError):
-        stat = (entry / "stat").read_text()
-        return int(stat[stat.rindex(")") + 2 :].split()[2])  # after "pid (comm) state ppid"
-    return None
 
 
 def _command_line(entry: Path) -> str:

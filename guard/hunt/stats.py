@@ -62,12 +62,6 @@ class Plan:
     def alpha_per_look(self) -> float:
         return ALPHA / len(self.sizes)
 
-    @property
-    def can_differ(self) -> bool:
-        """Whether the last look has pairs enough for the checks of a `different` to mean
-        something (MIN_PAIRS)."""
-        return self.cap >= MIN_PAIRS
-
 
 @dataclass(frozen=True)
 class Decision:
@@ -196,7 +190,7 @@ def _robust(ratios: np.ndarray, estimate: float, alpha: float) -> bool:
         return False
     interval = stats.bootstrap(
         (ratios,),
-        _mean,
+        np.mean,
         vectorized=True,
         n_resamples=RESAMPLES,
         confidence_level=1 - alpha,
@@ -230,10 +224,6 @@ def settle(
 
 def median_of(values: Sequence[float]) -> float:
     return float(np.median(np.asarray(values, float)))
-
-
-def _mean(x: np.ndarray, axis: int = -1) -> np.ndarray:
-    return np.asarray(np.mean(x, axis=axis))
 
 
 def _spread_pct(log_values: np.ndarray) -> float:

@@ -91,20 +91,9 @@ class Verdict:
 
     def as_json(self) -> dict[str, object]:
         """The stamp's `attestations` (docs/benchmarks.md, Stamp keys)."""
-        return {
-            "counted": self.counted,
-            "problems": self.problems,
-            "processes": [
-                {
-                    "pid": r.pid,
-                    "ppid": r.ppid,
-                    "module": r.module,
-                    "path": r.path,
-                    "verdict": r.verdict,
-                }
-                for r in self.records
-            ],
-        }
+        shown = ("pid", "ppid", "module", "path", "verdict")
+        processes = [{key: getattr(record, key) for key in shown} for record in self.records]
+        return {"counted": self.counted, "problems": self.problems, "processes": processes}
 
 
 class AttestedRun:
@@ -173,18 +162,18 @@ class AttestedRun:
                     f"process {record.pid} started a Python that cannot attest ({record.detail}): "
                     f"{record.path}; what it imported is unknown, so the run is not proof"
                 )
-        if not any(r.verdict == "ok" for r in verdict.records) and not verdict.wrong:
-            named = ", ".join(_relative(real, workdir) for real in self.files) or "no file"
-            verdict.problems.append(
-                f"no process of this run imported {named}: the number came from elsewhere, e.g. "
-                "a server left running (or a Python started without the guard)"
-            )
         imported: dict[int, set[str]] = {}
         for record in verdict.records:
             if record.verdict == "ok":
                 imported.setdefault(record.pid, set()).add(record.path)
-        every = set().union(*imported.values()) if imported else set()
-        if imported and not any(paths == every for paths in imported.values()):
+        every = set().union(*imported.values())
+        if not imported and not verdict.wrong:
+            named = ", ".join(_relative(real, workdir) for real in self.files)
+            verdict.problems.append(
+                f"no process of this run imported {named}: the number came from elsewhere, e.g. "
+                "a server left running (or a Python started without the guard)"
+            )
+        elif imported and not any(paths == every for paths in imported.values()):
             named = ", ".join(_relative(real, workdir) for real in sorted(every))
             verdict.problems.append(
                 f"no single process of this run imported all of {named}, so none ran the "
