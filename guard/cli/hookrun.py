@@ -75,7 +75,7 @@ def run(name: str, args: list[str], stdin: str, cwd: Path) -> int:
     layout = locate(cwd)
     if held_by_parent(layout.worktree_lock_path):  # under `patchguard git`, which puts back
         return 0  # this worktree's patches itself (another worktree's hook does its own work)
-    if not layout.manifest_path.exists() and layout.history_tip() is None:
+    if not layout.has_patches():
         return 0  # nothing recorded (with a history ref, Python derives manifest.json again)
     # Entry-point plugins of pydantic are never needed here, and looking for them scans every
     # installed distribution.
@@ -178,7 +178,7 @@ def _apply_locked(repo: Repo, hook: str) -> int:
 def _say_written(repo: Repo, written: list[tuple[str, list[str]]]) -> None:
     for name, paths in written:
         say(f"re-applied {name} ({', '.join(paths)})")
-    if written and (repo.layout.git_dir / "BISECT_START").exists():
+    if written and repo.layout.bisect_start.exists():
         say(BISECT_ADVICE)
     repo.layout.pending_path.unlink(missing_ok=True)
 

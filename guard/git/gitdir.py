@@ -42,6 +42,16 @@ class Layout:
         no such ref, or one only git can read); guard.store.history is what knows it for sure."""
         return read_ref(HISTORY_REF, (str(self.common_dir),))
 
+    def has_patches(self) -> bool:
+        """Is anything recorded here: manifest.json, or a history ref to derive it from?"""
+        return self.manifest_path.is_file() or self.history_tip() is not None
+
+    @property
+    def bisect_start(self) -> Path:
+        """git's own mark of a `git bisect` in progress in this worktree (its good/bad refs are
+        shared; this file is the worktree's)."""
+        return self.git_dir / "BISECT_START"
+
     @property
     def store_dir(self) -> Path:
         """patchguard's files: in the common dir, so every linked worktree shares them."""

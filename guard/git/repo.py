@@ -201,10 +201,6 @@ class Repo:
 
     # --- the content the manifest refers to -------------------------------------------------
 
-    def has_patches(self) -> bool:
-        """Is anything recorded here: manifest.json, or a history ref to derive it from?"""
-        return self.layout.manifest_path.is_file() or self.layout.history_tip() is not None
-
     def store_blob(self, data: bytes) -> str:
         with self.writing_objects():
             return str(self.git.create_blob(data))
@@ -264,7 +260,7 @@ class Repo:
         refuses without a manifest, before creating anything.
         """
         starts_a_store = operation in ("record", "require", "import", "fetch")
-        if not starts_a_store and not self.has_patches():
+        if not starts_a_store and not self.layout.has_patches():
             read_manifest_bytes(self.layout.manifest_path)  # says "no manifest ..."
         shared = self.store_lock(operation) if store else nullcontext()
         with exclusive(self.layout.worktree_lock_path, operation), shared:

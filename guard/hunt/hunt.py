@@ -611,7 +611,7 @@ def _not_carried(refusal: _NotCarried, operation: str) -> str:
 def bisect(repo: Repo, options: Options, progress: Callable[[str], None]) -> Hunt:
     """After `patchguard bisect start BAD GOOD`: measure GOOD and BAD, probe the commits between
     them until the posterior settles on the first changed one, and tell git bisect."""
-    if not (repo.layout.git_dir / "BISECT_START").exists():
+    if not repo.layout.bisect_start.exists():
         raise GuardFailure(
             "no bisect is in progress; start one first: patchguard bisect start BAD GOOD"
         )
@@ -624,7 +624,7 @@ def bisect(repo: Repo, options: Options, progress: Callable[[str], None]) -> Hun
             "patchguard bisect start BAD GOOD"
         )
     hunt = [
-        (repo.layout.git_dir / "BISECT_START").read_text(errors="replace"),
+        repo.layout.bisect_start.read_text(errors="replace"),
         goods[0],
         bad[0],
         *options.command,

@@ -32,7 +32,6 @@ from guard.errors import GuardFailure
 from guard.hunt.processes import Group, describe_holder, port_holder
 
 SERVER_LOG = "patchguard-server.log"  # in the worktree's git dir, rewritten at each start
-DEFAULT_READY_TIMEOUT = 600.0
 _PORT_FREE_WITHIN = 5.0  # after the group is gone: a listener's socket closes with its last
 # process, so a port still held then is held by one that left the group (it may be on its way out)
 _GPU_SETTLE_WITHIN = 120.0
@@ -44,10 +43,10 @@ _POLL = 0.2
 @dataclass(frozen=True)
 class ServerSpec:
     command: str  # one shell line
-    ready_url: str | None = None
-    ready_line: str | None = None  # a regular expression searched in each line of its output
-    ready_timeout: float = DEFAULT_READY_TIMEOUT
-    runs_per_start: int = 1
+    ready_url: str | None
+    ready_line: str | None  # a regular expression searched in each line of its output
+    ready_timeout: float
+    runs_per_start: int
 
     @property
     def address(self) -> tuple[str, int] | None:

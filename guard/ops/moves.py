@@ -248,7 +248,7 @@ def bisect_run(repo: Repo, command: Sequence[str], log: Path | None) -> tuple[in
     died from a signal or exited above 127, or patchguard's part of the step failed (git's
     own status then is 256 minus the step's, which says nothing).
     """
-    if not (repo.layout.git_dir / "BISECT_START").exists():
+    if not repo.layout.bisect_start.exists():
         raise GuardFailure(
             "no bisect is in progress; start one first: patchguard git bisect start BAD GOOD"
         )
@@ -320,7 +320,7 @@ def _step_command(repo: Repo, step: Sequence[str]) -> Path:
 
 def _skipped_by_bisect(repo: Repo) -> list[str]:
     """The commits this bisect skipped, as `git bisect log` lists them ("abbrev subject")."""
-    if not (repo.layout.git_dir / "BISECT_START").exists():
+    if not repo.layout.bisect_start.exists():
         return []  # it ended (git bisect run --no-reset or a reset from the command)
     said = run_git(["bisect", "log"], repo.workdir).stdout.splitlines()
     skips = [

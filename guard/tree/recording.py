@@ -197,7 +197,7 @@ def _refuse_rebase(repo: Repo, previous: Patch, head_commit: str) -> None:
     commit and wrong on the user's branch afterwards.
     """
     operation = repo.operation_in_progress()
-    if operation is None and (repo.layout.git_dir / "BISECT_START").exists():
+    if operation is None and repo.layout.bisect_start.exists():
         operation = "bisect"
     if operation is None and head_commit == previous.base_commit:
         return
