@@ -17,12 +17,11 @@ from guard.truth.effect_graph import (
     _changed,
     _dotted,
     _FunctionGraph,
-    _imported,
 )
 from guard.truth.effects import ANY, MUTATING_BUILTINS, QUIET, Effects, Reach, _closure, _Node
 from guard.truth.model_expressions import _is_stdlib
 from guard.truth.model_statements import _CODE_ATTRIBUTES
-from guard.truth.statements import own_statements
+from guard.truth.statements import blocks, imported, own_statements
 
 # Builtins that never call what they are given, nor change bindings: their arguments are only
 # read (the dunders of an instance they may run were counted when the instance was made).
@@ -80,7 +79,7 @@ class _Reader(_FunctionGraph):
         self._collect(self.tree.body, "", None)
         for statement in self.tree.body:
             if isinstance(statement, ast.Import | ast.ImportFrom):
-                for name, origin in _imported(statement):
+                for name, origin in imported(statement):
                     self.imports[name] = origin
         for _ in range(8):  # values flow by assignment: a few passes reach the fixpoint
             self.changed = False
@@ -186,7 +185,7 @@ class _Reader(_FunctionGraph):
     def _statement(self, node: ast.stmt) -> None:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
             self._signature(node.args, node.returns)
-            qualname = self._qualname(node)
+            qualname = self.qualnames[id(node)]
             self._decorated(node.decorator_list, f"def:{qualname}")
             self._flow(node.name, frozenset({f"def:{qualname}"}))
             return
@@ -220,7 +219,7 @@ class _Reader(_FunctionGraph):
                     self._bind(item.optional_vars, refs)
                     self._touch(self._value(item.optional_vars))  # its exit runs what it keeps
         elif isinstance(node, ast.Import | ast.ImportFrom):
-            for name, origin in _imported(node):
+            for name, origin in imported(node):
                 if not origin.endswith(".*"):
                     self._flow(name, frozenset({f"import:{origin}"}))
         elif isinstance(node, ast.Delete):
@@ -248,29 +247,9 @@ class _Reader(_FunctionGraph):
             for child in ast.iter_child_nodes(node):
                 if isinstance(child, ast.expr):
                     self._value(child)
-        for name in ("body", "orelse", "finalbody"):
-            inner = getattr(node, name, None)
-            if isinstance(inner, list) and not isinstance(node, ast.Match):
-                self._run([s for s in inner if isinstance(s, ast.stmt)])
-        for handler in getattr(node, "handlers", ()):
-            self._run(handler.body)
-
-    def _qualname(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> str:
-        return self._qualnames.get(id(node), node.name)
-
-    @property
-    def _qualnames(self) -> dict[int, str]:
-        if not hasattr(self, "_by_node"):
-            self._by_node: dict[int, str] = {}
-            stack: list[tuple[list[ast.stmt], str]] = [(self.tree.body, "")]
-            while stack:
-                body, prefix = stack.pop()
-                for node in own_statements(body):
-                    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-                        self._by_node[id(node)] = prefix + node.name
-                        if isinstance(node, ast.ClassDef):
-                            stack.append((node.body, prefix + node.name + "."))
-        return self._by_node
+        if not isinstance(node, ast.Match):  # its cases ran above, each after its pattern
+            for block in blocks(node):
+                self._run(block)
 
     def _signature(self, args: ast.arguments, returns: ast.expr | None) -> None:
         """Defaults and annotations run when the `def` does."""
@@ -336,7 +315,7 @@ class _Reader(_FunctionGraph):
         return f"{origin}()" if isinstance(node, ast.Call) else origin
 
     def _class(self, node: ast.ClassDef) -> None:
-        qualname = self._qualname(node)
+        qualname = self.qualnames[id(node)]
         for base in node.bases:
             refs = self._value(base)
             if isinstance(base, ast.Subscript):  # `Base[T]`: its alias's __mro_entries__ is Base

@@ -91,24 +91,20 @@ class _LazyGraph(dict[str, _Node]):
     a parse). A node is the same whenever it is built: it depends only on the function's code
     and the names of the whole file.
 
-    `pending`: the qualnames not built yet; `build` builds one from the syntax tree. A graph
-    read back from the parse cache keeps what was built and builds the rest from `source`,
-    which parses the file again (guard.truth.parsed); `grown`: built since it was stored."""
+    `pending`: the qualnames not built yet, each built by the first `in` that asks for it;
+    `build` builds one from the syntax tree. A graph without it (read back from the parse
+    cache, guard.truth.parsed) keeps what was built and builds the rest from `source`, the
+    file's bytes and path, parsed again; `grown`: built since it was stored."""
 
     def __init__(self, build: Callable[[str], None] | None = None) -> None:
         super().__init__()
         self.pending: set[str] = set()
         self.build = build
-        self.source: Callable[[], Callable[[str], None]] | None = None
+        self.source: tuple[bytes, str] | None = None
         self.grown = False
 
     def __contains__(self, key: object) -> bool:
         return dict.__contains__(self, key) or (isinstance(key, str) and self._built(key))
-
-    def __missing__(self, key: str) -> _Node:
-        if self._built(key):
-            return dict.__getitem__(self, key)
-        raise KeyError(key)
 
     def _built(self, key: str) -> bool:
         kind, _, qualname = key.partition(":")
@@ -119,8 +115,10 @@ class _LazyGraph(dict[str, _Node]):
         built_nodes[0] += 1
         try:
             if self.build is None:
+                from guard.truth.effect_graph import resumed  # only for a node not built yet
+
                 assert self.source is not None, "a stored graph is read with its source"
-                self.build = self.source()
+                self.build = resumed(self, *self.source)
             self.build(qualname)
         except RecursionError:  # deeper than reading follows: it may change anything
             too_deep = _Node(changes={ANY: f"{qualname} nests too deeply for reading"})

@@ -23,7 +23,7 @@ from guard.truth.model_names import (
     _LocalDef,
     _Origin,
 )
-from guard.truth.statements import own_statements
+from guard.truth.statements import imported, own_statements
 
 # Metaclasses that keep a class body's attributes.
 _KEEPING_METACLASSES = frozenset({"builtins.type", "abc.ABCMeta", "enum.EnumMeta", "enum.EnumType"})
@@ -121,22 +121,14 @@ class _Model(_Values):
         elif isinstance(node, ast.Delete):
             for target in node.targets:
                 self._delete(target, node.lineno, scope, condition, env)
-        elif isinstance(node, ast.Import):
-            for alias in node.names:
-                bound = alias.asname or alias.name.split(".")[0]
-                origin = alias.name if alias.asname else alias.name.split(".")[0]
-                name = self._name(scope, bound)
-                self._add(scope, name, "other", node.lineno, condition, env, value=_Origin(origin))
-        elif isinstance(node, ast.ImportFrom):
-            for alias in node.names:
-                if alias.name == "*":
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            for bound, origin in imported(node):
+                if origin.endswith(".*"):
+                    assert isinstance(node, ast.ImportFrom)
                     self._star(node, scope, condition, env)
                     continue
-                module = f"{node.module}." if node.module else ""
-                source = f"{'.' * node.level}{module}{alias.name}"  # relative: leading dots
-                name = self._name(scope, alias.asname or alias.name)
-                value = _Origin(source)
-                self._add(scope, name, "other", node.lineno, condition, env, value=value)
+                name = self._name(scope, bound)
+                self._add(scope, name, "other", node.lineno, condition, env, value=_Origin(origin))
         elif isinstance(node, ast.Expr):
             return self._call(node.value, node.lineno, scope, condition, env), None
         elif isinstance(node, ast.Raise):

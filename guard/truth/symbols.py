@@ -9,7 +9,6 @@ from __future__ import annotations
 import ast
 import unicodedata
 from collections.abc import Iterable, Iterator, Mapping
-from functools import partial
 from typing import TYPE_CHECKING
 
 from guard.collector import without_collector
@@ -18,6 +17,7 @@ from guard.truth.model_expressions import _KEEPING_DECORATORS
 from guard.truth.model_names import _KNOWN_VALUES, CANNOT_TELL, PRESENT, Resolution
 from guard.truth.model_statements import _KEEPING_METACLASSES, _Model
 from guard.truth.records import Record
+from guard.truth.statements import blocks, last_name
 
 if TYPE_CHECKING:
     from guard.truth.effects import Effects
@@ -111,12 +111,11 @@ class SymbolIndex:
             definitions = list(_walk(tree.body, prefix="", block_counter=iter(range(1 << 62))))
             reflection = _reflection(tree)
             attribute_write = _attribute_write(tree)
-            from guard.truth.effect_graph import resumed  # only when a file is parsed
-            from guard.truth.effect_reader import summarize
+            from guard.truth.effect_reader import summarize  # only when a file is parsed
 
             effects = summarize(tree, _KEEPING_DECORATORS, _KEEPING_METACLASSES)
-            effects.graph.build = None  # the rest from the source, if ever asked (resumed)
-            effects.graph.source = partial(resumed, effects.graph, source, path)
+            effects.graph.build = None  # the rest from the source, if ever asked
+            effects.graph.source = (source, path)
         except RecursionError:
             return cls([], _Model(unreadable=_TOO_DEEP))
         index = cls(definitions, model)
@@ -227,28 +226,6 @@ def did_you_mean(typed: str, known: Iterable[str]) -> str:
     return f" (did you mean {' or '.join(close)}?)" if close else ""
 
 
-def _decorator_name(node: ast.expr) -> str:
-    target = node.func if isinstance(node, ast.Call) else node
-    if isinstance(target, ast.Attribute):
-        return target.attr
-    if isinstance(target, ast.Name):
-        return target.id
-    return ""
-
-
-_COMPOUND_BODIES = ("body", "orelse", "finalbody", "handlers")
-_COMPOUND_STATEMENTS = (
-    ast.If,
-    ast.Try,
-    ast.TryStar,
-    ast.With,
-    ast.AsyncWith,
-    ast.For,
-    ast.AsyncFor,
-    ast.While,
-)
-
-
 _REFLECTIVE_CALLS = frozenset({"globals", "locals", "vars", "exec", "eval", "__import__"})
 _REFLECTIVE_ATTRIBUTES = frozenset({"__dict__", "__setattr__", "__delattr__"})
 
@@ -357,24 +334,14 @@ def _walk(body: list[ast.stmt], prefix: str, block_counter: Iterator[int]) -> It
                 lineno=node.lineno,
                 end_lineno=node.end_lineno or node.lineno,
                 start_lineno=min([node.lineno, *(d.lineno for d in node.decorator_list)]),
-                redefines=any(
-                    _decorator_name(d) in _REDEFINING_DECORATORS for d in node.decorator_list
-                ),
+                redefines=any(last_name(d) in _REDEFINING_DECORATORS for d in node.decorator_list),
                 block=block,
             )
             if isinstance(node, ast.ClassDef):
                 yield from _walk(node.body, qualname + ".", block_counter)
-        elif isinstance(node, ast.Match):
-            for case in node.cases:
-                yield from _walk(case.body, prefix, block_counter)
-        elif isinstance(node, _COMPOUND_STATEMENTS):
-            for name in _COMPOUND_BODIES:
-                children = getattr(node, name, None) or []
-                if name == "handlers":
-                    for handler in children:
-                        yield from _walk(handler.body, prefix, block_counter)
-                else:
-                    yield from _walk(children, prefix, block_counter)
+        else:
+            for inner in blocks(node):
+                yield from _walk(inner, prefix, block_counter)
 
 
 _TOO_DEEP = "the file nests too deeply for the model to read"
