@@ -77,8 +77,8 @@ def edits(
                 _at(lines, line),
                 recorded_line,
                 _at(recorded_lines, recorded_line),
-                _span(mine),
-                _span(theirs),
+                span(mine),
+                span(theirs),
                 mine.col_offset - theirs.col_offset,
             )
         )
@@ -152,7 +152,8 @@ def _goes_on(items: list[object], shorter: int, line: int) -> int:
     return getattr(last, "end_lineno", None) or line
 
 
-def _span(node: Definition) -> tuple[int, int]:
+def span(node: Definition) -> tuple[int, int]:
+    """A definition's first and last lines, its decorators with it."""
     return min(
         [node.lineno, *(d.lineno for d in node.decorator_list)]
     ), node.end_lineno or node.lineno

@@ -147,8 +147,7 @@ class _Model(_Values):
                 if item.optional_vars is not None:
                     self._target(item.optional_vars, None, node.lineno, scope, condition, env)
             if all(self._origin(i.context_expr, env) in _PLAIN_CONTEXTS for i in node.items):
-                raises, maybe = self._body(node.body, scope, condition, env)
-                return raises, maybe
+                return self._body(node.body, scope, condition, env)
             where = f"inside a with body (line {node.lineno}) that may swallow a failure"
             raises, maybe, _, _ = self._failing_body(node.body, scope, condition, env, where)
             if raises and not all(
@@ -633,30 +632,22 @@ def _walk_expression(node: ast.expr) -> Iterator[ast.AST]:
             stack.extend(ast.iter_child_nodes(current))
 
 
+_LOOPS = (ast.For, ast.AsyncFor, ast.While)
+# Where a break or continue inside belongs to another loop, or to no loop here.
+_JUMPS_OWN = (*_LOOPS, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+
+
 def _jump_in(node: ast.stmt, only_break: bool = False) -> int | None:
     """The line of a break (or continue) that leaves or restarts the loop `node` belongs to."""
     kinds = ast.Break if only_break else (ast.Break, ast.Continue)
-    body = node.body if isinstance(node, ast.For | ast.AsyncFor | ast.While) else [node]
+    body = node.body if isinstance(node, _LOOPS) else [node]
     stack: list[ast.AST] = list(body)
     while stack:
         current = stack.pop()
         if isinstance(current, kinds):
             return current.lineno
-        if (
-            isinstance(
-                current,
-                ast.For
-                | ast.AsyncFor
-                | ast.While
-                | ast.FunctionDef
-                | ast.AsyncFunctionDef
-                | ast.ClassDef
-                | ast.Lambda,
-            )
-            and current is not node
-        ):
-            continue
-        stack.extend(ast.iter_child_nodes(current))
+        if not isinstance(current, _JUMPS_OWN) or current is node:
+            stack.extend(ast.iter_child_nodes(current))
     return None
 
 

@@ -75,9 +75,8 @@ class SymbolIndex:
         self.attribute_write: int | None = None  # the first line that sets or deletes an attribute
         # `from .x.y import z` at the top of the module, always run: (line, dots, "x.y")
         self.relative_imports: list[tuple[int, int, str]] = []
-        self.effects: Effects | None = (
-            None  # what its import-time code may change (guard.truth.effects)
-        )
+        # what its import-time code may change (guard.truth.effects)
+        self.effects: Effects | None = None
         self._callables: frozenset[str] | None = None
 
     @classmethod
