@@ -242,7 +242,10 @@ class _FunctionGraph:
             for a in (*positional, *args.kwonlyargs, args.vararg, args.kwarg)
             if a is not None and a.arg not in rebound
         }
-        if method and positional and not _static(node):  # self or cls: bound by Python
+        static = not isinstance(node, ast.Lambda) and any(
+            last_name(d) == "staticmethod" for d in node.decorator_list
+        )
+        if method and positional and not static:  # self or cls: bound by Python
             params.discard(positional[0].arg)
         quiet = {id(call.func) for call in calls if self._handed_only(call, params)}
         uses = (callees, results_run, returned, held)
@@ -255,7 +258,7 @@ class _FunctionGraph:
         )
         read_only = set(_namespace_reads(own))
         on_self: dict[str, str] = {}  # what only a plain method's own instance takes
-        where = f"in {_label(node)}"
+        where = "in a lambda" if isinstance(node, ast.Lambda) else f"in {node.name}()"
         for sub in own:
             if (
                 isinstance(sub, ast.Name)
@@ -400,12 +403,6 @@ def resumed(graph: _LazyGraph, source: bytes, path: str) -> Callable[[str], None
     return again._build
 
 
-def _static(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> bool:
-    return not isinstance(node, ast.Lambda) and any(
-        last_name(d) == "staticmethod" for d in node.decorator_list
-    )
-
-
 def _arguments(call: ast.Call) -> Iterator[ast.expr]:
     for argument in [*call.args, *(k.value for k in call.keywords)]:
         yield argument.value if isinstance(argument, ast.Starred) else argument
@@ -539,9 +536,3 @@ def _dotted(node: ast.expr) -> str | None:
         inner = _dotted(node.value)
         return None if inner is None else f"{inner}.{node.attr}"
     return None
-
-
-def _label(node: ast.AST) -> str:
-    return (
-        f"{node.name}()" if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) else "a lambda"
-    )
