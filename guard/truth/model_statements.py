@@ -531,9 +531,7 @@ class _Model(_Values):
             self._target(target.value, None, lineno, scope, condition, env)
         elif isinstance(target, ast.Attribute):
             kind, _ = self._value_kind(value, env)
-            for inner, when in self._classes_named(target.value, env, condition):
-                doubt = self._rebinding(inner, target.attr, kind, lineno)
-                self._add(inner, target.attr, kind, lineno, when, {}, doubt=doubt)
+            self._on_classes(target.value, target.attr, kind, lineno, condition, env)
             if target.attr in _CODE_ATTRIBUTES and isinstance(target.value, ast.Attribute):
                 swapped = (  # `C.m.__code__ = ...`: the name stays, its code is another's
                     f"its {target.attr} is replaced at line {lineno}: the code that runs is not "
@@ -551,8 +549,16 @@ class _Model(_Values):
             for element in target.elts:
                 self._delete(element, lineno, scope, condition, env)
         elif isinstance(target, ast.Attribute):
-            for inner, when in self._classes_named(target.value, env, condition):
-                self._add(inner, target.attr, "del", lineno, when, {})
+            self._on_classes(target.value, target.attr, "del", lineno, condition, env)
+
+    def _on_classes(
+        self, owner: ast.expr, name: str, kind: str, lineno: int, condition: str | None, env: _Env
+    ) -> None:
+        """`C.m = ...`, `del C.m`, `setattr(C, "m", ...)`: a binding in each class `owner` may
+        name."""
+        for inner, when in self._classes_named(owner, env, condition):
+            doubt = self._rebinding(inner, name, kind, lineno)
+            self._add(inner, name, kind, lineno, when, {}, doubt=doubt)
 
     def _call(
         self, node: ast.expr, lineno: int, scope: int, condition: str | None, env: _Env
@@ -564,19 +570,13 @@ class _Model(_Values):
         if origin in _EXITS:
             return f"the call to {origin.removeprefix('builtins.')}() at line {lineno}"
         if origin in ("builtins.setattr", "builtins.delattr") and len(node.args) >= 2:
-            name = node.args[1]
-            for inner, when in self._classes_named(node.args[0], env, condition):
-                if isinstance(name, ast.Constant) and isinstance(name.value, str):
-                    if origin == "builtins.delattr":
-                        kind = "del"
-                    else:
-                        kind, _ = self._value_kind(
-                            node.args[2] if len(node.args) > 2 else None, env
-                        )
-                    doubt = self._rebinding(inner, name.value, kind, lineno)
-                    self._add(inner, name.value, kind, lineno, when, {}, doubt=doubt)
-                else:
-                    doubt = f"the {origin[9:]} at line {lineno} with a computed name may change it"
+            name, value = node.args[1], node.args[2] if len(node.args) > 2 else None
+            if isinstance(name, ast.Constant) and isinstance(name.value, str):
+                kind = "del" if origin == "builtins.delattr" else self._value_kind(value, env)[0]
+                self._on_classes(node.args[0], name.value, kind, lineno, condition, env)
+            else:
+                doubt = f"the {origin[9:]} at line {lineno} with a computed name may change it"
+                for inner, when in self._classes_named(node.args[0], env, condition):
                     self._add(inner, "*", "any", lineno, when, {}, doubt=doubt)
         elif origin in ("builtins.exec", "builtins.globals", "builtins.vars", "builtins.locals"):
             doubt = f"the call to {origin[9:]}() at line {lineno} may change any name"

@@ -86,47 +86,38 @@ class SymbolIndex:
         """`facts`: the interpreter's (guard.truth.interpreters) that conditions are decided for; None
         for patchguard's own."""
         with without_collector():  # a syntax tree holds no cycles: it would only be walked
-            return cls._parse(source, path, facts)
+            try:  # what the parser accepts and the compiler refuses, Python cannot import either
+                tree = ast.parse(source, filename=path)
+                compile(tree, path, "exec", dont_inherit=True)  # `def f(a, a)`, `nonlocal x`
+            except SyntaxError as error:
+                raise SourceSyntaxError(path, error.lineno, error.msg) from None
+            except ValueError as error:  # e.g. NUL bytes in the source
+                raise SourceSyntaxError(path, None, str(error)) from None
+            except (RecursionError, MemoryError):  # CPython compiles nesting ast cannot build
+                return cls([], _Model(unreadable=_TOO_DEEP))
+            model = _Model(known={**_KNOWN_VALUES, **facts} if facts else _KNOWN_VALUES)
+            try:
+                model.run(tree)
+                definitions = list(_walk(tree.body, prefix="", block_counter=iter(range(1 << 62))))
+                reflection = _reflection(tree)
+                attribute_write = _attribute_write(tree)
+                from guard.truth.effect_reader import summarize  # only when a file is parsed
 
-    @classmethod
-    def _parse(cls, source: bytes, path: str, facts: Mapping[str, object] | None) -> SymbolIndex:
-        try:
-            tree = ast.parse(source, filename=path)
-        except SyntaxError as error:
-            raise SourceSyntaxError(path, error.lineno, error.msg) from None
-        except ValueError as error:  # e.g. NUL bytes in the source
-            raise SourceSyntaxError(path, None, str(error)) from None
-        except (RecursionError, MemoryError):  # CPython compiles nesting that ast cannot build
-            return cls([], _Model(unreadable=_TOO_DEEP))
-        try:  # what the parser accepts and the compiler refuses, Python cannot import either
-            compile(tree, path, "exec", dont_inherit=True)
-        except SyntaxError as error:  # `def f(a, a)`, `return` at module level, `nonlocal x`
-            raise SourceSyntaxError(path, error.lineno, error.msg) from None
-        except (RecursionError, MemoryError):
-            return cls([], _Model(unreadable=_TOO_DEEP))
-        model = _Model(known={**_KNOWN_VALUES, **facts} if facts else _KNOWN_VALUES)
-        try:
-            model.run(tree)
-            definitions = list(_walk(tree.body, prefix="", block_counter=iter(range(1 << 62))))
-            reflection = _reflection(tree)
-            attribute_write = _attribute_write(tree)
-            from guard.truth.effect_reader import summarize  # only when a file is parsed
-
-            effects = summarize(tree, _KEEPING_DECORATORS, _KEEPING_METACLASSES)
-            effects.graph.build = None  # the rest from the source, if ever asked
-            effects.graph.source = (source, path)
-        except RecursionError:
-            return cls([], _Model(unreadable=_TOO_DEEP))
-        index = cls(definitions, model)
-        index.reflection = reflection
-        index.attribute_write = attribute_write
-        index.effects = effects
-        index.relative_imports = [
-            (node.lineno, node.level, node.module or "")
-            for node in tree.body
-            if isinstance(node, ast.ImportFrom) and node.level and node.module
-        ]
-        return index
+                effects = summarize(tree, _KEEPING_DECORATORS, _KEEPING_METACLASSES)
+                effects.graph.build = None  # the rest from the source, if ever asked
+                effects.graph.source = (source, path)
+            except RecursionError:
+                return cls([], _Model(unreadable=_TOO_DEEP))
+            index = cls(definitions, model)
+            index.reflection = reflection
+            index.attribute_write = attribute_write
+            index.effects = effects
+            index.relative_imports = [
+                (node.lineno, node.level, node.module or "")
+                for node in tree.body
+                if isinstance(node, ast.ImportFrom) and node.level and node.module
+            ]
+            return index
 
     def resolve(self, qualname: str) -> Resolution:
         """What importing the module binds at `qualname`: present, absent, or cannot tell.
