@@ -93,9 +93,12 @@ class _FunctionGraph:
         """Every def and class reachable through class bodies and compound statements."""
         for node in own_statements(body):
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-                self.qualnames[id(node)] = prefix + node.name
+                qualname = self.qualnames[id(node)] = prefix + node.name
+                if owner is not None:
+                    kind = "class" if isinstance(node, ast.ClassDef) else "def"
+                    by_name = self.members.setdefault(prefix[:-1], {})
+                    by_name.setdefault(node.name, []).append(f"{kind}:{qualname}")
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-                qualname = prefix + node.name
                 self.functions.setdefault(node.name, []).append(qualname)
                 plain = owner is not None and self._plain_method(node)
                 # Its nodes are built at the first question (_build): the last def of a name
@@ -108,17 +111,8 @@ class _FunctionGraph:
                         self.graph.setdefault(f"method:{name}", _Node()).calls.add(
                             f"def:{qualname}"
                         )
-                if owner is not None:
-                    self.members.setdefault(prefix[:-1], {}).setdefault(node.name, []).append(
-                        f"def:{qualname}"
-                    )
             elif isinstance(node, ast.ClassDef):
-                qualname = prefix + node.name
                 self.classes.setdefault(node.name, []).append(qualname)
-                if owner is not None:
-                    self.members.setdefault(prefix[:-1], {}).setdefault(node.name, []).append(
-                        f"class:{qualname}"
-                    )
                 self._collect(node.body, qualname + ".", node)
                 self._class_nodes(node, qualname)
             elif isinstance(node, ast.Import | ast.ImportFrom):
