@@ -167,7 +167,7 @@ class _Values(_Scopes):
             if isinstance(container, tuple | str) and isinstance(index, int | slice):
                 try:
                     return container[index]
-                except (IndexError, ValueError):
+                except (IndexError, ValueError, TypeError):  # `x[:"2"]` raises when it runs
                     return _UNKNOWN
         return _UNKNOWN
 
