@@ -320,34 +320,21 @@ class _Reader(_FunctionGraph):
             refs = self._value(base)
             if isinstance(base, ast.Subscript):  # `Base[T]`: its alias's __mro_entries__ is Base
                 refs = self._value(base.value)
-            for ref in refs:
-                if ref.startswith("class:"):
-                    self.calls.add(f"hooks:{ref[6:]}")
-                elif ref.startswith("import:"):
-                    self.needs.add(("base", ref[7:]))
-                else:
-                    self._runs(frozenset({ref}))
-                    kind, _, origin = ref.partition(":")
-                    if kind == "import-result" and _is_stdlib(origin):
-                        continue  # `namedtuple(...)`, `type(...)`: a class
-                    why = (
-                        f"the base at line {base.lineno} may be an object, not a class: its "
-                        "__mro_entries__ may put other classes (and their __init_subclass__) in "
-                        "its place"
-                    )
-                    self._mutates(why, node.name)
+            others = self._derived(refs, "hooks", "base")
+            self._runs(others)
+            if any(  # but `namedtuple(...)`, `type(...)`: a class
+                not (kind == "import-result" and _is_stdlib(origin))
+                for kind, _, origin in (ref.partition(":") for ref in others)
+            ):
+                why = (
+                    f"the base at line {base.lineno} may be an object, not a class: its "
+                    "__mro_entries__ may put other classes (and their __init_subclass__) in "
+                    "its place"
+                )
+                self._mutates(why, node.name)
         for keyword in node.keywords:
             refs = self._value(keyword.value)
-            if keyword.arg == "metaclass":
-                for ref in refs:
-                    if ref.startswith("class:"):
-                        self.calls.add(f"meta:{ref[6:]}")
-                    elif ref.startswith("import:"):
-                        self.needs.add(("meta", ref[7:]))
-                    else:
-                        self._runs(frozenset({ref}))
-            else:
-                self._runs(refs)
+            self._runs(self._derived(refs, "meta", "meta") if keyword.arg == "metaclass" else refs)
         self._run(node.body)
         kept = set().union(  # `p = property(f)`: an instance may run what the class keeps
             *(
@@ -364,6 +351,13 @@ class _Reader(_FunctionGraph):
         }
         self._decorated(node.decorator_list, f"new:{qualname}")
         self._flow(node.name, frozenset({f"class:{qualname}"}))
+
+    def _derived(self, refs: _Refs, key: str, need: str) -> _Refs:
+        """A class statement derives from (or is made by) what `refs` hold: a class of the file
+        runs its `key` node, one from elsewhere is a `need`; the rest is returned."""
+        self.calls |= {f"{key}:{ref[6:]}" for ref in refs if ref.startswith("class:")}
+        self.needs |= {(need, ref[7:]) for ref in refs if ref.startswith("import:")}
+        return frozenset(ref for ref in refs if not ref.startswith(("class:", "import:")))
 
     def _runs(self, refs: _Refs, quiet: bool = False) -> None:
         """Something may call these (or, for a class, make and use an instance); `quiet`:
