@@ -187,27 +187,25 @@ class Effects:
         ("call": called or handed on; "call-quiet": called with arguments that hold nothing
         of the checkout; "result": what calling it returns, called; "base": a base class;
         "meta": a metaclass)."""
-        if kind == QUIET:
-            for prefix in ("def:", "new:"):
-                found = self.reach(prefix + name, quiet=prefix == "def:")
-                if found is not None:
-                    return found
-            return None
         prefixes = {
             "call": ("def:", "new:"),
+            QUIET: ("def:", "new:"),
             "result": ("result:",),
             "base": ("hooks:",),
             "meta": ("meta:",),
         }[kind]
         for prefix in prefixes:
-            found = self.reach(prefix + name)
-            if found is not None:
-                entry = self.graph[prefix + name]
-                runs = entry.runs_arguments or prefix == "new:"
-                runs |= prefix == "result:" and any(
-                    self.graph[k].runs_arguments for k in entry.calls if k in self.graph
-                )
-                return replace(found, runs_arguments=runs)
+            found = self.reach(prefix + name, quiet=kind == QUIET and prefix == "def:")
+            if found is None:
+                continue
+            if kind == QUIET:  # handed nothing of the checkout: nothing it is handed runs
+                return found
+            entry = self.graph[prefix + name]
+            runs = entry.runs_arguments or prefix == "new:"
+            runs |= prefix == "result:" and any(
+                self.graph[k].runs_arguments for k in entry.calls if k in self.graph
+            )
+            return replace(found, runs_arguments=runs)
         return None
 
 

@@ -66,11 +66,11 @@ class SymbolIndex:
     """All definitions of one source file, by qualified name, and the model of what importing
     it binds (see `resolve`)."""
 
-    def __init__(self, definitions: Iterable[Definition], model: _Model | None = None) -> None:
+    def __init__(self, definitions: Iterable[Definition], model: _Model) -> None:
         self.by_qualname: dict[str, list[Definition]] = {}
         for definition in definitions:
             self.by_qualname.setdefault(definition.qualname, []).append(definition)
-        self.model = model or _Model()
+        self.model = model
         self.reflection: tuple[int, str] | None = None  # (line, what): see _reflection
         self.attribute_write: int | None = None  # the first line that sets or deletes an attribute
         # `from .x.y import z` at the top of the module, always run: (line, dots, "x.y")
