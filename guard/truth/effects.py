@@ -93,14 +93,14 @@ class _LazyGraph(dict[str, _Node]):
 
     `pending`: the qualnames not built yet, each built by the first `in` that asks for it;
     `build` builds one from the syntax tree. A graph without it (read back from the parse
-    cache, guard.truth.parsed) keeps what was built and builds the rest from `source`, the
-    file's bytes and path, parsed again; `grown`: built since it was stored."""
+    cache, guard.truth.parsed) keeps what was built and builds the rest with what `source`
+    gives, which parses the file again; `grown`: built since it was stored."""
 
     def __init__(self, build: Callable[[str], None] | None = None) -> None:
         super().__init__()
         self.pending: set[str] = set()
         self.build = build
-        self.source: tuple[bytes, str] | None = None
+        self.source: Callable[[], Callable[[str], None]] | None = None
         self.grown = False
 
     def __contains__(self, key: object) -> bool:
@@ -115,10 +115,8 @@ class _LazyGraph(dict[str, _Node]):
         built_nodes[0] += 1
         try:
             if self.build is None:
-                from guard.truth.effect_graph import resumed  # only for a node not built yet
-
                 assert self.source is not None, "a stored graph is read with its source"
-                self.build = resumed(self, *self.source)
+                self.build = self.source()
             self.build(qualname)
         except RecursionError:  # deeper than reading follows: it may change anything
             too_deep = _Node(changes={ANY: f"{qualname} nests too deeply for reading"})

@@ -14,10 +14,17 @@ from __future__ import annotations
 
 import pickle
 from collections.abc import Mapping
+from functools import partial
 
 from guard.git.content_cache import ContentCache
 from guard.git.objects import blob_id, digest
 from guard.truth.symbols import SourceSyntaxError, SymbolIndex
+
+TYPE_CHECKING = False  # not `from typing import ...`: the hooks import this module
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from guard.truth.effects import _LazyGraph
 
 
 def parse(
@@ -31,7 +38,8 @@ def parse(
     if kept is not None:
         found = _loads(kept, path)
         if isinstance(found, SymbolIndex) and found.effects is not None:
-            found.effects.graph.source = (content, path)
+            graph = found.effects.graph
+            graph.source = partial(_resumed, graph, content, path)
         if found is not None:
             return found
     result: SymbolIndex | SourceSyntaxError
@@ -82,3 +90,9 @@ def _loads(data: bytes, path: str) -> SymbolIndex | SourceSyntaxError | None:
     if isinstance(kept, tuple) and len(kept) == 3 and kept[0] == "error":
         return SourceSyntaxError(path, kept[1], kept[2])
     return None
+
+
+def _resumed(graph: _LazyGraph, content: bytes, path: str) -> Callable[[str], None]:
+    from guard.truth.effect_graph import resumed  # only to build a node the stored graph lacks
+
+    return resumed(graph, content, path)

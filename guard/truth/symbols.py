@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import unicodedata
 from collections.abc import Iterable, Iterator, Mapping
+from functools import partial
 from typing import TYPE_CHECKING
 
 from guard.collector import without_collector
@@ -101,11 +102,12 @@ class SymbolIndex:
                 definitions = list(_walk(tree.body, prefix="", block_counter=iter(range(1 << 62))))
                 reflection = _reflection(tree)
                 attribute_write = _attribute_write(tree)
-                from guard.truth.effect_reader import summarize  # only when a file is parsed
+                from guard.truth.effect_graph import resumed  # only when a file is parsed
+                from guard.truth.effect_reader import summarize
 
                 effects = summarize(tree, _KEEPING_DECORATORS, _KEEPING_METACLASSES)
-                effects.graph.build = None  # the rest from the source, if ever asked
-                effects.graph.source = (source, path)
+                effects.graph.build = None  # the rest from the source, if ever asked (resumed)
+                effects.graph.source = partial(resumed, effects.graph, source, path)
             except RecursionError:
                 return cls([], _Model(unreadable=_TOO_DEEP))
             index = cls(definitions, model)
