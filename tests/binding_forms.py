@@ -353,6 +353,7 @@ def forms() -> list[Form]:
         "if-version-major": ("import sys\n", "sys.version_info.major == 2"),
         "if-version-index": ("import sys\n", "sys.version_info[0] >= 3"),
         "if-version-slice": ("import sys\n", "sys.version_info[:2] >= (3, 8)"),
+        "if-version-bad-slice": ("import sys\n", 'sys.version_info[:"2"] >= (3, 8)'),
         "if-platform-win": ("import sys\n", 'sys.platform == "win32"'),
         "if-platform-linux": ("import sys\n", 'sys.platform.startswith("linux")'),
         "if-platform-not-win": ("import sys\n", 'sys.platform != "win32"'),

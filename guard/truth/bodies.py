@@ -66,7 +66,7 @@ def edits(
         mine, theirs = here.get(current_at.get(qualname, 0)), there.get(defined)
         if mine is None or theirs is None:
             continue  # a name not in place is a missing symbol, said elsewhere
-        difference = first_difference(mine, theirs)
+        difference = _first_difference(mine, theirs, (mine.lineno, theirs.lineno))
         if difference is None:
             continue
         line, recorded_line = difference
@@ -77,8 +77,8 @@ def edits(
                 _at(lines, line),
                 recorded_line,
                 _at(recorded_lines, recorded_line),
-                _span(mine),
-                _span(theirs),
+                span(mine),
+                span(theirs),
                 mine.col_offset - theirs.col_offset,
             )
         )
@@ -112,26 +112,22 @@ def definitions(tree: ast.Module) -> dict[int, Definition]:
     return {node.lineno: node for node in ast.walk(tree) if isinstance(node, Definition)}
 
 
-def first_difference(a: ast.AST, b: ast.AST) -> tuple[int, int] | None:
+def _first_difference(a: object, b: object, lines: tuple[int, int]) -> tuple[int, int] | None:
     """None when `a` and `b` are the same code; else the lines (in a, in b) of the innermost
-    statement or expression where they first differ."""
-    return _differ(a, b, (getattr(a, "lineno", 0), getattr(b, "lineno", 0)))
-
-
-def _differ(a: object, b: object, lines: tuple[int, int]) -> tuple[int, int] | None:
+    statement or expression where they first differ (`lines`: where a and b are)."""
     if isinstance(a, ast.AST) and isinstance(b, ast.AST):
         lines = (getattr(a, "lineno", lines[0]), getattr(b, "lineno", lines[1]))
         if type(a) is not type(b):
             return lines
         for name in a._fields:
             if name not in _SPELLING:
-                found = _differ(getattr(a, name, None), getattr(b, name, None), lines)
+                found = _first_difference(getattr(a, name, None), getattr(b, name, None), lines)
                 if found is not None:
                     return found
         return None
     if isinstance(a, list) and isinstance(b, list):
         for x, y in zip(a, b, strict=False):
-            found = _differ(x, y, lines)
+            found = _first_difference(x, y, lines)
             if found is not None:
                 return found
         if len(a) == len(b):
@@ -152,7 +148,8 @@ def _goes_on(items: list[object], shorter: int, line: int) -> int:
     return getattr(last, "end_lineno", None) or line
 
 
-def _span(node: Definition) -> tuple[int, int]:
+def span(node: Definition) -> tuple[int, int]:
+    """A definition's first and last lines, its decorators with it."""
     return min(
         [node.lineno, *(d.lineno for d in node.decorator_list)]
     ), node.end_lineno or node.lineno

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import replace
 
 from guard.truth.effects import ANY, MUTATING_BUILTINS, QUIET, _LazyGraph, _Node
-from guard.truth.statements import own_statements
+from guard.truth.statements import imported, last_name, own_statements
 
 # Attributes that reach a namespace or rebind through it.
 _REFLECTIVE_ATTRIBUTES = frozenset(
@@ -79,6 +79,7 @@ class _FunctionGraph:
         self.members: dict[str, dict[str, list[str]]] = {}  # class qualname: name -> refs
         self.all_imports: dict[str, set[str]] = {}  # any scope, any time
         self.stars: list[str] = []
+        self.qualnames: dict[int, str] = {}  # each def and class statement collected, by id
         # functions collected whose nodes are not built yet: (def, in a class, plain method)
         self._pending: dict[str, tuple[ast.FunctionDef | ast.AsyncFunctionDef, bool, bool]] = {}
         self.top = {
@@ -91,8 +92,13 @@ class _FunctionGraph:
     def _collect(self, body: list[ast.stmt], prefix: str, owner: ast.ClassDef | None) -> None:
         """Every def and class reachable through class bodies and compound statements."""
         for node in own_statements(body):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                qualname = self.qualnames[id(node)] = prefix + node.name
+                if owner is not None:
+                    kind = "class" if isinstance(node, ast.ClassDef) else "def"
+                    by_name = self.members.setdefault(prefix[:-1], {})
+                    by_name.setdefault(node.name, []).append(f"{kind}:{qualname}")
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-                qualname = prefix + node.name
                 self.functions.setdefault(node.name, []).append(qualname)
                 plain = owner is not None and self._plain_method(node)
                 # Its nodes are built at the first question (_build): the last def of a name
@@ -105,21 +111,12 @@ class _FunctionGraph:
                         self.graph.setdefault(f"method:{name}", _Node()).calls.add(
                             f"def:{qualname}"
                         )
-                if owner is not None:
-                    self.members.setdefault(prefix[:-1], {}).setdefault(node.name, []).append(
-                        f"def:{qualname}"
-                    )
             elif isinstance(node, ast.ClassDef):
-                qualname = prefix + node.name
                 self.classes.setdefault(node.name, []).append(qualname)
-                if owner is not None:
-                    self.members.setdefault(prefix[:-1], {}).setdefault(node.name, []).append(
-                        f"class:{qualname}"
-                    )
                 self._collect(node.body, qualname + ".", node)
                 self._class_nodes(node, qualname)
             elif isinstance(node, ast.Import | ast.ImportFrom):
-                for name, origin in _imported(node):
+                for name, origin in imported(node):
                     self.all_imports.setdefault(name, set()).add(origin)
                     if origin.endswith(".*"):
                         self.stars.append(origin[:-2])
@@ -137,9 +134,7 @@ class _FunctionGraph:
         """Run on an instance (its first parameter): not a static or class method."""
         if node.name in _IMPLICIT_CLASS_METHODS or not (node.args.posonlyargs or node.args.args):
             return False
-        return not any(
-            _last_name(d) in ("staticmethod", "classmethod") for d in node.decorator_list
-        )
+        return not any(last_name(d) in ("staticmethod", "classmethod") for d in node.decorator_list)
 
     def _class_nodes(self, node: ast.ClassDef, qualname: str) -> None:
         """new:K (every method, bases' too), hooks:K (what deriving from K runs), meta:K."""
@@ -205,7 +200,6 @@ class _FunctionGraph:
         held: set[int] = set()
         results_run: set[int] = set()
         values_run: set[int] = set()  # calls whose value is called, or handed to a callee
-        handed: set[int] = set()
         returned: set[int] = set()
         calls: list[ast.Call] = []
         nested: dict[str, str] = {}
@@ -220,11 +214,10 @@ class _FunctionGraph:
                 elif isinstance(sub.func, ast.Call):  # `g()()`: what g returns runs
                     results_run.add(id(sub.func.func))
                     values_run.add(id(sub.func))
-                handed.update(id(a) for a in _arguments(sub))
                 if self._holds(sub.func):
                     held.update(id(a) for a in _arguments(sub))
             elif isinstance(sub, ast.Return) and sub.value is not None:
-                returned.update(id(part) for part in _walk([sub.value]))
+                returned.update(id(part) for part in ast.walk(sub.value))
             elif isinstance(sub, ast.FunctionDef | ast.AsyncFunctionDef) and qualname:
                 key = f"{qualname}.<locals>.{sub.name}"
                 self.graph[f"def:{key}"] = self._function(sub, key)[0]
@@ -243,7 +236,10 @@ class _FunctionGraph:
             for a in (*positional, *args.kwonlyargs, args.vararg, args.kwarg)
             if a is not None and a.arg not in rebound
         }
-        if method and positional and not _static(node):  # self or cls: bound by Python
+        static = not isinstance(node, ast.Lambda) and any(
+            last_name(d) == "staticmethod" for d in node.decorator_list
+        )
+        if method and positional and not static:  # self or cls: bound by Python
             params.discard(positional[0].arg)
         quiet = {id(call.func) for call in calls if self._handed_only(call, params)}
         uses = (callees, results_run, returned, held)
@@ -256,7 +252,7 @@ class _FunctionGraph:
         )
         read_only = set(_namespace_reads(own))
         on_self: dict[str, str] = {}  # what only a plain method's own instance takes
-        where = f"in {_label(node)}"
+        where = "in a lambda" if isinstance(node, ast.Lambda) else f"in {node.name}()"
         for sub in own:
             if (
                 isinstance(sub, ast.Name)
@@ -401,12 +397,6 @@ def resumed(graph: _LazyGraph, source: bytes, path: str) -> Callable[[str], None
     return again._build
 
 
-def _static(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> bool:
-    return not isinstance(node, ast.Lambda) and any(
-        _last_name(d) == "staticmethod" for d in node.decorator_list
-    )
-
-
 def _arguments(call: ast.Call) -> Iterator[ast.expr]:
     for argument in [*call.args, *(k.value for k in call.keywords)]:
         yield argument.value if isinstance(argument, ast.Starred) else argument
@@ -459,8 +449,8 @@ def _direct_mutations(node: ast.AST) -> Iterator[tuple[str, str, ast.expr | None
     elif isinstance(node, ast.Global):
         for name in node.names:
             yield name, f"rebinds the module global {name}", None
-    elif isinstance(node, ast.Call) and _last_name(node.func) in ("setattr", "delattr"):
-        verb = _last_name(node.func)
+    elif isinstance(node, ast.Call) and last_name(node.func) in ("setattr", "delattr"):
+        verb = last_name(node.func)
         target = node.args[0] if node.args else None
         key = node.args[1] if len(node.args) >= 2 else None
         if isinstance(key, ast.Constant) and isinstance(key.value, str):
@@ -477,13 +467,13 @@ def _direct_mutations(node: ast.AST) -> Iterator[tuple[str, str, ast.expr | None
     ):
         yield ANY, "uses sys.modules", None
     elif isinstance(node, ast.Import | ast.ImportFrom) and any(
-        origin.split(".")[0] == "builtins" for _, origin in _imported(node)
+        origin.split(".")[0] == "builtins" for _, origin in imported(node)
     ):
         yield ANY, "imports builtins", None
 
 
 def _computed_getattr(node: ast.AST) -> bool:
-    if not (isinstance(node, ast.Call) and _last_name(node.func) == "getattr"):
+    if not (isinstance(node, ast.Call) and last_name(node.func) == "getattr"):
         return False
     key = node.args[1] if len(node.args) >= 2 else None
     return not (isinstance(key, ast.Constant) and isinstance(key.value, str))
@@ -513,7 +503,7 @@ def _bound_names(node: ast.stmt) -> Iterator[str]:
     if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
         yield node.name
     elif isinstance(node, ast.Import | ast.ImportFrom):
-        yield from (name for name, origin in _imported(node) if not origin.endswith(".*"))
+        yield from (name for name, origin in imported(node) if not origin.endswith(".*"))
     else:
         targets: list[ast.expr] = []
         if isinstance(node, ast.Assign):
@@ -533,30 +523,6 @@ def _bound_names(node: ast.stmt) -> Iterator[str]:
                         yield sub.target.id
 
 
-def _walk(nodes: list[ast.AST]) -> Iterator[ast.AST]:
-    stack = list(nodes)
-    while stack:
-        current = stack.pop()
-        yield current
-        stack.extend(ast.iter_child_nodes(current))
-
-
-def _imported(node: ast.Import | ast.ImportFrom) -> Iterator[tuple[str, str]]:
-    """(bound name, dotted origin) of each name an import binds; `M.*` for a star."""
-    if isinstance(node, ast.Import):
-        for alias in node.names:
-            if alias.asname:
-                yield alias.asname, alias.name
-            else:
-                root = alias.name.split(".")[0]
-                yield root, root
-        return
-    module = "." * node.level + (node.module or "")
-    for alias in node.names:
-        joined = f"{module}.{alias.name}" if node.module else f"{module}{alias.name}"
-        yield (alias.asname or alias.name), joined
-
-
 def _dotted(node: ast.expr) -> str | None:
     if isinstance(node, ast.Name):
         return node.id
@@ -564,16 +530,3 @@ def _dotted(node: ast.expr) -> str | None:
         inner = _dotted(node.value)
         return None if inner is None else f"{inner}.{node.attr}"
     return None
-
-
-def _last_name(node: ast.expr) -> str:
-    target = node.func if isinstance(node, ast.Call) else node
-    if isinstance(target, ast.Attribute):
-        return target.attr
-    return target.id if isinstance(target, ast.Name) else ""
-
-
-def _label(node: ast.AST) -> str:
-    return (
-        f"{node.name}()" if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) else "a lambda"
-    )

@@ -17,12 +17,11 @@ from guard.truth.effect_graph import (
     _changed,
     _dotted,
     _FunctionGraph,
-    _imported,
 )
 from guard.truth.effects import ANY, MUTATING_BUILTINS, QUIET, Effects, Reach, _closure, _Node
 from guard.truth.model_expressions import _is_stdlib
 from guard.truth.model_statements import _CODE_ATTRIBUTES
-from guard.truth.statements import own_statements
+from guard.truth.statements import blocks, imported, own_statements
 
 # Builtins that never call what they are given, nor change bindings: their arguments are only
 # read (the dunders of an instance they may run were counted when the instance was made).
@@ -80,7 +79,7 @@ class _Reader(_FunctionGraph):
         self._collect(self.tree.body, "", None)
         for statement in self.tree.body:
             if isinstance(statement, ast.Import | ast.ImportFrom):
-                for name, origin in _imported(statement):
+                for name, origin in imported(statement):
                     self.imports[name] = origin
         for _ in range(8):  # values flow by assignment: a few passes reach the fixpoint
             self.changed = False
@@ -186,7 +185,7 @@ class _Reader(_FunctionGraph):
     def _statement(self, node: ast.stmt) -> None:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
             self._signature(node.args, node.returns)
-            qualname = self._qualname(node)
+            qualname = self.qualnames[id(node)]
             self._decorated(node.decorator_list, f"def:{qualname}")
             self._flow(node.name, frozenset({f"def:{qualname}"}))
             return
@@ -220,7 +219,7 @@ class _Reader(_FunctionGraph):
                     self._bind(item.optional_vars, refs)
                     self._touch(self._value(item.optional_vars))  # its exit runs what it keeps
         elif isinstance(node, ast.Import | ast.ImportFrom):
-            for name, origin in _imported(node):
+            for name, origin in imported(node):
                 if not origin.endswith(".*"):
                     self._flow(name, frozenset({f"import:{origin}"}))
         elif isinstance(node, ast.Delete):
@@ -248,29 +247,9 @@ class _Reader(_FunctionGraph):
             for child in ast.iter_child_nodes(node):
                 if isinstance(child, ast.expr):
                     self._value(child)
-        for name in ("body", "orelse", "finalbody"):
-            inner = getattr(node, name, None)
-            if isinstance(inner, list) and not isinstance(node, ast.Match):
-                self._run([s for s in inner if isinstance(s, ast.stmt)])
-        for handler in getattr(node, "handlers", ()):
-            self._run(handler.body)
-
-    def _qualname(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> str:
-        return self._qualnames.get(id(node), node.name)
-
-    @property
-    def _qualnames(self) -> dict[int, str]:
-        if not hasattr(self, "_by_node"):
-            self._by_node: dict[int, str] = {}
-            stack: list[tuple[list[ast.stmt], str]] = [(self.tree.body, "")]
-            while stack:
-                body, prefix = stack.pop()
-                for node in own_statements(body):
-                    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-                        self._by_node[id(node)] = prefix + node.name
-                        if isinstance(node, ast.ClassDef):
-                            stack.append((node.body, prefix + node.name + "."))
-        return self._by_node
+        if not isinstance(node, ast.Match):  # its cases ran above, each after its pattern
+            for block in blocks(node):
+                self._run(block)
 
     def _signature(self, args: ast.arguments, returns: ast.expr | None) -> None:
         """Defaults and annotations run when the `def` does."""
@@ -336,39 +315,26 @@ class _Reader(_FunctionGraph):
         return f"{origin}()" if isinstance(node, ast.Call) else origin
 
     def _class(self, node: ast.ClassDef) -> None:
-        qualname = self._qualname(node)
+        qualname = self.qualnames[id(node)]
         for base in node.bases:
             refs = self._value(base)
             if isinstance(base, ast.Subscript):  # `Base[T]`: its alias's __mro_entries__ is Base
                 refs = self._value(base.value)
-            for ref in refs:
-                if ref.startswith("class:"):
-                    self.calls.add(f"hooks:{ref[6:]}")
-                elif ref.startswith("import:"):
-                    self.needs.add(("base", ref[7:]))
-                else:
-                    self._runs(frozenset({ref}))
-                    kind, _, origin = ref.partition(":")
-                    if kind == "import-result" and _is_stdlib(origin):
-                        continue  # `namedtuple(...)`, `type(...)`: a class
-                    why = (
-                        f"the base at line {base.lineno} may be an object, not a class: its "
-                        "__mro_entries__ may put other classes (and their __init_subclass__) in "
-                        "its place"
-                    )
-                    self._mutates(why, node.name)
+            others = self._derived(refs, "hooks", "base")
+            self._runs(others)
+            if any(  # but `namedtuple(...)`, `type(...)`: a class
+                not (kind == "import-result" and _is_stdlib(origin))
+                for kind, _, origin in (ref.partition(":") for ref in others)
+            ):
+                why = (
+                    f"the base at line {base.lineno} may be an object, not a class: its "
+                    "__mro_entries__ may put other classes (and their __init_subclass__) in "
+                    "its place"
+                )
+                self._mutates(why, node.name)
         for keyword in node.keywords:
             refs = self._value(keyword.value)
-            if keyword.arg == "metaclass":
-                for ref in refs:
-                    if ref.startswith("class:"):
-                        self.calls.add(f"meta:{ref[6:]}")
-                    elif ref.startswith("import:"):
-                        self.needs.add(("meta", ref[7:]))
-                    else:
-                        self._runs(frozenset({ref}))
-            else:
-                self._runs(refs)
+            self._runs(self._derived(refs, "meta", "meta") if keyword.arg == "metaclass" else refs)
         self._run(node.body)
         kept = set().union(  # `p = property(f)`: an instance may run what the class keeps
             *(
@@ -385,6 +351,13 @@ class _Reader(_FunctionGraph):
         }
         self._decorated(node.decorator_list, f"new:{qualname}")
         self._flow(node.name, frozenset({f"class:{qualname}"}))
+
+    def _derived(self, refs: _Refs, key: str, need: str) -> _Refs:
+        """A class statement derives from (or is made by) what `refs` hold: a class of the file
+        runs its `key` node, one from elsewhere is a `need`; the rest is returned."""
+        self.calls |= {f"{key}:{ref[6:]}" for ref in refs if ref.startswith("class:")}
+        self.needs |= {(need, ref[7:]) for ref in refs if ref.startswith("import:")}
+        return frozenset(ref for ref in refs if not ref.startswith(("class:", "import:")))
 
     def _runs(self, refs: _Refs, quiet: bool = False) -> None:
         """Something may call these (or, for a class, make and use an instance); `quiet`:

@@ -91,9 +91,10 @@ class _LazyGraph(dict[str, _Node]):
     a parse). A node is the same whenever it is built: it depends only on the function's code
     and the names of the whole file.
 
-    `pending`: the qualnames not built yet; `build` builds one from the syntax tree. A graph
-    read back from the parse cache keeps what was built and builds the rest from `source`,
-    which parses the file again (guard.truth.parsed); `grown`: built since it was stored."""
+    `pending`: the qualnames not built yet, each built by the first `in` that asks for it;
+    `build` builds one from the syntax tree. A graph without it (read back from the parse
+    cache, guard.truth.parsed) keeps what was built and builds the rest with what `source`
+    gives, which parses the file again; `grown`: built since it was stored."""
 
     def __init__(self, build: Callable[[str], None] | None = None) -> None:
         super().__init__()
@@ -104,11 +105,6 @@ class _LazyGraph(dict[str, _Node]):
 
     def __contains__(self, key: object) -> bool:
         return dict.__contains__(self, key) or (isinstance(key, str) and self._built(key))
-
-    def __missing__(self, key: str) -> _Node:
-        if self._built(key):
-            return dict.__getitem__(self, key)
-        raise KeyError(key)
 
     def _built(self, key: str) -> bool:
         kind, _, qualname = key.partition(":")
@@ -189,27 +185,25 @@ class Effects:
         ("call": called or handed on; "call-quiet": called with arguments that hold nothing
         of the checkout; "result": what calling it returns, called; "base": a base class;
         "meta": a metaclass)."""
-        if kind == QUIET:
-            for prefix in ("def:", "new:"):
-                found = self.reach(prefix + name, quiet=prefix == "def:")
-                if found is not None:
-                    return found
-            return None
         prefixes = {
             "call": ("def:", "new:"),
+            QUIET: ("def:", "new:"),
             "result": ("result:",),
             "base": ("hooks:",),
             "meta": ("meta:",),
         }[kind]
         for prefix in prefixes:
-            found = self.reach(prefix + name)
-            if found is not None:
-                entry = self.graph[prefix + name]
-                runs = entry.runs_arguments or prefix == "new:"
-                runs |= prefix == "result:" and any(
-                    self.graph[k].runs_arguments for k in entry.calls if k in self.graph
-                )
-                return replace(found, runs_arguments=runs)
+            found = self.reach(prefix + name, quiet=kind == QUIET and prefix == "def:")
+            if found is None:
+                continue
+            if kind == QUIET:  # handed nothing of the checkout: nothing it is handed runs
+                return found
+            entry = self.graph[prefix + name]
+            runs = entry.runs_arguments or prefix == "new:"
+            runs |= prefix == "result:" and any(
+                self.graph[k].runs_arguments for k in entry.calls if k in self.graph
+            )
+            return replace(found, runs_arguments=runs)
         return None
 
 

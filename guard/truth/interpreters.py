@@ -75,11 +75,11 @@ _PRINT = "print(__import__('json').dumps(facts))"
 
 
 def _asked(
-    python: str, git_dir: Path, kind: str, arguments: list[str], load: Callable[[bytes], T | None]
+    python: str, git_dir: Path, kind: str, arguments: list[str], load: Callable[[Any], T | None]
 ) -> T:
-    """What `python arguments...` prints, as `load` reads it: asked once, then kept in the git
-    dir's cache by the interpreter's path and file identity (size, mtime, inode: a reinstalled
-    or upgraded interpreter is asked again) and `kind`."""
+    """The JSON `python arguments...` prints, as `load` reads it (None: not an answer): asked
+    once, then kept in the git dir's cache by the interpreter's path and file identity (size,
+    mtime, inode: a reinstalled or upgraded interpreter is asked again) and `kind`."""
     try:
         status = os.stat(python)
     except OSError as error:
@@ -93,7 +93,7 @@ def _asked(
     cache = ContentCache(git_dir / FACTS_CACHE_DIR, _FACTS_CACHE_KEEP)
     key = digest(identity.encode())
     kept = cache.get(key)
-    answer = None if kept is None else load(kept)
+    answer = None if kept is None else _json(kept, load)
     if answer is None:
         try:
             asked = subprocess.run([python, *arguments], capture_output=True, timeout=60)
@@ -102,7 +102,7 @@ def _asked(
                 f"cannot ask the interpreter {python} what it is: {error}. Pass another with "
                 "--python PATH."
             ) from None
-        answer = load(asked.stdout) if asked.returncode == 0 else None
+        answer = _json(asked.stdout, load) if asked.returncode == 0 else None
         if answer is None:
             said = asked.stderr.decode(errors="replace").strip().splitlines()
             raise ConfigError(
@@ -113,14 +113,16 @@ def _asked(
     return answer
 
 
-def _loads(data: bytes) -> dict[str, Any] | None:
-    """The facts in a cache entry or an answer; None for anything else."""
+def _json(data: bytes, load: Callable[[Any], T | None]) -> T | None:
     try:
-        raw = json.loads(data or b"")
+        return load(json.loads(data or b""))
     except ValueError:
         return None
-    names = set(own_facts())
-    if not isinstance(raw, dict) or set(raw) != names:
+
+
+def _loads(raw: Any) -> dict[str, Any] | None:
+    """The facts in a cache entry or an answer; None for anything else."""
+    if not isinstance(raw, dict) or set(raw) != set(own_facts()):
         return None
     return _as_values(raw)
 
@@ -147,12 +149,8 @@ def search_path(python: str, git_dir: Path) -> tuple[str, list[str]]:
     return _asked(python, git_dir, "search\0", ["-I", "-c", _SEARCH], _search_answer)
 
 
-def _search_answer(data: bytes) -> tuple[str, list[str]] | None:
+def _search_answer(raw: Any) -> tuple[str, list[str]] | None:
     """A version and a path, from a cache entry or an answer; None for anything else."""
-    try:
-        raw = json.loads(data or b"")
-    except ValueError:
-        return None
     if (
         isinstance(raw, list)
         and len(raw) == 2

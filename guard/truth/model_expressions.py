@@ -73,8 +73,7 @@ class _Values(_Scopes):
         if isinstance(value, ast.Lambda):
             return "def", _UNKNOWN
         if isinstance(value, _LITERALS):
-            known = self._value(value, env)
-            return "value", known
+            return "value", self._value(value, env)
         looked = self._lookup_env(value, env)
         if isinstance(looked, _LocalDef) or (isinstance(looked, _LocalClass) and not looked.doubt):
             return "def", looked
@@ -91,9 +90,8 @@ class _Values(_Scopes):
         self, decorators: list[ast.expr], env: _Env, what: str, replaces: str
     ) -> str | None:
         for decorator in decorators:
-            if self._keeps(decorator, env):
-                continue
-            return f"the {what} at line {decorator.lineno} may replace {replaces}"
+            if not self._keeps(decorator, env):
+                return f"the {what} at line {decorator.lineno} may replace {replaces}"
         return None
 
     def _keeps(self, decorator: ast.expr, env: _Env) -> bool:
@@ -156,23 +154,20 @@ class _Values(_Scopes):
                     return _UNKNOWN
         if isinstance(node, ast.Subscript):
             container = self._value(node.value, env, depth + 1)
-            index = (
-                self._value(node.slice, env, depth + 1)
-                if not isinstance(node.slice, ast.Slice)
-                else _UNKNOWN
-            )
+            index: object = _UNKNOWN
             if isinstance(node.slice, ast.Slice):
                 parts = [
                     self._value(p, env, depth + 1) if p is not None else None
                     for p in (node.slice.lower, node.slice.upper, node.slice.step)
                 ]
-                if any(p is _UNKNOWN for p in parts):
-                    return _UNKNOWN
-                index = slice(*parts)
+                if not any(p is _UNKNOWN for p in parts):
+                    index = slice(*parts)
+            else:
+                index = self._value(node.slice, env, depth + 1)
             if isinstance(container, tuple | str) and isinstance(index, int | slice):
                 try:
                     return container[index]
-                except (IndexError, ValueError):
+                except (IndexError, ValueError, TypeError):  # `x[:"2"]` raises when it runs
                     return _UNKNOWN
         return _UNKNOWN
 

@@ -248,21 +248,15 @@ class _Scopes:
             if binding.kind == "class" and binding.scope is not None and depth < _MAX_DEPTH:
                 answers.append(self._resolve_in(binding.scope, rest, callable_leaf, depth + 1))
             elif binding.kind in ("other", "def"):
-                answers.append(
-                    Resolution(
-                        CANNOT_TELL,
-                        None,
-                        f"{parts[0]} is bound at line {binding.lineno} to a value the model cannot read",
-                    )
+                why = (
+                    f"{parts[0]} is bound at line {binding.lineno} to a value the model cannot read"
                 )
+                answers.append(Resolution(CANNOT_TELL, reason=why))
             else:
-                answers.append(
-                    Resolution(
-                        ABSENT,
-                        None,
-                        f"{parts[0]} is bound at line {binding.lineno} to something other than a class",
-                    )
+                why = (
+                    f"{parts[0]} is bound at line {binding.lineno} to something other than a class"
                 )
+                answers.append(Resolution(ABSENT, reason=why))
         states = {a.state for a in answers}
         if states == {PRESENT}:
             return answers[-1]
@@ -272,11 +266,10 @@ class _Scopes:
         if undecided:
             return undecided
         lines = ", ".join(str(b.lineno) for b in outcome.found)
-        return Resolution(
-            CANNOT_TELL,
-            None,
-            f"{parts[0]} may name any of the classes at lines {lines}, and not all of them bind it",
+        why = (
+            f"{parts[0]} may name any of the classes at lines {lines}, and not all of them bind it"
         )
+        return Resolution(CANNOT_TELL, reason=why)
 
     def _lookup(self, scope: int, name: str, expect_callable: bool, seen: set[int]) -> _Outcome:
         """The name's binding in a scope; for a class whose body leaves it unbound (never bound,

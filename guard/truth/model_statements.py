@@ -23,7 +23,7 @@ from guard.truth.model_names import (
     _LocalDef,
     _Origin,
 )
-from guard.truth.statements import own_statements
+from guard.truth.statements import imported, own_statements
 
 # Metaclasses that keep a class body's attributes.
 _KEEPING_METACLASSES = frozenset({"builtins.type", "abc.ABCMeta", "enum.EnumMeta", "enum.EnumType"})
@@ -121,22 +121,14 @@ class _Model(_Values):
         elif isinstance(node, ast.Delete):
             for target in node.targets:
                 self._delete(target, node.lineno, scope, condition, env)
-        elif isinstance(node, ast.Import):
-            for alias in node.names:
-                bound = alias.asname or alias.name.split(".")[0]
-                origin = alias.name if alias.asname else alias.name.split(".")[0]
-                name = self._name(scope, bound)
-                self._add(scope, name, "other", node.lineno, condition, env, value=_Origin(origin))
-        elif isinstance(node, ast.ImportFrom):
-            for alias in node.names:
-                if alias.name == "*":
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            for bound, origin in imported(node):
+                if origin.endswith(".*"):
+                    assert isinstance(node, ast.ImportFrom)
                     self._star(node, scope, condition, env)
                     continue
-                module = f"{node.module}." if node.module else ""
-                source = f"{'.' * node.level}{module}{alias.name}"  # relative: leading dots
-                name = self._name(scope, alias.asname or alias.name)
-                value = _Origin(source)
-                self._add(scope, name, "other", node.lineno, condition, env, value=value)
+                name = self._name(scope, bound)
+                self._add(scope, name, "other", node.lineno, condition, env, value=_Origin(origin))
         elif isinstance(node, ast.Expr):
             return self._call(node.value, node.lineno, scope, condition, env), None
         elif isinstance(node, ast.Raise):
@@ -155,8 +147,7 @@ class _Model(_Values):
                 if item.optional_vars is not None:
                     self._target(item.optional_vars, None, node.lineno, scope, condition, env)
             if all(self._origin(i.context_expr, env) in _PLAIN_CONTEXTS for i in node.items):
-                raises, maybe = self._body(node.body, scope, condition, env)
-                return raises, maybe
+                return self._body(node.body, scope, condition, env)
             where = f"inside a with body (line {node.lineno}) that may swallow a failure"
             raises, maybe, _, _ = self._failing_body(node.body, scope, condition, env, where)
             if raises and not all(
@@ -540,9 +531,7 @@ class _Model(_Values):
             self._target(target.value, None, lineno, scope, condition, env)
         elif isinstance(target, ast.Attribute):
             kind, _ = self._value_kind(value, env)
-            for inner, when in self._classes_named(target.value, env, condition):
-                doubt = self._rebinding(inner, target.attr, kind, lineno)
-                self._add(inner, target.attr, kind, lineno, when, {}, doubt=doubt)
+            self._on_classes(target.value, target.attr, kind, lineno, condition, env)
             if target.attr in _CODE_ATTRIBUTES and isinstance(target.value, ast.Attribute):
                 swapped = (  # `C.m.__code__ = ...`: the name stays, its code is another's
                     f"its {target.attr} is replaced at line {lineno}: the code that runs is not "
@@ -560,8 +549,16 @@ class _Model(_Values):
             for element in target.elts:
                 self._delete(element, lineno, scope, condition, env)
         elif isinstance(target, ast.Attribute):
-            for inner, when in self._classes_named(target.value, env, condition):
-                self._add(inner, target.attr, "del", lineno, when, {})
+            self._on_classes(target.value, target.attr, "del", lineno, condition, env)
+
+    def _on_classes(
+        self, owner: ast.expr, name: str, kind: str, lineno: int, condition: str | None, env: _Env
+    ) -> None:
+        """`C.m = ...`, `del C.m`, `setattr(C, "m", ...)`: a binding in each class `owner` may
+        name."""
+        for inner, when in self._classes_named(owner, env, condition):
+            doubt = self._rebinding(inner, name, kind, lineno)
+            self._add(inner, name, kind, lineno, when, {}, doubt=doubt)
 
     def _call(
         self, node: ast.expr, lineno: int, scope: int, condition: str | None, env: _Env
@@ -573,19 +570,13 @@ class _Model(_Values):
         if origin in _EXITS:
             return f"the call to {origin.removeprefix('builtins.')}() at line {lineno}"
         if origin in ("builtins.setattr", "builtins.delattr") and len(node.args) >= 2:
-            name = node.args[1]
-            for inner, when in self._classes_named(node.args[0], env, condition):
-                if isinstance(name, ast.Constant) and isinstance(name.value, str):
-                    if origin == "builtins.delattr":
-                        kind = "del"
-                    else:
-                        kind, _ = self._value_kind(
-                            node.args[2] if len(node.args) > 2 else None, env
-                        )
-                    doubt = self._rebinding(inner, name.value, kind, lineno)
-                    self._add(inner, name.value, kind, lineno, when, {}, doubt=doubt)
-                else:
-                    doubt = f"the {origin[9:]} at line {lineno} with a computed name may change it"
+            name, value = node.args[1], node.args[2] if len(node.args) > 2 else None
+            if isinstance(name, ast.Constant) and isinstance(name.value, str):
+                kind = "del" if origin == "builtins.delattr" else self._value_kind(value, env)[0]
+                self._on_classes(node.args[0], name.value, kind, lineno, condition, env)
+            else:
+                doubt = f"the {origin[9:]} at line {lineno} with a computed name may change it"
+                for inner, when in self._classes_named(node.args[0], env, condition):
                     self._add(inner, "*", "any", lineno, when, {}, doubt=doubt)
         elif origin in ("builtins.exec", "builtins.globals", "builtins.vars", "builtins.locals"):
             doubt = f"the call to {origin[9:]}() at line {lineno} may change any name"
@@ -641,30 +632,22 @@ def _walk_expression(node: ast.expr) -> Iterator[ast.AST]:
             stack.extend(ast.iter_child_nodes(current))
 
 
+_LOOPS = (ast.For, ast.AsyncFor, ast.While)
+# Where a break or continue inside belongs to another loop, or to no loop here.
+_JUMPS_OWN = (*_LOOPS, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+
+
 def _jump_in(node: ast.stmt, only_break: bool = False) -> int | None:
     """The line of a break (or continue) that leaves or restarts the loop `node` belongs to."""
     kinds = ast.Break if only_break else (ast.Break, ast.Continue)
-    body = node.body if isinstance(node, ast.For | ast.AsyncFor | ast.While) else [node]
+    body = node.body if isinstance(node, _LOOPS) else [node]
     stack: list[ast.AST] = list(body)
     while stack:
         current = stack.pop()
         if isinstance(current, kinds):
             return current.lineno
-        if (
-            isinstance(
-                current,
-                ast.For
-                | ast.AsyncFor
-                | ast.While
-                | ast.FunctionDef
-                | ast.AsyncFunctionDef
-                | ast.ClassDef
-                | ast.Lambda,
-            )
-            and current is not node
-        ):
-            continue
-        stack.extend(ast.iter_child_nodes(current))
+        if not isinstance(current, _JUMPS_OWN) or current is node:
+            stack.extend(ast.iter_child_nodes(current))
     return None
 
 

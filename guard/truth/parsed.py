@@ -1,13 +1,13 @@
 """Each file's parse, kept by its content: a file that did not change is never parsed again.
 
-Parsing and modelling a real model file costs 5 to 100 ms (guard.truth.symbols); a command that
-assesses 40 patched files would pay that 40 times on every checkout. The result is a pure
-function of the bytes and of patchguard's code and interpreter (conditions such as
-`sys.version_info` are decided for the running Python), so it is kept under the blob id of
-the bytes, in the content cache's namespace of all of that (guard.git.own_code), and, for
-another interpreter's facts (guard.truth.interpreters), of those facts too: a new patchguard
-or another Python parses afresh. Entries are pickles of guard.truth.symbols objects in the
-worktree's git dir, which only patchguard writes (see guard.git.content_cache).
+Parsing and modelling a file (guard.truth.symbols) is most of what assessing it costs, paid for
+every patched file on every checkout. The result is a pure function of the bytes and of
+patchguard's code and interpreter (conditions such as `sys.version_info` are decided for the
+running Python), so it is kept under the blob id of the bytes, in the content cache's namespace
+of all of that (guard.git.own_code), and, for another interpreter's facts
+(guard.truth.interpreters), of those facts too: a new patchguard or another Python parses
+afresh. Entries are pickles of guard.truth.symbols objects in the worktree's git dir, which only
+patchguard writes (see guard.git.content_cache).
 """
 
 from __future__ import annotations

@@ -15,6 +15,8 @@ import re
 from collections.abc import Collection, Iterable
 from typing import NamedTuple
 
+from guard.truth.bodies import parse, span
+
 # A module-level function whose first parameter is one of these is a method typed outside its
 # class (`cls`: a classmethod's body typed at column 0).
 _METHOD_FIRST = (["self"], ["cls"])
@@ -29,9 +31,8 @@ class Slips(NamedTuple):
 
 def slips(source: bytes, path: str, added_lines: Iterable[int]) -> Slips:
     """What looks like a slip among the definitions on `added_lines` of `source`."""
-    try:
-        tree = ast.parse(source, filename=path)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    tree = parse(source, path)
+    if tree is None:
         return Slips([], [])  # record says what is wrong with the file itself
     added = set(added_lines)
     lines = source.decode("utf-8", errors="replace").splitlines()
@@ -79,10 +80,10 @@ def _parameters(function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[str]:
     return [a.arg for a in (*function.args.posonlyargs, *function.args.args)]
 
 
-def lines_of(node: ast.stmt) -> str:
+def lines_of(node: ast.FunctionDef | ast.AsyncFunctionDef) -> str:
     """`26-27`: a definition's lines, its decorators with it."""
-    first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
-    return f"{first}-{node.end_lineno or node.lineno}"
+    first, last = span(node)
+    return f"{first}-{last}"
 
 
 def _opening(lines: list[str], node: ast.stmt) -> str:
@@ -234,18 +235,22 @@ def strays_put_back(now: ast.Module, then: ast.Module) -> list[tuple[str, str, i
     """The methods of module `now`'s classes that writing `then` over it would add again at
     module level (a patch recorded with the slip, applied after the user indented it):
     (name, class, line of the class's method). Python would never run the copy as the method."""
-    level = {n.name for n in now.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
-    methods = {
-        method.name: (cls.name, method.lineno)
-        for cls in now.body
+    methods = {name: (cls, line) for name, cls, line in _methods_only(now)}
+    return [
+        (node.name, *methods[node.name]) for node in module_methods(then) if node.name in methods
+    ]
+
+
+def _methods_only(tree: ast.Module) -> list[tuple[str, str, int]]:
+    """The methods of a module's classes that no module-level function shares a name with:
+    (name, class, line)."""
+    level = {n.name for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
+    return [
+        (method.name, cls.name, method.lineno)
+        for cls in tree.body
         if isinstance(cls, ast.ClassDef)
         for method in cls.body
-        if isinstance(method, ast.FunctionDef | ast.AsyncFunctionDef)
-    }
-    return [
-        (node.name, *methods[node.name])
-        for node in module_methods(then)
-        if node.name in methods and node.name not in level
+        if isinstance(method, ast.FunctionDef | ast.AsyncFunctionDef) and method.name not in level
     ]
 
 
@@ -266,19 +271,13 @@ def module_level_warnings(
         f"patchguard record {patch}"
         for node, (owner, _) in typed_outside(syntax, names)
     ]
-    level = {n.name for n in syntax.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
-    for cls in (n for n in syntax.body if isinstance(n, ast.ClassDef)):
-        for method in cls.body:
-            if (
-                isinstance(method, ast.FunctionDef | ast.AsyncFunctionDef)
-                and method.name in names
-                and method.name not in level
-            ):
-                found.append(
-                    f"{path}:{method.lineno}: {method.name}, which patch {patch} recorded at "
-                    f"module level, is a method of class {cls.name} now -> keep it there: "
-                    f"patchguard record {patch} (patchguard apply would put a stray copy back)"
-                )
+    found += [
+        f"{path}:{line}: {name}, which patch {patch} recorded at module level, is a method of "
+        f"class {cls} now -> keep it there: patchguard record {patch} (patchguard apply would "
+        "put a stray copy back)"
+        for name, cls, line in _methods_only(syntax)
+        if name in names
+    ]
     return found
 
 

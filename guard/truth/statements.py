@@ -10,22 +10,49 @@ from collections.abc import Iterator
 
 
 def own_statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
-    """A block's statements and those of its compound statements (if, for, while, with, try
-    and its handlers, match and its cases), in source order; not those of nested functions
-    and classes, which run in scopes of their own."""
+    """A block's statements and those of its compound statements, in source order; not those
+    of nested functions and classes, which run in scopes of their own."""
     stack = list(reversed(body))
     while stack:
         node = stack.pop()
         yield node
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            continue
-        children: list[ast.stmt] = []
-        for name in ("body", "orelse", "finalbody"):
-            inner = getattr(node, name, None)
-            if isinstance(inner, list):
-                children += [s for s in inner if isinstance(s, ast.stmt)]
-        for handler in getattr(node, "handlers", ()):
-            children += handler.body
-        for case in getattr(node, "cases", ()):
-            children += case.body
-        stack.extend(reversed(children))
+        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            stack.extend(reversed([inner for block in blocks(node) for inner in block]))
+
+
+def blocks(node: ast.stmt) -> Iterator[list[ast.stmt]]:
+    """The blocks a statement holds (if, for, while, with, try and its handlers, match and its
+    cases; a def's or a class's body), in source order."""
+    for name in ("body", "orelse", "finalbody"):
+        inner = getattr(node, name, None)
+        if isinstance(inner, list):
+            yield inner
+    for handler in getattr(node, "handlers", ()):
+        yield handler.body
+    for case in getattr(node, "cases", ()):
+        yield case.body
+
+
+def imported(node: ast.Import | ast.ImportFrom) -> Iterator[tuple[str, str]]:
+    """(bound name, dotted origin) of each name an import binds; `M.*` for a star; a relative
+    origin has its leading dots."""
+    if isinstance(node, ast.Import):
+        for alias in node.names:
+            if alias.asname:
+                yield alias.asname, alias.name
+            else:
+                root = alias.name.split(".")[0]
+                yield root, root
+        return
+    module = "." * node.level + (node.module or "")
+    for alias in node.names:
+        joined = f"{module}.{alias.name}" if node.module else f"{module}{alias.name}"
+        yield (alias.asname or alias.name), joined
+
+
+def last_name(node: ast.expr) -> str:
+    """The last name a decorator or callee is spelled with (`staticmethod`, `f` of `m.f(...)`)."""
+    target = node.func if isinstance(node, ast.Call) else node
+    if isinstance(target, ast.Attribute):
+        return target.attr
+    return target.id if isinstance(target, ast.Name) else ""

@@ -18,6 +18,7 @@ from guard.truth.model_expressions import _KEEPING_DECORATORS
 from guard.truth.model_names import _KNOWN_VALUES, CANNOT_TELL, PRESENT, Resolution
 from guard.truth.model_statements import _KEEPING_METACLASSES, _Model
 from guard.truth.records import Record
+from guard.truth.statements import blocks, last_name
 
 if TYPE_CHECKING:
     from guard.truth.effects import Effects
@@ -66,18 +67,17 @@ class SymbolIndex:
     """All definitions of one source file, by qualified name, and the model of what importing
     it binds (see `resolve`)."""
 
-    def __init__(self, definitions: Iterable[Definition], model: _Model | None = None) -> None:
+    def __init__(self, definitions: Iterable[Definition], model: _Model) -> None:
         self.by_qualname: dict[str, list[Definition]] = {}
         for definition in definitions:
             self.by_qualname.setdefault(definition.qualname, []).append(definition)
-        self.model = model or _Model()
+        self.model = model
         self.reflection: tuple[int, str] | None = None  # (line, what): see _reflection
         self.attribute_write: int | None = None  # the first line that sets or deletes an attribute
         # `from .x.y import z` at the top of the module, always run: (line, dots, "x.y")
         self.relative_imports: list[tuple[int, int, str]] = []
-        self.effects: Effects | None = (
-            None  # what its import-time code may change (guard.truth.effects)
-        )
+        # what its import-time code may change (guard.truth.effects)
+        self.effects: Effects | None = None
         self._callables: frozenset[str] | None = None
 
     @classmethod
@@ -87,48 +87,39 @@ class SymbolIndex:
         """`facts`: the interpreter's (guard.truth.interpreters) that conditions are decided for; None
         for patchguard's own."""
         with without_collector():  # a syntax tree holds no cycles: it would only be walked
-            return cls._parse(source, path, facts)
+            try:  # what the parser accepts and the compiler refuses, Python cannot import either
+                tree = ast.parse(source, filename=path)
+                compile(tree, path, "exec", dont_inherit=True)  # `def f(a, a)`, `nonlocal x`
+            except SyntaxError as error:
+                raise SourceSyntaxError(path, error.lineno, error.msg) from None
+            except ValueError as error:  # e.g. NUL bytes in the source
+                raise SourceSyntaxError(path, None, str(error)) from None
+            except (RecursionError, MemoryError):  # CPython compiles nesting ast cannot build
+                return cls([], _Model(unreadable=_TOO_DEEP))
+            model = _Model(known={**_KNOWN_VALUES, **facts} if facts else _KNOWN_VALUES)
+            try:
+                model.run(tree)
+                definitions = list(_walk(tree.body, prefix="", block_counter=iter(range(1 << 62))))
+                reflection = _reflection(tree)
+                attribute_write = _attribute_write(tree)
+                from guard.truth.effect_graph import resumed  # only when a file is parsed
+                from guard.truth.effect_reader import summarize
 
-    @classmethod
-    def _parse(cls, source: bytes, path: str, facts: Mapping[str, object] | None) -> SymbolIndex:
-        try:
-            tree = ast.parse(source, filename=path)
-        except SyntaxError as error:
-            raise SourceSyntaxError(path, error.lineno, error.msg) from None
-        except ValueError as error:  # e.g. NUL bytes in the source
-            raise SourceSyntaxError(path, None, str(error)) from None
-        except (RecursionError, MemoryError):  # CPython compiles nesting that ast cannot build
-            return cls([], _Model(unreadable=_TOO_DEEP))
-        try:  # what the parser accepts and the compiler refuses, Python cannot import either
-            compile(tree, path, "exec", dont_inherit=True)
-        except SyntaxError as error:  # `def f(a, a)`, `return` at module level, `nonlocal x`
-            raise SourceSyntaxError(path, error.lineno, error.msg) from None
-        except (RecursionError, MemoryError):
-            return cls([], _Model(unreadable=_TOO_DEEP))
-        model = _Model(known={**_KNOWN_VALUES, **facts} if facts else _KNOWN_VALUES)
-        try:
-            model.run(tree)
-            definitions = list(_walk(tree.body, prefix="", block_counter=iter(range(1 << 62))))
-            reflection = _reflection(tree)
-            attribute_write = _attribute_write(tree)
-            from guard.truth.effect_graph import resumed  # only when a file is parsed
-            from guard.truth.effect_reader import summarize
-
-            effects = summarize(tree, _KEEPING_DECORATORS, _KEEPING_METACLASSES)
-            effects.graph.build = None  # the rest from the source, if ever asked (resumed)
-            effects.graph.source = partial(resumed, effects.graph, source, path)
-        except RecursionError:
-            return cls([], _Model(unreadable=_TOO_DEEP))
-        index = cls(definitions, model)
-        index.reflection = reflection
-        index.attribute_write = attribute_write
-        index.effects = effects
-        index.relative_imports = [
-            (node.lineno, node.level, node.module or "")
-            for node in tree.body
-            if isinstance(node, ast.ImportFrom) and node.level and node.module
-        ]
-        return index
+                effects = summarize(tree, _KEEPING_DECORATORS, _KEEPING_METACLASSES)
+                effects.graph.build = None  # the rest from the source, if ever asked (resumed)
+                effects.graph.source = partial(resumed, effects.graph, source, path)
+            except RecursionError:
+                return cls([], _Model(unreadable=_TOO_DEEP))
+            index = cls(definitions, model)
+            index.reflection = reflection
+            index.attribute_write = attribute_write
+            index.effects = effects
+            index.relative_imports = [
+                (node.lineno, node.level, node.module or "")
+                for node in tree.body
+                if isinstance(node, ast.ImportFrom) and node.level and node.module
+            ]
+            return index
 
     def resolve(self, qualname: str) -> Resolution:
         """What importing the module binds at `qualname`: present, absent, or cannot tell.
@@ -225,28 +216,6 @@ def did_you_mean(typed: str, known: Iterable[str]) -> str:
     close = [siblings[n] for n in difflib.get_close_matches(leaf, list(siblings), n=3)]
     close = close or difflib.get_close_matches(typed, known, n=3)
     return f" (did you mean {' or '.join(close)}?)" if close else ""
-
-
-def _decorator_name(node: ast.expr) -> str:
-    target = node.func if isinstance(node, ast.Call) else node
-    if isinstance(target, ast.Attribute):
-        return target.attr
-    if isinstance(target, ast.Name):
-        return target.id
-    return ""
-
-
-_COMPOUND_BODIES = ("body", "orelse", "finalbody", "handlers")
-_COMPOUND_STATEMENTS = (
-    ast.If,
-    ast.Try,
-    ast.TryStar,
-    ast.With,
-    ast.AsyncWith,
-    ast.For,
-    ast.AsyncFor,
-    ast.While,
-)
 
 
 _REFLECTIVE_CALLS = frozenset({"globals", "locals", "vars", "exec", "eval", "__import__"})
@@ -357,24 +326,14 @@ def _walk(body: list[ast.stmt], prefix: str, block_counter: Iterator[int]) -> It
                 lineno=node.lineno,
                 end_lineno=node.end_lineno or node.lineno,
                 start_lineno=min([node.lineno, *(d.lineno for d in node.decorator_list)]),
-                redefines=any(
-                    _decorator_name(d) in _REDEFINING_DECORATORS for d in node.decorator_list
-                ),
+                redefines=any(last_name(d) in _REDEFINING_DECORATORS for d in node.decorator_list),
                 block=block,
             )
             if isinstance(node, ast.ClassDef):
                 yield from _walk(node.body, qualname + ".", block_counter)
-        elif isinstance(node, ast.Match):
-            for case in node.cases:
-                yield from _walk(case.body, prefix, block_counter)
-        elif isinstance(node, _COMPOUND_STATEMENTS):
-            for name in _COMPOUND_BODIES:
-                children = getattr(node, name, None) or []
-                if name == "handlers":
-                    for handler in children:
-                        yield from _walk(handler.body, prefix, block_counter)
-                else:
-                    yield from _walk(children, prefix, block_counter)
+        else:
+            for inner in blocks(node):
+                yield from _walk(inner, prefix, block_counter)
 
 
 _TOO_DEEP = "the file nests too deeply for the model to read"
