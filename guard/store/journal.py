@@ -460,8 +460,14 @@ def kept_before(entry: Path, item: dict[str, Any]) -> bytes | None:
 
 
 def _remove_tree(path: Path) -> None:
-    """shutil.rmtree, ignoring errors; shutil imported here, on the few paths that remove an
-    entry, because it loads the bz2 and lzma modules every status and re-apply would pay for."""
-    import shutil
+    """An entry's files (a pack, its journal, temp files), then the entry, ignoring errors.
+    shutil.rmtree only for what else is in it: shutil loads the bz2 and lzma modules, which
+    every re-apply (it removes the oldest entry) would pay for."""
+    try:
+        for name in os.listdir(path):
+            os.unlink(path / name)
+        os.rmdir(path)
+    except OSError:
+        import shutil
 
-    shutil.rmtree(path, ignore_errors=True)
+        shutil.rmtree(path, ignore_errors=True)
