@@ -13,7 +13,6 @@ import importlib.machinery
 import importlib.util
 import pickle
 from collections.abc import Sequence
-from dataclasses import replace
 from weakref import WeakKeyDictionary
 
 from guard.git import objects
@@ -93,8 +92,7 @@ def _nearest_first(
     versions: list[tuple[FileChange, PatchResolution | None]] = [(change, None)]
     versions += [
         (
-            replace(
-                change,
+            change._replace(
                 base_blob=r.base_blob,
                 patched_blob=r.patched_blob,
                 diff=r.diff,
