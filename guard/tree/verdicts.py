@@ -81,8 +81,9 @@ class FileVerdict:
         self.conflict, self.keep_by_resolving, self.held = conflict, keep_by_resolving, held
         self.version: FileChange | None = None  # decided from: the recording or a resolution
         self.stacked_on: list[str] = []  # a conflict: patches to apply first
-        # unapplied, and writing it would put module-level copies back of methods the file now
-        # has in their class (the slip, recorded as typed, indented by hand since): `apply` refuses
+        # the patch is unapplied, and writing it would put module-level copies back of methods
+        # the file now has in their class (the slip, recorded as typed, indented by hand since):
+        # `apply` refuses
         self.strays = False
 
 
