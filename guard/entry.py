@@ -23,16 +23,14 @@ _REAPPLYING_HOOKS = (["post-checkout"], ["post-merge"], ["post-rewrite"])
 
 
 def main() -> None:
-    """Run the command with the cyclic collector tuned for what a command allocates, then freeze
-    its view of every object before exit.
+    """Run the command with the cyclic collector set for a short process.
 
-    A command imports some 100,000 objects (click, the model's modules) that live until it
-    exits: with the collector's youngest generation at 700 allocations (the default) it walks
-    them some 30 times during the imports alone, and the interpreter's final collection walks
-    them all again, each time to find nothing to free. At 50,000, cycles are still collected, in
-    a long hunt too, a few times a second at most. Nothing here relies on a cycle collected at
-    exit: files close by `with`, and the cat-file reader ends by its finalizer, which runs at
-    exit all the same."""
+    A command creates some 45,000 objects that live until it exits (click, the model's modules,
+    mostly imported): collecting every 700 new objects (the default) ran the collector some 30
+    times over them, and the interpreter's final collection walks all of them, each time to free
+    nothing. Every 50,000 still collects cycles in a long hunt; at exit, the objects are frozen
+    out of the last collection. Nothing relies on a cycle collected at exit: files close by
+    `with`, and the cat-file reader ends by its finalizer, which runs at exit all the same."""
     import gc
 
     gc.set_threshold(50_000)

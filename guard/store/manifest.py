@@ -113,17 +113,13 @@ class Manifest(NamedTuple):
 
 
 def as_dict(record: Resolution | FileChange | Patch | Manifest) -> dict[str, Any]:
-    """A record of this module as JSON holds it: its fields, the records in them taken apart."""
-    return {name: _plain(value) for name, value in record._asdict().items()}
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, list):
-        return [
-            as_dict(item) if isinstance(item, FileChange | Patch | Resolution) else item
-            for item in value
-        ]
-    return value
+    """A record of this module as JSON holds it: its fields, the records in its lists too."""
+    return {
+        name: [as_dict(v) if isinstance(v, FileChange | Patch | Resolution) else v for v in value]
+        if isinstance(value, list)
+        else value
+        for name, value in record._asdict().items()
+    }
 
 
 def select_patches(manifest: Manifest, names: Sequence[str]) -> list[Patch]:
