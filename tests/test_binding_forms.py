@@ -18,7 +18,6 @@ import re
 import subprocess
 import sys
 import unicodedata
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -269,7 +268,7 @@ def test_check_runtime_agrees_with_python_on_every_form(
     repo = Repo.discover(copy)
     specs = [_spec(i, f) for i, f in enumerate(all_forms)]
     with repo.store_lock("require"):
-        history.save(repo, replace(load_manifest(repo, missing_ok=True), guards=specs), "guards")
+        history.save(repo, load_manifest(repo, missing_ok=True)._replace(guards=specs), "guards")
     before = git(copy, "status", "--porcelain", "--ignored").stdout
     static = json.loads(run_patchguard(copy, clean_env, ("check", "--json"), check=1).stdout)
     assert {s["state"] for s in static["symbols"]} == {"present", "absent", "cannot-tell"}
@@ -480,7 +479,7 @@ def test_check_never_reads_a_rebinding_as_nothing(
     repo = Repo.discover(tmp_path)  # guarded as a manifest may hold it (require refuses it)
     with repo.store_lock("require"):
         history.save(
-            repo, replace(load_manifest(repo, missing_ok=True), guards=[SPEC_C_M]), "guard"
+            repo, load_manifest(repo, missing_ok=True)._replace(guards=[SPEC_C_M]), "guard"
         )
     said = run_patchguard(tmp_path, clean_env, ("check",), check=1)
     assert "cannot tell from reading" in said.stdout + said.stderr

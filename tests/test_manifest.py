@@ -103,12 +103,10 @@ def test_works_from_a_subdirectory_with_paths_relative_to_it(git_repo) -> None:
 
 
 def test_runtime_records_have_exactly_the_schemas_fields() -> None:
-    from dataclasses import fields
-
     from guard.store import manifest, schema
 
     for name in ("FileChange", "Patch", "Manifest"):
-        runtime = [f.name for f in fields(getattr(manifest, name))]
+        runtime = list(getattr(manifest, name)._fields)
         assert runtime == list(getattr(schema, name).model_fields), name
 
 

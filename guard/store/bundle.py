@@ -6,7 +6,6 @@ import base64
 import binascii
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Final, Literal
 
@@ -51,7 +50,7 @@ def export_bundle(repo: Repo, names: Sequence[str] = ()) -> str:
                 f"{', '.join(p.name for p in manifest.patches) or 'none'}); to write the "
                 f"bundle to a file: patchguard export -o {unknown[0]}"
             )
-        manifest = replace(manifest, patches=select_patches(manifest, names), guards=[])
+        manifest = manifest._replace(patches=select_patches(manifest, names), guards=[])
     blobs = {oid: base64.b64encode(repo.blob(oid)).decode() for oid in sorted(manifest.blob_ids())}
     bundle = Bundle.model_validate(
         {
@@ -148,7 +147,7 @@ def _merge_bundle(
     patches = [incoming.pop(p.name, p) for p in current.patches] + list(incoming.values())
     guards = list(dict.fromkeys([*current.guards, *bundled.guards]))
     lines += [f"imported guard {g}" for g in bundled.guards if g not in current.guards]
-    changed = replace(current, patches=patches, guards=guards)
+    changed = current._replace(patches=patches, guards=guards)
     if changed != current:  # the same bundle twice: nothing to write, nothing to undo
         history.save(repo, changed, f"imported from {source}: {', '.join(lines)}")
     return lines, changed_patches

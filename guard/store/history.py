@@ -20,8 +20,8 @@ import json
 import time
 from collections.abc import Iterator
 from contextlib import suppress
-from dataclasses import dataclass
 from datetime import datetime
+from typing import NamedTuple
 
 from guard.errors import EXIT_INTERNAL, ConfigError, GuardError
 from guard.git import faults
@@ -64,8 +64,7 @@ _UNDOES_TRAILER = "Patchguard-Undoes: "
 _NOTE_TRAILER = "Patchguard-Note: "  # a state that changed no patch: nothing for undo
 
 
-@dataclass(frozen=True)
-class Change:
+class Change(NamedTuple):
     """One commit of the history: what changed, when, at which HEAD."""
 
     commit: str
@@ -432,8 +431,7 @@ def manifest_at(repo: Repo, oid: str | None) -> Manifest:
     return parse_manifest(raw, repo.layout.manifest_path, source=source)
 
 
-@dataclass(frozen=True)
-class Version:
+class Version(NamedTuple):
     """A change in the history, with the patches it left (for `log` and `show NAME@{N}`)."""
 
     change: Change

@@ -20,9 +20,8 @@ import json
 import os
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from guard.errors import ConfigError, GuardFailure
 from guard.git import faults
@@ -201,14 +200,14 @@ def _put(repo: Repo, path: str, content: bytes | None, mode: int | None) -> None
         repo.write_raw(path, content, mode)
 
 
-@dataclass
 class _Fates:
     """What putting an entry's files back did to each of them."""
 
-    entry: Path
-    put_back: list[str] = field(default_factory=list)
-    untouched: list[str] = field(default_factory=list)
-    stuck: list[str] = field(default_factory=list)  # neither as before nor as written
+    def __init__(self, entry: Path) -> None:
+        self.entry = entry
+        self.put_back: list[str] = []
+        self.untouched: list[str] = []
+        self.stuck: list[str] = []  # neither as before nor as written
 
     def describe(self) -> str:
         parts = []
@@ -314,8 +313,7 @@ def _entries(root: Path) -> list[Path]:
     return sorted(p for p in root.iterdir() if (p / JOURNAL_FILE).is_file())
 
 
-@dataclass(slots=True)
-class Entry:
+class Entry(NamedTuple):
     """One apply, unapply or drop that `undo` can revert."""
 
     path: Path
@@ -459,8 +457,14 @@ def kept_before(entry: Path, item: dict[str, Any]) -> bytes | None:
 
 
 def _remove_tree(path: Path) -> None:
-    """shutil.rmtree, ignoring errors; shutil imported here, on the few paths that remove an
-    entry, because it loads the bz2 and lzma modules every status and re-apply would pay for."""
-    import shutil
+    """An entry's files (a pack, its journal, temp files), then the entry, ignoring errors.
+    shutil.rmtree only for what else is in it: shutil loads the bz2 and lzma modules, which
+    every re-apply (it removes the oldest entry) would pay for."""
+    try:
+        for name in os.listdir(path):
+            os.unlink(path / name)
+        os.rmdir(path)
+    except OSError:
+        import shutil
 
-    shutil.rmtree(path, ignore_errors=True)
+        shutil.rmtree(path, ignore_errors=True)

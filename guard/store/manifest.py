@@ -1,12 +1,13 @@
 """The manifest: which patches exist, what they change, and which symbols they guarantee.
 
-These are the runtime records, plain frozen dataclasses. Their fields mirror the pydantic
-models in guard.store.schema, which validate every manifest before it is used (a test keeps the two
-in step). Validating costs more than a whole hook should (importing pydantic alone does), so
-the content hash of every byte string that passed is remembered beside the manifest: the
-same bytes are then read with json alone. Keyed by content, never by mtime or path, in the
-namespace of patchguard's own code (guard.git.own_code): another version's schema may refuse
-what this one's passed.
+These are the runtime records, NamedTuples (immutable, and cheap to define: every command loads
+them; no code changes a list of theirs in place, so an empty default is shared). Their fields
+mirror the pydantic models in guard.store.schema, which validate every manifest before it is
+used (a test keeps the two in step). Validating costs more than a whole hook should (importing
+pydantic alone does), so the content hash of every byte string that passed is remembered beside
+the manifest: the same bytes are then read with json alone. Keyed by content, never by mtime or
+path, in the namespace of patchguard's own code (guard.git.own_code): another version's schema
+may refuse what this one's passed.
 """
 
 from __future__ import annotations
@@ -14,9 +15,8 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from contextlib import suppress
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from guard.errors import ConfigError
 from guard.git.atomic import atomic_write
@@ -28,8 +28,7 @@ VALIDATED_FILE = "validated"  # beside manifest.json: content hashes that passed
 _KEEP_VALIDATED = 16
 
 
-@dataclass(frozen=True)
-class Resolution:
+class Resolution(NamedTuple):
     """The same change, made by hand on another version of upstream's file (`resolve`).
 
     Where the recorded change does not merge with upstream's file, the user puts the file into
@@ -44,17 +43,16 @@ class Resolution:
     created_at: str
 
 
-@dataclass(frozen=True)
-class FileChange:
+class FileChange(NamedTuple):
     """One file of a patch, as recorded: enough to re-apply it by 3-way merge."""
 
     path: str
     base_blob: str | None
     patched_blob: str
     diff: str
-    added_symbols: list[str] = field(default_factory=list)
+    added_symbols: list[str] = []  # noqa: RUF012
     mode: str = REGULAR_MODE  # git's file mode: a file the patch creates gets it back
-    resolutions: list[Resolution] = field(default_factory=list)
+    resolutions: list[Resolution] = []  # noqa: RUF012
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> FileChange:
@@ -62,8 +60,7 @@ class FileChange:
         return cls(**{**data, "resolutions": resolutions})
 
 
-@dataclass(frozen=True)
-class Patch:
+class Patch(NamedTuple):
     """A named local change that patchguard keeps in the working tree."""
 
     name: str
@@ -71,7 +68,7 @@ class Patch:
     created_at: str  # ISO 8601, UTC
     base_commit: str
     files: list[FileChange]
-    requires: list[str] = field(default_factory=list)
+    requires: list[str] = []  # noqa: RUF012
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Patch:
@@ -79,13 +76,12 @@ class Patch:
         return cls(**{**data, "files": files})
 
 
-@dataclass(frozen=True)
-class Manifest:
+class Manifest(NamedTuple):
     """Everything patchguard guards in one repository (shared by its linked worktrees)."""
 
     schema_version: int = SCHEMA_VERSION
-    patches: list[Patch] = field(default_factory=list)
-    guards: list[str] = field(default_factory=list)
+    patches: list[Patch] = []  # noqa: RUF012
+    guards: list[str] = []  # noqa: RUF012
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Manifest:
@@ -96,7 +92,7 @@ class Manifest:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return as_dict(self)
 
     def patch(self, name: str) -> Patch | None:
         return next((p for p in self.patches if p.name == name), None)
@@ -114,6 +110,16 @@ class Manifest:
             )
             if oid is not None
         }
+
+
+def as_dict(record: Resolution | FileChange | Patch | Manifest) -> dict[str, Any]:
+    """A record of this module as JSON holds it: its fields, the records in its lists too."""
+    return {
+        name: [as_dict(v) if isinstance(v, FileChange | Patch | Resolution) else v for v in value]
+        if isinstance(value, list)
+        else value
+        for name, value in record._asdict().items()
+    }
 
 
 def select_patches(manifest: Manifest, names: Sequence[str]) -> list[Patch]:

@@ -10,7 +10,7 @@ side had is lost and the next fetch or push starts from there.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from guard.errors import ConfigError, GuardFailure
@@ -185,7 +185,7 @@ def _take_theirs_again(
     patches += [p for p in remote_state.patches if p.name in taken]
     changes = [Came("took-theirs", name) for name in taken]
     summary = ", ".join(c.line() for c in changes)
-    history.save(repo, replace(ours, patches=patches), f"fetched from {remote}: {summary}")
+    history.save(repo, ours._replace(patches=patches), f"fetched from {remote}: {summary}")
     return Fetched(remote, up_to_date=False, changes=changes)
 
 
@@ -271,7 +271,7 @@ def _merge(
             guards.append(spec)
         if in_ours != (spec in guards):
             lines.append(Came("new-guard" if spec in guards else "dropped-guard", spec))
-    return replace(ours, patches=patches, guards=guards), lines
+    return ours._replace(patches=patches, guards=guards), lines
 
 
 def _what_came(ours: Patch | None, theirs: Patch | None, keep: str | None) -> str:

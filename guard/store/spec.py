@@ -7,13 +7,12 @@ validates it, so its syntax lives in the store layer, below the reading that res
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 SPEC_SEPARATOR = "::"
 
 
-@dataclass(frozen=True, order=True)
-class Spec:
+class Spec(NamedTuple):
     """A required symbol, written like a pytest node id: `path/to/file.py::Class.method`."""
 
     path: str

@@ -12,7 +12,6 @@ from __future__ import annotations
 import importlib.machinery
 import importlib.util
 from collections.abc import Sequence
-from dataclasses import replace
 
 from guard.git.markers import marker_lines
 from guard.git.repo import Repo
@@ -96,8 +95,7 @@ def _nearest_first(
     versions: list[tuple[FileChange, PatchResolution | None]] = [(change, None)]
     versions += [
         (
-            replace(
-                change,
+            change._replace(
                 base_blob=r.base_blob,
                 patched_blob=r.patched_blob,
                 diff=r.diff,

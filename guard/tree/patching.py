@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 
 from guard.git.atomic import new_file_mode
 from guard.git.lock import locked
@@ -18,15 +17,15 @@ from guard.tree.verdicts import GOOD_STATES, CheckReport, PatchVerdict, State, f
 from guard.tree.worktree import Worktree
 
 
-@dataclass
 class PatchOutcome:
     """What apply/unapply did to one patch; `ok` is False when the patch is left not as asked."""
 
-    verdict: PatchVerdict
-    written: list[str] = field(default_factory=list)
-    ok: bool = True
-    message: str = ""
-    finished: list[unmerged.Finished] = field(default_factory=list)  # git merges finished
+    def __init__(self, verdict: PatchVerdict, finished: list[unmerged.Finished] | None = None):
+        self.verdict = verdict
+        self.written: list[str] = []
+        self.ok = True
+        self.message = ""
+        self.finished = finished or []  # git merges finished
 
 
 @locked("apply")

@@ -6,7 +6,7 @@ import os
 import shlex
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from guard.errors import ConfigError, GuardFailure
@@ -16,7 +16,7 @@ from guard.git.process import run_git
 from guard.git.repo import Repo, is_binary
 from guard.store import history
 from guard.store.derived import load_manifest
-from guard.store.manifest import FileChange, Patch, Resolution, now_utc, select_patches
+from guard.store.manifest import FileChange, Patch, Resolution, as_dict, now_utc, select_patches
 from guard.store.spec import Spec, parse_spec
 from guard.tree.assess import assess_patch, check_symbol, merge_labels, required_in
 from guard.tree.verdicts import State
@@ -125,13 +125,13 @@ def record(
     )
     from guard.store import schema  # pydantic: only where a new patch is checked
 
-    schema.validate_data(schema.Patch, asdict(patch), f"cannot record {name!r}")
+    schema.validate_data(schema.Patch, as_dict(patch), f"cannot record {name!r}")
     patches = [patch if p.name == name else p for p in manifest.patches]
     if previous is None:
         patches.append(patch)
     verb = "recorded" if previous is None else "re-recorded"
     history.save(
-        repo, replace(manifest, patches=patches), f"{verb} {name} ({', '.join(repo_paths)})"
+        repo, manifest._replace(patches=patches), f"{verb} {name} ({', '.join(repo_paths)})"
     )
     return RecordOutcome(
         patch=patch,
@@ -354,7 +354,7 @@ def require(repo: Repo, specs: Sequence[str], *, cwd: Path) -> list[str]:
     )
     added = [text for text in dict.fromkeys(resolved) if text not in manifest.guards]
     history.save(
-        repo, replace(manifest, guards=[*manifest.guards, *added]), f"guarding {', '.join(added)}"
+        repo, manifest._replace(guards=[*manifest.guards, *added]), f"guarding {', '.join(added)}"
     )
     return added
 
@@ -408,10 +408,10 @@ def drop(repo: Repo, target: str, *, cwd: Path) -> str:
                 f"{spec} is not a guard{did_you_mean(spec, manifest.guards)} (see `patchguard list`)"
             )
         kept = [g for g in manifest.guards if g != spec]
-        history.save(repo, replace(manifest, guards=kept), f"dropped guard {spec}")
+        history.save(repo, manifest._replace(guards=kept), f"dropped guard {spec}")
         return f"guard {spec}"
     select_patches(manifest, [target])
-    remaining = replace(manifest, patches=[p for p in manifest.patches if p.name != target])
+    remaining = manifest._replace(patches=[p for p in manifest.patches if p.name != target])
     history.save(repo, remaining, f"dropped {target}")  # `patchguard undo` brings it back
     return f"patch {target}"
 
@@ -473,8 +473,8 @@ def resolve(
                 raise ExtraLines(name, extra)
     from guard.store import schema  # pydantic: only where a changed patch is checked
 
-    schema.validate_data(schema.Patch, asdict(updated), f"cannot resolve {name!r}")
-    after = replace(manifest, patches=[updated if p.name == name else p for p in manifest.patches])
+    schema.validate_data(schema.Patch, as_dict(updated), f"cannot resolve {name!r}")
+    after = manifest._replace(patches=[updated if p.name == name else p for p in manifest.patches])
     change = (
         f"forgot resolution {forget} of {name}"
         if forget is not None
@@ -532,10 +532,10 @@ def _resolve_here(repo: Repo, patch: Patch) -> tuple[Patch, list[str], list[str]
             created_at=now_utc(),
         )
         others = [r for r in change.resolutions if r.base_blob != resolution.base_blob]
-        files.append(replace(change, resolutions=[*others, resolution]))
+        files.append(change._replace(resolutions=[*others, resolution]))
         resolved.append(path)
         extra += _extra_lines(repo, change, head, current, path)
-    return replace(patch, files=files), resolved, extra
+    return patch._replace(files=files), resolved, extra
 
 
 def _merges_at_head(
@@ -587,7 +587,7 @@ def _forget_resolution(patch: Patch, number: int) -> Patch:
         )
     path, gone = numbered[number - 1]
     files = [
-        replace(c, resolutions=[r for r in c.resolutions if r is not gone]) if c.path == path else c
+        c._replace(resolutions=[r for r in c.resolutions if r is not gone]) if c.path == path else c
         for c in patch.files
     ]
-    return replace(patch, files=files)
+    return patch._replace(files=files)

@@ -12,7 +12,6 @@ conflicts after that is not the patch's, and stays marked.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from guard.git.markers import marker_lines
 from guard.git.process import run_git
@@ -26,15 +25,16 @@ from guard.tree.worktree import Worktree
 LABELS = ("common ancestor", "HEAD", "your changes")
 
 
-@dataclass
 class Finished:
     """One unmerged file of a patch, with git's conflict over the patch taken away."""
 
-    path: str
-    before: bytes  # the file as git left it
-    stages: dict[int, str]
-    content: bytes  # what to write
-    left: list[int]  # marker lines of conflicts that are not the patch's (none: all resolved)
+    def __init__(
+        self, path: str, before: bytes, stages: dict[int, str], content: bytes, left: list[int]
+    ) -> None:
+        self.path, self.stages = path, stages
+        self.before = before  # the file as git left it
+        self.content = content  # what to write
+        self.left = left  # marker lines of conflicts that are not the patch's (none: all resolved)
 
 
 def finish_patch(

@@ -9,9 +9,8 @@ decides states too (guard.store.fastpath hashes it into the model's namespace).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import assert_never
+from typing import NamedTuple, assert_never
 
 from guard.store.manifest import FileChange
 from guard.store.spec import parse_spec
@@ -54,30 +53,38 @@ _SEVERITY = [
 ]
 
 
-@dataclass
 class FileVerdict:
     """One file of one patch: its state, why, and what `apply` would write.
 
     `patched` is the change that still stands for this file, as the patched text: the recorded
     one, or only its rest when HEAD already defines everything the patch adds (unapply reverses
-    exactly that).
+    exactly that). A plain class, as are the verdicts below that change as they are decided:
+    a dataclass is built when its module loads, and every status and check would pay for it.
     """
 
-    path: str
-    state: State
-    detail: str
-    merged: bytes | None = None
-    patched: bytes | None = None
-    version: FileChange | None = None  # the version decided from: the recording or a resolution
-    stacked_on: list[str] = field(default_factory=list)  # a conflict: patches to apply first
-    conflict: str | None = None  # for CONFLICTED: UNMERGED, MARKERS or SYNTAX
-    # for EDITED: the edit is kept by a resolution for this version of upstream's file, as
-    # re-recording away from the patch's base would re-base it (or a resolution decided)
-    keep_by_resolving: bool = False
-    held: FileChange | None = None  # another version of the patch, which the worktree holds
-    # unapplied, and writing it would put module-level copies back of methods the file now has
-    # in their class (the slip, recorded as typed, indented by hand since): `apply` refuses
-    strays: bool = False
+    def __init__(
+        self,
+        path: str,
+        state: State,
+        detail: str,
+        merged: bytes | None = None,
+        patched: bytes | None = None,
+        *,
+        conflict: str | None = None,  # for CONFLICTED: UNMERGED, MARKERS or SYNTAX
+        # for EDITED: the edit is kept by a resolution for this version of upstream's file, as
+        # re-recording away from the patch's base would re-base it (or a resolution decided)
+        keep_by_resolving: bool = False,
+        held: FileChange | None = None,  # another version of the patch, which the worktree holds
+    ) -> None:
+        self.path, self.state, self.detail = path, state, detail
+        self.merged, self.patched = merged, patched
+        self.conflict, self.keep_by_resolving, self.held = conflict, keep_by_resolving, held
+        self.version: FileChange | None = None  # decided from: the recording or a resolution
+        self.stacked_on: list[str] = []  # a conflict: patches to apply first
+        # the patch is unapplied, and writing it would put module-level copies back of methods
+        # the file now has in their class (the slip, recorded as typed, indented by hand since):
+        # `apply` refuses
+        self.strays = False
 
 
 UNMERGED = "unmerged"  # git left stage entries in the index: `patchguard apply` can finish it
@@ -85,19 +92,17 @@ MARKERS = "markers"  # conflict markers in the text, nothing in the index to mer
 SYNTAX = "syntax"  # no marker, but the file does not parse
 
 
-@dataclass(frozen=True)
-class CommittedPatch:
+class CommittedPatch(NamedTuple):
     """HEAD's own commit brought the patch (a `git commit -a` that swept it in)."""
 
     summary: str  # "abc1234 subject"
     only_the_patch: bool  # the commit changed nothing else
 
 
-@dataclass
 class PatchVerdict:
-    name: str
-    files: list[FileVerdict]
-    committed_in_head: CommittedPatch | None = None
+    def __init__(self, name: str, files: list[FileVerdict]) -> None:
+        self.name, self.files = name, files
+        self.committed_in_head: CommittedPatch | None = None
 
     @property
     def state(self) -> State:
@@ -109,23 +114,17 @@ class PatchVerdict:
         return self.state in GOOD_STATES
 
 
-@dataclass
 class SymbolResult:
     """One required symbol: present, absent, or cannot tell from reading (never green)."""
 
-    spec: str
-    ok: bool
-    detail: str
-    patch: str | None
-    state: str = ""  # guard.truth.symbols' answer; "" means PRESENT when ok, else ABSENT
-    runtime: str | None = None  # the runtime probe's answer (guard.truth.probe), which then decides
-
-    def __post_init__(self) -> None:
-        self.state = self.state or (PRESENT if self.ok else ABSENT)
+    def __init__(self, spec: str, ok: bool, detail: str, patch: str | None, state: str = ""):
+        self.spec, self.ok, self.detail, self.patch = spec, ok, detail, patch
+        # guard.truth.symbols' answer; "" means PRESENT when ok, else ABSENT
+        self.state = state or (PRESENT if ok else ABSENT)
+        self.runtime: str | None = None  # the runtime probe's answer (guard.truth.probe): decides
 
 
-@dataclass
-class ImportResult:
+class ImportResult(NamedTuple):
     """Where an interpreter imports a module from, and whether that is this checkout."""
 
     module: str
@@ -135,18 +134,22 @@ class ImportResult:
     detail: str
 
 
-@dataclass
 class CheckReport:
     """What `check` and the hooks report: patch states, required symbols, import locations."""
 
-    head: str | None
-    patches: list[PatchVerdict]
-    symbols: list[SymbolResult]
-    imports: list[ImportResult] = field(default_factory=list)
-    runtime_seconds: float | None = None  # what the runtime probe cost, when it ran
-    # What holds but should not stay (stray copies of a patch's methods): said on every
-    # check, which is why a report with warnings is never remembered as verified
-    warnings: list[str] = field(default_factory=list)
+    def __init__(
+        self,
+        head: str | None,
+        patches: list[PatchVerdict],
+        symbols: list[SymbolResult],
+        warnings: list[str],
+    ) -> None:
+        self.head, self.patches, self.symbols = head, patches, symbols
+        self.imports: list[ImportResult] = []
+        self.runtime_seconds: float | None = None  # what the runtime probe cost, when it ran
+        # What holds but should not stay (stray copies of a patch's methods): said on every
+        # check, which is why a report with warnings is never remembered as verified
+        self.warnings = warnings
 
     @property
     def ok(self) -> bool:

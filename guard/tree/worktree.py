@@ -253,7 +253,7 @@ class Worktree:
         name it may change. Once per file while no file of the view changes (_set)."""
         effects = index.effects
         if effects is None:
-            return Reach()
+            return Reach({})
         if (path, id(effects)) not in self._reached:
             changes: dict[str, str] = {}
             seen: set[tuple[str, str, str]] = set()

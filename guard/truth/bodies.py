@@ -13,15 +13,14 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 # Fields that are spelling, not code: `u"x"` is `"x"`, a `# type:` comment is a comment.
 _SPELLING = frozenset({"kind", "type_comment"})
 Definition = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
 
 
-@dataclass(frozen=True)
-class Edit:
+class Edit(NamedTuple):
     """A definition present by name whose code is not the recorded one."""
 
     qualname: str

@@ -9,8 +9,8 @@ is read on top of it by guard.truth.effect_reader.
 from __future__ import annotations
 
 import ast
+import copy
 from collections.abc import Callable, Iterator
-from dataclasses import replace
 
 from guard.truth.effects import ANY, MUTATING_BUILTINS, QUIET, _LazyGraph, _Node
 from guard.truth.statements import imported, last_name, own_statements
@@ -303,7 +303,8 @@ class _FunctionGraph:
                     continue
                 found.attributes.add(sub.attr)
                 found.calls.add(f"method:{sub.attr}")
-        bound = replace(found, changes=dict(found.changes))
+        bound = copy.copy(found)
+        bound.changes = dict(found.changes)
         for name, why in on_self.items():
             found.changes.setdefault(name, why)
         return found, bound

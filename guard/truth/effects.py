@@ -32,7 +32,7 @@ follows. Building it is one walk of the import-time code (guard.truth.effect_rea
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field, replace
+from typing import NamedTuple
 
 # Builtins that rebind or reach bindings when they run (by name, or handed to other code).
 MUTATING_BUILTINS = frozenset(
@@ -43,14 +43,13 @@ MUTATING_BUILTINS = frozenset(
 ANY = "*"  # a change that may reach any name
 
 
-@dataclass(frozen=True)
-class Reach:
+class Reach(NamedTuple):
     """What running something may do: the names it may rebind or delete (a module global or an
     attribute of that name; ANY: any name), each with why; the names imported from elsewhere it
     reaches (kind, dotted origin); and the method names it calls on objects of unknown class
     (a module that defines such methods checks them)."""
 
-    changes: dict[str, str] = field(default_factory=dict)
+    changes: dict[str, str]
     needs: frozenset[tuple[str, str]] = frozenset()
     attributes: frozenset[str] = frozenset()
     runs_arguments: bool = False  # what it is handed may run (see _Node)
@@ -63,20 +62,25 @@ class Reach:
         return None
 
 
-@dataclass
 class _Node:
     """One function (or class creation, or instantiation) of the file, before the closure."""
 
-    changes: dict[str, str] = field(default_factory=dict)
-    # changes of an attribute of a parameter ("param": they matter when it may be handed a
-    # class), or of the module's own globals ("global": they matter in the guarded module)
-    scoped: dict[str, tuple[str, str]] = field(default_factory=dict)
-    needs: set[tuple[str, str]] = field(default_factory=set)
-    attributes: set[str] = field(default_factory=set)
-    calls: set[str] = field(default_factory=set)  # keys of the graph, run with any arguments
-    passes: set[str] = field(default_factory=set)  # keys run with its own parameters only
-    returns: set[str] = field(default_factory=set)  # functions defined in it that it returns
-    runs_arguments: bool = False  # it may call what it is handed (a decorator that runs it)
+    def __init__(
+        self,
+        changes: dict[str, str] | None = None,
+        needs: set[tuple[str, str]] | None = None,
+        calls: set[str] | None = None,
+    ) -> None:
+        self.changes = changes or {}
+        # changes of an attribute of a parameter ("param": they matter when it may be handed a
+        # class), or of the module's own globals ("global": they matter in the guarded module)
+        self.scoped: dict[str, tuple[str, str]] = {}
+        self.needs = needs or set()
+        self.attributes: set[str] = set()
+        self.calls = calls or set()  # keys of the graph, run with any arguments
+        self.passes: set[str] = set()  # keys run with its own parameters only
+        self.returns: set[str] = set()  # functions defined in it that it returns
+        self.runs_arguments = False  # it may call what it is handed (a decorator that runs it)
 
 
 # Nodes any graph of this process built: a caller that stores grown graphs again
@@ -133,8 +137,7 @@ class _LazyGraph(dict[str, _Node]):
         self.pending, self.build, self.source, self.grown = pending, None, None, False
 
 
-@dataclass
-class Effects:
+class Effects(NamedTuple):
     """A file's effect summary: `at_import` for its own import; `graph` for other modules.
 
     Keys: `def:Q` (the function or method at qualname Q, run with any arguments), `bound:Q`
@@ -203,7 +206,7 @@ class Effects:
             runs |= prefix == "result:" and any(
                 self.graph[k].runs_arguments for k in entry.calls if k in self.graph
             )
-            return replace(found, runs_arguments=runs)
+            return found._replace(runs_arguments=runs)
         return None
 
 

@@ -15,7 +15,7 @@ import ast
 import builtins
 import unicodedata
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from guard.truth.interpreters import own_facts
 from guard.truth.records import Record
@@ -55,8 +55,7 @@ class Binding(Record):
         return tuple.__new__(cls, (kind, lineno, condition, scope, doubt, order))
 
 
-@dataclass(frozen=True)
-class Resolution:
+class Resolution(NamedTuple):
     """What Python, importing the module, would find at a qualified name: one of three answers.
 
     PRESENT: it surely binds it (`lineno` is the binding); ABSENT: it surely does not;
@@ -93,41 +92,40 @@ _UNKNOWN = _Unknown()
 _IMPORTED_NAME = _Unknown()  # `__name__` of an imported module: some name, never "__main__"
 
 
-@dataclass(frozen=True)
-class _Origin:
+class _Origin(NamedTuple):
     """Where a name comes from: `sys`, `functools.lru_cache`, `builtins.property`."""
 
     dotted: str
 
 
-@dataclass(frozen=True)
-class _LocalDef:
+class _LocalDef(NamedTuple):
     """A plain function of this module (a decorator it defines)."""
 
     node: ast.FunctionDef | ast.AsyncFunctionDef
 
 
-@dataclass(frozen=True)
-class _LocalClass:
+class _LocalClass(NamedTuple):
     scope: int
     doubt: str | None = None  # why it may not be the class its body defines (a decorator...)
 
 
-@dataclass
 class _Class:
-    name: str
-    bases: list[int | str]  # a class scope of this file, or the text of a base it cannot read
-    origins: list[str] = field(default_factory=list)  # where the unread bases are imported from
-    passes_on: str | None = None  # why a class derived from it cannot be read (its metaclass)
+    def __init__(self, name: str, bases: list[int | str], origins: list[str]) -> None:
+        self.name = name
+        self.bases = bases  # a class scope of this file, or the text of a base it cannot read
+        self.origins = origins  # where the unread bases are imported from
+        self.passes_on: str | None = None  # why a class derived from it cannot be read
 
 
-@dataclass
 class _Outcome:
-    state: str
-    reason: str = ""
-    found: list[Binding] = field(default_factory=list)
-    unbound: bool = True  # absent because nothing binds it (not: bound to a non-callable)
-    inherit: tuple[str, ...] = ()  # see Resolution.inherit
+    def __init__(
+        self, state: str, reason: str = "", found: list[Binding] | None = None, unbound: bool = True
+    ) -> None:
+        self.state = state
+        self.reason = reason
+        self.found = found or []
+        self.unbound = unbound  # absent because nothing binds it (not: bound to a non-callable)
+        self.inherit: tuple[str, ...] = ()  # see Resolution.inherit
 
 
 _Env = dict[str, object]
