@@ -237,7 +237,7 @@ def _roll_back(repo: Repo, entry: Path, record: dict[str, Any]) -> _Fates:
         if current == before:
             fates.untouched.append(path)
             continue
-        if (None if current is None else blob_id(current)) != item["after_blob"]:
+        if not _as_written(current, item):
             fates.stuck.append(path)  # not what this entry wrote: keep that edit
             continue
         try:
@@ -285,7 +285,7 @@ def recover(repo: Repo) -> Entry | None:
     if lost_pack:  # a power loss before mark_writing's last fsync: nothing was written for it
         _remove_tree(path)
         return None
-    if _all_written(repo, record):
+    if all(_as_written(repo.read_raw(item["path"]), item) for item in record["files"]):
         _mark_done(path, record)
         return None
     if _roll_back(repo, path, record).stuck:  # edited since: `undo` lists it, refuses to lose it
@@ -299,12 +299,9 @@ def _mark_done(path: Path, record: dict[str, Any]) -> None:
     atomic_write(path / JOURNAL_FILE, json.dumps({**record, "state": DONE}, indent=2).encode())
 
 
-def _all_written(repo: Repo, record: dict[str, Any]) -> bool:
-    for item in record["files"]:
-        current = repo.read_raw(item["path"])
-        if (None if current is None else blob_id(current)) != item["after_blob"]:
-            return False
-    return True
+def _as_written(current: bytes | None, item: dict[str, Any]) -> bool:
+    """Is `current` what the entry wrote to the file (None: it deleted it)?"""
+    return bool((None if current is None else blob_id(current)) == item["after_blob"])
 
 
 def _entries(root: Path) -> list[Path]:
@@ -405,8 +402,7 @@ def _restore(repo: Repo, entry_path: Path, entry: Entry, record: dict[str, Any])
         except UnsafePath:  # a link now (a checkout since): never restored through
             edited.append(item["path"])
             continue
-        current_blob = None if current is None else blob_id(current)
-        if current_blob != item["after_blob"] and current != before:
+        if not _as_written(current, item) and current != before:
             edited.append(item["path"])
         restores.append((item["path"], current, before, item.get("before_mode")))
     if edited:
