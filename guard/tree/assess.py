@@ -92,22 +92,10 @@ def _nearest_first(
     repo: Repo, tree: Worktree, change: FileChange, path: str
 ) -> list[tuple[FileChange, PatchResolution | None]]:
     """Every version of one file's change, the one whose base is nearest HEAD's file first."""
-    versions: list[tuple[FileChange, PatchResolution | None]] = [(change, None)]
-    versions += [
-        (
-            change._replace(
-                base_blob=r.base_blob,
-                patched_blob=r.patched_blob,
-                diff=r.diff,
-                resolutions=[],
-            ),
-            r,
-        )
-        for r in change.resolutions
-    ]
+    found = versions(change)
     head = tree.head(path)
-    if len(versions) == 1 or head is None:
-        return versions
+    if len(found) == 1 or head is None:
+        return found
 
     def distance(version: FileChange) -> int:
         base = repo.blob(version.base_blob) if version.base_blob else b""
@@ -116,7 +104,20 @@ def _nearest_first(
         text = repo.diff(base, head, path).text
         return 1 + text.count("\n+") + text.count("\n-")
 
-    return sorted(versions, key=lambda item: distance(item[0]))  # stable: a tie keeps order
+    return sorted(found, key=lambda item: distance(item[0]))  # stable: a tie keeps order
+
+
+def versions(change: FileChange) -> list[tuple[FileChange, PatchResolution | None]]:
+    """The recording of one file, then each resolution of it as a change of its own."""
+    return [(change, None)] + [
+        (
+            change._replace(
+                base_blob=r.base_blob, patched_blob=r.patched_blob, diff=r.diff, resolutions=[]
+            ),
+            r,
+        )
+        for r in change.resolutions
+    ]
 
 
 def _assess_at(
@@ -650,33 +651,28 @@ def check(repo: Repo, tree: Worktree | None = None) -> CheckReport:
     `tree`: a view already holding the files (patching.apply_then_check), read once.
     """
     with one_walk():  # only git's read-only commands run meanwhile
-        return _check(repo, tree)
-
-
-def _check(repo: Repo, tree: Worktree | None) -> CheckReport:
-    manifest = load_manifest(repo)
-    tree = tree or Worktree(repo)
-    tree.prefetch(manifest.patches)
-    verdicts = [
-        assess_patch(repo, tree, p, manifest.patches[:i]) for i, p in enumerate(manifest.patches)
-    ]
-    for patch, verdict in zip(manifest.patches, verdicts, strict=True):
-        if verdict.state in (State.UNAPPLIED, State.DRIFTED) and strays_put_back(
-            tree, patch, verdict
-        ):
-            for file in verdict.files:  # the slip fixed by hand: `apply` refuses, say so
-                file.strays = True
-    head = tree.head_commit
-    report = CheckReport(
-        head=head,
-        patches=verdicts,
-        symbols=_symbols(tree, manifest, manifest.patches, guards=True),
-        warnings=stray_copies(tree, manifest.patches),
-    )
-    remembered = not report.checks_nothing and not report.warnings and tree.facts is None
-    if report.ok and head is not None and remembered:
-        _remember_verified(repo, tree, head)
-    return report
+        manifest = load_manifest(repo)
+        patches = manifest.patches
+        tree = tree or Worktree(repo)
+        tree.prefetch(patches)
+        verdicts = [assess_patch(repo, tree, p, patches[:i]) for i, p in enumerate(patches)]
+        for patch, verdict in zip(patches, verdicts, strict=True):
+            if verdict.state in (State.UNAPPLIED, State.DRIFTED) and strays_put_back(
+                tree, patch, verdict
+            ):
+                for file in verdict.files:  # the slip fixed by hand: `apply` refuses, say so
+                    file.strays = True
+        head = tree.head_commit
+        report = CheckReport(
+            head=head,
+            patches=verdicts,
+            symbols=_symbols(tree, manifest, patches, guards=True),
+            warnings=stray_copies(tree, patches),
+        )
+        remembered = not report.checks_nothing and not report.warnings and tree.facts is None
+        if report.ok and head is not None and remembered:
+            _remember_verified(repo, tree, head)
+        return report
 
 
 def strays_put_back(tree: Worktree, patch: Patch, verdict: PatchVerdict) -> str:

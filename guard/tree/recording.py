@@ -18,7 +18,7 @@ from guard.store import history
 from guard.store.derived import load_manifest
 from guard.store.manifest import FileChange, Patch, Resolution, as_dict, now_utc, select_patches
 from guard.store.spec import Spec, parse_spec
-from guard.tree.assess import assess_patch, check_symbol, merge_labels, required_in
+from guard.tree.assess import assess_patch, check_symbol, merge_labels, required_in, texts, versions
 from guard.tree.verdicts import State
 from guard.tree.worktree import Worktree
 from guard.truth.slips import Slips, slips
@@ -555,24 +555,17 @@ def _extra_lines(
     """The lines the resolution adds to HEAD's file that no version of the patch has and HEAD
     does not have elsewhere either ("FILE:N: text"): a debug line left while resolving."""
     known = {line.strip() for line in head.splitlines()}
-    for _, patched_blob in _versions(change):
-        known.update(line.strip() for line in repo.blob(patched_blob).splitlines())
+    for version, _ in versions(change):
+        known.update(line.strip() for line in repo.blob(version.patched_blob).splitlines())
     return _added_lines(repo, head, current, path, frozenset(known))
-
-
-def _versions(change: FileChange) -> list[tuple[str | None, str]]:
-    """(base blob, patched blob) of the recording and of each resolution of one file."""
-    return [(change.base_blob, change.patched_blob)] + [
-        (r.base_blob, r.patched_blob) for r in change.resolutions
-    ]
 
 
 def _merged_at_head(repo: Repo, patch: Patch, change: FileChange, head: bytes) -> Iterator[bytes]:
     """What each version already kept (the recording, then each resolution) merges cleanly
     into on HEAD's file: what a move would put there."""
-    for base_blob, patched_blob in _versions(change):
-        base = repo.blob(base_blob) if base_blob else b""
-        merged = repo.merge3(base, head, repo.blob(patched_blob), merge_labels(patch))
+    for version, _ in versions(change):
+        base, patched = texts(repo, version)
+        merged = repo.merge3(base, head, patched, merge_labels(patch))
         if merged.clean:
             yield merged.content
 
