@@ -504,7 +504,11 @@ def _resolve_here(repo: Repo, patch: Patch) -> tuple[Patch, list[str], list[str]
                 "patched file on top of upstream's. Check out a commit that has it."
             )
         kept_edit = file_verdict.state is State.EDITED and file_verdict.keep_by_resolving
-        if not kept_edit and _merges_at_head(repo, tree, patch, change, head, path):
+        required = required_in(patch, change.path)
+        if not kept_edit and any(  # a version kept merges with HEAD's, every symbol in place
+            not tree.symbol_problems(merged, path, required, decided_only=True)
+            for merged in _merged_at_head(repo, patch, change, head)
+        ):
             files.append(change)  # nothing conflicts: the worktree's other edits stay the user's
             continue
         if current == head or current in _merged_at_head(repo, patch, change, head):
@@ -516,7 +520,7 @@ def _resolve_here(repo: Repo, patch: Patch) -> tuple[Patch, list[str], list[str]
                 )
             files.append(change)
             continue
-        problems = tree.symbol_problems(current, path, required_in(patch, change.path))
+        problems = tree.symbol_problems(current, path, required)
         if problems:
             raise GuardFailure(
                 f"cannot resolve {patch.name}: {path}: "
@@ -536,17 +540,6 @@ def _resolve_here(repo: Repo, patch: Patch) -> tuple[Patch, list[str], list[str]
         resolved.append(path)
         extra += _extra_lines(repo, change, head, current, path)
     return patch._replace(files=files), resolved, extra
-
-
-def _merges_at_head(
-    repo: Repo, tree: Worktree, patch: Patch, change: FileChange, head: bytes, path: str
-) -> bool:
-    """Does a version already kept merge with HEAD's file, every required symbol in place?"""
-    required = required_in(patch, change.path)
-    return any(
-        not tree.symbol_problems(merged, path, required, decided_only=True)
-        for merged in _merged_at_head(repo, patch, change, head)
-    )
 
 
 def _extra_lines(
