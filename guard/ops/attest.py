@@ -153,8 +153,11 @@ class AttestedRun:
                 )
                 continue
             verdict.records.extend(records)
+        imported: dict[int, set[str]] = {}
         for record in verdict.records:
-            if record.verdict == "wrong":
+            if record.verdict == "ok":
+                imported.setdefault(record.pid, set()).add(record.path)
+            elif record.verdict == "wrong":
                 verdict.wrong = True
                 verdict.problems.append(f"process {record.pid}: {record.detail}")
             elif record.verdict == "unguarded":
@@ -162,10 +165,6 @@ class AttestedRun:
                     f"process {record.pid} started a Python that cannot attest ({record.detail}): "
                     f"{record.path}; what it imported is unknown, so the run is not proof"
                 )
-        imported: dict[int, set[str]] = {}
-        for record in verdict.records:
-            if record.verdict == "ok":
-                imported.setdefault(record.pid, set()).add(record.path)
         every = set().union(*imported.values())
         if not imported and not verdict.wrong:
             named = ", ".join(_relative(real, workdir) for real in self.files)
@@ -208,13 +207,7 @@ class AttestedRun:
             return None
         head, *rows = body.splitlines()
         pid, ppid, executable = head.split("\t", 2)
-        found = []
-        for row in rows:
-            kind, module, where, verdict, detail = row.split("\t", 4)
-            found.append(
-                Record(int(pid), int(ppid), executable, kind, module, where, verdict, detail)
-            )
-        return found
+        return [Record(int(pid), int(ppid), executable, *row.split("\t", 4)) for row in rows]
 
     def close(self) -> None:
         """Forget the directory: a process still running (a server) then attests nothing."""
