@@ -22,7 +22,6 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -38,7 +37,7 @@ from guard.hunt.metrics import Metric, Unreadable
 from guard.hunt.processes import Finished, Group, run_grouped
 from guard.hunt.server import SERVER_LOG, Server, ServerSpec
 from guard.ops import attest, moves
-from guard.ops.provenance import stamp, with_attestations
+from guard.ops.provenance import stamp, utc_now, with_attestations
 from guard.store.derived import load_manifest
 from guard.tree import patching
 from guard.tree.verdicts import CheckReport
@@ -294,8 +293,7 @@ class _Bench:
                 self._stop_server()  # after a failed run too: the next one gets a fresh server
         if said is not None or isinstance(value, str):  # (a value-less run has said why)
             return None
-        now = datetime.now(UTC).isoformat(timespec="seconds")
-        return Sample(value, with_attestations({**self.stamp, "timestamp": now}, attested))
+        return Sample(value, with_attestations({**self.stamp, "timestamp": utc_now()}, attested))
 
     def _failure(
         self, finished: Finished, value: float | str, server_died: str | None
@@ -646,9 +644,6 @@ def bisect(repo: Repo, options: Options, progress: Callable[[str], None]) -> Hun
             "bisect: patchguard git bisect reset)"
         ) from None
     kept.drop()
-    if found.first_changed is not None:
-        subject = ["log", "-1", "--format=%s", found.first_changed]
-        found.subject = run_git(subject, repo.workdir).stdout.strip()
     return found
 
 
@@ -707,7 +702,8 @@ def _bisect(bench: _Bench, good: str, bad: str, terms: tuple[str, str], kept: Ke
         cost(),
         parent,
         probability,
-        line=line,
+        bench._subject(first),
+        line,
     )
 
 
