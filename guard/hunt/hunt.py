@@ -20,16 +20,15 @@ import signal
 import statistics
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 from guard.errors import EXIT_INTERRUPTED, ConfigError, GuardFailure, PatchguardError
 from guard.git.lock import HELD_VARIABLE
 from guard.git.objects import blob_id
-from guard.git.process import out_of_reach_of_ctrl_c, run_git
+from guard.git.process import out_of_reach_of_ctrl_c, run_git, signals_to
 from guard.git.repo import Repo
 from guard.hunt import culprit, stats
 from guard.hunt.kept import KEPT_FILE, HomeNote, Kept, Sample
@@ -466,24 +465,17 @@ def _session(
         raise GuardFailure(f"after {operation}, the patches do not hold: {problems}")
 
 
-@contextmanager
-def _deferred_signals(bench: _Bench) -> Iterator[None]:
+def _deferred_signals(bench: _Bench) -> AbstractContextManager[None]:
     """Ctrl-C (and SIGTERM, SIGHUP) is passed on to the run's process group, which has a
     session of its own and so is out of the terminal's reach; patchguard notes it, and stops at
     the next point between runs, the server's group ended on the way out (_Bench.leave)."""
 
-    def note(number: int, _frame: FrameType | None) -> None:
+    def note(number: int, _frame: object) -> None:
         bench.stop_asked = True
         if bench.child is not None:
             bench.child.signal(number)
 
-    numbers = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-    previous = {number: signal.signal(number, note) for number in numbers}
-    try:
-        yield
-    finally:
-        for number, handler in previous.items():
-            signal.signal(number, handler)
+    return signals_to(note, signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 def _commit(repo: Repo, revision: str) -> str:

@@ -39,6 +39,7 @@ from pathlib import Path
 
 from guard.errors import ConfigError
 from guard.git.objects import blob_id
+from guard.git.process import signals_to
 from guard.git.repo import Repo
 from guard.ops.install import PACKAGE_DIR
 from guard.store.spec import parse_spec
@@ -312,13 +313,8 @@ def supervise(
         with contextlib.suppress(ProcessLookupError):
             child.send_signal(number)
 
-    numbers = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-    previous = {number: signal.signal(number, pass_on) for number in numbers}
-    try:
+    with signals_to(pass_on, signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         status = child.wait()
-    finally:
-        for number, handler in previous.items():
-            signal.signal(number, handler)
     return (status, None) if status >= 0 else (128 - status, -status)
 
 
