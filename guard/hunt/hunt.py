@@ -251,7 +251,7 @@ class _Bench:
         if server is not None and not server.running:
             self.server_attested = self._attested_run()  # the server's processes attest too
             env = self.server_attested.environment(self._child_env())
-            failed = server.start(self.repo.workdir, env, where, self._asked)
+            failed = server.start(self.repo.workdir, env, where, lambda: self.stop_asked)
             self.stop_if_asked()
             if failed is not None:
                 self._stop_server()
@@ -267,7 +267,7 @@ class _Bench:
                 self.repo.workdir,
                 attested_run.environment(self._child_env()),
                 self.options.timeout,
-                self._asked,
+                lambda: self.stop_asked,
                 self._running,
             )
             attested = attested_run.judge(self.repo.workdir, list(self.options.command))
@@ -317,9 +317,6 @@ class _Bench:
         if self.unattested is not None:
             return f"its values are not counted here: {self.unattested}"
         return "the command failed too often here (its output is above)"
-
-    def _asked(self) -> bool:
-        return self.stop_asked
 
     def _running(self, group: Group | None) -> None:
         self.child = group
