@@ -439,8 +439,7 @@ def _session(
     repo: Repo, options: Options, progress: Callable[[str], None], operation: str
 ) -> Iterator[_Bench]:
     """Signals deferred, the patches lifted, a bench; at the end (and on Ctrl-C) back home."""
-    refusing = repo.operation_in_progress()
-    if refusing:
+    if refusing := repo.operation_in_progress():
         raise GuardFailure(
             f"a {refusing} is in progress; finish it (or abort it) before measuring commits"
         )
