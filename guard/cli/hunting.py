@@ -13,6 +13,7 @@ import re
 import shlex
 import sys
 from collections.abc import Callable
+from itertools import islice
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -69,20 +70,16 @@ def _options_before_command(
         return args  # no COMMAND: click says it is missing
     ours: list[str] = []  # our options after COMMAND's first word, with their values
     kept = [rest[0]]  # COMMAND without them
-    index = 1
-    while index < len(rest):
-        word = rest[index]
+    words = iter(rest[1:])
+    for word in words:
         name, equals, _ = word.partition("=")
         if word == "--":
-            kept += rest[index:]
+            kept += [word, *words]
             break
         if name.startswith("--") and name in takes_value and name != "--help":
-            width = 2 if takes_value[name] and not equals else 1
-            ours += rest[index : index + width]
-            index += width
+            ours += [word, *islice(words, int(takes_value[name] and not equals))]  # its value
         else:
             kept.append(word)
-            index += 1
     if ours:
         right = shlex.join([*before, *ours, "--", *kept])
         named = ", ".join(dict.fromkeys(w.partition("=")[0] for w in ours if w.startswith("--")))

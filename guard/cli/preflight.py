@@ -344,12 +344,8 @@ def with_hook_advice(repo: Repo, report: CheckReport) -> list[str]:
     """The problems, and, when the hooks are missing, that they would have prevented some."""
     from guard.ops.install import hooks_installed
 
-    if hooks_installed(repo.layout):
-        return report.problems()
-    return [
-        *report.problems(),
-        "hooks are not installed, so checkouts do not re-apply patches: patchguard install",
-    ]
+    missing = "hooks are not installed, so checkouts do not re-apply patches: patchguard install"
+    return [*report.problems(), *([] if hooks_installed(repo.layout) else [missing])]
 
 
 def require_report(

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -50,7 +50,8 @@ def run_git(
         return start_git(args, cwd, env=env).result()
     command = ["git", *args]
     try:
-        with _interrupts_to_child():
+        # The terminal sends SIGINT/SIGQUIT to git as well; we outlive it to clean up.
+        with signals_to(_outlive_child, signal.SIGINT, signal.SIGQUIT):
             result = subprocess.run(command, cwd=cwd, env=_environment(env), text=True)
     except OSError as error:
         raise cannot_run(command, error) from None
@@ -138,11 +139,11 @@ def _outlive_child(_number: int, _frame: object) -> None:
 
 
 @contextmanager
-def _interrupts_to_child() -> Iterator[None]:
-    """The terminal sends SIGINT/SIGQUIT to the child as well; we outlive it to clean up."""
-    previous = [(s, signal.signal(s, _outlive_child)) for s in (signal.SIGINT, signal.SIGQUIT)]
+def signals_to(handler: Callable[[int, object], None], *numbers: int) -> Iterator[None]:
+    """`handler` for the signals `numbers` inside the block; the handlers before it after."""
+    previous = {number: signal.signal(number, handler) for number in numbers}
     try:
         yield
     finally:
-        for number, handler in previous:
-            signal.signal(number, handler)
+        for number, earlier in previous.items():
+            signal.signal(number, earlier)

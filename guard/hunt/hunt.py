@@ -20,17 +20,15 @@ import signal
 import statistics
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 from guard.errors import EXIT_INTERRUPTED, ConfigError, GuardFailure, PatchguardError
 from guard.git.lock import HELD_VARIABLE
 from guard.git.objects import blob_id
-from guard.git.process import out_of_reach_of_ctrl_c, run_git
+from guard.git.process import out_of_reach_of_ctrl_c, run_git, signals_to
 from guard.git.repo import Repo
 from guard.hunt import culprit, stats
 from guard.hunt.kept import KEPT_FILE, HomeNote, Kept, Sample
@@ -38,7 +36,7 @@ from guard.hunt.metrics import Metric, Unreadable
 from guard.hunt.processes import Finished, Group, run_grouped
 from guard.hunt.server import SERVER_LOG, Server, ServerSpec
 from guard.ops import attest, moves
-from guard.ops.provenance import stamp, with_attestations
+from guard.ops.provenance import stamp, utc_now, with_attestations
 from guard.store.derived import load_manifest
 from guard.tree import patching
 from guard.tree.verdicts import CheckReport
@@ -253,7 +251,7 @@ class _Bench:
         if server is not None and not server.running:
             self.server_attested = self._attested_run()  # the server's processes attest too
             env = self.server_attested.environment(self._child_env())
-            failed = server.start(self.repo.workdir, env, where, self._asked)
+            failed = server.start(self.repo.workdir, env, where, lambda: self.stop_asked)
             self.stop_if_asked()
             if failed is not None:
                 self._stop_server()
@@ -269,7 +267,7 @@ class _Bench:
                 self.repo.workdir,
                 attested_run.environment(self._child_env()),
                 self.options.timeout,
-                self._asked,
+                lambda: self.stop_asked,
                 self._running,
             )
             attested = attested_run.judge(self.repo.workdir, list(self.options.command))
@@ -294,8 +292,7 @@ class _Bench:
                 self._stop_server()  # after a failed run too: the next one gets a fresh server
         if said is not None or isinstance(value, str):  # (a value-less run has said why)
             return None
-        now = datetime.now(UTC).isoformat(timespec="seconds")
-        return Sample(value, with_attestations({**self.stamp, "timestamp": now}, attested))
+        return Sample(value, with_attestations({**self.stamp, "timestamp": utc_now()}, attested))
 
     def _failure(
         self, finished: Finished, value: float | str, server_died: str | None
@@ -320,9 +317,6 @@ class _Bench:
         if self.unattested is not None:
             return f"its values are not counted here: {self.unattested}"
         return "the command failed too often here (its output is above)"
-
-    def _asked(self) -> bool:
-        return self.stop_asked
 
     def _running(self, group: Group | None) -> None:
         self.child = group
@@ -445,8 +439,7 @@ def _session(
     repo: Repo, options: Options, progress: Callable[[str], None], operation: str
 ) -> Iterator[_Bench]:
     """Signals deferred, the patches lifted, a bench; at the end (and on Ctrl-C) back home."""
-    refusing = repo.operation_in_progress()
-    if refusing:
+    if refusing := repo.operation_in_progress():
         raise GuardFailure(
             f"a {refusing} is in progress; finish it (or abort it) before measuring commits"
         )
@@ -468,24 +461,17 @@ def _session(
         raise GuardFailure(f"after {operation}, the patches do not hold: {problems}")
 
 
-@contextmanager
-def _deferred_signals(bench: _Bench) -> Iterator[None]:
+def _deferred_signals(bench: _Bench) -> AbstractContextManager[None]:
     """Ctrl-C (and SIGTERM, SIGHUP) is passed on to the run's process group, which has a
     session of its own and so is out of the terminal's reach; patchguard notes it, and stops at
     the next point between runs, the server's group ended on the way out (_Bench.leave)."""
 
-    def note(number: int, _frame: FrameType | None) -> None:
+    def note(number: int, _frame: object) -> None:
         bench.stop_asked = True
         if bench.child is not None:
             bench.child.signal(number)
 
-    numbers = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-    previous = {number: signal.signal(number, note) for number in numbers}
-    try:
-        yield
-    finally:
-        for number, handler in previous.items():
-            signal.signal(number, handler)
+    return signals_to(note, signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 def _commit(repo: Repo, revision: str) -> str:
@@ -646,9 +632,6 @@ def bisect(repo: Repo, options: Options, progress: Callable[[str], None]) -> Hun
             "bisect: patchguard git bisect reset)"
         ) from None
     kept.drop()
-    if found.first_changed is not None:
-        subject = ["log", "-1", "--format=%s", found.first_changed]
-        found.subject = run_git(subject, repo.workdir).stdout.strip()
     return found
 
 
@@ -707,7 +690,8 @@ def _bisect(bench: _Bench, good: str, bad: str, terms: tuple[str, str], kept: Ke
         cost(),
         parent,
         probability,
-        line=line,
+        bench._subject(first),
+        line,
     )
 
 

@@ -39,6 +39,7 @@ from pathlib import Path
 
 from guard.errors import ConfigError
 from guard.git.objects import blob_id
+from guard.git.process import signals_to
 from guard.git.repo import Repo
 from guard.ops.install import PACKAGE_DIR
 from guard.store.spec import parse_spec
@@ -153,8 +154,11 @@ class AttestedRun:
                 )
                 continue
             verdict.records.extend(records)
+        imported: dict[int, set[str]] = {}
         for record in verdict.records:
-            if record.verdict == "wrong":
+            if record.verdict == "ok":
+                imported.setdefault(record.pid, set()).add(record.path)
+            elif record.verdict == "wrong":
                 verdict.wrong = True
                 verdict.problems.append(f"process {record.pid}: {record.detail}")
             elif record.verdict == "unguarded":
@@ -162,10 +166,6 @@ class AttestedRun:
                     f"process {record.pid} started a Python that cannot attest ({record.detail}): "
                     f"{record.path}; what it imported is unknown, so the run is not proof"
                 )
-        imported: dict[int, set[str]] = {}
-        for record in verdict.records:
-            if record.verdict == "ok":
-                imported.setdefault(record.pid, set()).add(record.path)
         every = set().union(*imported.values())
         if not imported and not verdict.wrong:
             named = ", ".join(_relative(real, workdir) for real in self.files)
@@ -208,13 +208,7 @@ class AttestedRun:
             return None
         head, *rows = body.splitlines()
         pid, ppid, executable = head.split("\t", 2)
-        found = []
-        for row in rows:
-            kind, module, where, verdict, detail = row.split("\t", 4)
-            found.append(
-                Record(int(pid), int(ppid), executable, kind, module, where, verdict, detail)
-            )
-        return found
+        return [Record(int(pid), int(ppid), executable, *row.split("\t", 4)) for row in rows]
 
     def close(self) -> None:
         """Forget the directory: a process still running (a server) then attests nothing."""
@@ -319,13 +313,8 @@ def supervise(
         with contextlib.suppress(ProcessLookupError):
             child.send_signal(number)
 
-    numbers = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-    previous = {number: signal.signal(number, pass_on) for number in numbers}
-    try:
+    with signals_to(pass_on, signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         status = child.wait()
-    finally:
-        for number, handler in previous.items():
-            signal.signal(number, handler)
     return (status, None) if status >= 0 else (128 - status, -status)
 
 

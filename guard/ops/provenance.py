@@ -91,8 +91,13 @@ def stamp(
         "problems": checked["problems"] if checked else [],  # why not ok, as `check` says it
         "python": interpreter(repo, python),
         "patchguard": patchguard_version(),
-        "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime()),  # ISO 8601, UTC
+        "timestamp": utc_now(),
     }
+
+
+def utc_now() -> str:
+    """ISO 8601 to the second, UTC: a stamp's time, and each of a hunt's samples'."""
+    return time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime())
 
 
 def with_attestations(stamp_data: dict[str, Any], verdict: Verdict) -> dict[str, Any]:
