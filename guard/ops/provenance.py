@@ -470,10 +470,10 @@ _UNEDITED = object()  # a path an `edits` map does not name: HEAD's content
 
 
 def same_code(one: dict[str, Any], other: dict[str, Any]) -> bool:
-    """Whether two stamps describe the same code (a hunt's kept sample against the tree now)."""
-    return all(one.get(key) == other.get(key) for key in _SAME_CODE_KEYS) and _runs_on(
-        one
-    ) == _runs_on(other)
+    """Whether two stamps describe the same code (a hunt's kept sample against the tree now):
+    their interpreters agree when `stamp --diff` finds no difference between them."""
+    same = all(one.get(key) == other.get(key) for key in _SAME_CODE_KEYS)
+    return same and not python_changes(one, other, lambda what, was, now: what)
 
 
 def differences_from(
@@ -492,15 +492,6 @@ def differences_from(
     return lines + python_changes(
         other, here, lambda what, was, now: f"{what} {now} here, {was} in {source}"
     )
-
-
-def _runs_on(stamp_data: dict[str, Any]) -> tuple[Any, Any]:
-    """What of a stamp's interpreter must agree: its version and distributions, not its path.
-    A stamp without the key (an older patchguard's) agrees with none that has it."""
-    python = stamp_data.get("python", _UNSAID)
-    if not isinstance(python, dict):
-        return python, None
-    return python.get("version"), python.get("distributions")
 
 
 _UNSAID = "not said (a stamp of an older patchguard)"
