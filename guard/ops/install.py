@@ -49,8 +49,7 @@ PACKAGE_DIR = Path(__file__).resolve().parent.parent  # the `guard` package: thi
 
 def template_text() -> str:
     """The hook template: packaged in the wheel, or beside the sources in a checkout."""
-    package = PACKAGE_DIR
-    for candidate in (package / "_data" / "hooks", package.parent / "hooks"):
+    for candidate in (PACKAGE_DIR / "_data" / "hooks", PACKAGE_DIR.parent / "hooks"):
         if (candidate / TEMPLATE_NAME).is_file():
             return (candidate / TEMPLATE_NAME).read_text()
     raise ConfigError(
@@ -226,13 +225,11 @@ def _install(layout: Layout, hook_types: tuple[str, ...], force: bool, lines: li
 
 
 def _write_record(layout: Layout, hooks_dir: Path, hook_types: tuple[str, ...]) -> None:
-    record_path = _record_path(layout)
-    previous = _read_record(layout)
-    recorded = previous.get("hooks")
+    recorded = _read_record(layout).get("hooks")
     types = sorted(set(recorded if isinstance(recorded, list) else []) | set(hook_types))
     layout.store_dir.mkdir(parents=True, exist_ok=True)
     record = {"hooks_dir": str(hooks_dir), "python": sys.executable, "hooks": types}
-    atomic_write(record_path, (json.dumps(record, indent=2) + "\n").encode())
+    atomic_write(_record_path(layout), (json.dumps(record, indent=2) + "\n").encode())
 
 
 def _expected_hooks(record: dict[str, object]) -> set[str]:
@@ -274,8 +271,7 @@ def _uninstall(layout: Layout, hook_types: tuple[str, ...], lines: list[str]) ->
         else:
             path.unlink()
             lines.append(f"{hook_type}: removed")
-    remaining = [t for t in HOOK_TYPES if is_ours(hooks_dir / t)]
-    if remaining:
+    if any(is_ours(hooks_dir / t) for t in HOOK_TYPES):
         _write_record(layout, hooks_dir, ())
     else:
         _record_path(layout).unlink(missing_ok=True)
@@ -319,13 +315,14 @@ def doctor(layout: Layout) -> Diagnosis:
             "run: patchguard install --force"
         )
         return diagnosis
-    recorded_dir = _read_record(layout).get("hooks_dir")
+    record = _read_record(layout)
+    recorded_dir = record.get("hooks_dir")
     if recorded_dir and Path(str(recorded_dir)) != hooks_dir:
         diagnosis.problems.append(
             f"hooks were installed in {recorded_dir}, but git now runs hooks from {hooks_dir} "
             "(core.hooksPath changed?); run: patchguard install"
         )
-    expected = _expected_hooks(_read_record(layout))
+    expected = _expected_hooks(record)
     imports: dict[str, str | None] = {}  # one probe per interpreter
     for hook_type in HOOK_TYPES:
         path = hooks_dir / hook_type
