@@ -38,7 +38,7 @@ from guard.hunt.metrics import Metric, Unreadable
 from guard.hunt.processes import Finished, Group, run_grouped
 from guard.hunt.server import SERVER_LOG, Server, ServerSpec
 from guard.ops import attest, moves
-from guard.ops.provenance import stamp, with_attestations
+from guard.ops.provenance import stamp
 from guard.store.derived import load_manifest
 from guard.tree import patching
 from guard.tree.verdicts import CheckReport
@@ -295,7 +295,7 @@ class _Bench:
         if said is not None or isinstance(value, str):  # (a value-less run has said why)
             return None
         now = datetime.now(UTC).isoformat(timespec="seconds")
-        return Sample(value, with_attestations({**self.stamp, "timestamp": now}, attested))
+        return Sample(value, {**self.stamp, "timestamp": now, "attestations": attested.as_json()})
 
     def _failure(
         self, finished: Finished, value: float | str, server_died: str | None

@@ -23,7 +23,6 @@ if TYPE_CHECKING:
     from typing import Any
 
     from guard.git.repo import Repo
-    from guard.ops.attest import Verdict
 
 STAMP_FORMAT = "patchguard.stamp/1"
 
@@ -93,12 +92,6 @@ def stamp(
         "patchguard": patchguard_version(),
         "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime()),  # ISO 8601, UTC
     }
-
-
-def with_attestations(stamp_data: dict[str, Any], verdict: Verdict) -> dict[str, Any]:
-    """The stamp of a run with what its processes attested (`attestations`, docs/benchmarks.md):
-    which process imported which guarded module from where, and whether the run counts."""
-    return {**stamp_data, "attestations": verdict.as_json()}
 
 
 def _checked(repo: Repo) -> dict[str, Any]:
