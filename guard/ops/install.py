@@ -181,47 +181,45 @@ def install(layout: Layout, hook_types: tuple[str, ...], force: bool) -> list[st
     """Write the hooks; re-running changes nothing. Returns one line per hook."""
     lines: list[str] = []
     with _writing_hooks("install", lines):
-        _install(layout, hook_types, force, lines)
-    return lines
-
-
-def _install(layout: Layout, hook_types: tuple[str, ...], force: bool, lines: list[str]) -> None:
-    hooks_dir = git_hooks_dir(layout)
-    if hooks_dir.exists() and not hooks_dir.is_dir():
-        raise ConfigError(
-            f"git runs hooks from {hooks_dir} (core.hooksPath), which is not a directory, so "
-            "git runs no hooks at all. Point core.hooksPath at a directory, or unset it: "
-            "git config --unset core.hooksPath"
-        )
-    if not hooks_dir.is_dir():
-        default = hooks_dir == (layout.common_dir / "hooks").resolve()  # git init --template=
-        if not (force or default):
+        hooks_dir = git_hooks_dir(layout)
+        if hooks_dir.exists() and not hooks_dir.is_dir():
             raise ConfigError(
-                f"git runs hooks from {hooks_dir} (core.hooksPath), which does not exist, so git "
-                "runs no hooks at all. Create it, or pass --force to let patchguard create it."
+                f"git runs hooks from {hooks_dir} (core.hooksPath), which is not a directory, so "
+                "git runs no hooks at all. Point core.hooksPath at a directory, or unset it: "
+                "git config --unset core.hooksPath"
             )
-        hooks_dir.mkdir(parents=True)
-    for hook_type in hook_types:
-        path = hooks_dir / hook_type
-        legacy = hooks_dir / (hook_type + LEGACY_SUFFIX)
-        wanted = render_hook(hook_type, sys.executable)
-        if path.exists() or path.is_symlink():
-            if is_ours(path):
-                if path.read_text() == wanted and os.access(path, os.X_OK):
-                    lines.append(f"{hook_type}: already installed at {path}")
-                    continue
-            elif legacy.exists() or legacy.is_symlink():
+        if not hooks_dir.is_dir():
+            default = hooks_dir == (layout.common_dir / "hooks").resolve()  # git init --template=
+            if not (force or default):
                 raise ConfigError(
-                    f"{path} is not patchguard's, and {legacy} already exists: patchguard will not "
-                    "overwrite either. Merge them by hand, then run patchguard install again."
+                    f"git runs hooks from {hooks_dir} (core.hooksPath), which does not exist, so "
+                    "git runs no hooks at all. Create it, or pass --force to let patchguard create "
+                    "it."
                 )
-            else:
-                os.replace(path, legacy)
-                lines.append(f"{hook_type}: existing hook kept as {legacy.name}, runs first")
-        atomic_write(path, wanted.encode(), mode=0o755)
-        path.chmod(0o755)
-        lines.append(f"{hook_type}: installed at {path}")
-    _write_record(layout, hooks_dir, hook_types)
+            hooks_dir.mkdir(parents=True)
+        for hook_type in hook_types:
+            path = hooks_dir / hook_type
+            legacy = hooks_dir / (hook_type + LEGACY_SUFFIX)
+            wanted = render_hook(hook_type, sys.executable)
+            if path.exists() or path.is_symlink():
+                if is_ours(path):
+                    if path.read_text() == wanted and os.access(path, os.X_OK):
+                        lines.append(f"{hook_type}: already installed at {path}")
+                        continue
+                elif legacy.exists() or legacy.is_symlink():
+                    raise ConfigError(
+                        f"{path} is not patchguard's, and {legacy} already exists: patchguard will "
+                        "not overwrite either. Merge them by hand, then run patchguard install "
+                        "again."
+                    )
+                else:
+                    os.replace(path, legacy)
+                    lines.append(f"{hook_type}: existing hook kept as {legacy.name}, runs first")
+            atomic_write(path, wanted.encode(), mode=0o755)
+            path.chmod(0o755)
+            lines.append(f"{hook_type}: installed at {path}")
+        _write_record(layout, hooks_dir, hook_types)
+    return lines
 
 
 def _write_record(layout: Layout, hooks_dir: Path, hook_types: tuple[str, ...]) -> None:
@@ -253,28 +251,24 @@ def uninstall(layout: Layout, hook_types: tuple[str, ...]) -> list[str]:
     """Remove our hooks and put back exactly what was there before."""
     lines: list[str] = []
     with _writing_hooks("uninstall", lines):
-        _uninstall(layout, hook_types, lines)
-    return lines
-
-
-def _uninstall(layout: Layout, hook_types: tuple[str, ...], lines: list[str]) -> None:
-    hooks_dir = Path(str(_read_record(layout).get("hooks_dir") or git_hooks_dir(layout)))
-    for hook_type in hook_types:
-        path = hooks_dir / hook_type
-        legacy = hooks_dir / (hook_type + LEGACY_SUFFIX)
-        if not is_ours(path):
-            lines.append(f"{hook_type}: not installed at {path}; left alone")
-            continue
-        if legacy.exists() or legacy.is_symlink():
-            os.replace(legacy, path)
-            lines.append(f"{hook_type}: removed; previous hook restored")
+        hooks_dir = Path(str(_read_record(layout).get("hooks_dir") or git_hooks_dir(layout)))
+        for hook_type in hook_types:
+            path = hooks_dir / hook_type
+            legacy = hooks_dir / (hook_type + LEGACY_SUFFIX)
+            if not is_ours(path):
+                lines.append(f"{hook_type}: not installed at {path}; left alone")
+                continue
+            if legacy.exists() or legacy.is_symlink():
+                os.replace(legacy, path)
+                lines.append(f"{hook_type}: removed; previous hook restored")
+            else:
+                path.unlink()
+                lines.append(f"{hook_type}: removed")
+        if any(is_ours(hooks_dir / t) for t in HOOK_TYPES):
+            _write_record(layout, hooks_dir, ())
         else:
-            path.unlink()
-            lines.append(f"{hook_type}: removed")
-    if any(is_ours(hooks_dir / t) for t in HOOK_TYPES):
-        _write_record(layout, hooks_dir, ())
-    else:
-        _record_path(layout).unlink(missing_ok=True)
+            _record_path(layout).unlink(missing_ok=True)
+    return lines
 
 
 def _cannot_import_patchguard(interpreter: str, seen: dict[str, str | None]) -> str | None:
