@@ -79,7 +79,7 @@ def log(cwd: Path, name: str | None, as_json: bool) -> None:
 
     changes = history.log_changes(Repo.discover(cwd), name)
     if as_json:
-        payload = {"format": render.LOG_JSON_FORMAT, "patch": name}
+        payload = {"format": "patchguard.log/1", "patch": name}
         click.echo(json.dumps({**payload, "changes": render.log_entries(changes)}, indent=2))
         return
     click.echo("\n".join(render.log_lines(changes, name)) or "no history yet")

@@ -250,12 +250,9 @@ def stamp(cwd: Path, as_json: bool, diff_files: tuple[Any, Any] | None, python: 
         click.echo(json.dumps(provenance.stamp_at(str(cwd), python), separators=(",", ":")))
         return
     old, new = (provenance.load_stamp(f.name, f.read()) for f in diff_files)
-    lines = provenance.diff_stamps(_repo_or_none(cwd), old, new)
-    click.echo(json.dumps({"changes": lines}) if as_json else "\n".join(lines))
-
-
-def _repo_or_none(cwd: Path) -> Repo | None:
     try:
-        return Repo.discover(cwd)
+        repo: Repo | None = Repo.discover(cwd)
     except PatchguardError:
-        return None
+        repo = None
+    lines = provenance.diff_stamps(repo, old, new)
+    click.echo(json.dumps({"changes": lines}) if as_json else "\n".join(lines))

@@ -138,41 +138,35 @@ def _apply_and_check(repo: Repo, hook: str) -> int:
     the files it writes over."""
     from guard.collector import without_collector
     from guard.store import journal
-
-    with without_collector(), repo.lock("apply"):
-        journal.recover(repo)  # a killed writer's files first, as every writer does
-        return _apply_locked(repo, hook)
-
-
-def _apply_locked(repo: Repo, hook: str) -> int:
     from guard.store.fastpath import current_key
     from guard.tree import replay
 
-    before = current_key(str(repo.workdir))
-    replayed = replay.put_back(repo, before)
-    if replayed is not None:
-        _say_written(repo, [(o.verdict.name, o.written) for o in replayed if o.written])
-        return 0
-    from guard.tree import assess, patching, worktree
+    with without_collector(), repo.lock("apply"):
+        journal.recover(repo)  # a killed writer's files first, as every writer does
+        before = current_key(str(repo.workdir))
+        replayed = replay.put_back(repo, before)
+        if replayed is not None:
+            _say_written(repo, [(o.verdict.name, o.written) for o in replayed if o.written])
+            return 0
+        from guard.tree import assess, patching, worktree
 
-    tree = worktree.Worktree(repo)
-    outcomes = patching.apply(repo, allow_mid_operation=True, tree=tree)
-    _say_written(repo, [(o.verdict.name, o.written) for o in outcomes if o.written])
-    after = current_key(str(repo.workdir))
-    if all(o.ok for o in outcomes) and after is not None and after.verified:
-        replay.remember(repo, before, after, outcomes)
-        return 0
-    report = assess.check(repo, tree)
-    from guard.cli import render
+        tree = worktree.Worktree(repo)
+        outcomes = patching.apply(repo, allow_mid_operation=True, tree=tree)
+        _say_written(repo, [(o.verdict.name, o.written) for o in outcomes if o.written])
+        after = current_key(str(repo.workdir))
+        if all(o.ok for o in outcomes) and after is not None and after.verified:
+            replay.remember(repo, before, after, outcomes)
+            return 0
+        report = assess.check(repo, tree)
+        from guard.cli import render
 
-    for line in render.warning_lines(report):
-        print(line, file=sys.stderr)
-    if report.ok:  # the check remembered this content: its key is verified now
-        replay.remember(repo, before, current_key(str(repo.workdir)), outcomes)
-        return 0
-
-    print(render.banner(f"guard FAILED after {hook}", report.problems()), file=sys.stderr)
-    return 1
+        for line in render.warning_lines(report):
+            print(line, file=sys.stderr)
+        if report.ok:  # the check remembered this content: its key is verified now
+            replay.remember(repo, before, current_key(str(repo.workdir)), outcomes)
+            return 0
+        print(render.banner(f"guard FAILED after {hook}", report.problems()), file=sys.stderr)
+        return 1
 
 
 def _say_written(repo: Repo, written: list[tuple[str, list[str]]]) -> None:

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import click
 
-from guard.cli import render
 from guard.cli.hookrun import run_hook
 from guard.cli.options import PASS_THROUGH, directory_option, epilog, json_option
 from guard.errors import EXIT_GUARD_FAILED, EXIT_OK
@@ -76,7 +75,7 @@ def doctor(cwd: Path, as_json: bool) -> None:
     diagnosis = install.doctor(locate(cwd))
     if as_json:
         payload = {
-            "format": render.DOCTOR_JSON_FORMAT,
+            "format": "patchguard.doctor/1",
             "ok": diagnosis.ok,
             "lines": diagnosis.lines,
             "problems": diagnosis.problems,

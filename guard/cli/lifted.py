@@ -28,12 +28,9 @@ def git_lifted(cwd: Path, args: Sequence[str]) -> NoReturn:
     repo = Repo.discover(Path(git_start_directory(args, str(cwd))))  # git's own -C DIR
     status, lift = moves.run_git_lifted(repo, args, cwd)
     report_lift(lift, "git " + " ".join(args))
-    if status == _SIGPIPE_STATUS:  # `patchguard git log | head`: the reader had enough
+    if status == 128 + 13:  # SIGPIPE: `patchguard git log | head`, the reader had enough
         status = EXIT_OK
     sys.exit(status or (EXIT_OK if lift.ok else EXIT_GUARD_FAILED))
-
-
-_SIGPIPE_STATUS = 128 + 13  # git ended by SIGPIPE, as a shell reports it
 
 
 def report_lift(lift: moves.Lift, what: str) -> None:

@@ -151,9 +151,7 @@ def list_(cwd: Path, as_json: bool) -> None:
 
     manifest = load_manifest(Repo.discover(cwd), missing_ok=True)
     if as_json:
-        from guard.cli.render import LIST_JSON_FORMAT
-
-        click.echo(json.dumps({"format": LIST_JSON_FORMAT, **manifest.to_dict()}, indent=2))
+        click.echo(json.dumps({"format": "patchguard.list/1", **manifest.to_dict()}, indent=2))
         return
     lines = []
     if not manifest.patches and not manifest.guards:
@@ -201,11 +199,7 @@ def show(cwd: Path, names: tuple[str, ...]) -> None:
     click.echo_via_pager(text + "\n", color=color)
 
 
-@click.command(
-    epilog=epilog(
-        "patchguard resolve eagle3",
-    )
-)
+@click.command(epilog=epilog("patchguard resolve eagle3"))
 @click.argument("name")
 @click.option(
     "--drop",

@@ -21,13 +21,6 @@ if TYPE_CHECKING:
 # The states come from guard.tree.verdicts only where a report is worded: `list` and `show`
 # word none, and skip its import (and its dataclasses).
 
-CHECK_JSON_FORMAT = "patchguard.check/2"
-COMPARE_JSON_FORMAT = "patchguard.compare/1"
-BISECT_JSON_FORMAT = "patchguard.bisect/1"
-LIST_JSON_FORMAT = "patchguard.list/1"
-LOG_JSON_FORMAT = "patchguard.log/1"
-DOCTOR_JSON_FORMAT = "patchguard.doctor/1"
-
 
 def verdict_json(verdict: PatchVerdict) -> dict[str, Any]:
     return {
@@ -42,7 +35,7 @@ def verdict_json(verdict: PatchVerdict) -> dict[str, Any]:
 def check_json(report: CheckReport, repository: str) -> str:
     return json.dumps(
         {
-            "format": CHECK_JSON_FORMAT,
+            "format": "patchguard.check/2",
             "ok": report.ok,
             "repository": repository,
             "head": report.head,
@@ -326,8 +319,9 @@ def compare_lines(comparison: Comparison) -> list[str]:
     """The short table of `patchguard compare`: each side's median, Δ% with its interval, n, p."""
     from guard.hunt.stats import median_of
 
-    decision = comparison.decision
-    lines = [_metric_line(comparison), "side  commit      median      n"]
+    decision, metric = comparison.decision, comparison.metric
+    better = f", {metric.direction} is better" if metric.direction else ""
+    lines = [f"metric: {metric.spec}{better}", "side  commit      median      n"]
     for side, runs in (("A", comparison.a), ("B", comparison.b)):
         lines.append(
             f"{side:<5} {runs.commit[:10]}  {median_of(runs.values):<10.4g}  {len(runs.samples)}"
@@ -335,12 +329,6 @@ def compare_lines(comparison: Comparison) -> list[str]:
     lines.append(f"{_delta(decision)}, p = {decision.p_value:.2g}, {decision.n[0]} pairs")
     lines.append(_verdict_line(comparison))
     return lines
-
-
-def _metric_line(comparison: Comparison) -> str:
-    metric = comparison.metric
-    better = f", {metric.direction} is better" if metric.direction else ""
-    return f"metric: {metric.spec}{better}"
 
 
 def _delta(decision: Decision) -> str:
@@ -379,7 +367,7 @@ def compare_json(comparison: Comparison) -> str:
     decision = comparison.decision
     return json.dumps(
         {
-            "format": COMPARE_JSON_FORMAT,
+            "format": "patchguard.compare/1",
             "verdict": decision.verdict,
             "delta_pct": decision.delta_pct,
             "ci_pct": list(decision.ci_pct),
@@ -468,7 +456,7 @@ def hunt_json(hunt: Hunt) -> str:
     ]
     return json.dumps(
         {
-            "format": BISECT_JSON_FORMAT,
+            "format": "patchguard.bisect/1",
             "verdict": hunt.verdict,
             "first_changed": hunt.first_changed,
             "delta_pct": change.delta_pct if change else None,

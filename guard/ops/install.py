@@ -49,8 +49,7 @@ PACKAGE_DIR = Path(__file__).resolve().parent.parent  # the `guard` package: thi
 
 def template_text() -> str:
     """The hook template: packaged in the wheel, or beside the sources in a checkout."""
-    package = PACKAGE_DIR
-    for candidate in (package / "_data" / "hooks", package.parent / "hooks"):
+    for candidate in (PACKAGE_DIR / "_data" / "hooks", PACKAGE_DIR.parent / "hooks"):
         if (candidate / TEMPLATE_NAME).is_file():
             return (candidate / TEMPLATE_NAME).read_text()
     raise ConfigError(
@@ -182,57 +181,53 @@ def install(layout: Layout, hook_types: tuple[str, ...], force: bool) -> list[st
     """Write the hooks; re-running changes nothing. Returns one line per hook."""
     lines: list[str] = []
     with _writing_hooks("install", lines):
-        _install(layout, hook_types, force, lines)
+        hooks_dir = git_hooks_dir(layout)
+        if hooks_dir.exists() and not hooks_dir.is_dir():
+            raise ConfigError(
+                f"git runs hooks from {hooks_dir} (core.hooksPath), which is not a directory, so "
+                "git runs no hooks at all. Point core.hooksPath at a directory, or unset it: "
+                "git config --unset core.hooksPath"
+            )
+        if not hooks_dir.is_dir():
+            default = hooks_dir == (layout.common_dir / "hooks").resolve()  # git init --template=
+            if not (force or default):
+                raise ConfigError(
+                    f"git runs hooks from {hooks_dir} (core.hooksPath), which does not exist, so "
+                    "git runs no hooks at all. Create it, or pass --force to let patchguard create "
+                    "it."
+                )
+            hooks_dir.mkdir(parents=True)
+        for hook_type in hook_types:
+            path = hooks_dir / hook_type
+            legacy = hooks_dir / (hook_type + LEGACY_SUFFIX)
+            wanted = render_hook(hook_type, sys.executable)
+            if path.exists() or path.is_symlink():
+                if is_ours(path):
+                    if path.read_text() == wanted and os.access(path, os.X_OK):
+                        lines.append(f"{hook_type}: already installed at {path}")
+                        continue
+                elif legacy.exists() or legacy.is_symlink():
+                    raise ConfigError(
+                        f"{path} is not patchguard's, and {legacy} already exists: patchguard will "
+                        "not overwrite either. Merge them by hand, then run patchguard install "
+                        "again."
+                    )
+                else:
+                    os.replace(path, legacy)
+                    lines.append(f"{hook_type}: existing hook kept as {legacy.name}, runs first")
+            atomic_write(path, wanted.encode(), mode=0o755)
+            path.chmod(0o755)
+            lines.append(f"{hook_type}: installed at {path}")
+        _write_record(layout, hooks_dir, hook_types)
     return lines
 
 
-def _install(layout: Layout, hook_types: tuple[str, ...], force: bool, lines: list[str]) -> None:
-    hooks_dir = git_hooks_dir(layout)
-    if hooks_dir.exists() and not hooks_dir.is_dir():
-        raise ConfigError(
-            f"git runs hooks from {hooks_dir} (core.hooksPath), which is not a directory, so "
-            "git runs no hooks at all. Point core.hooksPath at a directory, or unset it: "
-            "git config --unset core.hooksPath"
-        )
-    if not hooks_dir.is_dir():
-        default = hooks_dir == (layout.common_dir / "hooks").resolve()  # git init --template=
-        if not (force or default):
-            raise ConfigError(
-                f"git runs hooks from {hooks_dir} (core.hooksPath), which does not exist, so git "
-                "runs no hooks at all. Create it, or pass --force to let patchguard create it."
-            )
-        hooks_dir.mkdir(parents=True)
-    for hook_type in hook_types:
-        path = hooks_dir / hook_type
-        legacy = hooks_dir / (hook_type + LEGACY_SUFFIX)
-        wanted = render_hook(hook_type, sys.executable)
-        if path.exists() or path.is_symlink():
-            if is_ours(path):
-                if path.read_text() == wanted and os.access(path, os.X_OK):
-                    lines.append(f"{hook_type}: already installed at {path}")
-                    continue
-            elif legacy.exists() or legacy.is_symlink():
-                raise ConfigError(
-                    f"{path} is not patchguard's, and {legacy} already exists: patchguard will not "
-                    "overwrite either. Merge them by hand, then run patchguard install again."
-                )
-            else:
-                os.replace(path, legacy)
-                lines.append(f"{hook_type}: existing hook kept as {legacy.name}, runs first")
-        atomic_write(path, wanted.encode(), mode=0o755)
-        path.chmod(0o755)
-        lines.append(f"{hook_type}: installed at {path}")
-    _write_record(layout, hooks_dir, hook_types)
-
-
 def _write_record(layout: Layout, hooks_dir: Path, hook_types: tuple[str, ...]) -> None:
-    record_path = _record_path(layout)
-    previous = _read_record(layout)
-    recorded = previous.get("hooks")
+    recorded = _read_record(layout).get("hooks")
     types = sorted(set(recorded if isinstance(recorded, list) else []) | set(hook_types))
     layout.store_dir.mkdir(parents=True, exist_ok=True)
     record = {"hooks_dir": str(hooks_dir), "python": sys.executable, "hooks": types}
-    atomic_write(record_path, (json.dumps(record, indent=2) + "\n").encode())
+    atomic_write(_record_path(layout), (json.dumps(record, indent=2) + "\n").encode())
 
 
 def _expected_hooks(record: dict[str, object]) -> set[str]:
@@ -256,29 +251,24 @@ def uninstall(layout: Layout, hook_types: tuple[str, ...]) -> list[str]:
     """Remove our hooks and put back exactly what was there before."""
     lines: list[str] = []
     with _writing_hooks("uninstall", lines):
-        _uninstall(layout, hook_types, lines)
-    return lines
-
-
-def _uninstall(layout: Layout, hook_types: tuple[str, ...], lines: list[str]) -> None:
-    hooks_dir = Path(str(_read_record(layout).get("hooks_dir") or git_hooks_dir(layout)))
-    for hook_type in hook_types:
-        path = hooks_dir / hook_type
-        legacy = hooks_dir / (hook_type + LEGACY_SUFFIX)
-        if not is_ours(path):
-            lines.append(f"{hook_type}: not installed at {path}; left alone")
-            continue
-        if legacy.exists() or legacy.is_symlink():
-            os.replace(legacy, path)
-            lines.append(f"{hook_type}: removed; previous hook restored")
+        hooks_dir = Path(str(_read_record(layout).get("hooks_dir") or git_hooks_dir(layout)))
+        for hook_type in hook_types:
+            path = hooks_dir / hook_type
+            legacy = hooks_dir / (hook_type + LEGACY_SUFFIX)
+            if not is_ours(path):
+                lines.append(f"{hook_type}: not installed at {path}; left alone")
+                continue
+            if legacy.exists() or legacy.is_symlink():
+                os.replace(legacy, path)
+                lines.append(f"{hook_type}: removed; previous hook restored")
+            else:
+                path.unlink()
+                lines.append(f"{hook_type}: removed")
+        if any(is_ours(hooks_dir / t) for t in HOOK_TYPES):
+            _write_record(layout, hooks_dir, ())
         else:
-            path.unlink()
-            lines.append(f"{hook_type}: removed")
-    remaining = [t for t in HOOK_TYPES if is_ours(hooks_dir / t)]
-    if remaining:
-        _write_record(layout, hooks_dir, ())
-    else:
-        _record_path(layout).unlink(missing_ok=True)
+            _record_path(layout).unlink(missing_ok=True)
+    return lines
 
 
 def _cannot_import_patchguard(interpreter: str, seen: dict[str, str | None]) -> str | None:
@@ -319,13 +309,14 @@ def doctor(layout: Layout) -> Diagnosis:
             "run: patchguard install --force"
         )
         return diagnosis
-    recorded_dir = _read_record(layout).get("hooks_dir")
+    record = _read_record(layout)
+    recorded_dir = record.get("hooks_dir")
     if recorded_dir and Path(str(recorded_dir)) != hooks_dir:
         diagnosis.problems.append(
             f"hooks were installed in {recorded_dir}, but git now runs hooks from {hooks_dir} "
             "(core.hooksPath changed?); run: patchguard install"
         )
-    expected = _expected_hooks(_read_record(layout))
+    expected = _expected_hooks(record)
     imports: dict[str, str | None] = {}  # one probe per interpreter
     for hook_type in HOOK_TYPES:
         path = hooks_dir / hook_type

@@ -44,7 +44,7 @@ from guard.tree import replay
 # assessment they import (with the model's modules) load only for a move that is not.
 if TYPE_CHECKING:
     from guard.store.fastpath import CurrentKey
-    from guard.tree import patching, stashes
+    from guard.tree import patching
     from guard.tree.verdicts import CheckReport
 
 STEP_COMMAND = ("bisect", "step")
@@ -182,7 +182,11 @@ def run_git_lifted(repo: Repo, args: Sequence[str], cwd: Path) -> tuple[int, Lif
     (guard.tree.stashes); the patch comes back with the others.
     """
     with lifted(repo, "git " + " ".join(args[:2])) as lift:
-        stash = _stash_plan(repo, args)
+        stash = None
+        if args and args[0] == "stash" and repo.layout.manifest_path.exists():
+            from guard.tree import stashes  # only a stash command loads it (and the assessment)
+
+            stash = stashes.plan(repo, args)
         if stash is None:
             status = run_git(args, cwd, passthrough=True, env=_hold(repo)).returncode
         else:
@@ -195,16 +199,6 @@ def run_git_lifted(repo: Repo, args: Sequence[str], cwd: Path) -> tuple[int, Lif
         if status != 0:
             lift.hint = _carry_edits_hint(repo, args)
     return status, lift
-
-
-def _stash_plan(repo: Repo, args: Sequence[str]) -> stashes.StashPlan | None:
-    """stashes.plan() for `git stash ...` with something recorded: only a stash command
-    loads it (and the assessment it imports)."""
-    if not args or args[0] != "stash" or not repo.layout.manifest_path.exists():
-        return None
-    from guard.tree import stashes
-
-    return stashes.plan(repo, args)
 
 
 def _carry_edits_hint(repo: Repo, args: Sequence[str]) -> str | None:

@@ -17,13 +17,12 @@ from guard.git.gitpaths import read_head
 from guard.git.objects import blob_id
 from guard.git.process import StartedGit, run_git, start_git
 
-# typing and datetime cost a stamp ~5 ms of its ~50 at run time: for the type checker only
+# for the type checker only
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
     from guard.git.repo import Repo
-    from guard.ops.attest import Verdict
 
 STAMP_FORMAT = "patchguard.stamp/1"
 
@@ -98,12 +97,6 @@ def stamp(
 def utc_now() -> str:
     """ISO 8601 to the second, UTC: a stamp's time, and each of a hunt's samples'."""
     return time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime())
-
-
-def with_attestations(stamp_data: dict[str, Any], verdict: Verdict) -> dict[str, Any]:
-    """The stamp of a run with what its processes attested (`attestations`, docs/benchmarks.md):
-    which process imported which guarded module from where, and whether the run counts."""
-    return {**stamp_data, "attestations": verdict.as_json()}
 
 
 def _checked(repo: Repo) -> dict[str, Any]:
@@ -475,10 +468,10 @@ _UNEDITED = object()  # a path an `edits` map does not name: HEAD's content
 
 
 def same_code(one: dict[str, Any], other: dict[str, Any]) -> bool:
-    """Whether two stamps describe the same code (a hunt's kept sample against the tree now)."""
-    return all(one.get(key) == other.get(key) for key in _SAME_CODE_KEYS) and _runs_on(
-        one
-    ) == _runs_on(other)
+    """Whether two stamps describe the same code (a hunt's kept sample against the tree now):
+    their interpreters agree when `stamp --diff` finds no difference between them."""
+    same = all(one.get(key) == other.get(key) for key in _SAME_CODE_KEYS)
+    return same and not python_changes(one, other, lambda what, was, now: what)
 
 
 def differences_from(
@@ -497,15 +490,6 @@ def differences_from(
     return lines + python_changes(
         other, here, lambda what, was, now: f"{what} {now} here, {was} in {source}"
     )
-
-
-def _runs_on(stamp_data: dict[str, Any]) -> tuple[Any, Any]:
-    """What of a stamp's interpreter must agree: its version and distributions, not its path.
-    A stamp without the key (an older patchguard's) agrees with none that has it."""
-    python = stamp_data.get("python", _UNSAID)
-    if not isinstance(python, dict):
-        return python, None
-    return python.get("version"), python.get("distributions")
 
 
 _UNSAID = "not said (a stamp of an older patchguard)"
