@@ -74,6 +74,13 @@ def facts_of(python: str, git_dir: Path) -> dict[str, Any] | None:
 _PRINT = "print(__import__('json').dumps(facts))"
 
 
+def cannot_run(python: str, why: object) -> ConfigError:
+    """The refusal wherever `python` cannot be started: one text for every place that tries."""
+    return ConfigError(
+        f"cannot run the interpreter {python}: {why}. Pass an existing one with --python PATH."
+    )
+
+
 def _asked(
     python: str, git_dir: Path, kind: str, arguments: list[str], load: Callable[[Any], T | None]
 ) -> T:
@@ -83,10 +90,7 @@ def _asked(
     try:
         status = os.stat(python)
     except OSError as error:
-        raise ConfigError(
-            f"cannot run the interpreter {python}: {error.strerror}. Pass an existing one with "
-            "--python PATH."
-        ) from None
+        raise cannot_run(python, error.strerror) from None
     identity = (
         f"{kind}{os.path.abspath(python)}\0{status.st_size}\0{status.st_mtime_ns}\0{status.st_ino}"
     )
