@@ -326,14 +326,10 @@ class _Model(_Values):
             return {}
         made = {}
         for name, bindings in names.items():
-            recent = [b for b in bindings if start < b.order <= end]
-            if name != "*" and recent:
-                made[name] = recent[-1]
-        return {
-            name: b
-            for name, b in made.items()
-            if b.condition in conditions and b.kind in ("def", "value", "other")
-        }
+            last = next((b for b in reversed(bindings) if start < b.order <= end), None)
+            if last and last.condition in conditions and last.kind in ("def", "value", "other"):
+                made[name] = last
+        return made
 
     def _bound_either_way(
         self,
@@ -606,19 +602,14 @@ class _Model(_Values):
 
 
 def _own_expressions(node: ast.stmt) -> list[ast.expr]:
-    """The expressions a statement evaluates itself (not those of its bodies)."""
-    if isinstance(node, ast.If | ast.While):
-        return [node.test]
+    """The expressions a statement evaluates itself (not those of its bodies, which are
+    statements: an `if`'s test, a `match`'s subject)."""
     if isinstance(node, ast.For | ast.AsyncFor):
         return [node.iter]
     if isinstance(node, ast.With | ast.AsyncWith):
         return [item.context_expr for item in node.items]
-    if isinstance(node, ast.Match):
-        return [node.subject]
     if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
         return list(node.decorator_list)
-    if isinstance(node, ast.Try | ast.TryStar):
-        return []
     return [child for child in ast.iter_child_nodes(node) if isinstance(child, ast.expr)]
 
 
