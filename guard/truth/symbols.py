@@ -99,9 +99,9 @@ class SymbolIndex:
             model = _Model(known={**_KNOWN_VALUES, **facts} if facts else _KNOWN_VALUES)
             try:
                 model.run(tree)
-                definitions = list(_walk(tree.body, prefix="", block_counter=iter(range(1 << 62))))
-                reflection = _reflection(tree)
-                attribute_write = _attribute_write(tree)
+                index = cls(_walk(tree.body, prefix="", block_counter=iter(range(1 << 62))), model)
+                index.reflection = _reflection(tree)
+                index.attribute_write = _attribute_write(tree)
                 from guard.truth.effect_graph import resumed  # only when a file is parsed
                 from guard.truth.effect_reader import summarize
 
@@ -110,9 +110,6 @@ class SymbolIndex:
                 effects.graph.source = partial(resumed, effects.graph, source, path)
             except RecursionError:
                 return cls([], _Model(unreadable=_TOO_DEEP))
-            index = cls(definitions, model)
-            index.reflection = reflection
-            index.attribute_write = attribute_write
             index.effects = effects
             index.relative_imports = [
                 (node.lineno, node.level, node.module or "")
