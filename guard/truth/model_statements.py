@@ -370,22 +370,21 @@ class _Model(_Values):
         )
         if isinstance(node, ast.For | ast.AsyncFor):
             self._target(node.target, None, node.lineno, scope, inside, env)
-        raises, may_raise = None, None
+        may_raise = None
         current = inside
         for statement in node.body:
             if isinstance(statement, ast.Break | ast.Continue):
                 break
             raised, maybe = self._stmt(statement, scope, current, env)
             if raised:
-                raises = raised if current == condition else None
-                may_raise = may_raise or (None if raises else raised)
+                if current == condition:
+                    return raised, may_raise
+                may_raise = may_raise or raised
                 break
             may_raise = may_raise or maybe
             jump = _jump_in(statement)
             if jump is not None:
                 current = _joined(inside, f"after the break or continue at line {jump}")
-        if raises:
-            return raises, may_raise
         breaks = _jump_in(node, only_break=True)
         if isinstance(node, ast.While) and runs:
             return None, may_raise  # `while True`: its else never runs
