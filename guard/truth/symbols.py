@@ -21,7 +21,9 @@ from guard.truth.records import Record
 from guard.truth.statements import blocks, last_name
 
 if TYPE_CHECKING:
-    from guard.truth.effects import Effects
+    from collections.abc import Callable
+
+    from guard.truth.effects import Effects, _LazyGraph
 
 # Decorators that legitimately define the same name twice in one block.
 _REDEFINING_DECORATORS = frozenset({"overload", "setter", "getter", "deleter", "register"})
@@ -102,7 +104,6 @@ class SymbolIndex:
                 index = cls(_walk(tree.body, prefix="", block_counter=iter(range(1 << 62))), model)
                 index.reflection = _reflection(tree)
                 index.attribute_write = _attribute_write(tree)
-                from guard.truth.effect_graph import resumed  # only when a file is parsed
                 from guard.truth.effect_reader import summarize
 
                 effects = summarize(tree, _KEEPING_DECORATORS, _KEEPING_METACLASSES)
@@ -181,6 +182,13 @@ class SymbolIndex:
             d.qualname for defs in self.by_qualname.values() for d in defs if d.lineno in lines
         }
         return sorted(found, key=lambda name: min(d.lineno for d in self.by_qualname[name]))
+
+
+def resumed(graph: _LazyGraph, source: bytes, path: str) -> Callable[[str], None]:
+    """What builds the nodes `graph` lacks (a graph parsed now, or one read from the cache)."""
+    from guard.truth.effect_graph import resumed  # only when a node is built
+
+    return resumed(graph, source, path)
 
 
 def describe_miss(index: SymbolIndex, spec: Spec, suggest: bool = True) -> str:
