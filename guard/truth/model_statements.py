@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import ast
 import sys
-from collections.abc import Iterator
 
 from guard.truth.model_expressions import _is_stdlib, _Values
 from guard.truth.model_names import (
@@ -591,13 +590,17 @@ class _Model(_Values):
         )
 
     def _walrus(self, node: ast.stmt, scope: int, condition: str | None, env: _Env) -> None:
-        """`(m := ...)` in a statement's own expressions binds m in this scope."""
-        for expression in _own_expressions(node):
-            for sub in _walk_expression(expression):
-                if isinstance(sub, ast.NamedExpr) and isinstance(sub.target, ast.Name):
-                    kind, known = self._value_kind(sub.value, env)
-                    name = self._name(scope, sub.target.id)
-                    self._add(scope, name, kind, node.lineno, condition, env, value=known)
+        """`(m := ...)` in a statement's own expressions binds m in this scope (one in a lambda
+        binds the lambda's own m)."""
+        stack: list[ast.AST] = [*reversed(_own_expressions(node))]
+        while stack:
+            sub = stack.pop()
+            if isinstance(sub, ast.NamedExpr) and isinstance(sub.target, ast.Name):
+                kind, known = self._value_kind(sub.value, env)
+                name = self._name(scope, sub.target.id)
+                self._add(scope, name, kind, node.lineno, condition, env, value=known)
+            if not isinstance(sub, ast.Lambda):
+                stack.extend(ast.iter_child_nodes(sub))
 
 
 def _own_expressions(node: ast.stmt) -> list[ast.expr]:
@@ -610,16 +613,6 @@ def _own_expressions(node: ast.stmt) -> list[ast.expr]:
     if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
         return list(node.decorator_list)
     return [child for child in ast.iter_child_nodes(node) if isinstance(child, ast.expr)]
-
-
-def _walk_expression(node: ast.expr) -> Iterator[ast.AST]:
-    """Every node of an expression, not entering lambdas (their names are their own)."""
-    stack: list[ast.AST] = [node]
-    while stack:
-        current = stack.pop()
-        yield current
-        if not isinstance(current, ast.Lambda):
-            stack.extend(ast.iter_child_nodes(current))
 
 
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
