@@ -14,9 +14,8 @@ from typing import TYPE_CHECKING
 
 from guard.collector import without_collector
 from guard.store.spec import Spec
-from guard.truth.model_expressions import _KEEPING_DECORATORS
 from guard.truth.model_names import _KNOWN_VALUES, CANNOT_TELL, PRESENT, Resolution
-from guard.truth.model_statements import _KEEPING_METACLASSES, _Model
+from guard.truth.model_statements import _Model
 from guard.truth.records import Record
 from guard.truth.statements import blocks, last_name
 
@@ -106,7 +105,7 @@ class SymbolIndex:
                 index.attribute_write = _attribute_write(tree)
                 from guard.truth.effect_reader import summarize
 
-                effects = summarize(tree, _KEEPING_DECORATORS, _KEEPING_METACLASSES)
+                effects = summarize(tree)
                 effects.graph.build = None  # the rest from the source, if ever asked (resumed)
                 effects.graph.source = partial(resumed, effects.graph, source, path)
             except RecursionError:
