@@ -84,9 +84,8 @@ def cannot_run(python: str, why: object) -> ConfigError:
 def _asked(
     python: str, git_dir: Path, kind: str, arguments: list[str], load: Callable[[Any], T | None]
 ) -> T:
-    """The JSON `python arguments...` prints, as `load` reads it (None: not an answer): asked
-    once, then kept in the git dir's cache by the interpreter's path and file identity (size,
-    mtime, inode: a reinstalled or upgraded interpreter is asked again) and `kind`."""
+    """The JSON `python arguments...` prints, as `load` reads it (None: not an answer), kept
+    by `kind` and the interpreter's path and file identity (see the module's docstring)."""
     try:
         status = os.stat(python)
     except OSError as error:
