@@ -20,7 +20,7 @@ from guard.truth.effect_graph import (
 )
 from guard.truth.effects import ANY, MUTATING_BUILTINS, QUIET, Effects, Reach, _closure, _Node
 from guard.truth.model_expressions import _KEEPING_DECORATORS, _is_stdlib
-from guard.truth.model_statements import _CODE_ATTRIBUTES, _KEEPING_METACLASSES
+from guard.truth.model_statements import _CODE_ATTRIBUTES
 from guard.truth.statements import blocks, imported, own_statements
 
 # Builtins that never call what they are given, nor change bindings: their arguments are only
@@ -61,7 +61,7 @@ class _Reader(_FunctionGraph):
     import-time code read with the values its names may hold (`_run`, to a fixpoint)."""
 
     def __init__(self, tree: ast.Module) -> None:
-        super().__init__(tree, _KEEPING_METACLASSES)
+        super().__init__(tree)
         self.imports: dict[str, str] = {}
         self.values: dict[str, set[str]] = {}  # flow-insensitive values of names at import
         self.changes: dict[str, str] = {}
