@@ -362,10 +362,8 @@ class _Model(_Values):
             runs = bool(iterations)
             if iterations == 0:
                 return self._body(node.orelse, scope, condition, env)
-        inside = (
-            condition
-            if runs
-            else _joined(condition, f"in the loop at line {node.lineno}, which may run zero times")
+        inside = _runs_when(
+            runs, condition, f"in the loop at line {node.lineno}, which may run zero times"
         )
         if isinstance(node, ast.For | ast.AsyncFor):
             self._target(node.target, None, node.lineno, scope, inside, env)
@@ -387,10 +385,8 @@ class _Model(_Values):
         breaks = _jump_in(node, only_break=True)
         if isinstance(node, ast.While) and runs:
             return None, may_raise  # `while True`: its else never runs
-        orelse = (
-            condition
-            if breaks is None
-            else _joined(condition, f"unless the loop at line {node.lineno} breaks")
+        orelse = _runs_when(
+            breaks is None, condition, f"unless the loop at line {node.lineno} breaks"
         )
         raised, maybe = self._body(node.orelse, scope, orelse, env)
         if raised and orelse == condition:
@@ -429,10 +425,8 @@ class _Model(_Values):
             sure = raises is not None and surely and len(node.handlers) == 1
             for handler in node.handlers:
                 start = self._order
-                when = (
-                    condition
-                    if sure
-                    else _joined(condition, f"in the except handler at line {handler.lineno}")
+                when = _runs_when(
+                    sure, condition, f"in the except handler at line {handler.lineno}"
                 )
                 if handler.name:
                     self._add(
@@ -444,13 +438,11 @@ class _Model(_Values):
             if not raises and failing is not None and not node.orelse:
                 self._bound_either_way(scope, sections, condition, env)  # handlers catch
         if not raises:
-            when = (
-                condition
-                if failing is None
-                else _joined(
-                    condition,
-                    f"in the else of the try at line {node.lineno}, which runs only when its body did not fail",
-                )
+            when = _runs_when(
+                failing is None,
+                condition,
+                f"in the else of the try at line {node.lineno}, which runs only when its body did "
+                "not fail",
             )
             raised, maybe = self._body(node.orelse, scope, when, env)
             may_raise = may_raise or maybe or (raised if when != condition else None)
@@ -478,11 +470,7 @@ class _Model(_Values):
                 and self._value(case.pattern.value, env) is not _UNKNOWN
             )
             sure = number == 0 and case.guard is None and matches
-            when = (
-                condition
-                if sure
-                else _joined(condition, f"in the case at line {case.pattern.lineno}")
-            )
+            when = _runs_when(sure, condition, f"in the case at line {case.pattern.lineno}")
             for sub in ast.walk(case.pattern):
                 bound = getattr(sub, "name", None) or getattr(sub, "rest", None)
                 if isinstance(bound, str):
@@ -632,6 +620,11 @@ def _jump_in(node: ast.stmt, only_break: bool = False) -> int | None:
         if not isinstance(current, _JUMPS_OWN) or current is node:
             stack.extend(ast.iter_child_nodes(current))
     return None
+
+
+def _runs_when(surely: bool, condition: str | None, clause: str) -> str | None:
+    """When code runs: whenever its statement does (`surely`), or only under `clause` too."""
+    return condition if surely else _joined(condition, clause)
 
 
 def _irrefutable(pattern: ast.pattern) -> bool:
