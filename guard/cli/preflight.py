@@ -197,9 +197,7 @@ def resolve_import(
             timeout=60,
         )
     except OSError as error:
-        raise ConfigError(
-            f"cannot run the interpreter {python}: {error}. Pass an existing one with --python PATH."
-        ) from None
+        raise interpreters.cannot_run(python, error) from None
     location = None
     if probe.returncode != 0:
         last = (probe.stderr.strip().splitlines() or ["(no output)"])[-1]

@@ -13,6 +13,7 @@ import copy
 from collections.abc import Callable, Iterator
 
 from guard.truth.effects import ANY, MUTATING_BUILTINS, QUIET, _LazyGraph, _Node
+from guard.truth.model_statements import _KEEPING_METACLASSES
 from guard.truth.statements import imported, last_name, own_statements
 
 # Attributes that reach a namespace or rebind through it.
@@ -70,9 +71,8 @@ class _FunctionGraph:
     walk of a function body, when its node is first asked for), with the names that walk tells apart: the file's own top-level names
     (`top`) and what any of its imports binds (`all_imports`)."""
 
-    def __init__(self, tree: ast.Module, metaclasses: frozenset[str]) -> None:
+    def __init__(self, tree: ast.Module) -> None:
         self.tree = tree
-        self.metaclasses = metaclasses
         self.graph = _LazyGraph(self._build)
         self.functions: dict[str, list[str]] = {}  # a name: the qualnames of functions so named
         self.classes: dict[str, list[str]] = {}  # a name: the qualnames of classes so named
@@ -162,7 +162,7 @@ class _FunctionGraph:
             elif root in self.all_imports:
                 for origin in self.all_imports[root]:
                     dotted = origin + name[len(root) :]
-                    if is_meta and dotted not in self.metaclasses:
+                    if is_meta and dotted not in _KEEPING_METACLASSES:
                         hooks.changes[ANY] = (
                             f"its metaclass {name} (line {base.lineno}) may drop or replace "
                             "attributes of the classes it makes"
@@ -392,7 +392,7 @@ def resumed(graph: _LazyGraph, source: bytes, path: str) -> Callable[[str], None
     source, each built into `graph` when asked (the syntax tree is not kept meanwhile: a
     command holding every file's would spend its time in the cyclic collector)."""
     tree = ast.parse(source, filename=path)
-    again = _FunctionGraph(tree, frozenset())  # its class nodes are not kept: `graph` has them
+    again = _FunctionGraph(tree)  # its class nodes are not kept: `graph` has them
     again._collect(tree.body, "", None)
     again.graph = graph
     return again._build

@@ -19,7 +19,7 @@ from guard.truth.effect_graph import (
     _FunctionGraph,
 )
 from guard.truth.effects import ANY, MUTATING_BUILTINS, QUIET, Effects, Reach, _closure, _Node
-from guard.truth.model_expressions import _is_stdlib
+from guard.truth.model_expressions import _KEEPING_DECORATORS, _is_stdlib
 from guard.truth.model_statements import _CODE_ATTRIBUTES
 from guard.truth.statements import blocks, imported, own_statements
 
@@ -46,11 +46,10 @@ _TOUCHING = (
 )
 
 
-def summarize(tree: ast.Module, keeping: frozenset[str], metaclasses: frozenset[str]) -> Effects:
-    """The file's Effects; `keeping`: decorators (by origin) that neither call nor replace
-    what they decorate, `metaclasses`: those that keep a class body's attributes (guard.truth.symbols'
-    lists)."""
-    return _Reader(tree, keeping, metaclasses).effects()
+def summarize(tree: ast.Module) -> Effects:
+    """The file's Effects, with the binding model's decorators that neither call nor replace
+    what they decorate and metaclasses that keep a class body's attributes."""
+    return _Reader(tree).effects()
 
 
 # A value at import time: the things of the file (and imports) it may be or hold.
@@ -61,11 +60,8 @@ class _Reader(_FunctionGraph):
     """Builds a file's Effects: the graph of its functions and classes (`_collect`), then the
     import-time code read with the values its names may hold (`_run`, to a fixpoint)."""
 
-    def __init__(
-        self, tree: ast.Module, keeping: frozenset[str], metaclasses: frozenset[str]
-    ) -> None:
-        super().__init__(tree, metaclasses)
-        self.keeping = keeping
+    def __init__(self, tree: ast.Module) -> None:
+        super().__init__(tree)
         self.imports: dict[str, str] = {}
         self.values: dict[str, set[str]] = {}  # flow-insensitive values of names at import
         self.changes: dict[str, str] = {}
@@ -265,7 +261,7 @@ class _Reader(_FunctionGraph):
         elsewhere wraps or registers it (decorating is not calling)."""
         for decorator in decorators:
             refs = self._value(decorator)
-            if self._origin(decorator) in self.keeping or (
+            if self._origin(decorator) in _KEEPING_DECORATORS or (
                 isinstance(decorator, ast.Attribute)
                 and decorator.attr in ("setter", "getter", "deleter")
             ):

@@ -74,19 +74,22 @@ def facts_of(python: str, git_dir: Path) -> dict[str, Any] | None:
 _PRINT = "print(__import__('json').dumps(facts))"
 
 
+def cannot_run(python: str, why: object) -> ConfigError:
+    """The refusal wherever `python` cannot be started: one text for every place that tries."""
+    return ConfigError(
+        f"cannot run the interpreter {python}: {why}. Pass an existing one with --python PATH."
+    )
+
+
 def _asked(
     python: str, git_dir: Path, kind: str, arguments: list[str], load: Callable[[Any], T | None]
 ) -> T:
-    """The JSON `python arguments...` prints, as `load` reads it (None: not an answer): asked
-    once, then kept in the git dir's cache by the interpreter's path and file identity (size,
-    mtime, inode: a reinstalled or upgraded interpreter is asked again) and `kind`."""
+    """The JSON `python arguments...` prints, as `load` reads it (None: not an answer), kept
+    by `kind` and the interpreter's path and file identity (see the module's docstring)."""
     try:
         status = os.stat(python)
     except OSError as error:
-        raise ConfigError(
-            f"cannot run the interpreter {python}: {error.strerror}. Pass an existing one with "
-            "--python PATH."
-        ) from None
+        raise cannot_run(python, error.strerror) from None
     identity = (
         f"{kind}{os.path.abspath(python)}\0{status.st_size}\0{status.st_mtime_ns}\0{status.st_ino}"
     )

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import ast
 import sys
-from collections.abc import Iterator
 
 from guard.truth.model_expressions import _is_stdlib, _Values
 from guard.truth.model_names import (
@@ -326,14 +325,10 @@ class _Model(_Values):
             return {}
         made = {}
         for name, bindings in names.items():
-            recent = [b for b in bindings if start < b.order <= end]
-            if name != "*" and recent:
-                made[name] = recent[-1]
-        return {
-            name: b
-            for name, b in made.items()
-            if b.condition in conditions and b.kind in ("def", "value", "other")
-        }
+            last = next((b for b in reversed(bindings) if start < b.order <= end), None)
+            if last and last.condition in conditions and last.kind in ("def", "value", "other"):
+                made[name] = last
+        return made
 
     def _bound_either_way(
         self,
@@ -367,36 +362,31 @@ class _Model(_Values):
             runs = bool(iterations)
             if iterations == 0:
                 return self._body(node.orelse, scope, condition, env)
-        inside = (
-            condition
-            if runs
-            else _joined(condition, f"in the loop at line {node.lineno}, which may run zero times")
+        inside = _runs_when(
+            runs, condition, f"in the loop at line {node.lineno}, which may run zero times"
         )
         if isinstance(node, ast.For | ast.AsyncFor):
             self._target(node.target, None, node.lineno, scope, inside, env)
-        raises, may_raise = None, None
+        may_raise = None
         current = inside
         for statement in node.body:
             if isinstance(statement, ast.Break | ast.Continue):
                 break
             raised, maybe = self._stmt(statement, scope, current, env)
             if raised:
-                raises = raised if current == condition else None
-                may_raise = may_raise or (None if raises else raised)
+                if current == condition:
+                    return raised, may_raise
+                may_raise = may_raise or raised
                 break
             may_raise = may_raise or maybe
             jump = _jump_in(statement)
             if jump is not None:
                 current = _joined(inside, f"after the break or continue at line {jump}")
-        if raises:
-            return raises, may_raise
         breaks = _jump_in(node, only_break=True)
         if isinstance(node, ast.While) and runs:
             return None, may_raise  # `while True`: its else never runs
-        orelse = (
-            condition
-            if breaks is None
-            else _joined(condition, f"unless the loop at line {node.lineno} breaks")
+        orelse = _runs_when(
+            breaks is None, condition, f"unless the loop at line {node.lineno} breaks"
         )
         raised, maybe = self._body(node.orelse, scope, orelse, env)
         if raised and orelse == condition:
@@ -435,10 +425,8 @@ class _Model(_Values):
             sure = raises is not None and surely and len(node.handlers) == 1
             for handler in node.handlers:
                 start = self._order
-                when = (
-                    condition
-                    if sure
-                    else _joined(condition, f"in the except handler at line {handler.lineno}")
+                when = _runs_when(
+                    sure, condition, f"in the except handler at line {handler.lineno}"
                 )
                 if handler.name:
                     self._add(
@@ -450,13 +438,11 @@ class _Model(_Values):
             if not raises and failing is not None and not node.orelse:
                 self._bound_either_way(scope, sections, condition, env)  # handlers catch
         if not raises:
-            when = (
-                condition
-                if failing is None
-                else _joined(
-                    condition,
-                    f"in the else of the try at line {node.lineno}, which runs only when its body did not fail",
-                )
+            when = _runs_when(
+                failing is None,
+                condition,
+                f"in the else of the try at line {node.lineno}, which runs only when its body did "
+                "not fail",
             )
             raised, maybe = self._body(node.orelse, scope, when, env)
             may_raise = may_raise or maybe or (raised if when != condition else None)
@@ -484,11 +470,7 @@ class _Model(_Values):
                 and self._value(case.pattern.value, env) is not _UNKNOWN
             )
             sure = number == 0 and case.guard is None and matches
-            when = (
-                condition
-                if sure
-                else _joined(condition, f"in the case at line {case.pattern.lineno}")
-            )
+            when = _runs_when(sure, condition, f"in the case at line {case.pattern.lineno}")
             for sub in ast.walk(case.pattern):
                 bound = getattr(sub, "name", None) or getattr(sub, "rest", None)
                 if isinstance(bound, str):
@@ -596,40 +578,29 @@ class _Model(_Values):
         )
 
     def _walrus(self, node: ast.stmt, scope: int, condition: str | None, env: _Env) -> None:
-        """`(m := ...)` in a statement's own expressions binds m in this scope."""
-        for expression in _own_expressions(node):
-            for sub in _walk_expression(expression):
-                if isinstance(sub, ast.NamedExpr) and isinstance(sub.target, ast.Name):
-                    kind, known = self._value_kind(sub.value, env)
-                    name = self._name(scope, sub.target.id)
-                    self._add(scope, name, kind, node.lineno, condition, env, value=known)
+        """`(m := ...)` in a statement's own expressions binds m in this scope (one in a lambda
+        binds the lambda's own m)."""
+        stack: list[ast.AST] = [*reversed(_own_expressions(node))]
+        while stack:
+            sub = stack.pop()
+            if isinstance(sub, ast.NamedExpr) and isinstance(sub.target, ast.Name):
+                kind, known = self._value_kind(sub.value, env)
+                name = self._name(scope, sub.target.id)
+                self._add(scope, name, kind, node.lineno, condition, env, value=known)
+            if not isinstance(sub, ast.Lambda):
+                stack.extend(ast.iter_child_nodes(sub))
 
 
 def _own_expressions(node: ast.stmt) -> list[ast.expr]:
-    """The expressions a statement evaluates itself (not those of its bodies)."""
-    if isinstance(node, ast.If | ast.While):
-        return [node.test]
+    """The expressions a statement evaluates itself (not those of its bodies, which are
+    statements: an `if`'s test, a `match`'s subject)."""
     if isinstance(node, ast.For | ast.AsyncFor):
         return [node.iter]
     if isinstance(node, ast.With | ast.AsyncWith):
         return [item.context_expr for item in node.items]
-    if isinstance(node, ast.Match):
-        return [node.subject]
     if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
         return list(node.decorator_list)
-    if isinstance(node, ast.Try | ast.TryStar):
-        return []
     return [child for child in ast.iter_child_nodes(node) if isinstance(child, ast.expr)]
-
-
-def _walk_expression(node: ast.expr) -> Iterator[ast.AST]:
-    """Every node of an expression, not entering lambdas (their names are their own)."""
-    stack: list[ast.AST] = [node]
-    while stack:
-        current = stack.pop()
-        yield current
-        if not isinstance(current, ast.Lambda):
-            stack.extend(ast.iter_child_nodes(current))
 
 
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
@@ -649,6 +620,11 @@ def _jump_in(node: ast.stmt, only_break: bool = False) -> int | None:
         if not isinstance(current, _JUMPS_OWN) or current is node:
             stack.extend(ast.iter_child_nodes(current))
     return None
+
+
+def _runs_when(surely: bool, condition: str | None, clause: str) -> str | None:
+    """When code runs: whenever its statement does (`surely`), or only under `clause` too."""
+    return condition if surely else _joined(condition, clause)
 
 
 def _irrefutable(pattern: ast.pattern) -> bool:

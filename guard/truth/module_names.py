@@ -32,12 +32,8 @@ def module_of(workdir: Path, path: str, search_path: Iterable[str] = ()) -> tupl
     while chain_top < len(folders) - 1 and (folders[chain_top] / "__init__.py").is_file():
         chain_top += 1
     entries = {Path(entry).resolve() for entry in search_path if entry}
-    root = next(
-        (folder for folder in folders[chain_top:] if folder.resolve() in entries),
-        None,
-    )
-    if root is None:
-        root = _layout_root(folders, chain_top)
+    held = (folder for folder in folders[chain_top:] if folder.resolve() in entries)
+    root = next(held, None) or _layout_root(folders, chain_top)
     parts = list(file.relative_to(root).with_suffix("").parts)
     if parts[-1] == "__init__":
         parts.pop()

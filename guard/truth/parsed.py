@@ -18,13 +18,7 @@ from functools import partial
 
 from guard.git.content_cache import ContentCache
 from guard.git.objects import blob_id, digest
-from guard.truth.symbols import SourceSyntaxError, SymbolIndex
-
-TYPE_CHECKING = False  # not `from typing import ...`: the hooks import this module
-if TYPE_CHECKING:
-    from collections.abc import Callable
-
-    from guard.truth.effects import _LazyGraph
+from guard.truth.symbols import SourceSyntaxError, SymbolIndex, resumed
 
 
 def parse(
@@ -39,7 +33,7 @@ def parse(
         found = _loads(kept, path)
         if isinstance(found, SymbolIndex) and found.effects is not None:
             graph = found.effects.graph
-            graph.source = partial(_resumed, graph, content, path)
+            graph.source = partial(resumed, graph, content, path)
         if found is not None:
             return found
     result: SymbolIndex | SourceSyntaxError
@@ -90,9 +84,3 @@ def _loads(data: bytes, path: str) -> SymbolIndex | SourceSyntaxError | None:
     if isinstance(kept, tuple) and len(kept) == 3 and kept[0] == "error":
         return SourceSyntaxError(path, kept[1], kept[2])
     return None
-
-
-def _resumed(graph: _LazyGraph, content: bytes, path: str) -> Callable[[str], None]:
-    from guard.truth.effect_graph import resumed  # only to build a node the stored graph lacks
-
-    return resumed(graph, content, path)

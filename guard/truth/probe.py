@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from guard.errors import ConfigError
+from guard.truth.interpreters import cannot_run
 from guard.truth.model_names import ABSENT, CANNOT_TELL, PRESENT
 
 DEFAULT_TIMEOUT = 600.0  # seconds: an sglang model module imports torch
@@ -124,10 +125,7 @@ def ask(
             )
         except OSError as error:
             os.close(read_end)
-            raise ConfigError(
-                f"cannot run the interpreter {python}: {error}. Pass an existing one with "
-                "--python PATH."
-            ) from None
+            raise cannot_run(python, error) from None
         finally:
             os.close(write_end)
         try:

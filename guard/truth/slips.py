@@ -64,16 +64,11 @@ def _dedented_methods(tree: ast.Module, lines: list[str], path: str, added: set[
                 else "at the top"
             )
         found.append(
-            f"{path}:{node.lineno}: def {node.name}({first_parameter(node)}, ...) is at module "
+            f"{path}:{node.lineno}: def {node.name}({_parameters(node)[0]}, ...) is at module "
             f"level, {where}, not in a class; {owner[1]}: probably meant inside class "
             f"{owner[0]} (indentation) -> indent lines {lines_of(node)} into class {owner[0]}"
         )
     return found
-
-
-def first_parameter(function: ast.FunctionDef | ast.AsyncFunctionDef) -> str:
-    """`self` or `cls`: the parameter that makes a module-level function look like a method."""
-    return _parameters(function)[0]
 
 
 def _parameters(function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[str]:
@@ -217,20 +212,6 @@ def _one_edit_apart(a: str, b: str) -> bool:
     return longer[start + 1 :] == shorter[start:]
 
 
-def typed_outside(
-    tree: ast.Module, names: Collection[str]
-) -> list[tuple[ast.FunctionDef | ast.AsyncFunctionDef, tuple[str, str]]]:
-    """Of the module-level functions `names`, each that is a method typed outside its class
-    (module_methods) in a module that defines one, with the class it likely belongs in and why:
-    what a patch recorded `--as-typed` keeps, which `check` names while it stands."""
-    found = []
-    for node in module_methods(tree):
-        owner = likely_class(tree, node) if node.name in names else None
-        if owner is not None:
-            found.append((node, owner))
-    return found
-
-
 def strays_put_back(now: ast.Module, then: ast.Module) -> list[tuple[str, str, int]]:
     """The methods of module `now`'s classes that writing `then` over it would add again at
     module level (a patch recorded with the slip, applied after the user indented it):
@@ -265,11 +246,12 @@ def module_level_warnings(
     if syntax is None:
         return []
     found = [
-        f"{path}:{node.lineno}: def {node.name}({first_parameter(node)}, ...) is at module "
-        f"level, not a method of class {owner} (patch {patch} recorded it as typed; Python never "
-        f"runs it as the method) -> indent lines {lines_of(node)} into class {owner}, then "
-        f"patchguard record {patch}"
-        for node, (owner, _) in typed_outside(syntax, names)
+        f"{path}:{node.lineno}: def {node.name}({_parameters(node)[0]}, ...) is at module "
+        f"level, not a method of class {owner[0]} (patch {patch} recorded it as typed; Python "
+        f"never runs it as the method) -> indent lines {lines_of(node)} into class {owner[0]}, "
+        f"then patchguard record {patch}"
+        for node in module_methods(syntax)
+        if node.name in names and (owner := likely_class(syntax, node)) is not None
     ]
     found += [
         f"{path}:{line}: {name}, which patch {patch} recorded at module level, is a method of "

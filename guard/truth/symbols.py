@@ -14,14 +14,15 @@ from typing import TYPE_CHECKING
 
 from guard.collector import without_collector
 from guard.store.spec import Spec
-from guard.truth.model_expressions import _KEEPING_DECORATORS
 from guard.truth.model_names import _KNOWN_VALUES, CANNOT_TELL, PRESENT, Resolution
-from guard.truth.model_statements import _KEEPING_METACLASSES, _Model
+from guard.truth.model_statements import _Model
 from guard.truth.records import Record
 from guard.truth.statements import blocks, last_name
 
 if TYPE_CHECKING:
-    from guard.truth.effects import Effects
+    from collections.abc import Callable
+
+    from guard.truth.effects import Effects, _LazyGraph
 
 # Decorators that legitimately define the same name twice in one block.
 _REDEFINING_DECORATORS = frozenset({"overload", "setter", "getter", "deleter", "register"})
@@ -99,20 +100,16 @@ class SymbolIndex:
             model = _Model(known={**_KNOWN_VALUES, **facts} if facts else _KNOWN_VALUES)
             try:
                 model.run(tree)
-                definitions = list(_walk(tree.body, prefix="", block_counter=iter(range(1 << 62))))
-                reflection = _reflection(tree)
-                attribute_write = _attribute_write(tree)
-                from guard.truth.effect_graph import resumed  # only when a file is parsed
+                index = cls(_walk(tree.body, prefix="", block_counter=iter(range(1 << 62))), model)
+                index.reflection = _reflection(tree)
+                index.attribute_write = _attribute_write(tree)
                 from guard.truth.effect_reader import summarize
 
-                effects = summarize(tree, _KEEPING_DECORATORS, _KEEPING_METACLASSES)
+                effects = summarize(tree)
                 effects.graph.build = None  # the rest from the source, if ever asked (resumed)
                 effects.graph.source = partial(resumed, effects.graph, source, path)
             except RecursionError:
                 return cls([], _Model(unreadable=_TOO_DEEP))
-            index = cls(definitions, model)
-            index.reflection = reflection
-            index.attribute_write = attribute_write
             index.effects = effects
             index.relative_imports = [
                 (node.lineno, node.level, node.module or "")
@@ -184,6 +181,13 @@ class SymbolIndex:
             d.qualname for defs in self.by_qualname.values() for d in defs if d.lineno in lines
         }
         return sorted(found, key=lambda name: min(d.lineno for d in self.by_qualname[name]))
+
+
+def resumed(graph: _LazyGraph, source: bytes, path: str) -> Callable[[str], None]:
+    """What builds the nodes `graph` lacks (a graph parsed now, or one read from the cache)."""
+    from guard.truth.effect_graph import resumed  # only when a node is built
+
+    return resumed(graph, source, path)
 
 
 def describe_miss(index: SymbolIndex, spec: Spec, suggest: bool = True) -> str:
