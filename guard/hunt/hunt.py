@@ -36,7 +36,7 @@ from guard.hunt.metrics import Metric, Unreadable
 from guard.hunt.processes import Finished, Group, run_grouped
 from guard.hunt.server import SERVER_LOG, Server, ServerSpec
 from guard.ops import attest, moves
-from guard.ops.provenance import stamp, utc_now
+from guard.ops.provenance import stamp, utc_now, with_attestations
 from guard.store.derived import load_manifest
 from guard.tree import patching
 from guard.tree.verdicts import CheckReport
@@ -292,9 +292,7 @@ class _Bench:
                 self._stop_server()  # after a failed run too: the next one gets a fresh server
         if said is not None or isinstance(value, str):  # (a value-less run has said why)
             return None
-        return Sample(
-            value, {**self.stamp, "timestamp": utc_now(), "attestations": attested.as_json()}
-        )
+        return Sample(value, with_attestations({**self.stamp, "timestamp": utc_now()}, attested))
 
     def _failure(
         self, finished: Finished, value: float | str, server_died: str | None

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from guard.git.repo import Repo
+    from guard.ops.attest import Verdict
 
 STAMP_FORMAT = "patchguard.stamp/1"
 
@@ -92,6 +93,12 @@ def stamp(
         "patchguard": patchguard_version(),
         "timestamp": utc_now(),
     }
+
+
+def with_attestations(stamp_data: dict[str, Any], verdict: Verdict) -> dict[str, Any]:
+    """The stamp of a run with what its processes attested (`attestations`, docs/benchmarks.md):
+    which process imported which guarded module from where, and whether the run counts."""
+    return {**stamp_data, "attestations": verdict.as_json()}
 
 
 def utc_now() -> str:
