@@ -26,8 +26,7 @@ class Edit(NamedTuple):
     qualname: str
     line: int  # the first line that differs, in the file as it is
     text: str  # that line
-    recorded_line: int  # where the recorded code differs, in the recorded file
-    recorded_text: str
+    recorded_text: str  # the line where the recorded code differs, in the recorded file
     span: tuple[int, int]  # the definition's lines here (decorators included)
     recorded_span: tuple[int, int]
     indent: int  # columns the definition is moved right here against the recording
@@ -74,7 +73,6 @@ def edits(
                 qualname,
                 line,
                 _at(lines, line),
-                recorded_line,
                 _at(recorded_lines, recorded_line),
                 span(mine),
                 span(theirs),

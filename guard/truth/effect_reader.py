@@ -23,18 +23,6 @@ from guard.truth.model_expressions import _KEEPING_DECORATORS, _is_stdlib
 from guard.truth.model_statements import _CODE_ATTRIBUTES
 from guard.truth.statements import blocks, imported, own_statements
 
-# Builtins that never call what they are given, nor change bindings: their arguments are only
-# read (the dunders of an instance they may run were counted when the instance was made).
-_READING_BUILTINS = frozenset(
-    {
-        "abs", "all", "any", "ascii", "bin", "bool", "bytearray", "bytes", "callable", "chr",
-        "complex", "dict", "dir", "divmod", "enumerate", "float", "format", "frozenset",
-        "hasattr", "hash", "hex", "id", "int", "isinstance", "issubclass", "iter", "len",
-        "list", "next", "object", "oct", "ord", "pow", "print", "range", "repr", "reversed",
-        "round", "set", "slice", "str", "sum", "tuple", "type", "zip", "open", "super",
-        "property", "staticmethod", "classmethod", "getattr",
-    }
-)  # fmt: skip
 # Expressions that use their operands' values (and so may run what those hold).
 _TOUCHING = (
     ast.BinOp,
@@ -62,7 +50,12 @@ class _Reader(_FunctionGraph):
 
     def __init__(self, tree: ast.Module) -> None:
         super().__init__(tree)
-        self.imports: dict[str, str] = {}
+        self.imports = {  # the module-level names its top-level imports bind
+            name: origin
+            for statement in tree.body
+            if isinstance(statement, ast.Import | ast.ImportFrom)
+            for name, origin in imported(statement)
+        }
         self.values: dict[str, set[str]] = {}  # flow-insensitive values of names at import
         self.changes: dict[str, str] = {}
         self.needs: set[tuple[str, str]] = set()
@@ -73,10 +66,6 @@ class _Reader(_FunctionGraph):
 
     def effects(self) -> Effects:
         self._collect(self.tree.body, "", None)
-        for statement in self.tree.body:
-            if isinstance(statement, ast.Import | ast.ImportFrom):
-                for name, origin in imported(statement):
-                    self.imports[name] = origin
         for _ in range(8):  # values flow by assignment: a few passes reach the fixpoint
             self.changed = False
             self._run(self.tree.body)
@@ -473,8 +462,8 @@ class _Reader(_FunctionGraph):
             arguments |= self._value(argument)
         self._runs(callee, quiet=not arguments)
         name = node.func.id if isinstance(node.func, ast.Name) else None
-        reading = name in _READING_BUILTINS and name not in self.values and not callee
-        if name == "getattr" and reading and len(node.args) >= 2:
+        builtin = name not in self.values and not callee  # not a name the file binds
+        if name == "getattr" and builtin and len(node.args) >= 2:
             key = node.args[1]
             if isinstance(key, ast.Constant) and isinstance(key.value, str):
                 return self._attribute(self._value(node.args[0]), key.value)

@@ -32,6 +32,7 @@ follows. Building it is one walk of the import-time code (guard.truth.effect_rea
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from typing import NamedTuple
 
 # Builtins that rebind or reach bindings when they run (by name, or handed to other code).
@@ -62,25 +63,20 @@ class Reach(NamedTuple):
         return None
 
 
+@dataclass(eq=False)
 class _Node:
     """One function (or class creation, or instantiation) of the file, before the closure."""
 
-    def __init__(
-        self,
-        changes: dict[str, str] | None = None,
-        needs: set[tuple[str, str]] | None = None,
-        calls: set[str] | None = None,
-    ) -> None:
-        self.changes = changes or {}
-        # changes of an attribute of a parameter ("param": they matter when it may be handed a
-        # class), or of the module's own globals ("global": they matter in the guarded module)
-        self.scoped: dict[str, tuple[str, str]] = {}
-        self.needs = needs or set()
-        self.attributes: set[str] = set()
-        self.calls = calls or set()  # keys of the graph, run with any arguments
-        self.passes: set[str] = set()  # keys run with its own parameters only
-        self.returns: set[str] = set()  # functions defined in it that it returns
-        self.runs_arguments = False  # it may call what it is handed (a decorator that runs it)
+    changes: dict[str, str] = field(default_factory=dict)
+    # changes of an attribute of a parameter ("param": they matter when it may be handed a
+    # class), or of the module's own globals ("global": they matter in the guarded module)
+    scoped: dict[str, tuple[str, str]] = field(default_factory=dict)
+    needs: set[tuple[str, str]] = field(default_factory=set)
+    attributes: set[str] = field(default_factory=set)
+    calls: set[str] = field(default_factory=set)  # keys of the graph, run with any arguments
+    passes: set[str] = field(default_factory=set)  # keys run with its own parameters only
+    returns: set[str] = field(default_factory=set)  # functions defined in it that it returns
+    runs_arguments: bool = False  # it may call what it is handed (a decorator that runs it)
 
 
 # Nodes any graph of this process built: a caller that stores grown graphs again
@@ -100,12 +96,15 @@ class _LazyGraph(dict[str, _Node]):
     cache, guard.truth.parsed) keeps what was built and builds the rest with what `source`
     gives, which parses the file again; `grown`: built since it was stored."""
 
+    # What a graph read back from the parse cache starts with (`__getstate__` keeps `pending`).
+    build: Callable[[str], None] | None = None
+    source: Callable[[], Callable[[str], None]] | None = None
+    grown = False
+
     def __init__(self, build: Callable[[str], None] | None = None) -> None:
         super().__init__()
         self.pending: set[str] = set()
         self.build = build
-        self.source: Callable[[], Callable[[str], None]] | None = None
-        self.grown = False
 
     def __contains__(self, key: object) -> bool:
         return dict.__contains__(self, key) or (isinstance(key, str) and self._built(key))
@@ -130,11 +129,6 @@ class _LazyGraph(dict[str, _Node]):
 
     def __getstate__(self) -> dict[str, object]:
         return {"pending": set(self.pending)}  # the builders hold the syntax tree: not kept
-
-    def __setstate__(self, state: dict[str, object]) -> None:
-        pending = state["pending"]
-        assert isinstance(pending, set)
-        self.pending, self.build, self.source, self.grown = pending, None, None, False
 
 
 class Effects(NamedTuple):

@@ -13,7 +13,7 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Collection, Iterable
-from typing import NamedTuple
+from typing import NamedTuple, TypeGuard
 
 from guard.truth.bodies import parse, span
 
@@ -113,10 +113,15 @@ def likely_class(
     call `self.<name>`; else the one that defines most of the `self.` names it uses; else the
     nearest class above it; else the only class. None: the module defines no class."""
     classes = [node for node in tree.body if isinstance(node, ast.ClassDef)]
-    callers = [c.name for c in classes if function.name in _self_calls(c)]
+    callers = [
+        c.name
+        for c in classes
+        for n in ast.walk(c)
+        if isinstance(n, ast.Call) and _of_self(n.func) and n.func.attr == function.name
+    ]
     if callers:
         return callers[0], f"class {callers[0]} calls self.{function.name}()"
-    used = _self_names(function)
+    used = {n.attr for n in ast.walk(function) if _of_self(n)}
     shared = sorted(((used & _defined(c), c.name) for c in classes), key=lambda s: -len(s[0]))
     if shared and shared[0][0] and (len(shared) == 1 or len(shared[1][0]) < len(shared[0][0])):
         names, name = shared[0]
@@ -130,25 +135,13 @@ def likely_class(
     return None
 
 
-def _self_calls(cls: ast.ClassDef) -> set[str]:
-    """The names a class's methods call on `self` (`self.name(...)`)."""
-    return {
-        node.func.attr
-        for node in ast.walk(cls)
-        if isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Attribute)
-        and isinstance(node.func.value, ast.Name)
-        and node.func.value.id == "self"
-    }
-
-
-def _self_names(node: ast.AST) -> set[str]:
-    """Every `self.name` read or written in `node`."""
-    return {
-        n.attr
-        for n in ast.walk(node)
-        if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "self"
-    }
+def _of_self(node: ast.AST) -> TypeGuard[ast.Attribute]:
+    """`self.name`."""
+    return (
+        isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "self"
+    )
 
 
 def _defined(cls: ast.ClassDef) -> set[str]:
@@ -159,9 +152,7 @@ def _defined(cls: ast.ClassDef) -> set[str]:
         for n in ast.walk(cls)
         if isinstance(n, ast.Assign | ast.AnnAssign | ast.AugAssign)
         for target in (n.targets if isinstance(n, ast.Assign) else [n.target])
-        if isinstance(target, ast.Attribute)
-        and isinstance(target.value, ast.Name)
-        and target.value.id == "self"
+        if _of_self(target)
     }
     return methods | assigned
 
@@ -179,9 +170,7 @@ def _misspelt_delegations(tree: ast.Module, path: str, added: set[int]) -> list[
             for call in ast.walk(cls)
             if isinstance(call, ast.Call)
             and isinstance(call.func, ast.Attribute)
-            and isinstance(call.func.value, ast.Attribute)
-            and isinstance(call.func.value.value, ast.Name)
-            and call.func.value.value.id == "self"
+            and _of_self(call.func.value)
         } - methods.keys()
         for name, method in methods.items():
             if method.lineno not in added:
@@ -197,19 +186,17 @@ def _misspelt_delegations(tree: ast.Module, path: str, added: set[int]) -> list[
 
 def _one_edit_apart(a: str, b: str) -> bool:
     """One substitution, insertion, deletion, or swap of two neighbours (Damerau's edits)."""
-    if a == b or abs(len(a) - len(b)) > 1:
+    if a == b:
         return False
     start = next(
         (i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b))
     )
-    if len(a) == len(b):
-        rest_a, rest_b = a[start + 1 :], b[start + 1 :]
-        swapped = (
-            a[start + 2 :] == b[start + 2 :] and a[start : start + 2] == b[start : start + 2][::-1]
-        )
-        return rest_a == rest_b or swapped
-    longer, shorter = (a, b) if len(a) > len(b) else (b, a)
-    return longer[start + 1 :] == shorter[start:]
+    rest_a, rest_b = a[start + 1 :], b[start + 1 :]
+    swapped = (
+        a[start : start + 2] == b[start : start + 2][::-1] and a[start + 2 :] == b[start + 2 :]
+    )
+    # substituted, one more letter in b, one more in a, or swapped
+    return rest_a == rest_b or a[start:] == rest_b or rest_a == b[start:] or swapped
 
 
 def strays_put_back(now: ast.Module, then: ast.Module) -> list[tuple[str, str, int]]:
