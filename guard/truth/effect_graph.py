@@ -9,8 +9,8 @@ is read on top of it by guard.truth.effect_reader.
 from __future__ import annotations
 
 import ast
-import copy
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 
 from guard.truth.effects import ANY, MUTATING_BUILTINS, QUIET, _LazyGraph, _Node
 from guard.truth.model_statements import _KEEPING_METACLASSES
@@ -303,8 +303,7 @@ class _FunctionGraph:
                     continue
                 found.attributes.add(sub.attr)
                 found.calls.add(f"method:{sub.attr}")
-        bound = copy.copy(found)
-        bound.changes = dict(found.changes)
+        bound = replace(found, changes=dict(found.changes))
         for name, why in on_self.items():
             found.changes.setdefault(name, why)
         return found, bound
