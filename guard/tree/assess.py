@@ -544,23 +544,27 @@ def status_report(repo: Repo, names: Sequence[str] = ()) -> CheckReport:
     tree = Worktree(repo)
     verdicts = status(repo, names, tree)
     manifest = load_manifest(repo)
-    patches = select_patches(manifest, names)
-    return CheckReport(
-        head=repo.head_commit(),
-        patches=verdicts,
-        symbols=_symbols(tree, manifest, patches, guards=not names),
-        warnings=stray_copies(tree, patches),
-    )
+    return _report(tree, manifest, select_patches(manifest, names), verdicts, guards=not names)
 
 
-def _symbols(
-    tree: Worktree, manifest: Manifest, patches: Sequence[Patch], *, guards: bool
-) -> list[SymbolResult]:
-    """Each required symbol of `patches`, with the patch that requires it; then, with
-    `guards`, every guard's."""
+def _report(
+    tree: Worktree,
+    manifest: Manifest,
+    patches: Sequence[Patch],
+    verdicts: list[PatchVerdict],
+    *,
+    guards: bool,
+) -> CheckReport:
+    """The verdicts of `patches`, each required symbol with the patch that requires it (then,
+    with `guards`, every guard's), and the stray copies of their methods."""
     owners: list[tuple[str, str | None]] = [(spec, p.name) for p in patches for spec in p.requires]
     owners += [(spec, None) for spec in manifest.guards] if guards else []
-    return [check_symbol(tree, spec, owner) for spec, owner in owners]
+    return CheckReport(
+        head=tree.head_commit,
+        patches=verdicts,
+        symbols=[check_symbol(tree, spec, owner) for spec, owner in owners],
+        warnings=stray_copies(tree, patches),
+    )
 
 
 def _committed_in_head(repo: Repo, patch: Patch, verdict: PatchVerdict) -> CommittedPatch | None:
@@ -604,16 +608,10 @@ def check(repo: Repo, tree: Worktree | None = None) -> CheckReport:
             ):
                 for file in verdict.files:  # the slip fixed by hand: `apply` refuses, say so
                     file.strays = True
-        head = tree.head_commit
-        report = CheckReport(
-            head=head,
-            patches=verdicts,
-            symbols=_symbols(tree, manifest, patches, guards=True),
-            warnings=stray_copies(tree, patches),
-        )
+        report = _report(tree, manifest, patches, verdicts, guards=True)
         remembered = not report.checks_nothing and not report.warnings and tree.facts is None
-        if report.ok and head is not None and remembered:
-            _remember_verified(repo, tree, head)
+        if report.ok and report.head is not None and remembered:
+            _remember_verified(repo, tree, report.head)
         return report
 
 
