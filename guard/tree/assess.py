@@ -514,13 +514,8 @@ def stacks_on(repo: Repo, upper: Patch, lower: Patch, path: str) -> bool:
     theirs = next((c for c in lower.files if c.path == path), None)
     if mine is None or theirs is None or mine.base_blob is None:
         return False
-    return _contains_change(
-        repo,
-        repo.blob(theirs.base_blob) if theirs.base_blob else b"",
-        repo.blob(mine.base_blob),
-        repo.blob(theirs.patched_blob),
-        merge_labels(lower),
-    )
+    base, patched = texts(repo, theirs)
+    return _contains_change(repo, base, repo.blob(mine.base_blob), patched, merge_labels(lower))
 
 
 def status(

@@ -296,12 +296,9 @@ def _with_patches_below(
         ):
             if recorded.path != path or verdict.state not in (State.APPLIED, State.EDITED):
                 continue
-            change = verdict.version or recorded  # a resolution, where one decided
+            lower, patched = texts(repo, verdict.version or recorded)  # a resolution, if decided
             merged = repo.merge3(
-                repo.blob(change.base_blob) if change.base_blob else b"",
-                base or b"",
-                verdict.patched or repo.blob(change.patched_blob),
-                merge_labels(patch),
+                lower, base or b"", verdict.patched or patched, merge_labels(patch)
             )
             if merged.clean:
                 base = merged.content
