@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib.machinery
 import importlib.util
 from collections.abc import Sequence
+from functools import cached_property
 
 from guard.git.markers import marker_lines
 from guard.git.repo import Repo
@@ -77,7 +78,7 @@ def _assess_versions(
     """
     first = None
     for version, resolution in _nearest_first(repo, tree, change, path):
-        verdict = _assess_at(repo, tree, patch, version, path)
+        verdict = _Version(repo, tree, patch, version, path).assess()
         verdict.version = version
         if resolution is not None:
             verdict.detail += f" (from the resolution made at {resolution.commit[:7]})"
@@ -98,7 +99,7 @@ def _nearest_first(
         return found
 
     def distance(version: FileChange) -> int:
-        base = repo.blob(version.base_blob) if version.base_blob else b""
+        base, _ = texts(repo, version)
         if base == head:
             return 0
         text = repo.diff(base, head, path).text
@@ -118,33 +119,6 @@ def versions(change: FileChange) -> list[tuple[FileChange, PatchResolution | Non
         )
         for r in change.resolutions
     ]
-
-
-def _assess_at(
-    repo: Repo, tree: Worktree, patch: Patch, change: FileChange, path: str
-) -> FileVerdict:
-    tree.read(path)
-    if path in tree.unsafe:
-        return FileVerdict(path, State.UNSAFE_PATH, tree.unsafe[path])
-    base, patched = texts(repo, change)
-    head = tree.head(path)
-    if head is not None and _contains_change(repo, base, head, patched, merge_labels(patch)):
-        return FileVerdict(path, State.UPSTREAM, UPSTREAM_AS_TEXT)
-    in_head = (
-        tree.symbol_problems(head, path, change.added_symbols, suggest=False)
-        if head is not None and change.added_symbols
-        else None
-    )
-    if in_head == {}:  # HEAD surely binds everything the patch adds: upstream has it
-        return _assess_absorbed(repo, tree, patch, change, path, base, patched)
-    verdict = _assess_change(repo, tree, patch, change, path, base, patched, change.added_symbols)
-    if in_head and all(why.startswith(CANNOT_TELL_FROM_READING) for why in in_head.values()):
-        names = ", ".join(q.rsplit(".", 1)[-1] for q in in_head)
-        verdict.detail += (
-            f"; HEAD has a conditional copy of {names}, so the patch's own copy stays "
-            f"({next(iter(in_head.values()))})"
-        )
-    return verdict
 
 
 def _conflicted(tree: Worktree, path: str) -> FileVerdict | None:
@@ -181,283 +155,251 @@ def _unparsable(tree: Worktree, path: str) -> FileVerdict | None:
     return None
 
 
-def _assess_absorbed(
-    repo: Repo,
-    tree: Worktree,
-    patch: Patch,
-    change: FileChange,
-    path: str,
-    base: bytes,
-    patched: bytes,
-) -> FileVerdict:
-    """HEAD defines every symbol the patch adds: what stands is the rest of the patch, if any.
+class _Version:
+    """One version of a file's change (the recording or a resolution) against the file at
+    `path`: the texts each step of its assessment compares, read once."""
 
-    The worktree may still carry the patch's own copy of those definitions (a stash or an
-    autostash merged back by git): that is `doubled`, and apply takes the copy out.
-    """
-    labels = merge_labels(patch)
-    rest = _without_definitions(repo, tree, change, base, patched)
-    current = tree.read(path)
-    head = tree.head(path)
-    assert head is not None
-    names = ", ".join(q.rsplit(".", 1)[-1] for q in change.added_symbols)
-    if current is not None and _defines_twice(tree, current, path, change.added_symbols):
-        repaired = _take_copy_out(repo, base, patched, rest, current, labels)
-        if repaired is None or tree.symbol_problems(
-            repaired, path, required_in(patch, change.path)
+    def __init__(
+        self, repo: Repo, tree: Worktree, patch: Patch, change: FileChange, path: str
+    ) -> None:
+        self.repo, self.tree, self.patch, self.change, self.path = repo, tree, patch, change, path
+        self.current, self.head = tree.read(path), tree.head(path)
+        self.base, self.patched = texts(repo, change)
+        self.labels = merge_labels(patch)
+        self.required = required_in(patch, change.path)
+
+    def holds(self, text: bytes, patched: bytes) -> bool:
+        """Does `text` already hold this version's base -> `patched`?"""
+        return _contains_change(self.repo, self.base, text, patched, self.labels)
+
+    @cached_property
+    def rest(self) -> bytes:
+        """The patched text less the definitions the patch adds (_without_definitions)."""
+        return _without_definitions(self.repo, self.tree, self.change, self.base, self.patched)
+
+    def assess(self) -> FileVerdict:
+        path, head, added = self.path, self.head, self.change.added_symbols
+        if path in self.tree.unsafe:
+            return FileVerdict(path, State.UNSAFE_PATH, self.tree.unsafe[path])
+        if head is not None and self.holds(head, self.patched):
+            return FileVerdict(path, State.UPSTREAM, UPSTREAM_AS_TEXT)
+        in_head = (
+            self.tree.symbol_problems(head, path, added, suggest=False)
+            if head is not None and added
+            else None
+        )
+        if in_head == {}:  # HEAD surely binds everything the patch adds: upstream has it
+            return self.absorbed()
+        verdict = self.change_state(self.patched, added)
+        if in_head and all(why.startswith(CANNOT_TELL_FROM_READING) for why in in_head.values()):
+            names = ", ".join(q.rsplit(".", 1)[-1] for q in in_head)
+            verdict.detail += (
+                f"; HEAD has a conditional copy of {names}, so the patch's own copy stays "
+                f"({next(iter(in_head.values()))})"
+            )
+        return verdict
+
+    def absorbed(self) -> FileVerdict:
+        """HEAD defines every symbol the patch adds: what stands is the rest of the patch, if any.
+
+        The worktree may still carry the patch's own copy of those definitions (a stash or an
+        autostash merged back by git): that is `doubled`, and apply takes the copy out.
+        """
+        path, current, rest, added = self.path, self.current, self.rest, self.change.added_symbols
+        assert self.head is not None
+        names = ", ".join(q.rsplit(".", 1)[-1] for q in added)
+        if current is not None and _defines_twice(self.tree, current, path, added):
+            repaired = self.take_copy_out(current)
+            if repaired is None or self.tree.symbol_problems(repaired, path, self.required):
+                return FileVerdict(
+                    path,
+                    State.CONFLICT,
+                    f"HEAD already defines {names} and the worktree carries the patch's copy "
+                    "too; the copy cannot be taken out cleanly",
+                )
+            return FileVerdict(
+                path,
+                State.DOUBLED,
+                f"HEAD already defines {names}, and the worktree carries the patch's own copy "
+                "too (git merged a stash back), so each is defined twice",
+                repaired,
+                rest,
+            )
+        if self.holds(self.head, rest):
+            detail = "HEAD already defines every symbol this patch adds"
+            if rest != self.base:
+                detail += ", and has the rest of the patch"
+            return FileVerdict(path, State.UPSTREAM, detail)
+        verdict = self.change_state(rest, ())
+        verdict.detail = f"HEAD defines {names}; the rest of the patch: {verdict.detail}"
+        return verdict
+
+    def take_copy_out(self, current: bytes) -> bytes | None:
+        """`current` without the patch's own definitions but with the rest; None if not clean."""
+        cleaned = self.repo.merge3(self.patched, current, self.rest, self.labels)
+        if not cleaned.clean:
+            return None
+        if self.holds(cleaned.content, self.rest):
+            return cleaned.content
+        forward = self.repo.merge3(self.base, cleaned.content, self.rest, self.labels)
+        return forward.content if forward.clean else None
+
+    def change_state(self, patched: bytes, added_symbols: Sequence[str]) -> FileVerdict:
+        """The state of the change base -> patched in the worktree (HEAD does not hold it)."""
+        path, current, tree = self.path, self.current, self.tree
+        if current is None:
+            if self.change.base_blob is None:
+                return FileVerdict(path, State.UNAPPLIED, "the patch creates this file", patched)
+            if self.head is not None and path in self.repo.outside_sparse_checkout():
+                return FileVerdict(
+                    path, State.OUTSIDE_SPARSE, "the sparse checkout leaves this file out"
+                )
+            return FileVerdict(path, State.MISSING_FILE, "the file does not exist in the worktree")
+        if self.holds(current, patched):
+            return FileVerdict(
+                path, State.APPLIED, "the worktree contains the change", None, patched
+            )
+        if (
+            added_symbols
+            and not tree.symbol_problems(current, path, added_symbols, suggest=False)
+            and self.rest == self.base
         ):
+            return (
+                self.upgrade(current, patched)
+                or self.edited(current)
+                or FileVerdict(
+                    path,
+                    State.APPLIED,
+                    "every definition the patch adds is in place (text edited since)",
+                    None,
+                    patched,
+                )
+            )
+        forward = self.repo.merge3(self.base, current, patched, self.labels)
+        if not forward.clean:  # an earlier version the update grew from may merge where this cannot
+            return self.upgrade(current, patched) or FileVerdict(
+                path,
+                State.CONFLICT,
+                "the lines it changes were changed here too",
+                forward.content,
+            )
+        problems = tree.symbol_problems(forward.content, path, self.required, decided_only=True)
+        if problems:
             return FileVerdict(
                 path,
                 State.CONFLICT,
-                f"HEAD already defines {names} and the worktree carries the patch's copy too; "
-                "the copy cannot be taken out cleanly",
+                "a clean text merge would break required symbols: "
+                + "; ".join(f"{name}: {why}" for name, why in problems.items()),
             )
+        if self.head == (self.base if self.change.base_blob else None):
+            return FileVerdict(path, State.UNAPPLIED, "applies cleanly", forward.content, patched)
         return FileVerdict(
             path,
-            State.DOUBLED,
-            f"HEAD already defines {names}, and the worktree carries the patch's own copy too "
-            "(git merged a stash back), so each is defined twice",
-            repaired,
-            rest,
-        )
-    if _contains_change(repo, base, head, rest, labels):
-        detail = "HEAD already defines every symbol this patch adds"
-        if rest != base:
-            detail += ", and has the rest of the patch"
-        return FileVerdict(path, State.UPSTREAM, detail)
-    verdict = _assess_change(repo, tree, patch, change, path, base, rest, ())
-    verdict.detail = f"HEAD defines {names}; the rest of the patch: {verdict.detail}"
-    return verdict
-
-
-def _take_copy_out(
-    repo: Repo,
-    base: bytes,
-    patched: bytes,
-    rest: bytes,
-    current: bytes,
-    labels: tuple[str, str, str],
-) -> bytes | None:
-    """`current` without the patch's own definitions but with the rest; None if not clean."""
-    cleaned = repo.merge3(patched, current, rest, labels)
-    if not cleaned.clean:
-        return None
-    if _contains_change(repo, base, cleaned.content, rest, labels):
-        return cleaned.content
-    forward = repo.merge3(base, cleaned.content, rest, labels)
-    return forward.content if forward.clean else None
-
-
-def _assess_change(
-    repo: Repo,
-    tree: Worktree,
-    patch: Patch,
-    change: FileChange,
-    path: str,
-    base: bytes,
-    patched: bytes,
-    added_symbols: Sequence[str],
-) -> FileVerdict:
-    """The state of the change base -> patched in the worktree (HEAD does not hold it)."""
-    labels = merge_labels(patch)
-    current = tree.read(path)
-    head = tree.head(path)
-    if current is None:
-        if change.base_blob is None:
-            return FileVerdict(path, State.UNAPPLIED, "the patch creates this file", patched)
-        if head is not None and path in repo.outside_sparse_checkout():
-            return FileVerdict(
-                path, State.OUTSIDE_SPARSE, "the sparse checkout leaves this file out"
-            )
-        return FileVerdict(path, State.MISSING_FILE, "the file does not exist in the worktree")
-    if _contains_change(repo, base, current, patched, labels):
-        return FileVerdict(path, State.APPLIED, "the worktree contains the change", None, patched)
-    if (
-        added_symbols
-        and not tree.symbol_problems(current, path, added_symbols, suggest=False)
-        and _without_definitions(repo, tree, change, base, patched) == base
-    ):
-        upgrade = _upgrade_from_earlier(repo, tree, patch, change, path, current, patched)
-        if upgrade is not None:
-            return upgrade
-        edited = _edited(tree, patch, change, path, current, patched, added_symbols)
-        if edited is not None:
-            return edited
-        return FileVerdict(
-            path,
-            State.APPLIED,
-            "every definition the patch adds is in place (text edited since)",
-            None,
+            State.DRIFTED,
+            "the file moved on since the patch's base; merges cleanly",
+            forward.content,
             patched,
         )
-    forward = repo.merge3(base, current, patched, labels)
-    if not forward.clean:  # an earlier version the update grew from may merge where this cannot
-        upgrade = _upgrade_from_earlier(repo, tree, patch, change, path, current, patched)
-        if upgrade is not None:
-            return upgrade
+
+    def edited(self, current: bytes) -> FileVerdict | None:
+        """Every added name is in place, the text is not the recorded one: is each definition's
+        code the recorded code (guard.truth.bodies)? If not, the file is `edited`, and what
+        `apply` would write puts the recorded lines of those definitions back, every other line
+        kept (None when that would not parse or not hold the recorded code: then by hand)."""
+        found, holds = self.body_edits(current)
+        if not found:
+            return None
+        restored = bodies.restored(current, self.patched, found)
+        # A method's edit is said of the method, not again of its class (unless the class
+        # differs before it: then both)
+        said = [
+            edit
+            for edit in found
+            if not any(
+                inner.qualname.startswith(f"{edit.qualname}.")
+                and inner.span[0] <= edit.line <= inner.span[1]
+                for inner in found
+            )
+        ]
+        detail = "; ".join(edit.describe() for edit in said)
+        recording = any(c.patched_blob == self.change.patched_blob for c in self.patch.files)
         return FileVerdict(
-            path,
-            State.CONFLICT,
-            "the lines it changes were changed here too",
-            forward.content,
+            self.path,
+            State.EDITED,
+            detail,
+            restored if holds else None,
+            self.patched,
+            keep_by_resolving=not recording or self.tree.head_commit != self.patch.base_commit,
         )
-    required = required_in(patch, change.path)
-    problems = tree.symbol_problems(forward.content, path, required, decided_only=True)
-    if problems:
-        return FileVerdict(
-            path,
-            State.CONFLICT,
-            "a clean text merge would break required symbols: "
-            + "; ".join(f"{name}: {why}" for name, why in problems.items()),
+
+    def body_edits(self, current: bytes) -> tuple[list[bodies.Edit], bool]:
+        """The definitions of `current` whose code is not the recorded one's, and whether
+        putting their recorded lines back gives a file that parses and holds every required
+        symbol."""
+        tree, path, patched = self.tree, self.path, self.patched
+        here, recorded = tree.syntax(current, path), tree.syntax(patched, path)
+        if here is None or recorded is None:
+            return [], False  # a file that does not parse is `conflicted` (_unparsable)
+        recorded_at = self.defined_at(patched)
+        found = bodies.edits(
+            current, here, self.defined_at(current), patched, recorded, recorded_at
         )
-    if head == (base if change.base_blob else None):
-        return FileVerdict(path, State.UNAPPLIED, "applies cleanly", forward.content, patched)
-    return FileVerdict(
-        path,
-        State.DRIFTED,
-        "the file moved on since the patch's base; merges cleanly",
-        forward.content,
-        patched,
-    )
-
-
-def _edited(
-    tree: Worktree,
-    patch: Patch,
-    change: FileChange,
-    path: str,
-    current: bytes,
-    patched: bytes,
-    added_symbols: Sequence[str],
-) -> FileVerdict | None:
-    """Every added name is in place, the text is not the recorded one: is each definition's
-    code the recorded code (guard.truth.bodies)? If not, the file is `edited`, and what `apply`
-    would write puts the recorded lines of those definitions back, every other line kept
-    (None when that would not parse or not hold the recorded code: then by hand)."""
-    found, holds = _body_edits(
-        tree, current, patched, path, added_symbols, required_in(patch, change.path)
-    )
-    if not found:
-        return None
-    restored = bodies.restored(current, patched, found)
-    # A method's edit is said of the method, not again of its class (unless the class differs
-    # before it: then both)
-    said = [
-        edit
-        for edit in found
-        if not any(
-            inner.qualname.startswith(f"{edit.qualname}.")
-            and inner.span[0] <= edit.line <= inner.span[1]
-            for inner in found
-        )
-    ]
-    detail = "; ".join(edit.describe() for edit in said)
-    recording = any(c.patched_blob == change.patched_blob for c in patch.files)
-    return FileVerdict(
-        path,
-        State.EDITED,
-        detail,
-        restored if holds else None,
-        patched,
-        keep_by_resolving=not recording or tree.head_commit != patch.base_commit,
-    )
-
-
-def _body_edits(
-    tree: Worktree,
-    current: bytes,
-    patched: bytes,
-    path: str,
-    qualnames: Sequence[str],
-    required: Sequence[str],
-) -> tuple[list[bodies.Edit], bool]:
-    """The definitions of `current` whose code is not `patched`'s, and whether putting their
-    recorded lines back gives a file that parses and holds every required symbol."""
-    here, recorded = tree.syntax(current, path), tree.syntax(patched, path)
-    if here is None or recorded is None:
-        return [], False  # a file that does not parse is `conflicted` (_unparsable)
-    recorded_at = _definition_lines(tree, patched, path, qualnames)
-    found = bodies.edits(
-        current,
-        here,
-        _definition_lines(tree, current, path, qualnames),
-        patched,
-        recorded,
-        recorded_at,
-    )
-    holds = False
-    if found:
+        if not found:
+            return found, False
         restored = bodies.restored(current, patched, found)
         again = tree.syntax(restored, path)
         holds = (
             again is not None
             and not bodies.edits(
-                restored,
-                again,
-                _definition_lines(tree, restored, path, qualnames),
-                patched,
-                recorded,
-                recorded_at,
+                restored, again, self.defined_at(restored), patched, recorded, recorded_at
             )
-            and not tree.symbol_problems(restored, path, required)
+            and not tree.symbol_problems(restored, path, self.required)
         )
-    return found, holds
+        return found, holds
 
+    def defined_at(self, content: bytes) -> dict[str, int]:
+        """Where each added symbol is defined in `content` (the last definition, which Python
+        keeps), from its index, parsed once."""
+        index = self.tree.symbols(content, self.path)
+        return {q: index.find(q)[-1].lineno for q in self.change.added_symbols if index.find(q)}
 
-def _definition_lines(
-    tree: Worktree, content: bytes, path: str, qualnames: Sequence[str]
-) -> dict[str, int]:
-    """Where each of `qualnames` is defined in `content` (the last definition, which Python
-    keeps), from its index, parsed once."""
-    index = tree.symbols(content, path)
-    return {q: index.find(q)[-1].lineno for q in qualnames if index.find(q)}
+    def upgrade(self, current: bytes, patched: bytes) -> FileVerdict | None:
+        """The worktree holds another version of this patch from the history: an earlier one
+        (the patch was updated since by a fetch, an import or a re-record elsewhere) or a later
+        one (an undo took it back). Its definitions, but not this version's text (the update
+        may change one, or add one right beside them, which a merge from the patch's base
+        cannot place). The recorded version is merged onto the file from the one it holds,
+        keeping the user's other edits. None when no version is what the file holds (the user
+        edited the patch by hand, or never had it)."""
+        from guard.store import history  # only here: definitions in place, text not recorded
 
-
-def _upgrade_from_earlier(
-    repo: Repo,
-    tree: Worktree,
-    patch: Patch,
-    change: FileChange,
-    path: str,
-    current: bytes,
-    patched: bytes,
-) -> FileVerdict | None:
-    """The worktree holds another version of this patch from the history: an earlier one (the
-    patch was updated since by a fetch, an import or a re-record elsewhere) or a later one (an
-    undo took it back). Its definitions, but not this version's text (the update may change
-    one, or add one right beside them, which a merge from the patch's base cannot place). The
-    recorded version is merged onto the file from the one it holds, keeping the user's other
-    edits. None when no version is what the file holds (the user edited the patch by hand, or
-    never had it)."""
-    from guard.store import history  # only here: definitions in place, text not the recorded one
-
-    labels = merge_labels(patch)
-    for earlier in history.earlier_versions(repo, patch.name, change.path):
-        if earlier.patched_blob == change.patched_blob:
-            continue
-        old_base, old_patched = texts(repo, earlier)
-        if not _contains_change(repo, old_base, current, old_patched, labels):
-            continue
-        upgrade = repo.merge3(old_patched, current, patched, labels)
-        held = _held_version(repo, change, earlier)
-        if upgrade.clean and not tree.symbol_problems(
-            upgrade.content, path, required_in(patch, change.path)
-        ):
+        repo, labels = self.repo, self.labels
+        for earlier in history.earlier_versions(repo, self.patch.name, self.change.path):
+            if earlier.patched_blob == self.change.patched_blob:
+                continue
+            old_base, old_patched = texts(repo, earlier)
+            if not _contains_change(repo, old_base, current, old_patched, labels):
+                continue
+            upgrade = repo.merge3(old_patched, current, patched, labels)
+            held = _held_version(repo, self.change, earlier)
+            if upgrade.clean and not self.tree.symbol_problems(
+                upgrade.content, self.path, self.required
+            ):
+                return FileVerdict(
+                    self.path,
+                    State.DRIFTED,
+                    f"{held}; the recorded one merges cleanly onto it",
+                    upgrade.content,
+                    patched,
+                    held=earlier,
+                )
             return FileVerdict(
-                path,
-                State.DRIFTED,
-                f"{held}; the recorded one merges cleanly onto it",
-                upgrade.content,
-                patched,
+                self.path,
+                State.CONFLICT,
+                f"{held}, and the recorded one does not merge with your edits there",
                 held=earlier,
             )
-        return FileVerdict(
-            path,
-            State.CONFLICT,
-            f"{held}, and the recorded one does not merge with your edits there",
-            held=earlier,
-        )
-    return None
+        return None
 
 
 def _held_version(repo: Repo, recorded: FileChange, held: FileChange) -> str:
@@ -572,13 +514,8 @@ def stacks_on(repo: Repo, upper: Patch, lower: Patch, path: str) -> bool:
     theirs = next((c for c in lower.files if c.path == path), None)
     if mine is None or theirs is None or mine.base_blob is None:
         return False
-    return _contains_change(
-        repo,
-        repo.blob(theirs.base_blob) if theirs.base_blob else b"",
-        repo.blob(mine.base_blob),
-        repo.blob(theirs.patched_blob),
-        merge_labels(lower),
-    )
+    base, patched = texts(repo, theirs)
+    return _contains_change(repo, base, repo.blob(mine.base_blob), patched, merge_labels(lower))
 
 
 def status(
@@ -602,23 +539,27 @@ def status_report(repo: Repo, names: Sequence[str] = ()) -> CheckReport:
     tree = Worktree(repo)
     verdicts = status(repo, names, tree)
     manifest = load_manifest(repo)
-    patches = select_patches(manifest, names)
-    return CheckReport(
-        head=repo.head_commit(),
-        patches=verdicts,
-        symbols=_symbols(tree, manifest, patches, guards=not names),
-        warnings=stray_copies(tree, patches),
-    )
+    return _report(tree, manifest, select_patches(manifest, names), verdicts, guards=not names)
 
 
-def _symbols(
-    tree: Worktree, manifest: Manifest, patches: Sequence[Patch], *, guards: bool
-) -> list[SymbolResult]:
-    """Each required symbol of `patches`, with the patch that requires it; then, with
-    `guards`, every guard's."""
+def _report(
+    tree: Worktree,
+    manifest: Manifest,
+    patches: Sequence[Patch],
+    verdicts: list[PatchVerdict],
+    *,
+    guards: bool,
+) -> CheckReport:
+    """The verdicts of `patches`, each required symbol with the patch that requires it (then,
+    with `guards`, every guard's), and the stray copies of their methods."""
     owners: list[tuple[str, str | None]] = [(spec, p.name) for p in patches for spec in p.requires]
     owners += [(spec, None) for spec in manifest.guards] if guards else []
-    return [check_symbol(tree, spec, owner) for spec, owner in owners]
+    return CheckReport(
+        head=tree.head_commit,
+        patches=verdicts,
+        symbols=[check_symbol(tree, spec, owner) for spec, owner in owners],
+        warnings=stray_copies(tree, patches),
+    )
 
 
 def _committed_in_head(repo: Repo, patch: Patch, verdict: PatchVerdict) -> CommittedPatch | None:
@@ -662,16 +603,10 @@ def check(repo: Repo, tree: Worktree | None = None) -> CheckReport:
             ):
                 for file in verdict.files:  # the slip fixed by hand: `apply` refuses, say so
                     file.strays = True
-        head = tree.head_commit
-        report = CheckReport(
-            head=head,
-            patches=verdicts,
-            symbols=_symbols(tree, manifest, patches, guards=True),
-            warnings=stray_copies(tree, patches),
-        )
+        report = _report(tree, manifest, patches, verdicts, guards=True)
         remembered = not report.checks_nothing and not report.warnings and tree.facts is None
-        if report.ok and head is not None and remembered:
-            _remember_verified(repo, tree, head)
+        if report.ok and report.head is not None and remembered:
+            _remember_verified(repo, tree, report.head)
         return report
 
 

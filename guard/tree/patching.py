@@ -105,20 +105,15 @@ def _apply_one(
     }
     if state in GOOD_STATES:
         outcome.message = "nothing to do"
-    elif state in (
-        State.MISSING_FILE,
-        State.OUTSIDE_SPARSE,
-        State.UNSAFE_PATH,
-        State.CONFLICTED,
-    ) or (state is State.CONFLICT and not merge):
+    elif (
+        state in (State.MISSING_FILE, State.OUTSIDE_SPARSE, State.UNSAFE_PATH, State.CONFLICTED)
+        or (state is State.CONFLICT and not merge)
+        or (state is State.EDITED and not restore_edits)
+    ):
         worst = next(f for f in verdict.files if f.state is state)
         outcome.ok = False
-        outcome.message = "left untouched -> " + fix_for(patch.name, worst)
-    elif state is State.EDITED and not restore_edits:
-        outcome.ok = False
-        outcome.message = "left untouched (an edit of the patch's code) -> " + fix_for(
-            patch.name, next(f for f in verdict.files if f.state is state)
-        )
+        edit = " (an edit of the patch's code)" if state is State.EDITED else ""
+        outcome.message = f"left untouched{edit} -> {fix_for(patch.name, worst)}"
     elif state is State.EDITED and any(f.merged is None for f in verdict.files if f.state is state):
         worst = next(f for f in verdict.files if f.state is state and f.merged is None)
         outcome.ok = False
@@ -152,21 +147,19 @@ def _apply_one(
             outcome.message = "would apply" if dry_run else "applied"
     if finished or refusals:
         outcome.ok = outcome.ok and not refusals
-        outcome.message = _finished_message(verdict, refusals, dry_run, outcome)
+        outcome.message = _finished_message(outcome, refusals, dry_run)
     outcome.written = _write(repo, tree, writes, journal, patch.name)
     return outcome
 
 
-def _finished_message(
-    verdict: PatchVerdict, refusals: Sequence[str], dry_run: bool, outcome: PatchOutcome
-) -> str:
+def _finished_message(outcome: PatchOutcome, refusals: Sequence[str], dry_run: bool) -> str:
     """What finishing git's merge did: which side it took, what it left marked, and why not."""
     parts = []
     resolved = [f.path for f in outcome.finished if not f.left]
     if resolved:
         side = (
             "HEAD already defines what the patch adds: HEAD's copy kept"
-            if verdict.state is State.UPSTREAM
+            if outcome.verdict.state is State.UPSTREAM
             else "the patch's own text put back"
         )
         verb = "would finish" if dry_run else "finished"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import shlex
 import tempfile
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -109,11 +109,8 @@ def record(
     _require_present(
         tree,
         sorted(specs),
-        name,
-        lambda spec, why: (
-            f"cannot record {name}: {spec}: {why}. Fix the file or the "
-            "--require SPEC, then record again."
-        ),
+        f"cannot record {name}: ",
+        "Fix the file or the --require SPEC, then record again.",
     )
     patch = Patch(
         name=name,
@@ -299,12 +296,9 @@ def _with_patches_below(
         ):
             if recorded.path != path or verdict.state not in (State.APPLIED, State.EDITED):
                 continue
-            change = verdict.version or recorded  # a resolution, where one decided
+            lower, patched = texts(repo, verdict.version or recorded)  # a resolution, if decided
             merged = repo.merge3(
-                repo.blob(change.base_blob) if change.base_blob else b"",
-                base or b"",
-                verdict.patched or repo.blob(change.patched_blob),
-                merge_labels(patch),
+                lower, base or b"", verdict.patched or patched, merge_labels(patch)
             )
             if merged.clean:
                 base = merged.content
@@ -346,11 +340,8 @@ def require(repo: Repo, specs: Sequence[str], *, cwd: Path) -> list[str]:
     _require_present(
         tree,
         resolved,
-        None,
-        lambda spec, why: (
-            f"cannot guard {spec}: {why}. A guard must exist when you add it; "
-            "check the file and the SPEC."
-        ),
+        "cannot guard ",
+        "A guard must exist when you add it; check the file and the SPEC.",
     )
     added = [text for text in dict.fromkeys(resolved) if text not in manifest.guards]
     history.save(
@@ -359,20 +350,16 @@ def require(repo: Repo, specs: Sequence[str], *, cwd: Path) -> list[str]:
     return added
 
 
-def _require_present(
-    tree: Worktree,
-    specs: Sequence[str],
-    owner: str | None,
-    refusal: Callable[[str, str], str],
-) -> None:
-    """Each SPEC must hold now; otherwise refuse, saying why (and the closest names).
+def _require_present(tree: Worktree, specs: Sequence[str], refused: str, advice: str) -> None:
+    """Each SPEC must hold now; otherwise refuse ("{refused}SPEC: why. {advice}", with the
+    closest names).
 
     A SPEC naming nothing of that name in the file, or a class the file does not define, is
     mistyped: a usage error (exit 2). One whose name is defined at another place (a method
     outside its class) is code that is not as required: a failed guard (exit 1).
     """
     for text in specs:
-        result = check_symbol(tree, text, owner)
+        result = check_symbol(tree, text, None)
         if result.ok:
             continue
         spec = parse_spec(text)
@@ -393,7 +380,7 @@ def _require_present(
                     error = GuardFailure  # the name is there, the code is not as required
                 elif "did you mean" not in result.detail:
                     hint = did_you_mean(spec.qualname, index.by_qualname)
-        raise error(refusal(text, result.detail + hint))
+        raise error(f"{refused}{text}: {result.detail}{hint}. {advice}")
 
 
 @locked("drop", store=True)

@@ -18,17 +18,19 @@ from guard.truth.model_names import ABSENT, CANNOT_TELL, PRESENT
 
 
 class State(StrEnum):
-    APPLIED = "applied"
-    UNAPPLIED = "unapplied"
-    DRIFTED = "drifted"
-    UPSTREAM = "upstream"
-    CONFLICTED = "conflicted"  # the file itself is in conflict: unmerged, markers, no parse
-    CONFLICT = "does-not-merge"  # the patch does not merge with a fine file
-    DOUBLED = "doubled"
-    EDITED = "edited"  # every added name is in place, but a definition's code is not recorded
-    MISSING_FILE = "missing-file"
-    OUTSIDE_SPARSE = "outside-sparse"
+    """Worst first: a patch is as bad as its worst file (mixed applied/upstream: "applied")."""
+
     UNSAFE_PATH = "unsafe-path"
+    CONFLICTED = "conflicted"  # the file itself is in conflict: unmerged, markers, no parse
+    OUTSIDE_SPARSE = "outside-sparse"
+    MISSING_FILE = "missing-file"
+    CONFLICT = "does-not-merge"  # the patch does not merge with a fine file
+    EDITED = "edited"  # every added name is in place, but a definition's code is not recorded
+    DOUBLED = "doubled"
+    DRIFTED = "drifted"
+    UNAPPLIED = "unapplied"
+    APPLIED = "applied"
+    UPSTREAM = "upstream"
 
 
 GOOD_STATES = frozenset({State.APPLIED, State.UPSTREAM})
@@ -37,20 +39,6 @@ ASK_THE_RIGHT_PYTHON = (
     "probe with the interpreter that has the module's dependencies: --python PATH (or give "
     "the probe the environment they need, e.g. run --runtime -- env VAR=... python ...)"
 )
-# A patch is as bad as its worst file; mixed applied/upstream files make it "applied".
-_SEVERITY = [
-    State.UNSAFE_PATH,
-    State.CONFLICTED,
-    State.OUTSIDE_SPARSE,
-    State.MISSING_FILE,
-    State.CONFLICT,
-    State.EDITED,
-    State.DOUBLED,
-    State.DRIFTED,
-    State.UNAPPLIED,
-    State.APPLIED,
-    State.UPSTREAM,
-]
 
 
 class FileVerdict:
@@ -107,7 +95,7 @@ class PatchVerdict:
     @property
     def state(self) -> State:
         states = {f.state for f in self.files}
-        return next(s for s in _SEVERITY if s in states)
+        return next(s for s in State if s in states)
 
     @property
     def ok(self) -> bool:

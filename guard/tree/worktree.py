@@ -52,8 +52,6 @@ class Worktree:
         self._syntax: dict[bytes, ast.Module | None] = {}  # only for comparing bodies
         self._renames: dict[str, str] = {}
         self.unsafe: dict[str, str] = {}  # path -> why patchguard may not read or write it
-        self._unmerged: dict[str, dict[int, str]] = {}  # as assessed (see pretend)
-        self._unmerged_read: dict[str, dict[int, str]] | None = None  # as git left the index
         self._import_problems: dict[tuple[str, bytes], str | None] = {}
         self._reached: dict[tuple[str, int], Reach] = {}  # see reached_at_import
         self._rebound_by_imports: dict[tuple[str, int], Reach] = {}  # see _imported_changes
@@ -120,14 +118,15 @@ class Worktree:
         self.read(path)
         return self._raw[path]
 
+    @cached_property
+    def _unmerged(self) -> dict[str, dict[int, str]]:
+        """Every path's stage entries as assessed (see pretend): as git left the index, read
+        at the first question with one git call however many files are assessed."""
+        return self.repo.unmerged()
+
     def unmerged(self, path: str) -> dict[int, str]:
-        """The stage entries git left for `path` (empty when it is merged): every path's are
-        read at the first question, with one git call however many files are assessed."""
-        if self._unmerged_read is None:
-            self._unmerged_read = self.repo.unmerged()
-        if path not in self._unmerged:
-            self._unmerged[path] = self._unmerged_read.get(path, {})
-        return self._unmerged[path]
+        """The stage entries git left for `path` (empty when it is merged)."""
+        return self._unmerged.get(path, {})
 
     def pretend(self, path: str, content: bytes, stages: dict[int, str]) -> None:
         """Assess `path` as if it held `content` with these stage entries, before anything is
