@@ -39,6 +39,7 @@ from guard.store.manifest import (
     FileChange,
     Manifest,
     Patch,
+    changed_patches,
     now_utc,
     parse_manifest,
     save_manifest,
@@ -141,7 +142,8 @@ def save(
     Only a holder of the store's lock may write (a writer that forgot it is a bug: exit 3),
     so two writers in any worktrees take turns instead of refusing each other.
     `change` says what changed, for `patchguard log` ("recorded eagle3 (2 files)"); a `note`
-    changes no patch but is kept in the history all the same (a choice made at a push).
+    changes no patch but is kept in the history all the same (a choice made at a push);
+    `merged` is a second parent (a fetch's remote state), `undoes` the change taken back.
     """
     if not held(repo.layout.store_lock_path):
         raise GuardError(
@@ -153,19 +155,24 @@ def save(
             exit_code=EXIT_INTERNAL,
         )
     raw = validated_bytes(manifest)
-    with repo.writing_objects():
-        prepared = _prepare(
-            repo, raw, manifest.blob_ids(), change, undoes=undoes, merged=merged, note=note
-        )
-    if prepared is None:  # the state the ref holds already
-        tip = current(repo)
-        if tip is None:
+    with repo.writing_objects():  # step 1
+        old = current(repo)
+        parent = _parent_for(repo, old)
+        if parent is None and merged is not None:  # a first fetch: undo goes back to no patches
+            parent = _commit(repo, _tree(repo, serialize(Manifest()), set()), [], STARTED)
+        tree = _tree(repo, raw, manifest.blob_ids())
+        same = parent is not None and _commit_at(repo, parent).tree_id == tree
+        new = None
+        if not same or merged is not None or note:
+            parents = [p for p in (parent, merged) if p is not None]
+            new = _commit(repo, tree, parents, change, undoes, note=note)
+    if new is None:  # the state the ref holds already
+        if old is None:
             save_manifest(repo.layout.manifest_path, raw)
         else:
-            derive_manifest(repo.layout, raw, tip)
+            derive_manifest(repo.layout, raw, old)
         repo.manifest_bytes = raw
         return
-    old, new = prepared
     _begin(repo, old, new, change)
     faults.point("store-begun")
     try:
@@ -200,35 +207,6 @@ def _begin(repo: Repo, old: str | None, new: str, change: str) -> None:
             f"cannot write {repo.layout.transaction_path}: {error.strerror}; nothing was "
             "changed. Free space, or run patchguard as a user who can write the repository."
         ) from None
-
-
-def _prepare(
-    repo: Repo,
-    raw: bytes,
-    blobs: set[str],
-    subject: str,
-    *,
-    undoes: str | None = None,
-    merged: str | None = None,
-    note: bool = False,
-) -> tuple[str | None, str] | None:
-    """The new state's commit for the manifest `raw` (validated), and the ref's value it goes
-    on top of; None when `raw` is the state already.
-
-    `repo.manifest_bytes` is the manifest this writer loaded: the change is made on top of the
-    state that holds it, and refused when another writer's change came in between.
-    `merged` is a second parent (a fetch's remote state), `undoes` the change taken back.
-    """
-    old = current(repo)
-    parent = _parent_for(repo, old)
-    if parent is None and merged is not None:  # a first fetch: undo goes back to no patches
-        parent = _commit(repo, _tree(repo, serialize(Manifest()), set()), [], STARTED)
-    tree = _tree(repo, raw, blobs)
-    same = parent is not None and _commit_at(repo, parent).tree_id == tree
-    if merged is None and same and not note:
-        return None
-    parents = [p for p in (parent, merged) if p is not None]
-    return old, _commit(repo, tree, parents, subject, undoes, note=note)
 
 
 def _parent_for(repo: Repo, old: str | None) -> str | None:
@@ -443,26 +421,19 @@ class Version(NamedTuple):
 def versions(repo: Repo, name: str | None = None) -> list[Version]:
     """The changes, newest first; with `name`, only those that changed that patch."""
     found = []
-    changes = list(walk(repo))
-    manifests: list[Manifest | str] = []
-    for change in changes:
+    before = Manifest()  # the state before each change: the last valid one, oldest first
+    for change in reversed(list(walk(repo))):
         try:
-            manifests.append(manifest_at(repo, change.commit))
+            after = manifest_at(repo, change.commit)
         except ConfigError as error:
-            manifests.append(str(error))
-    manifests.append(Manifest())
-    for index, change in enumerate(changes):
-        after = manifests[index]
-        before = next((m for m in manifests[index + 1 :] if isinstance(m, Manifest)), Manifest())
-        if isinstance(after, str):
             if name is None:
-                found.append(Version(change, before, [], invalid=after))
+                found.append(Version(change, before, [], invalid=str(error)))
             continue
-        names = list(dict.fromkeys([p.name for p in after.patches + before.patches]))
-        changed = [n for n in names if after.patch(n) != before.patch(n)]
+        changed = changed_patches(before, after)
         if name is None or name in changed:
             found.append(Version(change, after, changed))
-    return found
+        before = after
+    return found[::-1]
 
 
 def log_changes(repo: Repo, name: str | None) -> list[dict[str, Any]]:
