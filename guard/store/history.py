@@ -409,68 +409,54 @@ def manifest_at(repo: Repo, oid: str | None) -> Manifest:
     return parse_manifest(raw, repo.layout.manifest_path, source=source)
 
 
-class Version(NamedTuple):
-    """A change in the history, with the patches it left (for `log` and `show NAME@{N}`)."""
-
-    change: Change
-    after: Manifest
-    changed: list[str]  # the patches whose recording this change altered
-    invalid: str | None = None  # why the state is not a valid manifest (it changed nothing)
-
-
-def versions(repo: Repo, name: str | None = None) -> list[Version]:
-    """The changes, newest first; with `name`, only those that changed that patch."""
-    found = []
-    before = Manifest()  # the state before each change: the last valid one, oldest first
-    for change in reversed(list(walk(repo))):
-        try:
-            after = manifest_at(repo, change.commit)
-        except ConfigError as error:
-            if name is None:
-                found.append(Version(change, before, [], invalid=str(error)))
-            continue
-        changed = changed_patches(before, after)
-        if name is None or name in changed:
-            found.append(Version(change, after, changed))
-        before = after
-    return found[::-1]
-
-
 def log_changes(repo: Repo, name: str | None) -> list[dict[str, Any]]:
     """`patchguard log [NAME]` as data, newest first, each change's time in seconds since the
     epoch ("created"; guard.cli.render words it in local time): entry N is what `show NAME@{N}`
     and `undo --list` call N (0 is the newest). A function of the history's tip alone."""
-    found = versions(repo, name)
+    found = _changes_of(repo, name)
     if name is not None and not found:
         raise ConfigError(
             f"patch {name} has no history (see `patchguard log` for the patches that have one)"
         )
+    return found
+
+
+def _changes_of(repo: Repo, name: str | None) -> list[dict[str, Any]]:
+    """log_changes, or [] for a patch with no history; with `name`, only the changes that
+    altered that patch. A state that is not a valid manifest changed nothing (its "invalid"
+    says why)."""
     entries = []
-    for number, version in enumerate(found):
-        change = version.change
-        patches = []
-        for patch_name in [name] if name else version.changed:
-            patch = version.after.patch(patch_name)
-            patches.append(
+    before = Manifest()  # the state before each change: the last valid one, oldest first
+    for change in reversed(list(walk(repo))):
+        try:
+            after, invalid = manifest_at(repo, change.commit), None
+        except ConfigError as error:
+            after, invalid = before, str(error)
+        changed = changed_patches(before, after)
+        if name is None or name in changed:
+            patches = []
+            for patch_name in [name] if name else changed:
+                patch = after.patch(patch_name)
+                patches.append(
+                    {
+                        "name": patch_name,
+                        "dropped": patch is None,
+                        "description": None if patch is None else patch.description,
+                    }
+                )
+            entries.append(
                 {
-                    "name": patch_name,
-                    "dropped": patch is None,
-                    "description": None if patch is None else patch.description,
+                    "commit": change.commit,
+                    "created": change.created,
+                    "head": change.head,
+                    "subject": change.subject,
+                    "undoes": change.undoes,
+                    "patches": patches,
+                    "invalid": invalid,
                 }
             )
-        entries.append(
-            {
-                "number": number,
-                "commit": change.commit,
-                "created": change.created,
-                "head": change.head,
-                "subject": change.subject,
-                "undoes": change.undoes,
-                "patches": patches,
-                "invalid": version.invalid,
-            }
-        )
-    return entries
+        before = after
+    return [{"number": number, **entry} for number, entry in enumerate(reversed(entries))]
 
 
 def patch_version(repo: Repo, text: str) -> Patch:
@@ -479,7 +465,7 @@ def patch_version(repo: Repo, text: str) -> Patch:
     if not rest.endswith("}") or not rest[:-1].isdigit():
         raise ConfigError(f"{text}: write NAME@{{N}}, N as `patchguard log {name}` numbers them")
     number = int(rest[:-1])
-    found = versions(repo, name)
+    found = _changes_of(repo, name)
     if not found:
         raise ConfigError(f"no patch named {name} in the history; see: patchguard log")
     if number >= len(found):
@@ -487,7 +473,7 @@ def patch_version(repo: Repo, text: str) -> Patch:
             f"patch {name} has {len(found)} version(s) in its history, numbered 0 to "
             f"{len(found) - 1}; see: patchguard log {name}"
         )
-    patch = found[number].after.patch(name)
+    patch = manifest_at(repo, found[number]["commit"]).patch(name)
     if patch is None:
         raise ConfigError(
             f"{text} is the change that dropped {name}; the version before it is "

@@ -245,7 +245,8 @@ def _merge(
             chosen = o
         elif o == b or keep == THEIRS:
             chosen = t
-            lines.append(Came(_what_came(o, t, keep if o != b else None), name))
+            came = "new" if o is None else "dropped" if t is None else "updated"
+            lines.append(Came(came if o == b else "took-theirs", name))  # else: --theirs chose
         else:
             chosen = o
             if keep == OURS:
@@ -270,13 +271,3 @@ def _merge(
         if in_ours != (spec in guards):
             lines.append(Came("new-guard" if spec in guards else "dropped-guard", spec))
     return ours._replace(patches=patches, guards=guards), lines
-
-
-def _what_came(ours: Patch | None, theirs: Patch | None, keep: str | None) -> str:
-    if keep == THEIRS:
-        return "took-theirs"
-    if ours is None:
-        return "new"
-    if theirs is None:
-        return "dropped"
-    return "updated"
