@@ -19,7 +19,6 @@ from guard.git.gitdir import Layout, read_manifest_bytes
 from guard.git.gitpaths import HISTORY_REF
 from guard.git.lock import if_free
 from guard.git.objects import blob_id
-from guard.git.process import run_git
 from guard.git.repo import Repo
 from guard.store.fastpath import derived_from_history
 from guard.store.manifest import Manifest, parse_manifest, save_manifest
@@ -58,13 +57,6 @@ def _read_text(path: Path) -> str | None:
         return None
 
 
-def _read_bytes(path: Path) -> bytes | None:
-    try:
-        return path.read_bytes()
-    except OSError:
-        return None
-
-
 def load_manifest(repo: Repo, missing_ok: bool = False) -> Manifest:
     """The patches as the history holds them now, validated; the bytes are kept in
     `manifest_bytes` (for the verified cache, and as the base a writer changes). A stale
@@ -93,7 +85,10 @@ def _history_if_derived_is_stale(repo: Repo) -> bytes | None:
     the next change takes it over (guard.store.history), unless the ref moved meanwhile too:
     then neither is chosen for the user."""
     layout = repo.layout
-    derived = _read_bytes(layout.manifest_path)
+    try:
+        derived: bytes | None = layout.manifest_path.read_bytes()
+    except OSError:
+        derived = None
     if derived is not None and derived_from_history(str(layout.common_dir)):
         return None
     cut_off = layout.transaction_path.exists()
@@ -226,12 +221,7 @@ def _derive(repo: Repo, held: bytes, tip: str) -> None:
     patches right now (it then does so itself) and the ref still holds `tip` (a writer
     that finished meanwhile derived its own); a read-only store stays as it is."""
     with if_free(repo.layout.store_lock_path) as free:
-        if not free:
-            return
-        now = repo.layout.history_tip()
-        if now is None:  # packed: git knows
-            with suppress(ConfigError):
-                now = run_git(["rev-parse", "-q", "--verify", HISTORY_REF], repo.workdir).stdout
-        if (now or "").strip() == tip:
+        now = repo.read_object(HISTORY_REF) if free else None
+        if now is not None and now[0] == tip:
             with suppress(ConfigError):
                 derive_manifest(repo.layout, held, tip)

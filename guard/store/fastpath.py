@@ -279,59 +279,46 @@ def remember(
     entries = key_entries(listing)
     key = make_key([digest(manifest_bytes), *(digest(contents[p]) for p in paths)], entries)
     merged = index.checksum if index is not None and index.unmerged(paths) is False else None
-    try:
-        _write_key(git_dir, paths, key, f"{head} {entries}", (absent, present), merged)
-    except OSError:
-        return  # a read-only git dir: the next check takes the full path again
-
-
-def _write_key(
-    git_dir: str,
-    paths: list[str],
-    key: str,
-    head: str,
-    looked_up: tuple[set[str], set[str]],
-    merged: str | None,
-) -> None:
-    """Add the key, with HEAD's entries (`head`: "COMMIT ENTRIES") and the paths it looked
-    up, to what the verified file holds for the same paths and code."""
     from contextlib import suppress
     from pathlib import Path
 
     from guard.git.atomic import atomic_write
     from guard.git.own_code import computed_from
 
+    # Added to what the verified file holds for the same paths and code.
     cache = os.path.join(git_dir, CACHE_DIR_NAME)
-    os.makedirs(cache, exist_ok=True)
-    # The keys of a patchguard whose hooks computed them in sh: such hooks, left in place by an
-    # upgrade until `patchguard install` rewrites them, would still trust them.
-    with suppress(OSError):
-        os.unlink(os.path.join(cache, "verified.sh"))
     verified_file = os.path.join(cache, VERIFIED_FILE)
     try:
         with open(verified_file, encoding="utf-8") as handle:
             known = parse_verified(handle.read())
     except (OSError, UnicodeDecodeError, ValueError):
         known = [[] for _ in SECTIONS]
-    known_paths, keys, commits, absent, present, model, indexes, _ = known
-    if known_paths != list(paths) or model != [model_namespace()]:
-        keys, commits, absent, present, indexes = [], [], [], [], []  # other paths or model
+    known_paths, keys, commits, was_absent, was_present, model, indexes, _ = known
+    if known_paths != paths or model != [model_namespace()]:
+        keys, commits, was_absent, was_present, indexes = [], [], [], [], []  # other paths or model
     keys = [key, *[k for k in keys if k != key]][:MAX_VERIFIED]  # newest first
     if merged is not None:
         indexes = [merged, *[i for i in indexes if i != merged]][:MAX_MERGED]
-    commit = head.split(" ", 1)[0] + " "
-    commits = [head, *[c for c in commits if not c.startswith(commit)]]
+    commits = [f"{head} {entries}", *[c for c in commits if not c.startswith(head + " ")]]
     # Every key holds only while every path any of them looked up stays as it was then.
     sections = {
-        "paths": list(paths),
+        "paths": paths,
         "keys": keys,
         "heads": commits[:MAX_VERIFIED],
-        "absent": sorted(looked_up[0].union(absent)),
-        "present": sorted(looked_up[1].union(present)),
+        "absent": sorted(absent.union(was_absent)),
+        "present": sorted(present.union(was_present)),
         "model": [model_namespace()],
         "merged": indexes,
         "model_files": [computed_from()],
     }
     text = "".join(f"{name} {value}\n" for name, values in sections.items() for value in values)
-    # A cache, never flushed: a torn file fails parse_verified.
-    atomic_write(Path(verified_file), f"{_HEAD}\n{text}{_END}\n".encode(), durable=False)
+    try:
+        os.makedirs(cache, exist_ok=True)
+        # The keys of a patchguard whose hooks computed them in sh: such hooks, left in place by
+        # an upgrade until `patchguard install` rewrites them, would still trust them.
+        with suppress(OSError):
+            os.unlink(os.path.join(cache, "verified.sh"))
+        # A cache, never flushed: a torn file fails parse_verified.
+        atomic_write(Path(verified_file), f"{_HEAD}\n{text}{_END}\n".encode(), durable=False)
+    except OSError:
+        return  # a read-only git dir: the next check takes the full path again

@@ -39,6 +39,7 @@ from guard.store.manifest import (
     FileChange,
     Manifest,
     Patch,
+    changed_patches,
     now_utc,
     parse_manifest,
     save_manifest,
@@ -141,7 +142,8 @@ def save(
     Only a holder of the store's lock may write (a writer that forgot it is a bug: exit 3),
     so two writers in any worktrees take turns instead of refusing each other.
     `change` says what changed, for `patchguard log` ("recorded eagle3 (2 files)"); a `note`
-    changes no patch but is kept in the history all the same (a choice made at a push).
+    changes no patch but is kept in the history all the same (a choice made at a push);
+    `merged` is a second parent (a fetch's remote state), `undoes` the change taken back.
     """
     if not held(repo.layout.store_lock_path):
         raise GuardError(
@@ -153,19 +155,24 @@ def save(
             exit_code=EXIT_INTERNAL,
         )
     raw = validated_bytes(manifest)
-    with repo.writing_objects():
-        prepared = _prepare(
-            repo, raw, manifest.blob_ids(), change, undoes=undoes, merged=merged, note=note
-        )
-    if prepared is None:  # the state the ref holds already
-        tip = current(repo)
-        if tip is None:
+    with repo.writing_objects():  # step 1
+        old = current(repo)
+        parent = _parent_for(repo, old)
+        if parent is None and merged is not None:  # a first fetch: undo goes back to no patches
+            parent = _commit(repo, _tree(repo, serialize(Manifest()), set()), [], STARTED)
+        tree = _tree(repo, raw, manifest.blob_ids())
+        same = parent is not None and _commit_at(repo, parent).tree_id == tree
+        new = None
+        if not same or merged is not None or note:
+            parents = [p for p in (parent, merged) if p is not None]
+            new = _commit(repo, tree, parents, change, undoes, note=note)
+    if new is None:  # the state the ref holds already
+        if old is None:
             save_manifest(repo.layout.manifest_path, raw)
         else:
-            derive_manifest(repo.layout, raw, tip)
+            derive_manifest(repo.layout, raw, old)
         repo.manifest_bytes = raw
         return
-    old, new = prepared
     _begin(repo, old, new, change)
     faults.point("store-begun")
     try:
@@ -200,35 +207,6 @@ def _begin(repo: Repo, old: str | None, new: str, change: str) -> None:
             f"cannot write {repo.layout.transaction_path}: {error.strerror}; nothing was "
             "changed. Free space, or run patchguard as a user who can write the repository."
         ) from None
-
-
-def _prepare(
-    repo: Repo,
-    raw: bytes,
-    blobs: set[str],
-    subject: str,
-    *,
-    undoes: str | None = None,
-    merged: str | None = None,
-    note: bool = False,
-) -> tuple[str | None, str] | None:
-    """The new state's commit for the manifest `raw` (validated), and the ref's value it goes
-    on top of; None when `raw` is the state already.
-
-    `repo.manifest_bytes` is the manifest this writer loaded: the change is made on top of the
-    state that holds it, and refused when another writer's change came in between.
-    `merged` is a second parent (a fetch's remote state), `undoes` the change taken back.
-    """
-    old = current(repo)
-    parent = _parent_for(repo, old)
-    if parent is None and merged is not None:  # a first fetch: undo goes back to no patches
-        parent = _commit(repo, _tree(repo, serialize(Manifest()), set()), [], STARTED)
-    tree = _tree(repo, raw, blobs)
-    same = parent is not None and _commit_at(repo, parent).tree_id == tree
-    if merged is None and same and not note:
-        return None
-    parents = [p for p in (parent, merged) if p is not None]
-    return old, _commit(repo, tree, parents, subject, undoes, note=note)
 
 
 def _parent_for(repo: Repo, old: str | None) -> str | None:
@@ -431,75 +409,54 @@ def manifest_at(repo: Repo, oid: str | None) -> Manifest:
     return parse_manifest(raw, repo.layout.manifest_path, source=source)
 
 
-class Version(NamedTuple):
-    """A change in the history, with the patches it left (for `log` and `show NAME@{N}`)."""
-
-    change: Change
-    after: Manifest
-    changed: list[str]  # the patches whose recording this change altered
-    invalid: str | None = None  # why the state is not a valid manifest (it changed nothing)
-
-
-def versions(repo: Repo, name: str | None = None) -> list[Version]:
-    """The changes, newest first; with `name`, only those that changed that patch."""
-    found = []
-    changes = list(walk(repo))
-    manifests: list[Manifest | str] = []
-    for change in changes:
-        try:
-            manifests.append(manifest_at(repo, change.commit))
-        except ConfigError as error:
-            manifests.append(str(error))
-    manifests.append(Manifest())
-    for index, change in enumerate(changes):
-        after = manifests[index]
-        before = next((m for m in manifests[index + 1 :] if isinstance(m, Manifest)), Manifest())
-        if isinstance(after, str):
-            if name is None:
-                found.append(Version(change, before, [], invalid=after))
-            continue
-        names = list(dict.fromkeys([p.name for p in after.patches + before.patches]))
-        changed = [n for n in names if after.patch(n) != before.patch(n)]
-        if name is None or name in changed:
-            found.append(Version(change, after, changed))
-    return found
-
-
 def log_changes(repo: Repo, name: str | None) -> list[dict[str, Any]]:
     """`patchguard log [NAME]` as data, newest first, each change's time in seconds since the
     epoch ("created"; guard.cli.render words it in local time): entry N is what `show NAME@{N}`
     and `undo --list` call N (0 is the newest). A function of the history's tip alone."""
-    found = versions(repo, name)
+    found = _changes_of(repo, name)
     if name is not None and not found:
         raise ConfigError(
             f"patch {name} has no history (see `patchguard log` for the patches that have one)"
         )
+    return found
+
+
+def _changes_of(repo: Repo, name: str | None) -> list[dict[str, Any]]:
+    """log_changes, or [] for a patch with no history; with `name`, only the changes that
+    altered that patch. A state that is not a valid manifest changed nothing (its "invalid"
+    says why)."""
     entries = []
-    for number, version in enumerate(found):
-        change = version.change
-        patches = []
-        for patch_name in [name] if name else version.changed:
-            patch = version.after.patch(patch_name)
-            patches.append(
+    before = Manifest()  # the state before each change: the last valid one, oldest first
+    for change in reversed(list(walk(repo))):
+        try:
+            after, invalid = manifest_at(repo, change.commit), None
+        except ConfigError as error:
+            after, invalid = before, str(error)
+        changed = changed_patches(before, after)
+        if name is None or name in changed:
+            patches = []
+            for patch_name in [name] if name else changed:
+                patch = after.patch(patch_name)
+                patches.append(
+                    {
+                        "name": patch_name,
+                        "dropped": patch is None,
+                        "description": None if patch is None else patch.description,
+                    }
+                )
+            entries.append(
                 {
-                    "name": patch_name,
-                    "dropped": patch is None,
-                    "description": None if patch is None else patch.description,
+                    "commit": change.commit,
+                    "created": change.created,
+                    "head": change.head,
+                    "subject": change.subject,
+                    "undoes": change.undoes,
+                    "patches": patches,
+                    "invalid": invalid,
                 }
             )
-        entries.append(
-            {
-                "number": number,
-                "commit": change.commit,
-                "created": change.created,
-                "head": change.head,
-                "subject": change.subject,
-                "undoes": change.undoes,
-                "patches": patches,
-                "invalid": version.invalid,
-            }
-        )
-    return entries
+        before = after
+    return [{"number": number, **entry} for number, entry in enumerate(reversed(entries))]
 
 
 def patch_version(repo: Repo, text: str) -> Patch:
@@ -508,7 +465,7 @@ def patch_version(repo: Repo, text: str) -> Patch:
     if not rest.endswith("}") or not rest[:-1].isdigit():
         raise ConfigError(f"{text}: write NAME@{{N}}, N as `patchguard log {name}` numbers them")
     number = int(rest[:-1])
-    found = versions(repo, name)
+    found = _changes_of(repo, name)
     if not found:
         raise ConfigError(f"no patch named {name} in the history; see: patchguard log")
     if number >= len(found):
@@ -516,7 +473,7 @@ def patch_version(repo: Repo, text: str) -> Patch:
             f"patch {name} has {len(found)} version(s) in its history, numbered 0 to "
             f"{len(found) - 1}; see: patchguard log {name}"
         )
-    patch = found[number].after.patch(name)
+    patch = manifest_at(repo, found[number]["commit"]).patch(name)
     if patch is None:
         raise ConfigError(
             f"{text} is the change that dropped {name}; the version before it is "

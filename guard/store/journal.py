@@ -129,11 +129,11 @@ class Journal:
                 _put(repo, path, after, mode)
                 faults.point("journal-first-file")
             except OSError as error:
-                fates = _roll_back(repo, entry, self._record(WRITING))
-                if not fates.stuck:
+                stuck, said = _roll_back(repo, entry, self._record(WRITING))
+                if not stuck:
                     self.discard()
                 raise ConfigError(
-                    f"cannot write {path}: {error.strerror}; {fates.describe()}. Free space or "
+                    f"cannot write {path}: {error.strerror}; {said}. Free space or "
                     "make it writable, then run the command again."
                 ) from None
 
@@ -200,55 +200,36 @@ def _put(repo: Repo, path: str, content: bytes | None, mode: int | None) -> None
         repo.write_raw(path, content, mode)
 
 
-class _Fates:
-    """What putting an entry's files back did to each of them."""
-
-    def __init__(self, entry: Path) -> None:
-        self.entry = entry
-        self.put_back: list[str] = []
-        self.untouched: list[str] = []
-        self.stuck: list[str] = []  # neither as before nor as written
-
-    def describe(self) -> str:
-        parts = []
-        if self.put_back:
-            parts.append(f"{', '.join(self.put_back)} put back as it was")
-        if self.untouched:
-            parts.append(f"{', '.join(self.untouched)} not touched")
-        if self.stuck:
-            parts.append(
-                f"{', '.join(self.stuck)} not put back (its earlier content is kept in "
-                f"{self.entry}; the next patchguard apply, unapply or undo tries again)"
-            )
-        return ("nothing was changed: " if not self.stuck else "") + "; ".join(parts)
-
-
-def _roll_back(repo: Repo, entry: Path, record: dict[str, Any]) -> _Fates:
-    """Put every file the entry wrote back as it was before; leave files nobody wrote alone."""
-    fates = _Fates(entry)
+def _roll_back(repo: Repo, entry: Path, record: dict[str, Any]) -> tuple[list[str], str]:
+    """Put every file the entry wrote back as it was before; leave files nobody wrote alone.
+    Returns the files left neither as before nor as written, and what became of each file."""
+    stuck = (
+        f"not put back (its earlier content is kept in {entry}; the next patchguard apply, "
+        "unapply or undo tries again)"
+    )
+    fates: dict[str, list[str]] = {"put back as it was": [], "not touched": [], stuck: []}
     for item in reversed(record["files"]):
         path = item["path"]
         try:
             before = kept_before(entry, item)
         except GuardFailure:
-            fates.stuck.append(path)  # its copy did not survive: keep what was written
+            fates[stuck].insert(0, path)  # its copy did not survive: keep what was written
             continue
         current = repo.read_raw(path)
         if current == before:
-            fates.untouched.append(path)
-            continue
-        if not _as_written(current, item):
-            fates.stuck.append(path)  # not what this entry wrote: keep that edit
-            continue
-        try:
-            _put(repo, path, before, item.get("before_mode"))
-        except OSError:
-            fates.stuck.append(path)
-            continue
-        fates.put_back.append(path)
-    for names in (fates.put_back, fates.untouched, fates.stuck):
-        names.reverse()
-    return fates
+            fate = "not touched"
+        elif not _as_written(current, item):
+            fate = stuck  # not what this entry wrote: keep that edit
+        else:
+            try:
+                _put(repo, path, before, item.get("before_mode"))
+            except OSError:
+                fate = stuck
+            else:
+                fate = "put back as it was"
+        fates[fate].insert(0, path)
+    said = "; ".join(f"{', '.join(paths)} {fate}" for fate, paths in fates.items() if paths)
+    return fates[stuck], ("" if fates[stuck] else "nothing was changed: ") + said
 
 
 def recover(repo: Repo) -> Entry | None:
@@ -285,18 +266,14 @@ def recover(repo: Repo) -> Entry | None:
     if lost_pack:  # a power loss before mark_writing's last fsync: nothing was written for it
         _remove_tree(path)
         return None
-    if all(_as_written(repo.read_raw(item["path"]), item) for item in record["files"]):
-        _mark_done(path, record)
+    # Every file as written: it is done. Otherwise its files go back, but one edited since
+    # stays as edited: then `undo` lists the entry, and refuses to lose that edit.
+    written = all(_as_written(repo.read_raw(item["path"]), item) for item in record["files"])
+    if written or _roll_back(repo, path, record)[0]:
+        atomic_write(path / JOURNAL_FILE, json.dumps({**record, "state": DONE}, indent=2).encode())
         return None
-    if _roll_back(repo, path, record).stuck:  # edited since: `undo` lists it, refuses to lose it
-        _mark_done(path, record)
-        return None  # nothing was put back: the edit stays, and `undo` says why
     _remove_tree(path)
     return entry
-
-
-def _mark_done(path: Path, record: dict[str, Any]) -> None:
-    atomic_write(path / JOURNAL_FILE, json.dumps({**record, "state": DONE}, indent=2).encode())
 
 
 def _as_written(current: bytes | None, item: dict[str, Any]) -> bool:
@@ -334,7 +311,7 @@ def entries(repo: Repo) -> list[Entry]:
     found = []
     for path in reversed(_entries(repo.layout.git_dir / UNDO_DIR_NAME)):
         try:
-            found.append(_read(path))
+            found.append(_read(path)[0])
         except GuardFailure:
             continue
     return found
@@ -350,9 +327,10 @@ def latest_entry(repo: Repo) -> Path | None:
     return found[-1] if found else None
 
 
-def _read(path: Path) -> Entry:
+def _read(path: Path) -> tuple[Entry, dict[str, Any]]:
     try:
-        return _entry(path, json.loads((path / JOURNAL_FILE).read_text()))
+        record = json.loads((path / JOURNAL_FILE).read_text())
+        return _entry(path, record), record
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         raise GuardFailure(f"the undo entry {path.name} is gone or damaged") from None
 
@@ -371,8 +349,10 @@ def _entry(path: Path, record: dict[str, Any]) -> Entry:
 def undo(repo: Repo, entry_path: Path | None = None) -> Entry:
     """Put back the files of the last operation (or of one entry); refuse if any was edited since.
 
-    The files are put back as one more journaled write, so an undo too is all or nothing. An
-    operation a killed writer left half done is what the last undo means: it is put back.
+    The files are put back as one more journaled write, so an undo too is all or nothing. It
+    changes no patch (the history's undo does that: guard.store.history.undo_change), so a
+    move's own put-back never waits for another worktree's record. An operation a killed
+    writer left half done is what the last undo means: it is put back.
     """
     with repo.lock("undo"):
         recovered = recover(repo)
@@ -383,42 +363,34 @@ def undo(repo: Repo, entry_path: Path | None = None) -> Entry:
             raise ConfigError(
                 "nothing to undo: no apply, unapply or drop is recorded for this worktree"
             )
-        entry = _read(entry_path)
-        record = json.loads((entry_path / JOURNAL_FILE).read_text())
-        return _restore(repo, entry_path, entry, record)
-
-
-def _restore(repo: Repo, entry_path: Path, entry: Entry, record: dict[str, Any]) -> Entry:
-    """Put one entry's files back, as one more journaled write. It changes no patch (the
-    history's undo does that: guard.store.history.undo_change), so a move's own put-back never
-    waits for another worktree's record."""
-    putting_back = Journal(repo.layout.git_dir, "undo")
-    restores: list[tuple[str, bytes | None, bytes | None, int | None]] = []
-    edited = []
-    for item in record["files"]:
-        before = kept_before(entry_path, item)
-        try:
-            current = repo.read_raw(item["path"])
-        except UnsafePath:  # a link now (a checkout since): never restored through
-            edited.append(item["path"])
-            continue
-        if not _as_written(current, item) and current != before:
-            edited.append(item["path"])
-        restores.append((item["path"], current, before, item.get("before_mode")))
-    if edited:
-        raise GuardFailure(
-            f"not undone: {', '.join(edited)} changed after the last {entry.operation}, and "
-            "undo would lose those edits. Save them elsewhere, then run patchguard undo again."
-        )
-    for path, current, before, mode in reversed(restores):
-        putting_back.before_write(
-            path, current, before, ", ".join(entry.patches), (repo.permissions(path), mode)
-        )
-    putting_back.write(repo)
-    # the entry first: a kill before the next line leaves an undo to redo
-    _remove_tree(entry_path)
-    putting_back.discard()
-    return entry
+        entry, record = _read(entry_path)
+        restores: list[tuple[str, bytes | None, bytes | None, int | None]] = []
+        edited = []
+        for item in record["files"]:
+            before = kept_before(entry_path, item)
+            try:
+                current = repo.read_raw(item["path"])
+            except UnsafePath:  # a link now (a checkout since): never restored through
+                edited.append(item["path"])
+                continue
+            if not _as_written(current, item) and current != before:
+                edited.append(item["path"])
+            restores.append((item["path"], current, before, item.get("before_mode")))
+        if edited:
+            raise GuardFailure(
+                f"not undone: {', '.join(edited)} changed after the last {entry.operation}, and "
+                "undo would lose those edits. Save them elsewhere, then run patchguard undo again."
+            )
+        putting_back = Journal(repo.layout.git_dir, "undo")
+        for path, current, before, mode in reversed(restores):
+            putting_back.before_write(
+                path, current, before, ", ".join(entry.patches), (repo.permissions(path), mode)
+            )
+        putting_back.write(repo)
+        # the entry first: a kill before the next line leaves an undo to redo
+        _remove_tree(entry_path)
+        putting_back.discard()
+        return entry
 
 
 def forget(entry: Path) -> None:

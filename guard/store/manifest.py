@@ -122,6 +122,12 @@ def as_dict(record: Resolution | FileChange | Patch | Manifest) -> dict[str, Any
     }
 
 
+def changed_patches(before: Manifest, after: Manifest) -> list[str]:
+    """The patches whose recording differs from `before` to `after` (added and dropped too)."""
+    names = dict.fromkeys(p.name for p in after.patches + before.patches)
+    return [name for name in names if after.patch(name) != before.patch(name)]
+
+
 def select_patches(manifest: Manifest, names: Sequence[str]) -> list[Patch]:
     """Patches by name in manifest order; all of them when no names are given."""
     unknown = [n for n in names if manifest.patch(n) is None]

@@ -19,7 +19,7 @@ from guard.git.process import run_git
 from guard.git.repo import Repo
 from guard.store import history
 from guard.store.derived import MANIFEST_ENTRY, load_manifest
-from guard.store.manifest import Manifest, Patch
+from guard.store.manifest import Manifest, Patch, changed_patches
 
 THEIRS = "theirs"
 OURS = "ours"
@@ -132,10 +132,8 @@ def _taken_back(repo: Repo, theirs: str, tip: str) -> list[str]:
         brought, before = next(undone), next(undone, None)
         after_it = history.manifest_at(repo, brought.commit)
         before_it = history.manifest_at(repo, before.commit if before else None)
-        for patch in after_it.patches + before_it.patches:
-            name = patch.name
-            changed = after_it.patch(name) != before_it.patch(name)
-            if changed and remote_state.patch(name) != ours.patch(name) and name not in taken:
+        for name in changed_patches(before_it, after_it):
+            if remote_state.patch(name) != ours.patch(name) and name not in taken:
                 taken.append(name)
     return taken
 
@@ -247,7 +245,8 @@ def _merge(
             chosen = o
         elif o == b or keep == THEIRS:
             chosen = t
-            lines.append(Came(_what_came(o, t, keep if o != b else None), name))
+            came = "new" if o is None else "dropped" if t is None else "updated"
+            lines.append(Came(came if o == b else "took-theirs", name))  # else: --theirs chose
         else:
             chosen = o
             if keep == OURS:
@@ -272,13 +271,3 @@ def _merge(
         if in_ours != (spec in guards):
             lines.append(Came("new-guard" if spec in guards else "dropped-guard", spec))
     return ours._replace(patches=patches, guards=guards), lines
-
-
-def _what_came(ours: Patch | None, theirs: Patch | None, keep: str | None) -> str:
-    if keep == THEIRS:
-        return "took-theirs"
-    if ours is None:
-        return "new"
-    if theirs is None:
-        return "dropped"
-    return "updated"

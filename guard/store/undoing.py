@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from guard.errors import ConfigError
 from guard.store import history, journal
-from guard.store.manifest import Manifest
+from guard.store.manifest import Manifest, changed_patches
 
 if TYPE_CHECKING:
     from typing import Any
@@ -57,10 +57,8 @@ def undo(repo: Repo) -> Undone:
     except ConfigError:  # a state that is not valid (pushed from elsewhere): it held nothing
         made = Manifest()
     restored = history.manifest_at(repo, change.parent)
-    names = [p.name for p in made.patches + restored.patches]
-    changed = [n for n in dict.fromkeys(names) if made.patch(n) != restored.patch(n)]
     history.undo_change(repo, change)
-    return Undone(change.describe(), PATCHES, changed)
+    return Undone(change.describe(), PATCHES, changed_patches(restored, made))
 
 
 def undo_through(repo: Repo, number: int) -> list[Undone]:
