@@ -14,13 +14,12 @@ from guard.git.repo import Repo
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Sequence
-    from typing import NoReturn
 
     from guard.ops import moves
 
 
-def git_lifted(cwd: Path, args: Sequence[str]) -> NoReturn:
-    """Run `git ARGS` with the patches lifted, say what happened, and exit with the status:
+def git_lifted(cwd: Path, args: Sequence[str]) -> int:
+    """Run `git ARGS` with the patches lifted, say what happened; the exit status:
     git's own when git fails, else 0, or 1 when a guard fails afterwards."""
     from guard.git.gitpaths import git_start_directory
     from guard.ops import moves
@@ -30,7 +29,7 @@ def git_lifted(cwd: Path, args: Sequence[str]) -> NoReturn:
     report_lift(lift, "git " + " ".join(args))
     if status == 128 + 13:  # SIGPIPE: `patchguard git log | head`, the reader had enough
         status = EXIT_OK
-    sys.exit(status or (EXIT_OK if lift.ok else EXIT_GUARD_FAILED))
+    return status or (EXIT_OK if lift.ok else EXIT_GUARD_FAILED)
 
 
 def report_lift(lift: moves.Lift, what: str) -> None:

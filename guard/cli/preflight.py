@@ -21,14 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from guard.collector import without_collector
-from guard.errors import (
-    EXIT_GUARD_FAILED,
-    EXIT_OK,
-    ConfigError,
-    GuardError,
-    PatchguardError,
-    silence_stdout,
-)
+from guard.errors import EXIT_GUARD_FAILED, ConfigError, GuardError, PatchguardError
 from guard.git.repo import Repo
 from guard.ops.provenance import differences_from
 from guard.tree import assess, patching
@@ -284,58 +277,26 @@ def _interpreter(
         return None
 
 
-def runs_with(python: str | None, command: Sequence[str], cwd: Path) -> str | None:
-    """The interpreter a stamp of the code COMMAND runs names: `--python`, else the one COMMAND
-    runs; None (python3 on PATH, as `patchguard stamp`) when none is found."""
-    return _interpreter(python, command, cwd, unwrapped(command, os.environ)[1], needed=False)
-
-
-def report_check(
+def gate(
     cwd: Path,
+    same_as: tuple[str, dict[str, Any]] | None,
     *,
-    quiet: bool = False,
-    as_json: bool = False,
-    import_names: Sequence[str] = (),
-    python: str | None = None,
-    same_as: tuple[str, dict[str, Any]] | None = None,
-    runtime: bool = False,
-    runtime_timeout: float | None = None,
-) -> int:
-    """`patchguard check`: print the report (JSON, the banner, or a summary); the exit code.
-
-    `same_as` (the stamp file's name and its last stamp) also fails when this node's code
-    differs from that node's.
-    """
-    from guard.cli import render
-
+    python: str | None,
+    command: Sequence[str] = (),
+    **asked: Any,
+) -> tuple[Repo, CheckReport, list[str]]:
+    """What `check` and `run` decide on: the report of `verify` (`asked`: its other options)
+    and, when every guard holds and `same_as` (the stamp file's name and its last stamp) is
+    given, how this node's code differs from that node's, for the interpreter a stamp of
+    COMMAND's code names (`--python`, else the one COMMAND runs, else python3 on PATH)."""
     repo = Repo.discover(cwd)
     with without_collector():  # kept parses by the thousand: guard.collector
-        report = verify(
-            repo,
-            import_names=import_names,
-            python=python,
-            runtime=runtime,
-            runtime_timeout=runtime_timeout,
-            cwd=cwd,
-        )
-    if same_as is not None and report.ok:
-        differs = differences_from(repo, same_as[1], same_as[0], python)
-        if differs:
-            print(render.banner(f"code differs from {same_as[0]}", differs), file=sys.stderr)
-            return EXIT_GUARD_FAILED
-    try:
-        if as_json:
-            print(render.check_json(report, str(repo.workdir)))
-        elif not report.ok:
-            print(render.banner("guard FAILED", with_hook_advice(repo, report)), file=sys.stderr)
-        elif not quiet:
-            print("\n".join([*render.check_lines(report), "patchguard: all guards hold"]))
-        if not as_json:
-            for line in render.warning_lines(report):
-                print(line, file=sys.stderr)
-    except BrokenPipeError:  # the reader left early: the verdict stands, a failed guard stays 1
-        silence_stdout()
-    return EXIT_OK if report.ok else EXIT_GUARD_FAILED
+        report = verify(repo, python=python, command=command, cwd=cwd, **asked)
+    if same_as is None or not report.ok:
+        return repo, report, []
+    env = unwrapped(command, os.environ)[1]
+    runs = _interpreter(python, command, cwd, env, needed=False)
+    return repo, report, differences_from(repo, same_as[1], same_as[0], runs)
 
 
 def with_hook_advice(repo: Repo, report: CheckReport) -> list[str]:
