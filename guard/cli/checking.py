@@ -34,10 +34,6 @@ _same_as_option = click.option(
 )
 
 
-def _stamp_file(file: Any) -> tuple[str, dict[str, Any]] | None:
-    return None if file is None else (file.name, provenance.load_stamp(file.name, file.read()))
-
-
 def _with_import_options(func: Callable[..., Any]) -> Callable[..., Any]:
     """--import MODULE, --runtime and --python PATH, shared by check and run."""
     func = click.option(
@@ -120,7 +116,7 @@ def check(
 
     repo, report, differs = preflight.gate(
         cwd,
-        _stamp_file(same_as),
+        same_as,
         python=python,
         import_names=import_names,
         runtime=runtime,
@@ -200,7 +196,7 @@ def run(
         command = command[1:]
     repo, report, differs = preflight.gate(
         cwd,
-        _stamp_file(same_as),
+        same_as,
         python=python,
         command=command,
         apply=apply_first,
