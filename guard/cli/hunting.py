@@ -262,9 +262,6 @@ def _server(measuring: dict[str, Any]) -> Any:
     return spec
 
 
-_DEFAULT_METRIC = "Output token throughput (tok/s)"
-
-
 def _plot_option(what: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     return click.option(
         "--plot",
@@ -296,7 +293,7 @@ def _plotting(cwd: Path, plot_file: Path | None) -> Path | None:
 @click.argument("b")
 @click.option(
     "--metric",
-    default=_DEFAULT_METRIC,
+    default="Output token throughput (tok/s)",
     show_default=True,
     metavar="M",
     help="A line's label as printed (with or without its colon and its unit), json:KEY or "
@@ -436,8 +433,7 @@ def bisect_run(
     if status == EXIT_OK:  # git ends "bisect found first bad commit" without a newline
         sys.stdout.write("\n")
         sys.stdout.flush()
-    report_lift(lift, "bisect run")
-    return status or (EXIT_OK if lift.ok else EXIT_GUARD_FAILED)
+    return report_lift(lift, "bisect run", status)
 
 
 def _bisect_shorthand(word: str) -> None:
