@@ -210,7 +210,7 @@ def run(
             if not report.ok
             else [f"code differs from {same_as.name}: {line}" for line in differs]
         )
-        problems.append(f"not started: {' '.join(command)}")
+        problems = [*problems, f"not started: {' '.join(command)}"]
         click.echo(render.banner("guard FAILED, command NOT run", problems), err=True)
         return EXIT_GUARD_FAILED
     for line in render.warning_lines(report):
