@@ -16,7 +16,7 @@ import click
 
 from guard.cli import render
 from guard.cli.options import PASS_THROUGH, directory_option, epilog, json_option
-from guard.errors import EXIT_GUARD_FAILED, PatchguardError
+from guard.errors import EXIT_GUARD_FAILED, EXIT_OK, PatchguardError, silence_stdout
 from guard.git.repo import Repo
 from guard.ops import provenance
 
@@ -32,10 +32,6 @@ _same_as_option = click.option(
     "other edit (tracked files not as HEAD has them, untracked .py files in guarded "
     "packages), each difference named by path.",
 )
-
-
-def _stamp_file(file: Any) -> tuple[str, dict[str, Any]] | None:
-    return None if file is None else (file.name, provenance.load_stamp(file.name, file.read()))
 
 
 def _with_import_options(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -104,7 +100,7 @@ def check(
     same_as: Any,
     runtime: bool,
     runtime_timeout: float | None,
-) -> None:
+) -> int:
     """Verify patches and required symbols (read-only).
 
     Each file is parsed, and each symbol gets one of three answers: present (importing the
@@ -118,18 +114,31 @@ def check(
     del strict  # nothing left to be strict about: cannot tell already fails
     from guard.cli import preflight  # not for stamp, which this module also holds
 
-    sys.exit(
-        preflight.report_check(
-            cwd,
-            quiet=quiet,
-            as_json=as_json,
-            import_names=import_names,
-            python=python,
-            same_as=_stamp_file(same_as),
-            runtime=runtime,
-            runtime_timeout=runtime_timeout,
-        )
+    repo, report, differs = preflight.gate(
+        cwd,
+        same_as,
+        python=python,
+        import_names=import_names,
+        runtime=runtime,
+        runtime_timeout=runtime_timeout,
     )
+    if differs:
+        print(render.banner(f"code differs from {same_as.name}", differs), file=sys.stderr)
+        return EXIT_GUARD_FAILED
+    try:
+        if as_json:
+            print(render.check_json(report, str(repo.workdir)))
+        elif not report.ok:
+            advice = preflight.with_hook_advice(repo, report)
+            print(render.banner("guard FAILED", advice), file=sys.stderr)
+        elif not quiet:
+            print("\n".join([*render.check_lines(report), "patchguard: all guards hold"]))
+        if not as_json:
+            for line in render.warning_lines(report):
+                print(line, file=sys.stderr)
+    except BrokenPipeError:  # the reader left early: the verdict stands, a failed guard stays 1
+        silence_stdout()
+    return EXIT_OK if report.ok else EXIT_GUARD_FAILED
 
 
 @click.command(
@@ -166,7 +175,7 @@ def run(
     runtime: bool,
     runtime_timeout: float | None,
     command: tuple[str, ...],
-) -> None:
+) -> int:
     """Run COMMAND only if every guard holds.
 
     Otherwise exit 1 without running it, and say why.
@@ -185,32 +194,28 @@ def run(
 
     if command[:1] == ("--",):
         command = command[1:]
-    repo = Repo.discover(cwd)
-    report = preflight.verify(
-        repo,
-        apply=apply_first,
-        import_names=import_names,
+    repo, report, differs = preflight.gate(
+        cwd,
+        same_as,
         python=python,
         command=command,
+        apply=apply_first,
+        import_names=import_names,
         runtime=runtime,
         runtime_timeout=runtime_timeout,
-        cwd=cwd,
     )
-    other = _stamp_file(same_as)
-    problems: list[str] = []
-    if not report.ok:
-        problems = preflight.with_hook_advice(repo, report)
-    elif other is not None:
-        runs = preflight.runs_with(python, command, cwd)
-        differs = provenance.differences_from(repo, other[1], other[0], runs)
-        problems = [f"code differs from {other[0]}: {line}" for line in differs]
-    if not report.ok or problems:
+    if not report.ok or differs:
+        problems = (
+            preflight.with_hook_advice(repo, report)
+            if not report.ok
+            else [f"code differs from {same_as.name}: {line}" for line in differs]
+        )
         problems = [*problems, f"not started: {' '.join(command)}"]
         click.echo(render.banner("guard FAILED, command NOT run", problems), err=True)
-        sys.exit(EXIT_GUARD_FAILED)
+        return EXIT_GUARD_FAILED
     for line in render.warning_lines(report):
         click.echo(line, err=True)
-    sys.exit(preflight.execute(repo, report, command, stamp_file))
+    return preflight.execute(repo, report, command, stamp_file)
 
 
 @click.command(

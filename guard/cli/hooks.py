@@ -7,7 +7,6 @@ guard.ops.install; none of them touches the patches or the worktree.
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import click
@@ -66,7 +65,7 @@ def uninstall(cwd: Path, hook_types: tuple[str, ...]) -> None:
 @click.command(epilog=epilog("patchguard doctor", "patchguard doctor --json"))
 @json_option
 @directory_option
-def doctor(cwd: Path, as_json: bool) -> None:
+def doctor(cwd: Path, as_json: bool) -> int:
     """Check that the hooks are installed and that git will run them.
 
     Says where git looks for hooks (core.hooksPath included), which interpreter each hook
@@ -87,11 +86,11 @@ def doctor(cwd: Path, as_json: bool) -> None:
             click.echo(f"problem: {problem}", err=True)
         if diagnosis.ok:
             click.echo("patchguard: hooks are in place and git will run them")
-    sys.exit(EXIT_OK if diagnosis.ok else EXIT_GUARD_FAILED)
+    return EXIT_OK if diagnosis.ok else EXIT_GUARD_FAILED
 
 
 @click.command(name="hook", hidden=True, context_settings=PASS_THROUGH)
 @click.argument("argv", nargs=-1, required=True, type=click.UNPROCESSED, metavar="NAME [ARGS]...")
-def hook(argv: tuple[str, ...]) -> None:
+def hook(argv: tuple[str, ...]) -> int:
     """What the installed git hooks run (guard.entry takes their own forms without click)."""
-    sys.exit(run_hook(argv))
+    return run_hook(argv)

@@ -192,21 +192,16 @@ def _progress(line: str) -> None:
     click.echo(f"patchguard: {line}", err=True)
 
 
-def _hunt_options(
-    command: tuple[str, ...],
-    metric: str,
-    higher_is_better: bool | None,
-    metric_file: Path | None,
-    **counts: Any,
-) -> Any:
-    """hunt.Options from the command line (guard.hunt.hunt, and with it scipy, loads only here)."""
+def _hunt_options(command: tuple[str, ...], metric: str, measuring: dict[str, Any]) -> Any:
+    """hunt.Options from the command line: `measuring`, the values of _measure_options
+    (guard.hunt.hunt, and with it scipy, loads only here)."""
     from guard.hunt import hunt, stats
     from guard.hunt.metrics import HIGHER, LOWER, parse_metric
 
     if command[:1] == ("--",):
         command = command[1:]
-    repeats = counts["repeats"] or hunt.DEFAULT_REPEATS
-    cap = counts["max_repeats"] or max(hunt.DEFAULT_MAX_REPEATS, repeats)
+    repeats = measuring["repeats"] or hunt.DEFAULT_REPEATS
+    cap = measuring["max_repeats"] or max(hunt.DEFAULT_MAX_REPEATS, repeats)
     if cap < repeats:
         raise click.UsageError(f"--max-repeats {cap} is below --repeats {repeats}")
     if cap < stats.MIN_PAIRS:
@@ -214,9 +209,10 @@ def _hunt_options(
             f"with at most {cap} runs per side no change can be shown (too few to check the "
             f"test); raise --max-repeats to {stats.MIN_PAIRS} or more"
         )
-    direction = None if higher_is_better is None else HIGHER if higher_is_better else LOWER
-    effect, warmups = counts["min_effect"], counts["warmups"]
-    server = _server(counts)
+    higher = measuring["higher_is_better"]
+    direction = None if higher is None else HIGHER if higher else LOWER
+    effect, warmups = measuring["min_effect"], measuring["warmups"]
+    server = _server(measuring)
     return hunt.Options(
         command=command,
         metric=parse_metric(metric, direction),
@@ -224,20 +220,20 @@ def _hunt_options(
         repeats=repeats,
         max_repeats=cap,
         warmups=1 if warmups is None else warmups,
-        metric_file=metric_file,
+        metric_file=measuring["metric_file"],
         server=server,
-        timeout=counts["timeout"],
+        timeout=measuring["timeout"],
         probe_warmups=warmups or 0,
     )
 
 
-def _server(counts: dict[str, Any]) -> Any:
+def _server(measuring: dict[str, Any]) -> Any:
     """The --server options as a hunt.server.ServerSpec (None without --server)."""
     from guard.hunt.server import ServerSpec
 
-    ready_url, ready_line = counts["ready_url"], counts["ready_line"]
-    if counts["server"] is None:
-        if ready_url or ready_line or counts["runs_per_start"] != 1:
+    ready_url, ready_line = measuring["ready_url"], measuring["ready_line"]
+    if measuring["server"] is None:
+        if ready_url or ready_line or measuring["runs_per_start"] != 1:
             raise click.UsageError("--ready, --ready-line and --runs-per-start go with --server")
         return None
     if (ready_url is None) == (ready_line is None):
@@ -251,7 +247,11 @@ def _server(counts: dict[str, Any]) -> Any:
         except re.error as error:
             raise click.UsageError(f"--ready-line {ready_line!r}: {error}") from None
     spec = ServerSpec(
-        counts["server"], ready_url, ready_line, counts["ready_timeout"], counts["runs_per_start"]
+        measuring["server"],
+        ready_url,
+        ready_line,
+        measuring["ready_timeout"],
+        measuring["runs_per_start"],
     )
     try:
         spec.address  # noqa: B018 (a port that is not a number raises here, not mid-hunt)
@@ -260,9 +260,6 @@ def _server(counts: dict[str, Any]) -> Any:
     if ready_url is not None and urlsplit(ready_url).scheme not in ("http", "https"):
         raise click.UsageError(f"--ready {ready_url!r}: give an http:// or https:// URL")
     return spec
-
-
-_DEFAULT_METRIC = "Output token throughput (tok/s)"
 
 
 def _plot_option(what: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -296,7 +293,7 @@ def _plotting(cwd: Path, plot_file: Path | None) -> Path | None:
 @click.argument("b")
 @click.option(
     "--metric",
-    default=_DEFAULT_METRIC,
+    default="Output token throughput (tok/s)",
     show_default=True,
     metavar="M",
     help="A line's label as printed (with or without its colon and its unit), json:KEY or "
@@ -315,9 +312,7 @@ def compare(
     as_json: bool,
     plot_file: Path | None,
     command: tuple[str, ...],
-    higher_is_better: bool | None,
-    metric_file: Path | None,
-    **counts: Any,
+    **measuring: Any,
 ) -> None:
     """Run COMMAND at commits A and B with the patches carried, and say whether it changed.
 
@@ -330,7 +325,7 @@ def compare(
     """
     from guard.hunt import hunt
 
-    options = _hunt_options(command, metric, higher_is_better, metric_file, **counts)
+    options = _hunt_options(command, metric, measuring)
     plot_file = _plotting(cwd, plot_file)
     comparison = hunt.compare(Repo.discover(cwd), a, b, options, _progress)
     if as_json:
@@ -388,10 +383,8 @@ def bisect_run(
     metric: str | None,
     as_json: bool,
     plot_file: Path | None,
-    higher_is_better: bool | None,
-    metric_file: Path | None,
-    **counts: Any,
-) -> None:
+    **measuring: Any,
+) -> int:
     """Drive `git bisect run COMMAND` with the patches applied at each commit.
 
     At each commit the patches are applied and checked; where they cannot be applied or
@@ -422,18 +415,17 @@ def bisect_run(
         from guard.hunt import hunt
 
         plot_file = _plotting(cwd, plot_file)
-        options = _hunt_options(command, metric, higher_is_better, metric_file, **counts)
+        options = _hunt_options(command, metric, measuring)
         found = hunt.bisect(Repo.discover(cwd), options, _progress)
         click.echo(render.hunt_json(found) if as_json else "\n".join(render.hunt_lines(found)))
         if plot_file is not None:  # after the verdict: a failed write costs only the picture
             from guard.hunt import plots
 
             plots.plot_bisect(found, plot_file)
-        sys.exit(EXIT_OK if found.verdict == hunt.FOUND else EXIT_GUARD_FAILED)
-    measuring = ("repeats", "max_repeats", "min_effect", "server", "ready_url", "ready_line")
-    given = [counts[name] for name in (*measuring, "timeout", "warmups")]
-    given += [metric_file, plot_file, higher_is_better, as_json or None]
-    if any(value is not None for value in given):
+        return EXIT_OK if found.verdict == hunt.FOUND else EXIT_GUARD_FAILED
+    defaulted = ("runs_per_start", "ready_timeout")  # given or not, they have a value
+    given = [value for name, value in measuring.items() if name not in defaulted]
+    if any(value is not None for value in [*given, plot_file, as_json or None]):
         raise click.UsageError("--json, --plot and the measuring options go with --metric M")
     from guard.ops import moves
 
@@ -441,8 +433,7 @@ def bisect_run(
     if status == EXIT_OK:  # git ends "bisect found first bad commit" without a newline
         sys.stdout.write("\n")
         sys.stdout.flush()
-    report_lift(lift, "bisect run")
-    sys.exit(status or (EXIT_OK if lift.ok else EXIT_GUARD_FAILED))
+    return report_lift(lift, "bisect run", status)
 
 
 def _bisect_shorthand(word: str) -> None:
@@ -457,8 +448,8 @@ def _bisect_shorthand(word: str) -> None:
     )
     @click.argument("args", nargs=-1, type=click.UNPROCESSED)
     @click.pass_context
-    def shorthand(ctx: click.Context, args: tuple[str, ...]) -> None:
-        git_lifted(ctx.obj, ("bisect", word, *args))
+    def shorthand(ctx: click.Context, args: tuple[str, ...]) -> int:
+        return git_lifted(ctx.obj, ("bisect", word, *args))
 
 
 for _word in ("start", "good", "bad", "skip", "reset", "log"):
@@ -469,7 +460,7 @@ for _word in ("start", "good", "bad", "skip", "reset", "log"):
 @click.option("--log", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--decided", type=click.Path(dir_okay=False, path_type=Path))
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
-def bisect_step(log: Path | None, decided: Path | None, command: tuple[str, ...]) -> None:
+def bisect_step(log: Path | None, decided: Path | None, command: tuple[str, ...]) -> int:
     """One step of `patchguard bisect run` (run by git bisect, not by hand).
 
     `--decided FILE` receives the status before the step exits: moves.STEP_WRAPPER passes on
@@ -489,7 +480,7 @@ def bisect_step(log: Path | None, decided: Path | None, command: tuple[str, ...]
     if decided is not None:
         with contextlib.suppress(OSError):  # not written: the wrapper aborts the bisect
             moves.decide(decided, result)
-    sys.exit(result.status)
+    return result.status
 
 
 def _git_dir_of_cwd() -> str:

@@ -29,7 +29,7 @@ from guard.cli.options import PASS_THROUGH, epilog
 )
 @click.argument("args", nargs=-1, required=True, type=click.UNPROCESSED, metavar="GIT_ARGS...")
 @click.pass_context
-def git_(ctx: click.Context, args: tuple[str, ...]) -> None:
+def git_(ctx: click.Context, args: tuple[str, ...]) -> int:
     """Run any git command with the patches lifted out of the tree, then put them back.
 
     Every applied patch is taken out (as `unapply`, undoable), git runs with your terminal
@@ -45,4 +45,4 @@ def git_(ctx: click.Context, args: tuple[str, ...]) -> None:
     or 1 when a guard fails afterwards. When git stops halfway (a conflicted merge, rebase,
     cherry-pick or stash pop), the patches stay out until it is finished.
     """
-    git_lifted(ctx.obj, args)
+    return git_lifted(ctx.obj, args)

@@ -18,19 +18,12 @@ import sys
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from guard.collector import without_collector
-from guard.errors import (
-    EXIT_GUARD_FAILED,
-    EXIT_OK,
-    ConfigError,
-    GuardError,
-    PatchguardError,
-    silence_stdout,
-)
+from guard.errors import EXIT_GUARD_FAILED, ConfigError, GuardError, PatchguardError
 from guard.git.repo import Repo
-from guard.ops.provenance import differences_from
+from guard.ops.provenance import differences_from, load_stamp
 from guard.tree import assess, patching
 from guard.tree.verdicts import CheckReport, ImportResult
 from guard.tree.worktree import Worktree
@@ -76,26 +69,29 @@ _ENV_LONG_OPTIONS = {"ignore-environment": "i", "unset": "u", "chdir": "C", "spl
 _ENV_VALUED = frozenset("uCS")  # env's options that take a value
 
 
-def command_interpreter(command: Sequence[str], cwd: Path, env: Mapping[str, str]) -> str:
-    """The Python that COMMAND will run, so `--import` checks the code that really runs.
+def interpreter_of(
+    python: str | None, command: Sequence[str], cwd: Path, *, needed: bool
+) -> tuple[str | None, dict[str, str]]:
+    """The interpreter whose answers count, and the environment COMMAND runs with (unwrapped).
 
-    The command itself when it is a Python interpreter; the interpreter of a script's `#!`
-    line; the command after a wrapper (`env`, `nice`, `uv run`); otherwise python3 on PATH.
-    `env`: the command's environment (unwrapped), whose PATH finds it.
+    `--python`; else the Python that COMMAND will run, so `--import` checks the code that
+    really runs: the command itself when it is a Python interpreter, the interpreter of a
+    script's `#!` line, the command after a wrapper (`env`, `nice`, `uv run`), otherwise
+    python3 on PATH (found on the command's PATH). None when only reading asks (`needed`
+    false) and none is found: patchguard's own then decides, as for `check` without --python.
     """
-    words = unwrapped(command, env)[0]
+    words, env = unwrapped(command, os.environ)
+    if python is not None or not (command or needed):
+        return python, env
     search = env.get("PATH", os.defpath)
     found = _which(words[0], cwd, search) if words else None
     if found and _PYTHON_NAME.fullmatch(os.path.basename(found)):
-        return found
-    if found:
-        shebang = _shebang_interpreter(found, cwd, search)
-        if shebang:
-            return shebang
-    fallback = shutil.which("python3", path=search)
-    if fallback is None:
+        return found, env
+    shebang = _shebang_interpreter(found, cwd, search) if found else None
+    interpreter = shebang or shutil.which("python3", path=search)
+    if interpreter is None and needed:
         raise ConfigError(f"no python3 on PATH to check --import with; {_HINT}")
-    return fallback
+    return interpreter, env
 
 
 def unwrapped(command: Sequence[str], env: Mapping[str, str]) -> tuple[list[str], dict[str, str]]:
@@ -127,8 +123,9 @@ def _env_command(words: list[str], env: dict[str, str]) -> tuple[list[str], dict
     """What `env ARGS` runs, and with what, as GNU env(1) does it: its options first (`-i`,
     `-`, `-u NAME`, `-C DIR`, `-S STRING`, whose words are read as more arguments), then the
     environment emptied (`-i`), the `-u` names unset, the `NAME=VALUE` words set in order, up
-    to the command. (`-C DIR` changes nothing an import sees from the checkout's root.)"""
-    empty, unset, rest = False, [], list(words)
+    to the command. (`-C DIR` changes nothing an import sees from the checkout's root.) Both
+    `-i` and `-u` only remove, so each is applied where it is read."""
+    changed, rest = dict(env), list(words)
     while rest and rest[0].startswith("-") and rest[0] != "--":
         word = rest.pop(0)
         if word.startswith("--"):  # read as its short form: --unset=NAME as -uNAME
@@ -140,18 +137,16 @@ def _env_command(words: list[str], env: dict[str, str]) -> tuple[list[str], dict
             value = ""
             if letter in _ENV_VALUED:
                 value = word[index + 1 :] or (rest.pop(0) if rest else "")
-            empty = empty or letter == "i"
-            if letter == "u":
-                unset.append(value)
+            if letter == "i":
+                changed.clear()
+            elif letter == "u":
+                changed.pop(value, None)
             elif letter == "S":
                 rest[:0] = shlex.split(value)
             if value:
                 break
     if rest[:1] == ["--"]:
         rest.pop(0)
-    changed = {} if empty else dict(env)
-    for name in unset:
-        changed.pop(name, None)
     while rest and "=" in rest[0] and not rest[0].startswith("="):
         name, _, value = rest.pop(0).partition("=")
         changed[name] = value
@@ -240,8 +235,7 @@ def verify(
 
     `--import` and `--runtime` use `python`, else the interpreter COMMAND will run.
     """
-    env = unwrapped(command, os.environ)[1]
-    interpreter = _interpreter(python, command, cwd, env, needed=bool(import_names or runtime))
+    interpreter, env = interpreter_of(python, command, cwd, needed=bool(import_names or runtime))
     facts = None if interpreter is None else interpreters.facts_of(interpreter, repo.layout.git_dir)
     tree = Worktree(repo, facts)
     report = patching.apply_then_check(repo, tree=tree)[1] if apply else assess.check(repo, tree)
@@ -268,74 +262,26 @@ def verify(
     return report
 
 
-def _interpreter(
-    python: str | None, command: Sequence[str], cwd: Path, env: Mapping[str, str], needed: bool
-) -> str | None:
-    """The interpreter whose answers count: `--python`, else the one COMMAND runs (python3 on
-    PATH for `check --import`/`--runtime`); None when only reading asks and none is found
-    (patchguard's own then decides, as for `check` without --python)."""
-    if python is not None or not (command or needed):
-        return python
-    try:
-        return command_interpreter(command, cwd, env)
-    except ConfigError:
-        if needed:
-            raise
-        return None
-
-
-def runs_with(python: str | None, command: Sequence[str], cwd: Path) -> str | None:
-    """The interpreter a stamp of the code COMMAND runs names: `--python`, else the one COMMAND
-    runs; None (python3 on PATH, as `patchguard stamp`) when none is found."""
-    return _interpreter(python, command, cwd, unwrapped(command, os.environ)[1], needed=False)
-
-
-def report_check(
+def gate(
     cwd: Path,
+    same_as: BinaryIO | None,
     *,
-    quiet: bool = False,
-    as_json: bool = False,
-    import_names: Sequence[str] = (),
-    python: str | None = None,
-    same_as: tuple[str, dict[str, Any]] | None = None,
-    runtime: bool = False,
-    runtime_timeout: float | None = None,
-) -> int:
-    """`patchguard check`: print the report (JSON, the banner, or a summary); the exit code.
-
-    `same_as` (the stamp file's name and its last stamp) also fails when this node's code
-    differs from that node's.
-    """
-    from guard.cli import render
-
+    python: str | None,
+    command: Sequence[str] = (),
+    **asked: Any,
+) -> tuple[Repo, CheckReport, list[str]]:
+    """What `check` and `run` decide on: the report of `verify` (`asked`: its other options)
+    and, when every guard holds and `same_as` (a stamp file, read first) is given, how this
+    node's code differs from that node's, for the interpreter a stamp of COMMAND's code names
+    (`--python`, else the one COMMAND runs, else python3 on PATH)."""
+    other = None if same_as is None else (same_as.name, load_stamp(same_as.name, same_as.read()))
     repo = Repo.discover(cwd)
     with without_collector():  # kept parses by the thousand: guard.collector
-        report = verify(
-            repo,
-            import_names=import_names,
-            python=python,
-            runtime=runtime,
-            runtime_timeout=runtime_timeout,
-            cwd=cwd,
-        )
-    if same_as is not None and report.ok:
-        differs = differences_from(repo, same_as[1], same_as[0], python)
-        if differs:
-            print(render.banner(f"code differs from {same_as[0]}", differs), file=sys.stderr)
-            return EXIT_GUARD_FAILED
-    try:
-        if as_json:
-            print(render.check_json(report, str(repo.workdir)))
-        elif not report.ok:
-            print(render.banner("guard FAILED", with_hook_advice(repo, report)), file=sys.stderr)
-        elif not quiet:
-            print("\n".join([*render.check_lines(report), "patchguard: all guards hold"]))
-        if not as_json:
-            for line in render.warning_lines(report):
-                print(line, file=sys.stderr)
-    except BrokenPipeError:  # the reader left early: the verdict stands, a failed guard stays 1
-        silence_stdout()
-    return EXIT_OK if report.ok else EXIT_GUARD_FAILED
+        report = verify(repo, python=python, command=command, cwd=cwd, **asked)
+    if other is None or not report.ok:
+        return repo, report, []
+    runs = interpreter_of(python, command, cwd, needed=False)[0]
+    return repo, report, differences_from(repo, other[1], other[0], runs)
 
 
 def with_hook_advice(repo: Repo, report: CheckReport) -> list[str]:

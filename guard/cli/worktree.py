@@ -5,7 +5,6 @@ them out by 3-way merge.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -24,7 +23,7 @@ if TYPE_CHECKING:
 @click.argument("names", nargs=-1)
 @json_option
 @directory_option
-def status(cwd: Path, names: tuple[str, ...], as_json: bool) -> None:
+def status(cwd: Path, names: tuple[str, ...], as_json: bool) -> int:
     """Show each patch's state, file by file.
 
     States: applied, edited (a definition the patch adds is there, but not its recorded
@@ -34,12 +33,6 @@ def status(cwd: Path, names: tuple[str, ...], as_json: bool) -> None:
     outside-sparse, unsafe-path (a link, or a path into a git directory). Exits 1 whenever
     `check` would.
     """
-    sys.exit(_status(cwd, names, as_json))
-
-
-def _status(cwd: Path, names: tuple[str, ...], as_json: bool) -> int:
-    """status's report and exit code. The repository (and its `git cat-file` reader) ends with
-    this frame, not with the SystemExit that carries the code (click's test runner keeps it)."""
     from guard.store import journal
     from guard.tree import assess
 
@@ -83,7 +76,7 @@ def _stash_log(repo: Repo) -> str:
 )
 @json_option
 @directory_option
-def apply(cwd: Path, names: tuple[str, ...], dry_run: bool, merge: bool, as_json: bool) -> None:
+def apply(cwd: Path, names: tuple[str, ...], dry_run: bool, merge: bool, as_json: bool) -> int:
     """Re-apply patches (all, or NAMES) by 3-way merge.
 
     A patch whose file cannot be merged cleanly, or whose merge would leave a required
@@ -105,7 +98,7 @@ def apply(cwd: Path, names: tuple[str, ...], dry_run: bool, merge: bool, as_json
         finish_git_merges=True,
         restore_edits=True,
     )
-    _finish(outcomes, as_json)
+    return _finish(outcomes, as_json)
 
 
 @click.command(epilog=epilog("patchguard unapply --dry-run", "patchguard unapply eagle3"))
@@ -113,7 +106,7 @@ def apply(cwd: Path, names: tuple[str, ...], dry_run: bool, merge: bool, as_json
 @click.option("-n", "--dry-run", is_flag=True, help="Show what would change; write nothing.")
 @json_option
 @directory_option
-def unapply(cwd: Path, names: tuple[str, ...], dry_run: bool, as_json: bool) -> None:
+def unapply(cwd: Path, names: tuple[str, ...], dry_run: bool, as_json: bool) -> int:
     """Take patches out of the worktree, keeping other edits.
 
     Use it before `git stash pop` of a stash that holds the same change.
@@ -121,12 +114,12 @@ def unapply(cwd: Path, names: tuple[str, ...], dry_run: bool, as_json: bool) -> 
     from guard.tree import patching
 
     outcomes = patching.unapply(Repo.discover(cwd), names, dry_run=dry_run)
-    _finish(outcomes, as_json)
+    return _finish(outcomes, as_json)
 
 
-def _finish(outcomes: list[patching.PatchOutcome], as_json: bool) -> None:
+def _finish(outcomes: list[patching.PatchOutcome], as_json: bool) -> int:
     if as_json:
         click.echo(render.outcomes_json(outcomes))
     else:
         click.echo("\n".join(render.outcome_lines(outcomes)) or "no patches recorded")
-    sys.exit(EXIT_OK if all(o.ok for o in outcomes) else EXIT_GUARD_FAILED)
+    return EXIT_OK if all(o.ok for o in outcomes) else EXIT_GUARD_FAILED
