@@ -78,7 +78,7 @@ class Group:
             return True
         except PermissionError:
             pass
-        return not live_members(self.pgid)
+        return not _any_alive(self.pgid)
 
     def end(self) -> bool:
         """SIGTERM to the whole group, SIGKILL after GRACE_SECONDS; True once none of it is left."""
@@ -100,17 +100,15 @@ def _wait_until(condition: Callable[[], bool], seconds: float) -> bool:
     return True
 
 
-def live_members(pgid: int) -> list[int]:
-    """The processes of group `pgid` that are not zombies ([pgid] where there is no /proc to
-    tell: then the kill(2) probe alone decides, see Group.gone)."""
+def _any_alive(pgid: int) -> bool:
+    """Whether a process of group `pgid` is not a zombie (True where there is no /proc to tell:
+    then the kill(2) probe alone decides, see Group.gone)."""
     if not _PROC.is_dir():
-        return [pgid]
-    found = []
-    for entry in _PROC.iterdir():
-        fields = _stat(entry) if entry.name.isdigit() else None
-        if fields and int(fields[2]) == pgid and fields[0] not in ("Z", "X"):
-            found.append(int(entry.name))
-    return found
+        return True
+    found = (_stat(entry) for entry in _PROC.iterdir() if entry.name.isdigit())
+    return any(
+        fields and int(fields[2]) == pgid and fields[0] not in ("Z", "X") for fields in found
+    )
 
 
 def _stat(entry: Path) -> list[str] | None:
