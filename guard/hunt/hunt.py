@@ -20,7 +20,7 @@ import signal
 import statistics
 import time
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -103,7 +103,7 @@ class Comparison:
 
 @dataclass
 class Step:
-    """A commit a metric bisect probed, in the order probed."""
+    """A commit a metric bisect probed, or skipped."""
 
     commit: str
     verdict: str  # "good" or "bad" (which side its runs are like), or "skip"
@@ -449,9 +449,18 @@ def _session(
         )
     load_manifest(repo)  # nothing recorded: said now, before any move (and nothing to carry)
     bench = _Bench(repo, options, progress, operation.split()[0])
+
+    def note(number: int, _frame: object) -> None:
+        """Ctrl-C (and SIGTERM, SIGHUP) is passed on to the run's process group, which has a
+        session of its own and so is out of the terminal's reach; patchguard notes it, and stops
+        at the next point between runs, the server's group ended on the way out (_Bench.leave)."""
+        bench.stop_asked = True
+        if bench.child is not None:
+            bench.child.signal(number)
+
     with (
         out_of_reach_of_ctrl_c(),
-        _deferred_signals(bench),
+        signals_to(note, signal.SIGINT, signal.SIGTERM, signal.SIGHUP),
         moves.lifted(repo, operation, hunt=True) as lift,
     ):
         bench.remember_home(lift.entry)  # under the worktree's lock: no other hunt runs
@@ -463,19 +472,6 @@ def _session(
     if not lift.ok:
         problems = "; ".join(lift.report.problems() if lift.report else [])
         raise GuardFailure(f"after {operation}, the patches do not hold: {problems}")
-
-
-def _deferred_signals(bench: _Bench) -> AbstractContextManager[None]:
-    """Ctrl-C (and SIGTERM, SIGHUP) is passed on to the run's process group, which has a
-    session of its own and so is out of the terminal's reach; patchguard notes it, and stops at
-    the next point between runs, the server's group ended on the way out (_Bench.leave)."""
-
-    def note(number: int, _frame: object) -> None:
-        bench.stop_asked = True
-        if bench.child is not None:
-            bench.child.signal(number)
-
-    return signals_to(note, signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 def _commit(repo: Repo, revision: str) -> str:
@@ -508,7 +504,6 @@ def _compare(bench: _Bench, a: str, b: str, kept: Kept | None = None) -> Compari
     options = bench.options
     runs_a, runs_b = Runs(a), Runs(b)
     for commit in sorted((a, b), key=lambda c: c != bench.head()):  # where it is first
-        bench.visit(commit)
         if _warm_up(bench, commit, options.warmups, kept):
             continue
         if options.server is not None and bench.server_failed is not None:
@@ -643,10 +638,14 @@ def _bisect(bench: _Bench, good: str, bad: str, terms: tuple[str, str], kept: Ke
 
     def take(index: int, size: int) -> list[float] | None:
         commit = line[index]
-        if commit not in measured:
-            reason = _first_visit(bench, commit, kept)
-            if reason is not None:
-                reasons[commit] = reason
+        if commit not in measured:  # a probe's first visit: warmed up if asked (--warmups)
+            try:
+                warmed = _warm_up(bench, commit, options.probe_warmups, kept)
+            except _NotCarried as refusal:
+                reasons[commit] = str(refusal)
+                return None
+            if not warmed:
+                reasons[commit] = "the command failed here (its output is above)"
                 return None
             measured[commit] = Runs(commit, kept.samples(commit, bench.stamps[commit]))
         if not _measure(bench, measured[commit], size, kept):
@@ -701,20 +700,10 @@ def _line(repo: Repo, good: str, bad: str) -> list[str]:
     return listed
 
 
-def _first_visit(bench: _Bench, commit: str, kept: Kept) -> str | None:
-    """Move to a probe and warm it up if asked (--warmups); why it is skipped, if it is."""
-    try:
-        bench.visit(commit)
-    except _NotCarried as refusal:
-        return str(refusal)
-    if not _warm_up(bench, commit, bench.options.probe_warmups, kept):
-        return "the command failed here (its output is above)"
-    return None
-
-
 def _warm_up(bench: _Bench, commit: str, count: int, kept: Kept | None) -> bool:
-    """The uncounted first runs at a commit (file caches, bytecode), unless a stopped hunt ran
-    them on this code already; False if one failed."""
+    """At `commit` (its patches applied, its stamp taken), the uncounted first runs (file caches,
+    bytecode), unless a stopped hunt ran them on this code already; False if one failed."""
+    bench.visit(commit)
     if not count or (kept is not None and kept.warmed(commit, bench.stamps[commit])):
         return True
     if not all(bench.run(commit, f"warm-up {n + 1}") is not None for n in range(count)):
