@@ -178,7 +178,6 @@ class _Bench:
                 "back there when it ends"
             )
             self.home = earlier
-            self.note.write(earlier)
 
     def _view(self) -> Repo:
         """A fresh view after git moved (the index and HEAD read anew)."""
