@@ -47,15 +47,11 @@ class Fit:
         if df < 1 or spread == 0:  # a benchmark that prints the same number each run
             gap = abs(float(np.mean(np.log(bad)) - np.mean(np.log(good))))
             spread, df = max(gap, 1e-9) * 1e-3, max(df, 1)
-
-        def scale(n: int) -> float:
-            return spread * math.sqrt(1 + 1 / n)
-
         return cls(
             float(np.mean(np.log(good))),
             float(np.mean(np.log(bad))),
-            scale(len(good)),
-            scale(len(bad)),
+            spread * math.sqrt(1 + 1 / len(good)),
+            spread * math.sqrt(1 + 1 / len(bad)),
             df,
         )
 

@@ -20,7 +20,7 @@ import signal
 import statistics
 import time
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -59,13 +59,9 @@ class _Stop(Exception):
     """Raised between runs once a signal asked to stop; becomes Interrupted after cleanup."""
 
 
-class _NotCarried(Exception):
-    """The patches do not hold at a commit: nothing there can be measured."""
-
-    def __init__(self, commit: str, problems: list[str]) -> None:
-        super().__init__(commit)
-        self.commit = commit
-        self.problems = problems
+class _NotCarried(GuardFailure):
+    """The patches do not hold at a commit: nothing there can be measured (a probe is skipped
+    for it; anywhere else it ends the hunt)."""
 
 
 @dataclass(frozen=True)
@@ -107,14 +103,13 @@ class Comparison:
 
 @dataclass
 class Step:
-    """A commit a metric bisect probed, in the order probed."""
+    """A commit a metric bisect probed, or skipped."""
 
     commit: str
     verdict: str  # "good" or "bad" (which side its runs are like), or "skip"
     runs: Runs
     vs_good: stats.Decision | None = None  # its change against GOOD (the hunt's pooled spread)
     reason: str | None = None  # why a commit was skipped
-    evidence: float | None = None  # the log-likelihood ratio of its runs, > 0 like BAD
 
 
 @dataclass
@@ -138,14 +133,16 @@ class Hunt:
 class _Bench:
     """Runs CMD at commits of one checkout with the patches in place, and reads the metric."""
 
-    def __init__(self, repo: Repo, options: Options, progress: Callable[[str], None]) -> None:
+    def __init__(
+        self, repo: Repo, options: Options, progress: Callable[[str], None], hunt: str
+    ) -> None:
         self.repo = repo
         self.options = options
         self.progress = progress
+        self.hunt = hunt  # "compare" or "bisect": what the advice says to run again
         self.home = _current(repo)  # where the user is: back there at the end
         self.note = HomeNote(repo.layout.git_dir)  # for the next hunt, if this one is killed
         self.here: str | None = None  # the commit the patches are applied at, stamp taken
-        self.stamp: dict[str, Any] = {}
         self.report: CheckReport | None = None  # the check at `here`: what the runs attest
         self.stamps: dict[str, dict[str, Any]] = {}  # each commit's, at its last visit
         self.applied = False
@@ -154,7 +151,8 @@ class _Bench:
         self.stop_asked = False
         self.child: Group | None = None  # the run under way: signals are passed on to it
         self.seconds: list[float] = []  # each run's, for the estimate of what is left
-        self.planned: int | None = None  # the runs the hunt expects to take, when it knows
+        self.planned = 2 * (options.warmups + options.repeats)  # the runs the hunt expects to
+        # take (an estimate): here the first look's, A's and B's (GOOD's and BAD's)
         self.subjects: dict[str, str] = {}
         self.server = (
             None
@@ -180,7 +178,6 @@ class _Bench:
                 "back there when it ends"
             )
             self.home = earlier
-            self.note.write(earlier)
 
     def _view(self) -> Repo:
         """A fresh view after git moved (the index and HEAD read anew)."""
@@ -211,8 +208,13 @@ class _Bench:
         self.applied = True
         _, report = patching.apply_then_check(view, allow_mid_operation=True)
         if not report.ok:
-            raise _NotCarried(commit, report.problems())
-        self.stamp = self.stamps[commit] = stamp(view)
+            raise _NotCarried(
+                f"the patches do not hold at {commit[:10]}, so nothing can be measured there: "
+                f"{'; '.join(report.problems())}. To carry them there: patchguard git checkout "
+                f"{commit[:10]}, shape the file, patchguard resolve NAME; then run the "
+                f"{self.hunt} again"
+            )
+        self.stamps[commit] = stamp(view)
         self.report = report
         self.here = commit
 
@@ -292,7 +294,9 @@ class _Bench:
                 self._stop_server()  # after a failed run too: the next one gets a fresh server
         if said is not None or isinstance(value, str):  # (a value-less run has said why)
             return None
-        return Sample(value, with_attestations({**self.stamp, "timestamp": utc_now()}, attested))
+        return Sample(
+            value, with_attestations({**self.stamps[commit], "timestamp": utc_now()}, attested)
+        )
 
     def _failure(
         self, finished: Finished, value: float | str, server_died: str | None
@@ -332,13 +336,13 @@ class _Bench:
         return self.subjects[commit]
 
     def _count(self) -> str:
-        """`run 3/~8` where the hunt said what it plans (an estimate), else `run 3`."""
-        planned = f"/~{self.planned}" if self.planned and self.planned >= self.runs else ""
+        """`run 3/~8` while the runs are within what the hunt planned, else `run 3`."""
+        planned = f"/~{self.planned}" if self.planned >= self.runs else ""
         return f"run {self.runs}{planned}"
 
     def _left(self) -> str:
         """The time the planned runs left take at the median run's pace."""
-        if not self.planned or self.planned <= self.runs or not self.seconds:
+        if self.planned <= self.runs or not self.seconds:
             return ""
         left = (self.planned - self.runs) * statistics.median(self.seconds)
         return f" (about {_duration(left)} left)" if left >= 1 else ""
@@ -362,11 +366,10 @@ class _Bench:
         """A run that moved HEAD or edited a guarded file measured other code: stop."""
         changed = [
             path
-            for path, blob in self.stamp.get("files", {}).items()
+            for path, blob in self.stamps[commit].get("files", {}).items()
             if _blob_of(self.repo, path) != blob
         ]
         if self.head() != commit or changed:
-            self.here = None
             raise GuardFailure(
                 f"the command changed the code it measured at {commit[:10]} "
                 f"({', '.join(changed) or 'HEAD moved'}); nothing of this run is counted. A "
@@ -444,10 +447,19 @@ def _session(
             f"a {refusing} is in progress; finish it (or abort it) before measuring commits"
         )
     load_manifest(repo)  # nothing recorded: said now, before any move (and nothing to carry)
-    bench = _Bench(repo, options, progress)
+    bench = _Bench(repo, options, progress, operation.split()[0])
+
+    def note(number: int, _frame: object) -> None:
+        """Ctrl-C (and SIGTERM, SIGHUP) is passed on to the run's process group, which has a
+        session of its own and so is out of the terminal's reach; patchguard notes it, and stops
+        at the next point between runs, the server's group ended on the way out (_Bench.leave)."""
+        bench.stop_asked = True
+        if bench.child is not None:
+            bench.child.signal(number)
+
     with (
         out_of_reach_of_ctrl_c(),
-        _deferred_signals(bench),
+        signals_to(note, signal.SIGINT, signal.SIGTERM, signal.SIGHUP),
         moves.lifted(repo, operation, hunt=True) as lift,
     ):
         bench.remember_home(lift.entry)  # under the worktree's lock: no other hunt runs
@@ -459,19 +471,6 @@ def _session(
     if not lift.ok:
         problems = "; ".join(lift.report.problems() if lift.report else [])
         raise GuardFailure(f"after {operation}, the patches do not hold: {problems}")
-
-
-def _deferred_signals(bench: _Bench) -> AbstractContextManager[None]:
-    """Ctrl-C (and SIGTERM, SIGHUP) is passed on to the run's process group, which has a
-    session of its own and so is out of the terminal's reach; patchguard notes it, and stops at
-    the next point between runs, the server's group ended on the way out (_Bench.leave)."""
-
-    def note(number: int, _frame: object) -> None:
-        bench.stop_asked = True
-        if bench.child is not None:
-            bench.child.signal(number)
-
-    return signals_to(note, signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 def _commit(repo: Repo, revision: str) -> str:
@@ -492,22 +491,18 @@ def compare(
     commits = _commit(repo, a), _commit(repo, b)
     try:
         with _session(repo, options, progress, "compare") as bench:
-            bench.planned = 2 * (options.warmups + options.repeats)  # the first look's
             return _compare(bench, *commits)
     except _Stop:
         raise Interrupted(
             "interrupted: nothing was counted, and your branch, tree and patches are back as "
             "they were; to go on, run the same compare again"
         ) from None
-    except _NotCarried as refusal:
-        raise GuardFailure(_not_carried(refusal, "compare")) from None
 
 
 def _compare(bench: _Bench, a: str, b: str, kept: Kept | None = None) -> Comparison:
     options = bench.options
     runs_a, runs_b = Runs(a), Runs(b)
     for commit in sorted((a, b), key=lambda c: c != bench.head()):  # where it is first
-        bench.visit(commit)
         if _warm_up(bench, commit, options.warmups, kept):
             continue
         if options.server is not None and bench.server_failed is not None:
@@ -582,15 +577,6 @@ def _compare(bench: _Bench, a: str, b: str, kept: Kept | None = None) -> Compari
     return Comparison(options.metric, runs_a, runs_b, decision, capped, bench.runs)
 
 
-def _not_carried(refusal: _NotCarried, operation: str) -> str:
-    problems = "; ".join(refusal.problems)
-    return (
-        f"the patches do not hold at {refusal.commit[:10]}, so nothing can be measured there: "
-        f"{problems}. To carry them there: patchguard git checkout {refusal.commit[:10]}, shape "
-        f"the file, patchguard resolve NAME; then run the {operation} again"
-    )
-
-
 # --- bisect run --metric ------------------------------------------------------------------------
 
 
@@ -620,7 +606,6 @@ def bisect(repo: Repo, options: Options, progress: Callable[[str], None]) -> Hun
     kept = Kept(repo.layout.git_dir / KEPT_FILE, hunt)
     try:
         with _session(repo, options, progress, "bisect run --metric") as bench:
-            bench.planned = 2 * (options.warmups + options.repeats)  # GOOD's and BAD's first look
             bench.ran = lambda: kept.add(kind="cost", runs=1)  # at once: SIGKILL runs no finally
             found = _bisect(bench, goods[0], bad[0], (good_term, bad_term), kept)
     except _Stop:
@@ -637,10 +622,7 @@ def bisect(repo: Repo, options: Options, progress: Callable[[str], None]) -> Hun
 
 def _bisect(bench: _Bench, good: str, bad: str, terms: tuple[str, str], kept: Kept) -> Hunt:
     options = bench.options
-    try:
-        endpoints = _compare(bench, good, bad, kept)
-    except _NotCarried as refusal:
-        raise GuardFailure(_not_carried(refusal, "bisect")) from None
+    endpoints = _compare(bench, good, bad, kept)
 
     def cost() -> int:
         return kept.earlier_runs + bench.runs
@@ -655,10 +637,14 @@ def _bisect(bench: _Bench, good: str, bad: str, terms: tuple[str, str], kept: Ke
 
     def take(index: int, size: int) -> list[float] | None:
         commit = line[index]
-        if commit not in measured:
-            reason = _first_visit(bench, commit, kept)
-            if reason is not None:
-                reasons[commit] = reason
+        if commit not in measured:  # a probe's first visit: warmed up if asked (--warmups)
+            try:
+                warmed = _warm_up(bench, commit, options.probe_warmups, kept)
+            except _NotCarried as refusal:
+                reasons[commit] = str(refusal)
+                return None
+            if not warmed:
+                reasons[commit] = "the command failed here (its output is above)"
                 return None
             measured[commit] = Runs(commit, kept.samples(commit, bench.stamps[commit]))
         if not _measure(bench, measured[commit], size, kept):
@@ -713,20 +699,10 @@ def _line(repo: Repo, good: str, bad: str) -> list[str]:
     return listed
 
 
-def _first_visit(bench: _Bench, commit: str, kept: Kept) -> str | None:
-    """Move to a probe and warm it up if asked (--warmups); why it is skipped, if it is."""
-    try:
-        bench.visit(commit)
-    except _NotCarried as refusal:
-        return _not_carried(refusal, "bisect")
-    if not _warm_up(bench, commit, bench.options.probe_warmups, kept):
-        return "the command failed here (its output is above)"
-    return None
-
-
 def _warm_up(bench: _Bench, commit: str, count: int, kept: Kept | None) -> bool:
-    """The uncounted first runs at a commit (file caches, bytecode), unless a stopped hunt ran
-    them on this code already; False if one failed."""
+    """At `commit` (its patches applied, its stamp taken), the uncounted first runs (file caches,
+    bytecode), unless a stopped hunt ran them on this code already; False if one failed."""
+    bench.visit(commit)
     if not count or (kept is not None and kept.warmed(commit, bench.stamps[commit])):
         return True
     if not all(bench.run(commit, f"warm-up {n + 1}") is not None for n in range(count)):
@@ -768,12 +744,12 @@ def _steps(
                 Step(commit, "skip", measured.get(commit, Runs(commit)), None, reasons[commit])
             )
         elif index in search.posterior.evidence:
-            runs, evidence = measured[commit], search.posterior.evidence[index]
+            runs = measured[commit]
             vs_good = stats.decide_pooled(
                 good.values, runs.values, spread, min_effect_pct=options.min_effect_pct
             )
-            like = "bad" if evidence > 0 else "good"
-            steps.append(Step(commit, like, runs, vs_good, evidence=evidence))
+            like = "bad" if search.posterior.evidence[index] > 0 else "good"
+            steps.append(Step(commit, like, runs, vs_good))
     return steps
 
 

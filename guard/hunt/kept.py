@@ -93,16 +93,15 @@ class HomeNote:
         self.entry = "-"
 
     def begin(self, here: str, lift_entry: Path | None) -> str | None:
-        """Note `here` as home; return where a killed hunt left the user, if HEAD is still
-        where it left it (`here`: the commit when detached, else the branch)."""
+        """Note home: where a killed hunt left the user, returned, if HEAD is still where it left
+        it, else `here` (the commit when detached, else the branch)."""
         earlier = self.path.read_text().splitlines() if self.path.exists() else []
         if earlier[1:2] and earlier[1] != "-" and Path(earlier[1]) != lift_entry:
             journal.forget(Path(earlier[1]))
         self.entry = str(lift_entry or "-")
-        self.write(here)
-        if earlier[2:] and here in earlier[2:] and earlier[0] != here:
-            return earlier[0]
-        return None
+        back = earlier[0] if here in earlier[2:] and earlier[0] != here else None
+        self.write(back or here)
+        return back
 
     def write(self, home: str) -> None:
         self.path.write_text(f"{home}\n{self.entry}\n")

@@ -19,6 +19,7 @@ import json
 import math
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from guard.errors import ConfigError
 
@@ -137,29 +138,26 @@ def _labelled(output: str, wanted: str) -> list[str]:
 def _json_values(output: str, key: str) -> list[str]:
     """The key's value in each JSON line, or in the whole text when it is one JSON object (vLLM's
     --save-result file, indented or not); a value that is not a number as its JSON text."""
-    whole = output.strip()
-    if whole.startswith("{") and whole.endswith("}"):
-        found = _json_value(whole, key)
-        if found is not None:
-            return found
-    return [value for line in output.splitlines() for value in _json_value(line, key) or []]
+    whole = _json_object(output)
+    objects = [whole] if whole is not None else map(_json_object, output.splitlines())
+    values = [found[key] for found in objects if found is not None and key in found]
+    return [
+        repr(value)
+        if isinstance(value, int | float) and not isinstance(value, bool)
+        else json.dumps(value)
+        for value in values
+    ]
 
 
-def _json_value(text: str, key: str) -> list[str] | None:
-    """[the key's value] in one JSON object ([] without the key); None when `text` is not one."""
+def _json_object(text: str) -> dict[str, Any] | None:
+    """`text` as a JSON object; None when it is not one."""
     if not text.lstrip().startswith("{"):
         return None
     try:
         data = json.loads(text)
     except (json.JSONDecodeError, RecursionError):
         return None
-    if not isinstance(data, dict):
-        return None
-    if key not in data:
-        return []
-    value = data[key]
-    number = isinstance(value, int | float) and not isinstance(value, bool)
-    return [repr(value) if number else json.dumps(value)]
+    return data if isinstance(data, dict) else None
 
 
 def _last_number(texts: list[str]) -> float | None:

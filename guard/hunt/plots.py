@@ -29,12 +29,7 @@ def require_plotting(path: Path) -> None:
 
 def plot(comparison: Comparison, path: Path) -> None:
     """Each side's runs as points over a box: the distribution the verdict was drawn from."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    from matplotlib import pyplot
-
-    figure, axes = pyplot.subplots(figsize=(5, 4))
+    figure, axes = _figure(5.0)
     sides = (comparison.a, comparison.b)
     axes.boxplot([side.values for side in sides], widths=0.4)
     for position, side in enumerate(sides, start=1):
@@ -49,16 +44,11 @@ def plot(comparison: Comparison, path: Path) -> None:
 def plot_bisect(found: Hunt, path: Path) -> None:
     """Every run of a metric bisect at its commit, GOOD left and BAD right, the commit found
     marked: where the hunt spent its runs, and how clearly the number moved there."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    from matplotlib import pyplot
-
     good, bad = found.endpoints.a, found.endpoints.b
     order = [good.commit, *found.line] if found.line else [good.commit, bad.commit]
     runs = {good.commit: good.values, bad.commit: bad.values}
     runs.update({step.commit: step.runs.values for step in found.steps})
-    figure, axes = pyplot.subplots(figsize=(max(5.0, 0.45 * len(order) + 2), 4))
+    figure, axes = _figure(max(5.0, 0.45 * len(order) + 2))
     for position, commit in enumerate(order):
         values = runs.get(commit, [])
         colour = "tab:red" if commit == found.first_changed else "tab:blue"
@@ -73,6 +63,16 @@ def plot_bisect(found: Hunt, path: Path) -> None:
     title = f"{found.verdict}: {found.first_changed[:10]}" if found.first_changed else found.verdict
     axes.set_title(f"{title} ({measured} runs counted, {found.runs} in all)")
     _save(figure, path)
+
+
+def _figure(width: float) -> tuple[Any, Any]:
+    """A figure drawn off screen (no display needed) and its axes."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot
+
+    return pyplot.subplots(figsize=(width, 4))
 
 
 def _save(figure: Any, path: Path) -> None:

@@ -5,8 +5,7 @@ a tokenizer pool, a shell's background job). Started with `start_new_session=Tru
 leads a process group that holds all of them unless one moved itself into another session; ending
 the group (SIGTERM, a grace period, SIGKILL) ends every one, and the hunt waits until none is
 left before it moves on. Without that, a helper reparented to PID 1 keeps the server's port (the
-next server cannot bind, the old one answers) or the output pipe open (every run then waits for
-it). Processes that escaped into another session cannot be found by their group: a port they
+next server cannot bind, the old one answers) or the GPUs' memory. Processes that escaped into another session cannot be found by their group: a port they
 still hold is named by `port_holder` instead.
 
 Linux's /proc is read where it helps: a group whose last members are zombies (a PID 1 that does
@@ -17,10 +16,10 @@ from __future__ import annotations
 
 import contextlib
 import os
-import select
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -79,7 +78,7 @@ class Group:
             return True
         except PermissionError:
             pass
-        return not live_members(self.pgid)
+        return not _any_alive(self.pgid)
 
     def end(self) -> bool:
         """SIGTERM to the whole group, SIGKILL after GRACE_SECONDS; True once none of it is left."""
@@ -101,17 +100,15 @@ def _wait_until(condition: Callable[[], bool], seconds: float) -> bool:
     return True
 
 
-def live_members(pgid: int) -> list[int]:
-    """The processes of group `pgid` that are not zombies ([pgid] where there is no /proc to
-    tell: then the kill(2) probe alone decides, see Group.gone)."""
+def _any_alive(pgid: int) -> bool:
+    """Whether a process of group `pgid` is not a zombie (True where there is no /proc to tell:
+    then the kill(2) probe alone decides, see Group.gone)."""
     if not _PROC.is_dir():
-        return [pgid]
-    found = []
-    for entry in _PROC.iterdir():
-        fields = _stat(entry) if entry.name.isdigit() else None
-        if fields and int(fields[2]) == pgid and fields[0] not in ("Z", "X"):
-            found.append(int(entry.name))
-    return found
+        return True
+    found = (_stat(entry) for entry in _PROC.iterdir() if entry.name.isdigit())
+    return any(
+        fields and int(fields[2]) == pgid and fields[0] not in ("Z", "X") for fields in found
+    )
 
 
 def _stat(entry: Path) -> list[str] | None:
@@ -138,80 +135,52 @@ def run_grouped(
     stop_asked: Callable[[], bool],
     started: Callable[[Group | None], None],
 ) -> Finished:
-    """Run `argv` in a session of its own, read its output until the command itself exits, then
-    end the rest of its group and stop reading: a helper that keeps the pipe open does not make
-    the run wait. Past `timeout` seconds, or `GRACE_SECONDS` after a stop was asked (the signal
-    went to the group first), the whole group is ended. `started` is told the group (for the
-    signal handler to pass signals on), and None once it is over."""
-    try:
-        group = Group(argv, cwd, env, subprocess.PIPE)
-    except OSError as error:
-        raise ConfigError(f"cannot start {argv[0]}: {error.strerror}") from None
-    assert group.popen.stdout is not None
-    pipe = group.popen.stdout.fileno()
-    os.set_blocking(pipe, False)
-    chunks: list[bytes] = []
-    start = time.monotonic()
-    stop_since: float | None = None
-    timed_out = False
-    reading = True  # until the pipe's end (a command may close its output and go on)
-    started(group)
-    try:
-        while not group.exited():
-            now = time.monotonic()
-            if timeout is not None and now - start > timeout:
-                timed_out = True
-                break
-            if stop_asked():
-                stop_since = now if stop_since is None else stop_since
-                if now - stop_since > GRACE_SECONDS:
+    """Run `argv` in a session of its own until the command itself exits, then end the rest of
+    its group. Its output goes to a file, not a pipe: a helper that keeps it open does not make
+    the run wait, and what helpers write once the command exited is not its output. Past
+    `timeout` seconds, or `GRACE_SECONDS` after a stop was asked (the signal went to the group
+    first), the whole group is ended. `started` is told the group (for the signal handler to
+    pass signals on), and None once it is over."""
+    with tempfile.TemporaryFile() as output:
+        try:
+            group = Group(argv, cwd, env, output)
+        except OSError as error:
+            raise ConfigError(f"cannot start {argv[0]}: {error.strerror}") from None
+        start = time.monotonic()
+        stop_since: float | None = None
+        timed_out = False
+        started(group)
+        try:
+            while not group.exited():
+                now = time.monotonic()
+                if timeout is not None and now - start > timeout:
+                    timed_out = True
                     break
-            if reading:
-                with contextlib.suppress(InterruptedError):
-                    select.select([pipe], [], [], 0.1)
-                reading = _drain(pipe, chunks)
-            else:
+                if stop_asked():
+                    stop_since = now if stop_since is None else stop_since
+                    if now - stop_since > GRACE_SECONDS:
+                        break
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     group.popen.wait(0.1)
-        if reading:
-            _drain(pipe, chunks)
-    finally:
-        group.end()
-        started(None)
-        group.popen.stdout.close()
-    output = b"".join(chunks).decode(errors="replace")
+            written = os.lseek(output.fileno(), 0, os.SEEK_CUR)  # the group shares the offset
+        finally:
+            group.end()
+            started(None)
+        text = os.pread(output.fileno(), written, 0).decode(errors="replace")
     status = group.status if group.exited() else 128 + signal.SIGKILL
-    return Finished(status, output, timed_out)
-
-
-def _drain(pipe: int, chunks: list[bytes]) -> bool:
-    """What the pipe holds now, without waiting for more; False at its end."""
-    while True:
-        try:
-            data = os.read(pipe, 65536)
-        except BlockingIOError:
-            return True
-        if not data:
-            return False
-        chunks.append(data)
+    return Finished(status, text, timed_out)
 
 
 # --- ports ---------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Holder:
-    pid: int | None  # None: a listener patchguard cannot trace (another user's, no /proc)
-    command: str
-    group: int | None = None  # its process group: a server's, with its workers
-
-
-def port_holder(host: str, port: int) -> Holder | None:
-    """Who listens on `port`, or None when it is free. Read from /proc/net/tcp{,6} and the
-    processes' socket descriptors on Linux; elsewhere a connection attempt to `host` decides."""
+def port_holder(host: str, port: int) -> str | None:
+    """Who listens on `port` and how to stop it, or None when it is free. Read from
+    /proc/net/tcp{,6} and the processes' socket descriptors on Linux; elsewhere a connection
+    attempt to `host` decides."""
     tables = [_PROC / "net" / name for name in ("tcp", "tcp6")]
     if not any(table.exists() for table in tables):
-        return Holder(None, "") if _answers(host, port) else None
+        return _held_by(port, None) if _answers(host, port) else None
     inodes = set()
     for table in tables:
         with contextlib.suppress(OSError):
@@ -229,16 +198,8 @@ def port_holder(host: str, port: int) -> Holder | None:
             for fd in (entry / "fd").iterdir():
                 with contextlib.suppress(OSError):
                     if os.readlink(fd) in inodes:
-                        stat = _stat(entry)
-                        group = int(stat[2]) if stat else None
-                        return Holder(int(entry.name), _command_line(entry), group)
-    return Holder(None, "")
-
-
-def _command_line(entry: Path) -> str:
-    with contextlib.suppress(OSError):
-        return (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-    return ""
+                        return _held_by(port, entry)
+    return _held_by(port, None)
 
 
 def _answers(host: str, port: int) -> bool:
@@ -249,18 +210,24 @@ def _answers(host: str, port: int) -> bool:
         return False
 
 
-def describe_holder(port: int, holder: Holder) -> str:
-    if holder.pid is None:
+def _held_by(port: int, entry: Path | None) -> str:
+    """The listener's process (None: one patchguard cannot trace, another user's or without
+    /proc) and the line that stops it."""
+    if entry is None:
         return f"port {port} is in use by a process patchguard cannot see; stop it first"
-    command = holder.command.strip()
+    command = ""
+    with contextlib.suppress(OSError):
+        command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    command = command.strip()
     shown = command if len(command) <= 80 else command[:77] + "..."
     # The whole group (a server left by a hunt killed outright: sglang's launcher with its
     # schedulers, in the session the hunt gave it), or its workers live on with the GPUs'
     # memory; never patchguard's own group (nor init's).
-    group = holder.group
+    stat = _stat(entry)
+    group = int(stat[2]) if stat else None
     whole = group is not None and group not in (1, os.getpgrp())
-    stop = f"kill -- -{group}" if whole else f"kill {holder.pid}"
+    stop = f"kill -- -{group}" if whole else f"kill {entry.name}"
     return (
-        f"port {port} is held by pid {holder.pid} ({shown}), left from an earlier run? "
+        f"port {port} is held by pid {entry.name} ({shown}), left from an earlier run? "
         f"stop it: {stop}"
     )

@@ -29,7 +29,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from guard.errors import GuardFailure
-from guard.hunt.processes import Group, describe_holder, port_holder
+from guard.hunt.processes import Group, port_holder
 
 SERVER_LOG = "patchguard-server.log"  # in the worktree's git dir, rewritten at each start
 _PORT_FREE_WITHIN = 5.0  # after the group is gone: a listener's socket closes with its last
@@ -86,7 +86,7 @@ class Server:
             holder = port_holder(*address)
             if holder is not None:
                 raise GuardFailure(
-                    f"{describe_holder(address[1], holder)}; nothing was measured (a server "
+                    f"{holder}; nothing was measured (a server "
                     "already there would answer in place of the one started from the checkout)"
                 )
         self.gpu_before = _gpu_memory()
@@ -148,7 +148,7 @@ class Server:
             while (holder := port_holder(*address)) is not None:
                 if time.monotonic() > deadline:
                     raise GuardFailure(
-                        f"the server was stopped, but {describe_holder(address[1], holder)} "
+                        f"the server was stopped, but {holder} "
                         "(a process that left the server's session cannot be stopped with it)"
                     )
                 time.sleep(_POLL)
