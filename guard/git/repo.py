@@ -92,7 +92,7 @@ class Repo:
         self.manifest_bytes = b""
         self._reader: subprocess.Popen[bytes] | None = None  # git cat-file --batch (read_objects)
         self._blobs: dict[str, bytes] = {}
-        self._index: tuple[str | None, IndexFile | None] | None = None  # (checksum, index_file)
+        self._index: IndexFile | None = None  # see index_file
 
     @cached_property
     def git(self) -> pygit2.Repository:
@@ -317,27 +317,17 @@ class Repo:
         When git's index is that commit's tree (as a commit or a checkout leaves it), the index
         names each file's blob and git reads it by id, walking no trees: a third of the cost.
         """
-        ids = self._blob_ids_in_index(commit, paths)
-        wanted = [path for path in paths if ids is None or ids[path] is not None]
-        names = [f"{commit}:{path}" if ids is None else str(ids[path]) for path in wanted]
+        index, ids = self.index_file, None
+        found = index.tree_entries(str(self.layout.common_dir), commit, paths) if index else None
+        if found is not None:  # the index is that tree: it names each file's blob
+            ids = {path: oid for _, kind, oid, path in found if kind == "blob"}
+        wanted = [path for path in paths if ids is None or path in ids]
+        names = [f"{commit}:{path}" if ids is None else ids[path] for path in wanted]
         files: dict[str, bytes | None] = dict.fromkeys(paths)
         for path, item in zip(wanted, self.read_objects(names), strict=True):
             if item is not None and item[1] == "blob":
                 self._blobs[item[0]] = files[path] = item[2]
         return files
-
-    def _blob_ids_in_index(self, commit: str, paths: Sequence[str]) -> dict[str, str | None] | None:
-        """The blob id of each path in `commit` (None: no such file), from git's index when it
-        is that commit's tree (guard.git.index_file); None when the index cannot say."""
-        index = self.index_file
-        if index is None:
-            return None
-        found = index.tree_entries(str(self.layout.common_dir), commit, paths)
-        if found is None:
-            return None
-        ids: dict[str, str | None] = dict.fromkeys(paths)
-        ids.update((path, oid) for _, kind, oid, path in found if kind == "blob")
-        return ids
 
     @property
     def index_file(self) -> IndexFile | None:
@@ -347,10 +337,9 @@ class Repo:
         read, under their own checksum, so a read that git replaced meanwhile is never wrong."""
         git_dir = str(self.layout.git_dir)
         now = index_checksum(git_dir)
-        if self._index is None or now is None or self._index[0] != now:
-            index = IndexFile.read(git_dir)
-            self._index = (None if index is None else index.checksum, index)
-        return self._index[1]
+        if self._index is None or now is None or self._index.checksum != now:
+            self._index = IndexFile.read(git_dir)
+        return self._index
 
     def file_at(self, commit: str, path: str) -> bytes | None:
         """The file in a commit's tree, or None when it has no such file (or is no file)."""
