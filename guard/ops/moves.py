@@ -31,7 +31,6 @@ from guard.ops.bisect_status import (
     EXIT_BISECT_STOPPED,
     GO_ON,
     INTERRUPTED,
-    STOPPED_SUFFIX,
     StepResult,
 )
 from guard.ops.install import isolated_command
@@ -53,16 +52,16 @@ STEP_DECIDED = "patchguard-bisect-step"  # in the worktree's git dir: the status
 # a step killed by a signal, or a Python that cannot start patchguard, ends with a status of its
 # own (1 for a traceback) that git would read as "bad". $1: the file, then the step's argv. It
 # travels in the environment, so git's "running ..." line stays short. A step that stops git
-# leaves why in the file beside it (STOPPED_SUFFIX), for `bisect run`'s own exit status.
+# without deciding writes down why in that file itself (130: interrupted, else 128), for
+# `bisect run`'s own exit status.
 WRAPPER_VARIABLE = "PATCHGUARD_BISECT_STEP"
 STEP_WRAPPER = (
-    f'decided=$1; stopped=$1{STOPPED_SUFFIX}; shift; rm -f "$decided" "$stopped"; "$@"; '
-    "status=$?\n"
+    'decided=$1; shift; rm -f "$decided"; "$@"; status=$?\n'
     'if [ "$(cat "$decided" 2>/dev/null)" = "$status" ]; then exit "$status"; fi\n'
-    f'if [ "$status" = {INTERRUPTED} ]; then echo interrupted >"$stopped"; '
+    f'if [ "$status" = {INTERRUPTED} ]; then echo {INTERRUPTED} >"$decided"; '
     'why="was interrupted (Ctrl-C) before patchguard decided anything"\n'
-    'else echo stopped >"$stopped"; why="ended with status $status before patchguard decided '
-    'anything (killed by a signal, or patchguard could not start)"; fi\n'
+    f'else echo {BISECT_ABORT} >"$decided"; why="ended with status $status before patchguard '
+    'decided anything (killed by a signal, or patchguard could not start)"; fi\n'
     'echo "patchguard: bisect step at $(git rev-parse --short HEAD) $why, aborting the bisect. '
     f'{GO_ON}" >&2\n'
     "exit 128\n"
@@ -274,24 +273,16 @@ def bisect_run(repo: Repo, command: Sequence[str], log: Path | None) -> tuple[in
         with _step_lock(repo, "bisect run"):
             pass  # after a Ctrl-C git is gone at once; a step may still be lifting: wait for it
         lift.skipped = _skipped_by_bisect(repo)
+        last = decided.read_text().strip() if decided.exists() else ""  # the last step's status
         decided.unlink(missing_ok=True)
-        stopped = _stopped_path(decided)
-        why = stopped.read_text().strip() if stopped.exists() else None
-        stopped.unlink(missing_ok=True)
-    if status == EXIT_INTERRUPTED or why == "interrupted":
+    if status == EXIT_INTERRUPTED or last == str(INTERRUPTED):
         return EXIT_INTERRUPTED, lift
-    return (EXIT_BISECT_STOPPED if why is not None else status), lift
-
-
-def _stopped_path(decided: Path) -> Path:
-    return decided.with_name(decided.name + STOPPED_SUFFIX)
+    stopped = last.isdigit() and int(last) > 127  # as StepResult.stops_git: git stopped there
+    return (EXIT_BISECT_STOPPED if stopped else status), lift
 
 
 def decide(decided: Path, result: StepResult) -> None:
-    """Tell the step's wrapper the status decided, and `bisect run` why a step stops git."""
-    if result.stops_git:
-        why = "interrupted" if result.status == INTERRUPTED else "stopped"
-        _stopped_path(decided).write_text(why + "\n")
+    """Tell the step's wrapper the status decided (and `bisect run`, when it stops git)."""
     decided.write_text(str(result.status))
 
 
