@@ -181,20 +181,19 @@ def run_git_lifted(repo: Repo, args: Sequence[str], cwd: Path) -> tuple[int, Lif
     (guard.tree.stashes); the patch comes back with the others.
     """
     with lifted(repo, "git " + " ".join(args[:2])) as lift:
-        stash = None
+        commands: list[Sequence[str]] = [args]
         if args and args[0] == "stash" and repo.layout.manifest_path.exists():
             from guard.tree import stashes  # only a stash command loads it (and the assessment)
 
             stash = stashes.plan(repo, args)
-        if stash is None:
-            status = run_git(args, cwd, passthrough=True, env=_hold(repo)).returncode
-        else:
-            lift.stash_held = stash.patches
-            status = 0
-            if stash.apply is not None:  # a stash of nothing but the patches has nothing else
-                status = run_git(stash.apply, cwd, passthrough=True, env=_hold(repo)).returncode
-            if status == 0 and stash.drop is not None:
-                status = run_git(stash.drop, cwd, passthrough=True, env=_hold(repo)).returncode
+            if stash is not None:  # a stash of nothing but the patches has nothing to apply
+                lift.stash_held = stash.patches
+                commands = [c for c in (stash.apply, stash.drop) if c is not None]
+        status = 0
+        for command in commands:  # each only once the one before it succeeded
+            status = run_git(command, cwd, passthrough=True, env=_hold(repo)).returncode
+            if status != 0:
+                break
         if status != 0:
             lift.hint = _carry_edits_hint(repo, args)
     return status, lift
