@@ -75,39 +75,33 @@ def handled(run: Callable[[], int], crash_dir: Callable[[], str]) -> int:
     except BrokenPipeError:  # `patchguard show | head -1`: the reader had enough
         silence_stdout()
         return EXIT_OK
-    except _click_exceptions() as error:
-        return _click_code(error)
     except Exception as error:  # the one place that catches everything, to report it
+        clicked = _click_code(error)
+        if clicked is not None:
+            return clicked
         print(f"patchguard: {one_line(error, crash_dir)}", file=sys.stderr)
         return EXIT_INTERNAL
 
 
-def _click_exceptions() -> tuple[type[Exception], ...]:
-    """click's own ends of a command, when click was imported (the hooks and `check --quiet`
-    never import it, so this module does not either): none before."""
+def _click_code(error: Exception) -> int | None:
+    """click's own end of a command under the contract, when click was imported (the hooks and
+    `check --quiet` never import it, so this module does not either): --help and --version exit
+    as they ask (0), a usage error says so in click's words (2), an abort (Ctrl-C at click's
+    prompt) is an interrupt. None for any other exception."""
     import sys
 
     click = sys.modules.get("click")
     if click is None:
-        return ()
-    return (click.exceptions.Exit, click.exceptions.Abort, click.exceptions.ClickException)
-
-
-def _click_code(error: Exception) -> int:
-    """click's end under the contract: --help and --version exit as they ask (0), a usage
-    error says so in click's words (2), an abort (Ctrl-C at click's prompt) is an interrupt."""
-    import sys
-
-    import click
-
+        return None
     if isinstance(error, click.exceptions.Exit):
-        return error.exit_code
+        return int(error.exit_code)
     if isinstance(error, click.exceptions.Abort):
         print(INTERRUPTED_MESSAGE, file=sys.stderr)
         return EXIT_INTERRUPTED
-    assert isinstance(error, click.exceptions.ClickException)
-    error.show()
-    return error.exit_code
+    if isinstance(error, click.exceptions.ClickException):
+        error.show()
+        return int(error.exit_code)
+    return None
 
 
 def silence_stdout() -> None:

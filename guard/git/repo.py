@@ -9,7 +9,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from guard.errors import ConfigError
 from guard.git.atomic import atomic_write, remove_stale_temporaries
@@ -39,36 +39,18 @@ _BINARY_SNIFF = 8000
 _BATCH = 128  # names per `git cat-file --batch` round trip: well under a pipe's 64 KiB
 
 
-class MergeResult:
-    """A 3-way merge of one file; `content` has conflict markers when not `clean`.
+class MergeResult(NamedTuple):
+    """A 3-way merge of one file; `content` has conflict markers when not `clean`."""
 
-    Plain classes here, not dataclasses: see guard.git.gitdir.Layout.
-    """
-
-    __slots__ = ("clean", "content")
-
-    def __init__(self, clean: bool, content: bytes) -> None:
-        self.clean = clean
-        self.content = content
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, MergeResult) and (self.clean, self.content) == (
-            other.clean,
-            other.content,
-        )
-
-    def __repr__(self) -> str:
-        return f"MergeResult(clean={self.clean!r}, content={self.content!r})"
+    clean: bool
+    content: bytes
 
 
-class FileDiff:
+class FileDiff(NamedTuple):
     """A diff's text, and the line numbers (in the new file) of the lines it adds."""
 
-    __slots__ = ("added_lines", "text")
-
-    def __init__(self, text: str, added_lines: set[int]) -> None:
-        self.text = text
-        self.added_lines = added_lines
+    text: str
+    added_lines: set[int]
 
 
 def _record_instead(path: str, refusal: UnsafePath) -> str:
@@ -85,77 +67,6 @@ def _record_instead(path: str, refusal: UnsafePath) -> str:
 def is_binary(data: bytes) -> bool:
     """git's own heuristic: a NUL byte near the start."""
     return b"\0" in data[:_BINARY_SNIFF]
-
-
-class _Objects:
-    """Reads git objects through one `git cat-file --batch`, started on first use.
-
-    The hooks need a few blobs: one long-lived git process answers them, where loading
-    libgit2 would cost more than the reads.
-    """
-
-    def __init__(self, workdir: Path) -> None:
-        self._workdir = workdir
-        self._process: subprocess.Popen[bytes] | None = None
-
-    def read(self, name: str) -> tuple[str, str, bytes] | None:
-        """(object id, type, content) for `HEAD`, `HEAD:path`, `<commit>:path` or an id."""
-        return self.read_many([name])[0]
-
-    def read_many(self, names: Sequence[str]) -> list[tuple[str, str, bytes] | None]:
-        """`read` for each name, the questions written together: one round trip per batch
-        rather than one per object, however many files a command assesses."""
-        process = self._process or self._start()
-        assert process.stdin is not None and process.stdout is not None
-        found: list[tuple[str, str, bytes] | None] = []
-        # Batches small enough for the pipe: git answers only after it read every question.
-        for start in range(0, len(names), _BATCH):
-            batch = names[start : start + _BATCH]
-            try:
-                process.stdin.write(
-                    b"".join(name.encode("utf-8", "surrogateescape") + b"\0" for name in batch)
-                )
-                process.stdin.flush()
-            except BrokenPipeError:  # git is gone: not a reader of our output that had enough
-                raise self._stopped(batch[0]) from None
-            found += [self._answer(process.stdout, name) for name in batch]
-        return found
-
-    def _answer(self, output: IO[bytes], name: str) -> tuple[str, str, bytes] | None:
-        line = output.readline()
-        if not line:
-            raise self._stopped(name)
-        header = line.split()
-        if len(header) != 3 or not header[2].isdigit():
-            return None  # "<name> missing" or "ambiguous"
-        content = output.read(int(header[2]))
-        if len(content) != int(header[2]) or output.read(1) != b"\n":  # git ended halfway
-            raise self._stopped(name)
-        return header[0].decode(), header[1].decode(), content
-
-    def _stopped(self, name: str) -> ConfigError:
-        return ConfigError(
-            f"`git cat-file` stopped while reading {name} in {self._workdir}; run "
-            "`git status` there to see what is wrong with the repository"
-        )
-
-    def _start(self) -> subprocess.Popen[bytes]:
-        import subprocess
-
-        command = ["git", "cat-file", "--batch", "-z"]
-        try:
-            self._process = subprocess.Popen(
-                command,
-                cwd=self._workdir,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.DEVNULL,
-                start_new_session=True,  # Ctrl-C meant for git must not end our reader
-            )
-        except OSError as error:
-            raise cannot_run(command, error) from None
-        weakref.finalize(self, _stop, self._process)
-        return self._process
 
 
 def _stop(process: subprocess.Popen[bytes]) -> None:
@@ -179,9 +90,9 @@ class Repo:
         self.layout = layout
         self.workdir = layout.workdir
         self.manifest_bytes = b""
-        self._objects = _Objects(layout.workdir)
+        self._reader: subprocess.Popen[bytes] | None = None  # git cat-file --batch (read_objects)
         self._blobs: dict[str, bytes] = {}
-        self._index: tuple[str | None, IndexFile | None] | None = None  # (checksum, index_file)
+        self._index: IndexFile | None = None  # see index_file
 
     @cached_property
     def git(self) -> pygit2.Repository:
@@ -223,7 +134,7 @@ class Repo:
     def prefetch(self, oids: Iterable[str]) -> None:
         """Read every blob a command will need in one batch (see blob)."""
         wanted = sorted({oid for oid in oids if oid not in self._blobs})
-        for oid, found in zip(wanted, self._objects.read_many(wanted), strict=True):
+        for oid, found in zip(wanted, self.read_objects(wanted), strict=True):
             if found is not None and found[1] == "blob":
                 self._blobs[oid] = found[2]
 
@@ -235,7 +146,7 @@ class Repo:
         """A blob by id, read once per command: an id names the same bytes forever."""
         if oid in self._blobs:
             return self._blobs[oid]
-        found = self._objects.read(oid)
+        found = self.read_object(oid)
         if found is None:
             raise ConfigError(
                 f"blob {oid} is missing from the object store of {self.layout.common_dir} "
@@ -294,14 +205,68 @@ class Repo:
         return self.object_id(f"{rev}^{{tree}}", "tree")
 
     def read_object(self, name: str) -> tuple[str, str, bytes] | None:
-        """(id, type, content) of what `name` names, through the batched `git cat-file`."""
-        return self._objects.read(name)
+        """(id, type, content) of what `name` names: `HEAD`, `HEAD:path`, `<commit>:path`, an id."""
+        return self.read_objects([name])[0]
 
     def read_objects(self, names: Sequence[str]) -> list[tuple[str, str, bytes] | None]:
-        return self._objects.read_many(names)
+        """`read_object` of each name through one `git cat-file --batch`, started on first use
+        (the hooks need a few blobs: one long-lived git process answers them, where loading
+        libgit2 would cost more than the reads). The questions are written together: one round
+        trip per batch rather than one per object, however many files a command assesses."""
+        process = self._reader or self._start_reader()
+        assert process.stdin is not None and process.stdout is not None
+        found: list[tuple[str, str, bytes] | None] = []
+        # Batches small enough for the pipe: git answers only after it read every question.
+        for start in range(0, len(names), _BATCH):
+            batch = names[start : start + _BATCH]
+            try:
+                process.stdin.write(
+                    b"".join(name.encode("utf-8", "surrogateescape") + b"\0" for name in batch)
+                )
+                process.stdin.flush()
+            except BrokenPipeError:  # git is gone: not a reader of our output that had enough
+                raise self._reader_stopped(batch[0]) from None
+            found += [self._answer(process.stdout, name) for name in batch]
+        return found
+
+    def _answer(self, output: IO[bytes], name: str) -> tuple[str, str, bytes] | None:
+        line = output.readline()
+        if not line:
+            raise self._reader_stopped(name)
+        header = line.split()
+        if len(header) != 3 or not header[2].isdigit():
+            return None  # "<name> missing" or "ambiguous"
+        content = output.read(int(header[2]))
+        if len(content) != int(header[2]) or output.read(1) != b"\n":  # git ended halfway
+            raise self._reader_stopped(name)
+        return header[0].decode(), header[1].decode(), content
+
+    def _reader_stopped(self, name: str) -> ConfigError:
+        return ConfigError(
+            f"`git cat-file` stopped while reading {name} in {self.workdir}; run "
+            "`git status` there to see what is wrong with the repository"
+        )
+
+    def _start_reader(self) -> subprocess.Popen[bytes]:
+        import subprocess
+
+        command = ["git", "cat-file", "--batch", "-z"]
+        try:
+            self._reader = subprocess.Popen(
+                command,
+                cwd=self.workdir,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,  # Ctrl-C meant for git must not end our reader
+            )
+        except OSError as error:
+            raise cannot_run(command, error) from None
+        weakref.finalize(self, _stop, self._reader)
+        return self._reader
 
     def object_id(self, rev: str, kind: str) -> str | None:
-        found = self._objects.read(rev)
+        found = self.read_object(rev)
         return found[0] if found is not None and found[1] == kind else None
 
     def head_commit_id(self) -> str:
@@ -352,27 +317,17 @@ class Repo:
         When git's index is that commit's tree (as a commit or a checkout leaves it), the index
         names each file's blob and git reads it by id, walking no trees: a third of the cost.
         """
-        ids = self._blob_ids_in_index(commit, paths)
-        wanted = [path for path in paths if ids is None or ids[path] is not None]
-        names = [f"{commit}:{path}" if ids is None else str(ids[path]) for path in wanted]
+        index, ids = self.index_file, None
+        found = index.tree_entries(str(self.layout.common_dir), commit, paths) if index else None
+        if found is not None:  # the index is that tree: it names each file's blob
+            ids = {path: oid for _, kind, oid, path in found if kind == "blob"}
+        wanted = [path for path in paths if ids is None or path in ids]
+        names = [f"{commit}:{path}" if ids is None else ids[path] for path in wanted]
         files: dict[str, bytes | None] = dict.fromkeys(paths)
-        for path, item in zip(wanted, self._objects.read_many(names), strict=True):
+        for path, item in zip(wanted, self.read_objects(names), strict=True):
             if item is not None and item[1] == "blob":
                 self._blobs[item[0]] = files[path] = item[2]
         return files
-
-    def _blob_ids_in_index(self, commit: str, paths: Sequence[str]) -> dict[str, str | None] | None:
-        """The blob id of each path in `commit` (None: no such file), from git's index when it
-        is that commit's tree (guard.git.index_file); None when the index cannot say."""
-        index = self.index_file
-        if index is None:
-            return None
-        found = index.tree_entries(str(self.layout.common_dir), commit, paths)
-        if found is None:
-            return None
-        ids: dict[str, str | None] = dict.fromkeys(paths)
-        ids.update((path, oid) for _, kind, oid, path in found if kind == "blob")
-        return ids
 
     @property
     def index_file(self) -> IndexFile | None:
@@ -382,14 +337,13 @@ class Repo:
         read, under their own checksum, so a read that git replaced meanwhile is never wrong."""
         git_dir = str(self.layout.git_dir)
         now = index_checksum(git_dir)
-        if self._index is None or now is None or self._index[0] != now:
-            index = IndexFile.read(git_dir)
-            self._index = (None if index is None else index.checksum, index)
-        return self._index[1]
+        if self._index is None or now is None or self._index.checksum != now:
+            self._index = IndexFile.read(git_dir)
+        return self._index
 
     def file_at(self, commit: str, path: str) -> bytes | None:
         """The file in a commit's tree, or None when it has no such file (or is no file)."""
-        found = self._objects.read(f"{commit}:{path}")
+        found = self.read_object(f"{commit}:{path}")
         return found[2] if found is not None and found[1] == "blob" else None
 
     def file_blob_id(self, commit: str, path: str) -> str | None:
@@ -398,7 +352,7 @@ class Repo:
 
     def stash_paths(self) -> list[str]:
         """The tracked files stash@{0} changes (against the commit it was made on)."""
-        if self._objects.read("refs/stash") is None:
+        if self.read_object("refs/stash") is None:
             return []
         listing = run_git(
             ["diff", "--no-renames", "--name-only", "-z", "stash@{0}^1", "stash@{0}"], self.workdir
@@ -536,7 +490,7 @@ class Repo:
 
     def _index_has_cr(self, path: str) -> bool:
         """git leaves a CRLF file alone when the index holds it with CRs ("safer autocrlf")."""
-        found = self._objects.read(f":{path}")
+        found = self.read_object(f":{path}")
         return found is not None and b"\r" in found[2]
 
     def delete_file(self, path: str) -> None:

@@ -101,7 +101,7 @@ class AttestedRun:
     """One run's directory: the guard, its config, and the records its processes write."""
 
     def __init__(self, repo: Repo, report: CheckReport) -> None:
-        self.files = guarded_files(repo, report)
+        self.files, config = _guard_config(repo, report)
         self.directory = Path(tempfile.mkdtemp(prefix="patchguard-run-"))
         self.key = secrets.token_bytes(32)
         (self.directory / "records").mkdir()
@@ -110,14 +110,7 @@ class AttestedRun:
         # PYTHONDONTWRITEBYTECODE (many images set it) no process of the run writes it, and each
         # compiled the guard again, most of what it may cost a process.
         py_compile.compile(str(self.directory / GUARD_NAME), doraise=True)
-        lines = []
-        for real, (module, blob, definitions) in self.files.items():
-            lines.append(f"F\t{real}\t{module}\t{blob}")
-            lines += [f"N\t{real}\t{name}" for name in _longer_names(real, module, repo.workdir)]
-            for qualname, kind, starts in definitions:
-                numbers = ",".join(str(n) for n in sorted(starts))
-                lines.append(f"D\t{real}\t{qualname}\t{kind}\t{numbers}")
-        (self.directory / "config").write_text("\n".join(lines) + "\n", encoding="utf-8")
+        (self.directory / "config").write_text("\n".join(config) + "\n", encoding="utf-8")
 
     def environment(self, base: dict[str, str]) -> dict[str, str]:
         """`base` with the guard first on PYTHONPATH and the run's directory and key."""
@@ -215,38 +208,36 @@ class AttestedRun:
         shutil.rmtree(self.directory, ignore_errors=True)
 
 
-def guarded_files(
-    repo: Repo, report: CheckReport
-) -> dict[str, tuple[str, str, list[tuple[str, str, set[int]]]]]:
-    """Each guarded file by real path: its module name, the blob id of its bytes on disk (what
-    Python reads: with core.autocrlf or an eol attribute, not the content git and the check
-    see), and each required definition (qualname, kind, the lines where Python's code object
-    starts)."""
+def _guard_config(repo: Repo, report: CheckReport) -> tuple[list[str], list[str]]:
+    """The guarded files by real path, and the guard's config lines for them: each file's
+    module name and the blob id of its bytes on disk (what Python reads: with core.autocrlf or
+    an eol attribute, not the content git and the check see), its longer names, and each
+    required definition (qualname, kind, the lines where Python's code object starts)."""
     tree = Worktree(repo)
-    paths = {f.path for v in report.patches for f in v.files}
     specs = [parse_spec(s.spec) for s in report.symbols]
-    paths |= {tree.renamed(spec.path) for spec in specs}
-    files: dict[str, tuple[str, str, list[tuple[str, str, set[int]]]]] = {}
-    by_path: dict[str, str] = {}
+    required = [(tree.renamed(spec.path), spec.qualname) for spec in specs]
+    paths = {f.path for v in report.patches for f in v.files} | {path for path, _ in required}
+    files, lines = [], []
     for path in sorted(paths):
         raw = tree.raw(path)
         if raw is None or not path.endswith(".py"):
             continue
         real = str((repo.workdir / path).resolve())
-        files[real] = (module_of(repo.workdir, path)[0], blob_id(raw), [])
-        by_path[path] = real
-    for spec in specs:
-        path = tree.renamed(spec.path)
-        content = tree.read(path)
-        if path not in by_path or content is None:
-            continue
-        with contextlib.suppress(SourceSyntaxError):  # the check says it already
-            definitions = tree.symbols(content, path).find(spec.qualname)
-            if definitions:
-                kind = definitions[-1].kind
-                starts = {d.start_lineno for d in definitions}
-                files[by_path[path]][2].append((spec.qualname, kind, starts))
-    return files
+        module = module_of(repo.workdir, path)[0]
+        files.append(real)
+        lines.append(f"F\t{real}\t{module}\t{blob_id(raw)}")
+        lines += [f"N\t{real}\t{name}" for name in _longer_names(real, module, repo.workdir)]
+        for where, qualname in required:
+            content = tree.read(path) if where == path else None
+            if content is None:
+                continue
+            with contextlib.suppress(SourceSyntaxError):  # the check says it already
+                definitions = tree.symbols(content, path).find(qualname)
+                if definitions:
+                    starts = sorted({d.start_lineno for d in definitions})
+                    numbers = ",".join(str(n) for n in starts)
+                    lines.append(f"D\t{real}\t{qualname}\t{definitions[-1].kind}\t{numbers}")
+    return files, lines
 
 
 def _longer_names(real: str, module: str, workdir: Path) -> list[str]:

@@ -15,7 +15,6 @@ INTERRUPTED = 130  # a step's command ended by Ctrl-C (or a shell's report of th
 # step's command died from a signal or exited above 127, or patchguard's part failed): git's
 # own status then is 256 minus the step's, which no script can read.
 EXIT_BISECT_STOPPED = 4
-STOPPED_SUFFIX = ".stopped"  # beside the step's decided file: why the last step stopped git
 
 
 @dataclass(slots=True)

@@ -31,7 +31,6 @@ from guard.ops.bisect_status import (
     EXIT_BISECT_STOPPED,
     GO_ON,
     INTERRUPTED,
-    STOPPED_SUFFIX,
     StepResult,
 )
 from guard.ops.install import isolated_command
@@ -53,16 +52,16 @@ STEP_DECIDED = "patchguard-bisect-step"  # in the worktree's git dir: the status
 # a step killed by a signal, or a Python that cannot start patchguard, ends with a status of its
 # own (1 for a traceback) that git would read as "bad". $1: the file, then the step's argv. It
 # travels in the environment, so git's "running ..." line stays short. A step that stops git
-# leaves why in the file beside it (STOPPED_SUFFIX), for `bisect run`'s own exit status.
+# without deciding writes down why in that file itself (130: interrupted, else 128), for
+# `bisect run`'s own exit status.
 WRAPPER_VARIABLE = "PATCHGUARD_BISECT_STEP"
 STEP_WRAPPER = (
-    f'decided=$1; stopped=$1{STOPPED_SUFFIX}; shift; rm -f "$decided" "$stopped"; "$@"; '
-    "status=$?\n"
+    'decided=$1; shift; rm -f "$decided"; "$@"; status=$?\n'
     'if [ "$(cat "$decided" 2>/dev/null)" = "$status" ]; then exit "$status"; fi\n'
-    f'if [ "$status" = {INTERRUPTED} ]; then echo interrupted >"$stopped"; '
+    f'if [ "$status" = {INTERRUPTED} ]; then echo {INTERRUPTED} >"$decided"; '
     'why="was interrupted (Ctrl-C) before patchguard decided anything"\n'
-    'else echo stopped >"$stopped"; why="ended with status $status before patchguard decided '
-    'anything (killed by a signal, or patchguard could not start)"; fi\n'
+    f'else echo {BISECT_ABORT} >"$decided"; why="ended with status $status before patchguard '
+    'decided anything (killed by a signal, or patchguard could not start)"; fi\n'
     'echo "patchguard: bisect step at $(git rev-parse --short HEAD) $why, aborting the bisect. '
     f'{GO_ON}" >&2\n'
     "exit 128\n"
@@ -182,20 +181,19 @@ def run_git_lifted(repo: Repo, args: Sequence[str], cwd: Path) -> tuple[int, Lif
     (guard.tree.stashes); the patch comes back with the others.
     """
     with lifted(repo, "git " + " ".join(args[:2])) as lift:
-        stash = None
+        commands: list[Sequence[str]] = [args]
         if args and args[0] == "stash" and repo.layout.manifest_path.exists():
             from guard.tree import stashes  # only a stash command loads it (and the assessment)
 
             stash = stashes.plan(repo, args)
-        if stash is None:
-            status = run_git(args, cwd, passthrough=True, env=_hold(repo)).returncode
-        else:
-            lift.stash_held = stash.patches
-            status = 0
-            if stash.apply is not None:  # a stash of nothing but the patches has nothing else
-                status = run_git(stash.apply, cwd, passthrough=True, env=_hold(repo)).returncode
-            if status == 0 and stash.drop is not None:
-                status = run_git(stash.drop, cwd, passthrough=True, env=_hold(repo)).returncode
+            if stash is not None:  # a stash of nothing but the patches has nothing to apply
+                lift.stash_held = stash.patches
+                commands = [c for c in (stash.apply, stash.drop) if c is not None]
+        status = 0
+        for command in commands:  # each only once the one before it succeeded
+            status = run_git(command, cwd, passthrough=True, env=_hold(repo)).returncode
+            if status != 0:
+                break
         if status != 0:
             lift.hint = _carry_edits_hint(repo, args)
     return status, lift
@@ -274,24 +272,16 @@ def bisect_run(repo: Repo, command: Sequence[str], log: Path | None) -> tuple[in
         with _step_lock(repo, "bisect run"):
             pass  # after a Ctrl-C git is gone at once; a step may still be lifting: wait for it
         lift.skipped = _skipped_by_bisect(repo)
+        last = decided.read_text().strip() if decided.exists() else ""  # the last step's status
         decided.unlink(missing_ok=True)
-        stopped = _stopped_path(decided)
-        why = stopped.read_text().strip() if stopped.exists() else None
-        stopped.unlink(missing_ok=True)
-    if status == EXIT_INTERRUPTED or why == "interrupted":
+    if status == EXIT_INTERRUPTED or last == str(INTERRUPTED):
         return EXIT_INTERRUPTED, lift
-    return (EXIT_BISECT_STOPPED if why is not None else status), lift
-
-
-def _stopped_path(decided: Path) -> Path:
-    return decided.with_name(decided.name + STOPPED_SUFFIX)
+    stopped = last.isdigit() and int(last) > 127  # as StepResult.stops_git: git stopped there
+    return (EXIT_BISECT_STOPPED if stopped else status), lift
 
 
 def decide(decided: Path, result: StepResult) -> None:
-    """Tell the step's wrapper the status decided, and `bisect run` why a step stops git."""
-    if result.stops_git:
-        why = "interrupted" if result.status == INTERRUPTED else "stopped"
-        _stopped_path(decided).write_text(why + "\n")
+    """Tell the step's wrapper the status decided (and `bisect run`, when it stops git)."""
     decided.write_text(str(result.status))
 
 
