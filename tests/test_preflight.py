@@ -63,6 +63,43 @@ def test_set_e_script_prints_ok_only_when_green(sample: Sample, clean_env) -> No
     assert red.stdout == ""
 
 
+def test_stamp_upstream_and_dirty_as_git_says(tmp_path: Path, clean_env) -> None:
+    """The stamp reads the upstream from git status's headers: held to git's own for-each-ref
+    (ahead, behind, gone) and `git status --porcelain=v1` (a conflicted path with a space)."""
+    origin, clone = tmp_path / "origin", tmp_path / "clone"
+    git(tmp_path, "init", "-q", "-b", "main", str(origin))
+    for message in ("a", "b"):
+        git(origin, "commit", "-q", "--allow-empty", "-m", message)
+    git(tmp_path, "clone", "-q", str(origin), str(clone))
+    git(clone, "reset", "-q", "--hard", "HEAD~1")
+    for message in ("c", "d", "e"):
+        git(clone, "commit", "-q", "--allow-empty", "-m", message)
+
+    def stamped() -> dict[str, object]:
+        return json.loads(pg_process(clean_env, "-C", clone, "stamp").stdout)
+
+    track = git(
+        clone, "for-each-ref", "--format=%(upstream:short) %(upstream:track)", "refs/heads/main"
+    )
+    assert track.stdout.strip() == "origin/main [ahead 3, behind 1]"
+    assert stamped()["upstream"] == {"ref": "origin/main", "ahead": 3, "behind": 1}
+    git(clone, "checkout", "-q", "-b", "side")
+    (clone / "a b.txt").write_text("side\n")
+    git(clone, "add", ".")
+    git(clone, "commit", "-qm", "side")
+    git(clone, "checkout", "-q", "main")
+    (clone / "a b.txt").write_text("main\n")
+    git(clone, "add", ".")
+    git(clone, "commit", "-qm", "main")
+    git(clone, "merge", "-q", "side", check=False)
+    assert git(clone, "status", "--porcelain=v1").stdout == 'AA "a b.txt"\n'
+    assert stamped()["dirty"] == ["a b.txt"]
+    git(clone, "update-ref", "-d", "refs/remotes/origin/main")
+    track = git(clone, "for-each-ref", "--format=%(upstream:track)", "refs/heads/main")
+    assert track.stdout.strip() == "[gone]"
+    assert stamped()["upstream"] is None
+
+
 def test_stamp_diff_names_moved_head_and_lost_patch(sample: Sample, clean_env, tmp_path) -> None:
     sample.record_eagle3()
     before = tmp_path / "before.jsonl"

@@ -28,16 +28,26 @@ if TYPE_CHECKING:
 STAMP_FORMAT = "patchguard.stamp/1"
 
 
-# What `git status` says of the tracked files, without refreshing the index file: a read-only
-# command writes nothing. Its paths are the repository's, from any directory (porcelain).
-_DIRTY = ("--no-optional-locks", "status", "--porcelain=v1", "-z", "-uno", "--no-renames")
-_TRACKING = "%(upstream)%00%(upstream:short)%00%(upstream:track,nobracket)"
+# What `git status` says of the tracked files and of the branch's upstream, without refreshing
+# the index file: a read-only command writes nothing. Its paths are the repository's, from any
+# directory (porcelain); the upstream and how far HEAD is from it come in its headers, as git
+# counts them whatever status.aheadBehind says, so one git process answers both.
+_STATUS = (
+    "--no-optional-locks",
+    "status",
+    "--porcelain=v2",
+    "--branch",
+    "--ahead-behind",
+    "-z",
+    "-uno",
+    "--no-renames",
+)
 
 
 def stamp_at(directory: str, python: str | None = None) -> dict[str, Any]:
     """stamp() of the checkout `directory` is in, with `git status` started first: it runs
     while the rest of what a stamp needs is imported, about as long as git status itself."""
-    status = start_git(_DIRTY, directory)
+    status = start_git(_STATUS, directory)
     try:
         from pathlib import Path
 
@@ -54,19 +64,14 @@ def stamp(
     repo: Repo, status: StartedGit | None = None, python: str | None = None
 ) -> dict[str, Any]:
     """One JSON object that says exactly which code is about to run (keys in docs/benchmarks.md).
-    `status`: _DIRTY already started in the checkout (stamp_at). `python`: the interpreter that
+    `status`: _STATUS already started in the checkout (stamp_at). `python`: the interpreter that
     runs the code (default: python3 on PATH)."""
     layout = repo.layout
     # git's own answers come while the check is read or made
-    status = status or start_git(_DIRTY, repo.workdir)
+    status = status or start_git(_STATUS, repo.workdir)
     hidden = _hidden_entries(repo)
     head = read_head(str(layout.git_dir), str(layout.common_dir)) or repo.head_commit()
     branch = _head_branch(repo) if head is not None else None
-    tracking = None
-    if branch is not None:
-        tracking = start_git(
-            ["for-each-ref", f"--format={_TRACKING}", f"refs/heads/{branch}"], repo.workdir
-        )
     checked = _checked(repo) if layout.manifest_path.exists() else None
     guarded = checked["guarded"] if checked else []
     untracked = _untracked_beside(repo, guarded)  # listed while git status still runs
@@ -74,14 +79,15 @@ def stamp(
     for path in guarded:
         content = repo.read_file(path)
         files[path] = None if content is None else blob_id(content)
-    dirty = _dirty(status.result().stdout)
+    listing = status.result().stdout.split("\0")
+    dirty = _dirty(listing)
     edits = code_edits(repo, dirty, guarded, hidden(), untracked())
     return {
         "format": STAMP_FORMAT,
         "repository": str(repo.workdir),
         "head": head,
         "branch": branch,
-        "upstream": None if tracking is None else _tracking(tracking),
+        "upstream": None if branch is None else _tracking(listing),
         "dirty": dirty,
         "edits": edits,
         "patches": checked["patches"] if checked else {},
@@ -133,27 +139,25 @@ def _head_branch(repo: Repo) -> str | None:
     return head.removeprefix("ref: refs/heads/") if head.startswith("ref: refs/heads/") else None
 
 
-def _tracking(listed: StartedGit) -> dict[str, Any] | None:
-    """The branch's upstream and how far HEAD is ahead of it and behind it, from the
-    for-each-ref of _TRACKING that `listed` ran."""
-    listing = listed.result().stdout
-    line = next((line for line in listing.split("\n") if line.startswith("refs/")), None)
-    if line is None:
-        return None  # none configured
-    _, short, track = line.split("\0")
-    if track == "gone":  # configured, but its ref is gone: no upstream to be ahead of
+def _tracking(listing: list[str]) -> dict[str, Any] | None:
+    """The branch's upstream and how far HEAD is ahead of it and behind it, from the headers of
+    _STATUS's `listing`: none when none is configured, or when its ref is gone (git then names
+    it without counting)."""
+    headers = dict(entry[2:].partition(" ")[::2] for entry in listing if entry[:2] == "# ")
+    if "branch.upstream" not in headers or "branch.ab" not in headers:
         return None
-    counts = {"ahead": 0, "behind": 0}
-    for part in filter(None, track.split(", ")):
-        word, number = part.split(" ")
-        counts[word] = int(number)
-    return {"ref": short, "ahead": counts["ahead"], "behind": counts["behind"]}
+    ahead, behind = headers["branch.ab"].split(" ")
+    return {"ref": headers["branch.upstream"], "ahead": int(ahead), "behind": -int(behind)}
 
 
-def _dirty(listing: str) -> list[str]:
+def _dirty(listing: list[str]) -> list[str]:
     """Tracked files whose worktree content differs from HEAD (staged or not), as `git status`
-    (_DIRTY) says (a file a sparse checkout leaves out is no change)."""
-    return sorted({entry[3:] for entry in listing.split("\0") if len(entry) > 3})
+    (_STATUS) lists them: an ordinary entry's path follows 8 fields, an unmerged one's 10 (a
+    file a sparse checkout leaves out is no change)."""
+    fields = {"1": 8, "u": 10}
+    return sorted(
+        entry.split(" ", fields[entry[0]])[-1] for entry in listing if entry[:1] in fields
+    )
 
 
 def code_edits(
