@@ -5,7 +5,8 @@ a tokenizer pool, a shell's background job). Started with `start_new_session=Tru
 leads a process group that holds all of them unless one moved itself into another session; ending
 the group (SIGTERM, a grace period, SIGKILL) ends every one, and the hunt waits until none is
 left before it moves on. Without that, a helper reparented to PID 1 keeps the server's port (the
-next server cannot bind, the old one answers) or the GPUs' memory. Processes that escaped into another session cannot be found by their group: a port they
+next server cannot bind, the old one answers) or the output pipe open (every run then waits for
+it). Processes that escaped into another session cannot be found by their group: a port they
 still hold is named by `port_holder` instead.
 
 Linux's /proc is read where it helps: a group whose last members are zombies (a PID 1 that does
@@ -16,10 +17,10 @@ from __future__ import annotations
 
 import contextlib
 import os
+import select
 import signal
 import socket
 import subprocess
-import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -135,40 +136,62 @@ def run_grouped(
     stop_asked: Callable[[], bool],
     started: Callable[[Group | None], None],
 ) -> Finished:
-    """Run `argv` in a session of its own until the command itself exits, then end the rest of
-    its group. Its output goes to a file, not a pipe: a helper that keeps it open does not make
-    the run wait, and what helpers write once the command exited is not its output. Past
-    `timeout` seconds, or `GRACE_SECONDS` after a stop was asked (the signal went to the group
-    first), the whole group is ended. `started` is told the group (for the signal handler to
-    pass signals on), and None once it is over."""
-    with tempfile.TemporaryFile() as output:
-        try:
-            group = Group(argv, cwd, env, output)
-        except OSError as error:
-            raise ConfigError(f"cannot start {argv[0]}: {error.strerror}") from None
-        start = time.monotonic()
-        stop_since: float | None = None
-        timed_out = False
-        started(group)
-        try:
-            while not group.exited():
-                now = time.monotonic()
-                if timeout is not None and now - start > timeout:
-                    timed_out = True
+    """Run `argv` in a session of its own, read its output until the command itself exits, then
+    end the rest of its group and stop reading: a helper that keeps the pipe open does not make
+    the run wait. Past `timeout` seconds, or `GRACE_SECONDS` after a stop was asked (the signal
+    went to the group first), the whole group is ended. `started` is told the group (for the
+    signal handler to pass signals on), and None once it is over."""
+    try:
+        group = Group(argv, cwd, env, subprocess.PIPE)
+    except OSError as error:
+        raise ConfigError(f"cannot start {argv[0]}: {error.strerror}") from None
+    assert group.popen.stdout is not None
+    pipe = group.popen.stdout.fileno()
+    os.set_blocking(pipe, False)
+    chunks: list[bytes] = []
+    start = time.monotonic()
+    stop_since: float | None = None
+    timed_out = False
+    reading = True  # until the pipe's end (a command may close its output and go on)
+    started(group)
+    try:
+        while not group.exited():
+            now = time.monotonic()
+            if timeout is not None and now - start > timeout:
+                timed_out = True
+                break
+            if stop_asked():
+                stop_since = now if stop_since is None else stop_since
+                if now - stop_since > GRACE_SECONDS:
                     break
-                if stop_asked():
-                    stop_since = now if stop_since is None else stop_since
-                    if now - stop_since > GRACE_SECONDS:
-                        break
+            if reading:
+                with contextlib.suppress(InterruptedError):
+                    select.select([pipe], [], [], 0.1)
+                reading = _drain(pipe, chunks)
+            else:
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     group.popen.wait(0.1)
-            written = os.lseek(output.fileno(), 0, os.SEEK_CUR)  # the group shares the offset
-        finally:
-            group.end()
-            started(None)
-        text = os.pread(output.fileno(), written, 0).decode(errors="replace")
+        if reading:
+            _drain(pipe, chunks)
+    finally:
+        group.end()
+        started(None)
+        group.popen.stdout.close()
+    output = b"".join(chunks).decode(errors="replace")
     status = group.status if group.exited() else 128 + signal.SIGKILL
-    return Finished(status, text, timed_out)
+    return Finished(status, output, timed_out)
+
+
+def _drain(pipe: int, chunks: list[bytes]) -> bool:
+    """What the pipe holds now, without waiting for more; False at its end."""
+    while True:
+        try:
+            data = os.read(pipe, 65536)
+        except BlockingIOError:
+            return True
+        if not data:
+            return False
+        chunks.append(data)
 
 
 # --- ports ---------------------------------------------------------------------------------------
