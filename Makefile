@@ -28,8 +28,8 @@ $(SGLANG_WHEEL): | $(STAMP)
 	-$(BIN)/python -m pip download --quiet --no-deps --dest benchmarks/work/wheels sglang==0.5.10 && touch $@
 
 test: $(STAMP) $(SGLANG_WHEEL)
-	$(BIN)/ruff check guard patchguard_entry.py tests scripts benchmarks
-	$(BIN)/ruff format --check guard patchguard_entry.py tests scripts benchmarks
+	$(BIN)/ruff check guard hooks patchguard_entry.py tests scripts benchmarks
+	$(BIN)/ruff format --check guard hooks patchguard_entry.py tests scripts benchmarks
 	$(BIN)/mypy
 	$(BIN)/python -m pytest -n $(WORKERS) --durations=10
 
@@ -46,8 +46,8 @@ generate: $(STAMP)
 	$(BIN)/python scripts/generate.py
 
 lint: $(STAMP)
-	$(BIN)/ruff check guard patchguard_entry.py tests scripts benchmarks
-	$(BIN)/ruff format --check guard patchguard_entry.py tests scripts benchmarks
+	$(BIN)/ruff check guard hooks patchguard_entry.py tests scripts benchmarks
+	$(BIN)/ruff format --check guard hooks patchguard_entry.py tests scripts benchmarks
 	$(BIN)/mypy
 
 clean:

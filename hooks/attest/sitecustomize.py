@@ -428,9 +428,12 @@ def _is_recorded(found, kind, qualname, module_name, real, lines):
         inner = getattr(found, "__func__", None)
         found = inner if inner is not None else found
         code = getattr(found, "__code__", None)
-        if code is not None and code.co_firstlineno in lines:
-            if code.co_filename == real or os.path.realpath(code.co_filename) == real:
-                return True
+        if (
+            code is not None
+            and code.co_firstlineno in lines
+            and (code.co_filename == real or os.path.realpath(code.co_filename) == real)
+        ):
+            return True
         found = getattr(found, "__wrapped__", None)
     return False
 
