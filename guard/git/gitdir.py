@@ -21,11 +21,9 @@ LOCK_FILE_NAME = "patchguard-lock"  # in each worktree's own git dir; the hooks 
 
 
 class Layout:
-    """Where a worktree's files, its own git dir and the shared (common) git dir are.
-
-    A plain class: every hook builds one, and @dataclass would bring dataclasses, inspect and
-    ast onto the hooks' light path (tests/test_light_paths.py).
-    """
+    """Where a worktree's files, its own git dir and the shared (common) git dir are. Not a
+    dataclass: every hook builds one, and dataclasses would bring inspect and ast onto the
+    hooks' light path (tests/test_light_paths.py)."""
 
     __slots__ = ("common_dir", "git_dir", "workdir")
 
@@ -34,12 +32,9 @@ class Layout:
         self.git_dir = git_dir
         self.common_dir = common_dir
 
-    def __repr__(self) -> str:
-        return f"Layout(workdir={self.workdir!r}, git_dir={self.git_dir!r}, common_dir={self.common_dir!r})"
-
     def history_tip(self) -> str | None:
         """The commit refs/patchguard/history names, read from its files without git (None:
-        no such ref, or one only git can read); guard.store.history is what knows it for sure."""
+        no such ref, or one only git can read)."""
         return read_ref(HISTORY_REF, (str(self.common_dir),))
 
     def has_patches(self) -> bool:
@@ -63,11 +58,8 @@ class Layout:
 
     @property
     def worktree_lock_path(self) -> Path:
-        """The lock of what touches this worktree alone: apply, unapply, moves, bisect steps.
-
-        In the worktree's own git dir, so a long move in one worktree never keeps another's hook
-        waiting. The hook script compares PATCHGUARD_LOCK_HELD with it by name.
-        """
+        """The lock of what touches this worktree alone, in its own git dir: a long move in
+        one worktree never keeps another's hook waiting (the hook script knows it by name)."""
         return self.git_dir / LOCK_FILE_NAME
 
     @property
@@ -77,9 +69,8 @@ class Layout:
 
     @property
     def transaction_path(self) -> Path:
-        """Present while a change to the patches is under way (guard.store.history.save): from before
-        the history ref moves until manifest.json is derived from it. The hooks and `check`
-        trust no verified key while it exists (hooks/patchguard-hook.sh knows it by name)."""
+        """Present from before the history ref moves until manifest.json is derived from it:
+        the hooks and `check` trust no verified key meanwhile (the hook script knows it by name)."""
         return self.store_dir / TRANSACTION_FILE_NAME
 
     @property
@@ -90,11 +81,8 @@ class Layout:
 
     @property
     def pending_path(self) -> Path:
-        """Present while patches are out for an unfinished merge or rebase of this worktree.
-
-        The post-commit hook looks for it by name (hooks/patchguard-hook.sh) and re-applies
-        when the commit that concludes the operation is made.
-        """
+        """Present while patches are out for an unfinished merge or rebase of this worktree:
+        the post-commit hook (which knows it by name) re-applies on the concluding commit."""
         return self.git_dir / PENDING_FILE_NAME
 
 
@@ -102,7 +90,7 @@ def locate(start: Path) -> Layout:
     """Walk up from `start` to the worktree root, as git does (GIT_DIR: see find_repository)."""
     workdir, git_dir, common_dir = find_repository(str(start))
     # patchguard runs git in the worktree's root, where a relative GIT_DIR or GIT_WORK_TREE
-    # would name another place: from now on they are the absolute paths they stand for.
+    # would name another place.
     for variable, value in (("GIT_DIR", git_dir), ("GIT_WORK_TREE", workdir)):
         if variable in os.environ:
             os.environ[variable] = value
