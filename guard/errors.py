@@ -50,12 +50,9 @@ class GuardError(PatchguardError):
 def handled(run: Callable[[], int], crash_dir: Callable[[], str]) -> int:
     """Run a command or hook under the exit-code contract: never a traceback.
 
-    A PatchguardError is one line and its code; Ctrl-C is one line and 130 (writes are atomic
-    and journaled, so nothing is half-written); click's usage errors, --help and --version end
-    as click says (`run` parses with click, which leaves them to this function); anything else
-    is a bug: one line naming a log that holds the traceback and versions, and exit 3. The log
-    goes to `crash_dir()` (the caller knows the checkout; this module knows nothing of
-    repositories), else the temp dir.
+    Ctrl-C is one line and 130: writes are atomic and journaled, so nothing is half-written.
+    Anything not ours or click's is a bug: one line naming a log in `crash_dir()` (the caller
+    knows the checkout; this module knows nothing of repositories), and exit 3.
     """
     import sys
 
@@ -85,9 +82,8 @@ def handled(run: Callable[[], int], crash_dir: Callable[[], str]) -> int:
 
 def _click_code(error: Exception) -> int | None:
     """click's own end of a command under the contract, when click was imported (the hooks and
-    `check --quiet` never import it, so this module does not either): --help and --version exit
-    as they ask (0), a usage error says so in click's words (2), an abort (Ctrl-C at click's
-    prompt) is an interrupt. None for any other exception."""
+    `check --quiet` never import it, so this module does not either); None for any other
+    exception. An abort (Ctrl-C at click's prompt) is an interrupt."""
     import sys
 
     click = sys.modules.get("click")
