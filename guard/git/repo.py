@@ -110,8 +110,6 @@ class Repo:
     def discover(cls, start: Path) -> Repo:
         return cls(locate(start))
 
-    # --- the content the manifest refers to -------------------------------------------------
-
     def store_blob(self, data: bytes) -> str:
         with self.writing_objects():
             return str(self.git.create_blob(data))
@@ -182,8 +180,6 @@ class Repo:
                 f"a {operation} is in progress in {self.workdir}: {action} would get in its way. "
                 f"Finish it (git {operation} --continue) or abort it, then run patchguard {action}."
             )
-
-    # --- HEAD and the worktree ---------------------------------------------------------------
 
     def head_commit(self) -> str | None:
         """HEAD's commit id; None in a repository with no commits yet."""
@@ -548,8 +544,6 @@ class Repo:
             if (self.layout.git_dir / marker).exists():
                 return name
         return None
-
-    # --- libgit2's diff, git's merge ----------------------------------------------------------
 
     def diff(self, old: bytes, new: bytes, path: str) -> FileDiff:
         import pygit2
