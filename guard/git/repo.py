@@ -568,15 +568,8 @@ class Repo:
             return MergeResult(clean=True, content=ours)
         if ours == base:
             return MergeResult(clean=True, content=theirs)
-        key = blob_id(
-            b"\0".join(
-                [
-                    *(blob_id(x).encode() for x in (base, ours, theirs)),
-                    *(label.encode() for label in labels),
-                    *([b"union"] if union else []),
-                ]
-            )
-        )
+        parts = [*map(blob_id, (base, ours, theirs)), *labels, *(["union"] if union else [])]
+        key = blob_id("\0".join(parts).encode())
         known = self.merge_cache.get(key)
         if known is not None:
             return MergeResult(clean=known[:1] == b"1", content=known[1:])
@@ -605,11 +598,9 @@ def merge_file(
 
     try:
         with tempfile.TemporaryDirectory(prefix="patchguard-merge-") as directory:
-            names = []
-            for name, data in (("ours", ours), ("base", base), ("theirs", theirs)):
-                names.append(os.path.join(directory, name))
-                with open(names[-1], "wb") as file:
-                    file.write(data)
+            names = [os.path.join(directory, name) for name in ("ours", "base", "theirs")]
+            for name, data in zip(names, (ours, base, theirs), strict=True):
+                Path(name).write_bytes(data)
             asked = ["-L", labels[1], "-L", labels[0], "-L", labels[2]]
             found = run_git_bytes(
                 ["-c", "merge.conflictStyle=merge", "merge-file", "-p", *asked]
