@@ -75,12 +75,8 @@ def looks_binary(data: bytes) -> bool:
 
 def decide(attributes: Mapping[str, str], config: Mapping[str, str]) -> Conversion:
     """The conversion git applies, from `git check-attr` values and the `git config` lines."""
-    refusal = _refusal(attributes, config)
-    autocrlf = _autocrlf(config.get("core.autocrlf", "false"))
-    if autocrlf is not None:
-        eol_is_crlf = autocrlf == "true"
-    else:
-        eol_is_crlf = config.get("core.eol", "").lower() == "crlf"
+    autocrlf = _autocrlf(config.get("core.autocrlf", "false"))  # it wins over core.eol
+    eol_is_crlf = autocrlf == "true" if autocrlf else config.get("core.eol", "").lower() == "crlf"
     action = _ACTIONS.get(attributes.get("text", ""), "unspecified")
     if action == "unspecified":
         action = _ACTIONS.get(attributes.get("crlf", ""), "unspecified")
@@ -96,7 +92,7 @@ def decide(attributes: Mapping[str, str], config: Mapping[str, str]) -> Conversi
         text=action != "binary",
         auto=action.startswith("auto-"),
         crlf=action.endswith("-crlf"),
-        refusal=refusal,
+        refusal=_refusal(attributes, config),
         ident=attributes.get("ident") == "set",
     )
 
