@@ -6,14 +6,13 @@ import os
 
 from guard.errors import ConfigError
 
-# patchguard's files in the common git dir (guard.git.gitdir.Layout names them all); these few are
-# here because the fast path reads them with nothing but os.
+# patchguard's files (guard.git.gitdir.Layout names them all); these few are here because the
+# fast path reads them with nothing but os.
 STORE_DIR_NAME = "patchguard"
 TRANSACTION_FILE_NAME = "transaction"  # a change to the patches under way; the hooks know it
 DERIVED_FROM_FILE_NAME = "manifest.from"  # the history commit manifest.json was derived from
 HISTORY_REF = "refs/patchguard/history"
-# In each worktree's own git dir: the undo journal's entries (guard.store.journal), each a
-# directory holding its journal file.
+# In each worktree's own git dir: the undo journal's entries, each a directory with its file.
 UNDO_DIR_NAME = "patchguard-undo"
 JOURNAL_FILE = "journal.json"
 
@@ -108,12 +107,9 @@ def _walk_up(start: str) -> tuple[str, str, str]:
 
 
 def git_start_directory(args: Sequence[str], start: str) -> str:
-    """The directory `git ARGS`, started in `start`, works in: git's own global options before
-    the subcommand are followed, each `-C DIR` relative to the one before, as git does.
-
-    `patchguard git -C OTHER stash pop` must lift OTHER's patches, not those of the directory
-    it was typed in. `--git-dir`, `--work-tree` and `--bare` would make git act on another
-    repository or worktree than that directory holds: refused rather than guessed.
+    """The directory `git ARGS`, started in `start`, works in (each `-C DIR` relative to the one
+    before, as git does): `patchguard git -C OTHER stash pop` must lift OTHER's patches. The
+    options that would make git act on another repository or worktree are refused, not guessed.
     """
     directory = start
     words = iter(args)

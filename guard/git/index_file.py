@@ -1,14 +1,11 @@
 """git's index file, read without git (gitformat-index): a git process costs the fast path
-more than the read. Each answer is given only when the format leaves no doubt, else None (the
-caller asks git).
+more than the read. An answer only when the format leaves no doubt, else None (git answers).
 
 A cache tree valid at the top covers every entry, and git never leaves one valid over an
-unmerged entry (it invalidates the path of each entry it adds): such an index holds no conflict,
-and when that tree is HEAD's its entries are exactly HEAD's. A commit or a checkout writes such
-an index, so `check` right after either starts no git.
-
-Versions 2 and 3 only (version 4 compresses names), no split or sparse index, SHA-1. Names are
-searched, not walked to: walking 20,000 entries in Python costs more than git would.
+unmerged entry: such an index holds no conflict, and when that tree is HEAD's its entries are
+HEAD's. A commit or a checkout writes one, so `check` right after either starts no git.
+Versions 2 and 3 (version 4 compresses names), no split or sparse index. Names are searched,
+not walked to: walking 20,000 entries in Python costs more than git would.
 """
 
 from __future__ import annotations

@@ -36,9 +36,8 @@ def model_namespace(known: tuple[list[str], list[str]] | None = None) -> str:
     return _namespace[0]
 
 
-# The namespace beside the identity it was computed from, for the processes that read no
-# verified cache (the full path: `check --json`, status, a re-apply), in the package's own
-# byte-code cache: one per install, as Python keeps its .pyc files there.
+# The namespace beside its identity, for the processes that read no verified cache (`check
+# --json`, status, a re-apply): in the package's byte-code cache, one per install, as .pyc files.
 _KEPT = os.path.join(_PACKAGE, "__pycache__", "patchguard-namespace")
 
 

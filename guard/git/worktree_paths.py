@@ -79,11 +79,9 @@ _walked: set[str] | None = None  # see one_walk
 
 
 class one_walk:
-    """Within this block, a leading directory checked once stays checked: a write of 40
-    files under one package walks its directories once, not 40 times. Only for a block in
-    which nothing but patchguard's own writes can change the tree (no git, no user command).
-    A class, not @contextmanager: the fast path leaves contextlib out
-    (tests/test_light_paths.py)."""
+    """Within this block, a leading directory checked once stays checked (a write of 40 files
+    under one package walks them once): only for a block in which nothing but patchguard's own
+    writes can change the tree. A class: the fast path leaves contextlib out."""
 
     def __enter__(self) -> None:
         global _walked
