@@ -18,13 +18,10 @@ _REAPPLYING_HOOKS = (["post-checkout"], ["post-merge"], ["post-rewrite"])
 
 
 def main() -> None:
-    """Run the command with the cyclic collector set for a short process.
-
-    A command creates some 45,000 objects that live until it exits (mostly imported modules):
-    the default threshold (700) walked them some 30 times, and the final collection once more,
-    to free nothing. Every 50,000 still collects a long hunt's cycles; at exit they are frozen
-    out. Nothing relies on a cycle collected at exit: files close by `with`, and the cat-file
-    reader's finalizer runs at exit all the same."""
+    """Run the command with the cyclic collector set for a short process: its some 45,000
+    objects live until it exits (mostly imported modules), and the default threshold walked
+    them some 30 times, to free nothing. Every 50,000 still collects a long hunt's cycles; at
+    exit they are frozen out (files close by `with`; the cat-file reader's finalizer runs)."""
     import gc
 
     gc.set_threshold(50_000)

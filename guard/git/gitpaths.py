@@ -30,12 +30,9 @@ _GIT_ELSEWHERE = ("--git-dir", "--work-tree", "--bare")
 
 def find_repository(start: str) -> tuple[str, str, str]:
     """(worktree root, its git dir, the common git dir), walking up from `start` as git does.
-
-    GIT_DIR and GIT_WORK_TREE (relative to `start`, as `git -C` reads them) are honoured when
-    they name that checkout: git sets GIT_DIR for every hook it runs, and patchguard's own git
-    commands inherit both. A pair that names another repository, or a git dir apart from its
-    tree, is refused: patchguard would read one repository while git acts on another.
-    """
+    GIT_DIR and GIT_WORK_TREE (git sets GIT_DIR for every hook, and our git commands inherit
+    both) are honoured when they name that checkout; otherwise refused: patchguard would read
+    one repository while git acts on another."""
     git_dir_variable = os.environ.get("GIT_DIR")
     work_tree_variable = os.environ.get("GIT_WORK_TREE")
     if git_dir_variable is None and work_tree_variable is None:

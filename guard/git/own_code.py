@@ -21,12 +21,10 @@ _namespace: list[str] = []  # the namespace, then the model_files() it was compu
 
 
 def model_namespace(known: tuple[list[str], list[str]] | None = None) -> str:
-    """The digest of all the code a kept answer depends on, for this interpreter.
-
-    Hashing the whole package would cost `check --quiet` a good part of its time, so `known`
-    (the namespace beside the model_files() it was computed from, as the verified cache holds
-    them) is taken as it is while model_files() is the same. The identity is taken before the
-    content is read: a file changed meanwhile leaves an identity no later look matches."""
+    """The digest of all the code a kept answer depends on, for this interpreter. Hashing the
+    package would cost `check --quiet` a good part of its time, so `known` (as the verified
+    cache holds it, beside its model_files()) is taken while model_files() is the same. The
+    identity is taken before the content is read: a file changed meanwhile matches no look."""
     if not _namespace:
         identity = model_files()
         if known is not None and known[0] == [identity] and len(known[1]) == 1:

@@ -80,11 +80,8 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
 
 
 class Repo:
-    """One worktree of a git repository, as patchguard needs to see it.
-
-    Reads go through `git cat-file` (guard hooks stay light); libgit2 (pygit2) is loaded on
-    first use of `git`, for diffs, status and writes.
-    """
+    """One worktree of a git repository. Reads go through `git cat-file` (the hooks stay
+    light); libgit2 is loaded on first use of `git`, for diffs, status and writes."""
 
     def __init__(self, layout: Layout) -> None:
         self.layout = layout
