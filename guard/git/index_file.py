@@ -13,14 +13,11 @@ from __future__ import annotations
 import os
 import zlib
 
+from guard.git.objects import sha1
+
 TYPE_CHECKING = False  # not typing's: this module is on a light path (tests/test_light_paths.py)
 if TYPE_CHECKING:
     from collections.abc import Sequence
-
-try:  # the bare C module, as guard.store.fastpath
-    from _sha1 import sha1
-except ImportError:  # pragma: no cover - CPython built without it
-    from hashlib import sha1
 
 _HEADER = 12  # "DIRC", the version, the number of entries
 _NAME_AT = 62  # an entry's fixed part: stat data, mode, object id, flags; then its name
