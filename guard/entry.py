@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import sys
 
-from guard.errors import ConfigError
+from guard.errors import ConfigError, handled
 
 VERIFIED_MESSAGE = "patchguard: all guards hold (content unchanged since it was last verified)"
 _QUIET = ("-q", "--quiet")
@@ -25,8 +25,6 @@ def main() -> None:
     import gc
 
     gc.set_threshold(50_000)
-    from guard.errors import handled
-
     argv = sys.argv[1:]
     try:
         sys.exit(handled(lambda: _dispatch(argv), lambda: _crash_dir(argv)))

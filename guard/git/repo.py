@@ -382,8 +382,7 @@ class Repo:
         where git would not (guard.git.worktree_paths)."""
         from guard.git.worktree_paths import checked_path
 
-        layout = self.layout
-        git_dirs = (str(layout.git_dir), str(layout.common_dir))
+        git_dirs = (str(self.layout.git_dir), str(self.layout.common_dir))
         return Path(checked_path(str(self.workdir), path, git_dirs))
 
     def read_file(self, path: str) -> bytes | None:
