@@ -6,7 +6,7 @@ import os
 import stat
 import weakref
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager, nullcontext, suppress
+from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
@@ -165,9 +165,13 @@ class Repo:
         starts_a_store = operation in ("record", "require", "import", "fetch")
         if not starts_a_store and not self.layout.has_patches():
             read_manifest_bytes(self.layout.manifest_path)  # says "no manifest ..."
-        shared = exclusive(self.layout.store_lock_path, operation) if store else nullcontext()
+        shared = self.store_lock(operation) if store else nullcontext()
         with exclusive(self.layout.worktree_lock_path, operation), shared:
             yield
+
+    def store_lock(self, operation: str) -> AbstractContextManager[None]:
+        """The lock of the shared manifest alone; take it inside this worktree's (`lock`)."""
+        return exclusive(self.layout.store_lock_path, operation)
 
     def refuse_mid_operation(self, action: str) -> None:
         """Writing patches into the tree mid-rebase/merge would break the next step."""
