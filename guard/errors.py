@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import sys
+
 TYPE_CHECKING = False  # not typing's: this module is on a light path (tests/test_light_paths.py)
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -54,8 +57,6 @@ def handled(run: Callable[[], int], crash_dir: Callable[[], str]) -> int:
     Anything not ours or click's is a bug: one line naming a log in `crash_dir()` (the caller
     knows the checkout; this module knows nothing of repositories), and exit 3.
     """
-    import sys
-
     try:
         code = run()
         try:
@@ -84,8 +85,6 @@ def _click_code(error: Exception) -> int | None:
     """click's own end of a command under the contract, when click was imported (the hooks and
     `check --quiet` never import it, so this module does not either); None for any other
     exception. An abort (Ctrl-C at click's prompt) is an interrupt."""
-    import sys
-
     click = sys.modules.get("click")
     if click is None:
         return None
@@ -104,9 +103,6 @@ def silence_stdout() -> None:
     """After a reader closed stdout: what is still buffered goes nowhere, without an error at
     exit (Python's documented recipe for SIGPIPE). The command then ends with exit 0: a reader
     that had enough is not a failed guard, even under `set -o pipefail`."""
-    import os
-    import sys
-
     os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
@@ -125,9 +121,7 @@ def one_line(error: Exception, crash_dir: Callable[[], str]) -> str:
 
 def _write_crash_log(error: Exception, crash_dir: Callable[[], str]) -> str:
     """The traceback, argv and versions, in `crash_dir()` when it names one."""
-    import os
     import platform
-    import sys
     import tempfile
     import time
     import traceback
