@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import stat
+import subprocess
 import weakref
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
@@ -23,7 +24,6 @@ from guard.git.objects import EXECUTABLE_MODE, REGULAR_MODE, blob_id
 from guard.git.process import cannot_run, run_git, run_git_bytes
 
 if TYPE_CHECKING:
-    import subprocess
     from typing import IO
 
     import pygit2
@@ -237,8 +237,6 @@ class Repo:
         )
 
     def _start_reader(self) -> subprocess.Popen[bytes]:
-        import subprocess
-
         command = ["git", "cat-file", "--batch", "-z"]
         try:
             self._reader = subprocess.Popen(
