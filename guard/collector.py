@@ -1,10 +1,8 @@
 """Python's cyclic garbage collector, off while one operation runs.
 
-A re-apply or a check allocates a great deal and frees it by reference counts: syntax trees,
-kept parses loaded from the cache (a check of 40 files loads some 12,000 objects), merged texts.
-The collector would only walk them, and everything the process imported, again and again.
-It is switched back on after, so a long-running caller (a hunt) still collects the few
-cycles these leave.
+A re-apply or a check allocates a great deal (a check of 40 files loads some 12,000 objects)
+and frees it by reference counts: the collector would only walk it, and everything imported,
+again and again. Back on after, so a long-running caller (a hunt) still collects the few cycles.
 """
 
 from __future__ import annotations

@@ -1,13 +1,8 @@
-"""The `patchguard` entry point: click parses every command (guard.cli.app, which loads only the
-module of the command that runs), but two forms that run on content verified before.
-
-`check` and `check -q/--quiet` (with a `-C DIR` before or after `check`), which CI and every
-benchmark script run, and `hook post-checkout|post-merge|post-rewrite ARGS` (what the installed
-hooks run after each checkout, merge and rebase) first ask guard.store.fastpath.is_verified:
-content verified before passes without importing click, which would be most of such a run's
-time. The hooks' own forms go to guard.cli.hookrun.run_hook, the function the hidden click
-command calls too, so that a re-apply never pays for click either. Anything else, and a check
-that misses, is click's to parse.
+"""The `patchguard` entry point: click parses every command (guard.cli.app), but `check [-q]`
+(which CI and every benchmark script run) and the re-applying hooks first ask
+guard.store.fastpath.is_verified: content verified before passes without importing click, which
+would be most of such a run's time. The hooks' own forms go to guard.cli.hookrun.run_hook, as
+the hidden click command does, so that a re-apply never pays for click either.
 """
 
 from __future__ import annotations
@@ -15,7 +10,7 @@ from __future__ import annotations
 import os
 import sys
 
-from guard.errors import ConfigError
+from guard.errors import ConfigError, handled
 
 VERIFIED_MESSAGE = "patchguard: all guards hold (content unchanged since it was last verified)"
 _QUIET = ("-q", "--quiet")
@@ -23,19 +18,13 @@ _REAPPLYING_HOOKS = (["post-checkout"], ["post-merge"], ["post-rewrite"])
 
 
 def main() -> None:
-    """Run the command with the cyclic collector set for a short process.
-
-    A command creates some 45,000 objects that live until it exits (click, the model's modules,
-    mostly imported): collecting every 700 new objects (the default) ran the collector some 30
-    times over them, and the interpreter's final collection walks all of them, each time to free
-    nothing. Every 50,000 still collects cycles in a long hunt; at exit, the objects are frozen
-    out of the last collection. Nothing relies on a cycle collected at exit: files close by
-    `with`, and the cat-file reader ends by its finalizer, which runs at exit all the same."""
+    """Run the command with the cyclic collector set for a short process: its some 45,000
+    objects live until it exits (mostly imported modules), and the default threshold walked
+    them some 30 times, to free nothing. Every 50,000 still collects a long hunt's cycles; at
+    exit they are frozen out (files close by `with`; the cat-file reader's finalizer runs)."""
     import gc
 
     gc.set_threshold(50_000)
-    from guard.errors import handled
-
     argv = sys.argv[1:]
     try:
         sys.exit(handled(lambda: _dispatch(argv), lambda: _crash_dir(argv)))

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import sys
+
 TYPE_CHECKING = False  # not typing's: this module is on a light path (tests/test_light_paths.py)
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -50,15 +53,10 @@ class GuardError(PatchguardError):
 def handled(run: Callable[[], int], crash_dir: Callable[[], str]) -> int:
     """Run a command or hook under the exit-code contract: never a traceback.
 
-    A PatchguardError is one line and its code; Ctrl-C is one line and 130 (writes are atomic
-    and journaled, so nothing is half-written); click's usage errors, --help and --version end
-    as click says (`run` parses with click, which leaves them to this function); anything else
-    is a bug: one line naming a log that holds the traceback and versions, and exit 3. The log
-    goes to `crash_dir()` (the caller knows the checkout; this module knows nothing of
-    repositories), else the temp dir.
+    Ctrl-C is one line and 130: writes are atomic and journaled, so nothing is half-written.
+    Anything not ours or click's is a bug: one line naming a log in `crash_dir()` (the caller
+    knows the checkout; this module knows nothing of repositories), and exit 3.
     """
-    import sys
-
     try:
         code = run()
         try:
@@ -85,11 +83,8 @@ def handled(run: Callable[[], int], crash_dir: Callable[[], str]) -> int:
 
 def _click_code(error: Exception) -> int | None:
     """click's own end of a command under the contract, when click was imported (the hooks and
-    `check --quiet` never import it, so this module does not either): --help and --version exit
-    as they ask (0), a usage error says so in click's words (2), an abort (Ctrl-C at click's
-    prompt) is an interrupt. None for any other exception."""
-    import sys
-
+    `check --quiet` never import it, so this module does not either); None for any other
+    exception. An abort (Ctrl-C at click's prompt) is an interrupt."""
     click = sys.modules.get("click")
     if click is None:
         return None
@@ -108,9 +103,6 @@ def silence_stdout() -> None:
     """After a reader closed stdout: what is still buffered goes nowhere, without an error at
     exit (Python's documented recipe for SIGPIPE). The command then ends with exit 0: a reader
     that had enough is not a failed guard, even under `set -o pipefail`."""
-    import os
-    import sys
-
     os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
@@ -129,9 +121,7 @@ def one_line(error: Exception, crash_dir: Callable[[], str]) -> str:
 
 def _write_crash_log(error: Exception, crash_dir: Callable[[], str]) -> str:
     """The traceback, argv and versions, in `crash_dir()` when it names one."""
-    import os
     import platform
-    import sys
     import tempfile
     import time
     import traceback

@@ -11,11 +11,9 @@ TEMP_SUFFIX = ".patchguard-tmp"
 
 
 def atomic_write(path: Path, data: bytes, mode: int | None = None, *, durable: bool = True) -> None:
-    """Write `data` to `path` via a temp file in the same directory, fsync and rename.
-
-    The file keeps its permission bits; a new file gets `mode` (default: new_file_mode()).
-    `durable=False` leaves out the fsyncs: readers still see the old bytes or the new ones,
-    but a power loss may lose the write. For what something else makes safe: a journal that
+    """Write `data` to `path` via a temp file in the same directory, fsync and rename; the file
+    keeps its permission bits (a new one gets `mode`, default new_file_mode()). `durable=False`
+    leaves out the fsyncs, for what something else makes safe from a power loss: a journal that
     keeps the old bytes, a checksum that turns a torn entry into a miss.
     """
     try:
@@ -34,8 +32,12 @@ def atomic_write(path: Path, data: bytes, mode: int | None = None, *, durable: b
     except BaseException:
         Path(tmp_name).unlink(missing_ok=True)
         raise
-    if durable:
-        _fsync_directory(path.parent)
+    if durable:  # the rename itself
+        fd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
 
 def new_file_mode(executable: bool = False) -> int:
@@ -61,10 +63,8 @@ def _create_temporary(path: Path) -> tuple[int, str]:
 
 def remove_stale_temporaries(path: Path) -> None:
     """Temp files a killed writer left beside `path`; call only while holding the writers' lock.
-
-    Each directory is listed once per hold of the lock (a re-apply of 40 files in one package
-    would list it 40 times): while it is held, no other writer can leave a new one, except a
-    process that inherits the hold (guard.ops.moves forgets the listings after one ran)."""
+    Each directory is listed once per hold: while it is held, no other writer can leave a new
+    one, except a process that inherits the hold (guard.ops.moves forgets the listings after)."""
     directory = str(path.parent)
     if directory not in _stale:
         try:
@@ -85,12 +85,3 @@ _stale: dict[str, list[str]] = {}  # by directory: the temp files found there, n
 def forget_stale_listings() -> None:
     """The writers' lock is newly held (guard.git.lock): a writer may have died meanwhile."""
     _stale.clear()
-
-
-def _fsync_directory(directory: Path) -> None:
-    """Make the rename itself durable."""
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

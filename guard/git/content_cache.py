@@ -1,12 +1,10 @@
 """Answers kept by the content they were computed from: merges, parses. A cache, never a record.
 
-Each entry is a file named by a key the caller derives from the inputs (blob ids), under the
-namespace of patchguard's own code (guard.git.own_code: an answer another patchguard kept is
-not this one's), holding a CRC-32 of its key and payload, then the payload. The checksum
-guards against torn and misplaced entries, not an adversary: what could write here (the
-worktree's git dir, which nothing from a bundle or a checkout can write) could write git's
-hooks. Entries are never fsynced: one torn by a power loss fails its checksum, a miss. A cache
-that cannot be written (a read-only git dir, a full disk) only means computing again.
+Keys are under the namespace of patchguard's own code (guard.git.own_code: an answer another
+patchguard kept is not this one's). An entry's CRC-32 of key and payload guards against torn and
+misplaced entries, not an adversary: what could write here (the worktree's git dir) could write
+git's hooks. So entries are never fsynced (a torn one is a miss), and a cache that cannot be
+written only means computing again.
 """
 
 from __future__ import annotations

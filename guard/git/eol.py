@@ -1,16 +1,11 @@
 """git's line-ending conversion, so patchguard sees files as `git diff` does.
 
-With `core.autocrlf`, `core.eol` or the `text`/`eol` attributes, a working file can end its
-lines in CRLF while git stores LF. patchguard records, merges and checks the stored form (a
-patch is then its three methods, not every line of the file) and writes files back as
-`git checkout` would. The rules are git's own (convert.c): which setting wins, "auto" text
-detection, and the "safer autocrlf" exceptions that leave a file alone when it already holds
-CRs. git resolves the attributes (`git check-attr`) and the configuration (`git config`);
-only the per-file decision and the byte rewriting happen here, and a test holds them to what
-git itself writes and stores.
-
-A filter driver or `working-tree-encoding` is a conversion only git can run, and so is `ident`
-in a file that holds `$Id`. Recording such a file is refused rather than done wrong.
+A working file can end its lines in CRLF while git stores LF. patchguard records, merges and
+checks the stored form (a patch is then its three methods, not every line of the file) and
+writes files back as `git checkout` would, by git's own rules (convert.c), held to what git
+writes by a test. git resolves the attributes and configuration; only the per-file decision
+and the byte rewriting happen here. A filter driver, `working-tree-encoding`, or `ident` in a
+file that holds `$Id` is a conversion only git can run: recording such a file is refused.
 """
 
 from __future__ import annotations
@@ -25,6 +20,8 @@ ATTRIBUTES = ("text", "eol", "crlf", "ident", "filter", "working-tree-encoding")
 # (CR and LF are counted apart), and DEL.
 _CONTROL = bytes(set(range(32)) - set(b"\b\t\x1b\x0c\r\n")) + b"\x7f"
 _LONE_LF = re.compile(rb"(?<!\r)\n")
+# A `text` (or legacy `crlf`) attribute's value, as git reads it; any other is "unspecified".
+_ACTIONS = {"set": "text", "unset": "binary", "input": "text-lf", "auto": "auto"}
 
 
 @dataclass(frozen=True)
@@ -78,15 +75,11 @@ def looks_binary(data: bytes) -> bool:
 
 def decide(attributes: Mapping[str, str], config: Mapping[str, str]) -> Conversion:
     """The conversion git applies, from `git check-attr` values and the `git config` lines."""
-    refusal = _refusal(attributes, config)
-    autocrlf = _autocrlf(config.get("core.autocrlf", "false"))
-    if autocrlf is not None:
-        eol_is_crlf = autocrlf == "true"
-    else:
-        eol_is_crlf = config.get("core.eol", "").lower() == "crlf"
-    action = _action(attributes.get("text", "unspecified"))
+    autocrlf = _autocrlf(config.get("core.autocrlf", "false"))  # it wins over core.eol
+    eol_is_crlf = autocrlf == "true" if autocrlf else config.get("core.eol", "").lower() == "crlf"
+    action = _ACTIONS.get(attributes.get("text", ""), "unspecified")
     if action == "unspecified":
-        action = _action(attributes.get("crlf", "unspecified"))
+        action = _ACTIONS.get(attributes.get("crlf", ""), "unspecified")
     if action != "binary":
         eol = attributes.get("eol")
         if eol in ("lf", "crlf"):
@@ -99,19 +92,9 @@ def decide(attributes: Mapping[str, str], config: Mapping[str, str]) -> Conversi
         text=action != "binary",
         auto=action.startswith("auto-"),
         crlf=action.endswith("-crlf"),
-        refusal=refusal,
+        refusal=_refusal(attributes, config),
         ident=attributes.get("ident") == "set",
     )
-
-
-def _action(value: str) -> str:
-    """One `text` (or legacy `crlf`) attribute value, as git reads it."""
-    return {
-        "set": "text",
-        "unset": "binary",
-        "input": "text-lf",
-        "auto": "auto",
-    }.get(value, "unspecified")
 
 
 def _autocrlf(value: str) -> str | None:

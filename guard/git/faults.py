@@ -1,11 +1,9 @@
 """Kill points for the crash tests: a writer stopped dead at a named step boundary.
 
-The suite sets PATCHGUARD_KILL_AT=STEP and runs a writer; at that step the process sends
-itself SIGKILL, as a power cut or `kill -9` would stop it (no handler, no cleanup); with
-STEP:stop it sends SIGSTOP instead, so a test can act while the writer waits there. Every
-step boundary of the store's transaction (guard.store.history.save) and of the worktree's journal
-(guard.store.journal) is a point, so the suite can show that each crash leaves a state the next
-command completes or rolls back. Unset, each point costs one dictionary lookup.
+PATCHGUARD_KILL_AT=STEP: SIGKILL at that step, as a power cut would stop it (no handler, no
+cleanup); STEP:stop, SIGSTOP, so a test can act while the writer waits there. Every step of the
+store's transaction and of the worktree's journal is a point: the suite shows that each crash
+leaves a state the next command completes or rolls back. Unset, a point costs one lookup.
 """
 
 from __future__ import annotations

@@ -21,88 +21,48 @@ LOCK_FILE_NAME = "patchguard-lock"  # in each worktree's own git dir; the hooks 
 
 
 class Layout:
-    """Where a worktree's files, its own git dir and the shared (common) git dir are.
-
-    A plain class: every hook builds one, and @dataclass would bring dataclasses, inspect and
-    ast onto the hooks' light path (tests/test_light_paths.py).
-    """
-
-    __slots__ = ("common_dir", "git_dir", "workdir")
+    """Where a worktree's files, its own git dir and the shared (common) git dir are, and
+    patchguard's files in them. Not a dataclass: every hook builds one, and dataclasses would
+    bring inspect and ast onto the hooks' light path (tests/test_light_paths.py)."""
 
     def __init__(self, workdir: Path, git_dir: Path, common_dir: Path) -> None:
         self.workdir = workdir
         self.git_dir = git_dir
         self.common_dir = common_dir
-
-    def __repr__(self) -> str:
-        return f"Layout(workdir={self.workdir!r}, git_dir={self.git_dir!r}, common_dir={self.common_dir!r})"
+        # In the common dir, so every linked worktree shares them.
+        self.store_dir = common_dir / STORE_DIR_NAME
+        self.manifest_path = self.store_dir / "manifest.json"
+        self.store_lock_path = self.store_dir / "lock"  # held only while the store is rewritten
+        # Present from before the history ref moves until manifest.json is derived from it: the
+        # hooks and `check` trust no verified key meanwhile (the hook script knows it by name).
+        self.transaction_path = self.store_dir / TRANSACTION_FILE_NAME
+        # Written after manifest.json: a reader whose history ref names another commit than
+        # this file knows the derived manifest is stale without asking git.
+        self.derived_from_path = self.store_dir / DERIVED_FROM_FILE_NAME
+        # In the worktree's own git dir: a long move in one worktree never keeps another's hook
+        # waiting (the hook script knows it by name).
+        self.worktree_lock_path = git_dir / LOCK_FILE_NAME
+        # Present while patches are out for an unfinished merge or rebase of this worktree: the
+        # post-commit hook (which knows it by name) re-applies on the concluding commit.
+        self.pending_path = git_dir / PENDING_FILE_NAME
+        # git's mark of a `git bisect` in this worktree (its good/bad refs are shared).
+        self.bisect_start = git_dir / "BISECT_START"
 
     def history_tip(self) -> str | None:
         """The commit refs/patchguard/history names, read from its files without git (None:
-        no such ref, or one only git can read); guard.store.history is what knows it for sure."""
+        no such ref, or one only git can read)."""
         return read_ref(HISTORY_REF, (str(self.common_dir),))
 
     def has_patches(self) -> bool:
         """Is anything recorded here: manifest.json, or a history ref to derive it from?"""
         return self.manifest_path.is_file() or self.history_tip() is not None
 
-    @property
-    def bisect_start(self) -> Path:
-        """git's own mark of a `git bisect` in progress in this worktree (its good/bad refs are
-        shared; this file is the worktree's)."""
-        return self.git_dir / "BISECT_START"
-
-    @property
-    def store_dir(self) -> Path:
-        """patchguard's files: in the common dir, so every linked worktree shares them."""
-        return self.common_dir / STORE_DIR_NAME
-
-    @property
-    def manifest_path(self) -> Path:
-        return self.store_dir / "manifest.json"
-
-    @property
-    def worktree_lock_path(self) -> Path:
-        """The lock of what touches this worktree alone: apply, unapply, moves, bisect steps.
-
-        In the worktree's own git dir, so a long move in one worktree never keeps another's hook
-        waiting. The hook script compares PATCHGUARD_LOCK_HELD with it by name.
-        """
-        return self.git_dir / LOCK_FILE_NAME
-
-    @property
-    def store_lock_path(self) -> Path:
-        """The lock of the shared manifest and its blobs, held only while they are rewritten."""
-        return self.store_dir / "lock"
-
-    @property
-    def transaction_path(self) -> Path:
-        """Present while a change to the patches is under way (guard.store.history.save): from before
-        the history ref moves until manifest.json is derived from it. The hooks and `check`
-        trust no verified key while it exists (hooks/patchguard-hook.sh knows it by name)."""
-        return self.store_dir / TRANSACTION_FILE_NAME
-
-    @property
-    def derived_from_path(self) -> Path:
-        """The history commit manifest.json was derived from, written after it: a reader whose
-        ref names another commit knows the derived file is stale without asking git."""
-        return self.store_dir / DERIVED_FROM_FILE_NAME
-
-    @property
-    def pending_path(self) -> Path:
-        """Present while patches are out for an unfinished merge or rebase of this worktree.
-
-        The post-commit hook looks for it by name (hooks/patchguard-hook.sh) and re-applies
-        when the commit that concludes the operation is made.
-        """
-        return self.git_dir / PENDING_FILE_NAME
-
 
 def locate(start: Path) -> Layout:
     """Walk up from `start` to the worktree root, as git does (GIT_DIR: see find_repository)."""
     workdir, git_dir, common_dir = find_repository(str(start))
     # patchguard runs git in the worktree's root, where a relative GIT_DIR or GIT_WORK_TREE
-    # would name another place: from now on they are the absolute paths they stand for.
+    # would name another place.
     for variable, value in (("GIT_DIR", git_dir), ("GIT_WORK_TREE", workdir)):
         if variable in os.environ:
             os.environ[variable] = value

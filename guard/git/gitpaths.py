@@ -6,14 +6,13 @@ import os
 
 from guard.errors import ConfigError
 
-# patchguard's files in the common git dir (guard.git.gitdir.Layout names them all); these few are
-# here because the fast path reads them with nothing but os.
+# patchguard's files (guard.git.gitdir.Layout names them all); these few are here because the
+# fast path reads them with nothing but os.
 STORE_DIR_NAME = "patchguard"
 TRANSACTION_FILE_NAME = "transaction"  # a change to the patches under way; the hooks know it
 DERIVED_FROM_FILE_NAME = "manifest.from"  # the history commit manifest.json was derived from
 HISTORY_REF = "refs/patchguard/history"
-# In each worktree's own git dir: the undo journal's entries (guard.store.journal), each a
-# directory holding its journal file.
+# In each worktree's own git dir: the undo journal's entries, each a directory with its file.
 UNDO_DIR_NAME = "patchguard-undo"
 JOURNAL_FILE = "journal.json"
 
@@ -31,12 +30,9 @@ _GIT_ELSEWHERE = ("--git-dir", "--work-tree", "--bare")
 
 def find_repository(start: str) -> tuple[str, str, str]:
     """(worktree root, its git dir, the common git dir), walking up from `start` as git does.
-
-    GIT_DIR and GIT_WORK_TREE (relative to `start`, as `git -C` reads them) are honoured when
-    they name that checkout: git sets GIT_DIR for every hook it runs, and patchguard's own git
-    commands inherit both. A pair that names another repository, or a git dir apart from its
-    tree, is refused: patchguard would read one repository while git acts on another.
-    """
+    GIT_DIR and GIT_WORK_TREE (git sets GIT_DIR for every hook, and our git commands inherit
+    both) are honoured when they name that checkout; otherwise refused: patchguard would read
+    one repository while git acts on another."""
     git_dir_variable = os.environ.get("GIT_DIR")
     work_tree_variable = os.environ.get("GIT_WORK_TREE")
     if git_dir_variable is None and work_tree_variable is None:
@@ -108,12 +104,9 @@ def _walk_up(start: str) -> tuple[str, str, str]:
 
 
 def git_start_directory(args: Sequence[str], start: str) -> str:
-    """The directory `git ARGS`, started in `start`, works in: git's own global options before
-    the subcommand are followed, each `-C DIR` relative to the one before, as git does.
-
-    `patchguard git -C OTHER stash pop` must lift OTHER's patches, not those of the directory
-    it was typed in. `--git-dir`, `--work-tree` and `--bare` would make git act on another
-    repository or worktree than that directory holds: refused rather than guessed.
+    """The directory `git ARGS`, started in `start`, works in (each `-C DIR` relative to the one
+    before, as git does): `patchguard git -C OTHER stash pop` must lift OTHER's patches. The
+    options that would make git act on another repository or worktree are refused, not guessed.
     """
     directory = start
     words = iter(args)

@@ -1,20 +1,11 @@
 """git's index file, read without git (gitformat-index): a git process costs the fast path
-more than the read.
+more than the read. An answer only when the format leaves no doubt, else None (git answers).
 
-Three questions only, each answered only when the file's format leaves no doubt, else None
-(and the caller asks git):
-
-- does it hold an unmerged (stage 1-3) entry for one of some paths?
-- does it hold none at all? Sure when the cache tree is valid at the top over every entry:
-  git invalidates the cache tree along the path of each entry it adds, and `git write-tree`
-  takes a valid cache tree as the tree, so git never leaves one valid over an unmerged entry.
-- HEAD's entries for some paths, as `git ls-tree` prints them: when the index's cache tree is
-  valid at the top and names HEAD's tree, the index's entries are exactly that tree's. A commit
-  writes such an index, and so does a checkout, so `check` right after either starts no git.
-
-Versions 2 and 3 only (version 4 compresses names), no split index, no sparse index, SHA-1
-repositories. An entry is found by its name and must sit where an entry can start: names are
-searched, not walked to, as walking 20,000 entries in Python costs more than git would.
+A cache tree valid at the top covers every entry, and git never leaves one valid over an
+unmerged entry: such an index holds no conflict, and when that tree is HEAD's its entries are
+HEAD's. A commit or a checkout writes one, so `check` right after either starts no git.
+Versions 2 and 3 (version 4 compresses names), no split or sparse index. Names are searched,
+not walked to: walking 20,000 entries in Python costs more than git would.
 """
 
 from __future__ import annotations
@@ -22,14 +13,11 @@ from __future__ import annotations
 import os
 import zlib
 
+from guard.git.objects import sha1
+
 TYPE_CHECKING = False  # not typing's: this module is on a light path (tests/test_light_paths.py)
 if TYPE_CHECKING:
     from collections.abc import Sequence
-
-try:  # the bare C module, as guard.store.fastpath
-    from _sha1 import sha1
-except ImportError:  # pragma: no cover - CPython built without it
-    from hashlib import sha1
 
 _HEADER = 12  # "DIRC", the version, the number of entries
 _NAME_AT = 62  # an entry's fixed part: stat data, mode, object id, flags; then its name
@@ -46,9 +34,8 @@ _PLAIN = frozenset(range(0x20, 0x7F)) - {ord('"'), ord("\\")}
 
 
 def checksum(git_dir: str) -> str | None:
-    """The index file's own SHA-1 (its last 20 bytes), read alone: the same checksum means the
-    same index, so an answer about one index holds for it without reading it again. None when
-    there is no index, or `index.skipHash` left zeros there."""
+    """The index file's own SHA-1 (its last 20 bytes), read alone: the same checksum, the same
+    index. None when there is no index, or `index.skipHash` left zeros there."""
     if _elsewhere():
         return None
     try:
@@ -65,8 +52,7 @@ def checksum(git_dir: str) -> str | None:
 
 def _elsewhere() -> bool:
     """Does the environment send git to another index (GIT_INDEX_FILE, as a hook of `git
-    commit` or `git stash` has it), or to other replacements (GIT_REPLACE_REF_BASE)? Then
-    git answers, as it resolves them."""
+    commit` or `git stash` has it) or other replacements? Then git answers."""
     return "GIT_INDEX_FILE" in os.environ or "GIT_REPLACE_REF_BASE" in os.environ
 
 
@@ -117,9 +103,8 @@ class IndexFile:
         return False
 
     def fully_merged(self) -> bool | None:
-        """True when the index holds no unmerged entry at all (see the module's docstring);
-        None when it cannot say (the cache tree is invalid: a conflict, or any change since
-        git last wrote a tree)."""
+        """True when the index holds no unmerged entry at all; None when its cache tree cannot
+        say (a conflict, or any change since git last wrote a tree)."""
         return True if self._cache_tree_root() is not None else None
 
     def head_entries(self, common_dir: str, head: str, paths: Sequence[str]) -> str | None:
@@ -176,12 +161,9 @@ class IndexFile:
     def _entries(self, path: str) -> list[tuple[int, int]] | None:
         """(start, flags) of each entry named `path`, one per stage; None when unsure.
 
-        The entries are not walked (20,000 of them cost Python more than git): the name is
-        searched among them, and a match counts where an entry can be: flags that give the
-        name's length just before it, and a start a whole number of entries from the header
-        (each entry is padded to a multiple of 8 bytes). Any name may end with `path`, and
-        its bytes may look like flags: the entries found must be one run of consecutive
-        entries (a path's stages), or the answer is None.
+        A match of the name counts where an entry can be: after flags that give its length, at
+        a multiple of 8 bytes from the header. Any name may end with `path`, and its bytes may
+        look like flags: the entries found must be one run (a path's stages), or None.
         """
         if path not in self._found:  # a search costs a pass over the entries: one per path
             self._found[path] = self._search(path)
@@ -236,13 +218,9 @@ class IndexFile:
 
 
 def _extensions(data: bytes) -> dict[bytes, tuple[int, int]] | None:
-    """Each extension's data, by signature, from the cache tree ("TREE", written first or
-    after "link") to the file's checksum; None when there is none.
-
-    The entries are not walked to find where they end: the cache tree is the last "TREE"
-    from which whole extensions (four letters, a size, the data) lead exactly to the end,
-    searched backwards, as the extensions sit at the end of the file.
-    """
+    """Each extension's data, by signature, from the cache tree to the file's checksum; None
+    when there is none. Found without walking the entries: the last "TREE" from which whole
+    extensions (four letters, a size, the data) lead exactly to the end."""
     end = len(data) - _ID_SIZE  # the checksum (a SHA-256 index has a longer one: no chain)
     least = _HEADER + (_NAME_AT + 2) * int.from_bytes(data[8:12], "big")
     at = data.rfind(b"TREE", least, end)

@@ -1,13 +1,9 @@
 """One writer at a time per worktree, and per manifest: a hook racing a manual apply, two records.
 
-flock(2) on a file (which ones: `Repo.lock`): the kernel drops the lock when its holder dies, so
-a lock left by a killed process is stale by construction and taken over at once.
-
-An operation that composes others (`patchguard git`: lift, run git, put back) holds its
-worktree's lock once, at its edge. Inside that process a lock is re-entrant; the processes it
-starts while holding it (a `git bisect run` step) inherit the hold of that one lock through
-HELD_VARIABLE, since the holder is waiting on them and would otherwise deadlock against its own
-children. Any other lock (another worktree's, the store's) they take as anyone would.
+flock(2): the kernel drops a lock when its holder dies, so one a killed process left is taken
+over at once. A lock is re-entrant in its process, and the processes its holder starts (a `git
+bisect run` step under `patchguard git`) inherit that one hold through HELD_VARIABLE: the holder
+waits on them, and would otherwise deadlock against its own children.
 """
 
 from __future__ import annotations
@@ -110,7 +106,7 @@ def exclusive(lock_path: Path, operation: str) -> Iterator[None]:
 def if_free(lock_path: Path) -> Iterator[bool]:
     """Hold `lock_path` if nobody else does (True), without waiting; False when another
     process holds it or it cannot be taken (a read-only git dir). For repairs that may wait
-    for the next command: a derived file rebuilt by a reader, never a change of its own."""
+    for the next command (a derived file rebuilt by a reader)."""
     if held(lock_path):
         yield True
         return

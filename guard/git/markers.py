@@ -1,13 +1,10 @@
 """Conflict markers as git writes them, found in a file's text.
 
-git (xdiff's xmerge.c) writes a conflict as a line of seven `<` and a space and the label, the
-"ours" side, for diff3 and zdiff3 a line of seven `|` and the base's label and the base, a line
-of exactly seven `=`, the "theirs" side, and a line of seven `>` and the label. A file still
-holding one of those lines is not resolved, whatever the index says (`git add` accepts it).
-
-A line of seven `=` alone is an underline in reStructuredText docstrings, so it counts only
-in a file that holds one of the other three markers; those never occur in Python or Markdown
-by accident. tests/test_conflicts.py pins the rule to git's own output in all three styles.
+A file still holding one is not resolved, whatever the index says (`git add` accepts it). A line
+of seven `=` alone is an underline in reStructuredText docstrings, so it counts only in a file
+that holds one of the other three (`<`, `|` for diff3, `>`, each alone or before a space and a
+label), which never occur in Python or Markdown by accident. tests/test_conflicts.py pins the
+rule to git's own output in all three styles.
 """
 
 from __future__ import annotations

@@ -49,10 +49,9 @@ def blob_id(data: bytes) -> str:
     return found
 
 
-# Ids this process computed, by content: a command asks for one file's id for its parse key,
-# its merges' keys, the fast path's record and the recorded blob it may already hold. The
-# bytes are mostly the command's own files, which it holds meanwhile anyway; a process that
-# moves between many commits (a hunt) keeps at most about this much of them.
+# Ids by content: a command asks one file's id several times (its parse key, its merges' keys,
+# the fast path's record); a process that moves between many commits (a hunt) keeps at most
+# about this much of the files.
 _blob_ids: dict[bytes, str] = {}
 _remembered = [0]
 _REMEMBER_BYTES = 64 << 20

@@ -1,13 +1,10 @@
 """The namespace of everything patchguard keeps: its own code, the interpreter and libgit2.
 
-A verdict, a parse, a merge or a replay kept on disk is a function of its inputs and of the code
-that computed it, which is all of the installed package: a rule may live in any module, in the
-hook template, in the package's data. So every kept answer (guard.store.fastpath's verified
-keys, guard.git.content_cache's entries) is kept under model_namespace(): whatever an upgrade
-in place changes (`pip install -U`, an edit of a source install), nothing the old code kept is
-trusted.
-
-The hooks bake none of it: they start this Python, which computes the namespace itself.
+A kept verdict, parse, merge or replay is a function of its inputs and of the code that
+computed it: all of the installed package (a rule may live in any module, the hook template,
+the package's data). Every kept answer is kept under model_namespace(), so after an upgrade in
+place (`pip install -U`, an edit of a source install) nothing the old code kept is trusted. The
+hooks bake none of it: they start this Python, which computes it.
 """
 
 from __future__ import annotations
@@ -24,14 +21,10 @@ _namespace: list[str] = []  # the namespace, then the model_files() it was compu
 
 
 def model_namespace(known: tuple[list[str], list[str]] | None = None) -> str:
-    """The digest of all the code a kept answer depends on, for this interpreter.
-
-    Hashing the whole package would cost `check --quiet` a good part of its time, so the
-    verified cache keeps the namespace beside model_files(), and `known` (that pair as the
-    cache holds it) is taken as it is while the files are those it was computed from: the same
-    names, sizes, modification times and inodes (a reinstall or an edit changes them), for the
-    same interpreter. The identity is taken before the content is read: a file changed
-    meanwhile leaves an identity that no later look matches."""
+    """The digest of all the code a kept answer depends on, for this interpreter. Hashing the
+    package would cost `check --quiet` a good part of its time, so `known` (as the verified
+    cache holds it, beside its model_files()) is taken while model_files() is the same. The
+    identity is taken before the content is read: a file changed meanwhile matches no look."""
     if not _namespace:
         identity = model_files()
         if known is not None and known[0] == [identity] and len(known[1]) == 1:
@@ -41,9 +34,8 @@ def model_namespace(known: tuple[list[str], list[str]] | None = None) -> str:
     return _namespace[0]
 
 
-# The namespace beside the identity it was computed from, for the processes that read no
-# verified cache (the full path: `check --json`, status, a re-apply), in the package's own
-# byte-code cache: one per install, as Python keeps its .pyc files there.
+# The namespace beside its identity, for the processes that read no verified cache (`check
+# --json`, status, a re-apply): in the package's byte-code cache, one per install, as .pyc files.
 _KEPT = os.path.join(_PACKAGE, "__pycache__", "patchguard-namespace")
 
 
@@ -74,8 +66,8 @@ def _computed(identity: str) -> str:
 
 
 def model_files() -> str:
-    """The identity of the installed files as the file system gives it, and of the
-    interpreter: what model_namespace() is kept beside."""
+    """The installed files' names, sizes, modification times and inodes (a reinstall or an
+    edit changes them), and the interpreter: what model_namespace() is kept beside."""
     sources, compiled = _installed_files()
     parts = [_interpreter_facts(), *map(_identity, [*sources, *compiled])]
     return digest("\0".join(parts).encode())[:16]

@@ -1,8 +1,6 @@
-"""Every `git` command patchguard runs: run_git() and start_git(), the one home of how git is
-started, what it inherits, and how its failure is said.
-
-Its own module, light to import: a command can start git before it imports the rest of what
-it needs (`stamp` starts `git status` so).
+"""Every `git` command patchguard runs: the one home of how git is started, what it inherits,
+and how its failure is said. Light to import: a command can start git before it imports the
+rest of what it needs (`stamp` starts `git status` so).
 """
 
 from __future__ import annotations
@@ -38,14 +36,10 @@ def run_git(
     passthrough: bool = False,
     env: Mapping[str, str] | None = None,
 ) -> subprocess.CompletedProcess[str]:
-    """Every `git` command patchguard runs goes through here (or through start_git).
-
-    Captured (the default), a failure raises ConfigError carrying the command and git's stderr.
-    With `passthrough`, git gets the terminal, stdin, stdout and stderr, its status is returned
-    as a shell would report it (128+N when a signal ended it), and Ctrl-C goes to git alone:
-    patchguard waits to put the patches back. Inside `out_of_reach_of_ctrl_c`, captured git
-    runs in its own session.
-    """
+    """Captured (the default), a failure raises ConfigError carrying the command and git's
+    stderr. With `passthrough`, git gets the terminal, its status is returned as a shell would
+    report it (128+N when a signal ended it), and Ctrl-C goes to git alone: patchguard waits to
+    put the patches back."""
     if not passthrough:
         return start_git(args, cwd, env=env).result()
     command = ["git", *args]

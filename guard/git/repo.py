@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import stat
+import subprocess
 import weakref
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
@@ -23,7 +24,6 @@ from guard.git.objects import EXECUTABLE_MODE, REGULAR_MODE, blob_id
 from guard.git.process import cannot_run, run_git, run_git_bytes
 
 if TYPE_CHECKING:
-    import subprocess
     from typing import IO
 
     import pygit2
@@ -80,11 +80,8 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
 
 
 class Repo:
-    """One worktree of a git repository, as patchguard needs to see it.
-
-    Reads go through `git cat-file` (guard hooks stay light); libgit2 (pygit2) is loaded on
-    first use of `git`, for diffs, status and writes.
-    """
+    """One worktree of a git repository. Reads go through `git cat-file` (the hooks stay
+    light); libgit2 is loaded on first use of `git`, for diffs, status and writes."""
 
     def __init__(self, layout: Layout) -> None:
         self.layout = layout
@@ -109,8 +106,6 @@ class Repo:
     @classmethod
     def discover(cls, start: Path) -> Repo:
         return cls(locate(start))
-
-    # --- the content the manifest refers to -------------------------------------------------
 
     def store_blob(self, data: bytes) -> str:
         with self.writing_objects():
@@ -162,14 +157,11 @@ class Repo:
 
     @contextmanager
     def lock(self, operation: str, store: bool = False) -> Iterator[None]:
-        """This worktree's writer lock (a move holds it while git runs; another worktree's hook
-        takes only its own); with `store` (a change of the patches every worktree shares), the
-        store's lock too, always second (one order, no deadlock) and only for that short command.
-        guard.store.history.save refuses to write without it: a writer that forgets it fails.
-
-        Only `record`, `require`, `import` and `fetch` may start a store; any other writer
-        refuses without a manifest, before creating anything.
-        """
+        """This worktree's writer lock (another worktree's hook takes only its own); with
+        `store` (a change of the patches every worktree shares), the store's lock too, always
+        second (one order, no deadlock; guard.store.history.save refuses to write without it).
+        Only the writers that may start a store run without a manifest: any other refuses
+        before creating anything."""
         starts_a_store = operation in ("record", "require", "import", "fetch")
         if not starts_a_store and not self.layout.has_patches():
             read_manifest_bytes(self.layout.manifest_path)  # says "no manifest ..."
@@ -190,8 +182,6 @@ class Repo:
                 f"Finish it (git {operation} --continue) or abort it, then run patchguard {action}."
             )
 
-    # --- HEAD and the worktree ---------------------------------------------------------------
-
     def head_commit(self) -> str | None:
         """HEAD's commit id; None in a repository with no commits yet."""
         return self.commit_id("HEAD")
@@ -209,10 +199,9 @@ class Repo:
         return self.read_objects([name])[0]
 
     def read_objects(self, names: Sequence[str]) -> list[tuple[str, str, bytes] | None]:
-        """`read_object` of each name through one `git cat-file --batch`, started on first use
-        (the hooks need a few blobs: one long-lived git process answers them, where loading
-        libgit2 would cost more than the reads). The questions are written together: one round
-        trip per batch rather than one per object, however many files a command assesses."""
+        """`read_object` of each name through one long-lived `git cat-file --batch` (the hooks
+        need a few blobs: loading libgit2 would cost more than the reads), one round trip per
+        batch rather than per object."""
         process = self._reader or self._start_reader()
         assert process.stdin is not None and process.stdout is not None
         found: list[tuple[str, str, bytes] | None] = []
@@ -248,8 +237,6 @@ class Repo:
         )
 
     def _start_reader(self) -> subprocess.Popen[bytes]:
-        import subprocess
-
         command = ["git", "cat-file", "--batch", "-z"]
         try:
             self._reader = subprocess.Popen(
@@ -311,12 +298,10 @@ class Repo:
         return self.file_at("HEAD", path)
 
     def files_at(self, commit: str, paths: Sequence[str]) -> dict[str, bytes | None]:
-        """`file_at` of each path, in one batch. Each blob is kept by its id too: a recorded
-        base is most often HEAD's file, and is then not read again (see blob).
-
-        When git's index is that commit's tree (as a commit or a checkout leaves it), the index
-        names each file's blob and git reads it by id, walking no trees: a third of the cost.
-        """
+        """`file_at` of each path, in one batch, each blob kept by its id (a recorded base is
+        most often HEAD's file). When git's index is that commit's tree (as a commit or a
+        checkout leaves it), blobs are read by the ids it names: no tree walk, a third of the
+        cost."""
         index, ids = self.index_file, None
         found = index.tree_entries(str(self.layout.common_dir), commit, paths) if index else None
         if found is not None:  # the index is that tree: it names each file's blob
@@ -331,10 +316,9 @@ class Repo:
 
     @property
     def index_file(self) -> IndexFile | None:
-        """git's index file (guard.git.index_file), read again only when its checksum changed:
-        after `patchguard git` moved, the new index answers (HEAD's entries, "nothing
-        unmerged") where the one read before would be silent. Its answers hold for the bytes
-        read, under their own checksum, so a read that git replaced meanwhile is never wrong."""
+        """git's index file, read again only when its checksum changed (after `patchguard git`
+        moved, the new index answers where the old would be silent); its answers hold for the
+        bytes read, so a read that git replaced meanwhile is never wrong."""
         git_dir = str(self.layout.git_dir)
         now = index_checksum(git_dir)
         if self._index is None or now is None or self._index.checksum != now:
@@ -381,9 +365,8 @@ class Repo:
 
     def unmerged(self) -> dict[str, dict[int, str]]:
         """The paths git left unmerged, with their stage entries' blob ids (1 base, 2 ours,
-        3 theirs; a side that deleted the file has none). None when the index file says so
-        itself (its cache tree is valid, as a commit or a checkout leaves it), else one `git
-        ls-files` for the whole index (usually empty), so neither needs libgit2."""
+        3 theirs; a side that deleted the file has none). Asked of the index file when it can
+        say there are none, else of one `git ls-files`: neither needs libgit2."""
         index = self.index_file
         if index is not None and index.fully_merged():
             return {}
@@ -397,15 +380,11 @@ class Repo:
         return stages
 
     def worktree_path(self, path: str) -> Path:
-        """The absolute path of a repository path, where git itself would write it.
-
-        Refuses (UnsafePath) a path beyond a symbolic link, a link itself, a path into a nested
-        repository or into this repository's git directories: guard.git.worktree_paths.
-        """
+        """The absolute path of a repository path, where git itself would write it; UnsafePath
+        where git would not (guard.git.worktree_paths)."""
         from guard.git.worktree_paths import checked_path
 
-        layout = self.layout
-        git_dirs = (str(layout.git_dir), str(layout.common_dir))
+        git_dirs = (str(self.layout.git_dir), str(self.layout.common_dir))
         return Path(checked_path(str(self.workdir), path, git_dirs))
 
     def read_file(self, path: str) -> bytes | None:
@@ -414,9 +393,8 @@ class Repo:
         return None if raw is None else self.to_git(path, raw)
 
     def read_raw(self, path: str) -> bytes | None:
-        """The file's bytes on disk. Opened without waiting, and read only when it is a regular
-        file: a FIFO (or a device) there would never answer, and hang every command that reads
-        the patches' files (`apply`, `check`, the hooks)."""
+        """The file's bytes on disk; UnsafePath when it is not a regular file (a FIFO there
+        would hang every command that reads the patches' files)."""
         from guard.git.worktree_paths import UnsafePath, read_if_regular
 
         try:
@@ -440,23 +418,17 @@ class Repo:
         return self.conversion(path).to_git(raw, lambda: self._index_has_cr(path))
 
     def to_worktree(self, path: str, data: bytes, on_disk: bytes | None = None) -> bytes:
-        """Content as git stores it, as `git checkout` would write it (line endings converted).
-
-        A file whose bytes on disk hold no CR keeps its LF endings: git reads it back the same
-        either way, and the common case asks git nothing.
-        """
+        """Content as git stores it, as `git checkout` would write it. A file whose bytes on
+        disk hold no CR keeps its LF endings: git reads it back the same either way, and the
+        common case asks git nothing."""
         if on_disk is not None and b"\r" not in on_disk:
             return data
         return self.conversion(path).to_worktree(data)
 
     def write_raw(self, path: str, data: bytes, mode: int | None = None) -> None:
         """Atomic replacement; callers hold the repository lock, so older temp files are stale.
-
-        An existing file keeps its permission bits; a new one gets `mode` (see atomic_write).
-        Not flushed to disk, as git never flushes the files it checks out: every write goes
-        through the journal (guard.store.journal), whose one flushed mark makes a set of files
-        whole or not at all, and a flush per file would make the cost grow with the files.
-        """
+        Not flushed, as git never flushes what it checks out: the journal's one flushed mark
+        (guard.store.journal) makes a set of files whole or not at all."""
         full = self.worktree_path(path)
         full.parent.mkdir(parents=True, exist_ok=True)
         remove_stale_temporaries(full)
@@ -497,12 +469,9 @@ class Repo:
         self.worktree_path(path).unlink(missing_ok=True)
 
     def relpath(self, user_path: str, cwd: Path) -> str:
-        """A user's path (relative to their cwd, like git's) as a repository path.
-
-        The directories it goes through are resolved (a checkout reached through a symlink),
-        the last component is not (it names the file itself). As `git add`, a file beyond a
-        symbolic link or inside a submodule is refused: patchguard could never write it back.
-        """
+        """A user's path (relative to their cwd, like git's) as a repository path. The
+        directories it goes through are resolved (a checkout reached through a symlink), the
+        last component is not; as `git add`, a file patchguard could not write back is refused."""
         from guard.git.worktree_paths import UnsafePath
 
         absolute = Path(os.path.normpath(cwd / user_path))
@@ -574,8 +543,6 @@ class Repo:
                 return name
         return None
 
-    # --- libgit2's diff, git's merge ----------------------------------------------------------
-
     def diff(self, old: bytes, new: bytes, path: str) -> FileDiff:
         import pygit2
 
@@ -593,22 +560,14 @@ class Repo:
         labels: tuple[str, str, str],
         union: bool = False,
     ) -> MergeResult:
-        """A 3-way merge of one file: exact identities first, then a merge seen before (by
-        content), and `git merge-file` only for a new one (merge_file). `union`: both sides
-        of a conflict, ours first (`git merge-file --union`)."""
+        """A 3-way merge of one file, `git merge-file` run only for one not seen before (by
+        content). `union`: both sides of a conflict, ours first (`git merge-file --union`)."""
         if ours == theirs or theirs == base:
             return MergeResult(clean=True, content=ours)
         if ours == base:
             return MergeResult(clean=True, content=theirs)
-        key = blob_id(
-            b"\0".join(
-                [
-                    *(blob_id(x).encode() for x in (base, ours, theirs)),
-                    *(label.encode() for label in labels),
-                    *([b"union"] if union else []),
-                ]
-            )
-        )
+        parts = [*map(blob_id, (base, ours, theirs)), *labels, *(["union"] if union else [])]
+        key = blob_id("\0".join(parts).encode())
         known = self.merge_cache.get(key)
         if known is not None:
             return MergeResult(clean=known[:1] == b"1", content=known[1:])
@@ -629,20 +588,17 @@ class Repo:
 def merge_file(
     base: bytes, ours: bytes, theirs: bytes, labels: tuple[str, str, str], union: bool = False
 ) -> MergeResult:
-    """`git merge-file -p` on the three contents: git's own merge of one file, its conflict
-    markers named by `labels` (base, ours, theirs). The inputs go to a private temporary
-    directory outside the repository, so a merge writes nothing there (a `check` on a
-    read-only object store merges too). The conflict style is fixed (a user's
-    merge.conflictStyle=diff3 would change the content a merge is kept by)."""
+    """`git merge-file -p`, its conflict markers named by `labels` (base, ours, theirs). The
+    inputs go to a private temporary directory, not the repository (a `check` on a read-only
+    object store merges too). The conflict style is fixed: a user's merge.conflictStyle=diff3
+    would change the content a merge is kept by."""
     import tempfile
 
     try:
         with tempfile.TemporaryDirectory(prefix="patchguard-merge-") as directory:
-            names = []
-            for name, data in (("ours", ours), ("base", base), ("theirs", theirs)):
-                names.append(os.path.join(directory, name))
-                with open(names[-1], "wb") as file:
-                    file.write(data)
+            names = [os.path.join(directory, name) for name in ("ours", "base", "theirs")]
+            for name, data in zip(names, (ours, base, theirs), strict=True):
+                Path(name).write_bytes(data)
             asked = ["-L", labels[1], "-L", labels[0], "-L", labels[2]]
             found = run_git_bytes(
                 ["-c", "merge.conflictStyle=merge", "merge-file", "-p", *asked]

@@ -1,13 +1,10 @@
 """Where patchguard may read and write in a worktree: git's own rules for a checkout.
 
-A manifest or a bundle names files by repository path, and a repository can hold committed
-symbolic links: with `tools -> .git` committed, `tools/config` names `.git/config`. That lies
-inside the worktree, so no check of the name alone, nor "does it resolve outside the
-worktree", can see it. git refuses to check out a path beyond a symbolic link
-(`has_symlink_leading_path` in symlinks.c) or with a `.git` component (`verify_path` in
-read-cache.c); patchguard applies the same two rules to every path it reads or writes, and
-also never enters a nested repository or a git directory kept in the worktree under another
-name. Only os calls: this runs on every re-applying hook.
+A repository can commit symbolic links: with `tools -> .git` committed, `tools/config` names
+`.git/config`, inside the worktree, so neither the name alone nor "does it resolve outside"
+shows it. As git (symlinks.c, read-cache.c's verify_path), no path beyond a link or with a
+`.git` component; nor into a nested repository or a git dir under another name. Only os calls:
+this runs on every re-applying hook.
 """
 
 from __future__ import annotations
@@ -81,16 +78,11 @@ def is_git_dir_name(part: str) -> bool:
 _walked: set[str] | None = None  # see one_walk
 
 
-def one_walk() -> _OneWalk:
-    """Within this block, a leading directory checked once stays checked: a write of 40
-    files under one package walks its directories once, not 40 times. Only for a block in
-    which nothing but patchguard's own writes can change the tree (no git, no user command).
-    A class, not @contextmanager: the fast path leaves contextlib out
-    (tests/test_light_paths.py)."""
-    return _OneWalk()
+class one_walk:
+    """Within this block, a leading directory checked once stays checked (a write of 40 files
+    under one package walks them once): only for a block in which nothing but patchguard's own
+    writes can change the tree. A class: the fast path leaves contextlib out."""
 
-
-class _OneWalk:
     def __enter__(self) -> None:
         global _walked
         self._outer = _walked
@@ -104,11 +96,9 @@ class _OneWalk:
 def checked_path(workdir: str, path: str, git_dirs: Iterable[str]) -> str:
     """The absolute location of repository path `path`, if patchguard may read or write it.
 
-    Walked component by component with lstat, as git does before it writes a file: no
-    component may be a symbolic link (the last one neither: writing would replace the link, or
-    go through it), no leading directory may be another repository, and the location may not
-    lie in any of `git_dirs`. A component that does not exist ends the walk: nothing below it
-    exists either, so nothing below it can be a link.
+    Walked with lstat, as git does before it writes a file: no component may be a link (the
+    last neither: writing would replace the link, or go through it). A component that does not
+    exist ends the walk: nothing below it can be a link.
     """
     problem = name_problem(path)
     if problem is not None:
