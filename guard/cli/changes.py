@@ -6,7 +6,6 @@ number the changes alike: 0 is the newest, what `undo` takes back.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
@@ -36,6 +35,7 @@ def undo(cwd: Path, number: int | None, as_list: bool, as_json: bool) -> None:
 
     Refuses (exit 1) if a file was edited since, rather than lose that edit.
     """
+    from guard.cli import render
     from guard.store import undoing
 
     repo = Repo.discover(cwd)
@@ -44,8 +44,7 @@ def undo(cwd: Path, number: int | None, as_list: bool, as_json: bool) -> None:
             raise click.UsageError("--json goes with --list, which takes no N")
         entries = undoing.undo_entries(repo)
         if as_json:
-            payload = {"format": undoing.UNDO_LIST_JSON_FORMAT, "entries": entries}
-            click.echo(json.dumps(payload, indent=2))
+            click.echo(render.json_report(undoing.UNDO_LIST_JSON_FORMAT, entries=entries))
         else:
             click.echo("\n".join(undoing.undo_list(repo)) or "nothing to undo")
         return
@@ -79,7 +78,7 @@ def log(cwd: Path, name: str | None, as_json: bool) -> None:
 
     changes = history.log_changes(Repo.discover(cwd), name)
     if as_json:
-        payload = {"format": "patchguard.log/1", "patch": name}
-        click.echo(json.dumps({**payload, "changes": render.log_entries(changes)}, indent=2))
+        entries = render.log_entries(changes)
+        click.echo(render.json_report("patchguard.log/1", patch=name, changes=entries))
         return
     click.echo("\n".join(render.log_lines(changes, name)) or "no history yet")

@@ -7,7 +7,6 @@ and whether the hooks are there to carry the patches.
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -138,21 +137,22 @@ def fetch(
     keep = sharing.THEIRS if theirs else sharing.OURS if ours else None
     fetched = sharing.fetch(repo, remote, keep)
     if as_json:
+        from guard.cli.render import json_report
         from guard.tree import next_step
 
-        payload = {
-            "format": sharing.FETCH_JSON_FORMAT,
-            "remote": remote,
-            "up_to_date": fetched.up_to_date,
-            "changes": [{"kind": c.kind, "name": c.name} for c in fetched.changes],
-            "worktree": next_step.worktree_lines(repo, fetched.patches),
-            "installed_hooks": (
+        report = json_report(
+            sharing.FETCH_JSON_FORMAT,
+            remote=remote,
+            up_to_date=fetched.up_to_date,
+            changes=[{"kind": c.kind, "name": c.name} for c in fetched.changes],
+            worktree=next_step.worktree_lines(repo, fetched.patches),
+            installed_hooks=(
                 install.install(repo.layout, install.HOOK_TYPES, False)
                 if install_now and not install.hooks_installed(repo.layout)
                 else []
             ),
-        }
-        click.echo(json.dumps(payload, indent=2))
+        )
+        click.echo(report)
         advise_hooks(repo, "them", install_now=False)  # on stderr, when still not installed
         return
     click.echo("\n".join(fetched.lines()))

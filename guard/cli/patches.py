@@ -6,7 +6,6 @@ touch the files of the worktree; `patchguard undo` takes each change back.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
@@ -147,11 +146,12 @@ def require(cwd: Path, specs: tuple[str, ...]) -> None:
 @directory_option
 def list_(cwd: Path, as_json: bool) -> None:
     """List recorded patches and guards (without computing states)."""
+    from guard.cli.render import json_report
     from guard.store.derived import load_manifest
 
     manifest = load_manifest(Repo.discover(cwd), missing_ok=True)
     if as_json:
-        click.echo(json.dumps({"format": "patchguard.list/1", **manifest.to_dict()}, indent=2))
+        click.echo(json_report("patchguard.list/1", **manifest.to_dict()))
         return
     lines = []
     if not manifest.patches and not manifest.guards:

@@ -22,6 +22,11 @@ if TYPE_CHECKING:
 # word none, and skip its import (and its dataclasses).
 
 
+def json_report(format: str, **fields: Any) -> str:
+    """A --json report: its `format` (name/version, docs/json.md) first."""
+    return json.dumps({"format": format, **fields}, indent=2)
+
+
 def verdict_json(verdict: PatchVerdict) -> dict[str, Any]:
     return {
         "name": verdict.name,
@@ -33,53 +38,45 @@ def verdict_json(verdict: PatchVerdict) -> dict[str, Any]:
 
 
 def check_json(report: CheckReport, repository: str) -> str:
-    return json.dumps(
-        {
-            "format": "patchguard.check/2",
-            "ok": report.ok,
-            "repository": repository,
-            "head": report.head,
-            "patches": [verdict_json(v) for v in report.patches],
-            "symbols": [
-                {
-                    "spec": s.spec,
-                    "present": s.ok,
-                    "detail": s.detail,
-                    "patch": s.patch,
-                    "state": s.state,
-                    "runtime": s.runtime,
-                }
-                for s in report.symbols
-            ],
-            "imports": [
-                {"module": i.module, "python": i.python, "location": i.location, "ok": i.ok}
-                for i in report.imports
-            ],
-            "runtime_seconds": report.runtime_seconds,
-            "problems": report.problems(),
-            "warnings": report.warnings,
-        },
-        indent=2,
+    return json_report(
+        "patchguard.check/2",
+        ok=report.ok,
+        repository=repository,
+        head=report.head,
+        patches=[verdict_json(v) for v in report.patches],
+        symbols=[
+            {
+                "spec": s.spec,
+                "present": s.ok,
+                "detail": s.detail,
+                "patch": s.patch,
+                "state": s.state,
+                "runtime": s.runtime,
+            }
+            for s in report.symbols
+        ],
+        imports=[
+            {"module": i.module, "python": i.python, "location": i.location, "ok": i.ok}
+            for i in report.imports
+        ],
+        runtime_seconds=report.runtime_seconds,
+        problems=report.problems(),
+        warnings=report.warnings,
     )
 
 
 def status_json(verdicts: Sequence[PatchVerdict]) -> str:
-    return json.dumps(
-        {"format": "patchguard.status/2", "patches": [verdict_json(v) for v in verdicts]}, indent=2
-    )
+    return json_report("patchguard.status/2", patches=[verdict_json(v) for v in verdicts])
 
 
 def outcomes_json(outcomes: Sequence[PatchOutcome]) -> str:
-    return json.dumps(
-        {
-            "format": "patchguard.apply/2",
-            "ok": all(o.ok for o in outcomes),
-            "patches": [
-                {**verdict_json(o.verdict), "ok": o.ok, "message": o.message, "written": o.written}
-                for o in outcomes
-            ],
-        },
-        indent=2,
+    return json_report(
+        "patchguard.apply/2",
+        ok=all(o.ok for o in outcomes),
+        patches=[
+            {**verdict_json(o.verdict), "ok": o.ok, "message": o.message, "written": o.written}
+            for o in outcomes
+        ],
     )
 
 
@@ -365,31 +362,28 @@ def compare_json(comparison: Comparison) -> str:
     from guard.hunt.stats import median_of
 
     decision = comparison.decision
-    return json.dumps(
-        {
-            "format": "patchguard.compare/1",
-            "verdict": decision.verdict,
-            "delta_pct": decision.delta_pct,
-            "ci_pct": list(decision.ci_pct),
-            "p_value": decision.p_value,
-            "n": decision.n[0],
-            "noise_pct": decision.noise_pct,
-            "unstable": decision.unstable,
-            "capped": comparison.capped,
-            "min_effect_pct": decision.min_effect_pct,
-            "metric": comparison.metric.spec,
-            "direction": comparison.metric.direction,
-            "runs": comparison.runs,
-            **{
-                name: {
-                    "commit": runs.commit,
-                    "median": median_of(runs.values),
-                    "samples": _samples_json(runs),
-                }
-                for name, runs in (("a", comparison.a), ("b", comparison.b))
-            },
+    return json_report(
+        "patchguard.compare/1",
+        verdict=decision.verdict,
+        delta_pct=decision.delta_pct,
+        ci_pct=list(decision.ci_pct),
+        p_value=decision.p_value,
+        n=decision.n[0],
+        noise_pct=decision.noise_pct,
+        unstable=decision.unstable,
+        capped=comparison.capped,
+        min_effect_pct=decision.min_effect_pct,
+        metric=comparison.metric.spec,
+        direction=comparison.metric.direction,
+        runs=comparison.runs,
+        **{
+            name: {
+                "commit": runs.commit,
+                "median": median_of(runs.values),
+                "samples": _samples_json(runs),
+            }
+            for name, runs in (("a", comparison.a), ("b", comparison.b))
         },
-        indent=2,
     )
 
 
@@ -454,20 +448,17 @@ def hunt_json(hunt: Hunt) -> str:
         }
         for step in hunt.steps
     ]
-    return json.dumps(
-        {
-            "format": "patchguard.bisect/1",
-            "verdict": hunt.verdict,
-            "first_changed": hunt.first_changed,
-            "delta_pct": change.delta_pct if change else None,
-            "ci_pct": list(change.ci_pct) if change else None,
-            "endpoints": endpoints.decision.verdict,
-            "metric": hunt.metric.spec,
-            "direction": hunt.metric.direction,
-            "runs": hunt.runs,
-            "steps": steps,
-        },
-        indent=2,
+    return json_report(
+        "patchguard.bisect/1",
+        verdict=hunt.verdict,
+        first_changed=hunt.first_changed,
+        delta_pct=change.delta_pct if change else None,
+        ci_pct=list(change.ci_pct) if change else None,
+        endpoints=endpoints.decision.verdict,
+        metric=hunt.metric.spec,
+        direction=hunt.metric.direction,
+        runs=hunt.runs,
+        steps=steps,
     )
 
 
