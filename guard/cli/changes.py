@@ -10,8 +10,7 @@ from pathlib import Path
 
 import click
 
-from guard.cli.advice import say_worktree
-from guard.cli.options import directory_option, epilog, json_option
+from guard.cli.options import directory_option, epilog, json_option, say_worktree
 from guard.git.repo import Repo
 
 

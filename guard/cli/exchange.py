@@ -12,8 +12,14 @@ from pathlib import Path
 
 import click
 
-from guard.cli.advice import advise_hooks, say_worktree
-from guard.cli.options import directory_option, epilog, install_option, json_option
+from guard.cli.options import (
+    advise_hooks,
+    directory_option,
+    epilog,
+    install_option,
+    json_option,
+    say_worktree,
+)
 from guard.git.repo import Repo
 from guard.ops import install
 

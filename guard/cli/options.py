@@ -1,19 +1,18 @@
-"""What the commands share: the options `-C DIR`, `--json` and `--install`, the settings of the
-commands that hand their words on (git's, or the user's command), and the help's epilog of
-examples and exit codes.
-
-In one module of their own, below every command module, so that a command loads these and its
-own module only (guard.cli.app loads the command modules one at a time, as they are run).
-"""
+"""What the commands share: options, help epilogs, and what a command that changed the patches
+but not the files says after (hooks missing, the worktree's next step). A module of its own so
+that a command loads this and its own module only (guard.cli.app)."""
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
+
+if TYPE_CHECKING:
+    from guard.git.repo import Repo
 
 EXIT_CODES_EPILOG = (
     "Exit codes: 0 all good, 1 a guard failed, 2 usage or configuration error, "
@@ -58,3 +57,29 @@ install_option = click.option(
     is_flag=True,
     help="Also install the hooks (patchguard install) when they are not installed.",
 )
+
+
+def advise_hooks(repo: Repo, what: str, *, install_now: bool) -> None:
+    """Patches without hooks vanish on the next checkout: install them, or say how."""
+    from guard.ops import install  # not for list, show and log
+
+    if install.hooks_installed(repo.layout):
+        return
+    if install_now:
+        click.echo("\n".join(install.install(repo.layout, install.HOOK_TYPES, False)))
+        return
+    click.echo(
+        f"patchguard: hooks are not installed, so a checkout will not re-apply {what}; "
+        "run: patchguard install",
+        err=True,
+    )
+
+
+def say_worktree(repo: Repo, names: list[str]) -> None:
+    """After the patches changed under the worktree: what it holds, and the next command."""
+    if not names:
+        return
+    from guard.tree import next_step
+
+    for line in next_step.worktree_lines(repo, names):
+        click.echo(f"patchguard: {line}", err=True)

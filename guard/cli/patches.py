@@ -12,8 +12,7 @@ from pathlib import Path
 
 import click
 
-from guard.cli.advice import advise_hooks
-from guard.cli.options import directory_option, epilog, json_option
+from guard.cli.options import advise_hooks, directory_option, epilog, json_option
 from guard.git.repo import Repo
 
 
