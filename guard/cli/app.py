@@ -1,9 +1,6 @@
-"""The `patchguard` command: each command parses, calls one library function, maps the result
-(the exit codes: guard.errors.handled).
-
-The group knows its commands by name and module only (COMMANDS) and imports a command's module
-when that command runs: a command people run many times a day pays for its own module, not for
-the whole CLI. `--help`, which lists every command with its summary, imports them all.
+"""The `patchguard` group. It knows its commands by name and module only (COMMANDS) and imports
+a command's module when that command runs: a command run many times a day pays for its own
+module, not for the whole CLI (`--help`, which lists them all, imports them all).
 """
 
 from __future__ import annotations
@@ -20,7 +17,7 @@ import click
 from guard.cli.options import epilog
 from guard.errors import EXIT_OK, handled
 
-# Each command, as the module of guard.cli that defines it and its name there, by group.
+# Each command as "module.function" in guard.cli.
 COMMANDS = {
     "record": "patches.record",
     "require": "patches.require",
@@ -51,13 +48,8 @@ COMMANDS = {
 
 
 class _Group(click.Group):
-    """`cli.main()` (what click's test runner calls) runs as the installed command does: under
-    guard.errors.handled, whose exit code it exits with.
-
-    The commands load lazily (click's LazyGroup pattern): `list_commands` names them all, in
-    the order click lists a group's own (sorted), and `get_command` imports the module of the
-    one asked for.
-    """
+    """click's LazyGroup pattern. `main()` (what click's test runner calls) runs as the
+    installed command does: under guard.errors.handled."""
 
     def main(self, args: Sequence[str] | None = None, *_: Any, **__: Any) -> NoReturn:
         argv = list(sys.argv[1:] if args is None else args)
@@ -122,10 +114,9 @@ def cli(ctx: click.Context, directory: Path | None) -> None:
 
 
 def run(args: list[str]) -> int:
-    """Parse `args` and run the command; its exit code. Every exception, click's own included
-    (usage errors, --help, Ctrl-C), is left to guard.errors.handled, which maps it to the
-    exit-code contract: click's main() would turn a closed stdout into exit 1, which means a
-    failed guard (`patchguard list | head -c0` under pipefail)."""
+    """The command's exit code. Every exception, click's own included, is left to
+    guard.errors.handled: click's main() would turn a closed stdout into exit 1, a failed guard
+    (`patchguard list | head -c0` under pipefail)."""
     with cli.make_context("patchguard", list(args)) as ctx:  # click consumes the list it parses
         result = cli.invoke(ctx)
     return result if isinstance(result, int) else EXIT_OK

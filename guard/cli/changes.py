@@ -1,8 +1,4 @@
-"""The changes patchguard made, taken back and listed: undo and log.
-
-Both read the patches' history (refs/patchguard/history) and the worktree's journal, and
-number the changes alike: 0 is the newest, what `undo` takes back.
-"""
+"""undo and log: both number the changes alike, 0 the newest (what `undo` takes back)."""
 
 from __future__ import annotations
 

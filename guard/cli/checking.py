@@ -1,8 +1,4 @@
-"""The gate before code runs: check, run (only if every guard holds), and stamp (what ran).
-
-check and run share the options that ask the interpreter (--import, --runtime, --python) and
-the multi-node gate (--same-as STAMP), which stamp writes.
-"""
+"""The gate before code runs: check, run (only if every guard holds), and stamp (what ran)."""
 
 from __future__ import annotations
 
@@ -20,7 +16,6 @@ from guard.errors import EXIT_GUARD_FAILED, EXIT_OK, PatchguardError, silence_st
 from guard.git.repo import Repo
 from guard.ops import provenance
 
-# --same-as STAMP, shared by check and run: the multi-node gate.
 _same_as_option = click.option(
     "--same-as",
     "same_as",
@@ -35,7 +30,6 @@ _same_as_option = click.option(
 
 
 def _with_import_options(func: Callable[..., Any]) -> Callable[..., Any]:
-    """--import MODULE, --runtime and --python PATH, shared by check and run."""
     func = click.option(
         "--runtime-timeout",
         type=click.FloatRange(min=0, min_open=True),

@@ -1,9 +1,5 @@
-"""The patches between clones: export and import (a bundle file), push and fetch (any git
-remote, through refs/patchguard/history).
-
-import and fetch change the recording, not the files: each then says what the worktree holds
-and whether the hooks are there to carry the patches.
-"""
+"""The patches between clones: export and import (a bundle file), push and fetch (a git remote).
+import and fetch change the recording, not the files, so each says what the worktree holds."""
 
 from __future__ import annotations
 

@@ -1,8 +1,4 @@
-"""The git hooks that re-apply the patches: install, uninstall, and doctor (will git run them).
-
-They write and read the hooks directory git uses (core.hooksPath included) through
-guard.ops.install; none of them touches the patches or the worktree.
-"""
+"""install, uninstall and doctor: the git hooks that re-apply the patches (guard.ops.install)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""Hunting a change across commits with the patches carried: compare (did COMMAND change
-between A and B), and bisect (run, step, and the shorthands for `patchguard git bisect`).
-
-compare and `bisect run --metric` share the measuring options and build guard.hunt's options
-alike; guard.hunt.hunt, and with it scipy, loads only when one of them measures.
-"""
+"""compare and bisect: a change hunted across commits with the patches carried. guard.hunt.hunt,
+and with it scipy, loads only when a command measures."""
 
 from __future__ import annotations
 
@@ -37,14 +33,13 @@ class _CommandLast(click.Command):
 def _options_before_command(
     command: click.Command, ctx: click.Context, args: list[str]
 ) -> list[str]:
-    """`args` with COMMAND marked off by `--`; a usage error (exit 2, with the line in the right
-    order) when a long option of ours comes after COMMAND's first word.
+    """`args` with COMMAND marked off by `--`; a usage error when a long option of ours comes
+    after COMMAND's first word.
 
-    One habit must not mean two things: a trailing `--metric M` read as COMMAND's makes `bisect
-    run` a pass/fail bisect that measures nothing, and read as ours it changes what COMMAND
-    gets. So both commands take their options first and refuse one after. Words after COMMAND
-    that are not our options (`--quick`) are COMMAND's, and so is everything after an explicit
-    `--`. Short options are left to COMMAND: `-C` means something to make, git and tar.
+    A trailing `--metric M` read as COMMAND's makes `bisect run` a pass/fail bisect that
+    measures nothing; read as ours, it changes what COMMAND gets. So one after is refused,
+    with the line in the right order. Short options are COMMAND's: `-C` means something to
+    make, git and tar.
     """
     params = command.get_params(ctx)
     takes_value = {}
@@ -93,7 +88,6 @@ def _options_before_command(
 
 
 def _measure_options(func: Callable[..., Any]) -> Callable[..., Any]:
-    """What `compare` and `bisect run --metric` share: the metric, the runs, the smallest effect."""
     options = [
         click.option(
             "--timeout",
@@ -273,7 +267,7 @@ def _plot_option(what: str) -> Callable[[Callable[..., Any]], Callable[..., Any]
 
 
 def _plotting(cwd: Path, plot_file: Path | None) -> Path | None:
-    """The plot's path, refused before anything is measured when it cannot be drawn."""
+    """Refused before anything is measured when the plot cannot be drawn."""
     if plot_file is None:
         return None
     from guard.hunt import plots
@@ -437,7 +431,6 @@ def bisect_run(
 
 
 def _bisect_shorthand(word: str) -> None:
-    """`patchguard bisect WORD ...` is `patchguard git bisect WORD ...`: the words users try."""
 
     @bisect.command(
         name=word,

@@ -1,6 +1,5 @@
-"""What `patchguard git` does around git, and says afterwards: for the click command
-(guard.cli.lifting) and the bisect shorthands (guard.cli.hunting), neither loading the other.
-"""
+"""What `patchguard git` and the bisect shorthands share, so that neither command module loads
+the other."""
 
 from __future__ import annotations
 
@@ -19,8 +18,7 @@ if TYPE_CHECKING:
 
 
 def git_lifted(cwd: Path, args: Sequence[str]) -> int:
-    """Run `git ARGS` with the patches lifted, say what happened; the exit status:
-    git's own when git fails, else 0, or 1 when a guard fails afterwards."""
+    """Run `git ARGS` with the patches lifted and say what happened."""
     from guard.git.gitpaths import git_start_directory
     from guard.ops import moves
 
@@ -32,8 +30,7 @@ def git_lifted(cwd: Path, args: Sequence[str]) -> int:
 
 
 def report_lift(lift: moves.Lift, what: str, status: int) -> int:
-    """The lift's lines, then the failure banner when a guard is red, on stderr; the exit
-    status: git's own `status` when git failed, else 0, or 1 when a guard is red."""
+    """The exit status: git's own `status` when git failed, else 0, or 1 when a guard is red."""
     for line in render.lift_lines(lift):
         print(f"patchguard: {line}", file=sys.stderr)
     if lift.report is not None and not lift.report.ok:

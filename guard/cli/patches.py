@@ -1,8 +1,5 @@
-"""The commands that make and read the recording: record, require, list, show, resolve, drop.
-
-They change what is guarded (a patch, a required symbol, a resolution) or print it, and never
-touch the files of the worktree; `patchguard undo` takes each change back.
-"""
+"""The commands that make and read the recording (record, require, list, show, resolve, drop);
+none touches the worktree's files."""
 
 from __future__ import annotations
 
