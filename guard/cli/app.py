@@ -17,34 +17,19 @@ import click
 from guard.cli.options import epilog
 from guard.errors import EXIT_OK, handled
 
-# Each command as "module.function" in guard.cli.
-COMMANDS = {
-    "record": "patches.record",
-    "require": "patches.require",
-    "list": "patches.list_",
-    "show": "patches.show",
-    "resolve": "patches.resolve",
-    "drop": "patches.drop",
-    "check": "checking.check",
-    "run": "checking.run",
-    "stamp": "checking.stamp",
-    "status": "worktree.status",
-    "apply": "worktree.apply",
-    "unapply": "worktree.unapply",
-    "undo": "changes.undo",
-    "log": "changes.log",
-    "git": "lifting.git_",
-    "compare": "hunting.compare",
-    "bisect": "hunting.bisect",
-    "export": "exchange.export_",
-    "import": "exchange.import_",
-    "push": "exchange.push",
-    "fetch": "exchange.fetch",
-    "install": "hooks.install_",
-    "uninstall": "hooks.uninstall",
-    "doctor": "hooks.doctor",
-    "hook": "hooks.hook",  # hidden: what the installed git hooks run
+# The functions of each command module of guard.cli; a command's name is its function's
+# without the trailing _ that keeps it off a Python name. ("hook" is hidden: the hooks run it.)
+_MODULES = {
+    "patches": ("record", "require", "list_", "show", "resolve", "drop"),
+    "checking": ("check", "run", "stamp"),
+    "worktree": ("status", "apply", "unapply"),
+    "changes": ("undo", "log"),
+    "lifting": ("git_",),
+    "hunting": ("compare", "bisect"),
+    "exchange": ("export_", "import_", "push", "fetch"),
+    "hooks": ("install_", "uninstall", "doctor", "hook"),
 }
+COMMANDS = {f.rstrip("_"): f"{module}.{f}" for module, names in _MODULES.items() for f in names}
 
 
 class _Group(click.Group):
