@@ -24,67 +24,64 @@ from guard.git.repo import Repo
 
 
 class _CommandLast(click.Command):
-    """A command that ends with the user's COMMAND: patchguard's options come before it."""
-
-    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        return super().parse_args(ctx, _options_before_command(self, ctx, args))
-
-
-def _options_before_command(
-    command: click.Command, ctx: click.Context, args: list[str]
-) -> list[str]:
-    """`args` with COMMAND marked off by `--`; a usage error when a long option of ours comes
-    after COMMAND's first word.
+    """A command that ends with the user's COMMAND, marked off by `--` before click parses.
 
     A trailing `--metric M` read as COMMAND's makes `bisect run` a pass/fail bisect that
-    measures nothing; read as ours, it changes what COMMAND gets. So one after is refused,
-    with the line in the right order. Short options are COMMAND's: `-C` means something to
-    make, git and tar.
+    measures nothing; read as ours, it changes what COMMAND gets. So a long option of ours
+    after COMMAND's first word is refused, with the line in the right order. Short options
+    are COMMAND's: `-C` means something to make, git and tar.
     """
-    params = command.get_params(ctx)
-    takes_value = {}
-    for param in params:
-        if isinstance(param, click.Option):
-            for name in (*param.opts, *param.secondary_opts):
-                takes_value[name] = not (param.is_flag or param.count)
-    leading = sum(isinstance(p, click.Argument) for p in params) - 1  # A and B of compare
-    start = 0
-    while start < len(args):
-        word = args[start]
-        if word == "--":
-            return args  # COMMAND's, whatever it holds
-        if word.startswith("-") and len(word) > 1:
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        return super().parse_args(ctx, self._options_first(ctx, args))
+
+    def _options_first(self, ctx: click.Context, args: list[str]) -> list[str]:
+        params = self.get_params(ctx)
+        takes_value = {}
+        for param in params:
+            if isinstance(param, click.Option):
+                for name in (*param.opts, *param.secondary_opts):
+                    takes_value[name] = not (param.is_flag or param.count)
+        leading = sum(isinstance(p, click.Argument) for p in params) - 1  # A and B of compare
+        start = 0
+        while start < len(args):
+            word = args[start]
+            if word == "--":
+                return args  # COMMAND's, whatever it holds
+            if word.startswith("-") and len(word) > 1:
+                name, equals, _ = word.partition("=")
+                start += 2 if takes_value.get(name) and not equals else 1
+            elif leading:
+                leading, start = leading - 1, start + 1
+            else:
+                break
+        before, rest = args[:start], args[start:]
+        if not rest:
+            return args  # no COMMAND: click says it is missing
+        ours: list[str] = []  # our options after COMMAND's first word, with their values
+        kept = [rest[0]]  # COMMAND without them
+        words = iter(rest[1:])
+        for word in words:
             name, equals, _ = word.partition("=")
-            start += 2 if takes_value.get(name) and not equals else 1
-        elif leading:
-            leading, start = leading - 1, start + 1
-        else:
-            break
-    before, rest = args[:start], args[start:]
-    if not rest:
-        return args  # no COMMAND: click says it is missing
-    ours: list[str] = []  # our options after COMMAND's first word, with their values
-    kept = [rest[0]]  # COMMAND without them
-    words = iter(rest[1:])
-    for word in words:
-        name, equals, _ = word.partition("=")
-        if word == "--":
-            kept += [word, *words]
-            break
-        if name.startswith("--") and name in takes_value and name != "--help":
-            ours += [word, *islice(words, int(takes_value[name] and not equals))]  # its value
-        else:
-            kept.append(word)
-    if ours:
-        right = shlex.join([*before, *ours, "--", *kept])
-        named = ", ".join(dict.fromkeys(w.partition("=")[0] for w in ours if w.startswith("--")))
-        raise click.UsageError(
-            f"{named} after COMMAND: patchguard's options go before it (everything from "
-            f"COMMAND's first word on is COMMAND's). Run: {ctx.command_path} {right}  (or, "
-            f"when COMMAND takes them itself: {ctx.command_path} "
-            f"{shlex.join([*before, '--', *rest])})"
-        )
-    return [*before, "--", *rest]
+            if word == "--":
+                kept += [word, *words]
+                break
+            if name.startswith("--") and name in takes_value and name != "--help":
+                ours += [word, *islice(words, int(takes_value[name] and not equals))]  # its value
+            else:
+                kept.append(word)
+        if ours:
+            right = shlex.join([*before, *ours, "--", *kept])
+            named = ", ".join(
+                dict.fromkeys(w.partition("=")[0] for w in ours if w.startswith("--"))
+            )
+            raise click.UsageError(
+                f"{named} after COMMAND: patchguard's options go before it (everything from "
+                f"COMMAND's first word on is COMMAND's). Run: {ctx.command_path} {right}  (or, "
+                f"when COMMAND takes them itself: {ctx.command_path} "
+                f"{shlex.join([*before, '--', *rest])})"
+            )
+        return [*before, "--", *rest]
 
 
 def _measure_options(func: Callable[..., Any]) -> Callable[..., Any]:
