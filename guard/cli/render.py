@@ -266,8 +266,11 @@ def lift_lines(lift: Lift) -> list[str]:
             lines.append(f"re-applied {name} ({', '.join(outcome.written)})")
         elif not outcome.ok:
             lines.append(f"{name}: {outcome.message}")
-        elif name in (*lift.lifted, *lift.stash_held) and _upstream(outcome.verdict.state):
-            lines.append(f"{name} is upstream here (HEAD has all of it); nothing to put back")
+        elif name in (*lift.lifted, *lift.stash_held):
+            from guard.tree.verdicts import State  # a replayed put-back's state is its value
+
+            if outcome.verdict.state == State.UPSTREAM:
+                lines.append(f"{name} is upstream here (HEAD has all of it); nothing to put back")
     if lift.hint:
         lines.append(lift.hint)
     if lift.skipped:
@@ -279,14 +282,6 @@ def lift_lines(lift: Lift) -> list[str]:
             f"patchguard resolve {names}; then run patchguard bisect run again"
         )
     return lines
-
-
-def _upstream(state: str) -> bool:
-    """A lifted patch that came back as nothing to write: is HEAD holding it? (The states load
-    only here: a replayed put-back holds a state by its value, guard.tree.replay.)"""
-    from guard.tree.verdicts import State
-
-    return state == State.UPSTREAM
 
 
 def step_lines(result: StepResult) -> list[str]:
