@@ -6,7 +6,6 @@ module, not for the whole CLI (`--help`, which lists them all, imports them all)
 from __future__ import annotations
 
 import importlib
-import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -14,7 +13,7 @@ from typing import Any, NoReturn
 
 import click
 
-from guard.cli.options import epilog
+from guard.cli.options import crash_dir, epilog
 from guard.errors import EXIT_OK, handled
 
 # The functions of each command module of guard.cli; a command's name is its function's
@@ -105,11 +104,3 @@ def run(args: list[str]) -> int:
     with cli.make_context("patchguard", list(args)) as ctx:  # click consumes the list it parses
         result = cli.invoke(ctx)
     return result if isinstance(result, int) else EXIT_OK
-
-
-def crash_dir(args: list[str]) -> str:
-    """A crash log goes into the git dir of the checkout the command ran in (the group's -C)."""
-    from guard.git.gitpaths import find_repository
-
-    group = args[1:2] if args[:1] == ["-C"] else []
-    return find_repository(os.path.join(os.getcwd(), *group))[1]

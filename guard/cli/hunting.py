@@ -4,7 +4,6 @@ and with it scipy, loads only when a command measures."""
 from __future__ import annotations
 
 import contextlib
-import os
 import re
 import shlex
 import sys
@@ -17,8 +16,15 @@ from urllib.parse import urlsplit
 import click
 
 from guard.cli import render
-from guard.cli.lifted import git_lifted, report_lift
-from guard.cli.options import PASS_THROUGH, directory_option, epilog, json_option
+from guard.cli.options import (
+    PASS_THROUGH,
+    crash_dir,
+    directory_option,
+    epilog,
+    git_lifted,
+    json_option,
+    report_lift,
+)
 from guard.errors import EXIT_GUARD_FAILED, EXIT_OK, one_line
 from guard.git.repo import Repo
 
@@ -464,17 +470,10 @@ def bisect_step(log: Path | None, decided: Path | None, command: tuple[str, ...]
     try:
         result = moves.bisect_step(Repo.discover(Path.cwd()), command, log)
     except Exception as error:  # no repository to step in: abort, never a mark for git
-        result = StepResult(BISECT_ABORT, "", None, [one_line(error, _git_dir_of_cwd)])
+        result = StepResult(BISECT_ABORT, "", None, [one_line(error, lambda: crash_dir([]))])
     for line in render.step_lines(result):
         click.echo(f"patchguard: {line}", err=True)
     if decided is not None:
         with contextlib.suppress(OSError):  # not written: the wrapper aborts the bisect
             moves.decide(decided, result)
     return result.status
-
-
-def _git_dir_of_cwd() -> str:
-    """Where a crash log goes when a step fails before it found its repository."""
-    from guard.git.gitpaths import find_repository
-
-    return find_repository(os.getcwd())[1]

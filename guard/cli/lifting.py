@@ -1,11 +1,10 @@
-"""`patchguard git` (the lift itself is guard.cli.lifted's, shared with the bisect commands)."""
+"""`patchguard git` (the lift itself is guard.cli.options', shared with the bisect commands)."""
 
 from __future__ import annotations
 
 import click
 
-from guard.cli.lifted import git_lifted
-from guard.cli.options import PASS_THROUGH, epilog
+from guard.cli.options import PASS_THROUGH, epilog, git_lifted
 
 
 @click.command(

@@ -1,18 +1,23 @@
-"""What the commands share: options, help epilogs, and what a command that changed the patches
-but not the files says after (hooks missing, the worktree's next step). A module of its own so
-that a command loads this and its own module only (guard.cli.app)."""
+"""What the command modules share: options, help epilogs, what a command that changed the
+patches but not the files says after, and the lift around git (`patchguard git` and the bisect
+commands). A module of its own so that a command loads this and its own module only."""
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+import os
+import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
+from guard.errors import EXIT_GUARD_FAILED, EXIT_OK
+
 if TYPE_CHECKING:
     from guard.git.repo import Repo
+    from guard.ops import moves
 
 EXIT_CODES_EPILOG = (
     "Exit codes: 0 all good, 1 a guard failed, 2 usage or configuration error, "
@@ -83,3 +88,35 @@ def say_worktree(repo: Repo, names: list[str]) -> None:
 
     for line in next_step.worktree_lines(repo, names):
         click.echo(f"patchguard: {line}", err=True)
+
+
+def git_lifted(cwd: Path, args: Sequence[str]) -> int:
+    """Run `git ARGS` with the patches lifted and say what happened."""
+    from guard.git.gitpaths import git_start_directory
+    from guard.git.repo import Repo
+    from guard.ops import moves
+
+    repo = Repo.discover(Path(git_start_directory(args, str(cwd))))  # git's own -C DIR
+    status, lift = moves.run_git_lifted(repo, args, cwd)
+    if status == 128 + 13:  # SIGPIPE: `patchguard git log | head`, the reader had enough
+        status = EXIT_OK
+    return report_lift(lift, "git " + " ".join(args), status)
+
+
+def report_lift(lift: moves.Lift, what: str, status: int) -> int:
+    """The exit status: git's own `status` when git failed, else 0, or 1 when a guard is red."""
+    from guard.cli import render
+
+    for line in render.lift_lines(lift):
+        print(f"patchguard: {line}", file=sys.stderr)
+    if lift.report is not None and not lift.report.ok:
+        print(render.banner(f"guard FAILED after {what}", lift.report.problems()), file=sys.stderr)
+    return status or (EXIT_OK if lift.ok else EXIT_GUARD_FAILED)
+
+
+def crash_dir(args: list[str]) -> str:
+    """A crash log goes into the git dir of the checkout the command ran in (the group's -C)."""
+    from guard.git.gitpaths import find_repository
+
+    group = args[1:2] if args[:1] == ["-C"] else []
+    return find_repository(os.path.join(os.getcwd(), *group))[1]
