@@ -71,9 +71,8 @@ def log(cwd: Path, name: str | None, as_json: bool) -> None:
     from guard.cli import render
     from guard.store import history
 
-    changes = history.log_changes(Repo.discover(cwd), name)
+    changes = render.log_entries(history.log_changes(Repo.discover(cwd), name))
     if as_json:
-        entries = render.log_entries(changes)
-        click.echo(render.json_report("patchguard.log/1", patch=name, changes=entries))
+        click.echo(render.json_report("patchguard.log/1", patch=name, changes=changes))
         return
     click.echo("\n".join(render.log_lines(changes, name)) or "no history yet")

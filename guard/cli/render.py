@@ -149,8 +149,8 @@ def outcome_lines(outcomes: Sequence[PatchOutcome]) -> list[str]:
 
 
 def log_entries(changes: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """`patchguard log --json`'s changes: guard.store.history.log_changes, each change's time
-    in local time (ISO 8601, with its offset)."""
+    """`patchguard log`'s changes as --json has them: guard.store.history.log_changes, each
+    change's time in local time (ISO 8601, with its offset)."""
     from datetime import datetime  # here: status, apply and the hooks render no times
 
     return [
@@ -164,14 +164,12 @@ def log_entries(changes: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     ]
 
 
-def log_lines(changes: Sequence[dict[str, Any]], name: str | None) -> list[str]:
-    """`patchguard log [NAME]`: newest first, numbered as `show NAME@{N}` reads them."""
-    from datetime import datetime
-
+def log_lines(entries: Sequence[dict[str, Any]], name: str | None) -> list[str]:
+    """`patchguard log [NAME]`, from log_entries: numbered as `show NAME@{N}` reads them."""
     lines = []
-    for entry in changes:
+    for entry in entries:
         number, head = entry["number"], entry["head"]
-        when = datetime.fromtimestamp(entry["created"]).strftime("%Y-%m-%d %H:%M:%S")
+        when = entry["time"][:19].replace("T", " ")
         at = f"at {head[:10]}" if head else "at no commit"
         label = f"{name}@{{{number}}}" if name else f"{number}."
         lines.append(f"{label} {when} {at}: {entry['subject']}")
