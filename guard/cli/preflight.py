@@ -197,16 +197,13 @@ def resolve_import(
     resolved = Path(location).resolve()
     if resolved.is_relative_to(workdir.resolve()):
         return ImportResult(module, python, str(resolved), True, f"imported from {resolved}")
-    return ImportResult(
-        module,
-        python,
-        str(resolved),
-        False,
+    why = (
         f"{python} imports {module} from {resolved}, not from this checkout {workdir}: "
         "the patched code is not the code that runs (a non-editable install?). "
         f"Fix: pip uninstall {module.split('.')[0]} && pip install -e <checkout's package dir> "
-        f"(or {_HINT})",
+        f"(or {_HINT})"
     )
+    return ImportResult(module, python, str(resolved), False, why)
 
 
 def verify(
