@@ -433,7 +433,7 @@ def hunt_json(hunt: Hunt) -> str:
     ]
     steps += [
         {
-            "commit": step.commit,
+            "commit": step.runs.commit,
             "verdict": step.verdict,
             "samples": _samples_json(step.runs),
             "delta_pct": step.vs_good.delta_pct if step.vs_good else None,
@@ -448,8 +448,8 @@ def hunt_json(hunt: Hunt) -> str:
         delta_pct=change.delta_pct if change else None,
         ci_pct=list(change.ci_pct) if change else None,
         endpoints=endpoints.decision.verdict,
-        metric=hunt.metric.spec,
-        direction=hunt.metric.direction,
+        metric=hunt.endpoints.metric.spec,
+        direction=hunt.endpoints.metric.direction,
         runs=hunt.runs,
         steps=steps,
     )
