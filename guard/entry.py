@@ -95,6 +95,6 @@ def _check_form(argv: list[str], cwd: str) -> tuple[str, bool] | None:
 
 
 def _crash_dir(argv: list[str]) -> str:
-    from guard.cli.app import crash_dir
+    from guard.cli.options import crash_dir
 
     return crash_dir(argv)

@@ -32,7 +32,7 @@ def loaded_command_modules(sample: Sample, *args: str) -> list[str]:
         (("status", "--help"), ["guard.cli.worktree"]),
         (("list", "--json"), ["guard.cli.patches"]),
         (("unapply", "--dry-run"), ["guard.cli.worktree"]),
-        # the bisect shorthands lift the patches as `patchguard git` does (guard.cli.lifted)
+        # the bisect shorthands lift the patches as `patchguard git` does (guard.cli.options)
         (("bisect", "log"), ["guard.cli.hunting"]),
     ],
 )

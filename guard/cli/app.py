@@ -1,15 +1,11 @@
-"""The `patchguard` command: each command parses, calls one library function, maps the result
-(the exit codes: guard.errors.handled).
-
-The group knows its commands by name and module only (COMMANDS) and imports a command's module
-when that command runs: a command people run many times a day pays for its own module, not for
-the whole CLI. `--help`, which lists every command with its summary, imports them all.
+"""The `patchguard` group. It knows its commands by name and module only (COMMANDS) and imports
+a command's module when that command runs: a command run many times a day pays for its own
+module, not for the whole CLI (`--help`, which lists them all, imports them all).
 """
 
 from __future__ import annotations
 
 import importlib
-import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -17,47 +13,27 @@ from typing import Any, NoReturn
 
 import click
 
-from guard.cli.options import epilog
+from guard.cli.options import crash_dir, epilog
 from guard.errors import EXIT_OK, handled
 
-# Each command, as the module of guard.cli that defines it and its name there, by group.
-COMMANDS = {
-    "record": "patches.record",
-    "require": "patches.require",
-    "list": "patches.list_",
-    "show": "patches.show",
-    "resolve": "patches.resolve",
-    "drop": "patches.drop",
-    "check": "checking.check",
-    "run": "checking.run",
-    "stamp": "checking.stamp",
-    "status": "worktree.status",
-    "apply": "worktree.apply",
-    "unapply": "worktree.unapply",
-    "undo": "changes.undo",
-    "log": "changes.log",
-    "git": "lifting.git_",
-    "compare": "hunting.compare",
-    "bisect": "hunting.bisect",
-    "export": "exchange.export_",
-    "import": "exchange.import_",
-    "push": "exchange.push",
-    "fetch": "exchange.fetch",
-    "install": "hooks.install_",
-    "uninstall": "hooks.uninstall",
-    "doctor": "hooks.doctor",
-    "hook": "hooks.hook",  # hidden: what the installed git hooks run
+# The functions of each command module of guard.cli; a command's name is its function's
+# without the trailing _ that keeps it off a Python name. ("hook" is hidden: the hooks run it.)
+_MODULES = {
+    "patches": ("record", "require", "list_", "show", "resolve", "drop"),
+    "checking": ("check", "run", "stamp"),
+    "worktree": ("status", "apply", "unapply"),
+    "changes": ("undo", "log"),
+    "lifting": ("git_",),
+    "hunting": ("compare", "bisect"),
+    "exchange": ("export_", "import_", "push", "fetch"),
+    "hooks": ("install_", "uninstall", "doctor", "hook"),
 }
+COMMANDS = {f.rstrip("_"): f"{module}.{f}" for module, names in _MODULES.items() for f in names}
 
 
 class _Group(click.Group):
-    """`cli.main()` (what click's test runner calls) runs as the installed command does: under
-    guard.errors.handled, whose exit code it exits with.
-
-    The commands load lazily (click's LazyGroup pattern): `list_commands` names them all, in
-    the order click lists a group's own (sorted), and `get_command` imports the module of the
-    one asked for.
-    """
+    """click's LazyGroup pattern. `main()` (what click's test runner calls) runs as the
+    installed command does: under guard.errors.handled."""
 
     def main(self, args: Sequence[str] | None = None, *_: Any, **__: Any) -> NoReturn:
         argv = list(sys.argv[1:] if args is None else args)
@@ -122,18 +98,9 @@ def cli(ctx: click.Context, directory: Path | None) -> None:
 
 
 def run(args: list[str]) -> int:
-    """Parse `args` and run the command; its exit code. Every exception, click's own included
-    (usage errors, --help, Ctrl-C), is left to guard.errors.handled, which maps it to the
-    exit-code contract: click's main() would turn a closed stdout into exit 1, which means a
-    failed guard (`patchguard list | head -c0` under pipefail)."""
+    """The command's exit code. Every exception, click's own included, is left to
+    guard.errors.handled: click's main() would turn a closed stdout into exit 1, a failed guard
+    (`patchguard list | head -c0` under pipefail)."""
     with cli.make_context("patchguard", list(args)) as ctx:  # click consumes the list it parses
         result = cli.invoke(ctx)
     return result if isinstance(result, int) else EXIT_OK
-
-
-def crash_dir(args: list[str]) -> str:
-    """A crash log goes into the git dir of the checkout the command ran in (the group's -C)."""
-    from guard.git.gitpaths import find_repository
-
-    group = args[1:2] if args[:1] == ["-C"] else []
-    return find_repository(os.path.join(os.getcwd(), *group))[1]

@@ -1,18 +1,12 @@
-"""The changes patchguard made, taken back and listed: undo and log.
-
-Both read the patches' history (refs/patchguard/history) and the worktree's journal, and
-number the changes alike: 0 is the newest, what `undo` takes back.
-"""
+"""undo and log: both number the changes alike, 0 the newest (what `undo` takes back)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
 
-from guard.cli.advice import say_worktree
-from guard.cli.options import directory_option, epilog, json_option
+from guard.cli.options import directory_option, epilog, json_option, say_worktree
 from guard.git.repo import Repo
 
 
@@ -36,6 +30,7 @@ def undo(cwd: Path, number: int | None, as_list: bool, as_json: bool) -> None:
 
     Refuses (exit 1) if a file was edited since, rather than lose that edit.
     """
+    from guard.cli import render
     from guard.store import undoing
 
     repo = Repo.discover(cwd)
@@ -44,8 +39,7 @@ def undo(cwd: Path, number: int | None, as_list: bool, as_json: bool) -> None:
             raise click.UsageError("--json goes with --list, which takes no N")
         entries = undoing.undo_entries(repo)
         if as_json:
-            payload = {"format": undoing.UNDO_LIST_JSON_FORMAT, "entries": entries}
-            click.echo(json.dumps(payload, indent=2))
+            click.echo(render.json_report(undoing.UNDO_LIST_JSON_FORMAT, entries=entries))
         else:
             click.echo("\n".join(undoing.undo_list(repo)) or "nothing to undo")
         return
@@ -77,9 +71,8 @@ def log(cwd: Path, name: str | None, as_json: bool) -> None:
     from guard.cli import render
     from guard.store import history
 
-    changes = history.log_changes(Repo.discover(cwd), name)
+    changes = render.log_entries(history.log_changes(Repo.discover(cwd), name))
     if as_json:
-        payload = {"format": "patchguard.log/1", "patch": name}
-        click.echo(json.dumps({**payload, "changes": render.log_entries(changes)}, indent=2))
+        click.echo(render.json_report("patchguard.log/1", patch=name, changes=changes))
         return
     click.echo("\n".join(render.log_lines(changes, name)) or "no history yet")

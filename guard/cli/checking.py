@@ -1,8 +1,4 @@
-"""The gate before code runs: check, run (only if every guard holds), and stamp (what ran).
-
-check and run share the options that ask the interpreter (--import, --runtime, --python) and
-the multi-node gate (--same-as STAMP), which stamp writes.
-"""
+"""The gate before code runs: check, run (only if every guard holds), and stamp (what ran)."""
 
 from __future__ import annotations
 
@@ -20,7 +16,6 @@ from guard.errors import EXIT_GUARD_FAILED, EXIT_OK, PatchguardError, silence_st
 from guard.git.repo import Repo
 from guard.ops import provenance
 
-# --same-as STAMP, shared by check and run: the multi-node gate.
 _same_as_option = click.option(
     "--same-as",
     "same_as",
@@ -35,7 +30,6 @@ _same_as_option = click.option(
 
 
 def _with_import_options(func: Callable[..., Any]) -> Callable[..., Any]:
-    """--import MODULE, --runtime and --python PATH, shared by check and run."""
     func = click.option(
         "--runtime-timeout",
         type=click.FloatRange(min=0, min_open=True),
@@ -90,17 +84,7 @@ def _with_import_options(func: Callable[..., Any]) -> Callable[..., Any]:
 @_with_import_options
 @_same_as_option
 @directory_option
-def check(
-    cwd: Path,
-    quiet: bool,
-    strict: bool,
-    as_json: bool,
-    import_names: tuple[str, ...],
-    python: str | None,
-    same_as: Any,
-    runtime: bool,
-    runtime_timeout: float | None,
-) -> int:
+def check(cwd: Path, quiet: bool, strict: bool, as_json: bool, same_as: Any, **asked: Any) -> int:
     """Verify patches and required symbols (read-only).
 
     Each file is parsed, and each symbol gets one of three answers: present (importing the
@@ -114,14 +98,7 @@ def check(
     del strict  # nothing left to be strict about: cannot tell already fails
     from guard.cli import preflight  # not for stamp, which this module also holds
 
-    repo, report, differs = preflight.gate(
-        cwd,
-        same_as,
-        python=python,
-        import_names=import_names,
-        runtime=runtime,
-        runtime_timeout=runtime_timeout,
-    )
+    repo, report, differs = preflight.gate(cwd, same_as, **asked)
     if differs:
         print(render.banner(f"code differs from {same_as.name}", differs), file=sys.stderr)
         return EXIT_GUARD_FAILED
@@ -169,12 +146,9 @@ def run(
     cwd: Path,
     apply_first: bool,
     stamp_file: Path | None,
-    import_names: tuple[str, ...],
-    python: str | None,
     same_as: Any,
-    runtime: bool,
-    runtime_timeout: float | None,
     command: tuple[str, ...],
+    **asked: Any,
 ) -> int:
     """Run COMMAND only if every guard holds.
 
@@ -195,14 +169,7 @@ def run(
     if command[:1] == ("--",):
         command = command[1:]
     repo, report, differs = preflight.gate(
-        cwd,
-        same_as,
-        python=python,
-        command=command,
-        apply=apply_first,
-        import_names=import_names,
-        runtime=runtime,
-        runtime_timeout=runtime_timeout,
+        cwd, same_as, command=command, apply=apply_first, **asked
     )
     if not report.ok or differs:
         problems = (

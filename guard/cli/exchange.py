@@ -1,20 +1,21 @@
-"""The patches between clones: export and import (a bundle file), push and fetch (any git
-remote, through refs/patchguard/history).
-
-import and fetch change the recording, not the files: each then says what the worktree holds
-and whether the hooks are there to carry the patches.
-"""
+"""The patches between clones: export and import (a bundle file), push and fetch (a git remote).
+import and fetch change the recording, not the files, so each says what the worktree holds."""
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
 import click
 
-from guard.cli.advice import advise_hooks, say_worktree
-from guard.cli.options import directory_option, epilog, install_option, json_option
+from guard.cli.options import (
+    advise_hooks,
+    directory_option,
+    epilog,
+    install_option,
+    json_option,
+    say_worktree,
+)
 from guard.git.repo import Repo
 from guard.ops import install
 
@@ -138,21 +139,22 @@ def fetch(
     keep = sharing.THEIRS if theirs else sharing.OURS if ours else None
     fetched = sharing.fetch(repo, remote, keep)
     if as_json:
+        from guard.cli.render import json_report
         from guard.tree import next_step
 
-        payload = {
-            "format": sharing.FETCH_JSON_FORMAT,
-            "remote": remote,
-            "up_to_date": fetched.up_to_date,
-            "changes": [{"kind": c.kind, "name": c.name} for c in fetched.changes],
-            "worktree": next_step.worktree_lines(repo, fetched.patches),
-            "installed_hooks": (
+        report = json_report(
+            sharing.FETCH_JSON_FORMAT,
+            remote=remote,
+            up_to_date=fetched.up_to_date,
+            changes=[{"kind": c.kind, "name": c.name} for c in fetched.changes],
+            worktree=next_step.worktree_lines(repo, fetched.patches),
+            installed_hooks=(
                 install.install(repo.layout, install.HOOK_TYPES, False)
                 if install_now and not install.hooks_installed(repo.layout)
                 else []
             ),
-        }
-        click.echo(json.dumps(payload, indent=2))
+        )
+        click.echo(report)
         advise_hooks(repo, "them", install_now=False)  # on stderr, when still not installed
         return
     click.echo("\n".join(fetched.lines()))

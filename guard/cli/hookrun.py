@@ -1,9 +1,7 @@
 """What the git hooks do: re-apply after checkout/merge/rewrite, report stashes, fail loudly.
 
-Entered as `patchguard hook NAME ARGS...` from the scripts `patchguard install` writes, which
-exit in sh only where no model is needed. Here the verified key decides first (the one
-implementation of it, guard.store.fastpath): content as it was last verified needs nothing,
-and nothing else is imported for it.
+On the hooks' light path: the verified key (guard.store.fastpath) decides first, and content
+as it was last verified imports nothing more.
 """
 
 from __future__ import annotations
@@ -32,10 +30,9 @@ def say(message: str) -> None:
 
 
 def run_hook(argv: Sequence[str]) -> int:
-    """`patchguard hook NAME ARGS...` (or `--pre-commit NAME`, as the pre-commit framework
-    runs it), as the installed git hooks run it; stdin is read only for hooks that get input
-    from git. guard.entry calls this for the hooks' own forms, the hidden click command
-    (guard.cli.hooks.hook) for any other: click is no part of a re-apply's cost."""
+    """`patchguard hook NAME ARGS...`, or `--pre-commit NAME` as the pre-commit framework runs
+    it. guard.entry calls this without click for the hooks' own forms: click is no part of a
+    re-apply's cost."""
     if argv[0] == PRE_COMMIT_FLAG:
         name = argv[1] if len(argv) > 1 else ""
         args = _args_from_pre_commit(name)
@@ -132,10 +129,9 @@ def _new_worktree_enabled(repo: Repo) -> bool:
 
 
 def _apply_and_check(repo: Repo, hook: str) -> int:
-    """Re-apply, then check. A re-apply from these very files seen before is replayed
-    (guard.tree.replay); a result whose content was verified before needs no second assessment.
-    All under the worktree's lock: the files a replay is chosen by, or remembered from, are
-    the files it writes over."""
+    """Re-apply (replayed when these very files were seen before), then check unless the result
+    was verified before. All under the worktree's lock: the files a replay is chosen by, or
+    remembered from, are the files it writes over."""
     from guard.collector import without_collector
     from guard.store import journal
     from guard.store.fastpath import current_key
@@ -193,12 +189,9 @@ def _report_restored(repo: Repo) -> int:
 
 
 def _report_stash(repo: Repo, args: list[str], stdin: str) -> int:
-    """At `git stash` push (refs/stash committed, tree still dirty): say which patches it took.
-
-    Only a push creates a stash commit here; pop, drop and clear delete or move the ref. A
-    patch counts as taken only if the stash commit holds its file changed against HEAD, so
-    `git stash push -- OTHER_FILE` says nothing.
-    """
+    """At `git stash` push (only a push creates a stash commit here): say which patches it
+    took. Only a file the stash holds changed against HEAD counts, so `git stash push --
+    OTHER_FILE` says nothing."""
     if args[:1] != ["committed"]:
         return 0
     stashes = [

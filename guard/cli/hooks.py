@@ -1,12 +1,7 @@
-"""The git hooks that re-apply the patches: install, uninstall, and doctor (will git run them).
-
-They write and read the hooks directory git uses (core.hooksPath included) through
-guard.ops.install; none of them touches the patches or the worktree.
-"""
+"""install, uninstall and doctor: the git hooks that re-apply the patches (guard.ops.install)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
@@ -73,13 +68,10 @@ def doctor(cwd: Path, as_json: bool) -> int:
     """
     diagnosis = install.doctor(locate(cwd))
     if as_json:
-        payload = {
-            "format": "patchguard.doctor/1",
-            "ok": diagnosis.ok,
-            "lines": diagnosis.lines,
-            "problems": diagnosis.problems,
-        }
-        click.echo(json.dumps(payload, indent=2))
+        from guard.cli.render import json_report
+
+        fields = {"ok": diagnosis.ok, "lines": diagnosis.lines, "problems": diagnosis.problems}
+        click.echo(json_report("patchguard.doctor/1", **fields))
     else:
         click.echo("\n".join(diagnosis.lines))
         for problem in diagnosis.problems:

@@ -1,14 +1,9 @@
-"""Hunting a change across commits with the patches carried: compare (did COMMAND change
-between A and B), and bisect (run, step, and the shorthands for `patchguard git bisect`).
-
-compare and `bisect run --metric` share the measuring options and build guard.hunt's options
-alike; guard.hunt.hunt, and with it scipy, loads only when one of them measures.
-"""
+"""compare and bisect: a change hunted across commits with the patches carried. guard.hunt.hunt,
+and with it scipy, loads only when a command measures."""
 
 from __future__ import annotations
 
 import contextlib
-import os
 import re
 import shlex
 import sys
@@ -21,79 +16,81 @@ from urllib.parse import urlsplit
 import click
 
 from guard.cli import render
-from guard.cli.lifted import git_lifted, report_lift
-from guard.cli.options import PASS_THROUGH, directory_option, epilog, json_option
+from guard.cli.options import (
+    PASS_THROUGH,
+    crash_dir,
+    directory_option,
+    epilog,
+    git_lifted,
+    json_option,
+    report_lift,
+)
 from guard.errors import EXIT_GUARD_FAILED, EXIT_OK, one_line
 from guard.git.repo import Repo
 
 
 class _CommandLast(click.Command):
-    """A command that ends with the user's COMMAND: patchguard's options come before it."""
+    """A command that ends with the user's COMMAND, marked off by `--` before click parses.
+
+    A trailing `--metric M` read as COMMAND's makes `bisect run` a pass/fail bisect that
+    measures nothing; read as ours, it changes what COMMAND gets. So a long option of ours
+    after COMMAND's first word is refused, with the line in the right order. Short options
+    are COMMAND's: `-C` means something to make, git and tar.
+    """
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        return super().parse_args(ctx, _options_before_command(self, ctx, args))
+        return super().parse_args(ctx, self._options_first(ctx, args))
 
-
-def _options_before_command(
-    command: click.Command, ctx: click.Context, args: list[str]
-) -> list[str]:
-    """`args` with COMMAND marked off by `--`; a usage error (exit 2, with the line in the right
-    order) when a long option of ours comes after COMMAND's first word.
-
-    One habit must not mean two things: a trailing `--metric M` read as COMMAND's makes `bisect
-    run` a pass/fail bisect that measures nothing, and read as ours it changes what COMMAND
-    gets. So both commands take their options first and refuse one after. Words after COMMAND
-    that are not our options (`--quick`) are COMMAND's, and so is everything after an explicit
-    `--`. Short options are left to COMMAND: `-C` means something to make, git and tar.
-    """
-    params = command.get_params(ctx)
-    takes_value = {}
-    for param in params:
-        if isinstance(param, click.Option):
-            for name in (*param.opts, *param.secondary_opts):
-                takes_value[name] = not (param.is_flag or param.count)
-    leading = sum(isinstance(p, click.Argument) for p in params) - 1  # A and B of compare
-    start = 0
-    while start < len(args):
-        word = args[start]
-        if word == "--":
-            return args  # COMMAND's, whatever it holds
-        if word.startswith("-") and len(word) > 1:
+    def _options_first(self, ctx: click.Context, args: list[str]) -> list[str]:
+        params = self.get_params(ctx)
+        takes_value = {}
+        for param in params:
+            if isinstance(param, click.Option):
+                for name in (*param.opts, *param.secondary_opts):
+                    takes_value[name] = not (param.is_flag or param.count)
+        leading = sum(isinstance(p, click.Argument) for p in params) - 1  # A and B of compare
+        start = 0
+        while start < len(args):
+            word = args[start]
+            if word == "--":
+                return args  # COMMAND's, whatever it holds
+            if word.startswith("-") and len(word) > 1:
+                name, equals, _ = word.partition("=")
+                start += 2 if takes_value.get(name) and not equals else 1
+            elif leading:
+                leading, start = leading - 1, start + 1
+            else:
+                break
+        before, rest = args[:start], args[start:]
+        if not rest:
+            return args  # no COMMAND: click says it is missing
+        ours: list[str] = []  # our options after COMMAND's first word, with their values
+        kept = [rest[0]]  # COMMAND without them
+        words = iter(rest[1:])
+        for word in words:
             name, equals, _ = word.partition("=")
-            start += 2 if takes_value.get(name) and not equals else 1
-        elif leading:
-            leading, start = leading - 1, start + 1
-        else:
-            break
-    before, rest = args[:start], args[start:]
-    if not rest:
-        return args  # no COMMAND: click says it is missing
-    ours: list[str] = []  # our options after COMMAND's first word, with their values
-    kept = [rest[0]]  # COMMAND without them
-    words = iter(rest[1:])
-    for word in words:
-        name, equals, _ = word.partition("=")
-        if word == "--":
-            kept += [word, *words]
-            break
-        if name.startswith("--") and name in takes_value and name != "--help":
-            ours += [word, *islice(words, int(takes_value[name] and not equals))]  # its value
-        else:
-            kept.append(word)
-    if ours:
-        right = shlex.join([*before, *ours, "--", *kept])
-        named = ", ".join(dict.fromkeys(w.partition("=")[0] for w in ours if w.startswith("--")))
-        raise click.UsageError(
-            f"{named} after COMMAND: patchguard's options go before it (everything from "
-            f"COMMAND's first word on is COMMAND's). Run: {ctx.command_path} {right}  (or, "
-            f"when COMMAND takes them itself: {ctx.command_path} "
-            f"{shlex.join([*before, '--', *rest])})"
-        )
-    return [*before, "--", *rest]
+            if word == "--":
+                kept += [word, *words]
+                break
+            if name.startswith("--") and name in takes_value and name != "--help":
+                ours += [word, *islice(words, int(takes_value[name] and not equals))]  # its value
+            else:
+                kept.append(word)
+        if ours:
+            right = shlex.join([*before, *ours, "--", *kept])
+            named = ", ".join(
+                dict.fromkeys(w.partition("=")[0] for w in ours if w.startswith("--"))
+            )
+            raise click.UsageError(
+                f"{named} after COMMAND: patchguard's options go before it (everything from "
+                f"COMMAND's first word on is COMMAND's). Run: {ctx.command_path} {right}  (or, "
+                f"when COMMAND takes them itself: {ctx.command_path} "
+                f"{shlex.join([*before, '--', *rest])})"
+            )
+        return [*before, "--", *rest]
 
 
 def _measure_options(func: Callable[..., Any]) -> Callable[..., Any]:
-    """What `compare` and `bisect run --metric` share: the metric, the runs, the smallest effect."""
     options = [
         click.option(
             "--timeout",
@@ -273,7 +270,7 @@ def _plot_option(what: str) -> Callable[[Callable[..., Any]], Callable[..., Any]
 
 
 def _plotting(cwd: Path, plot_file: Path | None) -> Path | None:
-    """The plot's path, refused before anything is measured when it cannot be drawn."""
+    """Refused before anything is measured when the plot cannot be drawn."""
     if plot_file is None:
         return None
     from guard.hunt import plots
@@ -437,7 +434,6 @@ def bisect_run(
 
 
 def _bisect_shorthand(word: str) -> None:
-    """`patchguard bisect WORD ...` is `patchguard git bisect WORD ...`: the words users try."""
 
     @bisect.command(
         name=word,
@@ -474,17 +470,10 @@ def bisect_step(log: Path | None, decided: Path | None, command: tuple[str, ...]
     try:
         result = moves.bisect_step(Repo.discover(Path.cwd()), command, log)
     except Exception as error:  # no repository to step in: abort, never a mark for git
-        result = StepResult(BISECT_ABORT, "", None, [one_line(error, _git_dir_of_cwd)])
+        result = StepResult(BISECT_ABORT, "", None, [one_line(error, lambda: crash_dir([]))])
     for line in render.step_lines(result):
         click.echo(f"patchguard: {line}", err=True)
     if decided is not None:
         with contextlib.suppress(OSError):  # not written: the wrapper aborts the bisect
             moves.decide(decided, result)
     return result.status
-
-
-def _git_dir_of_cwd() -> str:
-    """Where a crash log goes when a step fails before it found its repository."""
-    from guard.git.gitpaths import find_repository
-
-    return find_repository(os.getcwd())[1]

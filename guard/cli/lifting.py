@@ -1,16 +1,10 @@
-"""`patchguard git`: any git command run with the patches lifted out of the tree, then put
-back and checked.
-
-The bisect shorthands (`patchguard bisect good`, guard.cli.hunting) go through the same lift,
-and `bisect run` reports its lift in the same words (guard.cli.lifted).
-"""
+"""`patchguard git` (the lift itself is guard.cli.options', shared with the bisect commands)."""
 
 from __future__ import annotations
 
 import click
 
-from guard.cli.lifted import git_lifted
-from guard.cli.options import PASS_THROUGH, epilog
+from guard.cli.options import PASS_THROUGH, epilog, git_lifted
 
 
 @click.command(

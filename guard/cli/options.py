@@ -1,19 +1,23 @@
-"""What the commands share: the options `-C DIR`, `--json` and `--install`, the settings of the
-commands that hand their words on (git's, or the user's command), and the help's epilog of
-examples and exit codes.
-
-In one module of their own, below every command module, so that a command loads these and its
-own module only (guard.cli.app loads the command modules one at a time, as they are run).
-"""
+"""What the command modules share: options, help epilogs, what a command that changed the
+patches but not the files says after, and the lift around git (`patchguard git` and the bisect
+commands). A module of its own so that a command loads this and its own module only."""
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+import os
+import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
+
+from guard.errors import EXIT_GUARD_FAILED, EXIT_OK
+
+if TYPE_CHECKING:
+    from guard.git.repo import Repo
+    from guard.ops import moves
 
 EXIT_CODES_EPILOG = (
     "Exit codes: 0 all good, 1 a guard failed, 2 usage or configuration error, "
@@ -58,3 +62,61 @@ install_option = click.option(
     is_flag=True,
     help="Also install the hooks (patchguard install) when they are not installed.",
 )
+
+
+def advise_hooks(repo: Repo, what: str, *, install_now: bool) -> None:
+    """Patches without hooks vanish on the next checkout: install them, or say how."""
+    from guard.ops import install  # not for list, show and log
+
+    if install.hooks_installed(repo.layout):
+        return
+    if install_now:
+        click.echo("\n".join(install.install(repo.layout, install.HOOK_TYPES, False)))
+        return
+    click.echo(
+        f"patchguard: hooks are not installed, so a checkout will not re-apply {what}; "
+        "run: patchguard install",
+        err=True,
+    )
+
+
+def say_worktree(repo: Repo, names: list[str]) -> None:
+    """After the patches changed under the worktree: what it holds, and the next command."""
+    if not names:
+        return
+    from guard.tree import next_step
+
+    for line in next_step.worktree_lines(repo, names):
+        click.echo(f"patchguard: {line}", err=True)
+
+
+def git_lifted(cwd: Path, args: Sequence[str]) -> int:
+    """Run `git ARGS` with the patches lifted and say what happened."""
+    from guard.git.gitpaths import git_start_directory
+    from guard.git.repo import Repo
+    from guard.ops import moves
+
+    repo = Repo.discover(Path(git_start_directory(args, str(cwd))))  # git's own -C DIR
+    status, lift = moves.run_git_lifted(repo, args, cwd)
+    if status == 128 + 13:  # SIGPIPE: `patchguard git log | head`, the reader had enough
+        status = EXIT_OK
+    return report_lift(lift, "git " + " ".join(args), status)
+
+
+def report_lift(lift: moves.Lift, what: str, status: int) -> int:
+    """The exit status: git's own `status` when git failed, else 0, or 1 when a guard is red."""
+    from guard.cli import render
+
+    for line in render.lift_lines(lift):
+        print(f"patchguard: {line}", file=sys.stderr)
+    if lift.report is not None and not lift.report.ok:
+        print(render.banner(f"guard FAILED after {what}", lift.report.problems()), file=sys.stderr)
+    return status or (EXIT_OK if lift.ok else EXIT_GUARD_FAILED)
+
+
+def crash_dir(args: list[str]) -> str:
+    """A crash log goes into the git dir of the checkout the command ran in (the group's -C)."""
+    from guard.git.gitpaths import find_repository
+
+    group = args[1:2] if args[:1] == ["-C"] else []
+    return find_repository(os.path.join(os.getcwd(), *group))[1]

@@ -1,20 +1,15 @@
-"""The commands that make and read the recording: record, require, list, show, resolve, drop.
-
-They change what is guarded (a patch, a required symbol, a resolution) or print it, and never
-touch the files of the worktree; `patchguard undo` takes each change back.
-"""
+"""The commands that make and read the recording (record, require, list, show, resolve, drop);
+none touches the worktree's files."""
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
 
 import click
 
-from guard.cli.advice import advise_hooks
-from guard.cli.options import directory_option, epilog, json_option
+from guard.cli.options import advise_hooks, directory_option, epilog, json_option
 from guard.git.repo import Repo
 
 
@@ -147,11 +142,12 @@ def require(cwd: Path, specs: tuple[str, ...]) -> None:
 @directory_option
 def list_(cwd: Path, as_json: bool) -> None:
     """List recorded patches and guards (without computing states)."""
+    from guard.cli.render import json_report
     from guard.store.derived import load_manifest
 
     manifest = load_manifest(Repo.discover(cwd), missing_ok=True)
     if as_json:
-        click.echo(json.dumps({"format": "patchguard.list/1", **manifest.to_dict()}, indent=2))
+        click.echo(json_report("patchguard.list/1", **manifest.to_dict()))
         return
     lines = []
     if not manifest.patches and not manifest.guards:

@@ -1,9 +1,5 @@
-"""Pre-flight for benchmarks: refuse to start on the wrong code (the stamp of the code that
-ran is guard.ops.provenance's).
-
-`verify` is what `check --import`, `run` and the Python API `require()` share: apply (on
-request), check, and make sure the interpreter imports this checkout and not a stale copy.
-"""
+"""Pre-flight for benchmarks, shared by `check`, `run` and the Python API `require()`: refuse to
+start on the wrong code, or with an interpreter that imports a stale copy of it."""
 
 from __future__ import annotations
 
@@ -72,13 +68,12 @@ _ENV_VALUED = frozenset("uCS")  # env's options that take a value
 def interpreter_of(
     python: str | None, command: Sequence[str], cwd: Path, *, needed: bool
 ) -> tuple[str | None, dict[str, str]]:
-    """The interpreter whose answers count, and the environment COMMAND runs with (unwrapped).
+    """The interpreter whose answers count, and the environment COMMAND runs with.
 
-    `--python`; else the Python that COMMAND will run, so `--import` checks the code that
-    really runs: the command itself when it is a Python interpreter, the interpreter of a
-    script's `#!` line, the command after a wrapper (`env`, `nice`, `uv run`), otherwise
-    python3 on PATH (found on the command's PATH). None when only reading asks (`needed`
-    false) and none is found: patchguard's own then decides, as for `check` without --python.
+    `--python`; else the Python COMMAND will run (itself, its script's `#!` line, past its
+    wrappers), so that `--import` checks the code that really runs; else python3 on COMMAND's
+    PATH. None when none is found and only reading asks (`needed` false): patchguard's own
+    then decides, as for `check` without --python.
     """
     words, env = unwrapped(command, os.environ)
     if python is not None or not (command or needed):
@@ -95,8 +90,7 @@ def interpreter_of(
 
 
 def unwrapped(command: Sequence[str], env: Mapping[str, str]) -> tuple[list[str], dict[str, str]]:
-    """The command past its wrappers (`env`, `nice`, `uv run`), and the environment it runs
-    with: `env`'s own changes applied as env(1) applies them."""
+    """The command past its wrappers (`env`, `nice`, `uv run`), and its environment."""
     words, changed = list(command), dict(env)
     while words and words[0] in _WRAPPERS:
         if words[0] == "env":
@@ -107,8 +101,6 @@ def unwrapped(command: Sequence[str], env: Mapping[str, str]) -> tuple[list[str]
 
 
 def _after_wrapper(words: list[str]) -> list[str]:
-    """The command a wrapper other than env runs: past its subcommand, options and
-    positional words."""
     own, valued, positional = _WRAPPERS[words[0]]
     rest = words[1 + own :]
     while rest and rest[0].startswith("-"):
@@ -120,11 +112,9 @@ def _after_wrapper(words: list[str]) -> list[str]:
 
 
 def _env_command(words: list[str], env: dict[str, str]) -> tuple[list[str], dict[str, str]]:
-    """What `env ARGS` runs, and with what, as GNU env(1) does it: its options first (`-i`,
-    `-`, `-u NAME`, `-C DIR`, `-S STRING`, whose words are read as more arguments), then the
-    environment emptied (`-i`), the `-u` names unset, the `NAME=VALUE` words set in order, up
-    to the command. (`-C DIR` changes nothing an import sees from the checkout's root.) Both
-    `-i` and `-u` only remove, so each is applied where it is read."""
+    """What `env ARGS` runs, and with what, as GNU env(1) reads it: options first (`-S`'s words
+    are read as more arguments), then NAME=VALUE words up to the command. `-i` and `-u` only
+    remove, so each is applied where it is read; `-C DIR` changes nothing an import sees."""
     changed, rest = dict(env), list(words)
     while rest and rest[0].startswith("-") and rest[0] != "--":
         word = rest.pop(0)
@@ -180,8 +170,7 @@ def _shebang_interpreter(path: str, cwd: Path, search: str) -> str | None:
 def resolve_import(
     module: str, python: str, workdir: Path, cwd: Path, env: Mapping[str, str]
 ) -> ImportResult:
-    """Does `python` import `module` from this checkout, in the command's environment `env`?
-    Package code is never run."""
+    """Does `python` import `module` from this checkout? Package code is never run."""
     try:
         probe = subprocess.run(
             [python, "-c", _RESOLVE, module],
@@ -208,16 +197,13 @@ def resolve_import(
     resolved = Path(location).resolve()
     if resolved.is_relative_to(workdir.resolve()):
         return ImportResult(module, python, str(resolved), True, f"imported from {resolved}")
-    return ImportResult(
-        module,
-        python,
-        str(resolved),
-        False,
+    why = (
         f"{python} imports {module} from {resolved}, not from this checkout {workdir}: "
         "the patched code is not the code that runs (a non-editable install?). "
         f"Fix: pip uninstall {module.split('.')[0]} && pip install -e <checkout's package dir> "
-        f"(or {_HINT})",
+        f"(or {_HINT})"
     )
+    return ImportResult(module, python, str(resolved), False, why)
 
 
 def verify(
@@ -231,10 +217,7 @@ def verify(
     runtime_timeout: float | None = None,
     cwd: Path,
 ) -> CheckReport:
-    """Apply if asked, then check everything; the report says whether the code is right.
-
-    `--import` and `--runtime` use `python`, else the interpreter COMMAND will run.
-    """
+    """Apply if asked, then check everything, asking the interpreter of interpreter_of."""
     interpreter, env = interpreter_of(python, command, cwd, needed=bool(import_names or runtime))
     facts = None if interpreter is None else interpreters.facts_of(interpreter, repo.layout.git_dir)
     tree = Worktree(repo, facts)
@@ -270,10 +253,8 @@ def gate(
     command: Sequence[str] = (),
     **asked: Any,
 ) -> tuple[Repo, CheckReport, list[str]]:
-    """What `check` and `run` decide on: the report of `verify` (`asked`: its other options)
-    and, when every guard holds and `same_as` (a stamp file, read first) is given, how this
-    node's code differs from that node's, for the interpreter a stamp of COMMAND's code names
-    (`--python`, else the one COMMAND runs, else python3 on PATH)."""
+    """What `check` and `run` decide on: the report of `verify` and, when every guard holds, how
+    this node's code differs from the one that wrote `same_as` (read before anything runs)."""
     other = None if same_as is None else (same_as.name, load_stamp(same_as.name, same_as.read()))
     repo = Repo.discover(cwd)
     with without_collector():  # kept parses by the thousand: guard.collector
@@ -317,10 +298,9 @@ def require_report(
 def execute(
     repo: Repo, report: CheckReport, command: Sequence[str], stamp_file: Path | None = None
 ) -> int:
-    """Run the benchmark under the import guard (guard.ops.attest): its stdio and signals pass
-    through; afterwards what its processes attested is said (and appended to `stamp_file` with
-    the stamp of the code, taken before it started). The exit status is COMMAND's, or 1 when a
-    process imported a guarded module wrongly."""
+    """Run the benchmark under the import guard (guard.ops.attest); the stamp appended to
+    `stamp_file` is taken before it starts. COMMAND's exit status, or 1 when a process imported
+    a guarded module wrongly."""
     from guard.cli import render
     from guard.ops import attest, provenance
 
@@ -353,12 +333,8 @@ def confirm_at_runtime(
     timeout: float | None,
     env: Mapping[str, str],
 ) -> float:
-    """Set each symbol's runtime answer (and its verdict: Python decides); the seconds it took
-    (`timeout`: the probe's, None for its default).
-
-    `env`: the environment the command runs with (guard.cli.preflight.unwrapped), as a
-    module may define a name only when a variable is set.
-    """
+    """Set each symbol's runtime answer and verdict (Python decides); the seconds it took.
+    `env` is COMMAND's: a module may define a name only when a variable is set."""
     from guard.store.spec import parse_spec
     from guard.truth import probe  # runs user code in another process: never on the hooks' path
     from guard.truth.model_names import PRESENT

@@ -22,6 +22,11 @@ if TYPE_CHECKING:
 # word none, and skip its import (and its dataclasses).
 
 
+def json_report(format: str, **fields: Any) -> str:
+    """A --json report: its `format` (name/version, docs/json.md) first."""
+    return json.dumps({"format": format, **fields}, indent=2)
+
+
 def verdict_json(verdict: PatchVerdict) -> dict[str, Any]:
     return {
         "name": verdict.name,
@@ -33,53 +38,45 @@ def verdict_json(verdict: PatchVerdict) -> dict[str, Any]:
 
 
 def check_json(report: CheckReport, repository: str) -> str:
-    return json.dumps(
-        {
-            "format": "patchguard.check/2",
-            "ok": report.ok,
-            "repository": repository,
-            "head": report.head,
-            "patches": [verdict_json(v) for v in report.patches],
-            "symbols": [
-                {
-                    "spec": s.spec,
-                    "present": s.ok,
-                    "detail": s.detail,
-                    "patch": s.patch,
-                    "state": s.state,
-                    "runtime": s.runtime,
-                }
-                for s in report.symbols
-            ],
-            "imports": [
-                {"module": i.module, "python": i.python, "location": i.location, "ok": i.ok}
-                for i in report.imports
-            ],
-            "runtime_seconds": report.runtime_seconds,
-            "problems": report.problems(),
-            "warnings": report.warnings,
-        },
-        indent=2,
+    return json_report(
+        "patchguard.check/2",
+        ok=report.ok,
+        repository=repository,
+        head=report.head,
+        patches=[verdict_json(v) for v in report.patches],
+        symbols=[
+            {
+                "spec": s.spec,
+                "present": s.ok,
+                "detail": s.detail,
+                "patch": s.patch,
+                "state": s.state,
+                "runtime": s.runtime,
+            }
+            for s in report.symbols
+        ],
+        imports=[
+            {"module": i.module, "python": i.python, "location": i.location, "ok": i.ok}
+            for i in report.imports
+        ],
+        runtime_seconds=report.runtime_seconds,
+        problems=report.problems(),
+        warnings=report.warnings,
     )
 
 
 def status_json(verdicts: Sequence[PatchVerdict]) -> str:
-    return json.dumps(
-        {"format": "patchguard.status/2", "patches": [verdict_json(v) for v in verdicts]}, indent=2
-    )
+    return json_report("patchguard.status/2", patches=[verdict_json(v) for v in verdicts])
 
 
 def outcomes_json(outcomes: Sequence[PatchOutcome]) -> str:
-    return json.dumps(
-        {
-            "format": "patchguard.apply/2",
-            "ok": all(o.ok for o in outcomes),
-            "patches": [
-                {**verdict_json(o.verdict), "ok": o.ok, "message": o.message, "written": o.written}
-                for o in outcomes
-            ],
-        },
-        indent=2,
+    return json_report(
+        "patchguard.apply/2",
+        ok=all(o.ok for o in outcomes),
+        patches=[
+            {**verdict_json(o.verdict), "ok": o.ok, "message": o.message, "written": o.written}
+            for o in outcomes
+        ],
     )
 
 
@@ -152,8 +149,8 @@ def outcome_lines(outcomes: Sequence[PatchOutcome]) -> list[str]:
 
 
 def log_entries(changes: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """`patchguard log --json`'s changes: guard.store.history.log_changes, each change's time
-    in local time (ISO 8601, with its offset)."""
+    """`patchguard log`'s changes as --json has them: guard.store.history.log_changes, each
+    change's time in local time (ISO 8601, with its offset)."""
     from datetime import datetime  # here: status, apply and the hooks render no times
 
     return [
@@ -167,14 +164,12 @@ def log_entries(changes: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     ]
 
 
-def log_lines(changes: Sequence[dict[str, Any]], name: str | None) -> list[str]:
-    """`patchguard log [NAME]`: newest first, numbered as `show NAME@{N}` reads them."""
-    from datetime import datetime
-
+def log_lines(entries: Sequence[dict[str, Any]], name: str | None) -> list[str]:
+    """`patchguard log [NAME]`, from log_entries: numbered as `show NAME@{N}` reads them."""
     lines = []
-    for entry in changes:
+    for entry in entries:
         number, head = entry["number"], entry["head"]
-        when = datetime.fromtimestamp(entry["created"]).strftime("%Y-%m-%d %H:%M:%S")
+        when = entry["time"][:19].replace("T", " ")
         at = f"at {head[:10]}" if head else "at no commit"
         label = f"{name}@{{{number}}}" if name else f"{number}."
         lines.append(f"{label} {when} {at}: {entry['subject']}")
@@ -269,8 +264,11 @@ def lift_lines(lift: Lift) -> list[str]:
             lines.append(f"re-applied {name} ({', '.join(outcome.written)})")
         elif not outcome.ok:
             lines.append(f"{name}: {outcome.message}")
-        elif name in (*lift.lifted, *lift.stash_held) and _upstream(outcome.verdict.state):
-            lines.append(f"{name} is upstream here (HEAD has all of it); nothing to put back")
+        elif name in (*lift.lifted, *lift.stash_held):
+            from guard.tree.verdicts import State  # a replayed put-back's state is its value
+
+            if outcome.verdict.state == State.UPSTREAM:
+                lines.append(f"{name} is upstream here (HEAD has all of it); nothing to put back")
     if lift.hint:
         lines.append(lift.hint)
     if lift.skipped:
@@ -282,14 +280,6 @@ def lift_lines(lift: Lift) -> list[str]:
             f"patchguard resolve {names}; then run patchguard bisect run again"
         )
     return lines
-
-
-def _upstream(state: str) -> bool:
-    """A lifted patch that came back as nothing to write: is HEAD holding it? (The states load
-    only here: a replayed put-back holds a state by its value, guard.tree.replay.)"""
-    from guard.tree.verdicts import State
-
-    return state == State.UPSTREAM
 
 
 def step_lines(result: StepResult) -> list[str]:
@@ -365,31 +355,28 @@ def compare_json(comparison: Comparison) -> str:
     from guard.hunt.stats import median_of
 
     decision = comparison.decision
-    return json.dumps(
-        {
-            "format": "patchguard.compare/1",
-            "verdict": decision.verdict,
-            "delta_pct": decision.delta_pct,
-            "ci_pct": list(decision.ci_pct),
-            "p_value": decision.p_value,
-            "n": decision.n[0],
-            "noise_pct": decision.noise_pct,
-            "unstable": decision.unstable,
-            "capped": comparison.capped,
-            "min_effect_pct": decision.min_effect_pct,
-            "metric": comparison.metric.spec,
-            "direction": comparison.metric.direction,
-            "runs": comparison.runs,
-            **{
-                name: {
-                    "commit": runs.commit,
-                    "median": median_of(runs.values),
-                    "samples": _samples_json(runs),
-                }
-                for name, runs in (("a", comparison.a), ("b", comparison.b))
-            },
+    return json_report(
+        "patchguard.compare/1",
+        verdict=decision.verdict,
+        delta_pct=decision.delta_pct,
+        ci_pct=list(decision.ci_pct),
+        p_value=decision.p_value,
+        n=decision.n[0],
+        noise_pct=decision.noise_pct,
+        unstable=decision.unstable,
+        capped=comparison.capped,
+        min_effect_pct=decision.min_effect_pct,
+        metric=comparison.metric.spec,
+        direction=comparison.metric.direction,
+        runs=comparison.runs,
+        **{
+            name: {
+                "commit": runs.commit,
+                "median": median_of(runs.values),
+                "samples": _samples_json(runs),
+            }
+            for name, runs in (("a", comparison.a), ("b", comparison.b))
         },
-        indent=2,
     )
 
 
@@ -446,7 +433,7 @@ def hunt_json(hunt: Hunt) -> str:
     ]
     steps += [
         {
-            "commit": step.commit,
+            "commit": step.runs.commit,
             "verdict": step.verdict,
             "samples": _samples_json(step.runs),
             "delta_pct": step.vs_good.delta_pct if step.vs_good else None,
@@ -454,20 +441,17 @@ def hunt_json(hunt: Hunt) -> str:
         }
         for step in hunt.steps
     ]
-    return json.dumps(
-        {
-            "format": "patchguard.bisect/1",
-            "verdict": hunt.verdict,
-            "first_changed": hunt.first_changed,
-            "delta_pct": change.delta_pct if change else None,
-            "ci_pct": list(change.ci_pct) if change else None,
-            "endpoints": endpoints.decision.verdict,
-            "metric": hunt.metric.spec,
-            "direction": hunt.metric.direction,
-            "runs": hunt.runs,
-            "steps": steps,
-        },
-        indent=2,
+    return json_report(
+        "patchguard.bisect/1",
+        verdict=hunt.verdict,
+        first_changed=hunt.first_changed,
+        delta_pct=change.delta_pct if change else None,
+        ci_pct=list(change.ci_pct) if change else None,
+        endpoints=endpoints.decision.verdict,
+        metric=hunt.endpoints.metric.spec,
+        direction=hunt.endpoints.metric.direction,
+        runs=hunt.runs,
+        steps=steps,
     )
 
 

@@ -1,7 +1,4 @@
-"""The patches in the worktree: status (each patch's state, file by file, and the stash
-entries that hold a recorded patch), and apply and unapply, which put the patches in and take
-them out by 3-way merge.
-"""
+"""The patches in the worktree: status, apply and unapply."""
 
 from __future__ import annotations
 
