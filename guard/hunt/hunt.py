@@ -68,15 +68,15 @@ class _NotCarried(GuardFailure):
 class Options:
     command: tuple[str, ...]
     metric: Metric
-    min_effect_pct: float = DEFAULT_MIN_EFFECT_PCT
-    repeats: int = DEFAULT_REPEATS
-    max_repeats: int = DEFAULT_MAX_REPEATS
-    warmups: int = 1
-    metric_file: Path | None = None  # what each run appends here is read, not its output;
+    min_effect_pct: float
+    repeats: int
+    max_repeats: int
+    warmups: int
+    metric_file: Path | None  # what each run appends here is read, not its output;
     # relative to the top of the checkout, where CMD runs (as git bisect run runs it)
-    server: ServerSpec | None = None  # started at each commit before CMD runs there
-    timeout: float | None = None  # seconds a run of CMD may take before its group is ended
-    probe_warmups: int = 0  # uncounted runs at each commit a bisect probes: only when asked
+    server: ServerSpec | None  # started at each commit before CMD runs there
+    timeout: float | None  # seconds a run of CMD may take before its group is ended
+    probe_warmups: int  # uncounted runs at each commit a bisect probes: only when asked
 
 
 @dataclass
@@ -114,17 +114,16 @@ class Step:
 
 @dataclass
 class Hunt:
-    metric: Metric
-    endpoints: Comparison
+    endpoints: Comparison  # GOOD against BAD, with the hunt's metric
     steps: list[Step]
-    verdict: str  # FOUND, NO_CHANGE, UNDECIDED or AMBIGUOUS
-    first_changed: str | None
-    change: stats.Decision | None  # first_changed against its parent
+    verdict: str  # FOUND, NO_CHANGE, UNDECIDED, AMBIGUOUS or UNSETTLED
     runs: int  # every run of CMD the hunt cost, in this session and the ones Ctrl-C stopped
+    line: list[str] = field(default_factory=list)  # the candidates searched, oldest first
+    first_changed: str | None = None  # the rest: only when FOUND
+    change: stats.Decision | None = None  # first_changed against its parent
     parent: str | None = None  # first_changed's parent on the line searched
     probability: float | None = None  # the posterior that first_changed is the one
     subject: str = ""  # first_changed's, for the summary
-    line: list[str] = field(default_factory=list)  # the candidates searched, oldest first
 
 
 # --- measuring with the patches carried ---------------------------------------------------------
@@ -629,7 +628,7 @@ def _bisect(bench: _Bench, good: str, bad: str, terms: tuple[str, str], kept: Ke
 
     if endpoints.decision.verdict != stats.DIFFERENT:
         verdict = NO_CHANGE if endpoints.decision.verdict == stats.SAME else UNDECIDED
-        return Hunt(options.metric, endpoints, [], verdict, None, None, cost())
+        return Hunt(endpoints, [], verdict, cost())
     line = _line(bench.repo, good, bad)
     bench.planned = bench.runs + len(line).bit_length()  # ~log2: a probe's run each, an estimate
     measured = {good: endpoints.a, bad: endpoints.b}
@@ -658,7 +657,7 @@ def _bisect(bench: _Bench, good: str, bad: str, terms: tuple[str, str], kept: Ke
     if group is None or len(group) > 1:
         verdict = UNSETTLED if group is None else AMBIGUOUS
         steps = _steps(search, line, measured, reasons, endpoints.a, options)
-        return Hunt(options.metric, endpoints, steps, verdict, None, None, cost(), line=line)
+        return Hunt(endpoints, steps, verdict, cost(), line)
     first = line[group[0]]
     parent = line[group[0] - 1] if group[0] else good
     probability = float(search.posterior.probabilities()[group[0]])
@@ -666,19 +665,8 @@ def _bisect(bench: _Bench, good: str, bad: str, terms: tuple[str, str], kept: Ke
     change = _against_parent(bench, measured, parent, first, kept)
     steps = _steps(search, line, measured, reasons, endpoints.a, options)
     _tell_git(bench, (parent, first), (good, bad), terms)
-    return Hunt(
-        options.metric,
-        endpoints,
-        steps,
-        FOUND,
-        first,
-        change,
-        cost(),
-        parent,
-        probability,
-        bench._subject(first),
-        line,
-    )
+    subject = bench._subject(first)
+    return Hunt(endpoints, steps, FOUND, cost(), line, first, change, parent, probability, subject)
 
 
 def _line(repo: Repo, good: str, bad: str) -> list[str]:

@@ -58,7 +58,7 @@ def plot_bisect(found: Hunt, path: Path) -> None:
     labels = [commit[:7] for commit in order]
     labels[0], labels[-1] = f"GOOD {labels[0]}", f"BAD {labels[-1]}"
     axes.set_xticks(range(len(order)), labels, rotation=60, ha="right", fontsize=7)
-    axes.set_ylabel(found.metric.key)
+    axes.set_ylabel(found.endpoints.metric.key)
     measured = sum(len(values) for values in runs.values())
     title = f"{found.verdict}: {found.first_changed[:10]}" if found.first_changed else found.verdict
     axes.set_title(f"{title} ({measured} runs counted, {found.runs} in all)")
