@@ -405,7 +405,7 @@ def hunt_lines(hunt: Hunt) -> list[str]:
     for step in hunt.steps:
         against = f" {_delta(step.vs_good)}" if step.vs_good else ""
         lines.append(
-            f"  {step.commit[:10]} {step.verdict:<4} {len(step.runs.samples)} runs{against}"
+            f"  {step.runs.commit[:10]} {step.verdict:<4} {len(step.runs.samples)} runs{against}"
         )
         if step.reason:
             lines.append(f"    skipped: {step.reason}")
@@ -446,7 +446,7 @@ def hunt_json(hunt: Hunt) -> str:
     ]
     steps += [
         {
-            "commit": step.commit,
+            "commit": step.runs.commit,
             "verdict": step.verdict,
             "samples": _samples_json(step.runs),
             "delta_pct": step.vs_good.delta_pct if step.vs_good else None,

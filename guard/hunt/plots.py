@@ -47,7 +47,7 @@ def plot_bisect(found: Hunt, path: Path) -> None:
     good, bad = found.endpoints.a, found.endpoints.b
     order = [good.commit, *found.line] if found.line else [good.commit, bad.commit]
     runs = {good.commit: good.values, bad.commit: bad.values}
-    runs.update({step.commit: step.runs.values for step in found.steps})
+    runs.update({step.runs.commit: step.runs.values for step in found.steps})
     figure, axes = _figure(max(5.0, 0.45 * len(order) + 2))
     for position, commit in enumerate(order):
         values = runs.get(commit, [])
