@@ -105,8 +105,7 @@ class Posterior:
 
 @dataclass
 class Search:
-    """Where a search ended: the group the posterior settled on (one hypothesis when a single
-    commit is named), or None when it could not settle; the values taken at each candidate."""
+    """Where a search ended: `group` is None when the posterior did not settle."""
 
     posterior: Posterior
     values: dict[int, list[float]]

@@ -569,8 +569,7 @@ def _compare(bench: _Bench, a: str, b: str, kept: Kept | None = None) -> Compari
 
 
 def bisect(repo: Repo, options: Options, progress: Callable[[str], None]) -> Hunt:
-    """After `patchguard bisect start BAD GOOD`: measure GOOD and BAD, probe the commits between
-    them until the posterior settles on the first changed one, and tell git bisect."""
+    """After `patchguard bisect start BAD GOOD`: the first changed commit, told to git bisect."""
     if not repo.layout.bisect_start.exists():
         raise GuardFailure(
             "no bisect is in progress; start one first: patchguard bisect start BAD GOOD"

@@ -91,8 +91,7 @@ class HomeNote:
         self.entry = "-"
 
     def begin(self, here: str, lift_entry: Path | None) -> str | None:
-        """Note home: where a killed hunt left the user, returned, if HEAD is still where it left
-        it, else `here` (the commit when detached, else the branch)."""
+        """Note home; where a killed hunt took the user from, if HEAD is still where it left it."""
         earlier = self.path.read_text().splitlines() if self.path.exists() else []
         if earlier[1:2] and earlier[1] != "-" and Path(earlier[1]) != lift_entry:
             journal.forget(Path(earlier[1]))

@@ -193,9 +193,8 @@ def _drain(pipe: int, chunks: list[bytes]) -> bool:
 
 
 def port_holder(host: str, port: int) -> str | None:
-    """Who listens on `port` and how to stop it, or None when it is free. Read from
-    /proc/net/tcp{,6} and the processes' socket descriptors on Linux; elsewhere a connection
-    attempt to `host` decides."""
+    """Who listens on `port` and how to stop it, or None when it is free (without /proc, a
+    connection attempt to `host` decides)."""
     tables = [_PROC / "net" / name for name in ("tcp", "tcp6")]
     if not any(table.exists() for table in tables):
         return _held_by(port, None) if _answers(host, port) else None
