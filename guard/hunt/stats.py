@@ -74,9 +74,8 @@ class Decision:
 def decide(
     a: Sequence[float], b: Sequence[float], *, min_effect_pct: float, alpha: float = ALPHA
 ) -> Decision:
-    """One look at paired runs (a[i] and b[i] one pair): `same` when the 95% t-interval of the
-    mean log-ratio lies within ± the smallest effect; `different` when the t-test's p ≤ alpha,
-    both robustness checks agree, and the runs are stable; `unknown` otherwise."""
+    """One look at paired runs (a[i] and b[i] one pair): the t-test on their log-ratios, with
+    _robust's checks before a `different`."""
     log_a, log_b = np.log(np.asarray(a, float)), np.log(np.asarray(b, float))
     ratios = log_b - log_a
     estimate = float(np.mean(ratios))
