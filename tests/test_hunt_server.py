@@ -302,6 +302,16 @@ def test_the_server_options_go_together() -> None:
         assert said in result.stderr, (options, result.stderr)
 
 
+def test_a_pass_fail_bisect_refuses_the_server_options_that_have_defaults() -> None:
+    """--runs-per-start and --ready-timeout have a value whether given or not, and a bisect
+    without --metric once took them silently: given, they are refused as the other measuring
+    options are."""
+    for options in (("--runs-per-start", "3"), ("--ready-timeout", "5")):
+        result = patchguard("bisect", "run", *options, "--", "true")
+        assert result.exit_code == 2, (options, result.output)
+        assert "the measuring options go with --metric M" in result.stderr, result.stderr
+
+
 def test_runs_at_one_commit_share_a_start_up_to_runs_per_start(served: Checkout) -> None:
     options = (*server_options(served), "--runs-per-start", "4", *MEASURE)
     result = served.pg("compare", "A", "A", *options, *bench())

@@ -14,6 +14,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import click
+from click.core import ParameterSource
 
 from guard.cli import render
 from guard.cli.options import (
@@ -420,9 +421,8 @@ def bisect_run(
 
             plots.plot_bisect(found, plot_file)
         return EXIT_OK if found.verdict == hunt.FOUND else EXIT_GUARD_FAILED
-    defaulted = ("runs_per_start", "ready_timeout")  # given or not, they have a value
-    given = [value for name, value in measuring.items() if name not in defaulted]
-    if any(value is not None for value in [*given, plot_file, as_json or None]):
+    metric_only = [*measuring, "plot_file", "as_json"]  # some have a value even when not given
+    if any(ctx.get_parameter_source(name) != ParameterSource.DEFAULT for name in metric_only):
         raise click.UsageError("--json, --plot and the measuring options go with --metric M")
     from guard.ops import moves
 

@@ -392,7 +392,7 @@ def hunt_lines(hunt: Hunt) -> list[str]:
     for step in hunt.steps:
         against = f" {_delta(step.vs_good)}" if step.vs_good else ""
         lines.append(
-            f"  {step.commit[:10]} {step.verdict:<4} {len(step.runs.samples)} runs{against}"
+            f"  {step.runs.commit[:10]} {step.verdict:<4} {len(step.runs.samples)} runs{against}"
         )
         if step.reason:
             lines.append(f"    skipped: {step.reason}")

@@ -2,18 +2,12 @@
 
 Horstein's scheme as Waeber, Frazier and Henderson (2013) analyse it, for a continuous metric
 (Google's flake-aware culprit finding and git_bayesect do it for pass/fail): a posterior over
-the candidates, uniform to begin with; each run at a probed commit multiplies it by how likely
-the run's value is under GOOD's distribution against BAD's; the next probe is the commit that
-splits the posterior closest to half and half (its median). Runs that leave no doubt cost one
-run per probe; a run that falls between GOOD and BAD asks for another at the same commit.
-
-The candidates are a line of commits (git rev-list --first-parent --ancestry-path GOOD..BAD,
-oldest first; BAD last): hypothesis h says candidates[h] is the first changed one, so the
-commits before it run like GOOD and it and those after run like BAD. GOOD's and BAD's
-distributions are fitted on their runs (the compare of the endpoints): the mean of the
-log-values on each side and their pooled spread; a new run's likelihood is Student's t
-predictive for a mean estimated from those runs (heavy-tailed, so one odd run does not settle
-anything). Pure logic, no I/O: guard.hunt.hunt measures, this decides.
+the candidates, each run at a probed commit weighing GOOD's distribution against BAD's, and the
+next probe at the posterior's median. Runs that leave no doubt cost one run per probe; a run
+that falls between GOOD and BAD asks for another at the same commit. Hypothesis h says
+candidates[h] (oldest first, BAD last) is the first changed one: the commits before it run like
+GOOD, it and those after like BAD. A run's likelihood is Student's t predictive (heavy-tailed,
+so one odd run does not settle anything). Pure logic, no I/O: guard.hunt.hunt measures.
 """
 
 from __future__ import annotations
@@ -111,8 +105,7 @@ class Posterior:
 
 @dataclass
 class Search:
-    """Where a search ended: the group the posterior settled on (one hypothesis when a single
-    commit is named), or None when it could not settle; the values taken at each candidate."""
+    """Where a search ended: `group` is None when the posterior did not settle."""
 
     posterior: Posterior
     values: dict[int, list[float]]
@@ -122,10 +115,8 @@ class Search:
 def search(fit: Fit, size: int, take: Callable[[int, int], list[float] | None], cap: int) -> Search:
     """Probe the posterior's median until one group holds SETTLED of it.
 
-    take(j, n) gives at least n values of candidate j (those kept from an earlier session
-    first, then new runs), or None where nothing can be measured (the candidate is skipped).
-    A probe takes one run, and another while its runs together are not decisive, up to `cap`
-    at one candidate; a search whose next probe already has `cap` runs ends unsettled.
+    take(j, n) gives at least n values of candidate j, or None where nothing can be measured
+    (the candidate is skipped). A search whose next probe already has `cap` runs ends unsettled.
     """
     posterior = Posterior(size)
     values: dict[int, list[float]] = {}

@@ -1,16 +1,11 @@
 """The regression hunt: `patchguard compare A B -- CMD` and `patchguard bisect run --metric M`.
 
-CMD runs in the user's own checkout (an editable install runs the code there), at each commit
-with the patches carried: lifted for the whole hunt (guard.ops.moves.lifted, under the worktree's
-lock), applied and checked at each commit it visits, lifted again before it moves on. A run
-counts only with the patches in place, the code it ran on unchanged by it, and its processes'
-word that they imported the patched code (guard.ops.attest); each sample carries the stamp of
-the tree it ran on (guard.ops.provenance.stamp). Ctrl-C stops the hunt between runs, never
-mid-move: the user's branch, tree, patches and other edits come back as they were (exit 130).
-
-The decisions are guard.hunt.stats' (compare: A and B in order-balanced pairs, looks at 3, 6,
-12, 24 pairs) and guard.hunt.culprit's (bisect: GOOD and BAD measured as compare does, then
-probes where the posterior over the first changed commit splits in half).
+CMD runs in the user's own checkout (an editable install runs the code there), so the patches
+are lifted for the whole hunt and applied at each commit it visits. A run counts only with the
+patches in place, the code unchanged by it, and its processes' word that they imported the
+patched code (guard.ops.attest). Ctrl-C stops the hunt between runs, never mid-move, so the
+user's branch, tree, patches and other edits come back as they were (exit 130). What the runs
+mean is for guard.hunt.stats (compare) and guard.hunt.culprit (bisect) to decide.
 """
 
 from __future__ import annotations
@@ -60,23 +55,22 @@ class _Stop(Exception):
 
 
 class _NotCarried(GuardFailure):
-    """The patches do not hold at a commit: nothing there can be measured (a probe is skipped
-    for it; anywhere else it ends the hunt)."""
+    """The patches do not hold at a commit: a probe skips it; anywhere else it ends the hunt."""
 
 
 @dataclass(frozen=True)
 class Options:
     command: tuple[str, ...]
     metric: Metric
-    min_effect_pct: float = DEFAULT_MIN_EFFECT_PCT
-    repeats: int = DEFAULT_REPEATS
-    max_repeats: int = DEFAULT_MAX_REPEATS
-    warmups: int = 1
-    metric_file: Path | None = None  # what each run appends here is read, not its output;
+    min_effect_pct: float
+    repeats: int
+    max_repeats: int
+    warmups: int
+    metric_file: Path | None  # what each run appends here is read, not its output;
     # relative to the top of the checkout, where CMD runs (as git bisect run runs it)
-    server: ServerSpec | None = None  # started at each commit before CMD runs there
-    timeout: float | None = None  # seconds a run of CMD may take before its group is ended
-    probe_warmups: int = 0  # uncounted runs at each commit a bisect probes: only when asked
+    server: ServerSpec | None  # started at each commit before CMD runs there
+    timeout: float | None  # seconds a run of CMD may take before its group is ended
+    probe_warmups: int  # uncounted runs at each commit a bisect probes: only when asked
 
 
 @dataclass
@@ -103,9 +97,8 @@ class Comparison:
 
 @dataclass
 class Step:
-    """A commit a metric bisect probed, or skipped."""
+    """A commit a metric bisect probed (runs.commit), or skipped."""
 
-    commit: str
     verdict: str  # "good" or "bad" (which side its runs are like), or "skip"
     runs: Runs
     vs_good: stats.Decision | None = None  # its change against GOOD (the hunt's pooled spread)
@@ -114,17 +107,16 @@ class Step:
 
 @dataclass
 class Hunt:
-    metric: Metric
-    endpoints: Comparison
+    endpoints: Comparison  # GOOD against BAD, with the hunt's metric
     steps: list[Step]
-    verdict: str  # FOUND, NO_CHANGE, UNDECIDED or AMBIGUOUS
-    first_changed: str | None
-    change: stats.Decision | None  # first_changed against its parent
+    verdict: str  # FOUND, NO_CHANGE, UNDECIDED, AMBIGUOUS or UNSETTLED
     runs: int  # every run of CMD the hunt cost, in this session and the ones Ctrl-C stopped
+    line: list[str] = field(default_factory=list)  # the candidates searched, oldest first
+    first_changed: str | None = None  # the rest: only when FOUND
+    change: stats.Decision | None = None  # first_changed against its parent
     parent: str | None = None  # first_changed's parent on the line searched
     probability: float | None = None  # the posterior that first_changed is the one
     subject: str = ""  # first_changed's, for the summary
-    line: list[str] = field(default_factory=list)  # the candidates searched, oldest first
 
 
 # --- measuring with the patches carried ---------------------------------------------------------
@@ -151,8 +143,7 @@ class _Bench:
         self.stop_asked = False
         self.child: Group | None = None  # the run under way: signals are passed on to it
         self.seconds: list[float] = []  # each run's, for the estimate of what is left
-        self.planned = 2 * (options.warmups + options.repeats)  # the runs the hunt expects to
-        # take (an estimate): here the first look's, A's and B's (GOOD's and BAD's)
+        self.planned = 2 * (options.warmups + options.repeats)  # an estimate: the first look's
         self.subjects: dict[str, str] = {}
         self.server = (
             None
@@ -250,7 +241,7 @@ class _Bench:
         where = f"{commit[:10]} ({self._subject(commit)})"
         server = self.server
         self.server_failed = self.unattested = None
-        if server is not None and not server.running:
+        if server is not None and server.group is None:
             self.server_attested = self._attested_run()  # the server's processes attest too
             env = self.server_attested.environment(self._child_env())
             failed = server.start(self.repo.workdir, env, where, lambda: self.stop_asked)
@@ -301,8 +292,7 @@ class _Bench:
     def _failure(
         self, finished: Finished, value: float | str, server_died: str | None
     ) -> str | None:
-        """Why a run is not counted (None: it is): killed at --timeout, its server gone under
-        it (the server's last log lines), or no value that counts (`value` says why)."""
+        """Why a run is not counted (None: it is); a str `value` says why it has none."""
         self.printed_no_value = False
         if finished.timed_out:
             return f"killed after {self.options.timeout:g} s (--timeout); not counted"
@@ -377,8 +367,7 @@ class _Bench:
             )
 
     def _value(self, status: int, output: str, before: tuple[bytes, int] | None) -> float | str:
-        """The run's value, or why it has none that counts (its exit, nothing written to
-        --metric-file, a last value that is nan, inf or not read for sure, none at all)."""
+        """The run's value, or why it has none that counts."""
         if status:
             return f"exit {status}"
         source = output
@@ -450,9 +439,8 @@ def _session(
     bench = _Bench(repo, options, progress, operation.split()[0])
 
     def note(number: int, _frame: object) -> None:
-        """Ctrl-C (and SIGTERM, SIGHUP) is passed on to the run's process group, which has a
-        session of its own and so is out of the terminal's reach; patchguard notes it, and stops
-        at the next point between runs, the server's group ended on the way out (_Bench.leave)."""
+        """The run's process group has a session of its own, out of the terminal's reach: a
+        signal is passed on to it, and the hunt stops at the next point between runs."""
         bench.stop_asked = True
         if bench.child is not None:
             bench.child.signal(number)
@@ -581,8 +569,7 @@ def _compare(bench: _Bench, a: str, b: str, kept: Kept | None = None) -> Compari
 
 
 def bisect(repo: Repo, options: Options, progress: Callable[[str], None]) -> Hunt:
-    """After `patchguard bisect start BAD GOOD`: measure GOOD and BAD, probe the commits between
-    them until the posterior settles on the first changed one, and tell git bisect."""
+    """After `patchguard bisect start BAD GOOD`: the first changed commit, told to git bisect."""
     if not repo.layout.bisect_start.exists():
         raise GuardFailure(
             "no bisect is in progress; start one first: patchguard bisect start BAD GOOD"
@@ -629,7 +616,7 @@ def _bisect(bench: _Bench, good: str, bad: str, terms: tuple[str, str], kept: Ke
 
     if endpoints.decision.verdict != stats.DIFFERENT:
         verdict = NO_CHANGE if endpoints.decision.verdict == stats.SAME else UNDECIDED
-        return Hunt(options.metric, endpoints, [], verdict, None, None, cost())
+        return Hunt(endpoints, [], verdict, cost())
     line = _line(bench.repo, good, bad)
     bench.planned = bench.runs + len(line).bit_length()  # ~log2: a probe's run each, an estimate
     measured = {good: endpoints.a, bad: endpoints.b}
@@ -657,35 +644,23 @@ def _bisect(bench: _Bench, good: str, bad: str, terms: tuple[str, str], kept: Ke
     group = search.group
     if group is None or len(group) > 1:
         verdict = UNSETTLED if group is None else AMBIGUOUS
-        steps = _steps(search, line, measured, reasons, endpoints.a, options)
-        return Hunt(options.metric, endpoints, steps, verdict, None, None, cost(), line=line)
+        steps = _steps(search, line, measured, reasons, endpoints.a, options.min_effect_pct)
+        return Hunt(endpoints, steps, verdict, cost(), line)
     first = line[group[0]]
     parent = line[group[0] - 1] if group[0] else good
     probability = float(search.posterior.probabilities()[group[0]])
     bench.progress(f"{first[:10]} is the first changed commit with probability {probability:.3f}")
     change = _against_parent(bench, measured, parent, first, kept)
-    steps = _steps(search, line, measured, reasons, endpoints.a, options)
+    steps = _steps(search, line, measured, reasons, endpoints.a, options.min_effect_pct)
     _tell_git(bench, (parent, first), (good, bad), terms)
-    return Hunt(
-        options.metric,
-        endpoints,
-        steps,
-        FOUND,
-        first,
-        change,
-        cost(),
-        parent,
-        probability,
-        bench._subject(first),
-        line,
-    )
+    subject = bench._subject(first)
+    return Hunt(endpoints, steps, FOUND, cost(), line, first, change, parent, probability, subject)
 
 
 def _line(repo: Repo, good: str, bad: str) -> list[str]:
-    """The candidates, oldest first, BAD last: the first-parent line from BAD back to GOOD
-    (git rev-list --first-parent --ancestry-path), so that each has one parent on the line and
-    "the first changed" is well defined; a merge counts as one commit, as `git log
-    --first-parent` shows it."""
+    """The candidates, oldest first, BAD last: the first-parent line from GOOD to BAD, so that
+    each has one parent on the line and "the first changed" is well defined (a merge counts as
+    one commit)."""
     listed = run_git(
         ["rev-list", "--reverse", "--first-parent", "--ancestry-path", f"{good}..{bad}"],
         repo.workdir,
@@ -700,8 +675,8 @@ def _line(repo: Repo, good: str, bad: str) -> list[str]:
 
 
 def _warm_up(bench: _Bench, commit: str, count: int, kept: Kept | None) -> bool:
-    """At `commit` (its patches applied, its stamp taken), the uncounted first runs (file caches,
-    bytecode), unless a stopped hunt ran them on this code already; False if one failed."""
+    """The uncounted first runs at `commit` (file caches, bytecode), unless a stopped hunt ran
+    them on this code already; False if one failed."""
     bench.visit(commit)
     if not count or (kept is not None and kept.warmed(commit, bench.stamps[commit])):
         return True
@@ -733,24 +708,28 @@ def _steps(
     measured: dict[str, Runs],
     reasons: dict[str, str],
     good: Runs,
-    options: Options,
+    min_effect_pct: float,
 ) -> list[Step]:
     """The probed commits, oldest first, each with its change against GOOD."""
-    spread = stats.pooled_spread([runs.values for runs in measured.values()])
     steps = []
     for index, commit in enumerate(line):
         if commit in reasons:
-            steps.append(
-                Step(commit, "skip", measured.get(commit, Runs(commit)), None, reasons[commit])
-            )
+            steps.append(Step("skip", measured.get(commit, Runs(commit)), None, reasons[commit]))
         elif index in search.posterior.evidence:
             runs = measured[commit]
-            vs_good = stats.decide_pooled(
-                good.values, runs.values, spread, min_effect_pct=options.min_effect_pct
-            )
             like = "bad" if search.posterior.evidence[index] > 0 else "good"
-            steps.append(Step(commit, like, runs, vs_good))
+            steps.append(Step(like, runs, _pooled(measured, good, runs, min_effect_pct)))
     return steps
+
+
+def _pooled(
+    measured: dict[str, Runs], a: Runs, b: Runs, min_effect_pct: float, alpha: float = stats.ALPHA
+) -> stats.Decision:
+    """B against A, with the spread of single runs pooled over every commit the hunt measured."""
+    spread = stats.pooled_spread([runs.values for runs in measured.values()])
+    return stats.decide_pooled(
+        a.values, b.values, spread, min_effect_pct=min_effect_pct, alpha=alpha
+    )
 
 
 def _against_parent(
@@ -764,14 +743,7 @@ def _against_parent(
     def look(size: int, alpha: float) -> stats.Decision | None:
         if not all(_measure(bench, runs, size, kept) for runs in sides):
             return None
-        spread = stats.pooled_spread([runs.values for runs in measured.values()])
-        return stats.decide_pooled(
-            sides[0].values,
-            sides[1].values,
-            spread,
-            min_effect_pct=options.min_effect_pct,
-            alpha=alpha,
-        )
+        return _pooled(measured, *sides, options.min_effect_pct, alpha)
 
     start = min(len(runs.samples) for runs in sides)
     plan = stats.Plan(start, max(start, options.max_repeats))
@@ -786,12 +758,11 @@ def _tell_git(
     bisect log` agree with the verdict and git names the commit. On a range with merges git
     may still have commits of the side branches to test (the hunt followed the first-parent
     line): then it says so, and the verdict stands."""
-    parent, first = found
     said: list[str] = []
-    if parent != endpoints[0]:
-        said += _mark(bench, parent, terms[0])
-    if first != endpoints[1]:
-        said += _mark(bench, first, terms[1])
+    for commit, endpoint, term in zip(found, endpoints, terms, strict=True):
+        if commit != endpoint:  # GOOD and BAD are marked already
+            said += _mark(bench, commit, term)
+    first = found[1]
     named = f"{first} is the first {terms[1]} commit"
     if said and not any(line.startswith(named) for line in said):
         bench.progress(

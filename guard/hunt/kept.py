@@ -1,7 +1,6 @@
 """What a hunt keeps in the git dir for the next one: a metric bisect's samples, kept as they are
 measured, so a hunt that Ctrl-C stopped goes on without measuring anything twice, and where the
-user was, so that the next hunt goes back there after one killed outright (guard.hunt.hunt writes
-and reads both)."""
+user was, so that the next hunt goes back there after one killed outright."""
 
 from __future__ import annotations
 
@@ -26,10 +25,9 @@ class Sample:
 
 
 class Kept:
-    """A metric bisect's samples (KEPT_FILE). One is taken again only for the same hunt
-    (bisect, endpoints, command, metric) and the same code (its stamp's HEAD, patches and
-    guarded files as they are at that commit now); warm-ups alike, and each run as it ends (what
-    the hunt cost). A finished hunt drops the file."""
+    """A metric bisect's samples, warm-ups and runs (KEPT_FILE). A sample is taken again only
+    for the same hunt (bisect, endpoints, command, metric) and the same code (its stamp's HEAD,
+    patches and guarded files as they are at that commit now)."""
 
     def __init__(self, path: Path, hunt: list[str]) -> None:
         self.path = path
@@ -93,8 +91,7 @@ class HomeNote:
         self.entry = "-"
 
     def begin(self, here: str, lift_entry: Path | None) -> str | None:
-        """Note home: where a killed hunt left the user, returned, if HEAD is still where it left
-        it, else `here` (the commit when detached, else the branch)."""
+        """Note home; where a killed hunt took the user from, if HEAD is still where it left it."""
         earlier = self.path.read_text().splitlines() if self.path.exists() else []
         if earlier[1:2] and earlier[1] != "-" and Path(earlier[1]) != lift_entry:
             journal.forget(Path(earlier[1]))

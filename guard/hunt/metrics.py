@@ -1,16 +1,10 @@
 """Reading one number from a benchmark's output, as sglang's and vLLM's benchmarks print it.
 
-Three ways to name it (docs/hunting.md): a label as printed (`Output token throughput
-(tok/s):` padded to 40 columns; bench_one_batch's `Decode.  median latency: 0.01178 s, median
-throughput: 339.57 token/s`, a `key: value` pair after each comma under the line's prefix),
-with or without its colon and unit, spaces and case aside; `json:KEY`, a key of a JSON line
-(sglang's --output-file) or of a whole JSON file (vLLM's --save-result), tried too for a bare
-KEY no label matches; `re:PATTERN`, a regular expression with one group.
-The last occurrence decides (warm-up rows come first); when it holds no number that reads one
-way only (`nan`, `inf`, `1 234`), the run is refused (Unreadable), never read from an earlier
-row. Digits grouped by commas, underscores or a no-break or thin space are read whole; by a
-plain space they are refused: `12 345` may as well be two columns. Which way is better is
-known for sglang's and vLLM's own names (throughput up, latency down); others the user says.
+The ways to name it (a label as printed, json:KEY, re:PATTERN) are docs/hunting.md's. The last
+occurrence decides, as warm-up rows come first; when it holds no number that reads one way only
+(`nan`, `inf`, `1 234`), the run is refused (Unreadable), never read from an earlier row.
+Digits grouped by a plain space are refused rather than read whole: `12 345` may as well be two
+columns.
 """
 
 from __future__ import annotations
@@ -49,8 +43,7 @@ _LOWER_WORDS = ("latency", "ttft", "tpot", "itl", "e2el", "duration", "(ms)", "(
 
 
 class Unreadable(ValueError):
-    """The metric's last occurrence in a run holds no number that reads one way only: the run
-    is not counted (an earlier row, a warm-up's, is never taken instead)."""
+    """The metric's last occurrence in a run holds no number that reads one way only."""
 
 
 @dataclass(frozen=True)
@@ -63,8 +56,7 @@ class Metric:
     direction: str | None
 
     def read(self, output: str) -> float | None:
-        """The metric's value at its last occurrence in one run's output; None when it does not
-        occur. Raises Unreadable when that occurrence is not a finite number read for sure."""
+        """The value at the metric's last occurrence (None: none); Unreadable when unsure."""
         if self.kind == "regex":
             return _last_number([m.group(1) for m in re.finditer(self.key, output, re.M)])
         if self.kind == "label":

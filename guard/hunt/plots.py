@@ -47,7 +47,7 @@ def plot_bisect(found: Hunt, path: Path) -> None:
     good, bad = found.endpoints.a, found.endpoints.b
     order = [good.commit, *found.line] if found.line else [good.commit, bad.commit]
     runs = {good.commit: good.values, bad.commit: bad.values}
-    runs.update({step.commit: step.runs.values for step in found.steps})
+    runs.update({step.runs.commit: step.runs.values for step in found.steps})
     figure, axes = _figure(max(5.0, 0.45 * len(order) + 2))
     for position, commit in enumerate(order):
         values = runs.get(commit, [])
@@ -58,7 +58,7 @@ def plot_bisect(found: Hunt, path: Path) -> None:
     labels = [commit[:7] for commit in order]
     labels[0], labels[-1] = f"GOOD {labels[0]}", f"BAD {labels[-1]}"
     axes.set_xticks(range(len(order)), labels, rotation=60, ha="right", fontsize=7)
-    axes.set_ylabel(found.metric.key)
+    axes.set_ylabel(found.endpoints.metric.key)
     measured = sum(len(values) for values in runs.values())
     title = f"{found.verdict}: {found.first_changed[:10]}" if found.first_changed else found.verdict
     axes.set_title(f"{title} ({measured} runs counted, {found.runs} in all)")

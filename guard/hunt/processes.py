@@ -1,16 +1,12 @@
 """The processes a hunt starts, each in a session of its own, and ended as a whole.
 
-A benchmark or a server started from a checkout spawns helpers (sglang's scheduler and detokenizer,
-a tokenizer pool, a shell's background job). Started with `start_new_session=True`, the command
-leads a process group that holds all of them unless one moved itself into another session; ending
-the group (SIGTERM, a grace period, SIGKILL) ends every one, and the hunt waits until none is
-left before it moves on. Without that, a helper reparented to PID 1 keeps the server's port (the
-next server cannot bind, the old one answers) or the output pipe open (every run then waits for
-it). Processes that escaped into another session cannot be found by their group: a port they
-still hold is named by `port_holder` instead.
-
-Linux's /proc is read where it helps: a group whose last members are zombies (a PID 1 that does
-not reap, as in some containers) counts as gone, and a listening port is traced to its process.
+A benchmark or a server spawns helpers (sglang's scheduler and detokenizer, a shell's
+background job). Left alive, one reparented to PID 1 keeps the server's port (the next server
+cannot bind, the old one answers) or the output pipe open (every run then waits for it). So the
+command leads a process group of its own, and the hunt ends the whole group and waits until none
+of it is left before it moves on. A process that moved into another session escapes that: a
+port it still holds is named by `port_holder`. Zombies that a PID 1 never reaps (some
+containers) count as gone where /proc tells them apart.
 """
 
 from __future__ import annotations
@@ -136,11 +132,10 @@ def run_grouped(
     stop_asked: Callable[[], bool],
     started: Callable[[Group | None], None],
 ) -> Finished:
-    """Run `argv` in a session of its own, read its output until the command itself exits, then
-    end the rest of its group and stop reading: a helper that keeps the pipe open does not make
-    the run wait. Past `timeout` seconds, or `GRACE_SECONDS` after a stop was asked (the signal
-    went to the group first), the whole group is ended. `started` is told the group (for the
-    signal handler to pass signals on), and None once it is over."""
+    """Run `argv` in a session of its own and read its output until the command itself exits,
+    then end the rest of its group: a helper that keeps the pipe open does not make the run
+    wait. Past `timeout` seconds, or `GRACE_SECONDS` after a stop was asked, the whole group is
+    ended. `started` is told the group (to pass signals on), and None once it is over."""
     try:
         group = Group(argv, cwd, env, subprocess.PIPE)
     except OSError as error:
@@ -198,9 +193,8 @@ def _drain(pipe: int, chunks: list[bytes]) -> bool:
 
 
 def port_holder(host: str, port: int) -> str | None:
-    """Who listens on `port` and how to stop it, or None when it is free. Read from
-    /proc/net/tcp{,6} and the processes' socket descriptors on Linux; elsewhere a connection
-    attempt to `host` decides."""
+    """Who listens on `port` and how to stop it, or None when it is free (without /proc, a
+    connection attempt to `host` decides)."""
     tables = [_PROC / "net" / name for name in ("tcp", "tcp6")]
     if not any(table.exists() for table in tables):
         return _held_by(port, None) if _answers(host, port) else None

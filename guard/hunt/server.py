@@ -2,17 +2,9 @@
 
 The server runs the code being measured, so it is started after the patches are in place at a
 commit and stopped before the hunt moves on (and after every --runs-per-start runs, so a run
-never measures a server that earlier runs warmed or wore down). The life of one start:
-
-1. the port of the --ready URL must be free: a server left from an earlier run would answer in
-   place of the new one (which fails to bind), so the hunt refuses and names its pid;
-2. CMD runs through `sh -c` (a shell line: variables, `&&`, redirections work) at the top of the
-   checkout, in a session of its own, its output into SERVER_LOG in the git dir;
-3. ready when the URL answers 2xx (or a line of its output matches --ready-line) within
-   --ready-timeout; a server that exits first, or never gets ready, is stopped and the run is
-   not counted, with the last lines of its log;
-4. stopped: its whole process group ended (guard.hunt.processes.Group.end), then the port free
-   again and, with nvidia-smi present, the GPUs' memory back where it was before the start.
+never measures a server that earlier runs warmed or wore down). Its port must be free before a
+start: a server left from an earlier run would answer in place of the new one (which fails to
+bind). Stopped means its whole group gone, its port free again and the GPUs' memory back.
 """
 
 from __future__ import annotations
@@ -69,10 +61,6 @@ class Server:
         self.runs = 0  # runs against the running server
         self.gpu_before: list[int] | None = None
 
-    @property
-    def running(self) -> bool:
-        return self.group is not None
-
     def alive(self) -> bool:
         return self.group is not None and not self.group.exited()
 
@@ -91,7 +79,8 @@ class Server:
                 )
         self.gpu_before = _gpu_memory()
         self.log.write_bytes(b"")
-        self.progress(f"server starting at {where} (its output: {_shown(self.log, cwd)})")
+        shown = self.log.relative_to(cwd) if self.log.is_relative_to(cwd) else self.log
+        self.progress(f"server starting at {where} (its output: {shown})")
         began = time.monotonic()
         with self.log.open("ab") as log:
             self.group = Group(["sh", "-c", self.spec.command], cwd, env, log)
@@ -174,11 +163,6 @@ class Server:
                 )
                 return
             time.sleep(0.5)
-
-
-def _shown(path: Path, top: Path) -> str:
-    """`.git/patchguard-server.log` where the git dir is inside the checkout."""
-    return str(path.relative_to(top)) if path.is_relative_to(top) else str(path)
 
 
 def _answers_2xx(opener: urllib.request.OpenerDirector, url: str) -> bool:

@@ -2,17 +2,12 @@
 
 Modelled on Chromium's Pinpoint (three answers; "same" only when the runs would have shown the
 smallest effect that matters; on unknown, twice the runs, up to a cap), Skia's pairwise runner
-(A and B in order-balanced pairs, an interval in percent) and ClickHouse's performance test (a
-change whose runs vary more than it counts as unstable, not as a change). The main test is a
-t-test on the paired log-ratios, which can decide at 3 pairs where a rank test cannot (the
-signed-rank test's smallest two-sided p with n pairs is 2/2^n); the signed-rank test and a
-bootstrap interval stay as robustness checks that must agree with a `different`. The tests and
-the intervals are scipy's; nothing here is a hand-written distribution. numpy and scipy are
-imported by this module only (and guard.hunt.culprit), which only `compare` and `bisect run
---metric` import: hooks and `check` never load them.
-
-Everything is computed on log-values, so a change is a ratio (Δ% = 100·(e^d - 1)) and a 2%
-noise means the same at 94 tok/s as at 9,000.
+(order-balanced pairs) and ClickHouse's performance test (a change whose runs vary more than it
+is unstable, not a change). The main test is a t-test on the paired log-ratios, which can
+decide at 3 pairs where a rank test cannot (the signed-rank test's smallest two-sided p with n
+pairs is 2/2^n); the signed-rank test and a bootstrap interval must agree with a `different`.
+Log-values make a change a ratio, so a 2% noise means the same at 94 tok/s as at 9,000.
+numpy and scipy load with this module (and guard.hunt.culprit) only: hooks never import them.
 """
 
 from __future__ import annotations
@@ -42,10 +37,9 @@ _Answer = TypeVar("_Answer")
 class Plan:
     """How many runs each look has: `repeats`, then twice as many while unknown, up to `cap`.
 
-    Each look tests at ALPHA divided by the number of planned looks (Bonferroni, the simplest
-    alpha-spending: it spends ALPHA evenly, where O'Brien-Fleming would leave the first look
-    almost nothing), so that asking again with more runs never raises the chance of a false
-    `different` over the whole comparison above ALPHA.
+    Each look tests at ALPHA over the number of looks (Bonferroni: O'Brien-Fleming would leave
+    the first look almost nothing), so that looking again with more runs never raises the
+    chance of a false `different` over the whole comparison above ALPHA.
     """
 
     repeats: int
@@ -80,9 +74,8 @@ class Decision:
 def decide(
     a: Sequence[float], b: Sequence[float], *, min_effect_pct: float, alpha: float = ALPHA
 ) -> Decision:
-    """One look at paired runs (a[i] and b[i] one pair): `same` when the 95% t-interval of the
-    mean log-ratio lies within ± the smallest effect; `different` when the t-test's p ≤ alpha,
-    both robustness checks agree, and the runs are stable; `unknown` otherwise."""
+    """One look at paired runs (a[i] and b[i] one pair): the t-test on their log-ratios, with
+    _robust's checks before a `different`."""
     log_a, log_b = np.log(np.asarray(a, float)), np.log(np.asarray(b, float))
     ratios = log_b - log_a
     estimate = float(np.mean(ratios))
@@ -114,9 +107,8 @@ def decide_pooled(
     alpha: float = ALPHA,
 ) -> Decision:
     """One look at unpaired runs of two commits, with the spread of single runs known from the
-    whole hunt (`spread`: pooled standard deviation of log-values and its degrees of freedom,
-    from pooled_spread): Student's t with that spread, so that even one run on each side can
-    decide when the change is many times the noise."""
+    whole hunt (pooled_spread's): even one run on each side can decide when the change is many
+    times the noise."""
     log_a, log_b = np.log(np.asarray(a, float)), np.log(np.asarray(b, float))
     estimate = float(np.mean(log_b) - np.mean(log_a))
     scale, df = spread
