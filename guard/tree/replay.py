@@ -1,26 +1,18 @@
 """A re-apply seen before is replayed: the same files, patches and HEAD give the same writes.
 
-A regression hunt takes the patches out and puts them back over and over: every `git stash`
-and checkout, and the hook re-applies the same patches onto the same files. What a re-apply
-writes depends on exactly what the verified key holds (guard.store.fastpath: the manifest, the
-guarded files, HEAD's entries for them). So after a re-apply that ended verified, the bytes it
-wrote are kept under the key of the files before it; when a hook meets that key again, and the
-key after it is still verified, it writes those bytes through the journal (all or nothing,
-undoable, as apply writes) and is done: nothing is parsed, merged or checked again, and the
-modules that would (guard.tree.assess, guard.truth.symbols) are never imported.
-
-`patchguard git` replays both halves of a move seen before (guard.ops.moves): the put-back as
-the hook does, with each patch's state kept beside the writes for what the move says; and the
-lift, the unapply of a verified tree, kept under that tree's key (`lift` below). Every entry is
-kept in the namespace of all of patchguard's code (guard.git.content_cache): what another
-patchguard wrote is never replayed.
+A regression hunt, and every `git stash` and checkout, re-apply the same patches onto the same
+files over and over. What a re-apply writes depends only on what the verified key holds
+(guard.store.fastpath), so the bytes a verified re-apply wrote are kept under the key of the
+files before it; when a hook meets that key again and the key after it is still verified, they
+are written again through the journal (all or nothing, undoable) and nothing is parsed, merged
+or checked: guard.tree.assess is never imported. A move's lift (the unapply of a verified tree)
+is kept and replayed alike, and its put-back keeps each patch's state for what the move says.
 
 Never replayed: a file with a CR that git converts (its bytes on disk then depend on git's
-line-ending settings, which no key holds; a file git leaves as it is, as real projects commit
-some CRLF files, is replayed, its conversion asked again each time), and a patch that creates
-or deletes a file (the key needs every file).
-Entries are checksummed (guard.git.content_cache) and each kept file is checked against its blob
-id: a damaged entry only means the full re-apply runs.
+line-ending settings, which no key holds), and a patch that creates or deletes a file (the key
+needs every file). Entries live in the namespace of all of patchguard's code and are checksummed
+(guard.git.content_cache), and each kept file is held to its blob id: what another patchguard
+wrote, or a damaged entry, only means the full re-apply runs.
 """
 
 from __future__ import annotations
@@ -58,8 +50,8 @@ class ReplayedVerdict:
 
 
 class ReplayedOutcome:
-    """What a replayed put-back did to one patch, as a PatchOutcome says it: a record is kept
-    only of put-backs where every patch ended as asked, so `ok` and nothing to add."""
+    """A replayed put-back's PatchOutcome: only put-backs where every patch ended as asked are
+    kept, so `ok` and nothing to add."""
 
     __slots__ = ("message", "ok", "verdict", "written")
 
@@ -71,9 +63,9 @@ class ReplayedOutcome:
 
 
 def put_back(repo: Repo, before: CurrentKey | None) -> list[ReplayedOutcome] | None:
-    """Write what the re-apply from the files as `before` found them wrote, and say every
-    patch's outcome, in manifest order, as that re-apply ended. None, having written nothing,
-    when no such re-apply is known or its result is no longer verified.
+    """Write what the re-apply from the files as `before` found them wrote; every patch's
+    outcome, in manifest order. None, having written nothing, when no such re-apply is known
+    or its result is no longer verified.
 
     The caller holds the worktree's lock from before `before` was read (after journal.recover)
     until remember(): the files cannot change in between.
@@ -82,11 +74,10 @@ def put_back(repo: Repo, before: CurrentKey | None) -> list[ReplayedOutcome] | N
         return None
     cache = _cache(repo)
     try:
-        record = json.loads(cache.get(_entry_name(before.key)) or b"null")
+        record = json.loads(cache.get(_name("from", before.key)) or b"null")
         writes = [(str(w["path"]), str(w["blob"]), str(w["patch"])) for w in record["writes"]]
         if record["before"] != before.key or record["after"] not in before.keys:
             return None  # another key's entry, or its result is no longer verified
-        # decided by the model: the one that verified `after`
         states = [(str(name), str(state)) for name, state in record["patches"]]
     except (ValueError, TypeError, KeyError):
         return None
@@ -108,7 +99,7 @@ def _write_recorded(
     write would go beyond the guarded files `before` holds, a kept file is gone or damaged,
     git left a guarded file unmerged, or a file on disk now has a CR or lies beyond a link."""
     if not {path for path, _, _ in writes} <= set(before.paths):
-        return None  # only the guarded files the key holds are ever written
+        return None
     if before.unmerged() is not False:
         return None  # a conflict git left: the full path says so, and writes nothing
     kept = {blob: cache.get(blob) for _, blob, _ in writes}
@@ -130,8 +121,8 @@ def _write_recorded(
         except UnsafePath:
             journal.discard()
             return None  # a link now: the full re-apply says what it is
-        # Each kept file held to its blob id, as the journal has just computed it for its
-        # record (a second SHA-1 of every file would cost a replay of 40 files ~5 ms).
+        # Each kept file held to its blob id as the journal has just computed it (a second
+        # SHA-1 of every file would cost a replay of 40 files ~5 ms).
         if {f["path"]: f["after_blob"] for f in journal.files} != {p: b for p, b, _ in writes}:
             journal.discard()
             return None
@@ -146,41 +137,15 @@ def remember(
     outcomes: Sequence[PatchOutcome],
 ) -> None:
     """After a re-apply that ended verified (`after`, read once it was), keep what it wrote
-    under the key of the files before it, with each patch's state (see the module's docstring
-    for what is never kept). A re-apply that wrote nothing is kept too: a move's put-back after
-    git left the lifted files alone says each patch's state from it."""
+    for put_back(). One that wrote nothing is kept too: a move's put-back after git left the
+    lifted files alone says each patch's state from it."""
     if before is None or after is None or not all(o.ok for o in outcomes):
         return
     if not after.verified or after.paths != before.paths:
         return  # not verified, or the guarded paths changed: nothing to replay from
-    cache = _cache(repo)
-    writes = _kept_writes(
-        repo, cache, [(path, o.verdict.name) for o in outcomes for path in o.written]
-    )
-    if writes is None:
-        return
-    record = {
-        "before": before.key,
-        "after": after.key,
-        "writes": writes,
-        "patches": [[o.verdict.name, str(o.verdict.state)] for o in outcomes],
-    }
-    cache.put(_entry_name(before.key), json.dumps(record).encode())
-
-
-def _kept_writes(
-    repo: Repo, cache: ContentCache, written: Sequence[tuple[str, str]]
-) -> list[dict[str, str]] | None:
-    """Each written (path, patch) with the blob id of the file's bytes now, those bytes kept in
-    the cache; None when one is gone or has a CR."""
-    writes = []
-    for path, patch in written:
-        data = repo.read_raw(path)
-        if data is None or not _as_git_leaves_it(repo, path, data):
-            return None
-        cache.put(blob_id(data), data)
-        writes.append({"path": path, "blob": blob_id(data), "patch": patch})
-    return writes
+    written = [(path, o.verdict.name) for o in outcomes for path in o.written]
+    states = [[o.verdict.name, str(o.verdict.state)] for o in outcomes]
+    _keep(repo, "from", before, written, after=after.key, patches=states)
 
 
 # --- a move's lift ---------------------------------------------------------------------------
@@ -198,7 +163,7 @@ def lift(repo: Repo, before: CurrentKey | None) -> tuple[list[str], Path | None]
         return None
     cache = _cache(repo)
     try:
-        record = json.loads(cache.get(_lift_name(before.key)) or b"null")
+        record = json.loads(cache.get(_name("lift", before.key)) or b"null")
         writes = [(str(w["path"]), str(w["blob"]), str(w["patch"])) for w in record["writes"]]
         lifted = [str(name) for name in record["lifted"]]
         if record["before"] != before.key:
@@ -214,14 +179,25 @@ def remember_lift(repo: Repo, before: CurrentKey | None, outcomes: Sequence[Patc
     (in the order it wrote it: last patch first) for lift()."""
     if before is None or not before.verified or not all(o.ok for o in outcomes):
         return
-    cache = _cache(repo)
     written = [(path, o.verdict.name) for o in reversed(outcomes) for path in o.written]
-    writes = _kept_writes(repo, cache, written)
-    if writes is None:
-        return
-    lifted = [o.verdict.name for o in outcomes if o.written]
-    record = {"before": before.key, "writes": writes, "lifted": lifted}
-    cache.put(_lift_name(before.key), json.dumps(record).encode())
+    _keep(repo, "lift", before, written, lifted=[o.verdict.name for o in outcomes if o.written])
+
+
+def _keep(
+    repo: Repo, kind: str, before: CurrentKey, written: Sequence[tuple[str, str]], **said: object
+) -> None:
+    """Keep the bytes of each written (path, patch) as they are now, by blob id, and the record
+    of them under `before`'s key; nothing when a file is gone or has a CR."""
+    cache = _cache(repo)
+    writes = []
+    for path, patch in written:
+        data = repo.read_raw(path)
+        if data is None or not _as_git_leaves_it(repo, path, data):
+            return
+        cache.put(blob_id(data), data)
+        writes.append({"path": path, "blob": blob_id(data), "patch": patch})
+    record = {"before": before.key, "writes": writes, **said}
+    cache.put(_name(kind, before.key), json.dumps(record).encode())
 
 
 def _as_git_leaves_it(repo: Repo, path: str, *contents: bytes | None) -> bool:
@@ -235,12 +211,8 @@ def _as_git_leaves_it(repo: Repo, path: str, *contents: bytes | None) -> bool:
     return not conversion.text and conversion.refusal is None and not conversion.ident
 
 
-def _entry_name(key: str) -> str:
-    return "from-" + blob_id(key.encode())
-
-
-def _lift_name(key: str) -> str:
-    return "lift-" + blob_id(key.encode())
+def _name(kind: str, key: str) -> str:
+    return f"{kind}-" + blob_id(key.encode())
 
 
 def _cache(repo: Repo) -> ContentCache:
