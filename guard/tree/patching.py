@@ -53,20 +53,68 @@ def apply(
         repo, "apply", names, dry_run, allow_mid_operation, tree
     )
     outcomes = []
-    for patch in patches:
-        outcomes.append(
-            _apply_one(
-                repo,
-                tree,
-                journal,
-                patch,
-                every[: every.index(patch)],
-                dry_run=dry_run,
-                merge=merge,
-                finish_git_merges=finish_git_merges,
-                restore_edits=restore_edits,
+    for patch in patches:  # each decided and written whole or not at all
+        verdict = assess_patch(repo, tree, patch, every[: every.index(patch)])
+        finished: list[unmerged.Finished] = []
+        refusals: list[str] = []
+        if finish_git_merges and verdict.state is State.CONFLICTED:
+            verdict, finished, refusals = unmerged.finish_patch(repo, tree, patch, verdict)
+        outcome = PatchOutcome(verdict, finished=finished)
+        state = verdict.state
+        modes = {f.path: c.mode for c, f in zip(patch.files, verdict.files, strict=True)}
+        writes: dict[str, tuple[bytes | None, str]] = {
+            f.path: (f.content, modes.get(f.path, REGULAR_MODE)) for f in finished
+        }
+        if state in GOOD_STATES:
+            outcome.message = "nothing to do"
+        elif (
+            state in (State.MISSING_FILE, State.OUTSIDE_SPARSE, State.UNSAFE_PATH, State.CONFLICTED)
+            or (state is State.CONFLICT and not merge)
+            or (state is State.EDITED and not restore_edits)
+        ):
+            worst = next(f for f in verdict.files if f.state is state)
+            outcome.ok = False
+            edit = " (an edit of the patch's code)" if state is State.EDITED else ""
+            outcome.message = f"left untouched{edit} -> {fix_for(patch.name, worst)}"
+        elif state is State.EDITED and (
+            lost := [f for f in verdict.files if f.state is state and f.merged is None]
+        ):
+            outcome.ok = False
+            outcome.message = (
+                "left untouched: the recorded code cannot be put back cleanly here (the edit "
+                f"changed what stands around it); put it back by hand (patchguard show "
+                f"{patch.name} has it), or keep yours: {keep_edit(patch.name, lost[0])}"
             )
-        )
+        elif strays := strays_put_back(tree, patch, verdict):
+            outcome.ok = False
+            outcome.message = f"left untouched: {strays} -> keep the file as it is: " + keep_edit(
+                patch.name, next(f for f in verdict.files if f.merged is not None)
+            )
+        else:
+            writes |= {
+                f.path: (f.merged, modes[f.path]) for f in verdict.files if f.merged is not None
+            }
+            if state is State.CONFLICT:
+                outcome.ok = False
+                outcome.message = (
+                    "conflict markers written; edit them into the right shape, then keep that "
+                    f"for this version: patchguard resolve {patch.name}"
+                )
+            elif state is State.EDITED:
+                outcome.message = (
+                    "would put the recorded code back" if dry_run else "put the recorded code back"
+                ) + " (your other edits stay; patchguard undo takes it back)"
+            elif state is State.DOUBLED:
+                outcome.message = (
+                    "would take the patch's copy out" if dry_run else "took the patch's copy out"
+                ) + " (HEAD's definitions stay)"
+            else:
+                outcome.message = "would apply" if dry_run else "applied"
+        if finished or refusals:
+            outcome.ok = outcome.ok and not refusals
+            outcome.message = _finished_message(outcome, refusals, dry_run)
+        outcome.written = _write(repo, tree, writes, journal, patch.name)
+        outcomes.append(outcome)
     if journal is not None:
         journal.write(repo)
         unmerged.clear_stage_entries(
@@ -77,79 +125,6 @@ def apply(
         if note:
             outcomes[-1].message += f"; {note}"
     return outcomes
-
-
-def _apply_one(
-    repo: Repo,
-    tree: Worktree,
-    journal: Journal | None,
-    patch: Patch,
-    below: Sequence[Patch],
-    *,
-    dry_run: bool,
-    merge: bool,
-    finish_git_merges: bool,
-    restore_edits: bool,
-) -> PatchOutcome:
-    """One patch of apply(), decided and written whole or not at all (apply's options)."""
-    verdict = assess_patch(repo, tree, patch, below)
-    finished: list[unmerged.Finished] = []
-    refusals: list[str] = []
-    if finish_git_merges and verdict.state is State.CONFLICTED:
-        verdict, finished, refusals = unmerged.finish_patch(repo, tree, patch, verdict)
-    outcome = PatchOutcome(verdict, finished=finished)
-    state = verdict.state
-    modes = {f.path: c.mode for c, f in zip(patch.files, verdict.files, strict=True)}
-    writes: dict[str, tuple[bytes | None, str]] = {
-        f.path: (f.content, modes.get(f.path, REGULAR_MODE)) for f in finished
-    }
-    if state in GOOD_STATES:
-        outcome.message = "nothing to do"
-    elif (
-        state in (State.MISSING_FILE, State.OUTSIDE_SPARSE, State.UNSAFE_PATH, State.CONFLICTED)
-        or (state is State.CONFLICT and not merge)
-        or (state is State.EDITED and not restore_edits)
-    ):
-        worst = next(f for f in verdict.files if f.state is state)
-        outcome.ok = False
-        edit = " (an edit of the patch's code)" if state is State.EDITED else ""
-        outcome.message = f"left untouched{edit} -> {fix_for(patch.name, worst)}"
-    elif state is State.EDITED and any(f.merged is None for f in verdict.files if f.state is state):
-        worst = next(f for f in verdict.files if f.state is state and f.merged is None)
-        outcome.ok = False
-        outcome.message = (
-            "left untouched: the recorded code cannot be put back cleanly here (the edit "
-            f"changed what stands around it); put it back by hand (patchguard show "
-            f"{patch.name} has it), or keep yours: {keep_edit(patch.name, worst)}"
-        )
-    elif strays := strays_put_back(tree, patch, verdict):
-        outcome.ok = False
-        outcome.message = f"left untouched: {strays} -> keep the file as it is: " + keep_edit(
-            patch.name, next(f for f in verdict.files if f.merged is not None)
-        )
-    else:
-        writes |= {f.path: (f.merged, modes[f.path]) for f in verdict.files if f.merged is not None}
-        if state is State.CONFLICT:
-            outcome.ok = False
-            outcome.message = (
-                "conflict markers written; edit them into the right shape, then keep that "
-                f"for this version: patchguard resolve {patch.name}"
-            )
-        elif state is State.EDITED:
-            outcome.message = (
-                "would put the recorded code back" if dry_run else "put the recorded code back"
-            ) + " (your other edits stay; patchguard undo takes it back)"
-        elif state is State.DOUBLED:
-            outcome.message = (
-                "would take the patch's copy out" if dry_run else "took the patch's copy out"
-            ) + " (HEAD's definitions stay)"
-        else:
-            outcome.message = "would apply" if dry_run else "applied"
-    if finished or refusals:
-        outcome.ok = outcome.ok and not refusals
-        outcome.message = _finished_message(outcome, refusals, dry_run)
-    outcome.written = _write(repo, tree, writes, journal, patch.name)
-    return outcome
 
 
 def _finished_message(outcome: PatchOutcome, refusals: Sequence[str], dry_run: bool) -> str:
