@@ -240,11 +240,8 @@ def _begin_writing(
     allow_mid_operation: bool,
     tree: Worktree | None,
 ) -> tuple[list[Patch], list[Patch], Worktree, Journal | None]:
-    """What apply and unapply share before their first write (no journal for a dry run):
-    every patch in manifest order, and the selected ones.
-
-    A writer killed before has its half-written files put back first (journal.recover).
-    """
+    """Every patch in manifest order, the selected ones, the view and the journal (none for a
+    dry run), a killed writer's half-written files put back first."""
     if not (dry_run or allow_mid_operation):
         repo.refuse_mid_operation(operation)
     manifest = load_manifest(repo)
@@ -261,9 +258,7 @@ def apply_then_check(
     repo: Repo, *, allow_mid_operation: bool = False, tree: Worktree | None = None
 ) -> tuple[list[PatchOutcome], CheckReport]:
     """Apply every patch, then check the result from the same view of the files, so each is
-    read and parsed once (hooks, `patchguard git`, bisect steps, `run --apply`).
-
-    `tree`: a view for another interpreter's facts (`run --apply`), else a fresh one."""
+    read and parsed once. `tree`: a view for another interpreter's facts (`run --apply`)."""
     tree = tree or Worktree(repo)
     outcomes = apply(repo, allow_mid_operation=allow_mid_operation, tree=tree)
     return outcomes, check(repo, tree)

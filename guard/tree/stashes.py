@@ -1,12 +1,10 @@
 """Stash pops that never conflict with the patch: `patchguard git stash pop|apply`.
 
 A stash made with a patch in the tree holds the patch's change beside the user's own edits.
-Popped onto a release that absorbed the patch in other text at the same spot, git's merge of
-the two copies conflicts (or, elsewhere in the class, doubles them). patchguard keeps the patch
-itself, so the stash need not bring it: git applies a copy of the stash commit (same parents,
-message and untracked files) whose files hold everything but the patch's part, the real stash
-entry is dropped only when that succeeded (as `pop` does), and the patch goes back by the
-usual 3-way apply when the lift ends.
+Popped onto a release that absorbed the patch in other text, git's merge of the two copies
+conflicts (or doubles them). patchguard keeps the patch itself, so git applies a copy of the
+stash commit without the patch's part, the real entry is dropped only when that succeeded, and
+the patch goes back by the usual 3-way apply when the lift ends.
 """
 
 from __future__ import annotations
