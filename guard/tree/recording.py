@@ -6,7 +6,6 @@ import os
 import shlex
 import tempfile
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
@@ -26,8 +25,7 @@ from guard.truth.slips import Slips, slips
 from guard.truth.symbols import SourceSyntaxError, did_you_mean
 
 
-@dataclass
-class RecordOutcome:
+class RecordOutcome(NamedTuple):
     patch: Patch
     replaced: bool
     skipped: list[str]
@@ -101,10 +99,8 @@ def record(
             f"not recorded (--strict): {'; '.join(misspelt)}. Fix the file, or record without "
             "--strict to keep it as typed."
         )
-    slipped = dedented + misspelt
     specs = {f"{c.path}::{q}" for c in files for q in c.added_symbols}
-    for text in requires:
-        specs.add(str(_resolve_spec(repo, text, cwd)))
+    specs |= {str(_resolve_spec(repo, text, cwd)) for text in requires}
     _require_present(
         tree,
         sorted(specs),
@@ -133,7 +129,7 @@ def record(
         patch=patch,
         replaced=previous is not None,
         skipped=skipped,
-        slips=slipped,
+        slips=dedented + misspelt,
         grown=_grown(repo, previous, files) if previous is not None else [],
     )
 

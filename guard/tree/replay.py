@@ -63,13 +63,10 @@ class ReplayedOutcome:
 
 
 def put_back(repo: Repo, before: CurrentKey | None) -> list[ReplayedOutcome] | None:
-    """Write what the re-apply from the files as `before` found them wrote; every patch's
-    outcome, in manifest order. None, having written nothing, when no such re-apply is known
-    or its result is no longer verified.
-
-    The caller holds the worktree's lock from before `before` was read (after journal.recover)
-    until remember(): the files cannot change in between.
-    """
+    """Write what the re-apply from the files as `before` found them wrote, and each patch's
+    outcome; None, having written nothing, when none is known or its result is no longer
+    verified. The caller holds the worktree's lock from before `before` was read until
+    remember(): the files cannot change in between."""
     if before is None:
         return None
     cache = _cache(repo)
@@ -94,10 +91,9 @@ def _write_recorded(
     writes: Sequence[tuple[str, str, str]],
     operation: str,
 ) -> tuple[dict[str, list[str]], Journal] | None:
-    """Write the kept bytes of `writes` (path, blob, patch), in order, as one journaled
-    `operation`: the paths by patch, and the journal. None, having written nothing, when a
-    write would go beyond the guarded files `before` holds, a kept file is gone or damaged,
-    git left a guarded file unmerged, or a file on disk now has a CR or lies beyond a link."""
+    """Write the kept bytes of `writes` (path, blob, patch) as one journaled `operation`: the
+    paths by patch, and the journal. None, having written nothing, where the full path has
+    something to say (an unmerged or unguarded file, a kept file damaged, a CR, a link)."""
     if not {path for path, _, _ in writes} <= set(before.paths):
         return None
     if before.unmerged() is not False:
@@ -152,13 +148,9 @@ def remember(
 
 
 def lift(repo: Repo, before: CurrentKey | None) -> tuple[list[str], Path | None] | None:
-    """Take the patches out of the verified tree `before` keys as the unapply from it did
-    (journaled as an unapply): the patches it took out, in manifest order, and its journal
-    entry (None when it took none out). None, having written nothing, when no such unapply is
-    known, or the tree is not verified, or git left a guarded file unmerged.
-
-    The caller holds the worktree's lock from before `before` was read (after journal.recover)
-    until the unapply's result is remembered (remember_lift)."""
+    """Take the patches out of the verified tree `before` keys as the unapply from it did: the
+    patches it took out and its journal entry (None when none). None, having written nothing,
+    when no such unapply is known. The lock is held as for put_back(), until remember_lift()."""
     if before is None or not before.verified:
         return None
     cache = _cache(repo)

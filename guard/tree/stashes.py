@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from guard.git.repo import Repo
 from guard.store.derived import load_manifest
@@ -23,8 +23,7 @@ _STASH_REF = re.compile(r"(stash@\{\d+\}|\d+)")
 _QUIET = ("-q", "--quiet")
 
 
-@dataclass(frozen=True)
-class StashPlan:
+class StashPlan(NamedTuple):
     """What runs instead of the user's `git stash pop|apply`."""
 
     apply: list[str] | None  # `stash apply` of the copy without the patches; None: it is empty
