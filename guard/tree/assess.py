@@ -682,19 +682,9 @@ def check_symbol(tree: Worktree, text: str, owner: str | None) -> SymbolResult:
     content = tree.read(spec.path)
     if content is None:
         return SymbolResult(text, False, f"{spec.path} does not exist", owner)
-    package = spec.path.removesuffix(".py")
-    if tree.exists(f"{package}/__init__.py", file=True):  # found first by the import
-        return SymbolResult(
-            text,
-            False,
-            f"the package {package}/ beside {spec.path} shadows it: `import` loads the "
-            "package, never this file",
-            owner,
-            ABSENT,
-        )
-    stale = _compiled_beside(tree, spec.path, content)
-    if stale is not None:
-        return SymbolResult(text, False, stale, owner, ABSENT)
+    shadow = _shadowed(tree, spec.path, content)
+    if shadow is not None:
+        return SymbolResult(text, False, shadow, owner, ABSENT)
     problems = tree.symbol_problems(content, spec.path, [spec.qualname])
     around = tree.import_problem(spec.path, content)
     if around is not None and not problems:
@@ -708,12 +698,18 @@ def check_symbol(tree: Worktree, text: str, owner: str | None) -> SymbolResult:
     return SymbolResult(text, True, where, owner)
 
 
-def _compiled_beside(tree: Worktree, path: str, content: bytes) -> str | None:
-    """Compiled code Python runs instead of the file: an extension module of its name (tried
-    before `.py`), or a hash-based `.pyc` whose source hash is not the file's (an unchecked one
-    is never compared; a checked one not under `--check-hash-based-pycs never`). A
-    timestamp-based one Python compares itself. Looked at through the view, so one that
-    appears later voids a remembered verdict."""
+def _shadowed(tree: Worktree, path: str, content: bytes) -> str | None:
+    """What `import` loads instead of the file: a package of its name (found first), an
+    extension module (tried before `.py`), or a hash-based `.pyc` whose source hash is not the
+    file's (an unchecked one is never compared; a checked one not under
+    `--check-hash-based-pycs never`); a timestamp-based one Python compares itself. Looked at
+    through the view, so one that appears later voids a remembered verdict."""
+    package = path.removesuffix(".py")
+    if tree.exists(f"{package}/__init__.py", file=True):
+        return (
+            f"the package {package}/ beside {path} shadows it: `import` loads the package, "
+            "never this file"
+        )
     if not path.endswith(".py"):
         return None
     stem = path.removesuffix(".py")

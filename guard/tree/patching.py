@@ -193,7 +193,13 @@ def unapply(
             if not reverse.clean:
                 outcome.ok = False
                 outcome.message = f"{path}: the change cannot be taken out cleanly"
-                above = _applied_on_top(repo, tree, every, patch, change.path)
+                # the later patches applied here recorded on top of this one's change of the file:
+                # where their lines touch, git's merge takes this one out only with them
+                above = [
+                    upper.name
+                    for upper in stacked(repo, every, patch, change.path, above=True)
+                    if assess_patch(repo, tree, upper).ok
+                ]
                 if above:
                     together = " ".join([patch.name, *above])
                     outcome.message += (
@@ -218,18 +224,6 @@ def unapply(
         else:
             journal.write(repo)
     return list(reversed(outcomes))
-
-
-def _applied_on_top(
-    repo: Repo, tree: Worktree, every: Sequence[Patch], patch: Patch, path: str
-) -> list[str]:
-    """The later patches, applied in `tree`, whose change of `path` was recorded on top of
-    `patch`'s: where their lines touch, git's merge takes `patch` out only with them."""
-    return [
-        upper.name
-        for upper in stacked(repo, every, patch, path, above=True)
-        if assess_patch(repo, tree, upper).ok
-    ]
 
 
 def _begin_writing(
