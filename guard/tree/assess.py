@@ -69,11 +69,8 @@ def _assess_versions(
     repo: Repo, tree: Worktree, patch: Patch, change: FileChange, path: str
 ) -> FileVerdict:
     """The recording, or a resolution of it, nearest first: the first that merges decides.
-
-    Nearest means the version whose base is closest to HEAD's file: on the recorded base that
-    is the recording itself (byte for byte as recorded), on a commit resolved by hand that
-    resolution, and between them whichever upstream moved least from.
-    """
+    Nearest: whose base upstream moved least from (so the recorded base gets the recording
+    byte for byte, and a commit resolved by hand its resolution)."""
     first = None
     for version, resolution in _nearest_first(repo, tree, change, path):
         verdict = _Version(repo, tree, patch, version, path).assess()
@@ -196,10 +193,8 @@ class _Version:
 
     def absorbed(self) -> FileVerdict:
         """HEAD defines every symbol the patch adds: what stands is the rest of the patch, if any.
-
-        The worktree may still carry the patch's own copy of those definitions (a stash or an
-        autostash merged back by git): that is `doubled`, and apply takes the copy out.
-        """
+        A worktree that still carries the patch's own copy (git merged a stash back) is
+        `doubled`, and apply takes the copy out."""
         path, current, rest, added = self.path, self.current, self.rest, self.change.added_symbols
         assert self.head is not None
         names = ", ".join(q.rsplit(".", 1)[-1] for q in added)
@@ -548,11 +543,8 @@ def _report(
 
 def _committed_in_head(repo: Repo, patch: Patch, verdict: PatchVerdict) -> CommittedPatch | None:
     """Did HEAD's own commit bring this exact change (a `git commit -a` that swept it in)?
-
-    Only for a change HEAD holds as text; upstream absorbing it with other text is not that.
-    Nor is a commit a remote-tracking branch or a tag holds: that is upstream's (a release that
-    absorbed the patch as it was), and the advice to amend it would rewrite upstream history.
-    """
+    Not where upstream absorbed it in other text, nor in a commit a remote-tracking branch or
+    a tag holds: the advice to amend that would rewrite upstream history."""
     if any(f.detail != UPSTREAM_AS_TEXT for f in verdict.files) or repo.head_is_published():
         return None
     parent = repo.head_parent()

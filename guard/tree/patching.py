@@ -42,12 +42,9 @@ def apply(
 ) -> list[PatchOutcome]:
     """Bring every selected patch to `applied` (or leave it `upstream`), patch by patch.
 
-    A patch is written whole or not at all: one file that cannot merge cleanly leaves all
-    of that patch's files untouched, unless `merge` asks for conflict markers.
-    `finish_git_merges` (the `apply` command; never a hook): a patched file git left unmerged
-    gets the patch's part of git's conflict resolved first (guard.tree.unmerged).
-    `restore_edits` (the `apply` command; never a hook, which would undo an edit made on
-    purpose): an `edited` definition gets its recorded lines back, the rest of the file kept.
+    One file that cannot merge cleanly leaves all of that patch's files untouched, unless
+    `merge` asks for conflict markers. Only the `apply` command, never a hook, finishes git's
+    merges (guard.tree.unmerged) or restores edits (a hook would undo an edit made on purpose).
     """
     every, patches, tree, journal = _begin_writing(
         repo, "apply", names, dry_run, allow_mid_operation, tree
@@ -161,8 +158,7 @@ def unapply(
     whole: bool = False,
 ) -> list[PatchOutcome]:
     """Take applied patches out of the worktree (last first), keeping every other edit.
-
-    `whole`: every patch comes out, or none does (nothing written when one cannot)."""
+    `whole`: every patch comes out, or none does."""
     every, patches, tree, journal = _begin_writing(
         repo, "unapply", names, dry_run, allow_mid_operation, None
     )
@@ -265,11 +261,8 @@ def _write(
     journal: Journal | None,
     patch: str,
 ) -> list[str]:
-    """Stage `writes` (content, git mode) for later patches; with a journal, keep the old bytes
-    for Journal.write, which replaces every file of the operation at once, all or nothing.
-
-    The git mode matters only to a file the patch creates: an existing file keeps its own.
-    """
+    """Stage `writes` (content, git mode) for later patches; with a journal, for its write of
+    every file at once. The git mode matters only to a file the patch creates."""
     for path, (content, git_mode) in writes.items():
         if journal is None:
             tree.stage(path, content)

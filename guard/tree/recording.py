@@ -48,11 +48,8 @@ def record(
     cwd: Path,
 ) -> RecordOutcome:
     """Record the uncommitted changes of `paths` (default: every changed tracked file) as NAME.
-
-    A method typed at module level is refused unless `as_typed`; a misspelt name only when
-    `strict`. Recording a patch again away from its base, or mid-bisect, merge, rebase or
-    cherry-pick, would re-base it onto this commit, so it asks for `rebase` first.
-    """
+    A re-record away from the patch's base, or mid-operation, would re-base it onto this
+    commit, so it asks for `rebase` first."""
     head_commit = repo.head_commit_id()
     manifest = load_manifest(repo, missing_ok=True)
     previous = manifest.patch(name)
@@ -183,11 +180,8 @@ def _chosen_hunks(repo: Repo, paths: Sequence[str]) -> dict[str, bytes]:
 
 
 def _refuse_rebase(repo: Repo, previous: Patch, head_commit: str) -> None:
-    """Re-recording away from the base moves the patch's base here: only when asked to.
-
-    Done to get out of a conflict mid-bisect, it would make the patch right at the bisect
-    commit and wrong on the user's branch afterwards.
-    """
+    """Re-recording away from the base moves the patch's base here: only when asked to. Done to
+    get out of a conflict mid-bisect, it would make the patch wrong on the user's branch."""
     operation = repo.operation_in_progress()
     if operation is None and repo.layout.bisect_start.exists():
         operation = "bisect"
@@ -279,11 +273,8 @@ def _record_file(
 def _with_patches_below(
     repo: Repo, tree: Worktree, path: str, head: bytes | None, below: Sequence[Patch]
 ) -> tuple[bytes | None, list[str]]:
-    """HEAD's file with every other patch that is applied to it put on, in manifest order.
-
-    A second patch on a file then records only its own change: `unapply SECOND` leaves the
-    first in place, and `apply` puts them on in order.
-    """
+    """HEAD's file with every other patch applied to it put on, in manifest order: a second
+    patch on a file records only its own change, so `unapply SECOND` leaves the first."""
     base, stacked = head, []
     for patch in below:
         for recorded, verdict in zip(
@@ -302,12 +293,9 @@ def _with_patches_below(
 
 
 def _resolve_spec(repo: Repo, text: str, cwd: Path, known: Sequence[str] = ()) -> Spec:
-    """A SPEC from the command line; its path is relative to cwd, as git paths are.
-
-    Or a repository path, as patchguard prints SPECs in the commands it suggests: pasted in a
-    subdirectory, it names nothing there, while the file (or, for `drop`, a guard in `known`)
-    is at the repository path. A path that names a file where it was typed keeps git's meaning.
-    """
+    """A SPEC from the command line, its path relative to cwd as git paths are; or a
+    repository path (as patchguard prints SPECs) where that names nothing from cwd but a file
+    (or, for `drop`, a guard in `known`) from the top."""
     try:
         spec = parse_spec(text)
     except ValueError as error:
@@ -345,13 +333,9 @@ def require(repo: Repo, specs: Sequence[str], *, cwd: Path) -> list[str]:
 
 
 def _require_present(tree: Worktree, specs: Sequence[str], refused: str, advice: str) -> None:
-    """Each SPEC must hold now; otherwise refuse ("{refused}SPEC: why. {advice}", with the
-    closest names).
-
-    A SPEC naming nothing of that name in the file, or a class the file does not define, is
-    mistyped: a usage error (exit 2). One whose name is defined at another place (a method
-    outside its class) is code that is not as required: a failed guard (exit 1).
-    """
+    """Each SPEC must hold now. One naming nothing of that name in the file, or a class it
+    does not define, is mistyped: a usage error (exit 2). One whose name is defined at another
+    place (a method outside its class) is code not as required: a failed guard (exit 1)."""
     for text in specs:
         result = check_symbol(tree, text, None)
         if result.ok:

@@ -32,11 +32,8 @@ class StashPlan(NamedTuple):
 
 
 def plan(repo: Repo, args: Sequence[str]) -> StashPlan | None:
-    """The plan for `git stash pop|apply [-q] [STASH]`, or None: plain git does it.
-
-    None as well for `--index` (the staged part would need the same care), for anything that
-    is not a stash entry, and for a stash that holds no patch's change.
-    """
+    """The plan for `git stash pop|apply [-q] [STASH]`, or None: plain git does it (as for
+    `--index`, whose staged part would need the same care, or a stash of no patch's change)."""
     if len(args) < 2 or args[0] != "stash" or args[1] not in ("pop", "apply"):
         return None
     options = [a for a in args[2:] if a.startswith("-")]

@@ -38,11 +38,8 @@ class Finished:
 def finish_patch(
     repo: Repo, tree: Worktree, patch: Patch, verdict: PatchVerdict
 ) -> tuple[PatchVerdict, list[Finished], list[str]]:
-    """Finish git's merge in every unmerged file of `patch`; the patch's verdict after it.
-
-    The tree is made to see the finished text, so the verdict returned is the usual one: what
-    `apply` writes on top. Files it cannot finish are left as git left them, with a reason.
-    """
+    """Finish git's merge in every unmerged file of `patch`. The tree sees the finished text,
+    so the verdict returned is the usual one: what `apply` writes on top."""
     done: list[Finished] = []
     reasons: list[str] = []
     changes = {}

@@ -402,11 +402,8 @@ class Worktree:
         suggest: bool = True,
     ) -> dict[str, str]:
         """Why each of `qualnames` is not surely defined exactly once at its place in `content`.
-
-        `decided_only`: leave out the ones reading cannot decide (a merge that keeps them
-        breaks nothing that reading could see). `suggest`: name the closest names the file
-        defines (difflib over all of them: only for a reason that is shown).
-        """
+        `decided_only`: not the ones reading cannot decide (a merge that keeps them breaks
+        nothing reading could see). `suggest`: the closest names (difflib: only where shown)."""
         qualnames = list(qualnames)
         if not qualnames:
             return {}
