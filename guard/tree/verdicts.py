@@ -143,11 +143,6 @@ class CheckReport:
         )
 
     @property
-    def undecided(self) -> list[SymbolResult]:
-        """Symbols reading cannot decide (a runtime condition, a decorator it cannot read)."""
-        return [s for s in self.symbols if s.state == CANNOT_TELL]
-
-    @property
     def checks_nothing(self) -> bool:
         """No patch and no guard: `ok` would be vacuous, so it is never remembered or trusted."""
         return not self.patches and not self.symbols
