@@ -71,8 +71,19 @@ def _assess_versions(
     """The recording, or a resolution of it, nearest first: the first that merges decides.
     Nearest: whose base upstream moved least from (so the recorded base gets the recording
     byte for byte, and a commit resolved by hand its resolution)."""
+    found, head = versions(change), tree.head(path)
+    if len(found) > 1 and head is not None:
+
+        def distance(version: FileChange) -> int:
+            base, _ = texts(repo, version)
+            if base == head:
+                return 0
+            text = repo.diff(base, head, path).text
+            return 1 + text.count("\n+") + text.count("\n-")
+
+        found.sort(key=lambda item: distance(item[0]))  # stable: a tie keeps order
     first = None
-    for version, resolution in _nearest_first(repo, tree, change, path):
+    for version, resolution in found:
         verdict = _Version(repo, tree, patch, version, path).assess()
         verdict.version = version
         if resolution is not None:
@@ -82,25 +93,6 @@ def _assess_versions(
         first = first or verdict
     assert first is not None
     return first
-
-
-def _nearest_first(
-    repo: Repo, tree: Worktree, change: FileChange, path: str
-) -> list[tuple[FileChange, PatchResolution | None]]:
-    """Every version of one file's change, the one whose base is nearest HEAD's file first."""
-    found = versions(change)
-    head = tree.head(path)
-    if len(found) == 1 or head is None:
-        return found
-
-    def distance(version: FileChange) -> int:
-        base, _ = texts(repo, version)
-        if base == head:
-            return 0
-        text = repo.diff(base, head, path).text
-        return 1 + text.count("\n+") + text.count("\n-")
-
-    return sorted(found, key=lambda item: distance(item[0]))  # stable: a tie keeps order
 
 
 def versions(change: FileChange) -> list[tuple[FileChange, PatchResolution | None]]:

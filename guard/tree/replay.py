@@ -94,10 +94,8 @@ def _write_recorded(
     """Write the kept bytes of `writes` (path, blob, patch) as one journaled `operation`: the
     paths by patch, and the journal. None, having written nothing, where the full path has
     something to say (an unmerged or unguarded file, a kept file damaged, a CR, a link)."""
-    if not {path for path, _, _ in writes} <= set(before.paths):
-        return None
-    if before.unmerged() is not False:
-        return None  # a conflict git left: the full path says so, and writes nothing
+    if not {path for path, _, _ in writes} <= set(before.paths) or before.unmerged() is not False:
+        return None  # beyond the guarded files, or a conflict git left: the full path says so
     kept = {blob: cache.get(blob) for _, blob, _ in writes}
     if any(data is None for data in kept.values()):
         return None
