@@ -1,18 +1,15 @@
 """A re-apply seen before is replayed: the same files, patches and HEAD give the same writes.
 
-A regression hunt, and every `git stash` and checkout, re-apply the same patches onto the same
-files over and over. What a re-apply writes depends only on what the verified key holds
-(guard.store.fastpath), so the bytes a verified re-apply wrote are kept under the key of the
-files before it; when a hook meets that key again and the key after it is still verified, they
-are written again through the journal (all or nothing, undoable) and nothing is parsed, merged
-or checked: guard.tree.assess is never imported. A move's lift (the unapply of a verified tree)
-is kept and replayed alike, and its put-back keeps each patch's state for what the move says.
+A hunt, and every `git stash` and checkout, re-apply the same patches onto the same files over
+and over. What a re-apply writes depends only on the verified key (guard.store.fastpath), so
+the bytes a verified one wrote are kept under the key of the files before it, and written again
+through the journal (all or nothing, undoable) when that key comes back still verified: nothing
+is parsed, merged or checked, and guard.tree.assess is never imported. A move's lift is kept
+and replayed alike.
 
-Never replayed: a file with a CR that git converts (its bytes on disk then depend on git's
-line-ending settings, which no key holds), and a patch that creates or deletes a file (the key
-needs every file). Entries live in the namespace of all of patchguard's code and are checksummed
-(guard.git.content_cache), and each kept file is held to its blob id: what another patchguard
-wrote, or a damaged entry, only means the full re-apply runs.
+Never replayed: a file with a CR that git converts (its bytes then depend on settings no key
+holds), a patch that creates or deletes a file (the key needs every file), what another
+patchguard wrote (guard.git.content_cache), or a damaged entry: the full re-apply runs.
 """
 
 from __future__ import annotations
