@@ -142,8 +142,7 @@ def _unparsable(tree: Worktree, path: str) -> FileVerdict | None:
 
 
 class _Version:
-    """One version of a file's change (the recording or a resolution) against the file at
-    `path`, its texts read once for every step."""
+    """One version of a file's change against the file at `path`, its texts read once."""
 
     def __init__(
         self, repo: Repo, tree: Worktree, patch: Patch, change: FileChange, path: str
@@ -553,8 +552,7 @@ def _committed_in_head(repo: Repo, patch: Patch, verdict: PatchVerdict) -> Commi
 
 
 def check(repo: Repo, tree: Worktree | None = None) -> CheckReport:
-    """Read-only: every patch's state, and every required symbol at its qualified place.
-    `tree`: a view already holding the files (patching.apply_then_check), read once."""
+    """Read-only: every patch's state, and every required symbol at its qualified place."""
     with one_walk():  # only git's read-only commands run meanwhile
         manifest = load_manifest(repo)
         patches = manifest.patches

@@ -162,8 +162,7 @@ def lift(repo: Repo, before: CurrentKey | None) -> tuple[list[str], Path | None]
 
 
 def remember_lift(repo: Repo, before: CurrentKey | None, outcomes: Sequence[PatchOutcome]) -> None:
-    """After an unapply of every patch from the verified tree `before` keys, keep what it wrote
-    (in the order it wrote it: last patch first) for lift()."""
+    """Keep what an unapply of every patch from a verified tree wrote, in its order, for lift()."""
     if before is None or not before.verified or not all(o.ok for o in outcomes):
         return
     written = [(path, o.verdict.name) for o in reversed(outcomes) for path in o.written]

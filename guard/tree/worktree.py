@@ -60,9 +60,8 @@ class Worktree:
         self._top = str(repo.workdir)
 
     def prefetch(self, patches: Iterable[Patch]) -> None:
-        """Read every HEAD file and recorded blob the patches need in two batches (the same
-        round trips for 1 patch as for 40); HEAD's first, so a base that is HEAD's file is
-        not read twice."""
+        """Two batches, the same round trips for 1 patch as for 40; HEAD's first, so a base that
+        is HEAD's file is not read twice."""
         changes = [change for patch in patches for change in patch.files]
         unread = sorted({change.path for change in changes} - self._head.keys())
         if self.head_commit is not None:
@@ -146,8 +145,7 @@ class Worktree:
         return found
 
     def bytes_on_disk(self) -> dict[str, bytes] | None:
-        """Every file read so far as on disk (what the fast path hashes), or None if one is
-        missing or not written yet."""
+        """What the fast path hashes; None if a file is missing or not written yet."""
         if self._unwritten or None in self._raw.values():
             return None
         return {path: raw for path, raw in self._raw.items() if raw is not None}
@@ -176,8 +174,7 @@ class Worktree:
         self._import_problems.clear()
 
     def import_problem(self, path: str, content: bytes) -> str | None:
-        """What around the module may stop its import or change its names (its packages'
-        `__init__.py`, a relative import the checkout lacks)."""
+        """What around the module may stop its import or change its names."""
         if (path, content) not in self._import_problems:
             self._import_problems[path, content] = _package_problem(self, path) or _missing_import(
                 self, content, path
