@@ -427,10 +427,9 @@ def resolve(
         updated, resolved, extra = _resolve_here(repo, patch)
         if not resolved:
             return ResolveOutcome([], [])
-        if extra and keep_extra is not True:
-            approved = set(keep_extra) if not isinstance(keep_extra, bool) else set()
-            if not set(extra) <= approved:
-                raise ExtraLines(name, extra)
+        approved = set() if isinstance(keep_extra, bool) else set(keep_extra)
+        if keep_extra is not True and not set(extra) <= approved:
+            raise ExtraLines(name, extra)
         change = f"resolved {name} ({', '.join(resolved)})"
     from guard.store import schema  # pydantic: only where a changed patch is checked
 
