@@ -667,12 +667,11 @@ def check_symbol(tree: Worktree, text: str, owner: str | None) -> SymbolResult:
     shadow = _shadowed(tree, spec.path, content)
     if shadow is not None:
         return SymbolResult(text, False, shadow, owner, ABSENT)
-    problems = tree.symbol_problems(content, spec.path, [spec.qualname])
+    problem = tree.symbol_problems(content, spec.path, [spec.qualname]).get(spec.qualname)
     around = tree.import_problem(spec.path, content)
-    if around is not None and not problems:
-        problems = {spec.qualname: f"{CANNOT_TELL_FROM_READING}: {around}"}
-    if problems:
-        problem = problems[spec.qualname]
+    if around is not None and problem is None:
+        problem = f"{CANNOT_TELL_FROM_READING}: {around}"
+    if problem is not None:
         state = CANNOT_TELL if problem.startswith(CANNOT_TELL_FROM_READING) else ABSENT
         return SymbolResult(text, False, problem, owner, state)
     found = tree.resolve(tree.symbols(content, spec.path), spec.path, spec.qualname)
