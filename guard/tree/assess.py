@@ -566,9 +566,19 @@ def check(repo: Repo, tree: Worktree | None = None) -> CheckReport:
                 for file in verdict.files:  # the slip fixed by hand: `apply` refuses, say so
                     file.strays = True
         report = _report(tree, manifest, patches, verdicts, guards=True)
-        remembered = not report.checks_nothing and not report.warnings and tree.facts is None
-        if report.ok and report.head is not None and remembered:
-            _remember_verified(repo, tree, report.head)
+        trusted = not report.checks_nothing and not report.warnings and tree.facts is None
+        contents = tree.bytes_on_disk()
+        if report.ok and report.head is not None and trusted and contents is not None:
+            fastpath.remember(  # the fast path skips this exact content next time
+                str(repo.layout.git_dir),
+                str(repo.layout.common_dir),
+                str(repo.workdir),
+                repo.manifest_bytes,
+                report.head,
+                contents,
+                (tree.absent - contents.keys(), tree.present - contents.keys()),
+                repo.index_file,
+            )
         return report
 
 
@@ -640,22 +650,6 @@ def stray_copies(tree: Worktree, patches: Sequence[Patch]) -> list[str]:
                     f"{node.lineno}-{node.end_lineno} of {path}"
                 )
     return found
-
-
-def _remember_verified(repo: Repo, tree: Worktree, head: str) -> None:
-    """Let the fast path skip this exact content next time (see guard.store.fastpath)."""
-    contents = tree.bytes_on_disk()
-    if contents is not None:
-        fastpath.remember(
-            str(repo.layout.git_dir),
-            str(repo.layout.common_dir),
-            str(repo.workdir),
-            repo.manifest_bytes,
-            head,
-            contents,
-            (tree.absent - contents.keys(), tree.present - contents.keys()),
-            repo.index_file,
-        )
 
 
 def check_symbol(tree: Worktree, text: str, owner: str | None) -> SymbolResult:
