@@ -72,6 +72,7 @@ def put_back(repo: Repo, before: CurrentKey | None) -> list[ReplayedOutcome] | N
         writes = [(str(w["path"]), str(w["blob"]), str(w["patch"])) for w in record["writes"]]
         if record["before"] != before.key or record["after"] not in before.keys:
             return None  # another key's entry, or its result is no longer verified
+        # decided by the model: the one that verified `after`
         states = [(str(name), str(state)) for name, state in record["patches"]]
     except (ValueError, TypeError, KeyError):
         return None
