@@ -3,8 +3,8 @@
 A stash made with a patch in the tree holds the patch's change beside the user's own edits.
 Popped onto a release that absorbed the patch in other text, git's merge of the two copies
 conflicts (or doubles them). patchguard keeps the patch itself, so git applies a copy of the
-stash commit without the patch's part, the real entry is dropped only when that succeeded, and
-the patch goes back by the usual 3-way apply when the lift ends.
+stash commit (same parents, message and untracked files) without the patch's part, the real
+entry is dropped only when that succeeded, and the patch goes back when the lift ends.
 """
 
 from __future__ import annotations
