@@ -404,7 +404,8 @@ class Worktree:
         qualnames = list(qualnames)
         if not qualnames:
             return {}
-        # A name nowhere in the text is certainly missing: no parse (a large file takes seconds)
+        # A name nowhere in the text is certainly missing: no parse (a large file takes seconds).
+        # Presence is decided by parsing only.
         absent = {
             q: f"not defined in {path}" for q in qualnames if not _mentions_definition(content, q)
         }
