@@ -1,10 +1,8 @@
 """Decide each patch's state by content, and check required symbols: the read-only half.
 
-A state is never decided by searching for a string. Text is compared by 3-way merges
-(libgit2), symbols by parsing (guard.truth.symbols). guard.tree.patching writes only what this module
-decided, so a merge is only written when it is clean *and* every required symbol sits exactly
-once at its qualified place in the result. It reads the files through guard.tree.worktree and
-returns the verdicts of guard.tree.verdicts, which say them in words.
+A state is never decided by searching for a string: text is compared by 3-way merges, symbols
+by parsing. guard.tree.patching writes only what this module decided, so a merge is written
+only when it is clean *and* every required symbol sits exactly once at its qualified place.
 """
 
 from __future__ import annotations
@@ -21,7 +19,7 @@ from guard.store import fastpath
 from guard.store.derived import load_manifest
 from guard.store.manifest import FileChange, Manifest, Patch, select_patches
 from guard.store.manifest import Resolution as PatchResolution
-from guard.store.spec import Spec, parse_spec
+from guard.store.spec import parse_spec
 from guard.tree.verdicts import (
     GOOD_STATES,
     MARKERS,
@@ -71,13 +69,21 @@ def _assess_versions(
     repo: Repo, tree: Worktree, patch: Patch, change: FileChange, path: str
 ) -> FileVerdict:
     """The recording, or a resolution of it, nearest first: the first that merges decides.
+    Nearest: whose base upstream moved least from (so the recorded base gets the recording
+    byte for byte, and a commit resolved by hand its resolution)."""
+    found, head = versions(change), tree.head(path)
+    if len(found) > 1 and head is not None:
 
-    Nearest means the version whose base is closest to HEAD's file: on the recorded base that
-    is the recording itself (byte for byte as recorded), on a commit resolved by hand that
-    resolution, and between them whichever upstream moved least from.
-    """
+        def distance(version: FileChange) -> int:
+            base, _ = texts(repo, version)
+            if base == head:
+                return 0
+            text = repo.diff(base, head, path).text
+            return 1 + text.count("\n+") + text.count("\n-")
+
+        found.sort(key=lambda item: distance(item[0]))  # stable: a tie keeps order
     first = None
-    for version, resolution in _nearest_first(repo, tree, change, path):
+    for version, resolution in found:
         verdict = _Version(repo, tree, patch, version, path).assess()
         verdict.version = version
         if resolution is not None:
@@ -87,25 +93,6 @@ def _assess_versions(
         first = first or verdict
     assert first is not None
     return first
-
-
-def _nearest_first(
-    repo: Repo, tree: Worktree, change: FileChange, path: str
-) -> list[tuple[FileChange, PatchResolution | None]]:
-    """Every version of one file's change, the one whose base is nearest HEAD's file first."""
-    found = versions(change)
-    head = tree.head(path)
-    if len(found) == 1 or head is None:
-        return found
-
-    def distance(version: FileChange) -> int:
-        base, _ = texts(repo, version)
-        if base == head:
-            return 0
-        text = repo.diff(base, head, path).text
-        return 1 + text.count("\n+") + text.count("\n-")
-
-    return sorted(found, key=lambda item: distance(item[0]))  # stable: a tie keeps order
 
 
 def versions(change: FileChange) -> list[tuple[FileChange, PatchResolution | None]]:
@@ -124,10 +111,9 @@ def versions(change: FileChange) -> list[tuple[FileChange, PatchResolution | Non
 def _conflicted(tree: Worktree, path: str) -> FileVerdict | None:
     """The file itself is in conflict: whatever HEAD holds, no patch state is true of it.
 
-    The index's stage entries first (git knows), then markers in the text (a conflict `git add`
-    accepted, or `apply --merge` wrote). Whether it parses is asked only of a file that would
-    otherwise be green (_unparsable): a large file takes long to parse, and apply checks
-    every merge it writes anyway.
+    Markers count too (a conflict `git add` accepted, or `apply --merge` wrote). Whether it
+    parses is asked only of a file that would otherwise be green (_unparsable): a large file
+    takes long to parse, and apply checks every merge it writes anyway.
     """
     current = tree.read(path)
     markers = marker_lines(current) if current is not None else []
@@ -156,8 +142,7 @@ def _unparsable(tree: Worktree, path: str) -> FileVerdict | None:
 
 
 class _Version:
-    """One version of a file's change (the recording or a resolution) against the file at
-    `path`: the texts each step of its assessment compares, read once."""
+    """One version of a file's change against the file at `path`, its texts read once."""
 
     def __init__(
         self, repo: Repo, tree: Worktree, patch: Patch, change: FileChange, path: str
@@ -169,12 +154,10 @@ class _Version:
         self.required = required_in(patch, change.path)
 
     def holds(self, text: bytes, patched: bytes) -> bool:
-        """Does `text` already hold this version's base -> `patched`?"""
         return _contains_change(self.repo, self.base, text, patched, self.labels)
 
     @cached_property
     def rest(self) -> bytes:
-        """The patched text less the definitions the patch adds (_without_definitions)."""
         return _without_definitions(self.repo, self.tree, self.change, self.base, self.patched)
 
     def assess(self) -> FileVerdict:
@@ -201,10 +184,8 @@ class _Version:
 
     def absorbed(self) -> FileVerdict:
         """HEAD defines every symbol the patch adds: what stands is the rest of the patch, if any.
-
-        The worktree may still carry the patch's own copy of those definitions (a stash or an
-        autostash merged back by git): that is `doubled`, and apply takes the copy out.
-        """
+        A worktree that still carries the patch's own copy (git merged a stash back) is
+        `doubled`, and apply takes the copy out."""
         path, current, rest, added = self.path, self.current, self.rest, self.change.added_symbols
         assert self.head is not None
         names = ", ".join(q.rsplit(".", 1)[-1] for q in added)
@@ -302,10 +283,9 @@ class _Version:
         )
 
     def edited(self, current: bytes) -> FileVerdict | None:
-        """Every added name is in place, the text is not the recorded one: is each definition's
-        code the recorded code (guard.truth.bodies)? If not, the file is `edited`, and what
-        `apply` would write puts the recorded lines of those definitions back, every other line
-        kept (None when that would not parse or not hold the recorded code: then by hand)."""
+        """Every added name is in place but the text is not the recorded one: `edited` where a
+        definition's code differs. What `apply` would write puts those definitions' recorded
+        lines back, every other line kept (None where that would not hold: then by hand)."""
         found, holds = self.body_edits(current)
         if not found:
             return None
@@ -333,9 +313,8 @@ class _Version:
         )
 
     def body_edits(self, current: bytes) -> tuple[list[bodies.Edit], bool]:
-        """The definitions of `current` whose code is not the recorded one's, and whether
-        putting their recorded lines back gives a file that parses and holds every required
-        symbol."""
+        """The definitions whose code is not the recorded one's, and whether putting their
+        recorded lines back gives a file that parses and holds every required symbol."""
         tree, path, patched = self.tree, self.path, self.patched
         here, recorded = tree.syntax(current, path), tree.syntax(patched, path)
         if here is None or recorded is None:
@@ -358,19 +337,15 @@ class _Version:
         return found, holds
 
     def defined_at(self, content: bytes) -> dict[str, int]:
-        """Where each added symbol is defined in `content` (the last definition, which Python
-        keeps), from its index, parsed once."""
+        """Where each added symbol is defined (the last definition: the one Python keeps)."""
         index = self.tree.symbols(content, self.path)
         return {q: index.find(q)[-1].lineno for q in self.change.added_symbols if index.find(q)}
 
     def upgrade(self, current: bytes, patched: bytes) -> FileVerdict | None:
-        """The worktree holds another version of this patch from the history: an earlier one
-        (the patch was updated since by a fetch, an import or a re-record elsewhere) or a later
-        one (an undo took it back). Its definitions, but not this version's text (the update
-        may change one, or add one right beside them, which a merge from the patch's base
-        cannot place). The recorded version is merged onto the file from the one it holds,
-        keeping the user's other edits. None when no version is what the file holds (the user
-        edited the patch by hand, or never had it)."""
+        """The worktree holds another version of this patch from the history (an earlier one,
+        updated since by a fetch, an import or a re-record; or a later one an undo took back):
+        the recorded one is merged onto it from that version, not from the patch's base, which
+        cannot place a change right beside the definitions. None when the file holds none."""
         from guard.store import history  # only here: definitions in place, text not recorded
 
         repo, labels = self.repo, self.labels
@@ -403,7 +378,7 @@ class _Version:
 
 
 def _held_version(repo: Repo, recorded: FileChange, held: FileChange) -> str:
-    """What the worktree holds, in words, "earlier" or "later" read from the history."""
+    """What the worktree holds, in words; earlier or later as the history says."""
     from guard.store.version_order import LATER, order
 
     found = order(repo, held.patched_blob, recorded.patched_blob)
@@ -417,7 +392,8 @@ def _held_version(repo: Repo, recorded: FileChange, held: FileChange) -> str:
 def _contains_change(
     repo: Repo, base: bytes, text: bytes, patched: bytes, labels: tuple[str, str, str]
 ) -> bool:
-    """Does `text` already hold base->patched? Merging it in changes nothing, or it reverses cleanly."""
+    """Does `text` already hold base->patched? Merging it in changes nothing, or it reverses
+    cleanly (and merging it in again gives `text` back)."""
     if text == patched or base == patched:
         return True
     forward = repo.merge3(base, text, patched, labels)
@@ -433,12 +409,9 @@ def _contains_change(
 def _without_definitions(
     repo: Repo, tree: Worktree, change: FileChange, base: bytes, patched: bytes
 ) -> bytes:
-    """`patched` less the definitions the patch adds (with their blank and comment lines).
-
-    What remains is the rest of the patch; it equals `base` for a patch that only adds
-    definitions. A run of added lines that holds a definition loses its blank and comment-only
-    lines too, so a header comment above a method goes with the method.
-    """
+    """`patched` less the definitions the patch adds: the rest of the patch (`base` for a
+    patch that only adds definitions). A run of added lines that holds a definition loses its
+    blank and comment-only lines too, so a header comment above a method goes with it."""
     index = tree.symbols(patched, change.path)
     spans = {
         line
@@ -506,10 +479,7 @@ def stacked(
 
 def stacks_on(repo: Repo, upper: Patch, lower: Patch, path: str) -> bool:
     """Was `upper`'s change of `path` recorded on top of `lower`'s (its base holds that change)?
-
-    Then a 3-way merge may take one out or put one on without the other only where their lines
-    do not touch, as git's own merge (and a rebase that reorders commits) decides.
-    """
+    Then a 3-way merge separates them only where their lines do not touch."""
     mine = next((c for c in upper.files if c.path == path), None)
     theirs = next((c for c in lower.files if c.path == path), None)
     if mine is None or theirs is None or mine.base_blob is None:
@@ -534,8 +504,8 @@ def status(
 
 
 def status_report(repo: Repo, names: Sequence[str] = ()) -> CheckReport:
-    """`status`: the patches' states, and their required symbols (every guard's too when no
-    name is given), so that `status` fails exactly when `check` would. Never remembered."""
+    """The patches' states and their required symbols (every guard's too when no name is
+    given), so that `status` fails exactly when `check` would. Never remembered."""
     tree = Worktree(repo)
     verdicts = status(repo, names, tree)
     manifest = load_manifest(repo)
@@ -550,8 +520,8 @@ def _report(
     *,
     guards: bool,
 ) -> CheckReport:
-    """The verdicts of `patches`, each required symbol with the patch that requires it (then,
-    with `guards`, every guard's), and the stray copies of their methods."""
+    """The verdicts, each required symbol with the patch that requires it (then, with
+    `guards`, every guard's), and the stray copies of the patches' methods."""
     owners: list[tuple[str, str | None]] = [(spec, p.name) for p in patches for spec in p.requires]
     owners += [(spec, None) for spec in manifest.guards] if guards else []
     return CheckReport(
@@ -564,14 +534,9 @@ def _report(
 
 def _committed_in_head(repo: Repo, patch: Patch, verdict: PatchVerdict) -> CommittedPatch | None:
     """Did HEAD's own commit bring this exact change (a `git commit -a` that swept it in)?
-
-    Only for a change HEAD holds as text; upstream absorbing it with other text is not that.
-    Nor is a commit a remote-tracking branch or a tag holds: that is upstream's (a release that
-    absorbed the patch as it was), and the advice to amend it would rewrite upstream history.
-    """
-    if any(f.detail != UPSTREAM_AS_TEXT for f in verdict.files):
-        return None
-    if repo.head_is_published():
+    Not where upstream absorbed it in other text, nor in a commit a remote-tracking branch or
+    a tag holds: the advice to amend that would rewrite upstream history."""
+    if any(f.detail != UPSTREAM_AS_TEXT for f in verdict.files) or repo.head_is_published():
         return None
     parent = repo.head_parent()
     only_the_patch = repo.head_commit_paths() <= {c.path for c in patch.files}
@@ -587,10 +552,7 @@ def _committed_in_head(repo: Repo, patch: Patch, verdict: PatchVerdict) -> Commi
 
 
 def check(repo: Repo, tree: Worktree | None = None) -> CheckReport:
-    """Read-only: every patch's state, and every required symbol at its qualified place.
-
-    `tree`: a view already holding the files (patching.apply_then_check), read once.
-    """
+    """Read-only: every patch's state, and every required symbol at its qualified place."""
     with one_walk():  # only git's read-only commands run meanwhile
         manifest = load_manifest(repo)
         patches = manifest.patches
@@ -604,17 +566,26 @@ def check(repo: Repo, tree: Worktree | None = None) -> CheckReport:
                 for file in verdict.files:  # the slip fixed by hand: `apply` refuses, say so
                     file.strays = True
         report = _report(tree, manifest, patches, verdicts, guards=True)
-        remembered = not report.checks_nothing and not report.warnings and tree.facts is None
-        if report.ok and report.head is not None and remembered:
-            _remember_verified(repo, tree, report.head)
+        trusted = not report.checks_nothing and not report.warnings and tree.facts is None
+        contents = tree.bytes_on_disk()
+        if report.ok and report.head is not None and trusted and contents is not None:
+            fastpath.remember(  # the fast path skips this exact content next time
+                str(repo.layout.git_dir),
+                str(repo.layout.common_dir),
+                str(repo.workdir),
+                repo.manifest_bytes,
+                report.head,
+                contents,
+                (tree.absent - contents.keys(), tree.present - contents.keys()),
+                repo.index_file,
+            )
         return report
 
 
 def strays_put_back(tree: Worktree, patch: Patch, verdict: PatchVerdict) -> str:
     """What writing the patch would put back at module level that the file now has as a
-    method of a class ("" where nothing): a patch recorded with the slip (`record --as-typed`,
-    or before record refused it) whose methods the user has indented since. Only a patch that
-    adds module-level functions is parsed for it."""
+    method of a class ("" where nothing): a patch recorded with the slip (`--as-typed`) whose
+    methods the user has indented since."""
     said = []
     for change, verdict_file in zip(patch.files, verdict.files, strict=True):
         if verdict_file.merged is None or all("." in q for q in change.added_symbols):
@@ -640,11 +611,10 @@ def strays_put_back(tree: Worktree, patch: Patch, verdict: PatchVerdict) -> str:
 
 
 def stray_copies(tree: Worktree, patches: Sequence[Patch]) -> list[str]:
-    """Module-level functions named as a method a patch adds to that file, whose first
-    parameter is `self`: copies of the method typed outside its class (the heredoc's slip),
-    left behind when the patch went back in. Python never runs them as the method, and the
-    next edit may go to the wrong copy. Read from the index already parsed; the syntax tree
-    (for `self`) only where such a name is defined at module level."""
+    """Module-level `def m(self, ...)` named as a method a patch adds to that file: a copy
+    typed outside its class (the heredoc's slip), left behind when the patch went back in.
+    Python never runs it as the method, and the next edit may go to the wrong copy. The syntax
+    tree is read only where the parsed index has such a name at module level."""
     found = []
     for patch in patches:
         for change in patch.files:
@@ -682,47 +652,20 @@ def stray_copies(tree: Worktree, patches: Sequence[Patch]) -> list[str]:
     return found
 
 
-def _remember_verified(repo: Repo, tree: Worktree, head: str) -> None:
-    """Let the fast path skip this exact content next time (see guard.store.fastpath)."""
-    contents = tree.bytes_on_disk()
-    if contents is not None:
-        fastpath.remember(
-            str(repo.layout.git_dir),
-            str(repo.layout.common_dir),
-            str(repo.workdir),
-            repo.manifest_bytes,
-            head,
-            contents,
-            (tree.absent - contents.keys(), tree.present - contents.keys()),
-            repo.index_file,
-        )
-
-
 def check_symbol(tree: Worktree, text: str, owner: str | None) -> SymbolResult:
     spec = parse_spec(text)
-    spec = Spec(tree.renamed(spec.path), spec.qualname)
+    spec = spec._replace(path=tree.renamed(spec.path))
     content = tree.read(spec.path)
     if content is None:
         return SymbolResult(text, False, f"{spec.path} does not exist", owner)
-    package = spec.path.removesuffix(".py")
-    if tree.exists(f"{package}/__init__.py", file=True):  # found first by the import
-        return SymbolResult(
-            text,
-            False,
-            f"the package {package}/ beside {spec.path} shadows it: `import` loads the "
-            "package, never this file",
-            owner,
-            ABSENT,
-        )
-    stale = _compiled_beside(tree, spec.path, content)
-    if stale is not None:
-        return SymbolResult(text, False, stale, owner, ABSENT)
-    problems = tree.symbol_problems(content, spec.path, [spec.qualname])
+    shadow = _shadowed(tree, spec.path, content)
+    if shadow is not None:
+        return SymbolResult(text, False, shadow, owner, ABSENT)
+    problem = tree.symbol_problems(content, spec.path, [spec.qualname]).get(spec.qualname)
     around = tree.import_problem(spec.path, content)
-    if around is not None and not problems:
-        problems = {spec.qualname: f"{CANNOT_TELL_FROM_READING}: {around}"}
-    if problems:
-        problem = problems[spec.qualname]
+    if around is not None and problem is None:
+        problem = f"{CANNOT_TELL_FROM_READING}: {around}"
+    if problem is not None:
         state = CANNOT_TELL if problem.startswith(CANNOT_TELL_FROM_READING) else ABSENT
         return SymbolResult(text, False, problem, owner, state)
     found = tree.resolve(tree.symbols(content, spec.path), spec.path, spec.qualname)
@@ -730,13 +673,18 @@ def check_symbol(tree: Worktree, text: str, owner: str | None) -> SymbolResult:
     return SymbolResult(text, True, where, owner)
 
 
-def _compiled_beside(tree: Worktree, path: str, content: bytes) -> str | None:
-    """Compiled code beside a guarded file that Python runs instead of it: an extension module
-    of the module's name (the import system tries extension suffixes before `.py`), or a
-    hash-based `.pyc` in `__pycache__` (the plain one, or the `-O`/`-OO` one) whose source
-    hash is not the file's (an unchecked one is never compared with the source; a checked one
-    is not under `--check-hash-based-pycs never`). A timestamp-based `.pyc` Python compares with the file itself. Each candidate is
-    looked at through the view, so one that appears later voids a remembered verdict."""
+def _shadowed(tree: Worktree, path: str, content: bytes) -> str | None:
+    """What `import` loads instead of the file: a package of its name (found first), an
+    extension module (tried before `.py`), or a hash-based `.pyc` whose source hash is not the
+    file's (an unchecked one is never compared; a checked one not under
+    `--check-hash-based-pycs never`); a timestamp-based one Python compares itself. Looked at
+    through the view, so one that appears later voids a remembered verdict."""
+    package = path.removesuffix(".py")
+    if tree.exists(f"{package}/__init__.py", file=True):
+        return (
+            f"the package {package}/ beside {path} shadows it: `import` loads the package, "
+            "never this file"
+        )
     if not path.endswith(".py"):
         return None
     stem = path.removesuffix(".py")

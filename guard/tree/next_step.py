@@ -1,9 +1,8 @@
 """After a command changed the patches under a worktree (undo, fetch, import): one line per
 patch saying what the worktree holds now, and the command that brings the file in line.
 
-Those commands change the recording, never the files, so the worktree may hold another
-version than the one now recorded; which one, and whether it is earlier or later, is read
-from the history (guard.store.version_order), never guessed.
+They change the recording, never the files, so the worktree may hold another version than the
+one now recorded: which one, earlier or later, is read from the history, never guessed.
 """
 
 from __future__ import annotations

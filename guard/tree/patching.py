@@ -42,31 +42,76 @@ def apply(
 ) -> list[PatchOutcome]:
     """Bring every selected patch to `applied` (or leave it `upstream`), patch by patch.
 
-    A patch is written whole or not at all: one file that cannot merge cleanly leaves all
-    of that patch's files untouched, unless `merge` asks for conflict markers.
-    `finish_git_merges` (the `apply` command; never a hook): a patched file git left unmerged
-    gets the patch's part of git's conflict resolved first (guard.tree.unmerged).
-    `restore_edits` (the `apply` command; never a hook, which would undo an edit made on
-    purpose): an `edited` definition gets its recorded lines back, the rest of the file kept.
+    One file that cannot merge cleanly leaves all of that patch's files untouched, unless
+    `merge` asks for conflict markers. Only the `apply` command, never a hook, finishes git's
+    merges (guard.tree.unmerged) or restores edits (a hook would undo an edit made on purpose).
     """
     every, patches, tree, journal = _begin_writing(
         repo, "apply", names, dry_run, allow_mid_operation, tree
     )
     outcomes = []
-    for patch in patches:
-        outcomes.append(
-            _apply_one(
-                repo,
-                tree,
-                journal,
-                patch,
-                every[: every.index(patch)],
-                dry_run=dry_run,
-                merge=merge,
-                finish_git_merges=finish_git_merges,
-                restore_edits=restore_edits,
+    for patch in patches:  # each decided and written whole or not at all
+        verdict = assess_patch(repo, tree, patch, every[: every.index(patch)])
+        finished: list[unmerged.Finished] = []
+        refusals: list[str] = []
+        if finish_git_merges and verdict.state is State.CONFLICTED:
+            verdict, finished, refusals = unmerged.finish_patch(repo, tree, patch, verdict)
+        outcome = PatchOutcome(verdict, finished=finished)
+        state = verdict.state
+        modes = {f.path: c.mode for c, f in zip(patch.files, verdict.files, strict=True)}
+        writes: dict[str, tuple[bytes | None, str]] = {
+            f.path: (f.content, modes.get(f.path, REGULAR_MODE)) for f in finished
+        }
+        if state in GOOD_STATES:
+            outcome.message = "nothing to do"
+        elif (
+            state in (State.MISSING_FILE, State.OUTSIDE_SPARSE, State.UNSAFE_PATH, State.CONFLICTED)
+            or (state is State.CONFLICT and not merge)
+            or (state is State.EDITED and not restore_edits)
+        ):
+            worst = next(f for f in verdict.files if f.state is state)
+            outcome.ok = False
+            edit = " (an edit of the patch's code)" if state is State.EDITED else ""
+            outcome.message = f"left untouched{edit} -> {fix_for(patch.name, worst)}"
+        elif state is State.EDITED and (
+            lost := [f for f in verdict.files if f.state is state and f.merged is None]
+        ):
+            outcome.ok = False
+            outcome.message = (
+                "left untouched: the recorded code cannot be put back cleanly here (the edit "
+                f"changed what stands around it); put it back by hand (patchguard show "
+                f"{patch.name} has it), or keep yours: {keep_edit(patch.name, lost[0])}"
             )
-        )
+        elif strays := strays_put_back(tree, patch, verdict):
+            outcome.ok = False
+            outcome.message = f"left untouched: {strays} -> keep the file as it is: " + keep_edit(
+                patch.name, next(f for f in verdict.files if f.merged is not None)
+            )
+        else:
+            writes |= {
+                f.path: (f.merged, modes[f.path]) for f in verdict.files if f.merged is not None
+            }
+            if state is State.CONFLICT:
+                outcome.ok = False
+                outcome.message = (
+                    "conflict markers written; edit them into the right shape, then keep that "
+                    f"for this version: patchguard resolve {patch.name}"
+                )
+            elif state is State.EDITED:
+                outcome.message = (
+                    "would put the recorded code back" if dry_run else "put the recorded code back"
+                ) + " (your other edits stay; patchguard undo takes it back)"
+            elif state is State.DOUBLED:
+                outcome.message = (
+                    "would take the patch's copy out" if dry_run else "took the patch's copy out"
+                ) + " (HEAD's definitions stay)"
+            else:
+                outcome.message = "would apply" if dry_run else "applied"
+        if finished or refusals:
+            outcome.ok = outcome.ok and not refusals
+            outcome.message = _finished_message(outcome, refusals, dry_run)
+        outcome.written = _write(repo, tree, writes, journal, patch.name)
+        outcomes.append(outcome)
     if journal is not None:
         journal.write(repo)
         unmerged.clear_stage_entries(
@@ -77,79 +122,6 @@ def apply(
         if note:
             outcomes[-1].message += f"; {note}"
     return outcomes
-
-
-def _apply_one(
-    repo: Repo,
-    tree: Worktree,
-    journal: Journal | None,
-    patch: Patch,
-    below: Sequence[Patch],
-    *,
-    dry_run: bool,
-    merge: bool,
-    finish_git_merges: bool,
-    restore_edits: bool,
-) -> PatchOutcome:
-    """One patch of apply(), decided and written whole or not at all (apply's options)."""
-    verdict = assess_patch(repo, tree, patch, below)
-    finished: list[unmerged.Finished] = []
-    refusals: list[str] = []
-    if finish_git_merges and verdict.state is State.CONFLICTED:
-        verdict, finished, refusals = unmerged.finish_patch(repo, tree, patch, verdict)
-    outcome = PatchOutcome(verdict, finished=finished)
-    state = verdict.state
-    modes = {f.path: c.mode for c, f in zip(patch.files, verdict.files, strict=True)}
-    writes: dict[str, tuple[bytes | None, str]] = {
-        f.path: (f.content, modes.get(f.path, REGULAR_MODE)) for f in finished
-    }
-    if state in GOOD_STATES:
-        outcome.message = "nothing to do"
-    elif (
-        state in (State.MISSING_FILE, State.OUTSIDE_SPARSE, State.UNSAFE_PATH, State.CONFLICTED)
-        or (state is State.CONFLICT and not merge)
-        or (state is State.EDITED and not restore_edits)
-    ):
-        worst = next(f for f in verdict.files if f.state is state)
-        outcome.ok = False
-        edit = " (an edit of the patch's code)" if state is State.EDITED else ""
-        outcome.message = f"left untouched{edit} -> {fix_for(patch.name, worst)}"
-    elif state is State.EDITED and any(f.merged is None for f in verdict.files if f.state is state):
-        worst = next(f for f in verdict.files if f.state is state and f.merged is None)
-        outcome.ok = False
-        outcome.message = (
-            "left untouched: the recorded code cannot be put back cleanly here (the edit "
-            f"changed what stands around it); put it back by hand (patchguard show "
-            f"{patch.name} has it), or keep yours: {keep_edit(patch.name, worst)}"
-        )
-    elif strays := strays_put_back(tree, patch, verdict):
-        outcome.ok = False
-        outcome.message = f"left untouched: {strays} -> keep the file as it is: " + keep_edit(
-            patch.name, next(f for f in verdict.files if f.merged is not None)
-        )
-    else:
-        writes |= {f.path: (f.merged, modes[f.path]) for f in verdict.files if f.merged is not None}
-        if state is State.CONFLICT:
-            outcome.ok = False
-            outcome.message = (
-                "conflict markers written; edit them into the right shape, then keep that "
-                f"for this version: patchguard resolve {patch.name}"
-            )
-        elif state is State.EDITED:
-            outcome.message = (
-                "would put the recorded code back" if dry_run else "put the recorded code back"
-            ) + " (your other edits stay; patchguard undo takes it back)"
-        elif state is State.DOUBLED:
-            outcome.message = (
-                "would take the patch's copy out" if dry_run else "took the patch's copy out"
-            ) + " (HEAD's definitions stay)"
-        else:
-            outcome.message = "would apply" if dry_run else "applied"
-    if finished or refusals:
-        outcome.ok = outcome.ok and not refusals
-        outcome.message = _finished_message(outcome, refusals, dry_run)
-    outcome.written = _write(repo, tree, writes, journal, patch.name)
-    return outcome
 
 
 def _finished_message(outcome: PatchOutcome, refusals: Sequence[str], dry_run: bool) -> str:
@@ -186,8 +158,7 @@ def unapply(
     whole: bool = False,
 ) -> list[PatchOutcome]:
     """Take applied patches out of the worktree (last first), keeping every other edit.
-
-    `whole`: every patch comes out, or none does (nothing written when one cannot)."""
+    `whole`: every patch comes out, or none does."""
     every, patches, tree, journal = _begin_writing(
         repo, "unapply", names, dry_run, allow_mid_operation, None
     )
@@ -218,7 +189,13 @@ def unapply(
             if not reverse.clean:
                 outcome.ok = False
                 outcome.message = f"{path}: the change cannot be taken out cleanly"
-                above = _applied_on_top(repo, tree, every, patch, change.path)
+                # the later patches applied here recorded on top of this one's change of the file:
+                # where their lines touch, git's merge takes this one out only with them
+                above = [
+                    upper.name
+                    for upper in stacked(repo, every, patch, change.path, above=True)
+                    if assess_patch(repo, tree, upper).ok
+                ]
                 if above:
                     together = " ".join([patch.name, *above])
                     outcome.message += (
@@ -245,18 +222,6 @@ def unapply(
     return list(reversed(outcomes))
 
 
-def _applied_on_top(
-    repo: Repo, tree: Worktree, every: Sequence[Patch], patch: Patch, path: str
-) -> list[str]:
-    """The later patches, applied in `tree`, whose change of `path` was recorded on top of
-    `patch`'s: where their lines touch, git's merge takes `patch` out only with them."""
-    return [
-        upper.name
-        for upper in stacked(repo, every, patch, path, above=True)
-        if assess_patch(repo, tree, upper).ok
-    ]
-
-
 def _begin_writing(
     repo: Repo,
     operation: str,
@@ -265,11 +230,8 @@ def _begin_writing(
     allow_mid_operation: bool,
     tree: Worktree | None,
 ) -> tuple[list[Patch], list[Patch], Worktree, Journal | None]:
-    """What apply and unapply share before their first write (no journal for a dry run):
-    every patch in manifest order, and the selected ones.
-
-    A writer killed before has its half-written files put back first (journal.recover).
-    """
+    """Every patch in manifest order, the selected ones, the view and the journal (none for a
+    dry run), a killed writer's half-written files put back first."""
     if not (dry_run or allow_mid_operation):
         repo.refuse_mid_operation(operation)
     manifest = load_manifest(repo)
@@ -286,9 +248,7 @@ def apply_then_check(
     repo: Repo, *, allow_mid_operation: bool = False, tree: Worktree | None = None
 ) -> tuple[list[PatchOutcome], CheckReport]:
     """Apply every patch, then check the result from the same view of the files, so each is
-    read and parsed once (hooks, `patchguard git`, bisect steps, `run --apply`).
-
-    `tree`: a view for another interpreter's facts (`run --apply`), else a fresh one."""
+    read and parsed once. `tree`: a view for another interpreter's facts (`run --apply`)."""
     tree = tree or Worktree(repo)
     outcomes = apply(repo, allow_mid_operation=allow_mid_operation, tree=tree)
     return outcomes, check(repo, tree)
@@ -301,11 +261,8 @@ def _write(
     journal: Journal | None,
     patch: str,
 ) -> list[str]:
-    """Stage `writes` (content, git mode) for later patches; with a journal, keep the old bytes
-    for Journal.write, which replaces every file of the operation at once, all or nothing.
-
-    The git mode matters only to a file the patch creates: an existing file keeps its own.
-    """
+    """Stage `writes` (content, git mode) for later patches; with a journal, for its write of
+    every file at once. The git mode matters only to a file the patch creates."""
     for path, (content, git_mode) in writes.items():
         if journal is None:
             tree.stage(path, content)

@@ -6,8 +6,8 @@ import os
 import shlex
 import tempfile
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from guard.errors import ConfigError, GuardFailure
 from guard.git.eol import cannot_rebuild
@@ -25,8 +25,7 @@ from guard.truth.slips import Slips, slips
 from guard.truth.symbols import SourceSyntaxError, did_you_mean
 
 
-@dataclass
-class RecordOutcome:
+class RecordOutcome(NamedTuple):
     patch: Patch
     replaced: bool
     skipped: list[str]
@@ -49,13 +48,8 @@ def record(
     cwd: Path,
 ) -> RecordOutcome:
     """Record the uncommitted changes of `paths` (default: every changed tracked file) as NAME.
-
-    A method typed at module level in a file that defines a class is refused (GuardFailure)
-    unless `as_typed`; a misspelt name is told, and refused only when `strict`.
-    Recording an existing patch again keeps its description unless a new one is given; away
-    from its base, or in the middle of a bisect, merge, rebase or cherry-pick, it would re-base
-    the patch onto this commit, so it asks for `rebase` first.
-    """
+    A re-record away from the patch's base, or mid-operation, would re-base it onto this
+    commit, so it asks for `rebase` first."""
     head_commit = repo.head_commit_id()
     manifest = load_manifest(repo, missing_ok=True)
     previous = manifest.patch(name)
@@ -102,10 +96,8 @@ def record(
             f"not recorded (--strict): {'; '.join(misspelt)}. Fix the file, or record without "
             "--strict to keep it as typed."
         )
-    slipped = dedented + misspelt
     specs = {f"{c.path}::{q}" for c in files for q in c.added_symbols}
-    for text in requires:
-        specs.add(str(_resolve_spec(repo, text, cwd)))
+    specs |= {str(_resolve_spec(repo, text, cwd)) for text in requires}
     _require_present(
         tree,
         sorted(specs),
@@ -134,7 +126,7 @@ def record(
         patch=patch,
         replaced=previous is not None,
         skipped=skipped,
-        slips=slipped,
+        slips=dedented + misspelt,
         grown=_grown(repo, previous, files) if previous is not None else [],
     )
 
@@ -188,11 +180,8 @@ def _chosen_hunks(repo: Repo, paths: Sequence[str]) -> dict[str, bytes]:
 
 
 def _refuse_rebase(repo: Repo, previous: Patch, head_commit: str) -> None:
-    """Re-recording away from the base moves the patch's base here: only when asked to.
-
-    Done to get out of a conflict mid-bisect, it would make the patch right at the bisect
-    commit and wrong on the user's branch afterwards.
-    """
+    """Re-recording away from the base moves the patch's base here: only when asked to. Done to
+    get out of a conflict mid-bisect, it would make the patch wrong on the user's branch."""
     operation = repo.operation_in_progress()
     if operation is None and repo.layout.bisect_start.exists():
         operation = "bisect"
@@ -284,11 +273,8 @@ def _record_file(
 def _with_patches_below(
     repo: Repo, tree: Worktree, path: str, head: bytes | None, below: Sequence[Patch]
 ) -> tuple[bytes | None, list[str]]:
-    """HEAD's file with every other patch that is applied to it put on, in manifest order.
-
-    A second patch on a file then records only its own change: `unapply SECOND` leaves the
-    first in place, and `apply` puts them on in order.
-    """
+    """HEAD's file with every other patch applied to it put on, in manifest order: a second
+    patch on a file records only its own change, so `unapply SECOND` leaves the first."""
     base, stacked = head, []
     for patch in below:
         for recorded, verdict in zip(
@@ -307,13 +293,9 @@ def _with_patches_below(
 
 
 def _resolve_spec(repo: Repo, text: str, cwd: Path, known: Sequence[str] = ()) -> Spec:
-    """A SPEC from the command line; its path is relative to cwd, as git paths are.
-
-    Or a repository path, as patchguard prints SPECs in the commands it suggests: pasted in
-    the subdirectory it was printed in, such a path names nothing there, while the file (or,
-    for `drop`, a guard in `known`) is at the repository path. A path that names a file where
-    it was typed keeps git's meaning.
-    """
+    """A SPEC from the command line, its path relative to cwd as git paths are; or a
+    repository path (as patchguard prints SPECs) where that names nothing from cwd but a file
+    (or, for `drop`, a guard in `known`) from the top."""
     try:
         spec = parse_spec(text)
     except ValueError as error:
@@ -351,13 +333,9 @@ def require(repo: Repo, specs: Sequence[str], *, cwd: Path) -> list[str]:
 
 
 def _require_present(tree: Worktree, specs: Sequence[str], refused: str, advice: str) -> None:
-    """Each SPEC must hold now; otherwise refuse ("{refused}SPEC: why. {advice}", with the
-    closest names).
-
-    A SPEC naming nothing of that name in the file, or a class the file does not define, is
-    mistyped: a usage error (exit 2). One whose name is defined at another place (a method
-    outside its class) is code that is not as required: a failed guard (exit 1).
-    """
+    """Each SPEC must hold now. One naming nothing of that name in the file, or a class it
+    does not define, is mistyped: a usage error (exit 2). One whose name is defined at another
+    place (a method outside its class) is code not as required: a failed guard (exit 1)."""
     for text in specs:
         result = check_symbol(tree, text, None)
         if result.ok:
@@ -385,8 +363,7 @@ def _require_present(tree: Worktree, specs: Sequence[str], refused: str, advice:
 
 @locked("drop", store=True)
 def drop(repo: Repo, target: str, *, cwd: Path) -> str:
-    """Forget a patch (by name) or a guard (by SPEC); the worktree is not touched (but for
-    the files a killed writer left half written, which every journal writer puts back first)."""
+    """Forget a patch (by name) or a guard (by SPEC); the worktree is not touched."""
     manifest = load_manifest(repo)
     if "::" in target:
         spec = str(_resolve_spec(repo, target, cwd, manifest.guards))
@@ -403,13 +380,11 @@ def drop(repo: Repo, target: str, *, cwd: Path) -> str:
     return f"patch {target}"
 
 
-@dataclass
-class ResolveOutcome:
+class ResolveOutcome(NamedTuple):
     """What `resolve` kept: the paths given a new resolution (empty: nothing conflicts here)."""
 
-    patch: Patch
     resolved: list[str]
-    extra: list[str] = field(default_factory=list)  # kept lines neither the patch's nor HEAD's
+    extra: list[str]  # kept lines neither the patch's nor HEAD's
 
 
 class ExtraLines(GuardFailure):
@@ -433,14 +408,11 @@ def resolve(
     forget: int | None = None,
     keep_extra: bool | Sequence[str] = False,
 ) -> ResolveOutcome:
-    """Keep each file of NAME as the user shaped it at this commit, as another version of it.
+    """Keep each file of NAME as the user shaped it at this commit, beside the recording.
 
-    The recording stays as it was (base, diff, description, required symbols); a resolution is
-    kept beside it for this version of upstream's file, so a move carries the patch from the
-    version whose base is nearest. Only files where no version merges with HEAD's file get one:
-    elsewhere nothing conflicts, and the worktree's other edits are the user's, not the patch's.
-    A resolution that adds lines neither the patch nor HEAD has raises ExtraLines unless
-    `keep_extra` is True or lists them ("FILE:N: text", as ExtraLines.lines has them).
+    Only files where no version merges with HEAD's file get a resolution: elsewhere nothing
+    conflicts, and the worktree's other edits are the user's, not the patch's. Lines neither
+    the patch nor HEAD has raise ExtraLines unless `keep_extra` is True or lists them.
     `forget` drops resolution N instead (numbered as `patchguard show` lists them).
     """
     repo.refuse_mid_operation("resolve")
@@ -450,25 +422,21 @@ def resolve(
     extra: list[str] = []
     if forget is not None:
         updated = _forget_resolution(patch, forget)
+        change = f"forgot resolution {forget} of {name}"
     else:
         updated, resolved, extra = _resolve_here(repo, patch)
         if not resolved:
-            return ResolveOutcome(patch, [])
-        if extra and keep_extra is not True:
-            approved = set(keep_extra) if not isinstance(keep_extra, bool) else set()
-            if not set(extra) <= approved:
-                raise ExtraLines(name, extra)
+            return ResolveOutcome([], [])
+        approved = set() if isinstance(keep_extra, bool) else set(keep_extra)
+        if keep_extra is not True and not set(extra) <= approved:
+            raise ExtraLines(name, extra)
+        change = f"resolved {name} ({', '.join(resolved)})"
     from guard.store import schema  # pydantic: only where a changed patch is checked
 
     schema.validate_data(schema.Patch, as_dict(updated), f"cannot resolve {name!r}")
     after = manifest._replace(patches=[updated if p.name == name else p for p in manifest.patches])
-    change = (
-        f"forgot resolution {forget} of {name}"
-        if forget is not None
-        else f"resolved {name} ({', '.join(resolved)})"
-    )
     history.save(repo, after, change)  # `patchguard undo` takes it back
-    return ResolveOutcome(updated, resolved, extra)
+    return ResolveOutcome(resolved, extra)
 
 
 def _resolve_here(repo: Repo, patch: Patch) -> tuple[Patch, list[str], list[str]]:
@@ -492,13 +460,14 @@ def _resolve_here(repo: Repo, patch: Patch) -> tuple[Patch, list[str], list[str]
             )
         kept_edit = file_verdict.state is State.EDITED and file_verdict.keep_by_resolving
         required = required_in(patch, change.path)
+        merged_at_head = list(_merged_at_head(repo, patch, change, head))
         if not kept_edit and any(  # a version kept merges with HEAD's, every symbol in place
             not tree.symbol_problems(merged, path, required, decided_only=True)
-            for merged in _merged_at_head(repo, patch, change, head)
+            for merged in merged_at_head
         ):
             files.append(change)  # nothing conflicts: the worktree's other edits stay the user's
             continue
-        if current == head or current in _merged_at_head(repo, patch, change, head):
+        if current == head or current in merged_at_head:
             if file_verdict.state is State.CONFLICT:
                 raise ConfigError(
                     f"cannot resolve {patch.name}: {path} does not carry the patch yet. Edit it "

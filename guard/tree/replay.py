@@ -1,26 +1,15 @@
 """A re-apply seen before is replayed: the same files, patches and HEAD give the same writes.
 
-A regression hunt takes the patches out and puts them back over and over: every `git stash`
-and checkout, and the hook re-applies the same patches onto the same files. What a re-apply
-writes depends on exactly what the verified key holds (guard.store.fastpath: the manifest, the
-guarded files, HEAD's entries for them). So after a re-apply that ended verified, the bytes it
-wrote are kept under the key of the files before it; when a hook meets that key again, and the
-key after it is still verified, it writes those bytes through the journal (all or nothing,
-undoable, as apply writes) and is done: nothing is parsed, merged or checked again, and the
-modules that would (guard.tree.assess, guard.truth.symbols) are never imported.
+A hunt, and every `git stash` and checkout, re-apply the same patches onto the same files over
+and over. What a re-apply writes depends only on the verified key (guard.store.fastpath), so
+the bytes a verified one wrote are kept under the key of the files before it, and written again
+through the journal (all or nothing, undoable) when that key comes back still verified: nothing
+is parsed, merged or checked, and guard.tree.assess is never imported. A move's lift is kept
+and replayed alike.
 
-`patchguard git` replays both halves of a move seen before (guard.ops.moves): the put-back as
-the hook does, with each patch's state kept beside the writes for what the move says; and the
-lift, the unapply of a verified tree, kept under that tree's key (`lift` below). Every entry is
-kept in the namespace of all of patchguard's code (guard.git.content_cache): what another
-patchguard wrote is never replayed.
-
-Never replayed: a file with a CR that git converts (its bytes on disk then depend on git's
-line-ending settings, which no key holds; a file git leaves as it is, as real projects commit
-some CRLF files, is replayed, its conversion asked again each time), and a patch that creates
-or deletes a file (the key needs every file).
-Entries are checksummed (guard.git.content_cache) and each kept file is checked against its blob
-id: a damaged entry only means the full re-apply runs.
+Never replayed: a file with a CR that git converts (its bytes then depend on settings no key
+holds), a patch that creates or deletes a file (the key needs every file), what another
+patchguard wrote (guard.git.content_cache), or a damaged entry: the full re-apply runs.
 """
 
 from __future__ import annotations
@@ -58,8 +47,8 @@ class ReplayedVerdict:
 
 
 class ReplayedOutcome:
-    """What a replayed put-back did to one patch, as a PatchOutcome says it: a record is kept
-    only of put-backs where every patch ended as asked, so `ok` and nothing to add."""
+    """A replayed put-back's PatchOutcome: only put-backs where every patch ended as asked are
+    kept, so `ok` and nothing to add."""
 
     __slots__ = ("message", "ok", "verdict", "written")
 
@@ -71,18 +60,15 @@ class ReplayedOutcome:
 
 
 def put_back(repo: Repo, before: CurrentKey | None) -> list[ReplayedOutcome] | None:
-    """Write what the re-apply from the files as `before` found them wrote, and say every
-    patch's outcome, in manifest order, as that re-apply ended. None, having written nothing,
-    when no such re-apply is known or its result is no longer verified.
-
-    The caller holds the worktree's lock from before `before` was read (after journal.recover)
-    until remember(): the files cannot change in between.
-    """
+    """Write what the re-apply from the files as `before` found them wrote, and each patch's
+    outcome; None, having written nothing, when none is known or its result is no longer
+    verified. The caller holds the worktree's lock from before `before` was read until
+    remember(): the files cannot change in between."""
     if before is None:
         return None
     cache = _cache(repo)
     try:
-        record = json.loads(cache.get(_entry_name(before.key)) or b"null")
+        record = json.loads(cache.get(_name("from", before.key)) or b"null")
         writes = [(str(w["path"]), str(w["blob"]), str(w["patch"])) for w in record["writes"]]
         if record["before"] != before.key or record["after"] not in before.keys:
             return None  # another key's entry, or its result is no longer verified
@@ -103,14 +89,11 @@ def _write_recorded(
     writes: Sequence[tuple[str, str, str]],
     operation: str,
 ) -> tuple[dict[str, list[str]], Journal] | None:
-    """Write the kept bytes of `writes` (path, blob, patch), in order, as one journaled
-    `operation`: the paths by patch, and the journal. None, having written nothing, when a
-    write would go beyond the guarded files `before` holds, a kept file is gone or damaged,
-    git left a guarded file unmerged, or a file on disk now has a CR or lies beyond a link."""
-    if not {path for path, _, _ in writes} <= set(before.paths):
-        return None  # only the guarded files the key holds are ever written
-    if before.unmerged() is not False:
-        return None  # a conflict git left: the full path says so, and writes nothing
+    """Write the kept bytes of `writes` (path, blob, patch) as one journaled `operation`: the
+    paths by patch, and the journal. None, having written nothing, where the full path has
+    something to say (an unmerged or unguarded file, a kept file damaged, a CR, a link)."""
+    if not {path for path, _, _ in writes} <= set(before.paths) or before.unmerged() is not False:
+        return None  # beyond the guarded files, or a conflict git left: the full path says so
     kept = {blob: cache.get(blob) for _, blob, _ in writes}
     if any(data is None for data in kept.values()):
         return None
@@ -130,8 +113,8 @@ def _write_recorded(
         except UnsafePath:
             journal.discard()
             return None  # a link now: the full re-apply says what it is
-        # Each kept file held to its blob id, as the journal has just computed it for its
-        # record (a second SHA-1 of every file would cost a replay of 40 files ~5 ms).
+        # Each kept file held to its blob id as the journal has just computed it (a second
+        # SHA-1 of every file would cost a replay of 40 files ~5 ms).
         if {f["path"]: f["after_blob"] for f in journal.files} != {p: b for p, b, _ in writes}:
             journal.discard()
             return None
@@ -146,59 +129,29 @@ def remember(
     outcomes: Sequence[PatchOutcome],
 ) -> None:
     """After a re-apply that ended verified (`after`, read once it was), keep what it wrote
-    under the key of the files before it, with each patch's state (see the module's docstring
-    for what is never kept). A re-apply that wrote nothing is kept too: a move's put-back after
-    git left the lifted files alone says each patch's state from it."""
+    for put_back(). One that wrote nothing is kept too: a move's put-back after git left the
+    lifted files alone says each patch's state from it."""
     if before is None or after is None or not all(o.ok for o in outcomes):
         return
     if not after.verified or after.paths != before.paths:
         return  # not verified, or the guarded paths changed: nothing to replay from
-    cache = _cache(repo)
-    writes = _kept_writes(
-        repo, cache, [(path, o.verdict.name) for o in outcomes for path in o.written]
-    )
-    if writes is None:
-        return
-    record = {
-        "before": before.key,
-        "after": after.key,
-        "writes": writes,
-        "patches": [[o.verdict.name, str(o.verdict.state)] for o in outcomes],
-    }
-    cache.put(_entry_name(before.key), json.dumps(record).encode())
-
-
-def _kept_writes(
-    repo: Repo, cache: ContentCache, written: Sequence[tuple[str, str]]
-) -> list[dict[str, str]] | None:
-    """Each written (path, patch) with the blob id of the file's bytes now, those bytes kept in
-    the cache; None when one is gone or has a CR."""
-    writes = []
-    for path, patch in written:
-        data = repo.read_raw(path)
-        if data is None or not _as_git_leaves_it(repo, path, data):
-            return None
-        cache.put(blob_id(data), data)
-        writes.append({"path": path, "blob": blob_id(data), "patch": patch})
-    return writes
+    written = [(path, o.verdict.name) for o in outcomes for path in o.written]
+    states = [[o.verdict.name, str(o.verdict.state)] for o in outcomes]
+    _keep(repo, "from", before, written, after=after.key, patches=states)
 
 
 # --- a move's lift ---------------------------------------------------------------------------
 
 
 def lift(repo: Repo, before: CurrentKey | None) -> tuple[list[str], Path | None] | None:
-    """Take the patches out of the verified tree `before` keys as the unapply from it did
-    (journaled as an unapply): the patches it took out, in manifest order, and its journal
-    entry (None when it took none out). None, having written nothing, when no such unapply is
-    known, or the tree is not verified, or git left a guarded file unmerged.
-
-    The caller holds the worktree's lock from before `before` was read (after journal.recover)
-    until the unapply's result is remembered (remember_lift)."""
+    """Take the patches out of the verified tree `before` keys as the unapply from it did: the
+    patches it took out and its journal entry (None when none). None, having written nothing,
+    when no such unapply is known. The lock is held as for put_back(), until remember_lift()."""
     if before is None or not before.verified:
         return None
     cache = _cache(repo)
     try:
-        record = json.loads(cache.get(_lift_name(before.key)) or b"null")
+        record = json.loads(cache.get(_name("lift", before.key)) or b"null")
         writes = [(str(w["path"]), str(w["blob"]), str(w["patch"])) for w in record["writes"]]
         lifted = [str(name) for name in record["lifted"]]
         if record["before"] != before.key:
@@ -210,18 +163,28 @@ def lift(repo: Repo, before: CurrentKey | None) -> tuple[list[str], Path | None]
 
 
 def remember_lift(repo: Repo, before: CurrentKey | None, outcomes: Sequence[PatchOutcome]) -> None:
-    """After an unapply of every patch from the verified tree `before` keys, keep what it wrote
-    (in the order it wrote it: last patch first) for lift()."""
+    """Keep what an unapply of every patch from a verified tree wrote, in its order, for lift()."""
     if before is None or not before.verified or not all(o.ok for o in outcomes):
         return
-    cache = _cache(repo)
     written = [(path, o.verdict.name) for o in reversed(outcomes) for path in o.written]
-    writes = _kept_writes(repo, cache, written)
-    if writes is None:
-        return
-    lifted = [o.verdict.name for o in outcomes if o.written]
-    record = {"before": before.key, "writes": writes, "lifted": lifted}
-    cache.put(_lift_name(before.key), json.dumps(record).encode())
+    _keep(repo, "lift", before, written, lifted=[o.verdict.name for o in outcomes if o.written])
+
+
+def _keep(
+    repo: Repo, kind: str, before: CurrentKey, written: Sequence[tuple[str, str]], **said: object
+) -> None:
+    """Keep the bytes of each written (path, patch) as they are now, by blob id, and the record
+    of them under `before`'s key; nothing when a file is gone or has a CR."""
+    cache = _cache(repo)
+    writes = []
+    for path, patch in written:
+        data = repo.read_raw(path)
+        if data is None or not _as_git_leaves_it(repo, path, data):
+            return
+        cache.put(blob_id(data), data)
+        writes.append({"path": path, "blob": blob_id(data), "patch": patch})
+    record = {"before": before.key, "writes": writes, **said}
+    cache.put(_name(kind, before.key), json.dumps(record).encode())
 
 
 def _as_git_leaves_it(repo: Repo, path: str, *contents: bytes | None) -> bool:
@@ -235,12 +198,8 @@ def _as_git_leaves_it(repo: Repo, path: str, *contents: bytes | None) -> bool:
     return not conversion.text and conversion.refusal is None and not conversion.ident
 
 
-def _entry_name(key: str) -> str:
-    return "from-" + blob_id(key.encode())
-
-
-def _lift_name(key: str) -> str:
-    return "lift-" + blob_id(key.encode())
+def _name(kind: str, key: str) -> str:
+    return f"{kind}-" + blob_id(key.encode())
 
 
 def _cache(repo: Repo) -> ContentCache:

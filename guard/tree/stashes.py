@@ -1,19 +1,17 @@
 """Stash pops that never conflict with the patch: `patchguard git stash pop|apply`.
 
 A stash made with a patch in the tree holds the patch's change beside the user's own edits.
-Popped onto a release that absorbed the patch in other text at the same spot, git's merge of
-the two copies conflicts (or, elsewhere in the class, doubles them). patchguard keeps the patch
-itself, so the stash need not bring it: git applies a copy of the stash commit (same parents,
-message and untracked files) whose files hold everything but the patch's part, the real stash
-entry is dropped only when that succeeded (as `pop` does), and the patch goes back by the
-usual 3-way apply when the lift ends.
+Popped onto a release that absorbed the patch in other text, git's merge of the two copies
+conflicts (or doubles them). patchguard keeps the patch itself, so git applies a copy of the
+stash commit (same parents, message and untracked files) without the patch's part, the real
+entry is dropped only when that succeeded, and the patch goes back when the lift ends.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from guard.git.repo import Repo
 from guard.store.derived import load_manifest
@@ -25,8 +23,7 @@ _STASH_REF = re.compile(r"(stash@\{\d+\}|\d+)")
 _QUIET = ("-q", "--quiet")
 
 
-@dataclass(frozen=True)
-class StashPlan:
+class StashPlan(NamedTuple):
     """What runs instead of the user's `git stash pop|apply`."""
 
     apply: list[str] | None  # `stash apply` of the copy without the patches; None: it is empty
@@ -35,11 +32,8 @@ class StashPlan:
 
 
 def plan(repo: Repo, args: Sequence[str]) -> StashPlan | None:
-    """The plan for `git stash pop|apply [-q] [STASH]`, or None: plain git does it.
-
-    None as well for `--index` (the staged part would need the same care), for anything that
-    is not a stash entry, and for a stash that holds no patch's change.
-    """
+    """The plan for `git stash pop|apply [-q] [STASH]`, or None: plain git does it (as for
+    `--index`, whose staged part would need the same care, or a stash of no patch's change)."""
     if len(args) < 2 or args[0] != "stash" or args[1] not in ("pop", "apply"):
         return None
     options = [a for a in args[2:] if a.startswith("-")]

@@ -1,12 +1,10 @@
 """Getting out of a conflict plain git made in a patched file: stash pop, autostash, checkout -m.
 
-git merged the user's tree (stage 3: the stash, or the local changes of `checkout -m`) into
-HEAD's file (stage 2) from their common ancestor (stage 1), and both sides changed the lines
-around the patch, typically because upstream absorbed the patch at the same spot in other
-text. The patch is what makes that conflict, so: take the patch out of each side that holds it
-(a reverse 3-way merge), merge the three stage blobs again (libgit2), and let the usual
-assessment put the patch back, which keeps HEAD's definitions where HEAD has them. What still
-conflicts after that is not the patch's, and stays marked.
+Both sides of git's merge changed the lines around the patch, typically because upstream
+absorbed it at the same spot in other text: the patch makes the conflict. So it is taken out of
+each side that holds it, the stage blobs are merged again, and the usual assessment puts the
+patch back (keeping HEAD's definitions where HEAD has them). What still conflicts is not the
+patch's, and stays marked.
 """
 
 from __future__ import annotations
@@ -40,12 +38,8 @@ class Finished:
 def finish_patch(
     repo: Repo, tree: Worktree, patch: Patch, verdict: PatchVerdict
 ) -> tuple[PatchVerdict, list[Finished], list[str]]:
-    """Finish git's merge in every unmerged file of `patch`; the patch's verdict after it.
-
-    The tree is made to see the finished text (and, where nothing is left, no stage entries),
-    so the verdict returned is the usual one: what `apply` writes on top. Files it cannot
-    finish are left as git left them, each with a reason.
-    """
+    """Finish git's merge in every unmerged file of `patch`. The tree sees the finished text,
+    so the verdict returned is the usual one: what `apply` writes on top."""
     done: list[Finished] = []
     reasons: list[str] = []
     changes = {}
@@ -86,8 +80,7 @@ def _take_both(
     repo: Repo, tree: Worktree, patch: Patch, change: FileChange, finished: Finished
 ) -> None:
     """HEAD lacks what the patch adds, and its own new lines sit where the patch's go (a method
-    upstream added at the end of the class): both, HEAD's first, by libgit2's union merge.
-    What that gives is checked like any other result before it is written (_doubt)."""
+    upstream added at the end of the class): both, HEAD's first, checked before written."""
     base, patched = texts(repo, change)
     both = repo.merge3(base, finished.content, patched, merge_labels(patch), union=True)
     finished.content = both.content
@@ -133,8 +126,8 @@ _NOT_WRITABLE = (State.CONFLICT, State.CONFLICTED, State.MISSING_FILE, State.OUT
 
 
 def _doubt(tree: Worktree, patch: Patch, finished: Finished, verdict: FileVerdict) -> str | None:
-    """Why the finished file must not be written: only a text without a doubled or lost symbol
-    and without a marker in what it claims to have resolved is."""
+    """Why the finished file must not be written: a doubled or lost symbol, or a marker in
+    what it claims to have resolved."""
     if finished.left:
         return None  # markers stay, and are said to stay; nothing is claimed about them
     final = verdict.merged if verdict.merged is not None else finished.content
@@ -157,11 +150,9 @@ def clear_stage_entries(repo: Repo, paths: Sequence[str]) -> None:
 def stash_note(
     repo: Repo, tree: Worktree, patches: Sequence[Patch], done: Sequence[Finished]
 ) -> str:
-    """Whether the stash git kept after the conflict can go now (`git stash drop`).
-
-    Said only when stash@{0} is the side git merged in (its blob is stage 3 of each file
-    finished) and every change it holds is in the worktree now, the patch's own part excepted
-    (patchguard keeps the patch).
+    """Whether the stash git kept after the conflict can go now: only when stash@{0} is the
+    side git merged in (stage 3 of each file finished) and every change it holds, the patch's
+    own part excepted (patchguard keeps it), is in the worktree now.
     """
     paths = repo.stash_paths()
     if not done or not paths:

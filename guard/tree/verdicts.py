@@ -1,10 +1,9 @@
-"""What an assessment decides, and how it is said: the states, each file's and each patch's
-verdict, the check report, and one line per problem with the command that fixes it.
+"""What an assessment decides, and how it is said: the states, the verdicts, the check report,
+and one line per problem with the command that fixes it.
 
-Apart from the deciding (guard.tree.assess) and from the files it reads (guard.tree.worktree):
-what only says a verdict (the renderers, the hooks, the next step after an undo) needs these
-alone. A patch's state is its worst file's, and `ok` is what counts as green, so this module
-decides states too (guard.store.fastpath hashes it into the model's namespace).
+Apart from the deciding (guard.tree.assess), so that what only says a verdict needs these alone.
+A patch's state is its worst file's and `ok` is what counts as green, so this module decides
+too (guard.store.fastpath hashes it into the model's namespace).
 """
 
 from __future__ import annotations
@@ -42,12 +41,11 @@ ASK_THE_RIGHT_PYTHON = (
 
 
 class FileVerdict:
-    """One file of one patch: its state, why, and what `apply` would write.
+    """One file of one patch: its state, why, and what `apply` would write (`merged`).
 
-    `patched` is the change that still stands for this file, as the patched text: the recorded
-    one, or only its rest when HEAD already defines everything the patch adds (unapply reverses
-    exactly that). A plain class, as are the verdicts below that change as they are decided:
-    a dataclass is built when its module loads, and every status and check would pay for it.
+    `patched`: the change that still stands, as the patched text (only its rest when HEAD
+    already defines everything the patch adds: unapply reverses exactly that). Plain classes
+    here: a dataclass is built when its module loads, and every status and check would pay.
     """
 
     def __init__(
@@ -69,10 +67,7 @@ class FileVerdict:
         self.conflict, self.keep_by_resolving, self.held = conflict, keep_by_resolving, held
         self.version: FileChange | None = None  # decided from: the recording or a resolution
         self.stacked_on: list[str] = []  # a conflict: patches to apply first
-        # the patch is unapplied, and writing it would put module-level copies back of methods
-        # the file now has in their class (the slip, recorded as typed, indented by hand since):
-        # `apply` refuses
-        self.strays = False
+        self.strays = False  # writing it would put back methods indented since: apply refuses
 
 
 UNMERGED = "unmerged"  # git left stage entries in the index: `patchguard apply` can finish it
@@ -141,17 +136,11 @@ class CheckReport:
 
     @property
     def ok(self) -> bool:
-        parts: tuple[PatchVerdict | SymbolResult | ImportResult, ...] = (
-            *self.patches,
-            *self.symbols,
-            *self.imports,
+        return (
+            all(p.ok for p in self.patches)
+            and all(s.ok for s in self.symbols)
+            and all(i.ok for i in self.imports)
         )
-        return all(part.ok for part in parts)
-
-    @property
-    def undecided(self) -> list[SymbolResult]:
-        """Symbols reading cannot decide (a runtime condition, a decorator it cannot read)."""
-        return [s for s in self.symbols if s.state == CANNOT_TELL]
 
     @property
     def checks_nothing(self) -> bool:
@@ -183,18 +172,17 @@ class CheckReport:
                 continue
             if symbol.state == CANNOT_TELL and symbol.runtime is None:
                 lines.append(f"{symbol.spec}: {symbol.detail} -> {ASK_PYTHON}")
-                continue
-            if symbol.runtime == CANNOT_TELL:  # the probe could not import it: nothing decided
+            elif symbol.runtime == CANNOT_TELL:  # the probe could not import it: nothing decided
                 lines.append(f"{symbol.spec}: {symbol.detail} -> {ASK_THE_RIGHT_PYTHON}")
-                continue
-            if " -> " in symbol.detail:  # it names its own way out (delete a stale .pyc)
+            elif " -> " in symbol.detail:  # it names its own way out (delete a stale .pyc)
                 lines.append(f"{symbol.spec}: {symbol.detail}")
-                continue
-            if symbol.patch:
-                fix = f"restore it, or re-record: patchguard record {symbol.patch}"
             else:
-                fix = f"restore it, or stop guarding it: patchguard drop {symbol.spec}"
-            lines.append(f"{symbol.spec}: missing ({symbol.detail}) -> {fix}")
+                fix = (
+                    f"re-record: patchguard record {symbol.patch}"
+                    if symbol.patch
+                    else f"stop guarding it: patchguard drop {symbol.spec}"
+                )
+                lines.append(f"{symbol.spec}: missing ({symbol.detail}) -> restore it, or {fix}")
         lines += [f"import {i.module}: {i.detail}" for i in self.imports if not i.ok]
         return lines
 
@@ -220,12 +208,8 @@ def in_words(verdict: FileVerdict) -> str:
 
 
 def fix_for(patch_name: str, verdict: FileVerdict) -> str:
-    """The next command for a file of a patch in a bad state.
-
-    Never `record` but for an edited definition (the edit may be what the user wants kept):
-    recording over a conflict would re-base the patch onto this commit.
-    `verdict.stacked_on`: the unapplied patches it was recorded on top of there.
-    """
+    """The next command for a file of a patch in a bad state. Never `record` but for an
+    edited definition: recording over a conflict would re-base the patch onto this commit."""
     match verdict.state:
         case State.CONFLICT if verdict.stacked_on:
             return f"patchguard apply {' '.join([*verdict.stacked_on, patch_name])}"
@@ -286,8 +270,7 @@ def fix_for(patch_name: str, verdict: FileVerdict) -> str:
 
 
 def keep_edit(patch_name: str, verdict: FileVerdict) -> str:
-    """The command that keeps an `edited` file's edit as the patch: a re-record on the patch's
-    base, a resolution for this version of upstream's file elsewhere (a re-record there would
-    re-base the patch)."""
+    """A re-record on the patch's base, a resolution elsewhere (a re-record there would re-base
+    the patch)."""
     verb = "resolve" if verdict.keep_by_resolving else "record"
     return f"patchguard {verb} {patch_name}"

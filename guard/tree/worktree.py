@@ -1,12 +1,9 @@
 """The files patches are assessed against, and what reading them says about a symbol.
 
-A `Worktree` is one command's view: each file as git sees it and as it is on disk, HEAD's
-files from one commit, renames followed, what a dry run staged but did not write, each
-content's parse. Its questions about a symbol (is it defined exactly once where Python looks
-for it, may code run at import change it) follow bases and import-time code into the other
-modules of the checkout, and it remembers every path it looked at, so the fast path knows what
-a verdict depends on. guard.tree.assess decides the states from its answers; guard.tree.patching
-tells it what it wrote.
+A `Worktree` is one command's view: every file read once (as git sees it and as on disk), HEAD's
+from one commit, what a dry run staged, each content parsed once. Its answers about a symbol
+follow bases and import-time code into other modules of the checkout, and it remembers every
+path it looked at, so the fast path knows what a verdict depends on.
 """
 
 from __future__ import annotations
@@ -63,9 +60,8 @@ class Worktree:
         self._top = str(repo.workdir)
 
     def prefetch(self, patches: Iterable[Patch]) -> None:
-        """Read every HEAD file and recorded blob the patches' assessment needs in two
-        batches, so reading costs the same round trips for 1 patch as for 40; HEAD's first,
-        as a recorded base that is HEAD's file is then not read twice."""
+        """Two batches, the same round trips for 1 patch as for 40; HEAD's first, so a base that
+        is HEAD's file is not read twice."""
         changes = [change for patch in patches for change in patch.files]
         unread = sorted({change.path for change in changes} - self._head.keys())
         if self.head_commit is not None:
@@ -82,9 +78,8 @@ class Worktree:
 
     @cached_property
     def head_commit(self) -> str | None:
-        """The commit this view reads HEAD's files from, resolved once: every file, and the
-        key the fast path remembers (guard.store.fastpath), come from one commit, even if HEAD
-        moves meanwhile. None before the first commit."""
+        """Resolved once: every HEAD file, and the key the fast path remembers, come from one
+        commit even if HEAD moves meanwhile. None before the first commit."""
         return self.repo.head_commit()
 
     def followed_path(self, path: str, base_commit: str, existed_at_base: bool) -> str:
@@ -98,7 +93,7 @@ class Worktree:
         return followed
 
     def renamed(self, path: str) -> str:
-        """The followed path of a file assessed earlier (symbols move with their file)."""
+        """Where a file assessed earlier went (symbols move with their file)."""
         return self._renames.get(path, path)
 
     def read(self, path: str) -> bytes | None:
@@ -114,23 +109,21 @@ class Worktree:
         return self._content[path]
 
     def raw(self, path: str) -> bytes | None:
-        """The file's bytes on disk (what undo keeps)."""
+        """The bytes on disk (what undo keeps)."""
         self.read(path)
         return self._raw[path]
 
     @cached_property
     def _unmerged(self) -> dict[str, dict[int, str]]:
-        """Every path's stage entries as assessed (see pretend): as git left the index, read
-        at the first question with one git call however many files are assessed."""
+        """Every path's stage entries, read with one git call (pretend changes them)."""
         return self.repo.unmerged()
 
     def unmerged(self, path: str) -> dict[int, str]:
-        """The stage entries git left for `path` (empty when it is merged)."""
         return self._unmerged.get(path, {})
 
     def pretend(self, path: str, content: bytes, stages: dict[int, str]) -> None:
-        """Assess `path` as if it held `content` with these stage entries, before anything is
-        written (guard.tree.unmerged); the bytes on disk, which undo keeps, stay as read."""
+        """Assess `path` as if it held `content` and these stage entries (guard.tree.unmerged),
+        before anything is written; the bytes on disk, which undo keeps, stay as read."""
         self.raw(path)
         self._set(path, content)
         self._unmerged[path] = stages
@@ -142,9 +135,8 @@ class Worktree:
         return self._head[path]
 
     def exists(self, path: str, *, file: bool = False) -> bool:
-        """Is there something at `path` (a file, when `file`)? Remembered either way: a module
-        that appears or goes there (a package that shadows one, a base, an `__init__.py`)
-        changes what Python imports."""
+        """Remembered either way: a module that appears or goes there (a package that shadows
+        one, a base, an `__init__.py`) changes what Python imports."""
         if (path, file) not in self._exists:  # each package's __init__.py: once per command
             full = os.path.join(self._top, path)  # a string: a thousand lookups per check
             self._exists[path, file] = os.path.isfile(full) if file else os.path.exists(full)
@@ -153,16 +145,14 @@ class Worktree:
         return found
 
     def bytes_on_disk(self) -> dict[str, bytes] | None:
-        """Every file read so far as it is on disk (the fast path hashes those), or None if one
-        is missing or not written yet."""
+        """What the fast path hashes; None if a file is missing or not written yet."""
         if self._unwritten or None in self._raw.values():
             return None
         return {path: raw for path, raw in self._raw.items() if raw is not None}
 
     def stage(self, path: str, content: bytes | None) -> None:
-        """A file's new content (as git sees it) that a dry run does not write: the patches
-        after it are assessed against it, while the disk keeps its bytes. Several patches on
-        one file stage it in turn."""
+        """A dry run's new content (as git sees it): the patches after it are assessed against
+        it, while the disk keeps its bytes."""
         self.read(path)
         self._set(path, content)
         self._unwritten.add(path)
@@ -176,17 +166,15 @@ class Worktree:
             self._exists.pop((path, file), None)
 
     def _set(self, path: str, content: bytes | None) -> None:
-        """A file's content other than as read: what was derived from other files than one's
-        own may have followed it (what an import reaches: another module's
-        hook may be the file just written; what stops an import: the module it imports)."""
+        """What was derived from other files may follow any change: another module's hook may
+        be the file just written, or the module an import needs."""
         self._content[path] = content
         self._reached.clear()
         self._rebound_by_imports.clear()
         self._import_problems.clear()
 
     def import_problem(self, path: str, content: bytes) -> str | None:
-        """What around the module may stop its import or change its names (its packages'
-        `__init__.py`, a relative import the checkout lacks): once per file, not per symbol."""
+        """What around the module may stop its import or change its names."""
         if (path, content) not in self._import_problems:
             self._import_problems[path, content] = _package_problem(self, path) or _missing_import(
                 self, content, path
@@ -194,7 +182,7 @@ class Worktree:
         return self._import_problems[path, content]
 
     def symbols(self, content: bytes, path: str) -> SymbolIndex:
-        """Parse once per distinct content; raises SourceSyntaxError."""
+        """Raises SourceSyntaxError."""
         if content not in self._indexes:
             self._indexes[content] = parsed.parse(content, path, self.repo.parse_cache, self.facts)
         cached = self._indexes[content]
@@ -203,9 +191,8 @@ class Worktree:
         return cached
 
     def syntax(self, content: bytes, path: str) -> ast.Module | None:
-        """The syntax tree itself, once per distinct content (None: it does not parse). Kept
-        apart from `symbols`, whose cached index does not hold it: only bodies are compared
-        with it, and only where the names are in place but the text is not the recorded one."""
+        """None: it does not parse. Apart from `symbols`, whose cached index does not hold it:
+        only bodies are compared with it, where the text is not the recorded one."""
         if content not in self._syntax:
             self._syntax[content] = bodies.parse(content, path)
         return self._syntax[content]
@@ -248,8 +235,7 @@ class Worktree:
 
     def reached_at_import(self, index: SymbolIndex, path: str) -> Reach:
         """What the module's import runs in other modules of the checkout may change (a base
-        class's `__init_subclass__` or metaclass, a function it calls: guard.truth.effects), by the
-        name it may change. Once per file while no file of the view changes (_set)."""
+        class's `__init_subclass__` or metaclass, a function it calls), by name."""
         effects = index.effects
         if effects is None:
             return Reach({})
@@ -277,9 +263,9 @@ class Worktree:
         depth: int,
         changes: dict[str, str],
     ) -> None:
-        """Add to `changes` what using `origin` (imported by `path`) as `kind` may change,
-        followed through the modules of the checkout. A module outside it adds nothing: it
-        changes a class only through what it is handed, and that was read where it is handed."""
+        """Add what using `origin` (imported by `path`) as `kind` may change. A module outside
+        the checkout adds nothing: it changes a class only through what it is handed, and that
+        was read where it is handed."""
         if (path, kind, origin) in seen:
             return
         seen.add((path, kind, origin))
@@ -351,10 +337,9 @@ class Worktree:
         return None
 
     def _imported_changes(self, index: SymbolIndex, path: str, parts: list[str]) -> str | None:
-        """Why a module of the checkout that this one imports at its top may, by its own
-        top-level code, set or delete one of these names on what it imported back from this
-        one (`from .mod import C; C.m = f`, run when the guarded module imports it) or on
-        the builtins (`builtins.__build_class__ = ...`): one module deep. Once per file while no file of the view changes (_set)."""
+        """Why a module of the checkout this one imports at its top may, at its own top, change
+        one of these names on what it imported back from this one (`from .mod import C;
+        C.m = f`) or on the builtins (`builtins.__build_class__ = ...`): one module deep."""
         if index.effects is None:
             return None
         key = (path, id(index.effects))
@@ -378,8 +363,8 @@ class Worktree:
         return self._rebound_by_imports[key].touching(parts)
 
     def package_inits(self, path: str) -> Iterator[str]:
-        """The `__init__.py` of each package around a module, innermost first, up to the top
-        of the package (or a namespace): importing the module runs each (outermost first)."""
+        """The `__init__.py` of each package around a module, innermost first (importing the
+        module runs each, outermost first)."""
         folders = PurePosixPath(path).parent.parts
         for depth in range(len(folders), 0, -1):
             init = "/".join([*folders[:depth], "__init__.py"])
@@ -388,9 +373,9 @@ class Worktree:
             yield init
 
     def _checkout_modules(self, path: str, origin: str) -> Iterator[tuple[str, str]]:
-        """`_module_files` of an origin that may be a module of the checkout: a relative one,
-        or an absolute one whose top-level package sits at the import root of `path`'s own
-        package (`torch.cuda` is looked for once, as `torch` there, not under every folder)."""
+        """`_module_files` of a relative origin, or of an absolute one whose top-level package
+        sits at the import root of `path`'s package (`torch.cuda` is looked for once, as
+        `torch` there, not under every folder)."""
         if origin.startswith("."):
             yield from _module_files(path, origin)
             return
@@ -414,17 +399,13 @@ class Worktree:
         suggest: bool = True,
     ) -> dict[str, str]:
         """Why each of `qualnames` is not surely defined exactly once at its place in `content`.
-
-        `decided_only`: leave out the ones reading cannot decide (a merge that keeps them
-        breaks nothing that reading could see; `check` then says to ask Python).
-        `suggest`: a missing name's reason names the closest ones the file defines (difflib
-        over all of them: only for a reason that is shown).
-        """
+        `decided_only`: not the ones reading cannot decide (a merge that keeps them breaks
+        nothing reading could see). `suggest`: the closest names (difflib: only where shown)."""
         qualnames = list(qualnames)
         if not qualnames:
             return {}
-        # A name that appears nowhere in the text is certainly missing: say so without parsing
-        # (parsing a large file takes seconds). Presence is decided by parsing only.
+        # A name nowhere in the text is certainly missing: no parse (a large file takes seconds).
+        # Presence is decided by parsing only.
         absent = {
             q: f"not defined in {path}" for q in qualnames if not _mentions_definition(content, q)
         }
@@ -457,8 +438,7 @@ _MAX_EFFECT_FILES = 12  # modules followed from one import-time use (guard.truth
 
 def _base_value(effects: Effects, name: str) -> Reach | None:
     """What deriving from a module-level value bound by an assignment runs: the hooks of the
-    classes it may be; for anything else (an instance), any change, as its `__mro_entries__`
-    may put other classes, and their `__init_subclass__`, in its place."""
+    classes it may be; for an instance, anything (its `__mro_entries__`, see `why`)."""
     held = sorted(effects.values[name])
     if any(not ref.startswith("class:") for ref in held) or not held:
         why = (
@@ -473,9 +453,9 @@ def _base_value(effects: Effects, name: str) -> Reach | None:
 
 
 def _module_files(path: str, origin: str) -> Iterator[tuple[str, str]]:
-    """(file, qualified name in it) that an import origin may name, seen from `path`: for
-    `.base.B`, `base.py` or `base/__init__.py` beside it; for `pkg.mod.B`, `pkg/mod.py` under
-    any directory above `path` (the checkout's import roots are not known from here)."""
+    """(file, qualified name in it) an import origin may name, seen from `path`: `.base.B` is
+    `base.py` or `base/__init__.py` beside it; `pkg.mod.B` `pkg/mod.py` under any directory
+    above `path` (the checkout's import roots are not known from here)."""
     dotted = origin.lstrip(".")
     level = len(origin) - len(dotted)
     parts = dotted.split(".")
@@ -515,8 +495,7 @@ def _mentions_definition(content: bytes, qualname: str) -> bool:
 
 @lru_cache(maxsize=64)  # asked once per name and question, of the same few files
 def _normalized_source(content: bytes) -> str | None:
-    """The source as Python reads it (its PEP 263 declaration, as the tokenizer reads it),
-    NFKC-normalised, when it is UTF-8 (the default)."""
+    """The source, NFKC-normalised, when its PEP 263 declaration (or the default) is UTF-8."""
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(content).readline)
         if encoding not in ("utf-8", "utf-8-sig"):
@@ -542,9 +521,9 @@ def _why_absent(index: SymbolIndex, spec: Spec, reason: str, suggest: bool) -> s
 
 
 def _package_problem(tree: Worktree, path: str) -> str | None:
-    """What the packages around a module may do to it: importing `pkg.mod` runs each parent's
-    `__init__.py` first (innermost last), and one that may fail, rebinds through reflection,
-    or sets or deletes attributes (`mod.C = None`) makes the module's answers cannot tell."""
+    """Importing `pkg.mod` runs each parent's `__init__.py` first: one that may fail, rebinds
+    through reflection, or sets or deletes attributes (`mod.C = None`) makes the module's
+    answers cannot tell."""
     for init in tree.package_inits(path):
         content = tree.read(init)
         if content is None:
@@ -566,9 +545,8 @@ def _package_problem(tree: Worktree, path: str) -> str | None:
 
 
 def _missing_import(tree: Worktree, content: bytes, path: str) -> str | None:
-    """A relative import, run at the top of the module, of a module the checkout lacks: the
-    import of the module itself fails there (a module of the checkout is never installed
-    elsewhere)."""
+    """A relative import at the top of the module of a module the checkout lacks: the import
+    fails (a module of the checkout is never installed elsewhere)."""
     try:
         index = tree.symbols(content, path)
     except SourceSyntaxError:
