@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from guard.errors import ConfigError
 from guard.git.atomic import atomic_write
@@ -20,16 +19,14 @@ from guard.store import history
 from guard.store import manifest as runtime
 from guard.store.derived import load_manifest
 from guard.store.manifest import select_patches
-from guard.store.schema import SCHEMA_VERSION, Manifest, ObjectId, parse_versioned
+from guard.store.schema import SCHEMA_VERSION, Manifest, ObjectId, Strict, parse_versioned
 
 BUNDLE_FORMAT: Final = "patchguard.bundle"
 BUNDLE_SCHEMA_FILE_NAME = "bundle.schema.json"
 
 
-class Bundle(BaseModel):
+class Bundle(Strict):
     """A self-contained export: the manifest, and the bytes of every blob it refers to."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     format: Literal["patchguard.bundle"] = Field(description="Always 'patchguard.bundle'.")
     schema_version: int = Field(
@@ -87,15 +84,13 @@ def parse_bundle(source: str, raw: bytes) -> tuple[runtime.Manifest, dict[str, s
     for oid, encoded in bundle.blobs.items():
         try:
             content = base64.b64decode(encoded, validate=True)
+            damage = "" if blob_id(content) == oid else "does not match its id"
         except binascii.Error as error:
+            damage = f"is not base64 ({error})"
+        if damage:
             raise ConfigError(
-                f"bundle {source}: the content of blob {oid} is not base64 ({error}); the bundle "
-                "is damaged, export it again with `patchguard export`"
-            ) from None
-        if blob_id(content) != oid:
-            raise ConfigError(
-                f"bundle {source}: the content of blob {oid} does not match its id; the bundle "
-                "is damaged, export it again with `patchguard export`"
+                f"bundle {source}: the content of blob {oid} {damage}; the bundle is damaged, "
+                "export it again with `patchguard export`"
             )
     manifest = runtime.Manifest.from_dict(bundle.manifest.model_dump(mode="json"))
     missing = manifest.blob_ids() - set(bundle.blobs)
@@ -159,9 +154,3 @@ def _import_line(held: runtime.Patch | None, incoming: runtime.Patch) -> str:
     if held == incoming:
         return f"kept patch {incoming.name} (the bundle's is the same)"
     return f"replaced patch {incoming.name}"
-
-
-def bundle_schema() -> str:
-    schema = Bundle.model_json_schema()
-    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
-    return json.dumps(schema, indent=2, sort_keys=True) + "\n"
