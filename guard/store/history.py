@@ -37,7 +37,6 @@ from guard.store.manifest import (
     now_utc,
     parse_manifest,
     save_manifest,
-    serialize,
     validated_bytes,
 )
 
@@ -133,7 +132,7 @@ def save(
         old = current(repo)
         parent = _parent_for(repo, old)
         if parent is None and merged is not None:  # a first fetch: undo goes back to no patches
-            parent = _commit(repo, _tree(repo, serialize(Manifest()), set()), [], STARTED)
+            parent = _commit(repo, _tree(repo, validated_bytes(Manifest()), set()), [], STARTED)
         tree = _tree(repo, raw, manifest.blob_ids())
         same = parent is not None and _commit_at(repo, parent).tree_id == tree
         new = None

@@ -1,11 +1,9 @@
-"""Sharing the patches through any git remote: push and fetch the history ref with plain git.
+"""Sharing the patches through any git remote: push and fetch the history ref with plain git,
+so whatever reaches the code reaches the patches.
 
-The transport is git's own (`git push`/`git fetch` through run_git: a bare repository, another
-node over ssh, a fork), so whatever reaches the code reaches the patches. A fetch merges patch
-by patch against the last state both sides had (their merge base), as git merges files: a
-patch changed on one side only comes in (or stays); one changed on both sides is refused by
-name unless the user chose a side, and the merge commit keeps both parents, so nothing either
-side had is lost and the next fetch or push starts from there.
+A fetch merges patch by patch against the merge base, as git merges files: a patch changed on
+both sides is refused by name unless the user chose a side, and the merge commit keeps both
+parents, so nothing either side had is lost and the next fetch or push starts from there.
 """
 
 from __future__ import annotations
@@ -44,10 +42,6 @@ class Came:
             "dropped-guard": "dropped guard {}",
         }[self.kind].format(self.name)
 
-    @property
-    def is_patch(self) -> bool:
-        return not self.kind.endswith("-guard")
-
 
 @dataclass
 class Fetched:
@@ -65,7 +59,9 @@ class Fetched:
     @property
     def patches(self) -> list[str]:
         """The patches whose recording changed here (the worktree may not hold them as now)."""
-        return [c.name for c in self.changes if c.is_patch and c.kind != "kept-ours"]
+        return [
+            c.name for c in self.changes if c.kind in ("new", "updated", "dropped", "took-theirs")
+        ]
 
 
 def push(repo: Repo, remote: str, *, take_back: bool = False) -> str:
