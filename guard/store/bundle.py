@@ -40,14 +40,8 @@ def export_bundle(repo: Repo, names: Sequence[str] = ()) -> str:
     """Every patch and guard, or only the patches named (their guards are the patches' own)."""
     manifest = load_manifest(repo)
     if names:
-        unknown = [n for n in names if manifest.patch(n) is None]
-        if unknown:
-            raise ConfigError(
-                f"no patch named {', '.join(unknown)} (recorded: "
-                f"{', '.join(p.name for p in manifest.patches) or 'none'}); to write the "
-                f"bundle to a file: patchguard export -o {unknown[0]}"
-            )
-        manifest = manifest._replace(patches=select_patches(manifest, names), guards=[])
+        hint = "; to write the bundle to a file: patchguard export -o {}"
+        manifest = manifest._replace(patches=select_patches(manifest, names, hint), guards=[])
     blobs = {oid: base64.b64encode(repo.blob(oid)).decode() for oid in sorted(manifest.blob_ids())}
     bundle = Bundle.model_validate(
         {
@@ -105,9 +99,22 @@ def parse_bundle(source: str, raw: bytes) -> tuple[runtime.Manifest, dict[str, s
 def import_bundle(repo: Repo, source: str, raw: bytes) -> tuple[list[str], list[str]]:
     """Add the bundle's patches and guards; same-named patches are replaced (and said so).
     Returns what it did, line by line, and the patches whose recording it changed."""
-    manifest, blobs = parse_bundle(source, raw)
+    bundled, blobs = parse_bundle(source, raw)
     with repo.lock("import", store=True):
-        return _merge_bundle(repo, manifest, blobs, source)
+        refuse_unimportable(repo, bundled.patches, lambda oid: base64.b64decode(blobs[oid]))
+        for encoded in blobs.values():
+            repo.store_blob(base64.b64decode(encoded))
+        current = load_manifest(repo, missing_ok=True)
+        incoming = {p.name: p for p in bundled.patches}
+        lines = [_import_line(current.patch(name), patch) for name, patch in incoming.items()]
+        changed_patches = [n for n, p in incoming.items() if current.patch(n) != p]
+        patches = [incoming.pop(p.name, p) for p in current.patches] + list(incoming.values())
+        guards = list(dict.fromkeys([*current.guards, *bundled.guards]))
+        lines += [f"imported guard {g}" for g in bundled.guards if g not in current.guards]
+        changed = current._replace(patches=patches, guards=guards)
+        if changed != current:  # the same bundle twice: nothing to write, nothing to undo
+            history.save(repo, changed, f"imported from {source}: {', '.join(lines)}")
+        return lines, changed_patches
 
 
 def refuse_unimportable(
@@ -127,25 +134,6 @@ def refuse_unimportable(
                     + " in this checkout; nothing was imported. Import it where that "
                     "attribute is not set."
                 )
-
-
-def _merge_bundle(
-    repo: Repo, bundled: runtime.Manifest, blobs: dict[str, str], source: str
-) -> tuple[list[str], list[str]]:
-    refuse_unimportable(repo, bundled.patches, lambda oid: base64.b64decode(blobs[oid]))
-    for encoded in blobs.values():
-        repo.store_blob(base64.b64decode(encoded))
-    current = load_manifest(repo, missing_ok=True)
-    incoming = {p.name: p for p in bundled.patches}
-    lines = [_import_line(current.patch(name), patch) for name, patch in incoming.items()]
-    changed_patches = [n for n, p in incoming.items() if current.patch(n) != p]
-    patches = [incoming.pop(p.name, p) for p in current.patches] + list(incoming.values())
-    guards = list(dict.fromkeys([*current.guards, *bundled.guards]))
-    lines += [f"imported guard {g}" for g in bundled.guards if g not in current.guards]
-    changed = current._replace(patches=patches, guards=guards)
-    if changed != current:  # the same bundle twice: nothing to write, nothing to undo
-        history.save(repo, changed, f"imported from {source}: {', '.join(lines)}")
-    return lines, changed_patches
 
 
 def _import_line(held: runtime.Patch | None, incoming: runtime.Patch) -> str:

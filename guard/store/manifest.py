@@ -122,13 +122,16 @@ def changed_patches(before: Manifest, after: Manifest) -> list[str]:
     return [name for name in names if after.patch(name) != before.patch(name)]
 
 
-def select_patches(manifest: Manifest, names: Sequence[str]) -> list[Patch]:
-    """Patches by name in manifest order; all of them when no names are given."""
+def select_patches(
+    manifest: Manifest, names: Sequence[str], hint: str = ". See `patchguard list`."
+) -> list[Patch]:
+    """Patches by name in manifest order; all of them when no names are given. `hint` ends
+    the refusal of an unknown name; `{}` in it is the first unknown name."""
     unknown = [n for n in names if manifest.patch(n) is None]
     if unknown:
         known = ", ".join(p.name for p in manifest.patches) or "none"
         raise ConfigError(
-            f"no patch named {', '.join(unknown)} (recorded: {known}). See `patchguard list`."
+            f"no patch named {', '.join(unknown)} (recorded: {known})" + hint.format(unknown[0])
         )
     return [p for p in manifest.patches if not names or p.name in names]
 
