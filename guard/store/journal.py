@@ -132,7 +132,13 @@ class Journal:
         loss before that may keep the journal's name without the pack's, but then no file was
         written yet, and recover() reads the entry as one killed before its journal."""
         try:  # the old bytes first, then the mark that names them
-            self.entry = entry = self._new_entry()
+            self.root.mkdir(parents=True, exist_ok=True)
+            entries = [] if _passing else _entries(self.root)  # a passing entry is gone at once
+            for stale in entries[: max(0, len(entries) - KEEP_ENTRIES + 1)]:
+                _remove_tree(stale)
+            entry = self.root / f"{time.time_ns():020d}-{self.operation}"
+            entry.mkdir()
+            self.entry = entry
             with open(entry / PACK_FILE, "xb") as pack:
                 pack.write(self._kept)
                 pack.flush()
@@ -167,15 +173,6 @@ class Journal:
         assert self.entry is not None
         raw = json.dumps(self._record(state), indent=2).encode()
         atomic_write(self.entry / JOURNAL_FILE, raw, durable=durable)
-
-    def _new_entry(self) -> Path:
-        self.root.mkdir(parents=True, exist_ok=True)
-        entries = [] if _passing else _entries(self.root)  # a passing entry is gone at once
-        for stale in entries[: max(0, len(entries) - KEEP_ENTRIES + 1)]:
-            _remove_tree(stale)
-        entry = self.root / f"{time.time_ns():020d}-{self.operation}"
-        entry.mkdir()
-        return entry
 
 
 def _put(repo: Repo, path: str, content: bytes | None, mode: int | None) -> None:

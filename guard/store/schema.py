@@ -1,8 +1,8 @@
 """The manifest's schema: pydantic models that validate it and generate `schemas/`.
 
-Every manifest byte string is validated here before patchguard uses it, so a hand-broken file
-is reported by name and field, never half-used. guard.store.manifest holds the runtime records and
-comes here only for bytes it has not validated before (pydantic is too heavy for every hook).
+Every manifest is validated here before patchguard uses it, so a hand-broken file is reported
+by name and field, never half-used (guard.store.manifest comes here only for bytes it has not
+validated before: pydantic is too heavy for every hook).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ SCHEMA_FILE_NAME = "manifest.schema.json"
 
 
 def _repo_path(value: str) -> str:
-    """A path inside the worktree as git's verify_path allows it (guard.git.worktree_paths)."""
+    """A path inside the worktree as git's verify_path allows it."""
     problem = name_problem(value)
     if problem is not None:
         raise ValueError(problem)
