@@ -1,16 +1,12 @@
 """The nearly free path: "nothing the verdict depends on changed since it was last verified".
 
-The one implementation of the key, for `check` and the hooks (guard.cli.hookrun), with nothing
-but os and _sha1. A key is content, never mtime or commit id: the digests of the manifest and of
-every guarded file, then HEAD's entries for those files as `git ls-tree` prints them (all a
-verdict reads), so a commit that touches no guarded file keeps the key, and a checkout to
-another commit with the same guarded files finds it. Keys are kept under the namespace of all of
-patchguard's code (guard.git.own_code): an upgrade trusts none of an older one's.
-
-HEAD's entries cost no git process for a commit the cache has seen (a commit's tree never
-changes), nor when the index is HEAD's tree (guard.git.index_file). No key holds the index, so
-every use of one asks whether git left a guarded file unmerged (CurrentKey.verified). A missing,
-damaged or outdated cache is only a miss: the slow path decides, and writes the cache.
+The one implementation of the key, for `check` and the hooks, with nothing but os and _sha1. A
+key is content, never mtime or commit id: the digests of the manifest and of every guarded file,
+then HEAD's entries for those files as `git ls-tree` prints them (all a verdict reads), so a
+checkout to another commit with the same guarded files finds it. HEAD's entries cost no git
+process for a commit the cache has seen, nor when the index is HEAD's tree. Keys live under the
+namespace of all of patchguard's code: an upgrade trusts none of an older one's. Any doubt is a
+miss: the slow path decides, and writes the cache.
 """
 
 from __future__ import annotations
@@ -101,8 +97,6 @@ def _git_output(workdir: str, args: Sequence[str]) -> str | None:
 
 class CurrentKey:
     """The key of a worktree's content as it is now, with what it was looked up in."""
-
-    __slots__ = ("_verified", "git_dir", "index", "key", "keys", "merged", "paths", "workdir")
 
     def __init__(
         self,

@@ -34,16 +34,15 @@ class Undone(NamedTuple):
 def undo(repo: Repo) -> Undone:
     """Undo the newest of the worktree's last apply/unapply and the patches' last change."""
     latest = journal.latest_entry(repo)
-    entries = journal.entries(repo)
     changes = history.undoable(repo)
     if latest is None and not changes:
         raise ConfigError(
             "nothing to undo: no apply or unapply is recorded for this worktree, and the "
             "patches have no change to take back (see: patchguard log)"
         )
-    newest_entry = entries[0] if entries and entries[0].path == latest else None
+    newest = next((e for e in journal.entries(repo) if e.path == latest), None)  # None: damaged
     if latest is not None and (
-        not changes or newest_entry is None or newest_entry.created >= changes[0].created
+        not changes or newest is None or newest.created >= changes[0].created
     ):
         entry = journal.undo(repo)  # the newest entry, or a killed one put back
         return Undone(entry.describe(), list(entry.patches))
