@@ -8,8 +8,8 @@ parents, so nothing either side had is lost and the next fetch or push starts fr
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from guard.errors import ConfigError, GuardFailure
 from guard.git.gitpaths import HISTORY_REF
@@ -24,8 +24,7 @@ OURS = "ours"
 FETCH_JSON_FORMAT = "patchguard.fetch/1"
 
 
-@dataclass(frozen=True)
-class Came:
+class Came(NamedTuple):
     """One thing a fetch changed here: a patch or a guard, and how."""
 
     kind: str  # "new", "updated", "dropped", "took-theirs", "kept-ours", "new-guard", ...
@@ -43,13 +42,12 @@ class Came:
         }[self.kind].format(self.name)
 
 
-@dataclass
-class Fetched:
+class Fetched(NamedTuple):
     """What `fetch` did: the changes it brought, patch by patch (none: already up to date)."""
 
     remote: str
     up_to_date: bool
-    changes: list[Came] = field(default_factory=list)
+    changes: list[Came] = []  # noqa: RUF012
 
     def lines(self) -> list[str]:
         if self.up_to_date:

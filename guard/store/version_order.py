@@ -5,8 +5,7 @@ after an undo the worktree holds a *later* version than the one recorded, after 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from guard.store import history
 
@@ -18,8 +17,7 @@ LATER = "later"
 _MADE_BY = ("re-recorded", "recorded", "fetched", "imported", "resolved")
 
 
-@dataclass(frozen=True)
-class Order:
+class Order(NamedTuple):
     """How the version a worktree holds stands to the recorded one."""
 
     held: str  # EARLIER or LATER than the recorded version
