@@ -52,10 +52,10 @@ BLOBS_ENTRY = "blobs"
 TAKEN_OVER = "took over the manifest as found"  # the first state of a manifest found without one
 STARTED = "no patches yet"  # the first state of a repository whose first change is a fetch
 _NO_REF = "0" * 40  # update-ref's "this ref must not exist yet"
-_HEAD_TRAILER = "Patchguard-Head: "
-_TIME_TRAILER = "Patchguard-Time: "
-_UNDOES_TRAILER = "Patchguard-Undoes: "
-_NOTE_TRAILER = "Patchguard-Note: "  # a state that changed no patch: nothing for undo
+_HEAD_TRAILER = "Patchguard-Head"
+_TIME_TRAILER = "Patchguard-Time"
+_UNDOES_TRAILER = "Patchguard-Undoes"
+_NOTE_TRAILER = "Patchguard-Note"  # a state that changed no patch: nothing for undo
 
 
 class Change(NamedTuple):
@@ -240,11 +240,11 @@ def _commit(
     import pygit2
 
     head = repo.head_commit()
-    trailers = [f"{_HEAD_TRAILER}{head or 'none'}", f"{_TIME_TRAILER}{now_utc()}"]
+    trailers = [f"{_HEAD_TRAILER}: {head or 'none'}", f"{_TIME_TRAILER}: {now_utc()}"]
     if undoes:
-        trailers.append(f"{_UNDOES_TRAILER}{undoes}")
+        trailers.append(f"{_UNDOES_TRAILER}: {undoes}")
     if note:
-        trailers.append(f"{_NOTE_TRAILER}yes")
+        trailers.append(f"{_NOTE_TRAILER}: yes")
     message = f"{subject}\n\n" + "".join(f"{t}\n" for t in trailers)
     try:
         signature = repo.git.default_signature
@@ -287,11 +287,7 @@ def walk(repo: Repo, start: str | None = None) -> Iterator[Change]:
 def _change(repo: Repo, oid: str) -> Change:
     message, committed, parents = _commit_fields(repo, oid)
     subject, _, body = message.partition("\n")
-    fields = {
-        line.split(": ", 1)[0] + ": ": line.split(": ", 1)[1]
-        for line in body.splitlines()
-        if ": " in line
-    }
+    fields = dict(line.split(": ", 1) for line in body.splitlines() if ": " in line)
     created = float(committed)
     with_time = fields.get(_TIME_TRAILER)
     if with_time:
