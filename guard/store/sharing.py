@@ -75,12 +75,12 @@ def push(repo: Repo, remote: str, *, take_back: bool = False) -> str:
     theirs = _remote_tip(repo, remote)
     taken = _taken_back(repo, theirs, tip) if theirs is not None else []
     if taken and not take_back:
+        them = "it" if len(taken) == 1 else "them"
         raise GuardFailure(
             f"pushing would take back {remote}'s {', '.join(taken)}: this clone undid the "
-            f"change that brought {'it' if len(taken) == 1 else 'them'} in, and the push would "
-            f"make that undo everyone's. Nothing was pushed. To take {'it' if len(taken) == 1 else 'them'} "
-            f"back for everyone: patchguard push --take-back {remote}; to keep "
-            f"{remote}'s: patchguard fetch {remote} --theirs"
+            f"change that brought {them} in, and the push would make that undo everyone's. "
+            f"Nothing was pushed. To take {them} back for everyone: patchguard push "
+            f"--take-back {remote}; to keep {remote}'s: patchguard fetch {remote} --theirs"
         )
     if taken:
         choice = f"chose to take back {remote}'s {', '.join(taken)} (pushed from here)"
@@ -122,10 +122,8 @@ def _taken_back(repo: Repo, theirs: str, tip: str) -> list[str]:
             break
         if change.undoes is None:
             continue
-        undone = history.walk(repo, change.undoes)
-        brought, before = next(undone), next(undone, None)
-        after_it = history.manifest_at(repo, brought.commit)
-        before_it = history.manifest_at(repo, before.commit if before else None)
+        before_it = history.manifest_at(repo, next(history.walk(repo, change.undoes)).parent)
+        after_it = history.manifest_at(repo, change.undoes)
         for name in changed_patches(before_it, after_it):
             if remote_state.patch(name) != ours.patch(name) and name not in taken:
                 taken.append(name)
