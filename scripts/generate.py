@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from guard.cli.app import cli
-from guard.store.bundle import BUNDLE_SCHEMA_FILE_NAME, bundle_schema
+from guard.store.bundle import BUNDLE_SCHEMA_FILE_NAME, Bundle
 from guard.store.schema import SCHEMA_FILE_NAME, json_schema
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -107,7 +107,7 @@ def _type_of(spec: dict[str, Any]) -> str:
 def outputs() -> dict[Path, str]:
     return {
         ROOT / "schemas" / SCHEMA_FILE_NAME: json_schema(),
-        ROOT / "schemas" / BUNDLE_SCHEMA_FILE_NAME: bundle_schema(),
+        ROOT / "schemas" / BUNDLE_SCHEMA_FILE_NAME: json_schema(Bundle),
         ROOT / "docs" / "cli.md": cli_reference(),
         ROOT / "docs" / "manifest.md": manifest_reference(),
     }

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from guard.errors import ConfigError
 from guard.git.atomic import atomic_write
@@ -20,16 +19,14 @@ from guard.store import history
 from guard.store import manifest as runtime
 from guard.store.derived import load_manifest
 from guard.store.manifest import select_patches
-from guard.store.schema import SCHEMA_VERSION, Manifest, ObjectId, parse_versioned
+from guard.store.schema import SCHEMA_VERSION, Manifest, ObjectId, Strict, parse_versioned
 
 BUNDLE_FORMAT: Final = "patchguard.bundle"
 BUNDLE_SCHEMA_FILE_NAME = "bundle.schema.json"
 
 
-class Bundle(BaseModel):
+class Bundle(Strict):
     """A self-contained export: the manifest, and the bytes of every blob it refers to."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     format: Literal["patchguard.bundle"] = Field(description="Always 'patchguard.bundle'.")
     schema_version: int = Field(
@@ -43,14 +40,8 @@ def export_bundle(repo: Repo, names: Sequence[str] = ()) -> str:
     """Every patch and guard, or only the patches named (their guards are the patches' own)."""
     manifest = load_manifest(repo)
     if names:
-        unknown = [n for n in names if manifest.patch(n) is None]
-        if unknown:
-            raise ConfigError(
-                f"no patch named {', '.join(unknown)} (recorded: "
-                f"{', '.join(p.name for p in manifest.patches) or 'none'}); to write the "
-                f"bundle to a file: patchguard export -o {unknown[0]}"
-            )
-        manifest = manifest._replace(patches=select_patches(manifest, names), guards=[])
+        hint = "; to write the bundle to a file: patchguard export -o {}"
+        manifest = manifest._replace(patches=select_patches(manifest, names, hint), guards=[])
     blobs = {oid: base64.b64encode(repo.blob(oid)).decode() for oid in sorted(manifest.blob_ids())}
     bundle = Bundle.model_validate(
         {
@@ -87,15 +78,13 @@ def parse_bundle(source: str, raw: bytes) -> tuple[runtime.Manifest, dict[str, s
     for oid, encoded in bundle.blobs.items():
         try:
             content = base64.b64decode(encoded, validate=True)
+            damage = "" if blob_id(content) == oid else "does not match its id"
         except binascii.Error as error:
+            damage = f"is not base64 ({error})"
+        if damage:
             raise ConfigError(
-                f"bundle {source}: the content of blob {oid} is not base64 ({error}); the bundle "
-                "is damaged, export it again with `patchguard export`"
-            ) from None
-        if blob_id(content) != oid:
-            raise ConfigError(
-                f"bundle {source}: the content of blob {oid} does not match its id; the bundle "
-                "is damaged, export it again with `patchguard export`"
+                f"bundle {source}: the content of blob {oid} {damage}; the bundle is damaged, "
+                "export it again with `patchguard export`"
             )
     manifest = runtime.Manifest.from_dict(bundle.manifest.model_dump(mode="json"))
     missing = manifest.blob_ids() - set(bundle.blobs)
@@ -110,9 +99,22 @@ def parse_bundle(source: str, raw: bytes) -> tuple[runtime.Manifest, dict[str, s
 def import_bundle(repo: Repo, source: str, raw: bytes) -> tuple[list[str], list[str]]:
     """Add the bundle's patches and guards; same-named patches are replaced (and said so).
     Returns what it did, line by line, and the patches whose recording it changed."""
-    manifest, blobs = parse_bundle(source, raw)
+    bundled, blobs = parse_bundle(source, raw)
     with repo.lock("import", store=True):
-        return _merge_bundle(repo, manifest, blobs, source)
+        refuse_unimportable(repo, bundled.patches, lambda oid: base64.b64decode(blobs[oid]))
+        for encoded in blobs.values():
+            repo.store_blob(base64.b64decode(encoded))
+        current = load_manifest(repo, missing_ok=True)
+        incoming = {p.name: p for p in bundled.patches}
+        lines = [_import_line(current.patch(name), patch) for name, patch in incoming.items()]
+        changed_patches = [n for n, p in incoming.items() if current.patch(n) != p]
+        patches = [incoming.pop(p.name, p) for p in current.patches] + list(incoming.values())
+        guards = list(dict.fromkeys([*current.guards, *bundled.guards]))
+        lines += [f"imported guard {g}" for g in bundled.guards if g not in current.guards]
+        changed = current._replace(patches=patches, guards=guards)
+        if changed != current:  # the same bundle twice: nothing to write, nothing to undo
+            history.save(repo, changed, f"imported from {source}: {', '.join(lines)}")
+        return lines, changed_patches
 
 
 def refuse_unimportable(
@@ -134,34 +136,9 @@ def refuse_unimportable(
                 )
 
 
-def _merge_bundle(
-    repo: Repo, bundled: runtime.Manifest, blobs: dict[str, str], source: str
-) -> tuple[list[str], list[str]]:
-    refuse_unimportable(repo, bundled.patches, lambda oid: base64.b64decode(blobs[oid]))
-    for encoded in blobs.values():
-        repo.store_blob(base64.b64decode(encoded))
-    current = load_manifest(repo, missing_ok=True)
-    incoming = {p.name: p for p in bundled.patches}
-    lines = [_import_line(current.patch(name), patch) for name, patch in incoming.items()]
-    changed_patches = [n for n, p in incoming.items() if current.patch(n) != p]
-    patches = [incoming.pop(p.name, p) for p in current.patches] + list(incoming.values())
-    guards = list(dict.fromkeys([*current.guards, *bundled.guards]))
-    lines += [f"imported guard {g}" for g in bundled.guards if g not in current.guards]
-    changed = current._replace(patches=patches, guards=guards)
-    if changed != current:  # the same bundle twice: nothing to write, nothing to undo
-        history.save(repo, changed, f"imported from {source}: {', '.join(lines)}")
-    return lines, changed_patches
-
-
 def _import_line(held: runtime.Patch | None, incoming: runtime.Patch) -> str:
     if held is None:
         return f"imported patch {incoming.name}"
     if held == incoming:
         return f"kept patch {incoming.name} (the bundle's is the same)"
     return f"replaced patch {incoming.name}"
-
-
-def bundle_schema() -> str:
-    schema = Bundle.model_json_schema()
-    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
-    return json.dumps(schema, indent=2, sort_keys=True) + "\n"

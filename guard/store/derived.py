@@ -1,11 +1,9 @@
 """manifest.json, derived from the history ref: how every reader gets the patches.
 
-Every state of the patches is a commit of refs/patchguard/history whose tree holds the manifest
-and its blobs (guard.store.history). The hooks read manifest.json, a copy of the newest state
-that names the commit it was made from (manifest.from). A reader that finds the copy stale (the
-ref moved, or a change to the patches was cut off) reads the ref's own manifest, holds it to the
-schema first, and rebuilds the copy from it: the next command completes what a killed writer
-began, before it decides anything. An invalid newest state is refused, never copied.
+The hooks read manifest.json, a copy of the history's newest state that names the commit it was
+made from (manifest.from). A reader that finds the copy stale (the ref moved, or a change was cut
+off) rebuilds it from the ref, so the next command completes what a killed writer began before
+it decides anything. An invalid newest state is refused, never copied.
 """
 
 from __future__ import annotations
@@ -37,7 +35,7 @@ class InvalidHistoryTip(ConfigError):
 
 def derive_manifest(layout: Layout, raw: bytes, commit: str) -> None:
     """manifest.json from the history commit `commit`, then the name of that commit, then the
-    transaction file gone: the last steps of every change to the patches (guard.store.history)."""
+    transaction file gone: the last steps of every change to the patches."""
     save_manifest(layout.manifest_path, raw)
     try:
         atomic_write(layout.derived_from_path, f"{commit}\n".encode())
@@ -59,9 +57,7 @@ def _read_text(path: Path) -> str | None:
 
 def load_manifest(repo: Repo, missing_ok: bool = False) -> Manifest:
     """The patches as the history holds them now, validated; the bytes are kept in
-    `manifest_bytes` (for the verified cache, and as the base a writer changes). A stale
-    manifest.json is derived again first, as the module's docstring says.
-    """
+    `manifest_bytes` (for the verified cache, and as the base a writer changes)."""
     path = repo.layout.manifest_path
     held = _history_if_derived_is_stale(repo)
     if held is not None:
@@ -76,14 +72,10 @@ def load_manifest(repo: Repo, missing_ok: bool = False) -> Manifest:
 
 def _history_if_derived_is_stale(repo: Repo) -> bytes | None:
     """The history's manifest (validated) when manifest.json lags the ref or is gone; else
-    None (manifest.json is the truth to read).
-
-    Two small file reads when all is well, and no git. manifest.json is stale when its
-    content is that of an earlier state of the history (a kill after the ref moved, a push
-    into this checkout, a file left by a patchguard that wrote no manifest.from). Edited
-    by hand (its content is no state of the history), it stays what the user made it and
-    the next change takes it over (guard.store.history), unless the ref moved meanwhile too:
-    then neither is chosen for the user."""
+    None (manifest.json is the truth to read). Two small file reads when all is well, and no
+    git. Edited by hand (its content is no state of the history), manifest.json stays what the
+    user made it and the next change takes it over, unless the ref moved meanwhile too: then
+    neither is chosen for the user."""
     layout = repo.layout
     try:
         derived: bytes | None = layout.manifest_path.read_bytes()
@@ -100,13 +92,14 @@ def _history_if_derived_is_stale(repo: Repo) -> bytes | None:
         raise ConfigError(not_a_commit(repo, found[0], found[1]))
     tip = found[0]
     held = _valid_history_manifest(repo, tip)
-    if derived is None or blob_id(derived) == blob_id(held) or cut_off:
-        _derive(repo, held, tip)
-        return held
-    untouched = named is not None and blob_id(derived) == repo.object_id(
-        f"{named}:{MANIFEST_ENTRY}", "blob"
-    )
-    if untouched or _is_earlier_state(repo, tip, blob_id(derived)):
+    ours = None if derived is None else blob_id(derived)
+    if (  # gone, or an earlier state (a kill after the ref moved, a push into this checkout)
+        ours is None
+        or ours == blob_id(held)
+        or cut_off
+        or (named is not None and ours == repo.object_id(f"{named}:{MANIFEST_ENTRY}", "blob"))
+        or _is_earlier_state(repo, tip, ours)
+    ):
         _derive(repo, held, tip)
         return held
     if named is not None and named != tip:
@@ -128,7 +121,7 @@ def _is_earlier_state(repo: Repo, tip: str, blob: str) -> bool:
 
 def _derived_remedy(repo: Repo) -> str | None:
     """What to do about a manifest.json the schema refuses, where a history holds the
-    patches: it is derived from the ref, so deleting it loses nothing but a hand edit."""
+    patches: deleting it loses nothing but a hand edit."""
     if repo.layout.history_tip() is None:
         return None
     return (
@@ -138,8 +131,8 @@ def _derived_remedy(repo: Repo) -> str | None:
 
 
 def not_a_commit(repo: Repo, oid: str, kind: str) -> str:
-    """One line for a history ref that points at something other than a commit; the way
-    back is the commit manifest.json was last derived from, when it is still there."""
+    """One line for a history ref that points at something other than a commit, with the
+    way back: the commit manifest.json was last derived from, when it is still there."""
     known = _read_text(repo.layout.derived_from_path)
     if known is not None and repo.object_id(known, "commit"):
         way_back = f"put it back where it was: git update-ref {HISTORY_REF} {known}"
@@ -156,8 +149,7 @@ def not_a_commit(repo: Repo, oid: str, kind: str) -> str:
 
 def _valid_history_manifest(repo: Repo, tip: str) -> bytes:
     """The manifest of the history's newest state, refused when the schema refuses it (a
-    push from another version, a hand update-ref), naming the last valid version: never
-    copied into manifest.json."""
+    push from another version, a hand update-ref), naming the last valid version."""
     held = repo.file_at(tip, MANIFEST_ENTRY)
     where = f"{HISTORY_REF} at {tip[:10]} ({_subject(repo, tip)})"
     if held is None:
@@ -217,9 +209,8 @@ def _subject(repo: Repo, commit: str) -> str:
 
 
 def _derive(repo: Repo, held: bytes, tip: str) -> None:
-    """Rebuild manifest.json from the ref, when no other patchguard is changing the
-    patches right now (it then does so itself) and the ref still holds `tip` (a writer
-    that finished meanwhile derived its own); a read-only store stays as it is."""
+    """Rebuild manifest.json from the ref, unless another patchguard is changing the patches
+    (it derives its own) or the ref moved off `tip`; a read-only store stays as it is."""
     with if_free(repo.layout.store_lock_path) as free:
         now = repo.read_object(HISTORY_REF) if free else None
         if now is not None and now[0] == tip:

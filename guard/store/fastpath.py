@@ -1,24 +1,12 @@
 """The nearly free path: "nothing the verdict depends on changed since it was last verified".
 
-A verified state is keyed by content, never by mtime or by commit id: the SHA-1 of the bytes
-of the manifest and of every guarded file in the worktree, then HEAD's entries for those files
-(as `git ls-tree` prints them: mode, type, id and path; a file HEAD lacks has no line). That is
-all a verdict reads, so a commit that touches no guarded file keeps the key, and a checkout to
-another commit with the same guarded files finds it. This module is the one implementation of
-the key: `patchguard check` and the hooks (guard.cli.hookrun, started by the hook scripts)
-compute it here with nothing but os and _sha1, and every key is kept under the namespace of
-all of patchguard's code (guard.git.own_code), so an upgrade trusts none of an older one's.
-
-HEAD's entries come from `git ls-tree`, or, for a commit the cache has seen, from the cache:
-a commit's tree never changes, so the entries of its verified paths are kept beside the keys
-and no second git process starts for a commit the cache knows (the commit id read from the ref
-files, as git would resolve it; any doubt runs ls-tree). For a commit it has not seen, the
-entries come from the index file when the index is HEAD's tree, as it is right after a commit or
-a checkout (guard.git.index_file). No key holds the index, so every use of a key asks it
-whether git left a guarded file unmerged (CurrentKey.verified); an index read whole and found
-without such entries is known again by its checksum, and not read again. A missing, damaged
-or outdated cache only means a miss, so the slow path (which writes the cache after a
-successful check) runs and decides.
+The one implementation of the key, for `check` and the hooks, with nothing but os and _sha1. A
+key is content, never mtime or commit id: the digests of the manifest and of every guarded file,
+then HEAD's entries for those files as `git ls-tree` prints them (all a verdict reads), so a
+checkout to another commit with the same guarded files finds it. HEAD's entries cost no git
+process for a commit the cache has seen, nor when the index is HEAD's tree. Keys live under the
+namespace of all of patchguard's code: an upgrade trusts none of an older one's. Any doubt is a
+miss: the slow path decides, and writes the cache.
 """
 
 from __future__ import annotations
@@ -47,60 +35,47 @@ if TYPE_CHECKING:
 
 CACHE_DIR_NAME = "patchguard-cache"  # per worktree: inside that worktree's own git dir
 VERIFIED_FILE = "verified"
-# The file: this first line, then one line per value, `NAME VALUE` for NAME in SECTIONS, then a
-# last line `end` (a torn file lacks it). Values hold no newline (remember() skips such paths).
+# The file: this first line, then `NAME VALUE` per value for NAME in SECTIONS, then `end` (a torn
+# file lacks it). Values hold no newline (remember() skips such paths). "heads" maps a commit to
+# its entries; "absent" and "present" are paths looked up but not read, which must stay so for
+# the keys to hold (guard.tree.worktree.Worktree.exists); "merged" holds the checksums of index
+# files read whole that held none of the paths unmerged; "model" is the model_namespace() that
+# verified them, "model_files" the identity of the files it was computed from.
 _HEAD = "patchguard verified keys 2"
 _END = "end"
-# The guarded paths; the keys, newest first; HEAD's entries by commit ("<commit> <entries, as
-# in a key>"); paths looked up but not read, which must stay absent, or present, for the keys
-# to hold (guard.tree.worktree.Worktree.exists); the model_namespace() that verified them; the
-# checksums of index files read whole that held none of the paths unmerged (newest first); the
-# identity of the files that namespace was computed from (guard.git.own_code.model_files).
 SECTIONS = ("paths", "keys", "heads", "absent", "present", "model", "merged", "model_files")
 MAX_VERIFIED = 32
 MAX_MERGED = 8
-# HEAD's entries for the guarded files.
-HEAD_LISTING = ("--literal-pathspecs", "ls-tree", "--full-tree")  # then COMMIT -- PATHS...
 
 
 def make_key(digests: Iterable[str], entries: str) -> str:
-    """One line: each file's digest, then HEAD's entries (key_entries)."""
     return "".join(found + " " for found in digests) + entries
 
 
-def key_entries(listing: str) -> str:
-    """ls-tree's lines, each followed by a space: how a key holds HEAD's entries."""
+def head_entries(
+    workdir: str, common_dir: str, commit: str, paths: Sequence[str], index: IndexFile | None
+) -> str | None:
+    """The entries of `paths` in `commit` (HEAD) as a key holds them: `git ls-tree`'s lines,
+    each followed by a space; from the index file when it can say, else from git (None: git
+    failed)."""
+    listing = None if index is None else index.head_entries(common_dir, commit, paths)
+    if listing is None:
+        ls_tree = ["--literal-pathspecs", "ls-tree", "--full-tree", commit, "--", *paths]
+        listing = _git_output(workdir, ls_tree)
+    if listing is None:
+        return None
     lines = listing.split("\n")
     if lines[-1] == "":
         lines.pop()
     return "".join(line + " " for line in lines)
 
 
-def head_listing(
-    workdir: str,
-    common_dir: str,
-    commit: str,
-    paths: Sequence[str],
-    index: IndexFile | None,
-) -> str | None:
-    """The entries of `paths` in `commit` (HEAD) as `git ls-tree` prints them, the key's
-    second half: from the index file when it can say (guard.git.index_file), else from git; None
-    when git fails."""
-    listing = None if index is None else index.head_entries(common_dir, commit, paths)
-    if listing is None:
-        listing = _git_output(workdir, [*HEAD_LISTING, commit, "--", *paths])
-    return listing
-
-
 def unmerged(
     workdir: str, git_dir: str, paths: Sequence[str], index: IndexFile | None
 ) -> bool | None:
-    """Does git's index hold unmerged entries for any of `paths` (None: git failed)?
-
-    No key holds the index: a conflict the user resolved by hand back to verified bytes,
-    without `git add`, is still a conflict (guard.tree.assess), so what trusts a key asks this:
-    of the index file itself (`index`, read once) when it can say, else of `git ls-files`.
-    """
+    """Does git's index hold unmerged entries for any of `paths` (None: git failed)? No key
+    holds the index, yet a conflict resolved by hand back to verified bytes, without `git add`,
+    is still a conflict (guard.tree.assess)."""
     said = None if index is None else index.unmerged(paths)
     if said is not None:
         return said
@@ -109,8 +84,7 @@ def unmerged(
 
 
 def _git_output(workdir: str, args: Sequence[str]) -> str | None:
-    """What `git -C workdir ARGS` prints, or None when it fails. (Only for what the ref files
-    and the index cannot say: a commit the cache has not seen, an index that is not HEAD's.)"""
+    """What `git -C workdir ARGS` prints, or None when it fails."""
     import subprocess
 
     try:
@@ -123,8 +97,6 @@ def _git_output(workdir: str, args: Sequence[str]) -> str | None:
 
 class CurrentKey:
     """The key of a worktree's content as it is now, with what it was looked up in."""
-
-    __slots__ = ("_verified", "git_dir", "index", "key", "keys", "merged", "paths", "workdir")
 
     def __init__(
         self,
@@ -142,13 +114,12 @@ class CurrentKey:
         self.workdir = workdir
         self.git_dir = git_dir
         self.index = index  # when HEAD's entries were read from it: not read again
-        self.merged = merged  # checksums of indexes known to hold none of the paths unmerged
+        self.merged = merged
         self._verified: bool | None = None
 
     @property
     def verified(self) -> bool:
-        """Was this content verified, with git's index holding none of its paths unmerged
-        (asked once: no key holds the index, see unmerged())?"""
+        """Was this content verified, with git's index holding none of its paths unmerged?"""
         if self._verified is None:
             self._verified = self.key in self.keys and self.unmerged() is False
         return self._verified
@@ -203,10 +174,9 @@ def current_key(start: str) -> CurrentKey | None:
         index = None
         if entries is None:
             index = IndexFile.read(git_dir)
-            listing = head_listing(workdir, common_dir, head or "HEAD", paths, index)
-            if listing is None:
+            entries = head_entries(workdir, common_dir, head or "HEAD", paths, index)
+            if entries is None:
                 return None
-            entries = key_entries(listing)
         key = make_key(digests, entries)
         return CurrentKey(key, paths, keys, workdir, git_dir, index, merged)
     except (OSError, UnicodeDecodeError, ValueError, PatchguardError):
@@ -214,7 +184,7 @@ def current_key(start: str) -> CurrentKey | None:
 
 
 def parse_verified(text: str) -> list[list[str]]:
-    """The values of each of SECTIONS, as _write_key wrote them; ValueError for anything else
+    """The values of each of SECTIONS, as remember() wrote them; ValueError for anything else
     (a torn, damaged or foreign file is a miss)."""
     lines = text.split("\n")
     if lines[0] != _HEAD or lines[-2:] != [_END, ""]:
@@ -230,9 +200,8 @@ def parse_verified(text: str) -> list[list[str]]:
 
 def derived_from_history(common_dir: str) -> bool:
     """Is manifest.json the patches as they are: no change to them cut off, and derived from
-    the history ref's commit (or there is no history ref)? The one decision of it, which
-    guard.store.derived makes before anything reads the manifest, and the key before it
-    trusts one (the files are guard.git.gitdir.Layout's)."""
+    the history ref's commit (or there is no history ref)? Asked by guard.store.derived before
+    anything reads the manifest, and here before a key is trusted."""
     store = os.path.join(common_dir, STORE_DIR_NAME)
     if os.path.exists(os.path.join(store, TRANSACTION_FILE_NAME)):
         return False
@@ -264,19 +233,15 @@ def remember(
 ) -> None:
     """Record that this content passed `check` at commit `head` (the commit whose files the
     verdict read), while the paths of `looked_up` were (absent, present); `index` is git's
-    index as the check read it.
-
-    The cache lists worktree-relative paths only; it is skipped when a path cannot be listed
-    safely one per line, or when the cache cannot be written (a read-only git dir).
-    """
+    index as the check read it. Skipped when a path cannot be listed one per line, or the cache
+    cannot be written (a read-only git dir)."""
     absent, present = (set(paths) for paths in looked_up)
     if any("\n" in path or "\r" in path for path in (*contents, *absent, *present)):
         return
     paths = sorted(contents)
-    listing = head_listing(workdir, common_dir, head, paths, index)
-    if listing is None:
+    entries = head_entries(workdir, common_dir, head, paths, index)
+    if entries is None:
         return
-    entries = key_entries(listing)
     key = make_key([digest(manifest_bytes), *(digest(contents[p]) for p in paths)], entries)
     merged = index.checksum if index is not None and index.unmerged(paths) is False else None
     from contextlib import suppress
@@ -285,7 +250,6 @@ def remember(
     from guard.git.atomic import atomic_write
     from guard.git.own_code import computed_from
 
-    # Added to what the verified file holds for the same paths and code.
     cache = os.path.join(git_dir, CACHE_DIR_NAME)
     verified_file = os.path.join(cache, VERIFIED_FILE)
     try:

@@ -1,16 +1,10 @@
 """The patches' history: every change to the manifest is a commit on `refs/patchguard/history`.
 
-StGit's model (its stack state is a commit whose parent is the previous state): each commit's
-tree holds `manifest.json` and, under `blobs/`, every blob that manifest refers to, so whatever a
-patch needs is reachable from the ref and `git gc` keeps it by construction. The first parent is
-the state before the change, and the message says what changed, at which HEAD and when. So
-`log` is a walk of first parents, an earlier version is a tree away, and `undo` is one more
-commit restoring the tree of the state before (the history keeps both).
-
-The ref is the truth; `manifest.json` in the common git dir is derived from it after every
-write, because the hooks' fast path reads that file with no git process at all. The ref is
-moved compare-and-swap (`git update-ref REF NEW OLD`): a writer whose manifest is not the state
-the ref holds, or whose update finds the ref moved, changes nothing and says to run it again.
+StGit's model: each commit's tree holds `manifest.json` and, under `blobs/`, every blob it
+refers to, so `git gc` keeps whatever a patch needs by construction; the first parent is the
+state before. So `log` is a walk of first parents, and `undo` one more commit restoring the
+state before (the history keeps both). The ref is the truth, moved compare-and-swap;
+`manifest.json` is derived from it after every write, for the hooks, which read it with no git.
 """
 
 from __future__ import annotations
@@ -43,7 +37,6 @@ from guard.store.manifest import (
     now_utc,
     parse_manifest,
     save_manifest,
-    serialize,
     validated_bytes,
 )
 
@@ -59,10 +52,10 @@ BLOBS_ENTRY = "blobs"
 TAKEN_OVER = "took over the manifest as found"  # the first state of a manifest found without one
 STARTED = "no patches yet"  # the first state of a repository whose first change is a fetch
 _NO_REF = "0" * 40  # update-ref's "this ref must not exist yet"
-_HEAD_TRAILER = "Patchguard-Head: "
-_TIME_TRAILER = "Patchguard-Time: "
-_UNDOES_TRAILER = "Patchguard-Undoes: "
-_NOTE_TRAILER = "Patchguard-Note: "  # a state that changed no patch: nothing for undo
+_HEAD_TRAILER = "Patchguard-Head"
+_TIME_TRAILER = "Patchguard-Time"
+_UNDOES_TRAILER = "Patchguard-Undoes"
+_NOTE_TRAILER = "Patchguard-Note"  # a state that changed no patch: nothing for undo
 
 
 class Change(NamedTuple):
@@ -76,30 +69,19 @@ class Change(NamedTuple):
     parent: str | None  # the state before it (the first parent)
     note: bool = False  # it changed no patch (a choice recorded at a push)
 
-    def when(self) -> str:
-        return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(self.created))
-
     def describe(self) -> str:
         """e.g. "re-recorded eagle3 (kimi_k25.py) at 2026-12-01 09:40:12"."""
-        return f"{self.subject} at {self.when()}"
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(self.created))
+        return f"{self.subject} at {when}"
 
 
 def current(repo: Repo) -> str | None:
-    """The commit the history ref points at; None before the first write.
-
-    A ref that points at anything but a commit (a blob put there by hand) is refused by
-    name: read as "no history", it would let the next write start the history over.
-
-    Read through git's batched cat-file (`log` needs no libgit2); anything but a commit there
-    is read through libgit2, which names it.
-    """
+    """The commit the history ref points at; None before the first write. Anything else
+    there is refused by name: read as "no history", it would let the next write start the
+    history over. (libgit2 only then, to name it: `log` needs none.)"""
     found = repo.read_object(HISTORY_REF)
     if found is not None and found[1] == "commit":
         return found[0]
-    return _current_by_libgit2(repo)
-
-
-def _current_by_libgit2(repo: Repo) -> str | None:
     import pygit2
 
     try:
@@ -128,22 +110,13 @@ def save(
     merged: str | None = None,
     note: bool = False,
 ) -> None:
-    """Every change to the patches, as one transaction (StGit's: prepare, then commit).
-
-    1. Objects: the blobs' tree and the new state's commit, on top of the state this writer
-       loaded (a failure here changed nothing anyone sees).
-    2. The transaction file, flushed: from here until step 5, no verified key is trusted and
-       the next command derives manifest.json from the ref again (guard.store.derived.load_manifest).
-    3. The ref, compare-and-swap: the change is made, or refused whole.
-    4. manifest.json derived from the new state, then the name of that state beside it.
-    5. The transaction file removed.
-    A writer killed anywhere leaves either the old state or the new one, whole: the ref is the
-    truth, and whatever was derived from it is derived again before anything is decided.
-    Only a holder of the store's lock may write (a writer that forgot it is a bug: exit 3),
-    so two writers in any worktrees take turns instead of refusing each other.
-    `change` says what changed, for `patchguard log` ("recorded eagle3 (2 files)"); a `note`
-    changes no patch but is kept in the history all the same (a choice made at a push);
-    `merged` is a second parent (a fetch's remote state), `undoes` the change taken back.
+    """Every change to the patches, as one transaction: the objects, then the transaction
+    file (while it stands, no verified key is trusted and the next command derives
+    manifest.json again), the ref moved compare-and-swap, manifest.json derived, the file
+    removed. A writer killed anywhere leaves the old state or the new one, whole. Only a holder
+    of the store's lock may write, so writers in any worktrees take turns instead of refusing
+    each other. `change` is the subject `log` shows; a `note` changes no patch (a choice made
+    at a push); `merged` is a second parent (a fetch's), `undoes` the change taken back.
     """
     if not held(repo.layout.store_lock_path):
         raise GuardError(
@@ -155,11 +128,11 @@ def save(
             exit_code=EXIT_INTERNAL,
         )
     raw = validated_bytes(manifest)
-    with repo.writing_objects():  # step 1
+    with repo.writing_objects():
         old = current(repo)
         parent = _parent_for(repo, old)
         if parent is None and merged is not None:  # a first fetch: undo goes back to no patches
-            parent = _commit(repo, _tree(repo, serialize(Manifest()), set()), [], STARTED)
+            parent = _commit(repo, _tree(repo, validated_bytes(Manifest()), set()), [], STARTED)
         tree = _tree(repo, raw, manifest.blob_ids())
         same = parent is not None and _commit_at(repo, parent).tree_id == tree
         new = None
@@ -173,7 +146,15 @@ def save(
             derive_manifest(repo.layout, raw, old)
         repo.manifest_bytes = raw
         return
-    _begin(repo, old, new, change)
+    said = f"{HISTORY_REF}: {old or 'none'} -> {new}: {change}\n"  # for a person; read by none
+    try:
+        repo.layout.store_dir.mkdir(parents=True, exist_ok=True)
+        atomic_write(repo.layout.transaction_path, said.encode())
+    except OSError as error:
+        raise ConfigError(
+            f"cannot write {repo.layout.transaction_path}: {error.strerror}; nothing was "
+            "changed. Free space, or run patchguard as a user who can write the repository."
+        ) from None
     faults.point("store-begun")
     try:
         _move_ref(repo, new, old, change)
@@ -196,28 +177,10 @@ def save(
     repo.manifest_bytes = raw
 
 
-def _begin(repo: Repo, old: str | None, new: str, change: str) -> None:
-    """Step 2 of save: the transaction file, flushed before the ref may move."""
-    said = f"{HISTORY_REF}: {old or 'none'} -> {new}: {change}\n"  # for a person; read by none
-    try:
-        repo.layout.store_dir.mkdir(parents=True, exist_ok=True)
-        atomic_write(repo.layout.transaction_path, said.encode())
-    except OSError as error:
-        raise ConfigError(
-            f"cannot write {repo.layout.transaction_path}: {error.strerror}; nothing was "
-            "changed. Free space, or run patchguard as a user who can write the repository."
-        ) from None
-
-
 def _parent_for(repo: Repo, old: str | None) -> str | None:
-    """The state this write goes on top of, taking over a manifest the history does not hold.
-
-    No history yet: an existing manifest (its history ref deleted, or the manifest copied in
-    by hand) becomes the first commit exactly as found. A manifest that is an earlier
-    state of the history was loaded before another writer's change: refused. Any other
-    manifest was written outside patchguard (by hand, by an older version): it is kept as a
-    change of its own, so nothing is lost.
-    """
+    """The state this write goes on top of. A manifest the history does not hold is taken
+    over as a change of its own (the first, with no history yet), so nothing is lost; one that
+    is an earlier state was loaded before another writer's change: refused."""
     loaded = repo.manifest_bytes
     if old is None:
         if not loaded:
@@ -277,11 +240,11 @@ def _commit(
     import pygit2
 
     head = repo.head_commit()
-    trailers = [f"{_HEAD_TRAILER}{head or 'none'}", f"{_TIME_TRAILER}{now_utc()}"]
+    trailers = [f"{_HEAD_TRAILER}: {head or 'none'}", f"{_TIME_TRAILER}: {now_utc()}"]
     if undoes:
-        trailers.append(f"{_UNDOES_TRAILER}{undoes}")
+        trailers.append(f"{_UNDOES_TRAILER}: {undoes}")
     if note:
-        trailers.append(f"{_NOTE_TRAILER}yes")
+        trailers.append(f"{_NOTE_TRAILER}: yes")
     message = f"{subject}\n\n" + "".join(f"{t}\n" for t in trailers)
     try:
         signature = repo.git.default_signature
@@ -324,11 +287,7 @@ def walk(repo: Repo, start: str | None = None) -> Iterator[Change]:
 def _change(repo: Repo, oid: str) -> Change:
     message, committed, parents = _commit_fields(repo, oid)
     subject, _, body = message.partition("\n")
-    fields = {
-        line.split(": ", 1)[0] + ": ": line.split(": ", 1)[1]
-        for line in body.splitlines()
-        if ": " in line
-    }
+    fields = dict(line.split(": ", 1) for line in body.splitlines() if ": " in line)
     created = float(committed)
     with_time = fields.get(_TIME_TRAILER)
     if with_time:
@@ -370,12 +329,9 @@ def _commit_at(repo: Repo, oid: str) -> pygit2.Commit:
 
 
 def earlier_versions(repo: Repo, name: str, path: str, depth: int = 20) -> list[FileChange]:
-    """What patch `name` held for `path` in the last `depth` states, newest first, each once.
-
-    A worktree may still hold one of them after the patch was updated elsewhere (a fetch, an
-    import, a re-record in another worktree): guard.tree.assess then upgrades it, where a look at
-    the definitions alone would call the stale copy applied.
-    """
+    """What patch `name` held for `path` in the last `depth` states, newest first, each once:
+    a worktree may still hold one after the patch was updated elsewhere, and guard.tree.assess
+    upgrades it where the definitions alone would call the stale copy applied."""
     found: dict[str, FileChange] = {}
     for change in itertools.islice(walk(repo), depth):
         try:
@@ -410,9 +366,8 @@ def manifest_at(repo: Repo, oid: str | None) -> Manifest:
 
 
 def log_changes(repo: Repo, name: str | None) -> list[dict[str, Any]]:
-    """`patchguard log [NAME]` as data, newest first, each change's time in seconds since the
-    epoch ("created"; guard.cli.render words it in local time): entry N is what `show NAME@{N}`
-    and `undo --list` call N (0 is the newest). A function of the history's tip alone."""
+    """`patchguard log [NAME]` as data, newest first: entry N is what `show NAME@{N}` and
+    `undo --list` call N. A function of the history's tip alone."""
     found = _changes_of(repo, name)
     if name is not None and not found:
         raise ConfigError(
@@ -422,9 +377,8 @@ def log_changes(repo: Repo, name: str | None) -> list[dict[str, Any]]:
 
 
 def _changes_of(repo: Repo, name: str | None) -> list[dict[str, Any]]:
-    """log_changes, or [] for a patch with no history; with `name`, only the changes that
-    altered that patch. A state that is not a valid manifest changed nothing (its "invalid"
-    says why)."""
+    """log_changes, or [] for a patch with no history. A state that is not a valid manifest
+    changed nothing (its "invalid" says why)."""
     entries = []
     before = Manifest()  # the state before each change: the last valid one, oldest first
     for change in reversed(list(walk(repo))):
@@ -501,10 +455,8 @@ def undoable(repo: Repo) -> list[Change]:
 
 
 def undo_change(repo: Repo, change: Change) -> None:
-    """A new state holding the manifest from before `change` (the history keeps both).
-
-    A newest state that is not a valid manifest can be taken back too: that is the way out
-    the refusal to read it names."""
+    """A new state holding the manifest from before `change`. A newest state that is not a
+    valid manifest can be taken back too: the way out its refusal names."""
     from guard.store.derived import InvalidHistoryTip
 
     with repo.lock("undo", store=True):  # it rewrites the shared manifest

@@ -1,17 +1,13 @@
 """All-or-nothing writes with undo, for apply, unapply, undo and drop.
 
-Each operation gets an entry under the worktree's git dir. First the old bytes (and permission
-bits) of every file it touches are kept there, in one pack, and the entry is marked
-`writing`; both are flushed to disk, three fsyncs for the whole operation however many files
-it writes (Journal.mark_writing). Only then are the files replaced, each atomically (not
-flushed: as git does not flush what it checks out, and the pack holds their old bytes); then
-the entry is marked `done` (not flushed either: recover() finds every file as written), and
-is what `patchguard undo` puts back. Kept bytes carry their blob id, so a damaged copy is
-never put back. Nothing is on disk before that first flush, so a journal discarded before
-write() changed nothing. So a set of files is changed whole or not at all: a write that
-fails puts back the files written before it, and a writer killed in between leaves its entry
-`writing`, which the next writer (recover) puts back before it starts. Only the newest entries
-are kept.
+Each operation gets an entry under the worktree's git dir: the old bytes (and permission bits)
+of every file it touches, in one pack, and the mark `writing`, flushed with three fsyncs however
+many files (Journal.mark_writing). Only then are the files replaced, each atomically but not
+flushed (as git does not flush a checkout: the pack holds their old bytes), and the entry marked
+`done`, for `patchguard undo`. So a set of files changes whole or not at all: a write that fails
+puts back the files written before it, and a writer killed in between leaves its entry
+`writing`, which the next writer puts back first (recover). Kept bytes carry their blob id, so
+a damaged copy is never put back.
 """
 
 from __future__ import annotations
@@ -46,9 +42,8 @@ _passing = False  # inside passing(): the writes are a hunt's own moves, not the
 @contextmanager
 def passing() -> Iterator[None]:
     """Writes that are all or nothing as ever, but leave nothing for `undo`: a regression
-    hunt's applies and lifts at each commit it measures. The user changed nothing by them (the
-    hunt puts the tree back as it was), so `undo` afterwards takes back the user's last change,
-    and the user's entries are not pruned to make room for the hunt's."""
+    hunt's own moves, which the user did not make (the hunt puts the tree back), so `undo`
+    still takes back the user's last change, and the user's entries are not pruned for them."""
     global _passing
     before, _passing = _passing, True
     try:
@@ -77,11 +72,9 @@ class Journal:
         patch: str,
         modes: tuple[int | None, int | None] = (None, None),
     ) -> None:
-        """Keep `before` and note `after` (None: delete), for write() to put in place.
-
-        `modes`: the permission bits of the file before, and those a file that is created gets.
-        Nothing is on disk before write(): a journal discarded before it changed nothing.
-        """
+        """Keep `before` and note `after` (None: delete), for write() to put in place; `modes`:
+        the file's permission bits before, and those a file that is created gets. Nothing is on
+        disk before write(): a journal discarded before it changed nothing."""
         if patch not in self.patches:
             self.patches.append(patch)
         after_blob = None if after is None else blob_id(after)
@@ -106,48 +99,46 @@ class Journal:
         self._writes[path] = (after, created_mode)
 
     def write(self, repo: Repo) -> None:
-        """Replace every kept file, in order, all or nothing; then the entry is done.
-
-        A file that cannot be written puts back the ones written before it, and the message
-        says what became of each file.
+        """Replace every kept file, in order, all or nothing; then the entry is done. A file
+        that cannot be written puts back the ones written before it, saying what became of each.
         """
         if not self._writes:
             return
         entry = self.mark_writing()
         faults.point("journal-marked")
         with one_walk():  # one package's directories walked once, however many files
-            self._put_all(repo, entry)
+            for path, (after, mode) in self._writes.items():
+                try:
+                    _put(repo, path, after, mode)
+                    faults.point("journal-first-file")
+                except OSError as error:
+                    stuck, said = _roll_back(repo, entry, self._record(WRITING))
+                    if not stuck:
+                        self.discard()
+                    raise ConfigError(
+                        f"cannot write {path}: {error.strerror}; {said}. Free space or "
+                        "make it writable, then run the command again."
+                    ) from None
         faults.point("journal-written")
         if _passing:  # every file is written: the entry has served its all-or-nothing
             self.discard()
             return
         self._save(DONE, durable=False)  # lost: recover() finds every file as written
 
-    def _put_all(self, repo: Repo, entry: Path) -> None:
-        for path, (after, mode) in self._writes.items():
-            try:
-                _put(repo, path, after, mode)
-                faults.point("journal-first-file")
-            except OSError as error:
-                stuck, said = _roll_back(repo, entry, self._record(WRITING))
-                if not stuck:
-                    self.discard()
-                raise ConfigError(
-                    f"cannot write {path}: {error.strerror}; {said}. Free space or "
-                    "make it writable, then run the command again."
-                ) from None
-
     def mark_writing(self) -> Path:
-        """The one flushed step: from here on, a writer killed before `done` has its files put
-        back by the next writer (recover); before it, nothing was written. Returns the entry.
-
-        Three fsyncs: the pack's bytes, the journal's, then the entry's directory, which makes
-        both names durable at once. The pack is written in place (the entry is new, and
-        nothing reads a pack without the journal that names it); a power loss before the
-        directory's fsync may keep the journal's name without the pack's, but then no file
-        was written yet, and recover() reads the entry as one killed before its journal."""
+        """The one flushed step, returning the entry: from here on, a writer killed before
+        `done` has its files put back by the next writer (recover). Three fsyncs: the pack, the
+        journal, then the entry's directory, which makes both names durable at once. A power
+        loss before that may keep the journal's name without the pack's, but then no file was
+        written yet, and recover() reads the entry as one killed before its journal."""
         try:  # the old bytes first, then the mark that names them
-            self.entry = entry = self._new_entry()
+            self.root.mkdir(parents=True, exist_ok=True)
+            entries = [] if _passing else _entries(self.root)  # a passing entry is gone at once
+            for stale in entries[: max(0, len(entries) - KEEP_ENTRIES + 1)]:
+                _remove_tree(stale)
+            entry = self.root / f"{time.time_ns():020d}-{self.operation}"
+            entry.mkdir()
+            self.entry = entry
             with open(entry / PACK_FILE, "xb") as pack:
                 pack.write(self._kept)
                 pack.flush()
@@ -182,15 +173,6 @@ class Journal:
         assert self.entry is not None
         raw = json.dumps(self._record(state), indent=2).encode()
         atomic_write(self.entry / JOURNAL_FILE, raw, durable=durable)
-
-    def _new_entry(self) -> Path:
-        self.root.mkdir(parents=True, exist_ok=True)
-        entries = [] if _passing else _entries(self.root)  # a passing entry is gone at once
-        for stale in entries[: max(0, len(entries) - KEEP_ENTRIES + 1)]:
-            _remove_tree(stale)
-        entry = self.root / f"{time.time_ns():020d}-{self.operation}"
-        entry.mkdir()
-        return entry
 
 
 def _put(repo: Repo, path: str, content: bytes | None, mode: int | None) -> None:
@@ -233,15 +215,10 @@ def _roll_back(repo: Repo, entry: Path, record: dict[str, Any]) -> tuple[list[st
 
 
 def recover(repo: Repo) -> Entry | None:
-    """Finish what a killed writer left, before anything else is written (under the lock).
-
-    Every writer of entries (apply, unapply, undo) calls this first, so only the newest
-    entry can be unfinished, and only it is looked at: the hooks pay for one entry, not ten.
-    Still `writing` with every file as it meant to write them, it is done;
-    otherwise its files are put back as they were before it, and it is gone. Its temp files,
-    or the entry itself when the kill came before its journal, are swept. Returns the entry
-    that was put back, if any.
-    """
+    """Finish what a killed writer left, before anything else is written (under the lock);
+    returns the entry whose files were put back, if any. Every writer of entries calls this
+    first, so only the newest entry can be unfinished, and only it is read: the hooks pay for
+    one entry, not ten."""
     root = repo.layout.git_dir / UNDO_DIR_NAME
     try:
         path = root / max(os.listdir(root))  # names sort by time
@@ -347,16 +324,12 @@ def _entry(path: Path, record: dict[str, Any]) -> Entry:
 
 
 def undo(repo: Repo, entry_path: Path | None = None) -> Entry:
-    """Put back the files of the last operation (or of one entry); refuse if any was edited since.
-
-    The files are put back as one more journaled write, so an undo too is all or nothing. It
-    changes no patch (the history's undo does that: guard.store.history.undo_change), so a
-    move's own put-back never waits for another worktree's record. An operation a killed
-    writer left half done is what the last undo means: it is put back.
-    """
+    """Put back the files of the last operation (or of one entry), as one more journaled
+    write; refuse if any was edited since. It changes no patch (guard.store.history.undo_change
+    does), so a move's own put-back never waits for another worktree's record."""
     with repo.lock("undo"):
         recovered = recover(repo)
-        if recovered is not None and entry_path is None:
+        if recovered is not None and entry_path is None:  # killed half done: the last undo
             return recovered
         entry_path = entry_path or latest_entry(repo)
         if entry_path is None:
@@ -394,24 +367,20 @@ def undo(repo: Repo, entry_path: Path | None = None) -> Entry:
 
 
 def forget(entry: Path) -> None:
-    """Drop one finished entry that is no change of the user's: a regression hunt's own lift,
-    whose put-back could not take it back byte for byte (it came home to other bytes), or that
-    a hunt killed outright left behind (guard.hunt.hunt). Gone already, or not an entry (a
-    note edited by hand): nothing to do."""
+    """Drop one finished entry that is no change of the user's (a regression hunt's own lift,
+    put back to other bytes or left by a killed hunt); anything but an entry is left alone."""
     if entry.parent.name == UNDO_DIR_NAME and (entry / JOURNAL_FILE).is_file():
         _remove_tree(entry)
 
 
 def kept_before(entry: Path, item: dict[str, Any]) -> bytes | None:
-    """The bytes an entry kept of a file before it wrote it (None: there was no file).
-
-    Raises GuardFailure when the copy is not the one kept (torn by a power loss); an entry of
-    an earlier patchguard has no blob id to check against.
-    """
+    """The bytes an entry kept of a file before it wrote it (None: there was no file);
+    GuardFailure when the copy is not the one kept (torn by a power loss). An earlier
+    patchguard kept one file each, with no blob id to check against."""
     if not item["before"]:
         return None
     with (entry / str(item["before"])).open("rb") as kept:
-        if "offset" in item:  # in the entry's pack (an earlier patchguard kept a file each)
+        if "offset" in item:
             kept.seek(int(item["offset"]))
             before = kept.read(int(item["size"]))
         else:
@@ -425,9 +394,8 @@ def kept_before(entry: Path, item: dict[str, Any]) -> bytes | None:
 
 
 def _remove_tree(path: Path) -> None:
-    """An entry's files (a pack, its journal, temp files), then the entry, ignoring errors.
-    shutil.rmtree only for what else is in it: shutil loads the bz2 and lzma modules, which
-    every re-apply (it removes the oldest entry) would pay for."""
+    """An entry's files, then the entry, ignoring errors; shutil.rmtree only for what else is
+    in it: shutil loads the bz2 and lzma modules, which every re-apply would pay for."""
     try:
         for name in os.listdir(path):
             os.unlink(path / name)

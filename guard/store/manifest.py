@@ -1,13 +1,11 @@
 """The manifest: which patches exist, what they change, and which symbols they guarantee.
 
-These are the runtime records, NamedTuples (immutable, and cheap to define: every command loads
-them; no code changes a list of theirs in place, so an empty default is shared). Their fields
-mirror the pydantic models in guard.store.schema, which validate every manifest before it is
-used (a test keeps the two in step). Validating costs more than a whole hook should (importing
-pydantic alone does), so the content hash of every byte string that passed is remembered beside
-the manifest: the same bytes are then read with json alone. Keyed by content, never by mtime or
-path, in the namespace of patchguard's own code (guard.git.own_code): another version's schema
-may refuse what this one's passed.
+The runtime records are NamedTuples, cheap to define for every command (no code changes a list
+of theirs in place, so an empty default is shared); they mirror guard.store.schema's models (a
+test keeps them in step). Importing pydantic costs more than a whole hook, so the content hash of
+every manifest that passed the schema is remembered beside it, and the same bytes are then read
+with json alone; in the namespace of patchguard's own code: another version's schema may refuse
+what this one's passed.
 """
 
 from __future__ import annotations
@@ -29,12 +27,8 @@ _KEEP_VALIDATED = 16
 
 
 class Resolution(NamedTuple):
-    """The same change, made by hand on another version of upstream's file (`resolve`).
-
-    Where the recorded change does not merge with upstream's file, the user puts the file into
-    the right shape once; from then on moves carry the patch from whichever version (the
-    recording or a resolution) has the base nearest to the file at hand.
-    """
+    """The same change, made by hand on another version of upstream's file (`resolve`): moves
+    carry the patch from whichever version has the base nearest to the file at hand."""
 
     base_blob: str  # upstream's file where it was resolved (HEAD's, at `commit`)
     patched_blob: str
@@ -128,13 +122,16 @@ def changed_patches(before: Manifest, after: Manifest) -> list[str]:
     return [name for name in names if after.patch(name) != before.patch(name)]
 
 
-def select_patches(manifest: Manifest, names: Sequence[str]) -> list[Patch]:
-    """Patches by name in manifest order; all of them when no names are given."""
+def select_patches(
+    manifest: Manifest, names: Sequence[str], hint: str = ". See `patchguard list`."
+) -> list[Patch]:
+    """Patches by name in manifest order; all of them when no names are given. `hint` ends
+    the refusal of an unknown name; `{}` in it is the first unknown name."""
     unknown = [n for n in names if manifest.patch(n) is None]
     if unknown:
         known = ", ".join(p.name for p in manifest.patches) or "none"
         raise ConfigError(
-            f"no patch named {', '.join(unknown)} (recorded: {known}). See `patchguard list`."
+            f"no patch named {', '.join(unknown)} (recorded: {known})" + hint.format(unknown[0])
         )
     return [p for p in manifest.patches if not names or p.name in names]
 
@@ -142,10 +139,9 @@ def select_patches(manifest: Manifest, names: Sequence[str]) -> list[Patch]:
 def parse_manifest(
     raw: bytes, path: Path, *, source: str | None = None, remedy: str | None = None
 ) -> Manifest:
-    """Validated on first sight (guard.store.schema); the same bytes later with json alone.
-
-    `path` is the manifest.json beside which validated contents are remembered; `source`
-    names where `raw` came from in a refusal (default: that path), `remedy` what to do."""
+    """Validated on first sight, the same bytes later with json alone. `path` is the
+    manifest.json beside which validated contents are remembered; `source` names where `raw`
+    came from in a refusal (default: that path), `remedy` what to do."""
     digest = validated_key(raw)
     if digest in _validated(path):
         return Manifest.from_dict(json.loads(raw))
@@ -162,7 +158,7 @@ def validated_bytes(manifest: Manifest) -> bytes:
 
     data = manifest.to_dict()
     schema.validate_data(schema.Manifest, data, "refusing to write an invalid manifest")
-    return serialize(manifest)
+    return (json.dumps(data, indent=2) + "\n").encode()
 
 
 def save_manifest(path: Path, raw: bytes) -> None:
@@ -182,11 +178,6 @@ def save_manifest(path: Path, raw: bytes) -> None:
 def validated_key(raw: bytes) -> str:
     """How the bytes are remembered as valid: by content, for this patchguard's schema."""
     return f"{model_namespace()}-{blob_id(raw)}"
-
-
-def serialize(manifest: Manifest) -> bytes:
-    """The manifest's bytes as save_manifest writes them."""
-    return (json.dumps(manifest.to_dict(), indent=2) + "\n").encode()
 
 
 def _validated(manifest_path: Path) -> list[str]:

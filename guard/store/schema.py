@@ -1,8 +1,8 @@
 """The manifest's schema: pydantic models that validate it and generate `schemas/`.
 
-Every manifest byte string is validated here before patchguard uses it, so a hand-broken file
-is reported by name and field, never half-used. guard.store.manifest holds the runtime records and
-comes here only for bytes it has not validated before (pydantic is too heavy for every hook).
+Every manifest is validated here before patchguard uses it, so a hand-broken file is reported
+by name and field, never half-used (guard.store.manifest comes here only for bytes it has not
+validated before: pydantic is too heavy for every hook).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ SCHEMA_FILE_NAME = "manifest.schema.json"
 
 
 def _repo_path(value: str) -> str:
-    """A path inside the worktree as git's verify_path allows it (guard.git.worktree_paths)."""
+    """A path inside the worktree as git's verify_path allows it."""
     problem = name_problem(value)
     if problem is not None:
         raise ValueError(problem)
@@ -65,11 +65,11 @@ PatchName = Annotated[
 _Model = TypeVar("_Model", bound=BaseModel)
 
 
-class _Strict(BaseModel):
+class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class Resolution(_Strict):
+class Resolution(Strict):
     """The same change made by hand on another version of upstream's file (`patchguard resolve`)."""
 
     base_blob: ObjectId = Field(description="Blob id of upstream's file where it was resolved.")
@@ -79,7 +79,7 @@ class Resolution(_Strict):
     created_at: datetime = Field(description="When the resolution was made (UTC).")
 
 
-class FileChange(_Strict):
+class FileChange(Strict):
     """One file of a patch, as recorded: enough to re-apply it by 3-way merge."""
 
     path: RepoPath
@@ -104,7 +104,7 @@ class FileChange(_Strict):
     )
 
 
-class Patch(_Strict):
+class Patch(Strict):
     """A named local change that patchguard keeps in the working tree."""
 
     name: PatchName
@@ -117,7 +117,7 @@ class Patch(_Strict):
     )
 
 
-class Manifest(_Strict):
+class Manifest(Strict):
     """Everything patchguard guards in one repository (shared by its linked worktrees)."""
 
     schema_version: int = Field(
@@ -196,8 +196,8 @@ def describe_validation(error: ValidationError) -> str:
     return "; ".join(parts) + (f"; and {more} more" if more > 0 else "")
 
 
-def json_schema() -> str:
-    """The JSON Schema of the manifest, as committed in schemas/."""
-    schema = Manifest.model_json_schema()
+def json_schema(model: type[BaseModel] = Manifest) -> str:
+    """The JSON Schema of the manifest (or of another file's model), as committed in schemas/."""
+    schema = model.model_json_schema()
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     return json.dumps(schema, indent=2, sort_keys=True) + "\n"

@@ -1,17 +1,15 @@
-"""Sharing the patches through any git remote: push and fetch the history ref with plain git.
+"""Sharing the patches through any git remote: push and fetch the history ref with plain git,
+so whatever reaches the code reaches the patches.
 
-The transport is git's own (`git push`/`git fetch` through run_git: a bare repository, another
-node over ssh, a fork), so whatever reaches the code reaches the patches. A fetch merges patch
-by patch against the last state both sides had (their merge base), as git merges files: a
-patch changed on one side only comes in (or stays); one changed on both sides is refused by
-name unless the user chose a side, and the merge commit keeps both parents, so nothing either
-side had is lost and the next fetch or push starts from there.
+A fetch merges patch by patch against the merge base, as git merges files: a patch changed on
+both sides is refused by name unless the user chose a side, and the merge commit keeps both
+parents, so nothing either side had is lost and the next fetch or push starts from there.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from guard.errors import ConfigError, GuardFailure
 from guard.git.gitpaths import HISTORY_REF
@@ -26,8 +24,7 @@ OURS = "ours"
 FETCH_JSON_FORMAT = "patchguard.fetch/1"
 
 
-@dataclass(frozen=True)
-class Came:
+class Came(NamedTuple):
     """One thing a fetch changed here: a patch or a guard, and how."""
 
     kind: str  # "new", "updated", "dropped", "took-theirs", "kept-ours", "new-guard", ...
@@ -44,18 +41,13 @@ class Came:
             "dropped-guard": "dropped guard {}",
         }[self.kind].format(self.name)
 
-    @property
-    def is_patch(self) -> bool:
-        return not self.kind.endswith("-guard")
 
-
-@dataclass
-class Fetched:
+class Fetched(NamedTuple):
     """What `fetch` did: the changes it brought, patch by patch (none: already up to date)."""
 
     remote: str
     up_to_date: bool
-    changes: list[Came] = field(default_factory=list)
+    changes: list[Came] = []  # noqa: RUF012
 
     def lines(self) -> list[str]:
         if self.up_to_date:
@@ -65,7 +57,9 @@ class Fetched:
     @property
     def patches(self) -> list[str]:
         """The patches whose recording changed here (the worktree may not hold them as now)."""
-        return [c.name for c in self.changes if c.is_patch and c.kind != "kept-ours"]
+        return [
+            c.name for c in self.changes if c.kind in ("new", "updated", "dropped", "took-theirs")
+        ]
 
 
 def push(repo: Repo, remote: str, *, take_back: bool = False) -> str:
@@ -81,12 +75,12 @@ def push(repo: Repo, remote: str, *, take_back: bool = False) -> str:
     theirs = _remote_tip(repo, remote)
     taken = _taken_back(repo, theirs, tip) if theirs is not None else []
     if taken and not take_back:
+        them = "it" if len(taken) == 1 else "them"
         raise GuardFailure(
             f"pushing would take back {remote}'s {', '.join(taken)}: this clone undid the "
-            f"change that brought {'it' if len(taken) == 1 else 'them'} in, and the push would "
-            f"make that undo everyone's. Nothing was pushed. To take {'it' if len(taken) == 1 else 'them'} "
-            f"back for everyone: patchguard push --take-back {remote}; to keep "
-            f"{remote}'s: patchguard fetch {remote} --theirs"
+            f"change that brought {them} in, and the push would make that undo everyone's. "
+            f"Nothing was pushed. To take {them} back for everyone: patchguard push "
+            f"--take-back {remote}; to keep {remote}'s: patchguard fetch {remote} --theirs"
         )
     if taken:
         choice = f"chose to take back {remote}'s {', '.join(taken)} (pushed from here)"
@@ -128,10 +122,8 @@ def _taken_back(repo: Repo, theirs: str, tip: str) -> list[str]:
             break
         if change.undoes is None:
             continue
-        undone = history.walk(repo, change.undoes)
-        brought, before = next(undone), next(undone, None)
-        after_it = history.manifest_at(repo, brought.commit)
-        before_it = history.manifest_at(repo, before.commit if before else None)
+        before_it = history.manifest_at(repo, next(history.walk(repo, change.undoes)).parent)
+        after_it = history.manifest_at(repo, change.undoes)
         for name in changed_patches(before_it, after_it):
             if remote_state.patch(name) != ours.patch(name) and name not in taken:
                 taken.append(name)

@@ -1,8 +1,5 @@
-"""The syntax of a required symbol, `path/to/file.py::Class.method`.
-
-A spec is text in the manifest before it is a name to look for: the schema (guard.store.schema)
-validates it, so its syntax lives in the store layer, below the reading that resolves it
-(guard.truth.symbols).
+"""The syntax of a required symbol, `path/to/file.py::Class.method`: here, below the reading
+that resolves it (guard.truth.symbols), because the manifest's schema validates it.
 """
 
 from __future__ import annotations

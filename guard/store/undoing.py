@@ -1,16 +1,14 @@
 """`patchguard undo`: one command for both kinds of change, newest first.
 
-A worktree write (apply, unapply, a move's lift) is kept in the worktree's journal
-(guard.store.journal); a change to the patches is a commit on the history ref (guard.store.history). Undo
-takes back whichever came last, and `undo --list` shows both in time order, numbered from 0
-as `patchguard log` numbers its changes: 0 is what `undo` takes back next.
+A worktree write is kept in the worktree's journal (guard.store.journal), a change to the
+patches in the history (guard.store.history); undo takes back whichever came last, and
+`undo --list` numbers both from 0 as `patchguard log` does: 0 is what `undo` takes back next.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from guard.errors import ConfigError
 from guard.store import history, journal
@@ -26,31 +24,28 @@ WORKTREE = "worktree"  # an apply, unapply or lift: the files go back
 PATCHES = "patches"  # a change to the patches: the manifest goes back
 
 
-@dataclass(frozen=True)
-class Undone:
+class Undone(NamedTuple):
     """What one undo took back, and the patches whose recording or files it changed."""
 
     what: str
-    kind: str
     patches: list[str]
 
 
 def undo(repo: Repo) -> Undone:
     """Undo the newest of the worktree's last apply/unapply and the patches' last change."""
     latest = journal.latest_entry(repo)
-    entries = journal.entries(repo)
     changes = history.undoable(repo)
     if latest is None and not changes:
         raise ConfigError(
             "nothing to undo: no apply or unapply is recorded for this worktree, and the "
             "patches have no change to take back (see: patchguard log)"
         )
-    newest_entry = entries[0] if entries and entries[0].path == latest else None
+    newest = next((e for e in journal.entries(repo) if e.path == latest), None)  # None: damaged
     if latest is not None and (
-        not changes or newest_entry is None or newest_entry.created >= changes[0].created
+        not changes or newest is None or newest.created >= changes[0].created
     ):
         entry = journal.undo(repo)  # the newest entry, or a killed one put back
-        return Undone(entry.describe(), WORKTREE, list(entry.patches))
+        return Undone(entry.describe(), list(entry.patches))
     change = changes[0]
     try:
         made = history.manifest_at(repo, change.commit)
@@ -58,14 +53,12 @@ def undo(repo: Repo) -> Undone:
         made = Manifest()
     restored = history.manifest_at(repo, change.parent)
     history.undo_change(repo, change)
-    return Undone(change.describe(), PATCHES, changed_patches(restored, made))
+    return Undone(change.describe(), changed_patches(restored, made))
 
 
 def undo_through(repo: Repo, number: int) -> list[Undone]:
-    """`undo N`: take back entries 0 to N of `undo --list`, newest first, one `undo` each.
-
-    Each step is checked against the list as it stood, so a change made meanwhile by another
-    command is never the one taken back.
+    """`undo N`: entries 0 to N of `undo --list`, one `undo` each, each checked against the
+    list as it stood, so a change made meanwhile by another command is never the one taken back.
     """
     listed = undo_entries(repo)
     if not 0 <= number < len(listed):

@@ -1,14 +1,11 @@
-"""Which of two versions of a patch's file came first, read from the history (never guessed).
-
-After an undo the worktree holds a *later* version than the one recorded; after a fetch or an
-import it holds an *earlier* one. The two read alike in a file, so the order is taken from
-the history: the state that first held each version, walking from the oldest.
+"""Which of two versions of a patch's file came first, read from the history (never guessed):
+after an undo the worktree holds a *later* version than the one recorded, after a fetch an
+*earlier* one, and the two read alike in a file.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from guard.store import history
 
@@ -20,8 +17,7 @@ LATER = "later"
 _MADE_BY = ("re-recorded", "recorded", "fetched", "imported", "resolved")
 
 
-@dataclass(frozen=True)
-class Order:
+class Order(NamedTuple):
     """How the version a worktree holds stands to the recorded one."""
 
     held: str  # EARLIER or LATER than the recorded version
@@ -32,11 +28,9 @@ class Order:
 
 
 def order(repo: Repo, held_blob: str, recorded_blob: str) -> Order | None:
-    """Where `held_blob` (the worktree's version of a patch's file) stands to `recorded_blob`: None when
-    the history holds either nowhere (nothing to read the order from).
-
-    Each state pins every blob its manifest needs in its `blobs/` tree, so the state that first
-    held a version is found by a tree lookup per state, without reading any manifest.
+    """Where `held_blob` (the worktree's version of a patch's file) stands to `recorded_blob`,
+    by the state that first held each: None when the history holds either nowhere. Each state
+    pins its manifest's blobs in its `blobs/` tree, so that is a tree lookup, no manifest read.
     """
     import pygit2
 
