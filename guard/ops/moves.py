@@ -33,7 +33,7 @@ from guard.ops.bisect_status import (
     INTERRUPTED,
     StepResult,
 )
-from guard.ops.install import isolated_command
+from guard.ops.install import launcher
 from guard.ops.provenance import stamp
 from guard.store import journal
 from guard.store.fastpath import current_key
@@ -253,7 +253,8 @@ def bisect_run(repo: Repo, command: Sequence[str], log: Path | None) -> tuple[in
                 "directory that exists and that you can write"
             ) from None
     decided = repo.layout.git_dir / STEP_DECIDED
-    step = [str(decided), *isolated_command(sys.executable), *STEP_COMMAND]
+    # -I: this patchguard, whatever PYTHONPATH, the user's site or the current directory hold
+    step = [str(decided), sys.executable, "-I", launcher(), *STEP_COMMAND]
     step += ["--decided", str(decided)]
     if log is not None:
         step += ["--log", str(log.resolve())]
