@@ -6,6 +6,7 @@ and the pre-flight checks (which print reports) need not import each other.
 from __future__ import annotations
 
 import os
+import sys
 import time
 from contextlib import suppress
 from typing import TYPE_CHECKING
@@ -94,7 +95,8 @@ def stamp(
         "ok": checked["ok"] if checked else False,
         "problems": checked["problems"] if checked else [],  # why not ok, as `check` says it
         "python": interpreter(repo, python),
-        "patchguard": patchguard_version(),
+        # as importlib.metadata finds it, without importing that (half a stamp's time again)
+        "patchguard": installed(sys.path, {"pg": ("git-patchguard",)})["pg"] or "unknown",
         "timestamp": utc_now(),
     }
 
@@ -262,14 +264,6 @@ def _on_path(name: str) -> str | None:
     return None
 
 
-def patchguard_version() -> str:
-    """This patchguard's version, as importlib.metadata.version finds it along sys.path, read
-    without importing that (it would cost a stamp half its time again)."""
-    import sys
-
-    return installed(sys.path, {"patchguard": ("git-patchguard",)})["patchguard"] or "unknown"
-
-
 def installed(
     path: list[str], distributions: dict[str, tuple[str, ...]] = _DISTRIBUTIONS
 ) -> dict[str, str | None]:
@@ -340,11 +334,8 @@ def _content_id(repo: Repo, path: str) -> str | None:
     if full.is_symlink():
         return blob_id(os.fsencode(os.readlink(full)))
     if full.is_dir():  # a submodule, or a directory where the file was (no file, then)
-        return (
-            run_git(["rev-parse", "HEAD"], full).stdout.strip()
-            if (full / ".git").exists()
-            else None
-        )
+        is_submodule = (full / ".git").exists()
+        return run_git(["rev-parse", "HEAD"], full).stdout.strip() if is_submodule else None
     content = repo.read_file(path)
     return None if content is None else blob_id(content)
 
