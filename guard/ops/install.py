@@ -140,9 +140,7 @@ def _written_by_another_patchguard(path: Path, baked: dict[str, str]) -> bool:
     """Does the hook do other than this patchguard's template does, whatever it was baked
     with? (A hook from before an upgrade, which may decide in sh what this one leaves to
     Python.) The interpreter and launcher it calls are checked apart (doctor)."""
-    if set(baked) != set(_BAKED):
-        return True
-    return path.read_text(errors="replace") != _render(baked)
+    return set(baked) != set(_BAKED) or path.read_text(errors="replace") != _render(baked)
 
 
 def _record_path(layout: Layout) -> Path:

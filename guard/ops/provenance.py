@@ -168,16 +168,10 @@ def code_edits(
     entries git status does not look at) and each `untracked` file in a guarded file's package
     (an import finds it; a `.so` or a `.json` it loads). A file only staged, or touched back
     to HEAD's bytes, is no edit: the code is HEAD's."""
-    edits: dict[str, str | None] = {}
     others = sorted({path for path in (*dirty, *hidden) if path not in guarded})
-    committed = _head_entries(repo, others)
-    for path in others:
-        here = _content_id(repo, path)
-        if here != committed.get(path):
-            edits[path] = here
-    for path in untracked:
-        edits[path] = _content_id(repo, path)
-    return dict(sorted(edits.items()))
+    committed, new = _head_entries(repo, others), set(untracked)
+    ids = {path: _content_id(repo, path) for path in sorted({*others, *new})}
+    return {path: blob for path, blob in ids.items() if path in new or blob != committed.get(path)}
 
 
 # Every index entry with its tag: a lowercase one is marked assume-unchanged, `S` skip-worktree.
@@ -320,11 +314,8 @@ def _head_entries(repo: Repo, paths: list[str]) -> dict[str, str]:
         ["--literal-pathspecs", "ls-tree", "-z", "--full-tree", "HEAD", "--", *paths],
         repo.workdir,
     ).stdout
-    entries = {}
-    for entry in filter(None, listing.split("\0")):
-        info, _, path = entry.partition("\t")
-        entries[path] = info.split(" ")[2]
-    return entries
+    rows = (entry.partition("\t") for entry in listing.split("\0") if entry)
+    return {path: info.split(" ")[2] for info, _, path in rows}
 
 
 def _content_id(repo: Repo, path: str) -> str | None:
