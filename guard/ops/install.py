@@ -6,6 +6,7 @@ as `NAME.patchguard-legacy` and chained: it runs first with the same arguments a
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import subprocess
@@ -256,21 +257,19 @@ def uninstall(layout: Layout, hook_types: tuple[str, ...]) -> list[str]:
     return lines
 
 
-def _cannot_import_patchguard(interpreter: str, seen: dict[str, str | None]) -> str | None:
+def _cannot_import_patchguard(interpreter: str) -> str | None:
     """Why `interpreter` cannot run the hooks' code (as the hooks run it: -I), or None."""
-    if interpreter not in seen:
-        try:
-            probe = subprocess.run(
-                [interpreter, "-I", "-c", _PROBE, launcher()],
-                capture_output=True,
-                text=True,
-                timeout=60,
-            )
-            lines = probe.stderr.strip().splitlines() or [f"exit {probe.returncode}"]
-            seen[interpreter] = None if probe.returncode == 0 else lines[-1]
-        except (OSError, subprocess.TimeoutExpired) as error:
-            seen[interpreter] = str(error)
-    return seen[interpreter]
+    try:
+        probe = subprocess.run(
+            [interpreter, "-I", "-c", _PROBE, launcher()],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return str(error)
+    lines = probe.stderr.strip().splitlines() or [f"exit {probe.returncode}"]
+    return None if probe.returncode == 0 else lines[-1]
 
 
 def doctor(layout: Layout) -> tuple[list[str], list[str]]:
@@ -292,7 +291,7 @@ def doctor(layout: Layout) -> tuple[list[str], list[str]]:
             "(core.hooksPath changed?); run: patchguard install"
         )
     expected = _expected_hooks(record)
-    imports: dict[str, str | None] = {}  # one probe per interpreter
+    cannot_import = functools.cache(_cannot_import_patchguard)  # one probe per interpreter
     for hook_type in HOOK_TYPES:
         path = hooks_dir / hook_type
         if not is_ours(path):
@@ -320,7 +319,7 @@ def doctor(layout: Layout) -> tuple[list[str], list[str]]:
             problems.append(
                 f"{hook_type}: interpreter {interpreter} is missing; reinstall: patchguard install"
             )
-        elif reason := _cannot_import_patchguard(interpreter, imports):
+        elif reason := cannot_import(interpreter):
             problems.append(
                 f"{hook_type}: {interpreter} cannot import patchguard ({reason}), so the hook "
                 "checks nothing; run patchguard install with the patchguard you use"
