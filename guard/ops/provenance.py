@@ -9,6 +9,7 @@ import os
 import sys
 import time
 from contextlib import suppress
+from itertools import takewhile
 from typing import TYPE_CHECKING
 
 from guard.errors import ConfigError
@@ -288,15 +289,10 @@ def installed(
 
 def _metadata_version(path: str) -> str | None:
     """The Version header of a METADATA file (RFC 822 headers, then a blank line)."""
-    try:
-        with open(path, encoding="utf-8") as handle:
-            for line in handle:
-                if not line.strip():
-                    break
-                if line.startswith("Version: "):
-                    return line[len("Version: ") :].strip() or None
-    except (OSError, UnicodeDecodeError):
-        return None
+    with suppress(OSError, UnicodeDecodeError), open(path, encoding="utf-8") as handle:
+        for line in takewhile(str.strip, handle):
+            if line.startswith("Version: "):
+                return line[len("Version: ") :].strip() or None
     return None
 
 
@@ -360,8 +356,7 @@ def load_stamp(source: str, raw: bytes) -> dict[str, Any]:
     other lines (a log's bytes in any encoding, nested too deeply for json) are not stamps."""
     import json
 
-    lines = [line for line in raw.decode(errors="replace").splitlines() if line.strip()]
-    for line in reversed(lines):
+    for line in reversed(raw.decode(errors="replace").splitlines()):
         try:
             data = json.loads(line)
         except (json.JSONDecodeError, RecursionError):
