@@ -66,19 +66,19 @@ def doctor(cwd: Path, as_json: bool) -> int:
     Says where git looks for hooks (core.hooksPath included), which interpreter each hook
     calls, and catches non-executable hooks and missing interpreters.
     """
-    diagnosis = install.doctor(locate(cwd))
+    lines, problems = install.doctor(locate(cwd))
     if as_json:
         from guard.cli.render import json_report
 
-        fields = {"ok": diagnosis.ok, "lines": diagnosis.lines, "problems": diagnosis.problems}
+        fields = {"ok": not problems, "lines": lines, "problems": problems}
         click.echo(json_report("patchguard.doctor/1", **fields))
     else:
-        click.echo("\n".join(diagnosis.lines))
-        for problem in diagnosis.problems:
+        click.echo("\n".join(lines))
+        for problem in problems:
             click.echo(f"problem: {problem}", err=True)
-        if diagnosis.ok:
+        if not problems:
             click.echo("patchguard: hooks are in place and git will run them")
-    return EXIT_OK if diagnosis.ok else EXIT_GUARD_FAILED
+    return EXIT_GUARD_FAILED if problems else EXIT_OK
 
 
 @click.command(name="hook", hidden=True, context_settings=PASS_THROUGH)

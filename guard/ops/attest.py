@@ -1,22 +1,18 @@
 """Attested runs: the processes a command starts say which code they imported, and a run counts
 only on their word (`patchguard run`, each run of `compare` and `bisect run`).
 
-The worktree's file holding the patch says nothing about the code the benchmark's processes run
-(a non-editable install, a stale .pyc or .so, a module that rebinds the method, a run that takes
-the patch out and puts it back, a server left running). So each run gets a directory of its own
-with the import guard (hooks/attest/sitecustomize.py, packaged as guard/_data/hooks/attest),
-put at the front of PYTHONPATH: every Python process of the run, children included, judges each
-guarded module it imports against what patchguard checked, fails a wrong import at once, and
-writes what it found to a record file of its own, MAC'd with a key only the run's environment
-carries. `judge` reads those records after the run.
+The file in the worktree says nothing of the code a benchmark runs (a non-editable install, a
+stale .pyc or .so, a module that rebinds the method, a server left running). So the import
+guard (hooks/attest/sitecustomize.py) goes first on each run's PYTHONPATH: every Python process
+of the run judges each guarded module it imports, fails a wrong import at once, and writes what
+it found to a record file of its own, MAC'd with the run's key.
 
-Threat model: the records live outside the command's stdout and stderr, so nothing the benchmark
-or a module prints can fake or suppress one; a record without the run's MAC is not counted. The
-key is in the environment (children must inherit it), so code that sets out to forge a record
-in-process can; this guards against the wrong code running by accident, not against an adversary
-inside the benchmark. A Python started without the guard (`-I`, `-E`, `-S`, a cleared
-environment) writes nothing: what the guard sees start it is named; a run none of whose
-processes imported the guarded code is never counted.
+Threat model: records live outside stdout and stderr, so nothing the benchmark prints can fake or
+suppress one. The key is in the environment (children must inherit it), so code set on forging
+a record in-process can: this guards against the wrong code running by accident, not against an
+adversary. A Python started without the guard (`-I`, `-E`, `-S`, a cleared environment) writes
+nothing: the guard names those it sees start, and a run none of whose processes imported the
+guarded code is never counted.
 """
 
 from __future__ import annotations
@@ -36,12 +32,13 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from guard.errors import ConfigError
 from guard.git.objects import blob_id
 from guard.git.process import signals_to
 from guard.git.repo import Repo
-from guard.ops.install import PACKAGE_DIR
+from guard.ops.install import packaged
 from guard.store.spec import parse_spec
 from guard.tree.verdicts import CheckReport
 from guard.tree.worktree import Worktree
@@ -53,25 +50,11 @@ KEY_VARIABLE = "PATCHGUARD_ATTEST_KEY"
 GUARD_NAME = "sitecustomize.py"
 
 
-def guard_source() -> str:
-    """The import guard: packaged in the wheel, or beside the sources in a checkout."""
-    for candidate in (PACKAGE_DIR / "_data" / "hooks", PACKAGE_DIR.parent / "hooks"):
-        if (candidate / "attest" / GUARD_NAME).is_file():
-            return (candidate / "attest" / GUARD_NAME).read_text(encoding="utf-8")
-    raise ConfigError(
-        "the import guard hooks/attest/sitecustomize.py is missing from this installation; "
-        "reinstall patchguard"
-    )
-
-
-@dataclass
-class Record:
+class Record(NamedTuple):
     """One process's word on one import (or on a Python it started without the guard)."""
 
     pid: int
     ppid: int
-    executable: str
-    kind: str  # "import" or "unguarded"
     module: str
     path: str
     verdict: str  # "ok", "wrong" or "unguarded"
@@ -101,11 +84,17 @@ class AttestedRun:
     """One run's directory: the guard, its config, and the records its processes write."""
 
     def __init__(self, repo: Repo, report: CheckReport) -> None:
+        guard = packaged(f"attest/{GUARD_NAME}")
+        if guard is None:
+            raise ConfigError(
+                "the import guard hooks/attest/sitecustomize.py is missing from this "
+                "installation; reinstall patchguard"
+            )
         self.files, config = _guard_config(repo, report)
         self.directory = Path(tempfile.mkdtemp(prefix="patchguard-run-"))
         self.key = secrets.token_bytes(32)
         (self.directory / "records").mkdir()
-        (self.directory / GUARD_NAME).write_text(guard_source(), encoding="utf-8")
+        shutil.copyfile(guard, self.directory / GUARD_NAME)
         # Its bytecode, for the interpreters of this Python's version: under
         # PYTHONDONTWRITEBYTECODE (many images set it) no process of the run writes it, and each
         # compiled the guard again, most of what it may cost a process.
@@ -200,8 +189,9 @@ class AttestedRun:
         if not hmac.compare_digest(expected, mac):
             return None
         head, *rows = body.splitlines()
-        pid, ppid, executable = head.split("\t", 2)
-        return [Record(int(pid), int(ppid), executable, *row.split("\t", 4)) for row in rows]
+        pid, ppid, _executable = head.split("\t", 2)
+        # a row: kind ("import" or "unguarded", as its verdict says too), module, path, ...
+        return [Record(int(pid), int(ppid), *row.split("\t", 4)[1:]) for row in rows]
 
     def close(self) -> None:
         """Forget the directory: a process still running (a server) then attests nothing."""
@@ -272,41 +262,33 @@ def run_attested(
     cwd: Path | None = None,
 ) -> tuple[int, int | None, Verdict]:
     """COMMAND under the import guard, as `run` and each step of `bisect run` run it: its exit
-    status (as a shell gives it), the signal that ended it if one did, and what its processes
-    attested. The run's directory is gone afterwards, so a process still running attests
-    nothing more."""
+    status as a shell gives it (128 + N for a signal N), N, and what its processes attested.
+    stdio passes through; SIGTERM and SIGHUP are passed on (SIGINT too, unless the terminal
+    already gave it to COMMAND, which shares its process group). The run's directory is gone
+    afterwards, so a process still running attests nothing more."""
     run = AttestedRun(repo, report)
     try:
-        status, ended_by = supervise(list(command), run.environment(dict(os.environ)), cwd)
-        return status, ended_by, run.judge(repo.workdir, list(command))
+        sys.stdout.flush()
+        sys.stderr.flush()
+        try:
+            child = subprocess.Popen(command, env=run.environment(dict(os.environ)), cwd=cwd)
+        except OSError as error:
+            raise ConfigError(
+                f"cannot run {command[0]}: {error.strerror}; check the command and PATH"
+            ) from None
+
+        def pass_on(number: int, _frame: object) -> None:
+            if number == signal.SIGINT and _terminal_foreground():
+                return
+            with contextlib.suppress(ProcessLookupError):
+                child.send_signal(number)
+
+        with signals_to(pass_on, signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            status = child.wait()
+        verdict = run.judge(repo.workdir, list(command))
     finally:
         run.close()
-
-
-def supervise(
-    command: list[str], env: dict[str, str], cwd: Path | None = None
-) -> tuple[int, int | None]:
-    """Run COMMAND as a child and wait: stdio passes through, SIGTERM and SIGHUP are passed on
-    (SIGINT too, unless the terminal already gave it to COMMAND, which shares its process
-    group). The exit status as a shell gives it (128 + N for a signal N), and N."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    try:
-        child = subprocess.Popen(command, env=env, cwd=cwd)
-    except OSError as error:
-        raise ConfigError(
-            f"cannot run {command[0]}: {error.strerror}; check the command and PATH"
-        ) from None
-
-    def pass_on(number: int, _frame: object) -> None:
-        if number == signal.SIGINT and _terminal_foreground():
-            return
-        with contextlib.suppress(ProcessLookupError):
-            child.send_signal(number)
-
-    with signals_to(pass_on, signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        status = child.wait()
-    return (status, None) if status >= 0 else (128 - status, -status)
+    return (status, None, verdict) if status >= 0 else (128 - status, -status, verdict)
 
 
 def _terminal_foreground() -> bool:

@@ -6,13 +6,13 @@ as `NAME.patchguard-legacy` and chained: it runs first with the same arguments a
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import subprocess
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from guard.errors import ConfigError
@@ -47,14 +47,17 @@ _PROBE = (
 PACKAGE_DIR = Path(__file__).resolve().parent.parent  # the `guard` package: this is guard/ops/
 
 
-def template_text() -> str:
-    """The hook template: packaged in the wheel, or beside the sources in a checkout."""
-    for candidate in (PACKAGE_DIR / "_data" / "hooks", PACKAGE_DIR.parent / "hooks"):
-        if (candidate / TEMPLATE_NAME).is_file():
-            return (candidate / TEMPLATE_NAME).read_text()
-    raise ConfigError(
-        f"the hook template {TEMPLATE_NAME} is missing from this installation; reinstall "
-        f"patchguard ({reinstall_command()})"
+def packaged(name: str) -> Path | None:
+    """A file of hooks/: packaged in the wheel, or beside the sources in a checkout."""
+    for hooks in (PACKAGE_DIR / "_data" / "hooks", PACKAGE_DIR.parent / "hooks"):
+        if (hooks / name).is_file():
+            return hooks / name
+    return None
+
+
+def _missing(what: object) -> ConfigError:
+    return ConfigError(
+        f"{what} is missing from this installation; reinstall patchguard ({reinstall_command()})"
     )
 
 
@@ -91,32 +94,15 @@ def launcher() -> str:
     """patchguard_entry.py, installed beside the `guard` package (in a wheel and in a checkout)."""
     path = PACKAGE_DIR.parent / LAUNCHER_NAME
     if not path.is_file():
-        raise ConfigError(
-            f"{path} is missing from this installation; reinstall patchguard "
-            f"({reinstall_command()})"
-        )
+        raise _missing(path)
     return str(path)
 
 
-def isolated_command(python: str) -> list[str]:
-    """This patchguard under `python`, as the hooks and bisect steps run it: whatever
-    PYTHONPATH, the user's site or the current directory hold (see patchguard_entry.py)."""
-    return [python, "-I", launcher()]
-
-
-def render_hook(hook_type: str, python: str) -> str:
-    return _render(
-        {
-            "hook_name": hook_type,
-            "install_python": python,
-            "launcher": launcher(),
-            "reinstall": reinstall_command(),
-        }
-    )
-
-
 def _render(values: dict[str, str]) -> str:
-    text = template_text()
+    template = packaged(TEMPLATE_NAME)
+    if template is None:
+        raise _missing(f"the hook template {TEMPLATE_NAME}")
+    text = template.read_text()
     for name in _BAKED:
         text = text.replace(f"@{name.upper()}@", values[name].replace("'", "'\\''"))  # sh-quoted
     return text
@@ -155,9 +141,7 @@ def _written_by_another_patchguard(path: Path, baked: dict[str, str]) -> bool:
     """Does the hook do other than this patchguard's template does, whatever it was baked
     with? (A hook from before an upgrade, which may decide in sh what this one leaves to
     Python.) The interpreter and launcher it calls are checked apart (doctor)."""
-    if set(baked) != set(_BAKED):
-        return True
-    return path.read_text(errors="replace") != _render(baked)
+    return set(baked) != set(_BAKED) or path.read_text(errors="replace") != _render(baked)
 
 
 def _record_path(layout: Layout) -> Path:
@@ -197,10 +181,12 @@ def install(layout: Layout, hook_types: tuple[str, ...], force: bool) -> list[st
                     "it."
                 )
             hooks_dir.mkdir(parents=True)
+        baked = {"install_python": sys.executable, "launcher": launcher()}
+        baked["reinstall"] = reinstall_command()
         for hook_type in hook_types:
             path = hooks_dir / hook_type
             legacy = hooks_dir / (hook_type + LEGACY_SUFFIX)
-            wanted = render_hook(hook_type, sys.executable)
+            wanted = _render({**baked, "hook_name": hook_type})
             if path.exists() or path.is_symlink():
                 if is_ours(path):
                     if path.read_text() == wanted and os.access(path, os.X_OK):
@@ -271,86 +257,74 @@ def uninstall(layout: Layout, hook_types: tuple[str, ...]) -> list[str]:
     return lines
 
 
-def _cannot_import_patchguard(interpreter: str, seen: dict[str, str | None]) -> str | None:
+def _cannot_import_patchguard(interpreter: str) -> str | None:
     """Why `interpreter` cannot run the hooks' code (as the hooks run it: -I), or None."""
-    if interpreter not in seen:
-        try:
-            probe = subprocess.run(
-                [interpreter, "-I", "-c", _PROBE, launcher()],
-                capture_output=True,
-                text=True,
-                timeout=60,
-            )
-            lines = probe.stderr.strip().splitlines() or [f"exit {probe.returncode}"]
-            seen[interpreter] = None if probe.returncode == 0 else lines[-1]
-        except (OSError, subprocess.TimeoutExpired) as error:
-            seen[interpreter] = str(error)
-    return seen[interpreter]
+    try:
+        probe = subprocess.run(
+            [interpreter, "-I", "-c", _PROBE, launcher()],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return str(error)
+    lines = probe.stderr.strip().splitlines() or [f"exit {probe.returncode}"]
+    return None if probe.returncode == 0 else lines[-1]
 
 
-@dataclass
-class Diagnosis:
-    lines: list[str] = field(default_factory=list)
-    problems: list[str] = field(default_factory=list)
-
-    @property
-    def ok(self) -> bool:
-        return not self.problems
-
-
-def doctor(layout: Layout) -> Diagnosis:
-    """Which hooks are installed, where, with which interpreter, and whether git runs them."""
-    diagnosis = Diagnosis()
+def doctor(layout: Layout) -> tuple[list[str], list[str]]:
+    """Which hooks are installed, where, with which interpreter, and whether git runs them: what
+    was found, line by line, and the problems (none: all is well)."""
     hooks_dir = git_hooks_dir(layout)
-    diagnosis.lines.append(f"git runs hooks from {hooks_dir}")
+    lines, problems = [f"git runs hooks from {hooks_dir}"], []
     if not hooks_dir.is_dir():
-        diagnosis.problems.append(
+        problems.append(
             f"{hooks_dir} does not exist, so git runs no hooks (core.hooksPath?); "
             "run: patchguard install --force"
         )
-        return diagnosis
+        return lines, problems
     record = _read_record(layout)
     recorded_dir = record.get("hooks_dir")
     if recorded_dir and Path(str(recorded_dir)) != hooks_dir:
-        diagnosis.problems.append(
+        problems.append(
             f"hooks were installed in {recorded_dir}, but git now runs hooks from {hooks_dir} "
             "(core.hooksPath changed?); run: patchguard install"
         )
     expected = _expected_hooks(record)
-    imports: dict[str, str | None] = {}  # one probe per interpreter
+    cannot_import = functools.cache(_cannot_import_patchguard)  # one probe per interpreter
     for hook_type in HOOK_TYPES:
         path = hooks_dir / hook_type
         if not is_ours(path):
             if hook_type not in expected:
                 continue
             why = " (this patchguard re-applies with it when a merge that stopped is committed)"
-            diagnosis.problems.append(
+            problems.append(
                 f"{hook_type}: not installed{why if hook_type == 'post-commit' else ''}; "
                 "run: patchguard install"
             )
             continue
         baked = baked_values(path)
         interpreter = baked.get("install_python", "?")
-        diagnosis.lines.append(f"{hook_type}: installed at {path}, calls {interpreter}")
+        lines.append(f"{hook_type}: installed at {path}, calls {interpreter}")
         if _written_by_another_patchguard(path, baked):
-            diagnosis.problems.append(
+            problems.append(
                 f"{hook_type}: {path} was written by another version of patchguard and may "
                 "trust what this one no longer would; run: patchguard install"
             )
         if not os.access(path, os.X_OK):
-            diagnosis.problems.append(
+            problems.append(
                 f"{hook_type}: {path} is not executable, so git skips it; run: chmod +x {path}"
             )
         if not os.access(interpreter, os.X_OK):
-            diagnosis.problems.append(
+            problems.append(
                 f"{hook_type}: interpreter {interpreter} is missing; reinstall: patchguard install"
             )
-        elif reason := _cannot_import_patchguard(interpreter, imports):
-            diagnosis.problems.append(
+        elif reason := cannot_import(interpreter):
+            problems.append(
                 f"{hook_type}: {interpreter} cannot import patchguard ({reason}), so the hook "
                 "checks nothing; run patchguard install with the patchguard you use"
             )
         legacy = hooks_dir / (hook_type + LEGACY_SUFFIX)
         if legacy.exists():
-            diagnosis.lines.append(f"{hook_type}: chains the previous hook {legacy.name} first")
-    return diagnosis
+            lines.append(f"{hook_type}: chains the previous hook {legacy.name} first")
+    return lines, problems

@@ -33,7 +33,7 @@ from guard.ops.bisect_status import (
     INTERRUPTED,
     StepResult,
 )
-from guard.ops.install import isolated_command
+from guard.ops.install import launcher
 from guard.ops.provenance import stamp
 from guard.store import journal
 from guard.store.fastpath import current_key
@@ -92,14 +92,12 @@ class Lift:
 def lifted(repo: Repo, operation: str, *, hunt: bool = False) -> Iterator[Lift]:
     """Hold the worktree's lock, take the applied patches out, yield, put them back, check.
 
-    When git stops in the middle of an operation, the patches stay out (the pending marker
-    lets the hook that fires when it concludes put them back). An exception on the way still
-    puts the patches back before it propagates. A lift or a put-back seen before, from the
-    same verified content, is replayed (guard.tree.replay): the same bytes, journaled alike.
+    When git stops in the middle of an operation, the patches stay out: the pending marker lets
+    the hook that fires when it concludes put them back. An exception on the way still puts
+    them back before it propagates.
 
-    `hunt`: a regression hunt, whose applies and lifts at each commit (and the put-back) are
-    its own moves, not the user's: they leave nothing for `undo` (journal.passing), and the
-    lift's own entry, kept until the put-back takes it back byte for byte, is then gone too.
+    `hunt`: a regression hunt's applies and lifts (and the put-back) are its own moves, not the
+    user's: they leave nothing for `undo`, the lift's own entry included.
     """
     lift = Lift()
     if not repo.layout.manifest_path.exists():  # nothing recorded: plain git, nothing written
@@ -253,7 +251,8 @@ def bisect_run(repo: Repo, command: Sequence[str], log: Path | None) -> tuple[in
                 "directory that exists and that you can write"
             ) from None
     decided = repo.layout.git_dir / STEP_DECIDED
-    step = [str(decided), *isolated_command(sys.executable), *STEP_COMMAND]
+    # -I: this patchguard, whatever PYTHONPATH, the user's site or the current directory hold
+    step = [str(decided), sys.executable, "-I", launcher(), *STEP_COMMAND]
     step += ["--decided", str(decided)]
     if log is not None:
         step += ["--log", str(log.resolve())]
@@ -278,11 +277,6 @@ def bisect_run(repo: Repo, command: Sequence[str], log: Path | None) -> tuple[in
         return EXIT_INTERRUPTED, lift
     stopped = last.isdigit() and int(last) > 127  # as StepResult.stops_git: git stopped there
     return (EXIT_BISECT_STOPPED if stopped else status), lift
-
-
-def decide(decided: Path, result: StepResult) -> None:
-    """Tell the step's wrapper the status decided (and `bisect run`, when it stops git)."""
-    decided.write_text(str(result.status))
 
 
 STEP_NAME = "patchguard-step"  # what git's "running ..." line shows before COMMAND
@@ -349,17 +343,12 @@ def _step(repo: Repo, head: str, command: Sequence[str], log: Path | None) -> St
             result = StepResult(status, head, signal=ended_by)
     else:
         result = StepResult(BISECT_SKIP, head, "the patches do not hold here", report.problems())
-    if log is not None:
-        _log_step(repo, log, result)
+    if log is not None:  # the stamp of the tree that was measured, and what the command said
+        line = {**stamp(repo), "exit": result.status, "skipped": result.skipped}
+        with log.open("a", encoding="utf-8") as handle:
+            handle.write(json.dumps(line, separators=(",", ":")) + "\n")
     leftover = [o for o in patching.unapply(repo, allow_mid_operation=True) if not o.ok]
     if leftover:
         result.problems += [f"patch {o.verdict.name}: {o.message}" for o in leftover]
         result.status = BISECT_ABORT
     return result
-
-
-def _log_step(repo: Repo, log: Path, result: StepResult) -> None:
-    """One JSON line: the stamp of the tree that was measured, and what the command said."""
-    line = {**stamp(repo), "exit": result.status, "skipped": result.skipped}
-    with log.open("a", encoding="utf-8") as handle:
-        handle.write(json.dumps(line, separators=(",", ":")) + "\n")

@@ -1,15 +1,15 @@
 """The provenance stamp: one JSON line that says exactly which code ran, and what changed
-between two of them (`patchguard stamp`, `stamp --diff`, each `bisect run` step's log).
-
-Its own module below the operations: `bisect` steps stamp the tree they measured, and the
-pre-flight checks print reports, without either importing the other.
+between two of them. Its own module so that bisect steps (which stamp the tree they measured)
+and the pre-flight checks (which print reports) need not import each other.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 import time
 from contextlib import suppress
+from itertools import takewhile
 from typing import TYPE_CHECKING
 
 from guard.errors import ConfigError
@@ -96,7 +96,8 @@ def stamp(
         "ok": checked["ok"] if checked else False,
         "problems": checked["problems"] if checked else [],  # why not ok, as `check` says it
         "python": interpreter(repo, python),
-        "patchguard": patchguard_version(),
+        # as importlib.metadata finds it, without importing that (half a stamp's time again)
+        "patchguard": installed(sys.path, {"pg": ("git-patchguard",)})["pg"] or "unknown",
         "timestamp": utc_now(),
     }
 
@@ -163,24 +164,15 @@ def _dirty(listing: list[str]) -> list[str]:
 def code_edits(
     repo: Repo, dirty: list[str], guarded: list[str], hidden: list[str], untracked: list[str]
 ) -> dict[str, str | None]:
-    """The rest of the code that runs, beside the guarded files: each tracked file whose content
-    differs from HEAD's (as `git status` says, and among the entries it does not look at:
-    `hidden`, as _hidden lists them), and each untracked file of any kind in a guarded file's
-    package (where an import finds it, a `.so` or a `.json` it loads: `untracked`, as
-    _untracked_beside lists them), by the blob id of its content (None: deleted).
-
-    A file only staged, or touched back to HEAD's bytes, is no edit: the code is HEAD's.
-    """
-    edits: dict[str, str | None] = {}
+    """The rest of the code that runs, beside the guarded files, by the blob id of its content
+    (None: deleted): each tracked file that differs from HEAD's (`dirty`, and the `hidden`
+    entries git status does not look at) and each `untracked` file in a guarded file's package
+    (an import finds it; a `.so` or a `.json` it loads). A file only staged, or touched back
+    to HEAD's bytes, is no edit: the code is HEAD's."""
     others = sorted({path for path in (*dirty, *hidden) if path not in guarded})
-    committed = _head_entries(repo, others)
-    for path in others:
-        here = _content_id(repo, path)
-        if here != committed.get(path):
-            edits[path] = here
-    for path in untracked:
-        edits[path] = _content_id(repo, path)
-    return dict(sorted(edits.items()))
+    committed, new = _head_entries(repo, others), set(untracked)
+    ids = {path: _content_id(repo, path) for path in sorted({*others, *new})}
+    return {path: blob for path, blob in ids.items() if path in new or blob != committed.get(path)}
 
 
 # Every index entry with its tag: a lowercase one is marked assume-unchanged, `S` skip-worktree.
@@ -236,10 +228,7 @@ _DISTRIBUTIONS = {
 def interpreter(repo: Repo, python: str | None) -> dict[str, Any] | None:
     """The interpreter that runs the code: its path, its version, and the version of each of
     _DISTRIBUTIONS it has installed (None: not installed). `python`: a path or a name on PATH;
-    None is python3 on PATH, and no python3 there (or one that does not run) is None. Its
-    version and search path are asked once per interpreter (guard.truth.interpreters); what is
-    installed is read from its search path, as importlib.metadata reads it, without starting
-    it (installed)."""
+    None is python3 on PATH, and no python3 there (or one that does not run) is None."""
     found = python if python and "/" in python else _on_path(python or "python3")
     if found is None:
         if python is None:
@@ -268,14 +257,6 @@ def _on_path(name: str) -> str | None:
         if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
             return candidate
     return None
-
-
-def patchguard_version() -> str:
-    """This patchguard's version, as importlib.metadata.version finds it along sys.path, read
-    without importing that (it would cost a stamp half its time again)."""
-    import sys
-
-    return installed(sys.path, {"patchguard": ("git-patchguard",)})["patchguard"] or "unknown"
 
 
 def installed(
@@ -308,15 +289,10 @@ def installed(
 
 def _metadata_version(path: str) -> str | None:
     """The Version header of a METADATA file (RFC 822 headers, then a blank line)."""
-    try:
-        with open(path, encoding="utf-8") as handle:
-            for line in handle:
-                if not line.strip():
-                    break
-                if line.startswith("Version: "):
-                    return line[len("Version: ") :].strip() or None
-    except (OSError, UnicodeDecodeError):
-        return None
+    with suppress(OSError, UnicodeDecodeError), open(path, encoding="utf-8") as handle:
+        for line in takewhile(str.strip, handle):
+            if line.startswith("Version: "):
+                return line[len("Version: ") :].strip() or None
     return None
 
 
@@ -334,11 +310,8 @@ def _head_entries(repo: Repo, paths: list[str]) -> dict[str, str]:
         ["--literal-pathspecs", "ls-tree", "-z", "--full-tree", "HEAD", "--", *paths],
         repo.workdir,
     ).stdout
-    entries = {}
-    for entry in filter(None, listing.split("\0")):
-        info, _, path = entry.partition("\t")
-        entries[path] = info.split(" ")[2]
-    return entries
+    rows = (entry.partition("\t") for entry in listing.split("\0") if entry)
+    return {path: info.split(" ")[2] for info, _, path in rows}
 
 
 def _content_id(repo: Repo, path: str) -> str | None:
@@ -348,11 +321,8 @@ def _content_id(repo: Repo, path: str) -> str | None:
     if full.is_symlink():
         return blob_id(os.fsencode(os.readlink(full)))
     if full.is_dir():  # a submodule, or a directory where the file was (no file, then)
-        return (
-            run_git(["rev-parse", "HEAD"], full).stdout.strip()
-            if (full / ".git").exists()
-            else None
-        )
+        is_submodule = (full / ".git").exists()
+        return run_git(["rev-parse", "HEAD"], full).stdout.strip() if is_submodule else None
     content = repo.read_file(path)
     return None if content is None else blob_id(content)
 
@@ -382,15 +352,11 @@ def _package_specs(repo: Repo, path: str) -> list[str]:
 
 
 def load_stamp(source: str, raw: bytes) -> dict[str, Any]:
-    """The last stamp line of a file (a results JSONL may hold many).
-
-    Stamps are ASCII JSON; other lines (a log's bytes in any encoding, nested too deeply for
-    json) are simply not stamps.
-    """
+    """The last stamp line of a file (a results JSONL may hold many). Stamps are ASCII JSON;
+    other lines (a log's bytes in any encoding, nested too deeply for json) are not stamps."""
     import json
 
-    lines = [line for line in raw.decode(errors="replace").splitlines() if line.strip()]
-    for line in reversed(lines):
+    for line in reversed(raw.decode(errors="replace").splitlines()):
         try:
             data = json.loads(line)
         except (json.JSONDecodeError, RecursionError):
@@ -409,13 +375,13 @@ def load_stamp(source: str, raw: bytes) -> dict[str, Any]:
 _STAMP_TYPES: dict[str, tuple[tuple[type, ...], tuple[type, ...]]] = {
     "head": ((str, type(None)), ()),
     "branch": ((str, type(None)), ()),
-    "upstream": ((dict, type(None)), ()),
+    "upstream": ((dict, type(None)), (object,)),
     "dirty": ((list,), ()),
     "patches": ((dict,), (str,)),
     "files": ((dict,), (str, type(None))),
     "edits": ((dict,), (str, type(None))),
     "symbols": ((dict,), (bool,)),
-    "python": ((dict, type(None)), ()),
+    "python": ((dict, type(None)), (object,)),
 }
 
 
@@ -423,15 +389,12 @@ def _refuse_malformed(source: str, data: dict[str, Any]) -> None:
     """A line that says it is a stamp but holds other kinds of values: one clear line."""
     for key, (kinds, inner) in _STAMP_TYPES.items():
         value = data.get(key)
-        bad = key in data and not isinstance(value, kinds)
-        if not bad and inner and isinstance(value, dict):
-            bad = not all(isinstance(v, inner) for v in value.values())
         if key == "python" and isinstance(value, dict):  # what python_changes reads
-            installed = value.get("distributions") or {}
-            bad = not isinstance(installed, dict) or not all(
-                isinstance(v, str | None) for v in installed.values()
-            )
-        if bad:
+            value, kinds, inner = value.get("distributions") or {}, (dict,), (str, type(None))
+        if key in data and (
+            not isinstance(value, kinds)
+            or (isinstance(value, dict) and not all(isinstance(v, inner) for v in value.values()))
+        ):
             raise ConfigError(
                 f"{source}: the stamp's {key!r} is {type(data[key]).__name__}, not what "
                 "`patchguard stamp` writes; write a new one with `patchguard stamp >> FILE`"
@@ -443,10 +406,7 @@ def diff_stamps(repo: Repo | None, old: dict[str, Any], new: dict[str, Any]) -> 
     lines = []
     if old.get("head") != new.get("head"):
         lines.append(_head_moved(repo, old.get("head"), new.get("head")))
-    if old.get("branch") != new.get("branch"):
-        lines.append(f"branch: {_branch(old)} -> {_branch(new)}")
-    if old.get("upstream") != new.get("upstream"):
-        lines.append(f"upstream: {_upstream(old)} -> {_upstream(new)}")
+    lines += _changed(old, new, "branch") + _changed(old, new, "upstream")
     labels = (("patches", "patch"), ("symbols", "symbol"), ("files", "guarded file"))
     for key, label in (*labels, ("edits", "file")):
         before, after = old.get(key) or {}, new.get(key) or {}
@@ -461,11 +421,12 @@ def diff_stamps(repo: Repo | None, old: dict[str, Any], new: dict[str, Any]) -> 
         gone = ", ".join(sorted(old_dirty - new_dirty)) or "none"
         lines.append(f"uncommitted changes: newly dirty {added}; no longer dirty {gone}")
     lines += python_changes(old, new, lambda what, was, now: f"{what}: {was} -> {now}")
-    if old.get("patchguard") != new.get("patchguard"):
-        lines.append(
-            f"patchguard: {old.get('patchguard') or 'unknown'} -> {new.get('patchguard') or 'unknown'}"
-        )
-    return lines or [SAME_CODE]
+    return lines + _changed(old, new, "patchguard") or [SAME_CODE]
+
+
+def _changed(old: dict[str, Any], new: dict[str, Any], key: str) -> list[str]:
+    was, now = old.get(key), new.get(key)
+    return [] if was == now else [f"{key}: {_word(key, was)} -> {_word(key, now)}"]
 
 
 # What must agree for two nodes to run the same code; their paths, branches and times may differ,
@@ -489,10 +450,8 @@ def differences_from(
     repo: Repo, other: dict[str, Any], source: str = "the stamp", python: str | None = None
 ) -> list[str]:
     """What makes this checkout's code differ from another node's stamp (`--same-as`, read from
-    `source`), in the words of `stamp --diff`; empty when HEAD, the patches and their states,
-    the guarded files' ids, every other edit of the code (`edits`), and the interpreter's
-    version and distributions are the same. `python`: the interpreter that runs the code
-    here, as stamp() takes it; its differences are said "torch 2.4.0 here, 2.5.1 in SOURCE"."""
+    `source`), in the words of `stamp --diff` (empty: the same code). `python`: the interpreter
+    that runs the code here; its differences are said "torch 2.4.0 here, 2.5.1 in SOURCE"."""
     here = stamp(repo, python=python)
     lines = diff_stamps(
         repo, {k: other.get(k) for k in _SAME_CODE_KEYS}, {k: here.get(k) for k in _SAME_CODE_KEYS}
@@ -540,18 +499,12 @@ def _word(key: str, value: Any) -> str:
         return {True: "present", False: "missing", None: "not guarded"}[value]
     if key == "files":
         return "absent" if value is None else str(value)[:10]
+    if key == "upstream" and value:
+        return f"{value['ref']} (ahead {value['ahead']}, behind {value['behind']})"
+    unset = {"branch": "(detached HEAD)", "upstream": "none", "patchguard": "unknown"}
+    if key in unset:
+        return str(value or unset[key])
     return "not recorded" if value is None else str(value)
-
-
-def _branch(stamp_data: dict[str, Any]) -> str:
-    return str(stamp_data.get("branch") or "(detached HEAD)")
-
-
-def _upstream(stamp_data: dict[str, Any]) -> str:
-    upstream = stamp_data.get("upstream")
-    if not upstream:
-        return "none"
-    return f"{upstream['ref']} (ahead {upstream['ahead']}, behind {upstream['behind']})"
 
 
 def _head_moved(repo: Repo | None, old: str | None, new: str | None) -> str:
