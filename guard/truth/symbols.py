@@ -10,13 +10,12 @@ import ast
 import unicodedata
 from collections.abc import Iterable, Iterator, Mapping
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from guard.collector import without_collector
 from guard.store.spec import Spec
 from guard.truth.model_names import _KNOWN_VALUES, CANNOT_TELL, PRESENT, Resolution
 from guard.truth.model_statements import _Model
-from guard.truth.records import Record
 from guard.truth.statements import blocks, last_name
 
 if TYPE_CHECKING:
@@ -28,10 +27,9 @@ if TYPE_CHECKING:
 _REDEFINING_DECORATORS = frozenset({"overload", "setter", "getter", "deleter", "register"})
 
 
-class Definition(Record):
+class Definition(NamedTuple):
     """One `def` or `class` statement, reachable from module level through classes only."""
 
-    __slots__ = ()
     qualname: str
     kind: str
     lineno: int
@@ -40,18 +38,8 @@ class Definition(Record):
     redefines: bool
     block: int
 
-    def __new__(
-        cls,
-        qualname: str,
-        kind: str,
-        lineno: int,
-        end_lineno: int,
-        start_lineno: int,
-        redefines: bool,
-        block: int,
-    ) -> Definition:
-        fields = (qualname, kind, lineno, end_lineno, start_lineno, redefines, block)
-        return tuple.__new__(cls, fields)
+    def __reduce__(self) -> tuple[object, ...]:  # as Binding's: kept by the thousand too
+        return (tuple.__new__, (type(self), tuple(self)))
 
 
 class SourceSyntaxError(Exception):
