@@ -1,10 +1,6 @@
-"""What the binding model knows of an expression before the code runs: its value, when Python
-computes it without running user code (literals, `sys.version_info`, comparisons of them), the
-truth of a test, the kind of what an assignment binds, whether a decorator keeps what it
-decorates, and whether a statement in a try body may fail.
-
-Anything the model cannot compute is `_UNKNOWN`, and a test it cannot decide is None: the
-statements (guard.truth.model_statements) then make what depends on it conditional, never
+"""What the binding model knows of an expression before the code runs: only what Python computes
+without running user code (literals, `sys.version_info`, comparisons of them). Anything else is
+`_UNKNOWN` and a test it cannot decide is None: what depends on them is then conditional, never
 surely bound.
 """
 
@@ -60,6 +56,8 @@ _KEEPING_DECORATORS = frozenset(
         "torch.compile()",
     }
 )
+# Calls that return a function or descriptor: an assignment of one binds a "def".
+_MAKING_FUNCTIONS = _KEEPING_DECORATORS | {"functools.partial", "functools.partialmethod"}
 
 
 class _Values(_Scopes):
@@ -77,13 +75,8 @@ class _Values(_Scopes):
         looked = self._lookup_env(value, env)
         if isinstance(looked, _LocalDef) or (isinstance(looked, _LocalClass) and not looked.doubt):
             return "def", looked
-        if isinstance(value, ast.Call):
-            origin = self._origin(value.func, env)
-            if origin in _KEEPING_DECORATORS or origin in (
-                "functools.partial",
-                "functools.partialmethod",
-            ):
-                return "def", _UNKNOWN
+        if isinstance(value, ast.Call) and self._origin(value.func, env) in _MAKING_FUNCTIONS:
+            return "def", _UNKNOWN
         return "other", looked
 
     def _decorator_doubt(

@@ -1,12 +1,8 @@
-"""The binding model's scopes and how a name is looked up in them.
-
-The model (guard.truth.model_statements) runs a module's top-level code and records, per scope
-(the module, each class body), every statement that binds or unbinds a name: a `Binding`.
-Answering `Class.method` is a lookup in those records, as Python's attribute lookup goes (the
-last binding, then the bases): PRESENT, ABSENT or CANNOT_TELL, with the `Resolution` saying
-why. The same module holds what a name is bound to while the code runs (the environment: an
-import's origin, a function or class of the file, or a value unknown until it runs), which the
-expressions (guard.truth.model_expressions) are read with.
+"""The binding model's scopes and how a name is looked up in them: every statement that binds or
+unbinds a name (guard.truth.model_statements records them), per scope (the module, each class
+body), looked up as Python's attribute lookup goes (the last binding, then the bases); and the
+environment expressions are read in (an import's origin, a function or class of the file, or a
+value unknown until the code runs).
 """
 
 from __future__ import annotations
@@ -109,15 +105,12 @@ class _Class:
         self.passes_on: str | None = None  # why a class derived from it cannot be read
 
 
-class _Outcome:
-    def __init__(
-        self, state: str, reason: str = "", found: list[Binding] | None = None, unbound: bool = True
-    ) -> None:
-        self.state = state
-        self.reason = reason
-        self.found = found or []
-        self.unbound = unbound  # absent because nothing binds it (not: bound to a non-callable)
-        self.inherit: tuple[str, ...] = ()  # see Resolution.inherit
+class _Outcome(NamedTuple):
+    state: str
+    reason: str = ""
+    found: tuple[Binding, ...] = ()
+    unbound: bool = True  # absent because nothing binds it (not: bound to a non-callable)
+    inherit: tuple[str, ...] = ()  # see Resolution.inherit
 
 
 _Env = dict[str, object]
@@ -281,15 +274,14 @@ class _Scopes:
                 return inherited
             inherit += inherited.inherit
         if hasattr(type, name):  # every class has these (object's methods, type's attributes)
-            return _Outcome(PRESENT, found=[Binding("def", 0, None)])
+            return _Outcome(PRESENT, found=(Binding("def", 0, None),))
         if unread:  # red either way; say what reading could not rule out
             outcome = _Outcome(
                 ABSENT,
                 f"{outcome.reason} (unless its base {', '.join(unread)}, which the model cannot "
                 "read, provides it)",
             )
-        outcome.inherit = tuple(inherit)
-        return outcome
+        return outcome._replace(inherit=tuple(inherit))
 
 
 def _last_binding(bindings: list[Binding], expect_callable: bool) -> _Outcome:
@@ -305,7 +297,7 @@ def _last_binding(bindings: list[Binding], expect_callable: bool) -> _Outcome:
         if binding.condition is None:
             now = new
         elif now.state == new.state == PRESENT:
-            now = _Outcome(PRESENT, found=[*now.found, binding])
+            now = _Outcome(PRESENT, found=(*now.found, binding))
         elif now.state == new.state == ABSENT:
             pass
         elif CANNOT_TELL in (now.state, new.state):
@@ -332,7 +324,7 @@ def _binding_outcome(binding: Binding, expect_callable: bool) -> _Outcome:
         return _Outcome(
             CANNOT_TELL, f"bound at line {binding.lineno} to a value the model cannot read"
         )
-    return _Outcome(PRESENT, found=[binding])
+    return _Outcome(PRESENT, found=(binding,))
 
 
 def _joined(outer: str | None, clause: str) -> str:

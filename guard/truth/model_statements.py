@@ -1,8 +1,7 @@
 """The binding model's run of a module's top-level code, statement by statement (never of function
 bodies): each binding recorded in its scope, in execution order, with the condition under which
 it runs (an `if` decided only at runtime, a try body that may fail first, a loop that may run
-zero times). The expressions it meets are read by guard.truth.model_expressions, the answers
-looked up by guard.truth.model_names; guard.truth.symbols builds the model for each file.
+zero times).
 """
 
 from __future__ import annotations
@@ -58,13 +57,10 @@ _CODE_ATTRIBUTES = frozenset({"__code__", "__defaults__", "__kwdefaults__"})
 
 
 class _Model(_Values):
-    """An abstract run of the module's top-level code (never of function bodies).
-
-    Each scope (module, class body) gets its bindings in execution order. A statement that
-    surely raises stops its body: at module level the import fails (`fails`); a raise that may
-    happen (under a runtime condition, in a `with` that may suppress it) makes every answer
-    cannot tell (`may_fail`). Outside try bodies, calls are assumed to return.
-    """
+    """A statement that surely raises stops its body: at module level the import fails
+    (`fails`); a raise that may happen (under a runtime condition, in a `with` that may suppress
+    it) makes every answer cannot tell (`may_fail`). Outside try bodies, calls are assumed to
+    return."""
 
     # -- running the module -------------------------------------------------------------------
 
@@ -354,14 +350,12 @@ class _Model(_Values):
         """A loop body runs (its first iteration) only when the model sees it must."""
         if isinstance(node, ast.While):
             truth = self._truth(node.test, env)
-            runs = truth is True
-            if truth is False:
-                return self._body(node.orelse, scope, condition, env)
+            runs, never = truth is True, truth is False
         else:
             iterations = self._iterations(node.iter, env)
-            runs = bool(iterations)
-            if iterations == 0:
-                return self._body(node.orelse, scope, condition, env)
+            runs, never = bool(iterations), iterations == 0
+        if never:
+            return self._body(node.orelse, scope, condition, env)
         inside = _runs_when(
             runs, condition, f"in the loop at line {node.lineno}, which may run zero times"
         )
