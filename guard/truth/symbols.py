@@ -1,7 +1,5 @@
-"""Find Python definitions by parsing, never by grep: a method is only "there" if it is in its class.
-
-A file's SymbolIndex holds its definitions and the binding model of what importing it binds
-(guard.truth.model_statements runs it; guard.truth.model_names answers from it).
+"""Find Python definitions by parsing, never by grep: a method is only "there" if it is in its class,
+and only if importing the module binds it there (the binding model, guard.truth.model_statements).
 """
 
 from __future__ import annotations
@@ -107,16 +105,11 @@ class SymbolIndex:
             return index
 
     def resolve(self, qualname: str) -> Resolution:
-        """What importing the module binds at `qualname`: present, absent, or cannot tell.
-
-        Each part is looked up as Python would: `Class.method` in the body of the class that
-        `Class` names after the module ran (then in its bases), by the last binding of the name
-        (a later literal, `del`, `delattr` or second `class` removes it), with conditions Python
-        decides without running user code (`sys.version_info`, `sys.platform`, `TYPE_CHECKING`
-        by what it is bound to, literals) decided for this interpreter. Anything else that may
-        change the answer (a runtime condition, a try body that may fail first, a decorator or
-        metaclass the model cannot read) makes it cannot tell, never present.
-        """
+        """What importing the module binds at `qualname`, as Python's lookup finds it once the
+        module ran: present, absent, or cannot tell. Only what Python decides without running
+        user code is decided (for this interpreter); anything else that may change the answer (a
+        runtime condition, a try body that may fail first, an unread decorator or metaclass,
+        reflection) makes it cannot tell, never present."""
         found = self.model.resolve(qualname, self._callable_names())
         if found.state == PRESENT and self.reflection is not None:
             lineno, what = self.reflection
@@ -215,14 +208,10 @@ _REFLECTIVE_ATTRIBUTES = frozenset({"__dict__", "__setattr__", "__delattr__"})
 
 
 def _reflection(tree: ast.Module) -> tuple[int, str] | None:
-    """The first place where the code that runs at import may change bindings in ways the model
-    does not follow, or None: `globals()`, `locals()`, `vars()`, `exec`, `sys.modules`,
-    `__dict__`, `type.__setattr__`, a `setattr`/`delattr` with a computed name; and, in a
-    function the module calls while it runs, any `del` of an attribute, `setattr`, `delattr` or
-    assignment to an attribute. Code that only runs when called later is not import time.
-
-    Such a module's answers are never "present" from reading alone (cannot tell, ask Python).
-    """
+    """The first place where code run at import may change bindings in ways the model does not
+    follow (`globals()`, `exec`, `sys.modules`, `__dict__`, a computed `setattr`...; in a function
+    the module calls while it runs, any attribute write too), or None. Such a module's answers
+    are never "present" from reading alone."""
     defined = {
         node.name: node
         for node in tree.body
