@@ -229,7 +229,7 @@ class _Values(_Scopes):
             return len(value)
         return None
 
-    def _may_fail(self, node: ast.stmt, env: _Env) -> bool:
+    def _may_fail(self, node: ast.stmt) -> bool:
         """Could this statement raise (in a try body, where failing is what is expected)?"""
         if isinstance(node, ast.Pass | ast.Global | ast.Nonlocal):
             return False
@@ -241,21 +241,16 @@ class _Values(_Scopes):
             )
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
             args = node.args
-            annotations = [
-                a.annotation
-                for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)
-                if a.annotation
-            ]
-            if node.returns is not None:
-                annotations.append(node.returns)
             checked = [*args.defaults, *(d for d in args.kw_defaults if d is not None)]
-            if not self.future_annotations:
-                checked += annotations
+            if not self.future_annotations:  # annotations are evaluated when the def runs
+                annotated = (*args.posonlyargs, *args.args, *args.kwonlyargs)
+                checked += [a.annotation for a in annotated if a.annotation]
+                checked += [node.returns] if node.returns is not None else []
             return bool(node.decorator_list) or not all(map(_safe_expression, checked))
         if isinstance(node, ast.ClassDef):
             return bool(node.decorator_list or node.keywords) or not (
                 all(isinstance(b, ast.Name) for b in node.bases)
-                and not any(self._may_fail(s, env) for s in node.body)
+                and not any(self._may_fail(s) for s in node.body)
             )
         if isinstance(node, ast.Import):
             return not all(_importable(a.name) for a in node.names)
@@ -268,7 +263,7 @@ class _Values(_Scopes):
             )
         if isinstance(node, ast.If):
             return not _safe_expression(node.test) or any(
-                self._may_fail(s, env) for s in (*node.body, *node.orelse)
+                self._may_fail(s) for s in (*node.body, *node.orelse)
             )
         return True
 

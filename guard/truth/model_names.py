@@ -228,18 +228,13 @@ class _Scopes:
             return Resolution(PRESENT, outcome.found[-1].lineno)
         answers = []
         for binding in outcome.found:
+            at = f"{parts[0]} is bound at line {binding.lineno} to"
             if binding.kind == "class" and binding.scope is not None and depth < _MAX_DEPTH:
                 answers.append(self._resolve_in(binding.scope, rest, callable_leaf, depth + 1))
             elif binding.kind in ("other", "def"):
-                why = (
-                    f"{parts[0]} is bound at line {binding.lineno} to a value the model cannot read"
-                )
-                answers.append(Resolution(CANNOT_TELL, reason=why))
+                answers.append(Resolution(CANNOT_TELL, None, f"{at} a value the model cannot read"))
             else:
-                why = (
-                    f"{parts[0]} is bound at line {binding.lineno} to something other than a class"
-                )
-                answers.append(Resolution(ABSENT, reason=why))
+                answers.append(Resolution(ABSENT, None, f"{at} something other than a class"))
         states = {a.state for a in answers}
         if states == {PRESENT}:
             return answers[-1]
@@ -294,14 +289,12 @@ def _last_binding(bindings: list[Binding], expect_callable: bool) -> _Outcome:
                 now = _Outcome(CANNOT_TELL, binding.doubt or "")
             continue
         new = _binding_outcome(binding, expect_callable)
-        if binding.condition is None:
+        if binding.condition is None or new.state == CANNOT_TELL:
             now = new
         elif now.state == new.state == PRESENT:
             now = _Outcome(PRESENT, found=(*now.found, binding))
-        elif now.state == new.state == ABSENT:
+        elif now.state in (new.state, CANNOT_TELL):  # what this binding may do changes nothing
             pass
-        elif CANNOT_TELL in (now.state, new.state):
-            now = new if new.state == CANNOT_TELL else now
         elif new.state == PRESENT:
             now = _Outcome(CANNOT_TELL, f"bound at line {binding.lineno} only {binding.condition}")
         else:

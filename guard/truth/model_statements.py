@@ -395,7 +395,7 @@ class _Model(_Values):
         it may, the line that may fail first, whether the raise is surely reached)."""
         current, failing, may_raise = condition, None, None
         for statement in body:
-            if failing is None and self._may_fail(statement, env):
+            if failing is None and self._may_fail(statement):
                 failing = statement.lineno
                 current = _joined(condition, f"{where} at line {failing}")
             raised, maybe = self._stmt(statement, scope, current, env)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 import unicodedata
 from collections.abc import Iterable, Iterator, Mapping
-from functools import partial
+from functools import cached_property, partial
 from typing import TYPE_CHECKING, NamedTuple
 
 from guard.collector import without_collector
@@ -65,7 +65,6 @@ class SymbolIndex:
         self.relative_imports: list[tuple[int, int, str]] = []
         # what its import-time code may change (guard.truth.effects)
         self.effects: Effects | None = None
-        self._callables: frozenset[str] | None = None
 
     @classmethod
     def parse(
@@ -110,7 +109,7 @@ class SymbolIndex:
         user code is decided (for this interpreter); anything else that may change the answer (a
         runtime condition, a try body that may fail first, an unread decorator or metaclass,
         reflection) makes it cannot tell, never present."""
-        found = self.model.resolve(qualname, self._callable_names())
+        found = self.model.resolve(qualname, self._callable_names)
         if found.state == PRESENT and self.reflection is not None:
             lineno, what = self.reflection
             return Resolution(
@@ -126,14 +125,13 @@ class SymbolIndex:
 
     def defines_callable(self, qualname: str) -> bool:
         """Does the file define the name with `def` or `class` (so it must be callable)?"""
-        return unicodedata.normalize("NFKC", qualname.rsplit(".", 1)[-1]) in self._callable_names()
+        return unicodedata.normalize("NFKC", qualname.rsplit(".", 1)[-1]) in self._callable_names
 
+    @cached_property  # asked once per required name
     def _callable_names(self) -> frozenset[str]:
-        if self._callables is None:  # asked once per required name: computed once
-            self._callables = frozenset(
-                unicodedata.normalize("NFKC", name.rsplit(".", 1)[-1]) for name in self.by_qualname
-            )
-        return self._callables
+        return frozenset(
+            unicodedata.normalize("NFKC", name.rsplit(".", 1)[-1]) for name in self.by_qualname
+        )
 
     def find(self, qualname: str) -> list[Definition]:
         return self.by_qualname.get(qualname, [])
