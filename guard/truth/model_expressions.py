@@ -210,8 +210,9 @@ class _Values(_Scopes):
         except Exception:  # a literal with an odd __bool__ is not decided
             return None
 
-    def _iterations(self, node: ast.expr, env: _Env) -> int | None:
-        """How many times a for loop over `node` runs, when reading decides it."""
+    def _enters(self, node: ast.expr, env: _Env) -> bool | None:
+        """Whether a for loop over `node` runs its body, when reading decides it (not how many
+        times: `len(range(10**20))` overflows)."""
         if isinstance(node, ast.Call) and self._origin(node.func, env) == "builtins.range":
             args = [self._value(a, env) for a in node.args]
             if node.keywords or not all(
@@ -219,14 +220,14 @@ class _Values(_Scopes):
             ):
                 return None
             try:
-                return len(range(*[a for a in args if isinstance(a, int)]))
+                return bool(range(*[a for a in args if isinstance(a, int)]))
             except (TypeError, ValueError):
                 return None
         if isinstance(node, ast.Dict) and None not in node.keys:
-            return len(node.keys)
+            return bool(node.keys)
         value = self._value(node, env)
         if isinstance(value, tuple | list | str | bytes | frozenset):
-            return len(value)
+            return bool(value)
         return None
 
     def _may_fail(self, node: ast.stmt) -> bool:

@@ -349,13 +349,12 @@ class _Model(_Values):
     ) -> tuple[str | None, str | None]:
         """A loop body runs (its first iteration) only when the model sees it must."""
         if isinstance(node, ast.While):
-            truth = self._truth(node.test, env)
-            runs, never = truth is True, truth is False
+            enters = self._truth(node.test, env)
         else:
-            iterations = self._iterations(node.iter, env)
-            runs, never = bool(iterations), iterations == 0
-        if never:
+            enters = self._enters(node.iter, env)
+        if enters is False:
             return self._body(node.orelse, scope, condition, env)
+        runs = enters is True
         inside = _runs_when(
             runs, condition, f"in the loop at line {node.lineno}, which may run zero times"
         )
