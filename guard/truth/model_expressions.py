@@ -113,10 +113,8 @@ class _Values(_Scopes):
                 return _UNKNOWN
             return looked
         if isinstance(node, ast.Tuple | ast.List | ast.Set):
-            items = [self._value(e, env, depth + 1) for e in node.elts]
-            if any(i is _UNKNOWN for i in items) or any(
-                isinstance(e, ast.Starred) for e in node.elts
-            ):
+            items = [self._value(e, env, depth + 1) for e in node.elts]  # `*x` is unknown
+            if any(i is _UNKNOWN for i in items):
                 return _UNKNOWN
             kind = {ast.Tuple: tuple, ast.List: list, ast.Set: frozenset}[type(node)]
             try:
@@ -145,18 +143,13 @@ class _Values(_Scopes):
                     return bool(getattr(owner, node.func.attr)(*args))
                 except TypeError:
                     return _UNKNOWN
+        if isinstance(node, ast.Slice):  # a subscript's: bounds one level below the subscript
+            bounds = (node.lower, node.upper, node.step)
+            parts = [None if p is None else self._value(p, env, depth) for p in bounds]
+            return _UNKNOWN if any(p is _UNKNOWN for p in parts) else slice(*parts)
         if isinstance(node, ast.Subscript):
             container = self._value(node.value, env, depth + 1)
-            index: object = _UNKNOWN
-            if isinstance(node.slice, ast.Slice):
-                parts = [
-                    self._value(p, env, depth + 1) if p is not None else None
-                    for p in (node.slice.lower, node.slice.upper, node.slice.step)
-                ]
-                if not any(p is _UNKNOWN for p in parts):
-                    index = slice(*parts)
-            else:
-                index = self._value(node.slice, env, depth + 1)
+            index = self._value(node.slice, env, depth + 1)
             if isinstance(container, tuple | str) and isinstance(index, int | slice):
                 try:
                     return container[index]
