@@ -95,14 +95,13 @@ class _LocalDef(NamedTuple):
 class _LocalClass(NamedTuple):
     scope: int
     doubt: str | None = None  # why it may not be the class its body defines (a decorator...)
+    passes_on: str | None = None  # why a class derived from it cannot be read
 
 
-class _Class:
-    def __init__(self, name: str, bases: list[int | str], origins: list[str]) -> None:
-        self.name = name
-        self.bases = bases  # a class scope of this file, or the text of a base it cannot read
-        self.origins = origins  # where the unread bases are imported from
-        self.passes_on: str | None = None  # why a class derived from it cannot be read
+class _Class(NamedTuple):
+    name: str
+    bases: list[int | str]  # a class scope of this file, or the text of a base it cannot read
+    origins: list[str]  # where the unread bases are imported from
 
 
 class _Outcome(NamedTuple):
@@ -114,6 +113,19 @@ class _Outcome(NamedTuple):
 
 
 _Env = dict[str, object]
+
+
+class _At(NamedTuple):
+    """Where a statement runs: its scope, why it may not run when the scope's body does (None:
+    whenever it does), and what names are bound to there so far (the environment)."""
+
+    scope: int
+    condition: str | None
+    env: _Env
+
+    def when(self, clause: str, surely: bool = False) -> _At:
+        """Code that runs whenever this does (`surely`), or only under `clause` too."""
+        return self if surely else self._replace(condition=_joined(self.condition, clause))
 
 
 class _Scopes:
@@ -135,17 +147,16 @@ class _Scopes:
 
     def _add(
         self,
-        scope: int,
+        at: _At,
         name: str,
         kind: str,
         lineno: int,
-        condition: str | None,
-        env: _Env,
         *,
         inner: int | None = None,
         doubt: str | None = None,
         value: object = _UNKNOWN,
     ) -> None:
+        scope, condition, env = at
         if name in self.globals_of.get(scope, ()):
             scope = _MODULE_SCOPE  # `global m` in a class body: `def m` binds the module's m
         self._order += 1
@@ -190,18 +201,17 @@ class _Scopes:
         value = self._lookup_env(node, env)
         return value.dotted if isinstance(value, _Origin) else None
 
-    def _classes_named(
-        self, node: ast.expr, env: _Env, condition: str | None
-    ) -> list[tuple[int, str | None]]:
+    def _classes_named(self, node: ast.expr, at: _At) -> list[_At]:
         """The class scopes `node` may name: the one it surely names, or, when that is not
-        known, every class of that name (each only possibly)."""
-        value = self._lookup_env(node, env)
+        known, every class of that name (each only possibly); outside their bodies, so with
+        no environment of theirs."""
+        value = self._lookup_env(node, at.env)
         if isinstance(value, _LocalClass):
-            return [(value.scope, condition)]
+            return [_At(value.scope, at.condition, {})]
         if not isinstance(node, ast.Name):
             return []
-        maybe = _joined(condition, f"if `{node.id}` names the class")
-        return [(s, maybe) for s, c in self.classes.items() if c.name == node.id]
+        maybe = _joined(at.condition, f"if `{node.id}` names the class")
+        return [_At(s, maybe, {}) for s, c in self.classes.items() if c.name == node.id]
 
     # -- answering ----------------------------------------------------------------------------
 
