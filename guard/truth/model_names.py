@@ -116,8 +116,7 @@ _Env = dict[str, object]
 
 
 class _At(NamedTuple):
-    """Where a statement runs: its scope, why it may not run when the scope's body does (None:
-    whenever it does), and what names are bound to there so far (the environment)."""
+    """Where a statement runs: its scope, its `condition` (a Binding's) and the environment."""
 
     scope: int
     condition: str | None

@@ -511,10 +511,9 @@ class _Model(_Values):
         return None
 
     def _rebinding(self, scope: int, name: str, kind: str, lineno: int) -> str | None:
-        """Why a function an assignment binds over an earlier binding of the name (`m = g` or
-        `m = lambda...` after `def m` in the class body, `C.m = f` or `setattr(C, "m", f)`
-        after the class) is no answer from reading: the name is bound, but not to the code
-        defined under it. The first binding (`m = lambda self: 1`) defines the name."""
+        """Why a function bound over an earlier binding of the name (`m = g` after `def m`,
+        `C.m = f` or `setattr(C, "m", f)` after the class) is no answer from reading: the name
+        is bound, but not to the code defined under it. A first binding defines the name."""
         if kind != "def" or not self.scopes.get(scope, {}).get(name):
             return None
         return (

@@ -21,9 +21,8 @@ from guard.truth.symbols import SourceSyntaxError, SymbolIndex, resumed
 def parse(
     content: bytes, path: str, cache: ContentCache, facts: Mapping[str, object] | None = None
 ) -> SymbolIndex | SourceSyntaxError:
-    """The file's SymbolIndex, or the syntax error that stops Python from importing it.
-
-    `facts`: the interpreter's whose conditions are decided; None for patchguard's own."""
+    """The file's SymbolIndex (`facts` as for SymbolIndex.parse), or the syntax error that stops
+    Python from importing it."""
     key = _key(content, facts)
     kept = cache.get(key)
     try:
