@@ -312,9 +312,7 @@ def _safe_expression(node: ast.expr) -> bool:
     stack: list[ast.AST] = [node]
     while stack:
         current = stack.pop()
-        if not isinstance(current, _SAFE_EXPRESSIONS):
-            return False
-        if isinstance(current, ast.UnaryOp) and not isinstance(current.op, ast.Not):
+        if not isinstance(current, _SAFE_EXPRESSIONS):  # of unary operators, only `not`
             return False
         if isinstance(current, ast.Lambda):
             stack.extend([*current.args.defaults, *(d for d in current.args.kw_defaults if d)])
