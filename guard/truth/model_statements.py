@@ -1,8 +1,6 @@
 """The binding model's run of a module's top-level code, statement by statement (never of function
 bodies): each binding recorded in its scope, in execution order, with the condition under which
-it runs (an `if` decided only at runtime, a try body that may fail first, a loop that may run
-zero times).
-"""
+it runs (see Binding)."""
 
 from __future__ import annotations
 
