@@ -87,6 +87,13 @@ def test_definitions_under_if_at_class_level_belong_to_the_class() -> None:
     assert index.duplicates("A.g") == []
 
 
+def test_a_loop_over_a_range_too_long_to_count_is_read() -> None:
+    """Whether a loop runs is read from its range without counting it: `len()` of this range
+    overflows, and the parse must not fail on it."""
+    source = b"class C:\n    for _ in range(10000000000000000000000):\n        def m(self): ...\n        break\n"
+    assert SymbolIndex.parse(source, "a.py").resolve("C.m").state == "present"
+
+
 def test_defined_on_lines_lists_only_added_defs() -> None:
     source = b"class A:\n    def old(self): ...\n    def new(self): ...\n"
     assert SymbolIndex.parse(source, "a.py").defined_on_lines({3}) == ["A.new"]

@@ -1,10 +1,6 @@
-"""What the binding model knows of an expression before the code runs: its value, when Python
-computes it without running user code (literals, `sys.version_info`, comparisons of them), the
-truth of a test, the kind of what an assignment binds, whether a decorator keeps what it
-decorates, and whether a statement in a try body may fail.
-
-Anything the model cannot compute is `_UNKNOWN`, and a test it cannot decide is None: the
-statements (guard.truth.model_statements) then make what depends on it conditional, never
+"""What the binding model knows of an expression before the code runs: only what Python computes
+without running user code (literals, `sys.version_info`, comparisons of them). Anything else is
+`_UNKNOWN` and a test it cannot decide is None: what depends on them is then conditional, never
 surely bound.
 """
 
@@ -60,6 +56,8 @@ _KEEPING_DECORATORS = frozenset(
         "torch.compile()",
     }
 )
+# Calls that return a function or descriptor: an assignment of one binds a "def".
+_MAKING_FUNCTIONS = _KEEPING_DECORATORS | {"functools.partial", "functools.partialmethod"}
 
 
 class _Values(_Scopes):
@@ -77,13 +75,8 @@ class _Values(_Scopes):
         looked = self._lookup_env(value, env)
         if isinstance(looked, _LocalDef) or (isinstance(looked, _LocalClass) and not looked.doubt):
             return "def", looked
-        if isinstance(value, ast.Call):
-            origin = self._origin(value.func, env)
-            if origin in _KEEPING_DECORATORS or origin in (
-                "functools.partial",
-                "functools.partialmethod",
-            ):
-                return "def", _UNKNOWN
+        if isinstance(value, ast.Call) and self._origin(value.func, env) in _MAKING_FUNCTIONS:
+            return "def", _UNKNOWN
         return "other", looked
 
     def _decorator_doubt(
@@ -120,10 +113,8 @@ class _Values(_Scopes):
                 return _UNKNOWN
             return looked
         if isinstance(node, ast.Tuple | ast.List | ast.Set):
-            items = [self._value(e, env, depth + 1) for e in node.elts]
-            if any(i is _UNKNOWN for i in items) or any(
-                isinstance(e, ast.Starred) for e in node.elts
-            ):
+            items = [self._value(e, env, depth + 1) for e in node.elts]  # `*x` is unknown
+            if any(i is _UNKNOWN for i in items):
                 return _UNKNOWN
             kind = {ast.Tuple: tuple, ast.List: list, ast.Set: frozenset}[type(node)]
             try:
@@ -152,18 +143,13 @@ class _Values(_Scopes):
                     return bool(getattr(owner, node.func.attr)(*args))
                 except TypeError:
                     return _UNKNOWN
+        if isinstance(node, ast.Slice):  # a subscript's: bounds one level below the subscript
+            bounds = (node.lower, node.upper, node.step)
+            parts = [None if p is None else self._value(p, env, depth) for p in bounds]
+            return _UNKNOWN if any(p is _UNKNOWN for p in parts) else slice(*parts)
         if isinstance(node, ast.Subscript):
             container = self._value(node.value, env, depth + 1)
-            index: object = _UNKNOWN
-            if isinstance(node.slice, ast.Slice):
-                parts = [
-                    self._value(p, env, depth + 1) if p is not None else None
-                    for p in (node.slice.lower, node.slice.upper, node.slice.step)
-                ]
-                if not any(p is _UNKNOWN for p in parts):
-                    index = slice(*parts)
-            else:
-                index = self._value(node.slice, env, depth + 1)
+            index = self._value(node.slice, env, depth + 1)
             if isinstance(container, tuple | str) and isinstance(index, int | slice):
                 try:
                     return container[index]
@@ -217,8 +203,9 @@ class _Values(_Scopes):
         except Exception:  # a literal with an odd __bool__ is not decided
             return None
 
-    def _iterations(self, node: ast.expr, env: _Env) -> int | None:
-        """How many times a for loop over `node` runs, when reading decides it."""
+    def _enters(self, node: ast.expr, env: _Env) -> bool | None:
+        """Whether a for loop over `node` runs its body, when reading decides it (not how many
+        times: `len(range(10**20))` overflows)."""
         if isinstance(node, ast.Call) and self._origin(node.func, env) == "builtins.range":
             args = [self._value(a, env) for a in node.args]
             if node.keywords or not all(
@@ -226,17 +213,17 @@ class _Values(_Scopes):
             ):
                 return None
             try:
-                return len(range(*[a for a in args if isinstance(a, int)]))
+                return bool(range(*[a for a in args if isinstance(a, int)]))
             except (TypeError, ValueError):
                 return None
         if isinstance(node, ast.Dict) and None not in node.keys:
-            return len(node.keys)
+            return bool(node.keys)
         value = self._value(node, env)
         if isinstance(value, tuple | list | str | bytes | frozenset):
-            return len(value)
+            return bool(value)
         return None
 
-    def _may_fail(self, node: ast.stmt, env: _Env) -> bool:
+    def _may_fail(self, node: ast.stmt) -> bool:
         """Could this statement raise (in a try body, where failing is what is expected)?"""
         if isinstance(node, ast.Pass | ast.Global | ast.Nonlocal):
             return False
@@ -248,21 +235,16 @@ class _Values(_Scopes):
             )
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
             args = node.args
-            annotations = [
-                a.annotation
-                for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)
-                if a.annotation
-            ]
-            if node.returns is not None:
-                annotations.append(node.returns)
             checked = [*args.defaults, *(d for d in args.kw_defaults if d is not None)]
-            if not self.future_annotations:
-                checked += annotations
+            if not self.future_annotations:  # annotations are evaluated when the def runs
+                annotated = (*args.posonlyargs, *args.args, *args.kwonlyargs)
+                checked += [a.annotation for a in annotated if a.annotation]
+                checked += [node.returns] if node.returns is not None else []
             return bool(node.decorator_list) or not all(map(_safe_expression, checked))
         if isinstance(node, ast.ClassDef):
             return bool(node.decorator_list or node.keywords) or not (
                 all(isinstance(b, ast.Name) for b in node.bases)
-                and not any(self._may_fail(s, env) for s in node.body)
+                and not any(self._may_fail(s) for s in node.body)
             )
         if isinstance(node, ast.Import):
             return not all(_importable(a.name) for a in node.names)
@@ -275,7 +257,7 @@ class _Values(_Scopes):
             )
         if isinstance(node, ast.If):
             return not _safe_expression(node.test) or any(
-                self._may_fail(s, env) for s in (*node.body, *node.orelse)
+                self._may_fail(s) for s in (*node.body, *node.orelse)
             )
         return True
 
@@ -330,9 +312,7 @@ def _safe_expression(node: ast.expr) -> bool:
     stack: list[ast.AST] = [node]
     while stack:
         current = stack.pop()
-        if not isinstance(current, _SAFE_EXPRESSIONS):
-            return False
-        if isinstance(current, ast.UnaryOp) and not isinstance(current.op, ast.Not):
+        if not isinstance(current, _SAFE_EXPRESSIONS):  # of unary operators, only `not`
             return False
         if isinstance(current, ast.Lambda):
             stack.extend([*current.args.defaults, *(d for d in current.args.kw_defaults if d)])

@@ -1,12 +1,8 @@
-"""The binding model's scopes and how a name is looked up in them.
-
-The model (guard.truth.model_statements) runs a module's top-level code and records, per scope
-(the module, each class body), every statement that binds or unbinds a name: a `Binding`.
-Answering `Class.method` is a lookup in those records, as Python's attribute lookup goes (the
-last binding, then the bases): PRESENT, ABSENT or CANNOT_TELL, with the `Resolution` saying
-why. The same module holds what a name is bound to while the code runs (the environment: an
-import's origin, a function or class of the file, or a value unknown until it runs), which the
-expressions (guard.truth.model_expressions) are read with.
+"""The binding model's scopes and how a name is looked up in them: every statement that binds or
+unbinds a name (guard.truth.model_statements records them), per scope (the module, each class
+body), looked up as Python's attribute lookup goes (the last binding, then the bases); and the
+environment expressions are read in (an import's origin, a function or class of the file, or a
+value unknown until the code runs).
 """
 
 from __future__ import annotations
@@ -18,14 +14,13 @@ from collections.abc import Mapping
 from typing import NamedTuple
 
 from guard.truth.interpreters import own_facts
-from guard.truth.records import Record
 
 PRESENT = "present"
 ABSENT = "absent"
 CANNOT_TELL = "cannot-tell"
 
 
-class Binding(Record):
+class Binding(NamedTuple):
     """One statement that binds (or unbinds) a name in a scope (module or class body).
 
     `condition` says why the statement may not run when its scope's body does (an `if` test
@@ -34,25 +29,18 @@ class Binding(Record):
     source defines (a decorator or metaclass the model cannot read).
     """
 
-    __slots__ = ()
     kind: str  # "def", "class", "value" (a literal: not callable), "other" (a value the model
     # cannot read), "del", "any" (may bind or unbind anything: `import *`, a computed setattr)
     lineno: int
     condition: str | None
-    scope: int | None  # for a class: the scope of its body
-    doubt: str | None
-    order: int  # execution order across a scope's names (a setattr after the class runs later)
+    scope: int | None = None  # for a class: the scope of its body
+    doubt: str | None = None
+    order: int = 0  # execution order across a scope's names (a setattr after the class runs later)
 
-    def __new__(
-        cls,
-        kind: str,
-        lineno: int,
-        condition: str | None,
-        scope: int | None = None,
-        doubt: str | None = None,
-        order: int = 0,
-    ) -> Binding:
-        return tuple.__new__(cls, (kind, lineno, condition, scope, doubt, order))
+    def __reduce__(self) -> tuple[object, ...]:
+        """A kept parse (guard.truth.parsed) holds thousands of these: loaded by `tuple.__new__`,
+        not by the Python-level `__new__` of a NamedTuple, they load a quarter faster."""
+        return (tuple.__new__, (type(self), tuple(self)))
 
 
 class Resolution(NamedTuple):
@@ -107,28 +95,36 @@ class _LocalDef(NamedTuple):
 class _LocalClass(NamedTuple):
     scope: int
     doubt: str | None = None  # why it may not be the class its body defines (a decorator...)
+    passes_on: str | None = None  # why a class derived from it cannot be read
 
 
-class _Class:
-    def __init__(self, name: str, bases: list[int | str], origins: list[str]) -> None:
-        self.name = name
-        self.bases = bases  # a class scope of this file, or the text of a base it cannot read
-        self.origins = origins  # where the unread bases are imported from
-        self.passes_on: str | None = None  # why a class derived from it cannot be read
+class _Class(NamedTuple):
+    name: str
+    bases: list[int | str]  # a class scope of this file, or the text of a base it cannot read
+    origins: list[str]  # where the unread bases are imported from
 
 
-class _Outcome:
-    def __init__(
-        self, state: str, reason: str = "", found: list[Binding] | None = None, unbound: bool = True
-    ) -> None:
-        self.state = state
-        self.reason = reason
-        self.found = found or []
-        self.unbound = unbound  # absent because nothing binds it (not: bound to a non-callable)
-        self.inherit: tuple[str, ...] = ()  # see Resolution.inherit
+class _Outcome(NamedTuple):
+    state: str
+    reason: str = ""
+    found: tuple[Binding, ...] = ()
+    unbound: bool = True  # absent because nothing binds it (not: bound to a non-callable)
+    inherit: tuple[str, ...] = ()  # see Resolution.inherit
 
 
 _Env = dict[str, object]
+
+
+class _At(NamedTuple):
+    """Where a statement runs: its scope, its `condition` (a Binding's) and the environment."""
+
+    scope: int
+    condition: str | None
+    env: _Env
+
+    def when(self, clause: str, surely: bool = False) -> _At:
+        """Code that runs whenever this does (`surely`), or only under `clause` too."""
+        return self if surely else self._replace(condition=_joined(self.condition, clause))
 
 
 class _Scopes:
@@ -150,17 +146,16 @@ class _Scopes:
 
     def _add(
         self,
-        scope: int,
+        at: _At,
         name: str,
         kind: str,
         lineno: int,
-        condition: str | None,
-        env: _Env,
         *,
         inner: int | None = None,
         doubt: str | None = None,
         value: object = _UNKNOWN,
     ) -> None:
+        scope, condition, env = at
         if name in self.globals_of.get(scope, ()):
             scope = _MODULE_SCOPE  # `global m` in a class body: `def m` binds the module's m
         self._order += 1
@@ -205,18 +200,17 @@ class _Scopes:
         value = self._lookup_env(node, env)
         return value.dotted if isinstance(value, _Origin) else None
 
-    def _classes_named(
-        self, node: ast.expr, env: _Env, condition: str | None
-    ) -> list[tuple[int, str | None]]:
+    def _classes_named(self, node: ast.expr, at: _At) -> list[_At]:
         """The class scopes `node` may name: the one it surely names, or, when that is not
-        known, every class of that name (each only possibly)."""
-        value = self._lookup_env(node, env)
+        known, every class of that name (each only possibly); outside their bodies, so with
+        no environment of theirs."""
+        value = self._lookup_env(node, at.env)
         if isinstance(value, _LocalClass):
-            return [(value.scope, condition)]
+            return [_At(value.scope, at.condition, {})]
         if not isinstance(node, ast.Name):
             return []
-        maybe = _joined(condition, f"if `{node.id}` names the class")
-        return [(s, maybe) for s, c in self.classes.items() if c.name == node.id]
+        maybe = _joined(at.condition, f"if `{node.id}` names the class")
+        return [_At(s, maybe, {}) for s, c in self.classes.items() if c.name == node.id]
 
     # -- answering ----------------------------------------------------------------------------
 
@@ -243,18 +237,13 @@ class _Scopes:
             return Resolution(PRESENT, outcome.found[-1].lineno)
         answers = []
         for binding in outcome.found:
+            at = f"{parts[0]} is bound at line {binding.lineno} to"
             if binding.kind == "class" and binding.scope is not None and depth < _MAX_DEPTH:
                 answers.append(self._resolve_in(binding.scope, rest, callable_leaf, depth + 1))
             elif binding.kind in ("other", "def"):
-                why = (
-                    f"{parts[0]} is bound at line {binding.lineno} to a value the model cannot read"
-                )
-                answers.append(Resolution(CANNOT_TELL, reason=why))
+                answers.append(Resolution(CANNOT_TELL, None, f"{at} a value the model cannot read"))
             else:
-                why = (
-                    f"{parts[0]} is bound at line {binding.lineno} to something other than a class"
-                )
-                answers.append(Resolution(ABSENT, reason=why))
+                answers.append(Resolution(ABSENT, None, f"{at} something other than a class"))
         states = {a.state for a in answers}
         if states == {PRESENT}:
             return answers[-1]
@@ -289,15 +278,14 @@ class _Scopes:
                 return inherited
             inherit += inherited.inherit
         if hasattr(type, name):  # every class has these (object's methods, type's attributes)
-            return _Outcome(PRESENT, found=[Binding("def", 0, None)])
+            return _Outcome(PRESENT, found=(Binding("def", 0, None),))
         if unread:  # red either way; say what reading could not rule out
             outcome = _Outcome(
                 ABSENT,
                 f"{outcome.reason} (unless its base {', '.join(unread)}, which the model cannot "
                 "read, provides it)",
             )
-        outcome.inherit = tuple(inherit)
-        return outcome
+        return outcome._replace(inherit=tuple(inherit))
 
 
 def _last_binding(bindings: list[Binding], expect_callable: bool) -> _Outcome:
@@ -310,14 +298,12 @@ def _last_binding(bindings: list[Binding], expect_callable: bool) -> _Outcome:
                 now = _Outcome(CANNOT_TELL, binding.doubt or "")
             continue
         new = _binding_outcome(binding, expect_callable)
-        if binding.condition is None:
+        if binding.condition is None or new.state == CANNOT_TELL:
             now = new
         elif now.state == new.state == PRESENT:
-            now = _Outcome(PRESENT, found=[*now.found, binding])
-        elif now.state == new.state == ABSENT:
+            now = _Outcome(PRESENT, found=(*now.found, binding))
+        elif now.state in (new.state, CANNOT_TELL):  # what this binding may do changes nothing
             pass
-        elif CANNOT_TELL in (now.state, new.state):
-            now = new if new.state == CANNOT_TELL else now
         elif new.state == PRESENT:
             now = _Outcome(CANNOT_TELL, f"bound at line {binding.lineno} only {binding.condition}")
         else:
@@ -340,7 +326,7 @@ def _binding_outcome(binding: Binding, expect_callable: bool) -> _Outcome:
         return _Outcome(
             CANNOT_TELL, f"bound at line {binding.lineno} to a value the model cannot read"
         )
-    return _Outcome(PRESENT, found=[binding])
+    return _Outcome(PRESENT, found=(binding,))
 
 
 def _joined(outer: str | None, clause: str) -> str:

@@ -1,9 +1,6 @@
 """The binding model's run of a module's top-level code, statement by statement (never of function
 bodies): each binding recorded in its scope, in execution order, with the condition under which
-it runs (an `if` decided only at runtime, a try body that may fail first, a loop that may run
-zero times). The expressions it meets are read by guard.truth.model_expressions, the answers
-looked up by guard.truth.model_names; guard.truth.symbols builds the model for each file.
-"""
+it runs (see Binding)."""
 
 from __future__ import annotations
 
@@ -15,9 +12,9 @@ from guard.truth.model_names import (
     _MODULE_SCOPE,
     _UNKNOWN,
     Binding,
+    _At,
     _Class,
     _Env,
-    _joined,
     _LocalClass,
     _LocalDef,
     _Origin,
@@ -58,13 +55,10 @@ _CODE_ATTRIBUTES = frozenset({"__code__", "__defaults__", "__kwdefaults__"})
 
 
 class _Model(_Values):
-    """An abstract run of the module's top-level code (never of function bodies).
-
-    Each scope (module, class body) gets its bindings in execution order. A statement that
-    surely raises stops its body: at module level the import fails (`fails`); a raise that may
-    happen (under a runtime condition, in a `with` that may suppress it) makes every answer
-    cannot tell (`may_fail`). Outside try bodies, calls are assumed to return.
-    """
+    """A statement that surely raises stops its body: at module level the import fails
+    (`fails`); a raise that may happen (under a runtime condition, in a `with` that may suppress
+    it) makes every answer cannot tell (`may_fail`). Outside try bodies, calls are assumed to
+    return."""
 
     # -- running the module -------------------------------------------------------------------
 
@@ -75,97 +69,93 @@ class _Model(_Values):
             and any(a.name == "annotations" for a in n.names)
             for n in tree.body
         )
-        raises, may_raise = self._body(tree.body, _MODULE_SCOPE, None, {})
+        raises, may_raise = self._body(tree.body, _At(_MODULE_SCOPE, None, {}))
         if raises:
             self.fails = f"importing the module fails: {raises}"
         elif may_raise:
             self.may_fail = f"importing the module may fail: {may_raise}"
 
-    def _body(
-        self, body: list[ast.stmt], scope: int, condition: str | None, env: _Env
-    ) -> tuple[str | None, str | None]:
+    def _body(self, body: list[ast.stmt], at: _At) -> tuple[str | None, str | None]:
         """Run `body`; (why it surely raises, why it may raise), each None when not."""
         may_raise = None
         for node in body:
-            raises, maybe = self._stmt(node, scope, condition, env)
+            raises, maybe = self._stmt(node, at)
             if raises:
                 return raises, may_raise
             may_raise = may_raise or maybe
         return None, may_raise
 
-    def _stmt(
-        self, node: ast.stmt, scope: int, condition: str | None, env: _Env
-    ) -> tuple[str | None, str | None]:
+    def _stmt(self, node: ast.stmt, at: _At) -> tuple[str | None, str | None]:
         """Run one statement as Python would at import (function bodies are never run)."""
-        self._walrus(node, scope, condition, env)
+        self._walrus(node, at)
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-            doubt = self._decorator_doubt(node.decorator_list, env, "decorator", "it")
+            doubt = self._decorator_doubt(node.decorator_list, at.env, "decorator", "it")
             value: object = _UNKNOWN
             if not node.decorator_list:
                 value = _LocalDef(node)
-            elif self._origin(node.decorator_list[0], env) == "builtins.property":
+            elif self._origin(node.decorator_list[0], at.env) == "builtins.property":
                 value = _Origin("builtins.property")
-            name = self._name(scope, node.name)
-            self._add(scope, name, "def", node.lineno, condition, env, doubt=doubt, value=value)
+            name = self._name(at.scope, node.name)
+            self._add(at, name, "def", node.lineno, doubt=doubt, value=value)
         elif isinstance(node, ast.ClassDef):
-            return self._class(node, scope, condition, env), None
+            return self._class(node, at), None
         elif isinstance(node, ast.Assign):
             for target in node.targets:
-                self._target(target, node.value, node.lineno, scope, condition, env)
+                self._target(target, node.value, node.lineno, at)
         elif isinstance(node, ast.AnnAssign):
             if node.value is not None:
-                self._target(node.target, node.value, node.lineno, scope, condition, env)
+                self._target(node.target, node.value, node.lineno, at)
         elif isinstance(node, ast.AugAssign):
-            self._target(node.target, None, node.lineno, scope, condition, env)
+            self._target(node.target, None, node.lineno, at)
         elif isinstance(node, ast.Delete):
             for target in node.targets:
-                self._delete(target, node.lineno, scope, condition, env)
+                self._delete(target, node.lineno, at)
         elif isinstance(node, ast.Import | ast.ImportFrom):
             for bound, origin in imported(node):
                 if origin.endswith(".*"):
                     assert isinstance(node, ast.ImportFrom)
-                    self._star(node, scope, condition, env)
+                    self._star(node, at)
                     continue
-                name = self._name(scope, bound)
-                self._add(scope, name, "other", node.lineno, condition, env, value=_Origin(origin))
+                name = self._name(at.scope, bound)
+                self._add(at, name, "other", node.lineno, value=_Origin(origin))
         elif isinstance(node, ast.Expr):
-            return self._call(node.value, node.lineno, scope, condition, env), None
+            return self._call(node.value, node.lineno, at), None
         elif isinstance(node, ast.Raise):
             return f"the raise at line {node.lineno}", None
         elif isinstance(node, ast.Assert):
-            if self._truth(node.test, env) is False:
+            if self._truth(node.test, at.env) is False:
                 return f"the assert at line {node.lineno} always fails", None
         elif isinstance(node, ast.If):
-            return self._if(node, scope, condition, env)
+            return self._if(node, at)
         elif isinstance(node, ast.For | ast.AsyncFor | ast.While):
-            return self._loop(node, scope, condition, env)
+            return self._loop(node, at)
         elif isinstance(node, ast.Try | ast.TryStar):
-            return self._try(node, scope, condition, env)
+            return self._try(node, at)
         elif isinstance(node, ast.With | ast.AsyncWith):
             for item in node.items:
                 if item.optional_vars is not None:
-                    self._target(item.optional_vars, None, node.lineno, scope, condition, env)
-            if all(self._origin(i.context_expr, env) in _PLAIN_CONTEXTS for i in node.items):
-                return self._body(node.body, scope, condition, env)
+                    self._target(item.optional_vars, None, node.lineno, at)
+            if all(self._origin(i.context_expr, at.env) in _PLAIN_CONTEXTS for i in node.items):
+                return self._body(node.body, at)
             where = f"inside a with body (line {node.lineno}) that may swallow a failure"
-            raises, maybe, _, _ = self._failing_body(node.body, scope, condition, env, where)
+            raises, maybe, _, _ = self._failing_body(node.body, at, where)
             if raises and not all(
-                self._suppresses_all(item.context_expr, env) for item in node.items
+                self._suppresses_all(item.context_expr, at.env) for item in node.items
             ):
                 return None, f"{raises}, which the with at line {node.lineno} may not suppress"
             return None, maybe
         elif isinstance(node, ast.Match):
-            return self._match(node, scope, condition, env)
+            return self._match(node, at)
         elif type(node).__name__ == "TypeAlias":  # `type X = ...` (3.12): binds X, lazily
-            name = self._name(scope, node.name.id)  # type: ignore[attr-defined]
-            self._add(scope, name, "other", node.lineno, condition, env)
+            name = self._name(at.scope, node.name.id)  # type: ignore[attr-defined]
+            self._add(at, name, "other", node.lineno)
         elif not isinstance(node, _INERT_STATEMENTS):  # as pyflakes' _unknown_handler: never
             kind = type(node).__name__  # silently nothing (tests/test_binding_forms.py lists them)
             unknown = f"line {node.lineno} is a statement reading does not know ({kind})"
-            self._add(scope, "*", "any", node.lineno, condition, env, doubt=unknown)
+            self._add(at, "*", "any", node.lineno, doubt=unknown)
         return None, None
 
-    def _star(self, node: ast.ImportFrom, scope: int, condition: str | None, env: _Env) -> None:
+    def _star(self, node: ast.ImportFrom, at: _At) -> None:
         """`from m import *`: the names a standard module already loaded here exports; for
         any other module, anything may be rebound."""
         loaded = sys.modules.get(node.module or "") if node.level == 0 else None
@@ -175,27 +165,25 @@ class _Model(_Values):
                 exported = [n for n in vars(loaded) if not n.startswith("_")]
             for name in exported:
                 if isinstance(name, str):
-                    self._add(scope, self._name(scope, name), "other", node.lineno, condition, env)
+                    self._add(at, self._name(at.scope, name), "other", node.lineno)
             return
         star = f"`from {'.' * node.level}{node.module or ''} import *` at line {node.lineno} may rebind it"
-        self._add(scope, "*", "any", node.lineno, condition, env, doubt=star)
+        self._add(at, "*", "any", node.lineno, doubt=star)
 
-    def _class(
-        self, node: ast.ClassDef, scope: int, condition: str | None, env: _Env
-    ) -> str | None:
+    def _class(self, node: ast.ClassDef, at: _At) -> str | None:
         """Run a class body in its own scope; why creating the class surely raises, if it does."""
         inner = len(self.scopes)
         self.scopes[inner] = {}
         bases: list[int | str] = []
         origins: list[str] = []
-        doubt = self._decorator_doubt(node.decorator_list, env, "class decorator", "the class")
+        doubt = self._decorator_doubt(node.decorator_list, at.env, "class decorator", "the class")
         passes_on = None
         for base in node.bases:
-            value = self._lookup_env(base, env)
-            origin = self._origin(base, env)
+            value = self._lookup_env(base, at.env)
+            origin = self._origin(base, at.env)
             if isinstance(value, _LocalClass):
                 bases.append(value.scope)
-                passes_on = passes_on or value.doubt or self.classes[value.scope].passes_on
+                passes_on = passes_on or value.doubt or value.passes_on
             elif origin == "typing.NamedTuple":
                 pass
             elif origin not in _PLAIN_BASES:
@@ -204,7 +192,7 @@ class _Model(_Values):
         for keyword in node.keywords:
             if (
                 keyword.arg == "metaclass"
-                and self._origin(keyword.value, env) not in _KEEPING_METACLASSES
+                and self._origin(keyword.value, at.env) not in _KEEPING_METACLASSES
             ):
                 passes_on = (
                     f"the metaclass at line {keyword.value.lineno} may drop or replace class "
@@ -215,19 +203,18 @@ class _Model(_Values):
         self.globals_of[inner] = frozenset(
             name for n in own_statements(node.body) if isinstance(n, ast.Global) for name in n.names
         )
-        body_env = dict(env)
-        raises, _ = self._body(node.body, inner, None, body_env)
+        body = _At(inner, None, dict(at.env))
+        raises, _ = self._body(node.body, body)
         if raises:
             return f"{raises} (in the body of class {node.name})"
-        self._fields(node, inner, env, body_env)
+        self._fields(node, body, at.env)
         hook = self.scopes[inner].get("__init_subclass__")
         if hook and not passes_on:
             passes_on = (
                 f"{node.name}.__init_subclass__ (line {hook[-1].lineno}) may change the classes "
                 "derived from it"
             )
-        self.classes[inner].passes_on = passes_on
-        slots = self._slots(node, body_env)
+        slots = self._slots(node, body.env)
         if slots:
             clash = sorted(slots & {n for n, bs in self.scopes[inner].items() if bs})
             if clash:
@@ -236,15 +223,13 @@ class _Model(_Values):
                     "conflicts with a class variable"
                 )
             for slot in sorted(slots):
-                self._add(inner, self._name(inner, slot), "value", node.lineno, None, body_env)
-        value = _LocalClass(inner, doubt)
-        name = self._name(scope, node.name)
-        self._add(
-            scope, name, "class", node.lineno, condition, env, inner=inner, doubt=doubt, value=value
-        )
+                self._add(body, self._name(inner, slot), "value", node.lineno)
+        name = self._name(at.scope, node.name)
+        value = _LocalClass(inner, doubt, passes_on)
+        self._add(at, name, "class", node.lineno, inner=inner, doubt=doubt, value=value)
         return None
 
-    def _fields(self, node: ast.ClassDef, inner: int, env: _Env, body_env: _Env) -> None:
+    def _fields(self, node: ast.ClassDef, body: _At, env: _Env) -> None:
         """NamedTuple fields are class attributes (their getters); a dataclass field made by
         `field()` without a default is taken off the class."""
         named_tuple = any(self._origin(b, env) == "typing.NamedTuple" for b in node.bases)
@@ -257,16 +242,16 @@ class _Model(_Values):
                 statement.target, ast.Name
             ):
                 continue
-            name, value = self._name(inner, statement.target.id), statement.value
+            name, value = self._name(body.scope, statement.target.id), statement.value
             if named_tuple and value is None:
-                self._add(inner, name, "value", statement.lineno, None, body_env)
+                self._add(body, name, "value", statement.lineno)
             elif (
                 dataclass
                 and isinstance(value, ast.Call)
                 and self._origin(value.func, env) == "dataclasses.field"
                 and not any(k.arg == "default" for k in value.keywords)
             ):
-                self._add(inner, name, "del", statement.lineno, None, body_env)
+                self._add(body, name, "del", statement.lineno)
 
     def _slots(self, node: ast.ClassDef, env: _Env) -> frozenset[str]:
         for statement in node.body:
@@ -297,22 +282,20 @@ class _Model(_Values):
             return value is _UNKNOWN or bool(value == subject)
         return True
 
-    def _if(
-        self, node: ast.If, scope: int, condition: str | None, env: _Env
-    ) -> tuple[str | None, str | None]:
-        truth = self._truth(node.test, env)
+    def _if(self, node: ast.If, at: _At) -> tuple[str | None, str | None]:
+        truth = self._truth(node.test, at.env)
         if truth is True:
-            return self._body(node.body, scope, condition, env)
+            return self._body(node.body, at)
         if truth is False:
-            return self._body(node.orelse, scope, condition, env)
+            return self._body(node.orelse, at)
         test = _text(node.test)
         results, sections = [], []
         for body, holds in ((node.body, "true"), (node.orelse, "false")):
-            when = _joined(condition, f"when `{test}` is {holds}")
+            when = at.when(f"when `{test}` is {holds}")
             start = self._order
-            results.append(self._body(body, scope, when, env))
-            sections.append(self._last_made(scope, start, self._order, (when,)))
-        self._bound_either_way(scope, sections, condition, env)
+            results.append(self._body(body, when))
+            sections.append(self._last_made(at.scope, start, self._order, (when.condition,)))
+        self._bound_either_way(at, sections)
         return None, next((r or m for r, m in results if r or m), None)
 
     def _last_made(
@@ -330,13 +313,7 @@ class _Model(_Values):
                 made[name] = last
         return made
 
-    def _bound_either_way(
-        self,
-        scope: int,
-        sections: list[dict[str, Binding]],
-        condition: str | None,
-        env: _Env,
-    ) -> None:
+    def _bound_either_way(self, at: _At, sections: list[dict[str, Binding]]) -> None:
         """A name every alternative section binds (if/else, try body/handlers) is bound after
         them whichever ran: one binding of it, under the statement's own condition."""
         if len(sections) < 2:
@@ -346,138 +323,118 @@ class _Model(_Values):
             kinds = {b.kind for b in found}
             kind = kinds.pop() if len(kinds) == 1 else "other"
             doubt = next((b.doubt for b in found if b.doubt), None)
-            self._add(scope, name, kind, found[-1].lineno, condition, env, doubt=doubt)
+            self._add(at, name, kind, found[-1].lineno, doubt=doubt)
 
     def _loop(
-        self, node: ast.For | ast.AsyncFor | ast.While, scope: int, condition: str | None, env: _Env
+        self, node: ast.For | ast.AsyncFor | ast.While, at: _At
     ) -> tuple[str | None, str | None]:
         """A loop body runs (its first iteration) only when the model sees it must."""
         if isinstance(node, ast.While):
-            truth = self._truth(node.test, env)
-            runs = truth is True
-            if truth is False:
-                return self._body(node.orelse, scope, condition, env)
+            enters = self._truth(node.test, at.env)
         else:
-            iterations = self._iterations(node.iter, env)
-            runs = bool(iterations)
-            if iterations == 0:
-                return self._body(node.orelse, scope, condition, env)
-        inside = _runs_when(
-            runs, condition, f"in the loop at line {node.lineno}, which may run zero times"
-        )
+            enters = self._enters(node.iter, at.env)
+        if enters is False:
+            return self._body(node.orelse, at)
+        runs = enters is True
+        inside = at.when(f"in the loop at line {node.lineno}, which may run zero times", runs)
         if isinstance(node, ast.For | ast.AsyncFor):
-            self._target(node.target, None, node.lineno, scope, inside, env)
+            self._target(node.target, None, node.lineno, inside)
         may_raise = None
         current = inside
         for statement in node.body:
             if isinstance(statement, ast.Break | ast.Continue):
                 break
-            raised, maybe = self._stmt(statement, scope, current, env)
+            raised, maybe = self._stmt(statement, current)
             if raised:
-                if current == condition:
+                if current.condition == at.condition:
                     return raised, may_raise
                 may_raise = may_raise or raised
                 break
             may_raise = may_raise or maybe
             jump = _jump_in(statement)
             if jump is not None:
-                current = _joined(inside, f"after the break or continue at line {jump}")
+                current = inside.when(f"after the break or continue at line {jump}")
         breaks = _jump_in(node, only_break=True)
         if isinstance(node, ast.While) and runs:
             return None, may_raise  # `while True`: its else never runs
-        orelse = _runs_when(
-            breaks is None, condition, f"unless the loop at line {node.lineno} breaks"
-        )
-        raised, maybe = self._body(node.orelse, scope, orelse, env)
-        if raised and orelse == condition:
+        orelse = at.when(f"unless the loop at line {node.lineno} breaks", breaks is None)
+        raised, maybe = self._body(node.orelse, orelse)
+        if raised and orelse.condition == at.condition:
             return raised, may_raise
         return None, may_raise or maybe or raised
 
     def _failing_body(
-        self, body: list[ast.stmt], scope: int, condition: str | None, env: _Env, where: str
+        self, body: list[ast.stmt], at: _At, where: str
     ) -> tuple[str | None, str | None, int | None, bool]:
         """Run a body whose failure is caught (try, a with that may swallow it): from its first
         statement that may fail on, each statement is conditional. (why it surely raises, why
         it may, the line that may fail first, whether the raise is surely reached)."""
-        current, failing, may_raise = condition, None, None
+        current, failing, may_raise = at, None, None
         for statement in body:
-            if failing is None and self._may_fail(statement, env):
+            if failing is None and self._may_fail(statement):
                 failing = statement.lineno
-                current = _joined(condition, f"{where} at line {failing}")
-            raised, maybe = self._stmt(statement, scope, current, env)
+                current = at.when(f"{where} at line {failing}")
+            raised, maybe = self._stmt(statement, current)
             may_raise = may_raise or maybe
             if raised:
                 return raised, may_raise, failing, failing in (None, statement.lineno)
         return None, may_raise, failing, False
 
-    def _try(
-        self, node: ast.Try | ast.TryStar, scope: int, condition: str | None, env: _Env
-    ) -> tuple[str | None, str | None]:
+    def _try(self, node: ast.Try | ast.TryStar, at: _At) -> tuple[str | None, str | None]:
         """From the first statement that may fail, the rest of a try body is conditional."""
         start = self._order
         where = "inside a try body that may fail"
-        raises, may_raise, failing, surely = self._failing_body(
-            node.body, scope, condition, env, where
-        )
-        body_made = (condition, _joined(condition, f"{where} at line {failing}"))
-        sections = [self._last_made(scope, start, self._order, body_made)]
+        raises, may_raise, failing, surely = self._failing_body(node.body, at, where)
+        body_made = (at.condition, at.when(f"{where} at line {failing}").condition)
+        sections = [self._last_made(at.scope, start, self._order, body_made)]
         if raises or failing is not None:
             sure = raises is not None and surely and len(node.handlers) == 1
             for handler in node.handlers:
                 start = self._order
-                when = _runs_when(
-                    sure, condition, f"in the except handler at line {handler.lineno}"
-                )
+                when = at.when(f"in the except handler at line {handler.lineno}", sure)
                 if handler.name:
-                    self._add(
-                        scope, self._name(scope, handler.name), "del", handler.lineno, when, env
-                    )
-                raised, maybe = self._body(handler.body, scope, when, env)
+                    self._add(when, self._name(at.scope, handler.name), "del", handler.lineno)
+                raised, maybe = self._body(handler.body, when)
                 may_raise = may_raise or maybe or raised
-                sections.append(self._last_made(scope, start, self._order, (when,)))
+                sections.append(self._last_made(at.scope, start, self._order, (when.condition,)))
             if not raises and failing is not None and not node.orelse:
-                self._bound_either_way(scope, sections, condition, env)  # handlers catch
+                self._bound_either_way(at, sections)  # handlers catch
         if not raises:
-            when = _runs_when(
-                failing is None,
-                condition,
+            when = at.when(
                 f"in the else of the try at line {node.lineno}, which runs only when its body did "
                 "not fail",
+                failing is None,
             )
-            raised, maybe = self._body(node.orelse, scope, when, env)
-            may_raise = may_raise or maybe or (raised if when != condition else None)
-            if raised and when == condition:
+            raised, maybe = self._body(node.orelse, when)
+            may_raise = may_raise or maybe or (raised if when.condition != at.condition else None)
+            if raised and when.condition == at.condition:
                 raises = raised
-        raised, maybe = self._body(node.finalbody, scope, condition, env)
+        raised, maybe = self._body(node.finalbody, at)
         if raised:
             return raised, may_raise
         if raises and not node.handlers:
             return raises, may_raise
         return None, may_raise or maybe
 
-    def _match(
-        self, node: ast.Match, scope: int, condition: str | None, env: _Env
-    ) -> tuple[str | None, str | None]:
+    def _match(self, node: ast.Match, at: _At) -> tuple[str | None, str | None]:
         may_raise = None
-        subject = self._value(node.subject, env)
+        subject = self._value(node.subject, at.env)
         cases = node.cases
         if subject is not _UNKNOWN:  # a literal subject: value patterns that differ never match
-            cases = [c for c in cases if self._may_match(c.pattern, subject, env)]
+            cases = [c for c in cases if self._may_match(c.pattern, subject, at.env)]
         for number, case in enumerate(cases):
             matches = _irrefutable(case.pattern) or (
                 isinstance(case.pattern, ast.MatchValue)
                 and subject is not _UNKNOWN
-                and self._value(case.pattern.value, env) is not _UNKNOWN
+                and self._value(case.pattern.value, at.env) is not _UNKNOWN
             )
             sure = number == 0 and case.guard is None and matches
-            when = _runs_when(sure, condition, f"in the case at line {case.pattern.lineno}")
+            when = at.when(f"in the case at line {case.pattern.lineno}", sure)
             for sub in ast.walk(case.pattern):
                 bound = getattr(sub, "name", None) or getattr(sub, "rest", None)
                 if isinstance(bound, str):
-                    self._add(
-                        scope, self._name(scope, bound), "other", case.pattern.lineno, when, env
-                    )
-            raised, maybe = self._body(case.body, scope, when, env)
+                    self._add(when, self._name(at.scope, bound), "other", case.pattern.lineno)
+            raised, maybe = self._body(case.body, when)
             if raised and sure:
                 return raised, may_raise
             may_raise = may_raise or maybe or raised
@@ -487,89 +444,74 @@ class _Model(_Values):
 
     # -- targets and calls --------------------------------------------------------------------
 
-    def _target(
-        self,
-        target: ast.expr,
-        value: ast.expr | None,
-        lineno: int,
-        scope: int,
-        condition: str | None,
-        env: _Env,
-    ) -> None:
+    def _target(self, target: ast.expr, value: ast.expr | None, lineno: int, at: _At) -> None:
         """Bind what an assignment target binds: names, and attributes of this file's classes;
         a subscript or another object's attribute binds neither."""
         if isinstance(target, ast.Name):
-            kind, known = self._value_kind(value, env)
-            name = self._name(scope, target.id)
-            doubt = self._rebinding(scope, name, kind, lineno)
-            self._add(scope, name, kind, lineno, condition, env, doubt=doubt, value=known)
+            kind, known = self._value_kind(value, at.env)
+            name = self._name(at.scope, target.id)
+            doubt = self._rebinding(at.scope, name, kind, lineno)
+            self._add(at, name, kind, lineno, doubt=doubt, value=known)
         elif isinstance(target, ast.Tuple | ast.List):
             values: list[ast.expr | None] = [None] * len(target.elts)
             if isinstance(value, ast.Tuple | ast.List) and len(value.elts) == len(target.elts):
                 values = list(value.elts)
             for element, element_value in zip(target.elts, values, strict=True):
-                self._target(element, element_value, lineno, scope, condition, env)
+                self._target(element, element_value, lineno, at)
         elif isinstance(target, ast.Starred):
-            self._target(target.value, None, lineno, scope, condition, env)
+            self._target(target.value, None, lineno, at)
         elif isinstance(target, ast.Attribute):
-            kind, _ = self._value_kind(value, env)
-            self._on_classes(target.value, target.attr, kind, lineno, condition, env)
+            kind, _ = self._value_kind(value, at.env)
+            self._on_classes(target.value, target.attr, kind, lineno, at)
             if target.attr in _CODE_ATTRIBUTES and isinstance(target.value, ast.Attribute):
                 swapped = (  # `C.m.__code__ = ...`: the name stays, its code is another's
                     f"its {target.attr} is replaced at line {lineno}: the code that runs is not "
                     "the code defined"
                 )
-                for inner, when in self._classes_named(target.value.value, env, condition):
-                    self._add(inner, target.value.attr, "other", lineno, when, {}, doubt=swapped)
+                for owner in self._classes_named(target.value.value, at):
+                    self._add(owner, target.value.attr, "other", lineno, doubt=swapped)
 
-    def _delete(
-        self, target: ast.expr, lineno: int, scope: int, condition: str | None, env: _Env
-    ) -> None:
+    def _delete(self, target: ast.expr, lineno: int, at: _At) -> None:
         if isinstance(target, ast.Name):
-            self._add(scope, self._name(scope, target.id), "del", lineno, condition, env)
+            self._add(at, self._name(at.scope, target.id), "del", lineno)
         elif isinstance(target, ast.Tuple | ast.List):
             for element in target.elts:
-                self._delete(element, lineno, scope, condition, env)
+                self._delete(element, lineno, at)
         elif isinstance(target, ast.Attribute):
-            self._on_classes(target.value, target.attr, "del", lineno, condition, env)
+            self._on_classes(target.value, target.attr, "del", lineno, at)
 
-    def _on_classes(
-        self, owner: ast.expr, name: str, kind: str, lineno: int, condition: str | None, env: _Env
-    ) -> None:
+    def _on_classes(self, owner: ast.expr, name: str, kind: str, lineno: int, at: _At) -> None:
         """`C.m = ...`, `del C.m`, `setattr(C, "m", ...)`: a binding in each class `owner` may
         name."""
-        for inner, when in self._classes_named(owner, env, condition):
-            doubt = self._rebinding(inner, name, kind, lineno)
-            self._add(inner, name, kind, lineno, when, {}, doubt=doubt)
+        for inner in self._classes_named(owner, at):
+            doubt = self._rebinding(inner.scope, name, kind, lineno)
+            self._add(inner, name, kind, lineno, doubt=doubt)
 
-    def _call(
-        self, node: ast.expr, lineno: int, scope: int, condition: str | None, env: _Env
-    ) -> str | None:
+    def _call(self, node: ast.expr, lineno: int, at: _At) -> str | None:
         """An expression statement: setattr/delattr on this file's classes, exec, and exits."""
         if not isinstance(node, ast.Call):
             return None
-        origin = self._origin(node.func, env)
+        origin = self._origin(node.func, at.env)
         if origin in _EXITS:
             return f"the call to {origin.removeprefix('builtins.')}() at line {lineno}"
         if origin in ("builtins.setattr", "builtins.delattr") and len(node.args) >= 2:
             name, value = node.args[1], node.args[2] if len(node.args) > 2 else None
             if isinstance(name, ast.Constant) and isinstance(name.value, str):
-                kind = "del" if origin == "builtins.delattr" else self._value_kind(value, env)[0]
-                self._on_classes(node.args[0], name.value, kind, lineno, condition, env)
+                kind = "del" if origin == "builtins.delattr" else self._value_kind(value, at.env)[0]
+                self._on_classes(node.args[0], name.value, kind, lineno, at)
             else:
                 doubt = f"the {origin[9:]} at line {lineno} with a computed name may change it"
-                for inner, when in self._classes_named(node.args[0], env, condition):
-                    self._add(inner, "*", "any", lineno, when, {}, doubt=doubt)
+                for inner in self._classes_named(node.args[0], at):
+                    self._add(inner, "*", "any", lineno, doubt=doubt)
         elif origin in ("builtins.exec", "builtins.globals", "builtins.vars", "builtins.locals"):
             doubt = f"the call to {origin[9:]}() at line {lineno} may change any name"
-            self._add(scope, "*", "any", lineno, condition, env, doubt=doubt)
+            self._add(at, "*", "any", lineno, doubt=doubt)
         return None
 
     def _rebinding(self, scope: int, name: str, kind: str, lineno: int) -> str | None:
-        """Why a function an assignment binds over an earlier binding of the name (`m = g` or
-        `m = lambda...` after `def m` in the class body, `C.m = f` or `setattr(C, "m", f)`
-        after the class) is no answer from reading: the name is bound, but not to the code
-        defined under it. The first binding (`m = lambda self: 1`) defines the name."""
+        """Why a function bound over an earlier binding of the name (`m = g` after `def m`,
+        `C.m = f` or `setattr(C, "m", f)` after the class) is no answer from reading: the name
+        is bound, but not to the code defined under it. A first binding defines the name."""
         if kind != "def" or not self.scopes.get(scope, {}).get(name):
             return None
         return (
@@ -577,16 +519,16 @@ class _Model(_Values):
             "code defined"
         )
 
-    def _walrus(self, node: ast.stmt, scope: int, condition: str | None, env: _Env) -> None:
+    def _walrus(self, node: ast.stmt, at: _At) -> None:
         """`(m := ...)` in a statement's own expressions binds m in this scope (one in a lambda
         binds the lambda's own m)."""
         stack: list[ast.AST] = [*reversed(_own_expressions(node))]
         while stack:
             sub = stack.pop()
             if isinstance(sub, ast.NamedExpr) and isinstance(sub.target, ast.Name):
-                kind, known = self._value_kind(sub.value, env)
-                name = self._name(scope, sub.target.id)
-                self._add(scope, name, kind, node.lineno, condition, env, value=known)
+                kind, known = self._value_kind(sub.value, at.env)
+                name = self._name(at.scope, sub.target.id)
+                self._add(at, name, kind, node.lineno, value=known)
             if not isinstance(sub, ast.Lambda):
                 stack.extend(ast.iter_child_nodes(sub))
 
@@ -620,11 +562,6 @@ def _jump_in(node: ast.stmt, only_break: bool = False) -> int | None:
         if not isinstance(current, _JUMPS_OWN) or current is node:
             stack.extend(ast.iter_child_nodes(current))
     return None
-
-
-def _runs_when(surely: bool, condition: str | None, clause: str) -> str | None:
-    """When code runs: whenever its statement does (`surely`), or only under `clause` too."""
-    return condition if surely else _joined(condition, clause)
 
 
 def _irrefutable(pattern: ast.pattern) -> bool:

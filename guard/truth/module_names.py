@@ -1,12 +1,11 @@
-"""Which module a checkout file imports as, and from which sys.path entry: the import rule the
-runtime probe follows (guard.truth.probe) and a stamp records (guard.ops.provenance). A module
-of its own, so that a stamp does not import the probe's process machinery for ten lines.
+"""Which module a checkout file imports as, and from which sys.path entry: the rule the runtime
+probe follows (guard.truth.probe) and a stamp records, in a module of its own so that a stamp
+does not import the probe's process machinery.
 
-Python finds a module from a sys.path entry, through packages that need no `__init__.py`
-(PEP 420: sglang's `srt/` and `srt/models/` have none), so the name is not where the
-`__init__.py` files stop: it is the path below the import root. The root is the directory the
-interpreter has on sys.path (an editable install's, PYTHONPATH's) when one holds the file, else
-the one the layout names: the parent of the highest regular package (`python/` above
+The name is the path below the import root, not where the `__init__.py` files stop: packages
+need none (PEP 420: sglang's `srt/` and `srt/models/` have none). The root is the sys.path
+entry of the interpreter (an editable install's, PYTHONPATH's) that holds the file, else the one
+the layout names: the parent of the highest regular package (`python/` above
 `python/sglang/__init__.py`), or a project's directory (`pyproject.toml`, `setup.py`,
 `setup.cfg`; its `src/`) above packages that all are namespace ones.
 """
@@ -33,23 +32,23 @@ def module_of(workdir: Path, path: str, search_path: Iterable[str] = ()) -> tupl
         chain_top += 1
     entries = {Path(entry).resolve() for entry in search_path if entry}
     held = (folder for folder in folders[chain_top:] if folder.resolve() in entries)
-    root = next(held, None) or _layout_root(folders, chain_top)
+    root = next(held, None) or _layout_root(folders)
     parts = list(file.relative_to(root).with_suffix("").parts)
     if parts[-1] == "__init__":
         parts.pop()
     return ".".join(parts) or file.stem, root
 
 
-def _layout_root(folders: list[Path], chain_top: int) -> Path:
+def _layout_root(folders: list[Path]) -> Path:
     """The import root the checkout's layout names (see the module's docstring)."""
     highest = max(
         (i for i, folder in enumerate(folders[:-1]) if (folder / "__init__.py").is_file()),
         default=None,
     )
     if highest is not None:
-        return folders[max(highest + 1, chain_top)]
+        return folders[highest + 1]  # at or above the packages around the file
     for index, folder in enumerate(folders[:-1]):  # all namespace packages: a project's dir
         if any((folder / name).is_file() for name in _PROJECT_FILES):
             below = folders[index - 1] if index else None
             return folder / "src" if below == folder / "src" else folder
-    return folders[chain_top]
+    return folders[0]  # no package around it either

@@ -1,13 +1,10 @@
 """Each file's parse, kept by its content: a file that did not change is never parsed again.
 
-Parsing and modelling a file (guard.truth.symbols) is most of what assessing it costs, paid for
-every patched file on every checkout. The result is a pure function of the bytes and of
-patchguard's code and interpreter (conditions such as `sys.version_info` are decided for the
-running Python), so it is kept under the blob id of the bytes, in the content cache's namespace
-of all of that (guard.git.own_code), and, for another interpreter's facts
-(guard.truth.interpreters), of those facts too: a new patchguard or another Python parses
-afresh. Entries are pickles of guard.truth.symbols objects in the worktree's git dir, which only
-patchguard writes (see guard.git.content_cache).
+Parsing is most of what assessing a file costs, on every checkout. Its result depends only on
+the bytes, patchguard's code and the interpreter's facts (`sys.version_info`...), so it is kept
+under the bytes' blob id in the content cache's namespace of patchguard's code and Python
+(guard.git.own_code), prefixed for another interpreter's facts: a new patchguard or another
+Python parses afresh. Entries are pickles in the git dir, which only patchguard writes.
 """
 
 from __future__ import annotations
@@ -24,18 +21,20 @@ from guard.truth.symbols import SourceSyntaxError, SymbolIndex, resumed
 def parse(
     content: bytes, path: str, cache: ContentCache, facts: Mapping[str, object] | None = None
 ) -> SymbolIndex | SourceSyntaxError:
-    """The file's SymbolIndex, or the syntax error that stops Python from importing it.
-
-    `facts`: the interpreter's whose conditions are decided; None for patchguard's own."""
+    """The file's SymbolIndex (`facts` as for SymbolIndex.parse), or the syntax error that stops
+    Python from importing it."""
     key = _key(content, facts)
     kept = cache.get(key)
-    if kept is not None:
-        found = _loads(kept, path)
-        if isinstance(found, SymbolIndex) and found.effects is not None:
-            graph = found.effects.graph
-            graph.source = partial(resumed, graph, content, path)
-        if found is not None:
-            return found
+    try:
+        found = None if kept is None else pickle.loads(kept)
+    except Exception:  # not what _dumps wrote (an entry of a changed model): a miss
+        found = None
+    if isinstance(found, SymbolIndex):
+        if found.effects is not None:
+            found.effects.graph.source = partial(resumed, found.effects.graph, content, path)
+        return found
+    if isinstance(found, tuple) and len(found) == 3 and found[0] == "error":
+        return SourceSyntaxError(path, found[1], found[2])
     result: SymbolIndex | SourceSyntaxError
     try:
         result = SymbolIndex.parse(content, path, facts)
@@ -63,24 +62,9 @@ def _key(content: bytes, facts: Mapping[str, object] | None) -> str:
 
 def _dumps(result: SymbolIndex | SourceSyntaxError) -> bytes:
     # A syntax error is kept without its path: the same bytes may sit at another path.
-    kept = (
-        ("error", result.lineno, result.message)
-        if isinstance(result, SourceSyntaxError)
-        else result
-    )
-    if isinstance(result, SymbolIndex) and result.effects is not None:
+    kept: object = result
+    if isinstance(result, SourceSyntaxError):
+        kept = ("error", result.lineno, result.message)
+    elif result.effects is not None:
         result.effects.graph.grown = False
     return pickle.dumps(kept, protocol=pickle.HIGHEST_PROTOCOL)
-
-
-def _loads(data: bytes, path: str) -> SymbolIndex | SourceSyntaxError | None:
-    """None for anything but what _dumps wrote (an entry of a changed model is a miss)."""
-    try:
-        kept = pickle.loads(data)
-    except Exception:
-        return None
-    if isinstance(kept, SymbolIndex):
-        return kept
-    if isinstance(kept, tuple) and len(kept) == 3 and kept[0] == "error":
-        return SourceSyntaxError(path, kept[1], kept[2])
-    return None

@@ -1,7 +1,5 @@
-"""Find Python definitions by parsing, never by grep: a method is only "there" if it is in its class.
-
-A file's SymbolIndex holds its definitions and the binding model of what importing it binds
-(guard.truth.model_statements runs it; guard.truth.model_names answers from it).
+"""Find Python definitions by parsing, never by grep: a method is only "there" if it is in its class,
+and only if importing the module binds it there (the binding model, guard.truth.model_statements).
 """
 
 from __future__ import annotations
@@ -9,14 +7,13 @@ from __future__ import annotations
 import ast
 import unicodedata
 from collections.abc import Iterable, Iterator, Mapping
-from functools import partial
-from typing import TYPE_CHECKING
+from functools import cached_property, partial
+from typing import TYPE_CHECKING, NamedTuple
 
 from guard.collector import without_collector
 from guard.store.spec import Spec
 from guard.truth.model_names import _KNOWN_VALUES, CANNOT_TELL, PRESENT, Resolution
 from guard.truth.model_statements import _Model
-from guard.truth.records import Record
 from guard.truth.statements import blocks, last_name
 
 if TYPE_CHECKING:
@@ -28,10 +25,9 @@ if TYPE_CHECKING:
 _REDEFINING_DECORATORS = frozenset({"overload", "setter", "getter", "deleter", "register"})
 
 
-class Definition(Record):
+class Definition(NamedTuple):
     """One `def` or `class` statement, reachable from module level through classes only."""
 
-    __slots__ = ()
     qualname: str
     kind: str
     lineno: int
@@ -40,18 +36,8 @@ class Definition(Record):
     redefines: bool
     block: int
 
-    def __new__(
-        cls,
-        qualname: str,
-        kind: str,
-        lineno: int,
-        end_lineno: int,
-        start_lineno: int,
-        redefines: bool,
-        block: int,
-    ) -> Definition:
-        fields = (qualname, kind, lineno, end_lineno, start_lineno, redefines, block)
-        return tuple.__new__(cls, fields)
+    def __reduce__(self) -> tuple[object, ...]:  # as Binding's: kept by the thousand too
+        return (tuple.__new__, (type(self), tuple(self)))
 
 
 class SourceSyntaxError(Exception):
@@ -79,7 +65,6 @@ class SymbolIndex:
         self.relative_imports: list[tuple[int, int, str]] = []
         # what its import-time code may change (guard.truth.effects)
         self.effects: Effects | None = None
-        self._callables: frozenset[str] | None = None
 
     @classmethod
     def parse(
@@ -119,17 +104,12 @@ class SymbolIndex:
             return index
 
     def resolve(self, qualname: str) -> Resolution:
-        """What importing the module binds at `qualname`: present, absent, or cannot tell.
-
-        Each part is looked up as Python would: `Class.method` in the body of the class that
-        `Class` names after the module ran (then in its bases), by the last binding of the name
-        (a later literal, `del`, `delattr` or second `class` removes it), with conditions Python
-        decides without running user code (`sys.version_info`, `sys.platform`, `TYPE_CHECKING`
-        by what it is bound to, literals) decided for this interpreter. Anything else that may
-        change the answer (a runtime condition, a try body that may fail first, a decorator or
-        metaclass the model cannot read) makes it cannot tell, never present.
-        """
-        found = self.model.resolve(qualname, self._callable_names())
+        """What importing the module binds at `qualname`, as Python's lookup finds it once the
+        module ran: present, absent, or cannot tell. Only what Python decides without running
+        user code is decided (for this interpreter); anything else that may change the answer (a
+        runtime condition, a try body that may fail first, an unread decorator or metaclass,
+        reflection) makes it cannot tell, never present."""
+        found = self.model.resolve(qualname, self._callable_names)
         if found.state == PRESENT and self.reflection is not None:
             lineno, what = self.reflection
             return Resolution(
@@ -145,14 +125,13 @@ class SymbolIndex:
 
     def defines_callable(self, qualname: str) -> bool:
         """Does the file define the name with `def` or `class` (so it must be callable)?"""
-        return unicodedata.normalize("NFKC", qualname.rsplit(".", 1)[-1]) in self._callable_names()
+        return unicodedata.normalize("NFKC", qualname.rsplit(".", 1)[-1]) in self._callable_names
 
+    @cached_property  # asked once per required name
     def _callable_names(self) -> frozenset[str]:
-        if self._callables is None:  # asked once per required name: computed once
-            self._callables = frozenset(
-                unicodedata.normalize("NFKC", name.rsplit(".", 1)[-1]) for name in self.by_qualname
-            )
-        return self._callables
+        return frozenset(
+            unicodedata.normalize("NFKC", name.rsplit(".", 1)[-1]) for name in self.by_qualname
+        )
 
     def find(self, qualname: str) -> list[Definition]:
         return self.by_qualname.get(qualname, [])
@@ -227,14 +206,10 @@ _REFLECTIVE_ATTRIBUTES = frozenset({"__dict__", "__setattr__", "__delattr__"})
 
 
 def _reflection(tree: ast.Module) -> tuple[int, str] | None:
-    """The first place where the code that runs at import may change bindings in ways the model
-    does not follow, or None: `globals()`, `locals()`, `vars()`, `exec`, `sys.modules`,
-    `__dict__`, `type.__setattr__`, a `setattr`/`delattr` with a computed name; and, in a
-    function the module calls while it runs, any `del` of an attribute, `setattr`, `delattr` or
-    assignment to an attribute. Code that only runs when called later is not import time.
-
-    Such a module's answers are never "present" from reading alone (cannot tell, ask Python).
-    """
+    """The first place where code run at import may change bindings in ways the model does not
+    follow (`globals()`, `exec`, `sys.modules`, `__dict__`, a computed `setattr`...; in a function
+    the module calls while it runs, any attribute write too), or None. Such a module's answers
+    are never "present" from reading alone."""
     defined = {
         node.name: node
         for node in tree.body
