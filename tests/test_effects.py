@@ -5,6 +5,7 @@ hook of a base class in another module, a function of the checkout handed the cl
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -13,6 +14,11 @@ from pathlib import Path
 import sample_repo
 from conftest import Sample, git, patchguard
 from helpers import run_patchguard
+
+from guard.git.repo import Repo
+from guard.tree.assess import check_symbol
+from guard.tree.worktree import Worktree
+from guard.truth.model_names import CANNOT_TELL
 
 UTILS = {
     "python/sglang/srt/utils/__init__.py": "from sglang.srt.utils.common import *\n",
@@ -327,3 +333,19 @@ def test_a_hook_another_patch_writes_in_the_same_command_is_not_green(tmp_path: 
         check=True,
     )
     assert python.stdout == "False\n"  # Python: gone, so no green may say it is there
+
+
+def test_deleting_a_functions_code_or_defaults_is_not_green(tmp_path: Path) -> None:
+    """`del f.__defaults__` (`__code__`, `__kwdefaults__`) at import changes the code that runs
+    under the name as assigning it does: cannot tell, naming the line."""
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    git(tmp_path, "init", "-q")
+    for attribute in ("__defaults__", "__code__", "__kwdefaults__"):
+        for tail in (f"f.{attribute} = None\n", f"del f.{attribute}\n"):
+            (package / "mod.py").write_text(f"def f(a=1, *, b=2):\n    return a\n\n\n{tail}")
+            git(tmp_path, "add", "-A")
+            result = check_symbol(Worktree(Repo.discover(tmp_path)), "pkg/mod.py::f", None)
+            assert not result.ok and result.state == CANNOT_TELL, (tail, result)
+            assert f"line 5 replaces the {attribute} of f" in result.detail

@@ -102,64 +102,52 @@ class _Reader(_FunctionGraph):
             self._bind(target.value, refs)
         elif isinstance(target, ast.Attribute):
             owner = self._value(target.value)
-            self._imported_changed(owner, target.attr, target.lineno)
-            self._class_changed(target.value, owner, target.attr, target.lineno)
-            self._code_swapped(owner, target.attr, target.lineno)
+            self._changed_on(target.value, owner, target.attr, target.lineno)
             self._flow("." + target.attr, refs)
         elif isinstance(target, ast.Subscript):
             self._value(target.slice)
             self._bind(target.value, refs | self._value(target.value))
 
-    def _imported_changed(self, owner: _Refs, attribute: str, lineno: int) -> None:
-        """An attribute set or deleted, at import, on something an import gave (a module or
-        what it holds, or what calling it returned): that may be this very module or one of its
-        classes (`from . import mod as me; me.C = None`, `from .mod import C as K; del K.m`,
-        `importlib.import_module(__name__).C = None`), which reading cannot tell apart from
-        another module's, so the name is one its import may change. Set on the builtins
-        module, it may change anything."""
+    def _changed_on(self, node: ast.expr, owner: _Refs, attribute: str, lineno: int) -> None:
+        """An attribute set or deleted at import on `node`, which may hold `owner`.
+
+        On something an import gave (a module, what it holds or returns): that may be this
+        very module or one of its classes (`from . import mod as me; me.C = None`,
+        `importlib.import_module(__name__).C = None`), which reading cannot tell from another
+        module's; on the builtins module, it may change anything (`__build_class__`). On what
+        may hold one of the file's classes without naming it (`EntryClass[0].m = None`): the
+        binding model (guard.truth.model_statements) reads only the class's own name. A
+        function's `__code__` or defaults: the name stays bound, but its code is not the code
+        defined under it."""
         for ref in sorted(owner):
             kind, _, origin = ref.partition(":")
             if kind == "import" and origin.split(".")[0] == "builtins":
                 why = f"line {lineno} replaces builtins.{attribute}, which all later code runs"
-                self._mutates(why)  # `__build_class__`: every class statement after it
-                return
+                self._mutates(why)
+                break
             if kind == "import-result" or (kind == "import" and not _is_stdlib(origin)):
                 why = (
                     f"line {lineno} sets or deletes .{attribute} on {origin}, which may be this "
                     "module or one of its classes"
                 )
                 self._mutates(why, attribute)
-                return
-
-    def _code_swapped(self, owner: _Refs, attribute: str, lineno: int) -> None:
-        """`f.__code__ = ...` (or its defaults) on what may be a function of the file, however
-        it is reached (`EntryClass[0].m`, an alias, `getattr`, the class body's own name): the
-        name stays bound, but the code that runs is not the code defined under it."""
-        if attribute not in _CODE_ATTRIBUTES:
-            return
+                break
         for ref in sorted(owner):
             kind, _, qualname = ref.partition(":")
-            if kind == "def":
-                why = f"line {lineno} replaces the {attribute} of {qualname}"
-                self._mutates(why, qualname.rpartition(".")[2])
-
-    def _class_changed(self, node: ast.expr, owner: _Refs, attribute: str, lineno: int) -> None:
-        """An attribute set or deleted, at import, on an expression that may hold one of the
-        file's classes without naming it (`EntryClass[0].m = None`, `for c in EntryClass:
-        c.m = None`): the binding model (guard.truth.model_statements) reads only the class's
-        own name, so the name is one the module may change."""
-        for ref in sorted(owner):
-            kind, _, qualname = ref.partition(":")
-            if kind != "class" or (
+            if kind == "class" and not (
                 isinstance(node, ast.Name) and node.id == qualname.rpartition(".")[2]
             ):
-                continue
-            why = (
-                f"line {lineno} sets or deletes .{attribute} on {ast.unparse(node)}, which may be "
-                f"the class {qualname}"
-            )
-            self._mutates(why, _changed(attribute))
-            return
+                why = (
+                    f"line {lineno} sets or deletes .{attribute} on {ast.unparse(node)}, which "
+                    f"may be the class {qualname}"
+                )
+                self._mutates(why, _changed(attribute))
+                break
+        for ref in sorted(owner):
+            kind, _, qualname = ref.partition(":")
+            if kind == "def" and attribute in _CODE_ATTRIBUTES:
+                why = f"line {lineno} replaces the {attribute} of {qualname}"
+                self._mutates(why, qualname.rpartition(".")[2])
 
     def _flow(self, name: str, refs: _Refs) -> None:
         known = self.values.setdefault(name, set())
@@ -181,9 +169,7 @@ class _Reader(_FunctionGraph):
         if isinstance(call, ast.Call) and self._bound_by_the_model(call):
             values = [self._value(argument) for argument in call.args]
             named = str(ast.literal_eval(call.args[1]))  # a string constant: the model's own
-            self._imported_changed(values[0], named, node.lineno)
-            self._class_changed(call.args[0], values[0], named, node.lineno)
-            self._code_swapped(values[0], named, node.lineno)
+            self._changed_on(call.args[0], values[0], named, node.lineno)
         elif isinstance(node, ast.Assign):
             refs = self._value(node.value)
             for target in node.targets:
@@ -213,8 +199,7 @@ class _Reader(_FunctionGraph):
                     if isinstance(sub, ast.expr):
                         owner = self._value(sub)
                         if isinstance(target, ast.Attribute) and sub is target.value:
-                            self._imported_changed(owner, target.attr, node.lineno)
-                            self._class_changed(sub, owner, target.attr, node.lineno)
+                            self._changed_on(sub, owner, target.attr, node.lineno)
         elif isinstance(node, ast.Try | ast.TryStar):
             for handler in node.handlers:
                 if handler.type is not None:
