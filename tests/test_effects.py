@@ -349,3 +349,28 @@ def test_deleting_a_functions_code_or_defaults_is_not_green(tmp_path: Path) -> N
             result = check_symbol(Worktree(Repo.discover(tmp_path)), "pkg/mod.py::f", None)
             assert not result.ok and result.state == CANNOT_TELL, (tail, result)
             assert f"line 5 replaces the {attribute} of f" in result.detail
+
+
+def test_why_a_name_may_change_is_worded_the_same_under_any_hash_seed() -> None:
+    """Several functions the import runs each may change any name: the reason given is the
+    same in every process, whatever order Python's hash seed gives their sets."""
+    names = "abcdefgh"
+    source = "".join(f"def {n}():\n    setattr(C, NAME, None)\n\n\n" for n in names)
+    source += "class C:\n    pass\n\n\n" + "".join(f"{n}()\n" for n in names)
+    script = (
+        "import ast, sys\nfrom guard.truth.effect_reader import summarize\n"
+        "effects = summarize(ast.parse(sys.stdin.read()))\n"
+        "print(effects.at_import.changes, effects.value('a'))\n"
+    )
+    said = {
+        subprocess.run(
+            [sys.executable, "-c", script],
+            input=source,
+            capture_output=True,
+            text=True,
+            check=True,
+            env={**os.environ, "PYTHONHASHSEED": seed},
+        ).stdout
+        for seed in ("0", "1")
+    }
+    assert len(said) == 1, said

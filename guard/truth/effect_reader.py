@@ -332,7 +332,7 @@ class _Reader(_FunctionGraph):
     def _runs(self, refs: _Refs, quiet: bool = False) -> None:
         """Something may call these (or, for a class, make and use an instance); `quiet`:
         with arguments that hold nothing of the checkout."""
-        for ref in refs:
+        for ref in sorted(refs):  # the first why of a name is kept: the same in every process
             kind, _, rest = ref.partition(":")
             if kind == "def":
                 (self.quiet_calls if quiet else self.calls).add(f"def:{rest}")

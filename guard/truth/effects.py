@@ -154,7 +154,7 @@ class Effects(NamedTuple):
         if why is not None:
             return Reach({ANY: f"may be rebound by its module's import ({why})"})
         keys, needs = [], set()
-        for ref in self.values[name]:
+        for ref in sorted(self.values[name]):
             kind, _, rest = ref.partition(":")
             if kind in ("def", "result", "uses"):
                 keys.append(ref)
@@ -216,7 +216,9 @@ def _closure(
     changes: dict[str, str] = {}
     needs: set[tuple[str, str]] = set()
     attributes: set[str] = set()
-    stack = [(k, True) for k in hot] + [(k, False) for k in quiet]
+    # Sorted: the first why found for a name is the one said, in every process (sets of
+    # strings iterate in an order the hash seed decides).
+    stack = [(k, True) for k in sorted(hot)] + [(k, False) for k in sorted(quiet)]
     seen: set[tuple[str, bool]] = set()
     while stack:
         key, handed = stack.pop()
@@ -232,5 +234,6 @@ def _closure(
         for kind, origin in node.needs:
             needs.add(("call" if kind == QUIET and handed else kind, origin))
         attributes |= node.attributes
-        stack += [(k, True) for k in node.calls] + [(k, handed) for k in node.passes]
+        stack += [(k, True) for k in sorted(node.calls)]
+        stack += [(k, handed) for k in sorted(node.passes)]
     return Reach(changes, frozenset(needs), frozenset(attributes))
