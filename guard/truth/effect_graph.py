@@ -242,7 +242,6 @@ class _FunctionGraph:
         if method and positional and not static:  # self or cls: bound by Python
             params.discard(positional[0].arg)
         quiet = {id(call.func) for call in calls if self._handed_only(call, params)}
-        uses = (callees, results_run, returned, held)
         handed = {id(a) for call in calls for a in _arguments(call)}
         found.runs_arguments = any(
             isinstance(sub, ast.Name)
@@ -279,66 +278,56 @@ class _FunctionGraph:
                 else:
                     found.changes.setdefault(name, why)
             if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load):
-                edges = found.passes if id(sub) in quiet else found.calls
-                keys = {f"def:{nested[sub.id]}"} if sub.id in nested else self._named(sub.id)
-                for key in keys:
-                    result = key.replace("def:", "result:", 1)
-                    if id(sub) in callees:
-                        edges.add(key)
-                        if key.startswith("def:") and id(sub) in results_run:
-                            found.calls.add(result)
-                        elif key.startswith("def:") and id(sub) in returned:
-                            found.returns.add(result)
-                    elif id(sub) in returned:  # handed back, maybe inside what keeps it
-                        found.returns.add(key)
-                    elif id(sub) not in held:  # stored, aliased, handed to the file's code
-                        edges.add(key)
-                if sub.id not in nested:
-                    self._imported_use(sub, sub.id, found, quiet, uses)
+                if sub.id in nested:
+                    keys = {f"def:{nested[sub.id]}"}
+                else:
+                    keys = self._named(sub.id) | self._imported(sub.id)
             elif isinstance(sub, ast.Attribute) and isinstance(sub.ctx, ast.Load):
-                dotted = _dotted(sub)
-                root = dotted.split(".")[0] if dotted else ""
-                if root in self.all_imports:
-                    self._imported_use(sub, dotted or "", found, quiet, uses)
-                    continue
-                found.attributes.add(sub.attr)
-                found.calls.add(f"method:{sub.attr}")
+                keys = self._imported(_dotted(sub) or "")
+                if not keys:
+                    found.attributes.add(sub.attr)
+                    found.calls.add(f"method:{sub.attr}")
+            else:
+                continue
+            edges = found.passes if id(sub) in quiet else found.calls
+            for key in keys:
+                if id(sub) in callees:
+                    edges.add(key)
+                    if id(sub) in results_run:
+                        found.calls |= self._results_of(key)
+                    elif id(sub) in returned:
+                        found.returns |= self._results_of(key)
+                elif id(sub) in returned:  # handed back, maybe inside what keeps it
+                    found.returns.add(key)
+                elif id(sub) not in held:  # stored, aliased, handed to the file's code
+                    edges.add(key)
         bound = replace(found, changes=dict(found.changes))
         for name, why in on_self.items():
             found.changes.setdefault(name, why)
         return found, bound
 
-    def _imported_use(
-        self,
-        node: ast.expr,
-        dotted: str,
-        found: _Node,
-        quiet: set[int],
-        uses: tuple[set[int], set[int], set[int], set[int]],
-    ) -> None:
-        """An imported name used in a function body, as the file's own names are: called
-        (quietly, with only its own parameters; what it returns, when the body calls or hands
-        that back), handed back, kept by code that does not call it, or else run."""
-        callees, results_run, returned, held = uses
+    def _imported(self, dotted: str) -> set[str]:
+        """Graph keys for using a name from elsewhere (`uses:call:ORIGIN`), followed as the
+        file's own functions are. Called only with the function's own parameters, it runs
+        with arguments that hold nothing of the checkout (QUIET) unless its caller was handed
+        something."""
         root = dotted.split(".")[0]
-        for origin in self.all_imports.get(root, ()):
-            full = origin + dotted[len(root) :]
-            if id(node) in callees:
-                found.needs.add((QUIET if id(node) in quiet else "call", full))
-                if id(node) in results_run:
-                    found.needs.add(("result", full))
-                elif id(node) in returned:
-                    found.returns.add(self._import_node(("result", full)))
-            elif id(node) in returned:
-                found.returns.add(self._import_node(("call", full)))
-            elif id(node) not in held:
-                found.needs.add(("call", full))
+        return {
+            self._import_node(QUIET, origin + dotted[len(root) :])
+            for origin in self.all_imports.get(root, ())
+        }
 
-    def _import_node(self, need: tuple[str, str]) -> str:
-        """A graph key that stands for using a name from elsewhere (for what a function
-        hands back)."""
-        key = f"uses:{need[0]}:{need[1]}"
-        self.graph.setdefault(key, _Node(needs={need}))
+    def _results_of(self, key: str) -> set[str]:
+        """The key of calling what a function (of the file, or from elsewhere) returns."""
+        if key.startswith("def:"):
+            return {"result:" + key[4:]}
+        if key.startswith("uses:call:"):
+            return {self._import_node("result", key[10:])}
+        return set()
+
+    def _import_node(self, kind: str, origin: str) -> str:
+        key = f"uses:{'call' if kind == QUIET else kind}:{origin}"
+        self.graph.setdefault(key, _Node(needs={(kind, origin)}))
         return key
 
     def _holds(self, func: ast.expr) -> bool:

@@ -474,6 +474,7 @@ class _Reader(_FunctionGraph):
 
 def _returned(node: _Node) -> set[str]:
     """What calling a function of the file may hand back: whatever it names of the file, and
-    the functions it defines and returns."""
-    named = {("class:" + k[4:]) if k.startswith("new:") else k for k in node.calls | node.returns}
+    what it returns."""
+    calls = {k for k in node.calls if not k.startswith("uses:")}  # names from elsewhere, called
+    named = {("class:" + k[4:]) if k.startswith("new:") else k for k in calls | node.returns}
     return {k for k in named if k.startswith(("def:", "class:", "result:", "uses:"))}
