@@ -1,32 +1,23 @@
-"""What a module's code may do to classes and module globals when it runs: an effect summary
-per function and class, so that reading never says "present" over code that takes a method
-away indirectly. One rule, not a list of patterns:
+"""What a module's code may do to classes and module globals when it runs, summarized per
+function and class, so that reading never says "present" over code that takes a method away
+indirectly. One rule, not a list of patterns:
 
-- A function may change a name when its body (lambdas and classes in it included) sets or
-  deletes an attribute of that name, rebinds that global, or reaches any name by reflection
-  (`setattr`/`delattr` with a computed name, `exec`, `globals`, `vars`, `__dict__`,
-  `sys.modules`, frames, the builtins module), or when a function or class of the checkout it
-  runs may. A change of an attribute of a parameter counts only where the function may be
-  handed something of the checkout; a change of the module's own globals only in the guarded
-  module; a plain method's `self.x = ...` changes only its instance.
-- Making an instance of a class of the checkout runs, as far as reading knows, every method of
-  the class (then `K()`, `with k`, `if k`, `k + 1`, `f'{k}'`, a property may run any of them);
-  deriving from a class runs its `__init_subclass__` and its metaclass (a metaclass of the
-  checkout may drop anything).
-- The import-time code of the module (its body, class bodies, decorators, defaults,
-  annotations, bases) is read with the values its names may hold: what it calls, indexes,
-  iterates, tests or operates on runs what the value may be or hold, in this module or, through
-  its imports (`needs`, resolved by guard.tree.worktree), in another module of the checkout.
-- Code outside the checkout changes a class only through what it is handed, and keeps (wraps,
-  registers) a function it is handed rather than calling it, except the builtins and library
-  functions that call it at once (`sorted`, `map`, `functools.reduce`...); a function of the
-  checkout is read for whether it calls what it is handed.
+- A function may change a name when its body sets or deletes an attribute of that name,
+  rebinds that global, reaches names by reflection (a computed `setattr`, `exec`, `globals`,
+  `__dict__`, `sys.modules`, frames, the builtins module), or runs code of the checkout that
+  may. A parameter's attribute counts only where the function may be handed something of the
+  checkout; the module's own globals only in the guarded module; `self.x = ...` only its
+  instance.
+- Making an instance of a class of the checkout may run every method of it (`K()`, `with k`,
+  `k + 1`, a property...); deriving from a class runs its `__init_subclass__` and metaclass.
+- The import-time code is read with the values its names may hold: what it calls, indexes,
+  iterates or tests runs what those may be, here or, through its imports (`needs`, followed
+  by guard.tree.worktree), in another module of the checkout.
+- Code outside the checkout keeps (wraps, registers) what it is handed rather than call it,
+  except the few library functions that call it at once (`sorted`, `map`, `functools.reduce`).
 
-Each file gets one `Effects` (pickled with its parse, guard.truth.parsed): the closure of its own
-import-time code, and the graph of its functions and classes that another module's check
-follows. Building it is one walk of the import-time code (guard.truth.effect_reader, whose
-`summarize` builds it) and one of each function a question reaches (guard.truth.effect_graph;
-`_LazyGraph` builds a function's nodes when first asked); a closure is one walk of the graph.
+A file's `Effects` is pickled with its parse (guard.truth.parsed); its functions' nodes are
+built only when a question reaches them (`_LazyGraph`).
 """
 
 from __future__ import annotations
@@ -85,18 +76,15 @@ built_nodes = [0]
 
 
 class _LazyGraph(dict[str, _Node]):
-    """The graph, each collected function's nodes (`def:Q`, `bound:Q`, `result:Q`) built at
-    the first question: a module's import runs few of its functions, and another module's
-    check asks for the few it uses, so most are never built (building them all was most of
-    a parse). A node is the same whenever it is built: it depends only on the function's code
-    and the names of the whole file.
+    """The graph, each function's nodes (`def:Q`, `bound:Q`, `result:Q`) built by the first `in`
+    that asks for them: an import runs few of a module's functions and another module's check
+    asks for few, so most are never built. A node depends only on its function's code and the
+    file's names, so when it is built does not matter.
 
-    `pending`: the qualnames not built yet, each built by the first `in` that asks for it;
-    `build` builds one from the syntax tree. A graph without it (read back from the parse
-    cache, guard.truth.parsed) keeps what was built and builds the rest with what `source`
-    gives, which parses the file again; `grown`: built since it was stored."""
+    `pending`: the qualnames not built yet. A graph read back from the parse cache keeps no
+    `build` (it holds the syntax tree): `source` parses the file again when a pending node is
+    first asked for; `grown`: built since it was stored."""
 
-    # What a graph read back from the parse cache starts with (`__getstate__` keeps `pending`).
     build: Callable[[str], None] | None = None
     source: Callable[[], Callable[[str], None]] | None = None
     grown = False
