@@ -396,6 +396,13 @@ def _results(node: _Node) -> set[str]:
     return node.returns | {"result:" + k[4:] for k in node.returns if k.startswith("def:")}
 
 
+def signature(args: ast.arguments, returns: ast.expr | None) -> list[ast.expr]:
+    """What a `def` runs besides its decorators: its defaults and annotations."""
+    every = [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]
+    found = [*args.defaults, *args.kw_defaults, returns, *(a.annotation for a in every if a)]
+    return [part for part in found if part is not None]
+
+
 def _own_code(nodes: list[ast.AST]) -> Iterator[ast.AST]:
     """The nodes a function body runs itself: a nested def's decorators, defaults and
     annotations, not its body."""
@@ -404,14 +411,7 @@ def _own_code(nodes: list[ast.AST]) -> Iterator[ast.AST]:
         current = stack.pop()
         yield current
         if isinstance(current, ast.FunctionDef | ast.AsyncFunctionDef):
-            args = current.args
-            stack += [*current.decorator_list, *args.defaults]
-            stack += [d for d in (*args.kw_defaults, current.returns) if d is not None]
-            stack += [
-                a.annotation
-                for a in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg)
-                if a is not None and a.annotation is not None
-            ]
+            stack += [*current.decorator_list, *signature(current.args, current.returns)]
             continue
         stack.extend(ast.iter_child_nodes(current))
 

@@ -17,6 +17,7 @@ from guard.truth.effect_graph import (
     _changed,
     _dotted,
     _FunctionGraph,
+    signature,
 )
 from guard.truth.effects import ANY, MUTATING_BUILTINS, QUIET, Effects, Reach, _closure, _Node
 from guard.truth.model_expressions import _KEEPING_DECORATORS, _is_stdlib
@@ -157,7 +158,8 @@ class _Reader(_FunctionGraph):
 
     def _statement(self, node: ast.stmt) -> None:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-            self._signature(node.args, node.returns)
+            for part in signature(node.args, node.returns):  # run when the `def` does
+                self._value(part)
             qualname = self.qualnames[id(node)]
             self._decorated(node.decorator_list, f"def:{qualname}")
             self._flow(node.name, frozenset({f"def:{qualname}"}))
@@ -220,15 +222,6 @@ class _Reader(_FunctionGraph):
         if not isinstance(node, ast.Match):  # its cases ran above, each after its pattern
             for block in blocks(node):
                 self._run(block)
-
-    def _signature(self, args: ast.arguments, returns: ast.expr | None) -> None:
-        """Defaults and annotations run when the `def` does."""
-        for expression in [*args.defaults, *args.kw_defaults, returns]:
-            if expression is not None:
-                self._value(expression)
-        for arg in [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]:
-            if arg is not None and arg.annotation is not None:
-                self._value(arg.annotation)
 
     def _decorated(self, decorators: list[ast.expr], key: str) -> None:
         """A decorator runs, and gets what it decorates: one of the file may call it; one from
@@ -368,7 +361,8 @@ class _Reader(_FunctionGraph):
         if isinstance(node, ast.Call):
             return self._call(node)
         if isinstance(node, ast.Lambda):  # its body runs where the lambda is run
-            self._signature(node.args, None)
+            for part in signature(node.args, None):
+                self._value(part)
             key = f"def:<lambda>:{node.lineno}:{node.col_offset}"
             self.graph[key] = self._function(node)[0]
             return frozenset({key})
