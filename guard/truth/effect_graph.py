@@ -1,9 +1,6 @@
-"""The graph of a file's functions and classes for its effect summary (guard.truth.effects): for
-each function, what running its body may change directly and what else of the checkout it
-runs; for each class, what making an instance of it, deriving from it or using it as a
-metaclass runs. One walk of each function body, when a question first reaches it; the
-closure over the graph is guard.truth.effects' `_closure`, and the module's import-time code
-is read on top of it by guard.truth.effect_reader.
+"""The graph of a file's functions and classes (guard.truth.effects): what running a function's
+body may change itself and what else of the checkout it runs; what making, deriving from or
+using a class as a metaclass runs.
 """
 
 from __future__ import annotations
@@ -67,9 +64,8 @@ _IMPLICIT_CLASS_METHODS = frozenset({"__new__", "__init_subclass__", "__class_ge
 
 
 class _FunctionGraph:
-    """The file's functions and classes as nodes of the effect graph (`_collect`; `_build`: one
-    walk of a function body, when its node is first asked for), with the names that walk tells apart: the file's own top-level names
-    (`top`) and what any of its imports binds (`all_imports`)."""
+    """The file's functions and classes as nodes of the effect graph; a function's body is
+    walked (`_build`) only when its node is first asked for."""
 
     def __init__(self, tree: ast.Module) -> None:
         self.tree = tree
@@ -101,8 +97,7 @@ class _FunctionGraph:
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 self.functions.setdefault(node.name, []).append(qualname)
                 plain = owner is not None and self._plain_method(node)
-                # Its nodes are built at the first question (_build): the last def of a name
-                # is the one its key names.
+                # the last def of a name is the one its key names
                 self._pending[qualname] = (node, owner is not None, plain)
                 self.graph.pending.add(qualname)
                 if owner is not None and not plain:  # a plain method runs on an instance only,

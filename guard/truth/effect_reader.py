@@ -1,9 +1,6 @@
-"""The import-time code of a module read for its effect summary (guard.truth.effects): the
-module's body, class bodies, decorators, defaults, annotations and bases, with the values its
-names may hold (flow-insensitive, to a fixpoint), so that what it calls, indexes, iterates,
-tests or operates on runs what those values may be or hold, through the graph of the file's
-functions and classes (guard.truth.effect_graph) or, by its imports, in another module.
-`summarize` builds a file's Effects.
+"""A module's import-time code (its body, class bodies, decorators, defaults, annotations,
+bases) read for its effect summary (guard.truth.effects) with the values its names may hold:
+flow-insensitive, to a fixpoint, since a name's value may come from a statement below.
 """
 
 from __future__ import annotations
@@ -46,8 +43,7 @@ _Refs = frozenset[str]  # "def:Q", "class:Q", "import:ORIGIN", "danger:NAME"
 
 
 class _Reader(_FunctionGraph):
-    """Builds a file's Effects: the graph of its functions and classes (`_collect`), then the
-    import-time code read with the values its names may hold (`_run`, to a fixpoint)."""
+    """The graph of the file's functions and classes, and its import-time code over it."""
 
     def __init__(self, tree: ast.Module) -> None:
         super().__init__(tree)
@@ -60,7 +56,6 @@ class _Reader(_FunctionGraph):
         self.values: dict[str, set[str]] = {}  # flow-insensitive values of names at import
         self.changes: dict[str, str] = {}
         self.needs: set[tuple[str, str]] = set()
-        self.attributes: set[str] = set()
         self.calls: set[str] = set()
         self.quiet_calls: set[str] = set()  # run with arguments holding nothing of the file
         self.changed = False
@@ -78,13 +73,11 @@ class _Reader(_FunctionGraph):
         reach = Reach(
             {**at_import.changes, **self.changes},
             frozenset(self.needs | at_import.needs),
-            frozenset(self.attributes | at_import.attributes),
+            at_import.attributes,
         )
         top = {name for node in own_statements(self.tree.body) for name in _bound_names(node)}
         values = {name: frozenset(self.values.get(name, ())) for name in top}
         return Effects(reach, self.graph, self.imports, tuple(self.stars), values)
-
-    # -- the import-time code -------------------------------------------------------------
 
     def _mutates(self, why: str, name: str = ANY) -> None:
         self.changes.setdefault(name, why)

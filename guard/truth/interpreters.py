@@ -1,11 +1,7 @@
-"""The facts reading decides conditions by (`sys.version_info`, `sys.platform`, the
-implementation...), for the interpreter the command runs.
-
-`if sys.version_info < (3, 12):` binds a method for a 3.11 and not for a 3.12, so the answer
-must be the command's interpreter's, not patchguard's own. Another interpreter is asked once,
-in a small process that prints its facts as JSON; the answer is kept in the git dir's cache,
-keyed by the interpreter's path and file identity (size, mtime, inode: a reinstalled or
-upgraded interpreter is asked again). patchguard's own interpreter answers without a process.
+"""The facts reading decides conditions by (`sys.version_info`, `sys.platform`...), for the
+interpreter the command runs: `if sys.version_info < (3, 12):` binds a method for a 3.11 only.
+Another interpreter is asked once, its answer kept in the git dir's cache by its path and file
+identity (size, mtime, inode: a reinstalled or upgraded interpreter is asked again).
 """
 
 from __future__ import annotations
