@@ -16,7 +16,7 @@ from guard.truth.effect_graph import (
     _FunctionGraph,
     signature,
 )
-from guard.truth.effects import ANY, MUTATING_BUILTINS, QUIET, Effects, Reach, _closure, _Node
+from guard.truth.effects import ANY, MUTATING_BUILTINS, QUIET, Effects, _closure, _Node
 from guard.truth.model_expressions import _KEEPING_DECORATORS, _is_stdlib
 from guard.truth.model_statements import _CODE_ATTRIBUTES
 from guard.truth.statements import blocks, imported, own_statements
@@ -54,10 +54,7 @@ class _Reader(_FunctionGraph):
             for name, origin in imported(statement)
         }
         self.values: dict[str, set[str]] = {}  # flow-insensitive values of names at import
-        self.changes: dict[str, str] = {}
-        self.needs: set[tuple[str, str]] = set()
-        self.calls: set[str] = set()
-        self.quiet_calls: set[str] = set()  # run with arguments holding nothing of the file
+        self.node = _Node()  # what the import runs (`passes`: with nothing of the checkout)
         self.changed = False
 
     def effects(self) -> Effects:
@@ -69,18 +66,13 @@ class _Reader(_FunctionGraph):
                 break
         else:
             self._mutates("import-time values that reading does not settle")
-        at_import = _closure(self.graph, self.calls, self.quiet_calls, home=True)
-        reach = Reach(
-            {**at_import.changes, **self.changes},
-            frozenset(self.needs | at_import.needs),
-            at_import.attributes,
-        )
         top = {name for node in own_statements(self.tree.body) for name in _bound_names(node)}
         values = {name: frozenset(self.values.get(name, ())) for name in top}
-        return Effects(reach, self.graph, self.imports, tuple(self.stars), values)
+        at_import = _closure(self.graph, self.node, home=True)
+        return Effects(at_import, self.graph, self.imports, tuple(self.stars), values)
 
     def _mutates(self, why: str, name: str = ANY) -> None:
-        self.changes.setdefault(name, why)
+        self.node.changes.setdefault(name, why)
 
     def _run(self, body: list[ast.stmt]) -> None:
         for node in body:
@@ -243,7 +235,7 @@ class _Reader(_FunctionGraph):
             kind, _, rest = ref.partition(":")
             if kind in ("import", "import-result") and keys:
                 need = "hands" if kind == "import" else "hands-result"
-                self.needs |= {(need, f"{rest}\t{key}") for key in keys}
+                self.node.needs |= {(need, f"{rest}\t{key}") for key in keys}
 
     def _bound_by_the_model(self, node: ast.expr) -> bool:
         """`setattr(C, 'name', ...)` or `delattr(C, 'name')` as a statement: the binding model
@@ -311,8 +303,8 @@ class _Reader(_FunctionGraph):
     def _derived(self, refs: _Refs, key: str, need: str) -> _Refs:
         """A class statement derives from (or is made by) what `refs` hold: a class of the file
         runs its `key` node, one from elsewhere is a `need`; the rest is returned."""
-        self.calls |= {f"{key}:{ref[6:]}" for ref in refs if ref.startswith("class:")}
-        self.needs |= {(need, ref[7:]) for ref in refs if ref.startswith("import:")}
+        self.node.calls |= {f"{key}:{ref[6:]}" for ref in refs if ref.startswith("class:")}
+        self.node.needs |= {(need, ref[7:]) for ref in refs if ref.startswith("import:")}
         return frozenset(ref for ref in refs if not ref.startswith(("class:", "import:")))
 
     def _runs(self, refs: _Refs, quiet: bool = False) -> None:
@@ -321,18 +313,18 @@ class _Reader(_FunctionGraph):
         for ref in sorted(refs):  # the first why of a name is kept: the same in every process
             kind, _, rest = ref.partition(":")
             if kind == "def":
-                (self.quiet_calls if quiet else self.calls).add(f"def:{rest}")
+                (self.node.passes if quiet else self.node.calls).add(f"def:{rest}")
             elif kind in ("class", "instance"):
-                self.calls.add(f"new:{rest}")
+                self.node.calls.add(f"new:{rest}")
             elif kind in ("result", "uses"):
-                self.calls.add(ref)
+                self.node.calls.add(ref)
             elif kind == "import-result":
-                self.needs.add(("result", rest))
+                self.node.needs.add(("result", rest))
             elif kind == "import":
                 builtin = rest.removeprefix("builtins.")
                 if rest.startswith("builtins.") and builtin in MUTATING_BUILTINS:
                     self._mutates(f"{builtin} reached through the builtins module")
-                self.needs.add((QUIET if quiet else "call", rest))
+                self.node.needs.add((QUIET if quiet else "call", rest))
             elif kind == "danger":
                 self._mutates(f"{rest} handed to code that may call it, or called indirectly")
 

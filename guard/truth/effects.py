@@ -141,21 +141,20 @@ class Effects(NamedTuple):
         why = self.at_import.touching([name])
         if why is not None:
             return Reach({ANY: f"may be rebound by its module's import ({why})"})
-        keys, needs = [], set()
+        using = _Node()
         for ref in sorted(self.values[name]):
             kind, _, rest = ref.partition(":")
             if kind in ("def", "result", "uses"):
-                keys.append(ref)
+                using.calls.add(ref)
             elif kind in ("class", "instance"):
-                keys.append(f"new:{rest}")
+                using.calls.add(f"new:{rest}")
             elif kind == "import":
-                needs.add(("call", rest))
+                using.needs.add(("call", rest))
             elif kind == "import-result":
-                needs.add(("result", rest))
+                using.needs.add(("result", rest))
             elif kind == "danger":
                 return Reach({ANY: f"holds {rest}"})
-        found = _closure(self.graph, keys, home=False)
-        return Reach(found.changes, found.needs | needs, found.attributes)
+        return _closure(self.graph, using, home=False)
 
     def reach(self, key: str, quiet: bool = False, home: bool = False) -> Reach | None:
         """The closure of one node (None: the file has no such node); `quiet`: run with
@@ -163,7 +162,7 @@ class Effects(NamedTuple):
         (its own globals count)."""
         if key not in self.graph:
             return None
-        return _closure(self.graph, [] if quiet else [key], [key] if quiet else [], home=home)
+        return _closure(self.graph, _Node(passes={key}) if quiet else _Node(calls={key}), home=home)
 
     def export(self, kind: str, name: str) -> Reach | None:
         """What another module reaches by importing `name` from here and using it as `kind`
@@ -195,25 +194,19 @@ class Effects(NamedTuple):
 QUIET = "call-quiet"  # a need: called with arguments that hold nothing of the checkout
 
 
-def _closure(
-    graph: dict[str, _Node], hot: Iterable[str], quiet: Iterable[str] = (), *, home: bool
-) -> Reach:
-    """Everything reachable from the `hot` keys (run with any arguments) and the `quiet` ones
-    (with arguments that hold nothing of the checkout); `home`: the graph is the guarded
-    module's (its own globals count)."""
+def _closure(graph: dict[str, _Node], start: _Node, *, home: bool) -> Reach:
+    """Everything running `start` (with arguments that hold nothing of the checkout) reaches
+    through `graph`; `home`: the graph is the guarded module's (its own globals count)."""
     changes: dict[str, str] = {}
     needs: set[tuple[str, str]] = set()
     attributes: set[str] = set()
-    # Sorted: the first why found for a name is the one said, in every process (sets of
-    # strings iterate in an order the hash seed decides).
-    stack = [(k, True) for k in sorted(hot)] + [(k, False) for k in sorted(quiet)]
-    seen: set[tuple[str, bool]] = set()
+    stack, seen = [("", False)], set()  # "": start
     while stack:
         key, handed = stack.pop()
-        if (key, handed) in seen or key not in graph:
+        if (key, handed) in seen or (key and key not in graph):
             continue
         seen.add((key, handed))
-        node = graph[key]
+        node = graph[key] if key else start
         for name, why in node.changes.items():
             changes.setdefault(name, why)
         for name, (why, scope) in node.scoped.items():
@@ -222,6 +215,8 @@ def _closure(
         for kind, origin in node.needs:
             needs.add(("call" if kind == QUIET and handed else kind, origin))
         attributes |= node.attributes
+        # Sorted: the first why found for a name is the one said, in every process (sets of
+        # strings iterate in an order the hash seed decides).
         stack += [(k, True) for k in sorted(node.calls)]
         stack += [(k, handed) for k in sorted(node.passes)]
     return Reach(changes, frozenset(needs), frozenset(attributes))
