@@ -150,12 +150,7 @@ def search_path(python: str, git_dir: Path) -> tuple[str, list[str]]:
 
 def _search_answer(raw: Any) -> tuple[str, list[str]] | None:
     """A version and a path, from a cache entry or an answer; None for anything else."""
-    if (
-        isinstance(raw, list)
-        and len(raw) == 2
-        and isinstance(raw[0], str)
-        and isinstance(raw[1], list)
-        and all(isinstance(entry, str) for entry in raw[1])
-    ):
-        return raw[0], raw[1]
+    match raw:
+        case [str() as version, list() as path] if all(isinstance(p, str) for p in path):
+            return version, path
     return None
