@@ -16,7 +16,7 @@ from guard.truth.effect_graph import (
     _FunctionGraph,
     signature,
 )
-from guard.truth.effects import ANY, MUTATING_BUILTINS, QUIET, Effects, _closure, _Node
+from guard.truth.effects import ANY, MUTATING_BUILTINS, Effects, _closure, _Node, running
 from guard.truth.model_expressions import _KEEPING_DECORATORS, _is_stdlib
 from guard.truth.model_statements import _CODE_ATTRIBUTES
 from guard.truth.statements import blocks, imported, own_statements
@@ -95,16 +95,11 @@ class _Reader(_FunctionGraph):
             self._bind(target.value, refs | self._value(target.value))
 
     def _changed_on(self, node: ast.expr, owner: _Refs, attribute: str, lineno: int) -> None:
-        """An attribute set or deleted at import on `node`, which may hold `owner`.
-
-        On something an import gave (a module, what it holds or returns): that may be this
-        very module or one of its classes (`from . import mod as me; me.C = None`,
-        `importlib.import_module(__name__).C = None`), which reading cannot tell from another
-        module's; on the builtins module, it may change anything (`__build_class__`). On what
-        may hold one of the file's classes without naming it (`EntryClass[0].m = None`): the
-        binding model (guard.truth.model_statements) reads only the class's own name. A
-        function's `__code__` or defaults: the name stays bound, but its code is not the code
-        defined under it."""
+        """An attribute set or deleted at import on `node`, which may hold `owner`: something an
+        import gave may be this very module or one of its classes (`from . import mod as me;
+        me.C = None`), and the binding model (guard.truth.model_statements) reads only a
+        class's own name, not `EntryClass[0].m = None`. A function's `__code__` or defaults
+        replaced: the name stays bound, but its code is not the code defined under it."""
         for ref in sorted(owner):
             kind, _, origin = ref.partition(":")
             if kind == "import" and origin.split(".")[0] == "builtins":
@@ -157,15 +152,12 @@ class _Reader(_FunctionGraph):
             values = [self._value(argument) for argument in call.args]
             named = str(ast.literal_eval(call.args[1]))  # a string constant: the model's own
             self._changed_on(call.args[0], values[0], named, node.lineno)
-        elif isinstance(node, ast.Assign):
-            refs = self._value(node.value)
-            for target in node.targets:
-                self._bind(target, refs)
-        elif isinstance(node, ast.AnnAssign | ast.AugAssign):
+        elif isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign):
             refs = self._value(node.value) if node.value is not None else frozenset()
             if isinstance(node, ast.AnnAssign):
                 self._value(node.annotation)
-            self._bind(node.target, refs)
+            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                self._bind(target, refs)
         elif isinstance(node, ast.For | ast.AsyncFor):
             self._bind(node.target, self._touch(self._value(node.iter)))
         elif isinstance(node, ast.If | ast.While):
@@ -310,23 +302,12 @@ class _Reader(_FunctionGraph):
     def _runs(self, refs: _Refs, quiet: bool = False) -> None:
         """Something may call these (or, for a class, make and use an instance); `quiet`:
         with arguments that hold nothing of the checkout."""
-        for ref in sorted(refs):  # the first why of a name is kept: the same in every process
-            kind, _, rest = ref.partition(":")
-            if kind == "def":
-                (self.node.passes if quiet else self.node.calls).add(f"def:{rest}")
-            elif kind in ("class", "instance"):
-                self.node.calls.add(f"new:{rest}")
-            elif kind in ("result", "uses"):
-                self.node.calls.add(ref)
-            elif kind == "import-result":
-                self.node.needs.add(("result", rest))
-            elif kind == "import":
-                builtin = rest.removeprefix("builtins.")
-                if rest.startswith("builtins.") and builtin in MUTATING_BUILTINS:
-                    self._mutates(f"{builtin} reached through the builtins module")
-                self.node.needs.add((QUIET if quiet else "call", rest))
-            elif kind == "danger":
-                self._mutates(f"{rest} handed to code that may call it, or called indirectly")
+        for name in running(refs, self.node, quiet):
+            self._mutates(f"{name} handed to code that may call it, or called indirectly")
+        for ref in sorted(refs):
+            builtin = ref.removeprefix("import:builtins.")
+            if ref.startswith("import:builtins.") and builtin in MUTATING_BUILTINS:
+                self._mutates(f"{builtin} reached through the builtins module")
 
     def _value(self, node: ast.expr) -> _Refs:
         """The refs an expression's value may hold; what evaluating it runs is recorded."""

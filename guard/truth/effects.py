@@ -142,18 +142,9 @@ class Effects(NamedTuple):
         if why is not None:
             return Reach({ANY: f"may be rebound by its module's import ({why})"})
         using = _Node()
-        for ref in sorted(self.values[name]):
-            kind, _, rest = ref.partition(":")
-            if kind in ("def", "result", "uses"):
-                using.calls.add(ref)
-            elif kind in ("class", "instance"):
-                using.calls.add(f"new:{rest}")
-            elif kind == "import":
-                using.needs.add(("call", rest))
-            elif kind == "import-result":
-                using.needs.add(("result", rest))
-            elif kind == "danger":
-                return Reach({ANY: f"holds {rest}"})
+        dangers = running(self.values[name], using)
+        if dangers:
+            return Reach({ANY: f"holds {dangers[0]}"})
         return _closure(self.graph, using, home=False)
 
     def reach(self, key: str, quiet: bool = False, home: bool = False) -> Reach | None:
@@ -169,14 +160,8 @@ class Effects(NamedTuple):
         ("call": called or handed on; "call-quiet": called with arguments that hold nothing
         of the checkout; "result": what calling it returns, called; "base": a base class;
         "meta": a metaclass)."""
-        prefixes = {
-            "call": ("def:", "new:"),
-            QUIET: ("def:", "new:"),
-            "result": ("result:",),
-            "base": ("hooks:",),
-            "meta": ("meta:",),
-        }[kind]
-        for prefix in prefixes:
+        named = {"result": ("result:",), "base": ("hooks:",), "meta": ("meta:",)}
+        for prefix in named.get(kind, ("def:", "new:")):  # "call", QUIET
             found = self.reach(prefix + name, quiet=kind == QUIET and prefix == "def:")
             if found is None:
                 continue
@@ -192,6 +177,26 @@ class Effects(NamedTuple):
 
 
 QUIET = "call-quiet"  # a need: called with arguments that hold nothing of the checkout
+
+
+def running(refs: Iterable[str], node: _Node, quiet: bool = False) -> list[str]:
+    """Add to `node` what running a value that holds `refs` runs (`quiet`: with arguments that
+    hold nothing of the checkout; for a class, making and using an instance); the dangerous
+    names among them (`setattr`...), which may change anything."""
+    dangers = []
+    for ref in sorted(refs):  # the first why of a name is kept: the same in every process
+        kind, _, rest = ref.partition(":")
+        if kind in ("def", "result", "uses"):
+            (node.passes if quiet and kind == "def" else node.calls).add(ref)
+        elif kind in ("class", "instance"):
+            node.calls.add(f"new:{rest}")
+        elif kind == "import-result":
+            node.needs.add(("result", rest))
+        elif kind == "import":
+            node.needs.add((QUIET if quiet else "call", rest))
+        elif kind == "danger":
+            dangers.append(rest)
+    return dangers
 
 
 def _closure(graph: dict[str, _Node], start: _Node, *, home: bool) -> Reach:
