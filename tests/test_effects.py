@@ -374,3 +374,25 @@ def test_why_a_name_may_change_is_worded_the_same_under_any_hash_seed() -> None:
         for seed in ("0", "1")
     }
     assert len(said) == 1, said
+
+
+def test_a_registry_filled_at_import_is_read_in_bounded_memory() -> None:
+    """`R.add(mod.x, R.x)` a few times at import: what R may hold grows each pass of the
+    reading (`mod.x.y.x...`); past a bound, reading stops and says it cannot settle (the
+    module's names cannot tell), instead of exhausting memory."""
+    names = ("a", "b", "c")
+    source = "import datetime\n\n\nclass R:\n    @classmethod\n    def add(cls, kind, how):\n"
+    source += "        cls.registry[kind] = how\n\n"
+    source += "".join(f"    def {n}(self, data):\n        return data\n\n" for n in names)
+    source += "".join(f"R.add(datetime.{n}, R.{n})\n" for n in names)
+    script = (
+        "import ast, resource, sys\n"
+        "resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))\n"
+        "from guard.truth.effect_reader import summarize\n"
+        "print(summarize(ast.parse(sys.stdin.read())).at_import.changes)\n"
+    )
+    ran = subprocess.run(
+        [sys.executable, "-c", script], input=source, capture_output=True, text=True, timeout=120
+    )
+    assert ran.returncode == 0, ran.stderr[-300:]
+    assert "import-time values that reading does not settle" in ran.stdout

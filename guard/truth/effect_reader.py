@@ -38,6 +38,13 @@ def summarize(tree: ast.Module) -> Effects:
     return _Reader(tree).effects()
 
 
+_MOST_REFS = 50_000  # what one name may hold; a real module's names hold up to ~20,000
+
+
+class _Unsettled(Exception):
+    """The import-time values grow past what reading settles."""
+
+
 # A value at import time: the things of the file (and imports) it may be or hold.
 _Refs = frozenset[str]  # "def:Q", "class:Q", "import:ORIGIN", "danger:NAME"
 
@@ -59,12 +66,15 @@ class _Reader(_FunctionGraph):
 
     def effects(self) -> Effects:
         self._collect(self.tree.body, "", None)
-        for _ in range(8):  # values flow by assignment: a few passes reach the fixpoint
-            self.changed = False
-            self._run(self.tree.body)
-            if not self.changed:
-                break
-        else:
+        try:
+            for _ in range(8):  # values flow by assignment: a few passes reach the fixpoint
+                self.changed = False
+                self._run(self.tree.body)
+                if not self.changed:
+                    break
+            else:
+                raise _Unsettled
+        except _Unsettled:
             self._mutates("import-time values that reading does not settle")
         top = {name for node in own_statements(self.tree.body) for name in _bound_names(node)}
         values = {name: frozenset(self.values.get(name, ())) for name in top}
@@ -135,6 +145,8 @@ class _Reader(_FunctionGraph):
         if not refs <= known:
             known |= refs
             self.changed = True
+            if len(known) > _MOST_REFS:  # `R.add(mod.f, R.g)` again and again: each
+                raise _Unsettled  # pass makes longer `mod.f.g.f...` of what R may hold
 
     def _statement(self, node: ast.stmt) -> None:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
