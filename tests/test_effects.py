@@ -4,6 +4,7 @@ hook of a base class in another module, a function of the checkout handed the cl
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import shutil
@@ -18,6 +19,7 @@ from helpers import run_patchguard
 from guard.git.repo import Repo
 from guard.tree.assess import check_symbol
 from guard.tree.worktree import Worktree
+from guard.truth.effect_reader import summarize
 from guard.truth.model_names import CANNOT_TELL
 
 UTILS = {
@@ -149,8 +151,6 @@ EntryClass = [LlamaForCausalLM]
 
 
 def _methods(text: str) -> list[str]:
-    import ast
-
     return [
         f"{node.name}.{item.name}"
         for node in ast.parse(text).body
@@ -396,3 +396,14 @@ def test_a_registry_filled_at_import_is_read_in_bounded_memory() -> None:
     )
     assert ran.returncode == 0, ran.stderr[-300:]
     assert "import-time values that reading does not settle" in ran.stdout
+
+
+def test_an_instance_a_class_body_keeps_runs_when_the_class_is_used() -> None:
+    """`h = Helper()` in a class body: using the class (another module's `C()`) may run what
+    Helper's methods do (a descriptor's `__get__`), as for a function the body keeps."""
+    source = (
+        "import pkg.other\n\n\nclass Helper:\n    def __get__(self, obj, owner):\n"
+        "        del pkg.other.Target.m\n\n\nclass C:\n    h = Helper()\n"
+    )
+    used = summarize(ast.parse(source)).export("call", "C")
+    assert used is not None and "deletes the attribute m" in used.changes.get("m", "")

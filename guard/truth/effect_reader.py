@@ -230,11 +230,7 @@ class _Reader(_FunctionGraph):
     def _hands(self, callee: _Refs, handed: _Refs) -> None:
         """A function from another module of the checkout gets functions or classes of this
         one: if it calls what it is handed, they run (guard.tree.worktree reads it)."""
-        keys = [
-            f"new:{r.partition(':')[2]}" if r.startswith(("class:", "instance:")) else r
-            for r in handed
-            if r.startswith(("def:", "class:", "instance:", "new:"))
-        ]
+        keys = [_as_key(r) for r in handed if r.startswith(("def:", "class:", "instance:", "new:"))]
         for ref in callee:
             kind, _, rest = ref.partition(":")
             if kind in ("import", "import-result") and keys:
@@ -297,7 +293,7 @@ class _Reader(_FunctionGraph):
             )
         )
         self.graph[f"new:{qualname}"].calls |= {
-            f"new:{r[6:]}" if r.startswith(("class:", "instance:")) else r
+            _as_key(r)
             for r in kept
             if r.startswith(("def:", "class:", "instance:", "result:", "uses:"))
         }
@@ -442,6 +438,12 @@ class _Reader(_FunctionGraph):
             elif ref.startswith("import:"):
                 returned.add(f"import-result:{ref[7:]}")  # what one from elsewhere hands back
         return frozenset(returned)
+
+
+def _as_key(ref: str) -> str:
+    """The graph key that using a value runs: for a class or an instance, making one."""
+    kind, _, rest = ref.partition(":")
+    return f"new:{rest}" if kind in ("class", "instance") else ref
 
 
 def _returned(node: _Node) -> set[str]:
