@@ -363,10 +363,10 @@ class _FunctionGraph:
                     return False
         return True
 
-    def _named(self, name: str) -> set[str]:
-        """Graph keys a name of the file may run: its functions and classes of that name."""
+    def _named(self, name: str, cls: str = "new") -> set[str]:
+        """The file's top-level functions and classes (`cls:K`) of that name."""
         keys = {f"def:{q}" for q in self.functions.get(name, ()) if "." not in q}
-        keys |= {f"new:{q}" for q in self.classes.get(name, ()) if "." not in q}
+        keys |= {f"{cls}:{q}" for q in self.classes.get(name, ()) if "." not in q}
         return keys
 
 

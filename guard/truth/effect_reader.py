@@ -322,9 +322,7 @@ class _Reader(_FunctionGraph):
         if isinstance(node, ast.Constant):
             return frozenset()
         if isinstance(node, ast.Name):
-            refs = set(self.values.get(node.id, ()))
-            refs |= {f"def:{q}" for q in self.functions.get(node.id, ()) if "." not in q}
-            refs |= {f"class:{q}" for q in self.classes.get(node.id, ()) if "." not in q}
+            refs = set(self.values.get(node.id, ())) | self._named(node.id, "class")
             if node.id in MUTATING_BUILTINS:
                 refs.add(f"danger:{node.id}")
             elif node.id == "__builtins__":  # its items too: `__builtins__["setattr"]`
@@ -394,19 +392,17 @@ class _Reader(_FunctionGraph):
             kind, _, rest = ref.partition(":")
             if kind == "class":
                 members = set(self.members.get(rest, {}).get(attr, ()))
-                members |= {f"def:{q}" for q in self._inherited(rest, attr)}
+                members |= {  # of the file's other classes: a base may provide it
+                    f"def:{q}"
+                    for q in self.functions.get(attr, ())
+                    if "." in q and q.rsplit(".", 1)[0] != rest
+                }
                 found |= members or {ref}  # from object or a base elsewhere: the class's code
             elif kind == "import":
                 found.add(f"import:{rest}.{attr}")
             else:
                 found.add(ref)
         return frozenset(found)
-
-    def _inherited(self, qualname: str, attr: str) -> list[str]:
-        """Methods of that name of the file's other classes (a base may provide it)."""
-        return [
-            q for q in self.functions.get(attr, ()) if "." in q and q.rsplit(".", 1)[0] != qualname
-        ]
 
     def _call(self, node: ast.Call) -> _Refs:
         callee = self._value(node.func)
