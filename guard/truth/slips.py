@@ -51,14 +51,12 @@ def _dedented_methods(tree: ast.Module, lines: list[str], path: str, added: set[
         owner = likely_class(tree, node)
         if owner is None:
             continue
-        if isinstance(previous, ast.ClassDef):
+        if previous is None:
+            where = "at the top"
+        elif isinstance(previous, ast.ClassDef):
             where = f"right after class {previous.name}"
         else:
-            where = (
-                f"after `{_opening(lines, previous)}` (line {previous.lineno})"
-                if previous
-                else "at the top"
-            )
+            where = f"after `{_opening(lines, previous)}` (line {previous.lineno})"
         found.append(
             f"{path}:{node.lineno}: def {node.name}({_parameters(node)[0]}, ...) is at module "
             f"level, {where}, not in a class; {owner[1]}: probably meant inside class "
