@@ -284,17 +284,12 @@ class _Reader(_FunctionGraph):
             refs = self._value(keyword.value)
             self._runs(self._derived(refs, "meta", "meta") if keyword.arg == "metaclass" else refs)
         self._run(node.body)
-        kept = set().union(  # `p = property(f)`: an instance may run what the class keeps
-            *(
-                self.values.get(n, set())
-                for s in own_statements(node.body)
-                if isinstance(s, ast.Assign | ast.AnnAssign | ast.AugAssign)
-                for n in _bound_names(s)
-            )
-        )
-        self.graph[f"new:{qualname}"].calls |= {
+        self.graph[f"new:{qualname}"].calls |= {  # `p = property(f)`: an instance may run it
             _as_key(r)
-            for r in kept
+            for s in own_statements(node.body)
+            if isinstance(s, ast.Assign | ast.AnnAssign | ast.AugAssign)
+            for n in _bound_names(s)
+            for r in self.values.get(n, ())
             if r.startswith(("def:", "class:", "instance:", "result:", "uses:"))
         }
         self._decorated(node.decorator_list, f"new:{qualname}")
