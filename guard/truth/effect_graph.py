@@ -133,13 +133,10 @@ class _FunctionGraph:
 
     def _class_nodes(self, node: ast.ClassDef, qualname: str) -> None:
         """new:K (every method, bases' too), hooks:K (what deriving from K runs), meta:K."""
-        methods = [
-            n
-            for n in own_statements(node.body)
-            if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)
-        ]
         new, hooks, meta = _Node(), _Node(), _Node()
-        for method in methods:
+        for method in own_statements(node.body):
+            if not isinstance(method, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
             plain = self._plain_method(method)
             new.calls.add(f"{'bound' if plain else 'def'}:{qualname}.{method.name}")
             meta.calls.add(f"def:{qualname}.{method.name}")
