@@ -4,7 +4,9 @@ hook of a base class in another module, a function of the checkout handed the cl
 
 from __future__ import annotations
 
+import ast
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -13,6 +15,12 @@ from pathlib import Path
 import sample_repo
 from conftest import Sample, git, patchguard
 from helpers import run_patchguard
+
+from guard.git.repo import Repo
+from guard.tree.assess import check_symbol
+from guard.tree.worktree import Worktree
+from guard.truth.effect_reader import summarize
+from guard.truth.model_names import CANNOT_TELL
 
 UTILS = {
     "python/sglang/srt/utils/__init__.py": "from sglang.srt.utils.common import *\n",
@@ -143,8 +151,6 @@ EntryClass = [LlamaForCausalLM]
 
 
 def _methods(text: str) -> list[str]:
-    import ast
-
     return [
         f"{node.name}.{item.name}"
         for node in ast.parse(text).body
@@ -327,3 +333,77 @@ def test_a_hook_another_patch_writes_in_the_same_command_is_not_green(tmp_path: 
         check=True,
     )
     assert python.stdout == "False\n"  # Python: gone, so no green may say it is there
+
+
+def test_deleting_a_functions_code_or_defaults_is_not_green(tmp_path: Path) -> None:
+    """`del f.__defaults__` (`__code__`, `__kwdefaults__`) at import changes the code that runs
+    under the name as assigning it does: cannot tell, naming the line."""
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    git(tmp_path, "init", "-q")
+    for attribute in ("__defaults__", "__code__", "__kwdefaults__"):
+        for tail in (f"f.{attribute} = None\n", f"del f.{attribute}\n"):
+            (package / "mod.py").write_text(f"def f(a=1, *, b=2):\n    return a\n\n\n{tail}")
+            git(tmp_path, "add", "-A")
+            result = check_symbol(Worktree(Repo.discover(tmp_path)), "pkg/mod.py::f", None)
+            assert not result.ok and result.state == CANNOT_TELL, (tail, result)
+            assert f"line 5 replaces the {attribute} of f" in result.detail
+
+
+def test_why_a_name_may_change_is_worded_the_same_under_any_hash_seed() -> None:
+    """Several functions the import runs each may change any name: the reason given is the
+    same in every process, whatever order Python's hash seed gives their sets."""
+    names = "abcdefgh"
+    source = "".join(f"def {n}():\n    setattr(C, NAME, None)\n\n\n" for n in names)
+    source += "class C:\n    pass\n\n\n" + "".join(f"{n}()\n" for n in names)
+    script = (
+        "import ast, sys\nfrom guard.truth.effect_reader import summarize\n"
+        "effects = summarize(ast.parse(sys.stdin.read()))\n"
+        "print(effects.at_import.changes, effects.value('a'))\n"
+    )
+    said = {
+        subprocess.run(
+            [sys.executable, "-c", script],
+            input=source,
+            capture_output=True,
+            text=True,
+            check=True,
+            env={**os.environ, "PYTHONHASHSEED": seed},
+        ).stdout
+        for seed in ("0", "1")
+    }
+    assert len(said) == 1, said
+
+
+def test_a_registry_filled_at_import_is_read_in_bounded_memory() -> None:
+    """`R.add(mod.x, R.x)` a few times at import: what R may hold grows each pass of the
+    reading (`mod.x.y.x...`); past a bound, reading stops and says it cannot settle (the
+    module's names cannot tell), instead of exhausting memory."""
+    names = ("a", "b", "c")
+    source = "import datetime\n\n\nclass R:\n    @classmethod\n    def add(cls, kind, how):\n"
+    source += "        cls.registry[kind] = how\n\n"
+    source += "".join(f"    def {n}(self, data):\n        return data\n\n" for n in names)
+    source += "".join(f"R.add(datetime.{n}, R.{n})\n" for n in names)
+    script = (
+        "import ast, resource, sys\n"
+        "resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))\n"
+        "from guard.truth.effect_reader import summarize\n"
+        "print(summarize(ast.parse(sys.stdin.read())).at_import.changes)\n"
+    )
+    ran = subprocess.run(
+        [sys.executable, "-c", script], input=source, capture_output=True, text=True, timeout=120
+    )
+    assert ran.returncode == 0, ran.stderr[-300:]
+    assert "import-time values that reading does not settle" in ran.stdout
+
+
+def test_an_instance_a_class_body_keeps_runs_when_the_class_is_used() -> None:
+    """`h = Helper()` in a class body: using the class (another module's `C()`) may run what
+    Helper's methods do (a descriptor's `__get__`), as for a function the body keeps."""
+    source = (
+        "import pkg.other\n\n\nclass Helper:\n    def __get__(self, obj, owner):\n"
+        "        del pkg.other.Target.m\n\n\nclass C:\n    h = Helper()\n"
+    )
+    used = summarize(ast.parse(source)).export("call", "C")
+    assert used is not None and "deletes the attribute m" in used.changes.get("m", "")

@@ -1,12 +1,7 @@
-"""The code of each definition a patch adds, held to the code that was recorded.
-
-A definition in place by name may still not be the recorded code (a body gutted to `pass`,
-a line changed by hand), and green must mean the recorded code is what runs. Definitions are
-compared as parsed, so comments, blank lines, line breaks and spacing do not count, and
-everything Python runs does: the docstring, decorators, defaults, annotations.
-
-Asked only where every added name is in place but the text is not the recorded one
-(guard.tree.assess), which has parsed the file already; never on the hooks' fast path.
+"""The code of each definition a patch adds, held to the code that was recorded: one in place
+by name may still be gutted to `pass` or changed by hand, and green must mean the recorded code
+runs. Compared as parsed: comments and layout do not count, everything Python runs does (the
+docstring, decorators, defaults, annotations). Never on the hooks' fast path.
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""The graph of a file's functions and classes for its effect summary (guard.truth.effects): for
-each function, what running its body may change directly and what else of the checkout it
-runs; for each class, what making an instance of it, deriving from it or using it as a
-metaclass runs. One walk of each function body, when a question first reaches it; the
-closure over the graph is guard.truth.effects' `_closure`, and the module's import-time code
-is read on top of it by guard.truth.effect_reader.
+"""The graph of a file's functions and classes (guard.truth.effects): what running a function's
+body may change itself and what else of the checkout it runs; what making, deriving from or
+using a class as a metaclass runs.
 """
 
 from __future__ import annotations
@@ -67,9 +64,8 @@ _IMPLICIT_CLASS_METHODS = frozenset({"__new__", "__init_subclass__", "__class_ge
 
 
 class _FunctionGraph:
-    """The file's functions and classes as nodes of the effect graph (`_collect`; `_build`: one
-    walk of a function body, when its node is first asked for), with the names that walk tells apart: the file's own top-level names
-    (`top`) and what any of its imports binds (`all_imports`)."""
+    """The file's functions and classes as nodes of the effect graph; a function's body is
+    walked (`_build`) only when its node is first asked for."""
 
     def __init__(self, tree: ast.Module) -> None:
         self.tree = tree
@@ -101,8 +97,7 @@ class _FunctionGraph:
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 self.functions.setdefault(node.name, []).append(qualname)
                 plain = owner is not None and self._plain_method(node)
-                # Its nodes are built at the first question (_build): the last def of a name
-                # is the one its key names.
+                # the last def of a name is the one its key names
                 self._pending[qualname] = (node, owner is not None, plain)
                 self.graph.pending.add(qualname)
                 if owner is not None and not plain:  # a plain method runs on an instance only,
@@ -138,13 +133,10 @@ class _FunctionGraph:
 
     def _class_nodes(self, node: ast.ClassDef, qualname: str) -> None:
         """new:K (every method, bases' too), hooks:K (what deriving from K runs), meta:K."""
-        methods = [
-            n
-            for n in own_statements(node.body)
-            if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)
-        ]
         new, hooks, meta = _Node(), _Node(), _Node()
-        for method in methods:
+        for method in own_statements(node.body):
+            if not isinstance(method, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
             plain = self._plain_method(method)
             new.calls.add(f"{'bound' if plain else 'def'}:{qualname}.{method.name}")
             meta.calls.add(f"def:{qualname}.{method.name}")
@@ -242,7 +234,6 @@ class _FunctionGraph:
         if method and positional and not static:  # self or cls: bound by Python
             params.discard(positional[0].arg)
         quiet = {id(call.func) for call in calls if self._handed_only(call, params)}
-        uses = (callees, results_run, returned, held)
         handed = {id(a) for call in calls for a in _arguments(call)}
         found.runs_arguments = any(
             isinstance(sub, ast.Name)
@@ -279,66 +270,56 @@ class _FunctionGraph:
                 else:
                     found.changes.setdefault(name, why)
             if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load):
-                edges = found.passes if id(sub) in quiet else found.calls
-                keys = {f"def:{nested[sub.id]}"} if sub.id in nested else self._named(sub.id)
-                for key in keys:
-                    result = key.replace("def:", "result:", 1)
-                    if id(sub) in callees:
-                        edges.add(key)
-                        if key.startswith("def:") and id(sub) in results_run:
-                            found.calls.add(result)
-                        elif key.startswith("def:") and id(sub) in returned:
-                            found.returns.add(result)
-                    elif id(sub) in returned:  # handed back, maybe inside what keeps it
-                        found.returns.add(key)
-                    elif id(sub) not in held:  # stored, aliased, handed to the file's code
-                        edges.add(key)
-                if sub.id not in nested:
-                    self._imported_use(sub, sub.id, found, quiet, uses)
+                if sub.id in nested:
+                    keys = {f"def:{nested[sub.id]}"}
+                else:
+                    keys = self._named(sub.id) | self._imported(sub.id)
             elif isinstance(sub, ast.Attribute) and isinstance(sub.ctx, ast.Load):
-                dotted = _dotted(sub)
-                root = dotted.split(".")[0] if dotted else ""
-                if root in self.all_imports:
-                    self._imported_use(sub, dotted or "", found, quiet, uses)
-                    continue
-                found.attributes.add(sub.attr)
-                found.calls.add(f"method:{sub.attr}")
+                keys = self._imported(_dotted(sub) or "")
+                if not keys:
+                    found.attributes.add(sub.attr)
+                    found.calls.add(f"method:{sub.attr}")
+            else:
+                continue
+            edges = found.passes if id(sub) in quiet else found.calls
+            for key in keys:
+                if id(sub) in callees:
+                    edges.add(key)
+                    if id(sub) in results_run:
+                        found.calls |= self._results_of(key)
+                    elif id(sub) in returned:
+                        found.returns |= self._results_of(key)
+                elif id(sub) in returned:  # handed back, maybe inside what keeps it
+                    found.returns.add(key)
+                elif id(sub) not in held:  # stored, aliased, handed to the file's code
+                    edges.add(key)
         bound = replace(found, changes=dict(found.changes))
         for name, why in on_self.items():
             found.changes.setdefault(name, why)
         return found, bound
 
-    def _imported_use(
-        self,
-        node: ast.expr,
-        dotted: str,
-        found: _Node,
-        quiet: set[int],
-        uses: tuple[set[int], set[int], set[int], set[int]],
-    ) -> None:
-        """An imported name used in a function body, as the file's own names are: called
-        (quietly, with only its own parameters; what it returns, when the body calls or hands
-        that back), handed back, kept by code that does not call it, or else run."""
-        callees, results_run, returned, held = uses
+    def _imported(self, dotted: str) -> set[str]:
+        """Graph keys for using a name from elsewhere (`uses:call:ORIGIN`), followed as the
+        file's own functions are. Called only with the function's own parameters, it runs
+        with arguments that hold nothing of the checkout (QUIET) unless its caller was handed
+        something."""
         root = dotted.split(".")[0]
-        for origin in self.all_imports.get(root, ()):
-            full = origin + dotted[len(root) :]
-            if id(node) in callees:
-                found.needs.add((QUIET if id(node) in quiet else "call", full))
-                if id(node) in results_run:
-                    found.needs.add(("result", full))
-                elif id(node) in returned:
-                    found.returns.add(self._import_node(("result", full)))
-            elif id(node) in returned:
-                found.returns.add(self._import_node(("call", full)))
-            elif id(node) not in held:
-                found.needs.add(("call", full))
+        return {
+            self._import_node(QUIET, origin + dotted[len(root) :])
+            for origin in self.all_imports.get(root, ())
+        }
 
-    def _import_node(self, need: tuple[str, str]) -> str:
-        """A graph key that stands for using a name from elsewhere (for what a function
-        hands back)."""
-        key = f"uses:{need[0]}:{need[1]}"
-        self.graph.setdefault(key, _Node(needs={need}))
+    def _results_of(self, key: str) -> set[str]:
+        """The key of calling what a function (of the file, or from elsewhere) returns."""
+        if key.startswith("def:"):
+            return {"result:" + key[4:]}
+        if key.startswith("uses:call:"):
+            return {self._import_node("result", key[10:])}
+        return set()
+
+    def _import_node(self, kind: str, origin: str) -> str:
+        key = f"uses:{'call' if kind == QUIET else kind}:{origin}"
+        self.graph.setdefault(key, _Node(needs={(kind, origin)}))
         return key
 
     def _holds(self, func: ast.expr) -> bool:
@@ -379,10 +360,10 @@ class _FunctionGraph:
                     return False
         return True
 
-    def _named(self, name: str) -> set[str]:
-        """Graph keys a name of the file may run: its functions and classes of that name."""
+    def _named(self, name: str, cls: str = "new") -> set[str]:
+        """The file's top-level functions and classes (`cls:K`) of that name."""
         keys = {f"def:{q}" for q in self.functions.get(name, ()) if "." not in q}
-        keys |= {f"new:{q}" for q in self.classes.get(name, ()) if "." not in q}
+        keys |= {f"{cls}:{q}" for q in self.classes.get(name, ()) if "." not in q}
         return keys
 
 
@@ -407,6 +388,13 @@ def _results(node: _Node) -> set[str]:
     return node.returns | {"result:" + k[4:] for k in node.returns if k.startswith("def:")}
 
 
+def signature(args: ast.arguments, returns: ast.expr | None) -> list[ast.expr]:
+    """What a `def` runs besides its decorators: its defaults and annotations."""
+    every = [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]
+    found = [*args.defaults, *args.kw_defaults, returns, *(a.annotation for a in every if a)]
+    return [part for part in found if part is not None]
+
+
 def _own_code(nodes: list[ast.AST]) -> Iterator[ast.AST]:
     """The nodes a function body runs itself: a nested def's decorators, defaults and
     annotations, not its body."""
@@ -415,14 +403,7 @@ def _own_code(nodes: list[ast.AST]) -> Iterator[ast.AST]:
         current = stack.pop()
         yield current
         if isinstance(current, ast.FunctionDef | ast.AsyncFunctionDef):
-            args = current.args
-            stack += [*current.decorator_list, *args.defaults]
-            stack += [d for d in (*args.kw_defaults, current.returns) if d is not None]
-            stack += [
-                a.annotation
-                for a in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg)
-                if a is not None and a.annotation is not None
-            ]
+            stack += [*current.decorator_list, *signature(current.args, current.returns)]
             continue
         stack.extend(ast.iter_child_nodes(current))
 

@@ -1,9 +1,6 @@
-"""The import-time code of a module read for its effect summary (guard.truth.effects): the
-module's body, class bodies, decorators, defaults, annotations and bases, with the values its
-names may hold (flow-insensitive, to a fixpoint), so that what it calls, indexes, iterates,
-tests or operates on runs what those values may be or hold, through the graph of the file's
-functions and classes (guard.truth.effect_graph) or, by its imports, in another module.
-`summarize` builds a file's Effects.
+"""A module's import-time code (its body, class bodies, decorators, defaults, annotations,
+bases) read for its effect summary (guard.truth.effects) with the values its names may hold:
+flow-insensitive, to a fixpoint, since a name's value may come from a statement below.
 """
 
 from __future__ import annotations
@@ -17,8 +14,9 @@ from guard.truth.effect_graph import (
     _changed,
     _dotted,
     _FunctionGraph,
+    signature,
 )
-from guard.truth.effects import ANY, MUTATING_BUILTINS, QUIET, Effects, Reach, _closure, _Node
+from guard.truth.effects import ANY, MUTATING_BUILTINS, Effects, _closure, _Node, running
 from guard.truth.model_expressions import _KEEPING_DECORATORS, _is_stdlib
 from guard.truth.model_statements import _CODE_ATTRIBUTES
 from guard.truth.statements import blocks, imported, own_statements
@@ -40,13 +38,19 @@ def summarize(tree: ast.Module) -> Effects:
     return _Reader(tree).effects()
 
 
+_MOST_REFS = 50_000  # what one name may hold; a real module's names hold up to ~20,000
+
+
+class _Unsettled(Exception):
+    """The import-time values grow past what reading settles."""
+
+
 # A value at import time: the things of the file (and imports) it may be or hold.
 _Refs = frozenset[str]  # "def:Q", "class:Q", "import:ORIGIN", "danger:NAME"
 
 
 class _Reader(_FunctionGraph):
-    """Builds a file's Effects: the graph of its functions and classes (`_collect`), then the
-    import-time code read with the values its names may hold (`_run`, to a fixpoint)."""
+    """The graph of the file's functions and classes, and its import-time code over it."""
 
     def __init__(self, tree: ast.Module) -> None:
         super().__init__(tree)
@@ -57,36 +61,28 @@ class _Reader(_FunctionGraph):
             for name, origin in imported(statement)
         }
         self.values: dict[str, set[str]] = {}  # flow-insensitive values of names at import
-        self.changes: dict[str, str] = {}
-        self.needs: set[tuple[str, str]] = set()
-        self.attributes: set[str] = set()
-        self.calls: set[str] = set()
-        self.quiet_calls: set[str] = set()  # run with arguments holding nothing of the file
+        self.node = _Node()  # what the import runs (`passes`: with nothing of the checkout)
         self.changed = False
 
     def effects(self) -> Effects:
         self._collect(self.tree.body, "", None)
-        for _ in range(8):  # values flow by assignment: a few passes reach the fixpoint
-            self.changed = False
-            self._run(self.tree.body)
-            if not self.changed:
-                break
-        else:
+        try:
+            for _ in range(8):  # values flow by assignment: a few passes reach the fixpoint
+                self.changed = False
+                self._run(self.tree.body)
+                if not self.changed:
+                    break
+            else:
+                raise _Unsettled
+        except _Unsettled:
             self._mutates("import-time values that reading does not settle")
-        at_import = _closure(self.graph, self.calls, self.quiet_calls, home=True)
-        reach = Reach(
-            {**at_import.changes, **self.changes},
-            frozenset(self.needs | at_import.needs),
-            frozenset(self.attributes | at_import.attributes),
-        )
         top = {name for node in own_statements(self.tree.body) for name in _bound_names(node)}
         values = {name: frozenset(self.values.get(name, ())) for name in top}
-        return Effects(reach, self.graph, self.imports, tuple(self.stars), values)
-
-    # -- the import-time code -------------------------------------------------------------
+        at_import = _closure(self.graph, self.node, home=True)
+        return Effects(at_import, self.graph, self.imports, tuple(self.stars), values)
 
     def _mutates(self, why: str, name: str = ANY) -> None:
-        self.changes.setdefault(name, why)
+        self.node.changes.setdefault(name, why)
 
     def _run(self, body: list[ast.stmt]) -> None:
         for node in body:
@@ -102,74 +98,60 @@ class _Reader(_FunctionGraph):
             self._bind(target.value, refs)
         elif isinstance(target, ast.Attribute):
             owner = self._value(target.value)
-            self._imported_changed(owner, target.attr, target.lineno)
-            self._class_changed(target.value, owner, target.attr, target.lineno)
-            self._code_swapped(owner, target.attr, target.lineno)
+            self._changed_on(target.value, owner, target.attr, target.lineno)
             self._flow("." + target.attr, refs)
         elif isinstance(target, ast.Subscript):
             self._value(target.slice)
             self._bind(target.value, refs | self._value(target.value))
 
-    def _imported_changed(self, owner: _Refs, attribute: str, lineno: int) -> None:
-        """An attribute set or deleted, at import, on something an import gave (a module or
-        what it holds, or what calling it returned): that may be this very module or one of its
-        classes (`from . import mod as me; me.C = None`, `from .mod import C as K; del K.m`,
-        `importlib.import_module(__name__).C = None`), which reading cannot tell apart from
-        another module's, so the name is one its import may change. Set on the builtins
-        module, it may change anything."""
+    def _changed_on(self, node: ast.expr, owner: _Refs, attribute: str, lineno: int) -> None:
+        """An attribute set or deleted at import on `node`, which may hold `owner`: something an
+        import gave may be this very module or one of its classes (`from . import mod as me;
+        me.C = None`), and the binding model (guard.truth.model_statements) reads only a
+        class's own name, not `EntryClass[0].m = None`. A function's `__code__` or defaults
+        replaced: the name stays bound, but its code is not the code defined under it."""
         for ref in sorted(owner):
             kind, _, origin = ref.partition(":")
             if kind == "import" and origin.split(".")[0] == "builtins":
                 why = f"line {lineno} replaces builtins.{attribute}, which all later code runs"
-                self._mutates(why)  # `__build_class__`: every class statement after it
-                return
+                self._mutates(why)
+                break
             if kind == "import-result" or (kind == "import" and not _is_stdlib(origin)):
                 why = (
                     f"line {lineno} sets or deletes .{attribute} on {origin}, which may be this "
                     "module or one of its classes"
                 )
                 self._mutates(why, attribute)
-                return
-
-    def _code_swapped(self, owner: _Refs, attribute: str, lineno: int) -> None:
-        """`f.__code__ = ...` (or its defaults) on what may be a function of the file, however
-        it is reached (`EntryClass[0].m`, an alias, `getattr`, the class body's own name): the
-        name stays bound, but the code that runs is not the code defined under it."""
-        if attribute not in _CODE_ATTRIBUTES:
-            return
+                break
         for ref in sorted(owner):
             kind, _, qualname = ref.partition(":")
-            if kind == "def":
-                why = f"line {lineno} replaces the {attribute} of {qualname}"
-                self._mutates(why, qualname.rpartition(".")[2])
-
-    def _class_changed(self, node: ast.expr, owner: _Refs, attribute: str, lineno: int) -> None:
-        """An attribute set or deleted, at import, on an expression that may hold one of the
-        file's classes without naming it (`EntryClass[0].m = None`, `for c in EntryClass:
-        c.m = None`): the binding model (guard.truth.model_statements) reads only the class's
-        own name, so the name is one the module may change."""
-        for ref in sorted(owner):
-            kind, _, qualname = ref.partition(":")
-            if kind != "class" or (
+            if kind == "class" and not (
                 isinstance(node, ast.Name) and node.id == qualname.rpartition(".")[2]
             ):
-                continue
-            why = (
-                f"line {lineno} sets or deletes .{attribute} on {ast.unparse(node)}, which may be "
-                f"the class {qualname}"
-            )
-            self._mutates(why, _changed(attribute))
-            return
+                why = (
+                    f"line {lineno} sets or deletes .{attribute} on {ast.unparse(node)}, which "
+                    f"may be the class {qualname}"
+                )
+                self._mutates(why, _changed(attribute))
+                break
+        for ref in sorted(owner):
+            kind, _, qualname = ref.partition(":")
+            if kind == "def" and attribute in _CODE_ATTRIBUTES:
+                why = f"line {lineno} replaces the {attribute} of {qualname}"
+                self._mutates(why, qualname.rpartition(".")[2])
 
     def _flow(self, name: str, refs: _Refs) -> None:
         known = self.values.setdefault(name, set())
         if not refs <= known:
             known |= refs
             self.changed = True
+            if len(known) > _MOST_REFS:  # `R.add(mod.f, R.g)` again and again: each
+                raise _Unsettled  # pass makes longer `mod.f.g.f...` of what R may hold
 
     def _statement(self, node: ast.stmt) -> None:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-            self._signature(node.args, node.returns)
+            for part in signature(node.args, node.returns):  # run when the `def` does
+                self._value(part)
             qualname = self.qualnames[id(node)]
             self._decorated(node.decorator_list, f"def:{qualname}")
             self._flow(node.name, frozenset({f"def:{qualname}"}))
@@ -181,18 +163,13 @@ class _Reader(_FunctionGraph):
         if isinstance(call, ast.Call) and self._bound_by_the_model(call):
             values = [self._value(argument) for argument in call.args]
             named = str(ast.literal_eval(call.args[1]))  # a string constant: the model's own
-            self._imported_changed(values[0], named, node.lineno)
-            self._class_changed(call.args[0], values[0], named, node.lineno)
-            self._code_swapped(values[0], named, node.lineno)
-        elif isinstance(node, ast.Assign):
-            refs = self._value(node.value)
-            for target in node.targets:
-                self._bind(target, refs)
-        elif isinstance(node, ast.AnnAssign | ast.AugAssign):
+            self._changed_on(call.args[0], values[0], named, node.lineno)
+        elif isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign):
             refs = self._value(node.value) if node.value is not None else frozenset()
             if isinstance(node, ast.AnnAssign):
                 self._value(node.annotation)
-            self._bind(node.target, refs)
+            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                self._bind(target, refs)
         elif isinstance(node, ast.For | ast.AsyncFor):
             self._bind(node.target, self._touch(self._value(node.iter)))
         elif isinstance(node, ast.If | ast.While):
@@ -213,8 +190,7 @@ class _Reader(_FunctionGraph):
                     if isinstance(sub, ast.expr):
                         owner = self._value(sub)
                         if isinstance(target, ast.Attribute) and sub is target.value:
-                            self._imported_changed(owner, target.attr, node.lineno)
-                            self._class_changed(sub, owner, target.attr, node.lineno)
+                            self._changed_on(sub, owner, target.attr, node.lineno)
         elif isinstance(node, ast.Try | ast.TryStar):
             for handler in node.handlers:
                 if handler.type is not None:
@@ -236,15 +212,6 @@ class _Reader(_FunctionGraph):
             for block in blocks(node):
                 self._run(block)
 
-    def _signature(self, args: ast.arguments, returns: ast.expr | None) -> None:
-        """Defaults and annotations run when the `def` does."""
-        for expression in [*args.defaults, *args.kw_defaults, returns]:
-            if expression is not None:
-                self._value(expression)
-        for arg in [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]:
-            if arg is not None and arg.annotation is not None:
-                self._value(arg.annotation)
-
     def _decorated(self, decorators: list[ast.expr], key: str) -> None:
         """A decorator runs, and gets what it decorates: one of the file may call it; one from
         elsewhere wraps or registers it (decorating is not calling)."""
@@ -263,16 +230,12 @@ class _Reader(_FunctionGraph):
     def _hands(self, callee: _Refs, handed: _Refs) -> None:
         """A function from another module of the checkout gets functions or classes of this
         one: if it calls what it is handed, they run (guard.tree.worktree reads it)."""
-        keys = [
-            f"new:{r.partition(':')[2]}" if r.startswith(("class:", "instance:")) else r
-            for r in handed
-            if r.startswith(("def:", "class:", "instance:", "new:"))
-        ]
+        keys = [_as_key(r) for r in handed if r.startswith(("def:", "class:", "instance:", "new:"))]
         for ref in callee:
             kind, _, rest = ref.partition(":")
             if kind in ("import", "import-result") and keys:
                 need = "hands" if kind == "import" else "hands-result"
-                self.needs |= {(need, f"{rest}\t{key}") for key in keys}
+                self.node.needs |= {(need, f"{rest}\t{key}") for key in keys}
 
     def _bound_by_the_model(self, node: ast.expr) -> bool:
         """`setattr(C, 'name', ...)` or `delattr(C, 'name')` as a statement: the binding model
@@ -321,17 +284,12 @@ class _Reader(_FunctionGraph):
             refs = self._value(keyword.value)
             self._runs(self._derived(refs, "meta", "meta") if keyword.arg == "metaclass" else refs)
         self._run(node.body)
-        kept = set().union(  # `p = property(f)`: an instance may run what the class keeps
-            *(
-                self.values.get(n, set())
-                for s in own_statements(node.body)
-                if isinstance(s, ast.Assign | ast.AnnAssign | ast.AugAssign)
-                for n in _bound_names(s)
-            )
-        )
-        self.graph[f"new:{qualname}"].calls |= {
-            f"new:{r[6:]}" if r.startswith(("class:", "instance:")) else r
-            for r in kept
+        self.graph[f"new:{qualname}"].calls |= {  # `p = property(f)`: an instance may run it
+            _as_key(r)
+            for s in own_statements(node.body)
+            if isinstance(s, ast.Assign | ast.AnnAssign | ast.AugAssign)
+            for n in _bound_names(s)
+            for r in self.values.get(n, ())
             if r.startswith(("def:", "class:", "instance:", "result:", "uses:"))
         }
         self._decorated(node.decorator_list, f"new:{qualname}")
@@ -340,39 +298,26 @@ class _Reader(_FunctionGraph):
     def _derived(self, refs: _Refs, key: str, need: str) -> _Refs:
         """A class statement derives from (or is made by) what `refs` hold: a class of the file
         runs its `key` node, one from elsewhere is a `need`; the rest is returned."""
-        self.calls |= {f"{key}:{ref[6:]}" for ref in refs if ref.startswith("class:")}
-        self.needs |= {(need, ref[7:]) for ref in refs if ref.startswith("import:")}
+        self.node.calls |= {f"{key}:{ref[6:]}" for ref in refs if ref.startswith("class:")}
+        self.node.needs |= {(need, ref[7:]) for ref in refs if ref.startswith("import:")}
         return frozenset(ref for ref in refs if not ref.startswith(("class:", "import:")))
 
     def _runs(self, refs: _Refs, quiet: bool = False) -> None:
         """Something may call these (or, for a class, make and use an instance); `quiet`:
         with arguments that hold nothing of the checkout."""
-        for ref in refs:
-            kind, _, rest = ref.partition(":")
-            if kind == "def":
-                (self.quiet_calls if quiet else self.calls).add(f"def:{rest}")
-            elif kind in ("class", "instance"):
-                self.calls.add(f"new:{rest}")
-            elif kind in ("result", "uses"):
-                self.calls.add(ref)
-            elif kind == "import-result":
-                self.needs.add(("result", rest))
-            elif kind == "import":
-                builtin = rest.removeprefix("builtins.")
-                if rest.startswith("builtins.") and builtin in MUTATING_BUILTINS:
-                    self._mutates(f"{builtin} reached through the builtins module")
-                self.needs.add((QUIET if quiet else "call", rest))
-            elif kind == "danger":
-                self._mutates(f"{rest} handed to code that may call it, or called indirectly")
+        for name in running(refs, self.node, quiet):
+            self._mutates(f"{name} handed to code that may call it, or called indirectly")
+        for ref in sorted(refs):
+            builtin = ref.removeprefix("import:builtins.")
+            if ref.startswith("import:builtins.") and builtin in MUTATING_BUILTINS:
+                self._mutates(f"{builtin} reached through the builtins module")
 
     def _value(self, node: ast.expr) -> _Refs:
         """The refs an expression's value may hold; what evaluating it runs is recorded."""
         if isinstance(node, ast.Constant):
             return frozenset()
         if isinstance(node, ast.Name):
-            refs = set(self.values.get(node.id, ()))
-            refs |= {f"def:{q}" for q in self.functions.get(node.id, ()) if "." not in q}
-            refs |= {f"class:{q}" for q in self.classes.get(node.id, ()) if "." not in q}
+            refs = set(self.values.get(node.id, ())) | self._named(node.id, "class")
             if node.id in MUTATING_BUILTINS:
                 refs.add(f"danger:{node.id}")
             elif node.id == "__builtins__":  # its items too: `__builtins__["setattr"]`
@@ -383,7 +328,8 @@ class _Reader(_FunctionGraph):
         if isinstance(node, ast.Call):
             return self._call(node)
         if isinstance(node, ast.Lambda):  # its body runs where the lambda is run
-            self._signature(node.args, None)
+            for part in signature(node.args, None):
+                self._value(part)
             key = f"def:<lambda>:{node.lineno}:{node.col_offset}"
             self.graph[key] = self._function(node)[0]
             return frozenset({key})
@@ -441,19 +387,17 @@ class _Reader(_FunctionGraph):
             kind, _, rest = ref.partition(":")
             if kind == "class":
                 members = set(self.members.get(rest, {}).get(attr, ()))
-                members |= {f"def:{q}" for q in self._inherited(rest, attr)}
+                members |= {  # of the file's other classes: a base may provide it
+                    f"def:{q}"
+                    for q in self.functions.get(attr, ())
+                    if "." in q and q.rsplit(".", 1)[0] != rest
+                }
                 found |= members or {ref}  # from object or a base elsewhere: the class's code
             elif kind == "import":
                 found.add(f"import:{rest}.{attr}")
             else:
                 found.add(ref)
         return frozenset(found)
-
-    def _inherited(self, qualname: str, attr: str) -> list[str]:
-        """Methods of that name of the file's other classes (a base may provide it)."""
-        return [
-            q for q in self.functions.get(attr, ()) if "." in q and q.rsplit(".", 1)[0] != qualname
-        ]
 
     def _call(self, node: ast.Call) -> _Refs:
         callee = self._value(node.func)
@@ -487,8 +431,15 @@ class _Reader(_FunctionGraph):
         return frozenset(returned)
 
 
+def _as_key(ref: str) -> str:
+    """The graph key that using a value runs: for a class or an instance, making one."""
+    kind, _, rest = ref.partition(":")
+    return f"new:{rest}" if kind in ("class", "instance") else ref
+
+
 def _returned(node: _Node) -> set[str]:
     """What calling a function of the file may hand back: whatever it names of the file, and
-    the functions it defines and returns."""
-    named = {("class:" + k[4:]) if k.startswith("new:") else k for k in node.calls | node.returns}
+    what it returns."""
+    calls = {k for k in node.calls if not k.startswith("uses:")}  # names from elsewhere, called
+    named = {("class:" + k[4:]) if k.startswith("new:") else k for k in calls | node.returns}
     return {k for k in named if k.startswith(("def:", "class:", "result:", "uses:"))}

@@ -1,32 +1,23 @@
-"""What a module's code may do to classes and module globals when it runs: an effect summary
-per function and class, so that reading never says "present" over code that takes a method
-away indirectly. One rule, not a list of patterns:
+"""What a module's code may do to classes and module globals when it runs, summarized per
+function and class, so that reading never says "present" over code that takes a method away
+indirectly. One rule, not a list of patterns:
 
-- A function may change a name when its body (lambdas and classes in it included) sets or
-  deletes an attribute of that name, rebinds that global, or reaches any name by reflection
-  (`setattr`/`delattr` with a computed name, `exec`, `globals`, `vars`, `__dict__`,
-  `sys.modules`, frames, the builtins module), or when a function or class of the checkout it
-  runs may. A change of an attribute of a parameter counts only where the function may be
-  handed something of the checkout; a change of the module's own globals only in the guarded
-  module; a plain method's `self.x = ...` changes only its instance.
-- Making an instance of a class of the checkout runs, as far as reading knows, every method of
-  the class (then `K()`, `with k`, `if k`, `k + 1`, `f'{k}'`, a property may run any of them);
-  deriving from a class runs its `__init_subclass__` and its metaclass (a metaclass of the
-  checkout may drop anything).
-- The import-time code of the module (its body, class bodies, decorators, defaults,
-  annotations, bases) is read with the values its names may hold: what it calls, indexes,
-  iterates, tests or operates on runs what the value may be or hold, in this module or, through
-  its imports (`needs`, resolved by guard.tree.worktree), in another module of the checkout.
-- Code outside the checkout changes a class only through what it is handed, and keeps (wraps,
-  registers) a function it is handed rather than calling it, except the builtins and library
-  functions that call it at once (`sorted`, `map`, `functools.reduce`...); a function of the
-  checkout is read for whether it calls what it is handed.
+- A function may change a name when its body sets or deletes an attribute of that name,
+  rebinds that global, reaches names by reflection (a computed `setattr`, `exec`, `globals`,
+  `__dict__`, `sys.modules`, frames, the builtins module), or runs code of the checkout that
+  may. A parameter's attribute counts only where the function may be handed something of the
+  checkout; the module's own globals only in the guarded module; `self.x = ...` only its
+  instance.
+- Making an instance of a class of the checkout may run every method of it (`K()`, `with k`,
+  `k + 1`, a property...); deriving from a class runs its `__init_subclass__` and metaclass.
+- The import-time code is read with the values its names may hold: what it calls, indexes,
+  iterates or tests runs what those may be, here or, through its imports (`needs`, followed
+  by guard.tree.worktree), in another module of the checkout.
+- Code outside the checkout keeps (wraps, registers) what it is handed rather than call it,
+  except the few library functions that call it at once (`sorted`, `map`, `functools.reduce`).
 
-Each file gets one `Effects` (pickled with its parse, guard.truth.parsed): the closure of its own
-import-time code, and the graph of its functions and classes that another module's check
-follows. Building it is one walk of the import-time code (guard.truth.effect_reader, whose
-`summarize` builds it) and one of each function a question reaches (guard.truth.effect_graph;
-`_LazyGraph` builds a function's nodes when first asked); a closure is one walk of the graph.
+A file's `Effects` is pickled with its parse (guard.truth.parsed); its functions' nodes are
+built only when a question reaches them (`_LazyGraph`).
 """
 
 from __future__ import annotations
@@ -85,18 +76,15 @@ built_nodes = [0]
 
 
 class _LazyGraph(dict[str, _Node]):
-    """The graph, each collected function's nodes (`def:Q`, `bound:Q`, `result:Q`) built at
-    the first question: a module's import runs few of its functions, and another module's
-    check asks for the few it uses, so most are never built (building them all was most of
-    a parse). A node is the same whenever it is built: it depends only on the function's code
-    and the names of the whole file.
+    """The graph, each function's nodes (`def:Q`, `bound:Q`, `result:Q`) built by the first `in`
+    that asks for them: an import runs few of a module's functions and another module's check
+    asks for few, so most are never built. A node depends only on its function's code and the
+    file's names, so when it is built does not matter.
 
-    `pending`: the qualnames not built yet, each built by the first `in` that asks for it;
-    `build` builds one from the syntax tree. A graph without it (read back from the parse
-    cache, guard.truth.parsed) keeps what was built and builds the rest with what `source`
-    gives, which parses the file again; `grown`: built since it was stored."""
+    `pending`: the qualnames not built yet. A graph read back from the parse cache keeps no
+    `build` (it holds the syntax tree): `source` parses the file again when a pending node is
+    first asked for; `grown`: built since it was stored."""
 
-    # What a graph read back from the parse cache starts with (`__getstate__` keeps `pending`).
     build: Callable[[str], None] | None = None
     source: Callable[[], Callable[[str], None]] | None = None
     grown = False
@@ -153,21 +141,11 @@ class Effects(NamedTuple):
         why = self.at_import.touching([name])
         if why is not None:
             return Reach({ANY: f"may be rebound by its module's import ({why})"})
-        keys, needs = [], set()
-        for ref in self.values[name]:
-            kind, _, rest = ref.partition(":")
-            if kind in ("def", "result", "uses"):
-                keys.append(ref)
-            elif kind in ("class", "instance"):
-                keys.append(f"new:{rest}")
-            elif kind == "import":
-                needs.add(("call", rest))
-            elif kind == "import-result":
-                needs.add(("result", rest))
-            elif kind == "danger":
-                return Reach({ANY: f"holds {rest}"})
-        found = _closure(self.graph, keys, home=False)
-        return Reach(found.changes, found.needs | needs, found.attributes)
+        using = _Node()
+        dangers = running(self.values[name], using)
+        if dangers:
+            return Reach({ANY: f"holds {dangers[0]}"})
+        return _closure(self.graph, using, home=False)
 
     def reach(self, key: str, quiet: bool = False, home: bool = False) -> Reach | None:
         """The closure of one node (None: the file has no such node); `quiet`: run with
@@ -175,21 +153,15 @@ class Effects(NamedTuple):
         (its own globals count)."""
         if key not in self.graph:
             return None
-        return _closure(self.graph, [] if quiet else [key], [key] if quiet else [], home=home)
+        return _closure(self.graph, _Node(passes={key}) if quiet else _Node(calls={key}), home=home)
 
     def export(self, kind: str, name: str) -> Reach | None:
         """What another module reaches by importing `name` from here and using it as `kind`
         ("call": called or handed on; "call-quiet": called with arguments that hold nothing
         of the checkout; "result": what calling it returns, called; "base": a base class;
         "meta": a metaclass)."""
-        prefixes = {
-            "call": ("def:", "new:"),
-            QUIET: ("def:", "new:"),
-            "result": ("result:",),
-            "base": ("hooks:",),
-            "meta": ("meta:",),
-        }[kind]
-        for prefix in prefixes:
+        named = {"result": ("result:",), "base": ("hooks:",), "meta": ("meta:",)}
+        for prefix in named.get(kind, ("def:", "new:")):  # "call", QUIET
             found = self.reach(prefix + name, quiet=kind == QUIET and prefix == "def:")
             if found is None:
                 continue
@@ -207,23 +179,39 @@ class Effects(NamedTuple):
 QUIET = "call-quiet"  # a need: called with arguments that hold nothing of the checkout
 
 
-def _closure(
-    graph: dict[str, _Node], hot: Iterable[str], quiet: Iterable[str] = (), *, home: bool
-) -> Reach:
-    """Everything reachable from the `hot` keys (run with any arguments) and the `quiet` ones
-    (with arguments that hold nothing of the checkout); `home`: the graph is the guarded
-    module's (its own globals count)."""
+def running(refs: Iterable[str], node: _Node, quiet: bool = False) -> list[str]:
+    """Add to `node` what running a value that holds `refs` runs (`quiet`: with arguments that
+    hold nothing of the checkout; for a class, making and using an instance); the dangerous
+    names among them (`setattr`...), which may change anything."""
+    dangers = []
+    for ref in sorted(refs):  # the first why of a name is kept: the same in every process
+        kind, _, rest = ref.partition(":")
+        if kind in ("def", "result", "uses"):
+            (node.passes if quiet and kind == "def" else node.calls).add(ref)
+        elif kind in ("class", "instance"):
+            node.calls.add(f"new:{rest}")
+        elif kind == "import-result":
+            node.needs.add(("result", rest))
+        elif kind == "import":
+            node.needs.add((QUIET if quiet else "call", rest))
+        elif kind == "danger":
+            dangers.append(rest)
+    return dangers
+
+
+def _closure(graph: dict[str, _Node], start: _Node, *, home: bool) -> Reach:
+    """Everything running `start` (with arguments that hold nothing of the checkout) reaches
+    through `graph`; `home`: the graph is the guarded module's (its own globals count)."""
     changes: dict[str, str] = {}
     needs: set[tuple[str, str]] = set()
     attributes: set[str] = set()
-    stack = [(k, True) for k in hot] + [(k, False) for k in quiet]
-    seen: set[tuple[str, bool]] = set()
+    stack, seen = [("", False)], set()  # "": start
     while stack:
         key, handed = stack.pop()
-        if (key, handed) in seen or key not in graph:
+        if (key, handed) in seen or (key and key not in graph):
             continue
         seen.add((key, handed))
-        node = graph[key]
+        node = graph[key] if key else start
         for name, why in node.changes.items():
             changes.setdefault(name, why)
         for name, (why, scope) in node.scoped.items():
@@ -232,5 +220,8 @@ def _closure(
         for kind, origin in node.needs:
             needs.add(("call" if kind == QUIET and handed else kind, origin))
         attributes |= node.attributes
-        stack += [(k, True) for k in node.calls] + [(k, handed) for k in node.passes]
+        # Sorted: the first why found for a name is the one said, in every process (sets of
+        # strings iterate in an order the hash seed decides).
+        stack += [(k, True) for k in sorted(node.calls)]
+        stack += [(k, handed) for k in sorted(node.passes)]
     return Reach(changes, frozenset(needs), frozenset(attributes))

@@ -1,11 +1,7 @@
-"""The facts reading decides conditions by (`sys.version_info`, `sys.platform`, the
-implementation...), for the interpreter the command runs.
-
-`if sys.version_info < (3, 12):` binds a method for a 3.11 and not for a 3.12, so the answer
-must be the command's interpreter's, not patchguard's own. Another interpreter is asked once,
-in a small process that prints its facts as JSON; the answer is kept in the git dir's cache,
-keyed by the interpreter's path and file identity (size, mtime, inode: a reinstalled or
-upgraded interpreter is asked again). patchguard's own interpreter answers without a process.
+"""The facts reading decides conditions by (`sys.version_info`, `sys.platform`...), for the
+interpreter the command runs: `if sys.version_info < (3, 12):` binds a method for a 3.11 only.
+Another interpreter is asked once, its answer kept in the git dir's cache by its path and file
+identity (size, mtime, inode: a reinstalled or upgraded interpreter is asked again).
 """
 
 from __future__ import annotations
@@ -154,12 +150,7 @@ def search_path(python: str, git_dir: Path) -> tuple[str, list[str]]:
 
 def _search_answer(raw: Any) -> tuple[str, list[str]] | None:
     """A version and a path, from a cache entry or an answer; None for anything else."""
-    if (
-        isinstance(raw, list)
-        and len(raw) == 2
-        and isinstance(raw[0], str)
-        and isinstance(raw[1], list)
-        and all(isinstance(entry, str) for entry in raw[1])
-    ):
-        return raw[0], raw[1]
+    match raw:
+        case [str() as version, list() as path] if all(isinstance(p, str) for p in path):
+            return version, path
     return None

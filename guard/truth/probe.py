@@ -1,12 +1,8 @@
-"""The runtime probe: ask Python itself whether each required symbol is there.
-
-Reading decides most symbols; where it cannot tell (a runtime condition, a decorator it cannot
-follow), `check --runtime`, `run --runtime` and `require(runtime=True)` import each guarded
-module in ONE fresh process of the interpreter the command will run, confirm the module's
-`__file__` is this checkout's file, and look each symbol up with getattr (a name the file
-defines with `def` or `class` must be callable or a descriptor). The probe runs user code, so
-it never runs in patchguard's own process nor on the hooks' path; it writes nothing (no
-bytecode either).
+"""The runtime probe: ask Python itself whether each required symbol is there, where reading
+cannot tell (a runtime condition, a decorator it cannot follow). It imports each guarded module
+in ONE fresh process of the command's interpreter, its `__file__` held to this checkout's file.
+It runs user code, so never in patchguard's own process nor on the hooks' path, and it writes
+nothing (no bytecode either).
 """
 
 from __future__ import annotations

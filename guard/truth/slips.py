@@ -1,11 +1,9 @@
 """Slips a person makes typing a patch by hand, caught when it is recorded.
 
-A method typed one indentation level too far left becomes a module-level function (and the
-required symbol `file.py::name`): `check` would then guard the slip itself, green while the
-class has none of the methods (the incident: three methods at column 0 after
-`EntryClass = [...]`). In a file that defines a class, `record` refuses it unless told
-`--as-typed`. A misspelt method name (`get_embed_and_haed`) becomes the requirement: told as a
-warning, which `record --strict` refuses too.
+A method typed one level too far left is a module-level function, and the required symbol
+`file.py::name`: `check` would guard the slip itself, green while the class has none of the
+methods. A misspelt method name (`get_embed_and_haed`) would become the requirement. `record`
+refuses the first (unless `--as-typed`) and warns of the second (refused by `--strict`).
 """
 
 from __future__ import annotations
@@ -42,10 +40,8 @@ def slips(source: bytes, path: str, added_lines: Iterable[int]) -> Slips:
 
 
 def _dedented_methods(tree: ast.Module, lines: list[str], path: str, added: set[int]) -> list[str]:
-    """`def name(self, ...)` at module level, wherever it stands (right after its class, or
-    after `EntryClass = [...]`, the heredoc's slip), with the class it likely belongs in and
-    the lines to indent. Only in a file that defines a class: elsewhere there is no class it
-    could have been meant for."""
+    """`def name(self, ...)` at module level, with the class it likely belongs in and the lines
+    to indent; only in a file that defines a class (elsewhere no class could be meant)."""
     found = []
     methods = {id(node) for node in module_methods(tree)}
     for previous, node in zip([None, *tree.body], tree.body, strict=False):
@@ -55,14 +51,12 @@ def _dedented_methods(tree: ast.Module, lines: list[str], path: str, added: set[
         owner = likely_class(tree, node)
         if owner is None:
             continue
-        if isinstance(previous, ast.ClassDef):
+        if previous is None:
+            where = "at the top"
+        elif isinstance(previous, ast.ClassDef):
             where = f"right after class {previous.name}"
         else:
-            where = (
-                f"after `{_opening(lines, previous)}` (line {previous.lineno})"
-                if previous
-                else "at the top"
-            )
+            where = f"after `{_opening(lines, previous)}` (line {previous.lineno})"
         found.append(
             f"{path}:{node.lineno}: def {node.name}({_parameters(node)[0]}, ...) is at module "
             f"level, {where}, not in a class; {owner[1]}: probably meant inside class "
@@ -226,10 +220,8 @@ def module_level_warnings(
     syntax: ast.Module | None, path: str, patch: str, names: Collection[str]
 ) -> list[str]:
     """`check`'s words for the module-level functions `names` that patch `patch` added to
-    `path`: each still typed outside its class (recorded `--as-typed`: green by name, while
-    the class has none of the methods), and each the file now has only as a method (indented
-    since: `apply` would put a stray copy back, a re-record keeps the file as it is).
-    Parse the file for it only where may_slip() says so."""
+    `path`: each still typed outside its class (recorded `--as-typed`), and each the file now
+    has only as a method (indented since: `apply` would put a stray copy back)."""
     if syntax is None:
         return []
     found = [
