@@ -264,10 +264,6 @@ class Repo:
             )
         return head
 
-    def head_parent(self) -> str | None:
-        """HEAD's first parent, or None for a root commit (or no commit)."""
-        return self.commit_id("HEAD^")
-
     def head_commit_paths(self) -> set[str]:
         """The paths HEAD's own commit changed (against its first parent)."""
         import pygit2
