@@ -289,10 +289,6 @@ class Repo:
         commit = self.git.head.peel(pygit2.Commit)
         return f"{commit.short_id} {commit.message.splitlines()[0] if commit.message else ''}"
 
-    def head_file(self, path: str) -> bytes | None:
-        """The file as HEAD has it, or None when HEAD has no such file."""
-        return self.file_at("HEAD", path)
-
     def files_at(self, commit: str, paths: Sequence[str]) -> dict[str, bytes | None]:
         """`file_at` of each path, in one batch, each blob kept by its id (a recorded base is
         most often HEAD's file). When git's index is that commit's tree (as a commit or a
