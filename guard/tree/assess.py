@@ -17,7 +17,7 @@ from guard.git.repo import Repo
 from guard.git.worktree_paths import one_walk
 from guard.store import fastpath
 from guard.store.derived import load_manifest
-from guard.store.manifest import FileChange, Manifest, Patch, select_patches
+from guard.store.manifest import FileChange, Patch, select_patches
 from guard.store.manifest import Resolution as PatchResolution
 from guard.store.spec import parse_spec
 from guard.tree.verdicts import (
@@ -497,21 +497,17 @@ def status_report(repo: Repo, names: Sequence[str] = ()) -> CheckReport:
     tree = Worktree(repo)
     verdicts = status(repo, names, tree)
     manifest = load_manifest(repo)
-    return _report(tree, manifest, select_patches(manifest, names), verdicts, guards=not names)
+    guards = () if names else manifest.guards
+    return _report(tree, select_patches(manifest, names), verdicts, guards)
 
 
 def _report(
-    tree: Worktree,
-    manifest: Manifest,
-    patches: Sequence[Patch],
-    verdicts: list[PatchVerdict],
-    *,
-    guards: bool,
+    tree: Worktree, patches: Sequence[Patch], verdicts: list[PatchVerdict], guards: Sequence[str]
 ) -> CheckReport:
-    """The verdicts, each required symbol with the patch that requires it (then, with
-    `guards`, every guard's), and the stray copies of the patches' methods."""
+    """The verdicts, each required symbol with the patch that requires it (then each of
+    `guards`), and the stray copies of the patches' methods."""
     owners: list[tuple[str, str | None]] = [(spec, p.name) for p in patches for spec in p.requires]
-    owners += [(spec, None) for spec in manifest.guards] if guards else []
+    owners += [(spec, None) for spec in guards]
     return CheckReport(
         head=tree.head_commit,
         patches=verdicts,
@@ -553,7 +549,7 @@ def check(repo: Repo, tree: Worktree | None = None) -> CheckReport:
             ):
                 for file in verdict.files:  # the slip fixed by hand: `apply` refuses, say so
                     file.strays = True
-        report = _report(tree, manifest, patches, verdicts, guards=True)
+        report = _report(tree, patches, verdicts, manifest.guards)
         trusted = not report.checks_nothing and not report.warnings and tree.facts is None
         contents = tree.bytes_on_disk()
         if report.ok and report.head is not None and trusted and contents is not None:

@@ -21,8 +21,7 @@ from pathlib import PurePosixPath
 from guard.git.objects import blob_id
 from guard.git.repo import Repo
 from guard.git.worktree_paths import UnsafePath
-from guard.store.manifest import FileChange, Patch
-from guard.store.manifest import Resolution as PatchResolution
+from guard.store.manifest import Patch
 from guard.store.spec import Spec
 from guard.truth import bodies, parsed
 from guard.truth.effects import ANY, Effects, Reach, built_nodes
@@ -70,11 +69,9 @@ class Worktree:
             current = self.read(change.path)
             if current is not None and blob_id(current) == change.patched_blob:
                 self.repo.holds(change.patched_blob, current)
-        versions: list[FileChange | PatchResolution] = [*changes]
-        versions += [r for change in changes for r in change.resolutions]
-        self.repo.prefetch(
-            oid for v in versions for oid in (v.base_blob, v.patched_blob) if oid is not None
-        )
+        blobs = [(c.base_blob, c.patched_blob) for c in changes]
+        blobs += [(r.base_blob, r.patched_blob) for c in changes for r in c.resolutions]
+        self.repo.prefetch(oid for pair in blobs for oid in pair if oid is not None)
 
     @cached_property
     def head_commit(self) -> str | None:
