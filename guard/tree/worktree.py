@@ -373,9 +373,7 @@ class Worktree:
             yield from _module_files(path, origin)
             return
         parts = PurePosixPath(path).parent.parts
-        top = len(parts)
-        while top > 0 and self.exists("/".join([*parts[:top], "__init__.py"]), file=True):
-            top -= 1
+        top = len(parts) - len(list(self.package_inits(path)))
         root = "/".join([*parts[:top], origin.split(".")[0]])
         if self.exists(root) or self.exists(f"{root}.py", file=True):
             for other, name in _module_files(path, origin):
