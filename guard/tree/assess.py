@@ -307,8 +307,8 @@ class _Version:
     def edited(self, current: bytes) -> FileVerdict | None:
         """Every added name is in place but the text is not the recorded one: `edited` where a
         definition's code differs. What `apply` would write puts those definitions' recorded
-        lines back, every other line kept: None where the result would not parse, still differ
-        or miss a required symbol (then by hand)."""
+        lines back, every other line kept (nothing where the result would not parse, would still
+        differ or would miss a required symbol: then by hand)."""
         tree, path, patched = self.tree, self.path, self.patched
         here, recorded = tree.syntax(current, path), tree.syntax(patched, path)
         if here is None or recorded is None:
