@@ -264,10 +264,6 @@ class Repo:
             )
         return head
 
-    def head_parent(self) -> str | None:
-        """HEAD's first parent, or None for a root commit (or no commit)."""
-        return self.commit_id("HEAD^")
-
     def head_commit_paths(self) -> set[str]:
         """The paths HEAD's own commit changed (against its first parent)."""
         import pygit2
@@ -292,10 +288,6 @@ class Repo:
 
         commit = self.git.head.peel(pygit2.Commit)
         return f"{commit.short_id} {commit.message.splitlines()[0] if commit.message else ''}"
-
-    def head_file(self, path: str) -> bytes | None:
-        """The file as HEAD has it, or None when HEAD has no such file."""
-        return self.file_at("HEAD", path)
 
     def files_at(self, commit: str, paths: Sequence[str]) -> dict[str, bytes | None]:
         """`file_at` of each path, in one batch, each blob kept by its id (a recorded base is

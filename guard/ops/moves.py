@@ -209,7 +209,7 @@ def _carry_edits_hint(repo: Repo, args: Sequence[str]) -> str | None:
             change.path
             for patch in load_manifest(repo).patches
             for change in patch.files
-            if repo.read_file(change.path) not in (None, repo.head_file(change.path))
+            if repo.read_file(change.path) not in (None, repo.file_at("HEAD", change.path))
         }
     )
     if not edited:

@@ -17,7 +17,7 @@ from guard.git.repo import Repo
 from guard.git.worktree_paths import one_walk
 from guard.store import fastpath
 from guard.store.derived import load_manifest
-from guard.store.manifest import FileChange, Manifest, Patch, select_patches
+from guard.store.manifest import FileChange, Patch, select_patches
 from guard.store.manifest import Resolution as PatchResolution
 from guard.store.spec import parse_spec
 from guard.tree.verdicts import (
@@ -158,7 +158,29 @@ class _Version:
 
     @cached_property
     def rest(self) -> bytes:
-        return _without_definitions(self.repo, self.tree, self.change, self.base, self.patched)
+        """`patched` less the definitions the patch adds: the rest of the patch (`base` for a
+        patch that only adds definitions). A run of added lines that holds a definition loses its
+        blank and comment-only lines too, so a header comment above a method goes with it."""
+        change, patched = self.change, self.patched
+        index = self.tree.symbols(patched, change.path)
+        spans = {
+            line
+            for qualname in change.added_symbols
+            for d in index.find(qualname)
+            for line in range(d.start_lineno, d.end_lineno + 1)
+        }
+        lines = patched.splitlines(keepends=True)
+        drop: set[int] = set()
+        run: list[int] = []
+        for number in [*sorted(self.repo.diff(self.base, patched, change.path).added_lines), -1]:
+            if run and number != run[-1] + 1:
+                if spans.intersection(run):
+                    drop.update(
+                        n for n in run if n in spans or lines[n - 1].strip()[:1] in (b"", b"#")
+                    )
+                run = []
+            run.append(number)
+        return b"".join(line for n, line in enumerate(lines, 1) if n not in drop)
 
     def assess(self) -> FileVerdict:
         path, head, added = self.path, self.head, self.change.added_symbols
@@ -285,11 +307,27 @@ class _Version:
     def edited(self, current: bytes) -> FileVerdict | None:
         """Every added name is in place but the text is not the recorded one: `edited` where a
         definition's code differs. What `apply` would write puts those definitions' recorded
-        lines back, every other line kept (None where that would not hold: then by hand)."""
-        found, holds = self.body_edits(current)
+        lines back, every other line kept (nothing where the result would not parse, would still
+        differ or would miss a required symbol: then by hand)."""
+        tree, path, patched = self.tree, self.path, self.patched
+        here, recorded = tree.syntax(current, path), tree.syntax(patched, path)
+        if here is None or recorded is None:
+            return None  # a file that does not parse is `conflicted` (_unparsable)
+        recorded_at = self.defined_at(patched)
+        found = bodies.edits(
+            current, here, self.defined_at(current), patched, recorded, recorded_at
+        )
         if not found:
             return None
-        restored = bodies.restored(current, self.patched, found)
+        restored = bodies.restored(current, patched, found)
+        again = tree.syntax(restored, path)
+        holds = (
+            again is not None
+            and not bodies.edits(
+                restored, again, self.defined_at(restored), patched, recorded, recorded_at
+            )
+            and not tree.symbol_problems(restored, path, self.required)
+        )
         # A method's edit is said of the method, not again of its class (unless the class
         # differs before it: then both)
         said = [
@@ -301,40 +339,15 @@ class _Version:
                 for inner in found
             )
         ]
-        detail = "; ".join(edit.describe() for edit in said)
         recording = any(c.patched_blob == self.change.patched_blob for c in self.patch.files)
         return FileVerdict(
-            self.path,
+            path,
             State.EDITED,
-            detail,
+            "; ".join(edit.describe() for edit in said),
             restored if holds else None,
-            self.patched,
-            keep_by_resolving=not recording or self.tree.head_commit != self.patch.base_commit,
+            patched,
+            keep_by_resolving=not recording or tree.head_commit != self.patch.base_commit,
         )
-
-    def body_edits(self, current: bytes) -> tuple[list[bodies.Edit], bool]:
-        """The definitions whose code is not the recorded one's, and whether putting their
-        recorded lines back gives a file that parses and holds every required symbol."""
-        tree, path, patched = self.tree, self.path, self.patched
-        here, recorded = tree.syntax(current, path), tree.syntax(patched, path)
-        if here is None or recorded is None:
-            return [], False  # a file that does not parse is `conflicted` (_unparsable)
-        recorded_at = self.defined_at(patched)
-        found = bodies.edits(
-            current, here, self.defined_at(current), patched, recorded, recorded_at
-        )
-        if not found:
-            return found, False
-        restored = bodies.restored(current, patched, found)
-        again = tree.syntax(restored, path)
-        holds = (
-            again is not None
-            and not bodies.edits(
-                restored, again, self.defined_at(restored), patched, recorded, recorded_at
-            )
-            and not tree.symbol_problems(restored, path, self.required)
-        )
-        return found, holds
 
     def defined_at(self, content: bytes) -> dict[str, int]:
         """Where each added symbol is defined (the last definition: the one Python keeps)."""
@@ -404,31 +417,6 @@ def _contains_change(
         return False
     again = repo.merge3(base, backward.content, patched, labels)
     return again.clean and again.content == text
-
-
-def _without_definitions(
-    repo: Repo, tree: Worktree, change: FileChange, base: bytes, patched: bytes
-) -> bytes:
-    """`patched` less the definitions the patch adds: the rest of the patch (`base` for a
-    patch that only adds definitions). A run of added lines that holds a definition loses its
-    blank and comment-only lines too, so a header comment above a method goes with it."""
-    index = tree.symbols(patched, change.path)
-    spans = {
-        line
-        for qualname in change.added_symbols
-        for d in index.find(qualname)
-        for line in range(d.start_lineno, d.end_lineno + 1)
-    }
-    lines = patched.splitlines(keepends=True)
-    drop: set[int] = set()
-    run: list[int] = []
-    for number in [*sorted(repo.diff(base, patched, change.path).added_lines), -1]:
-        if run and number != run[-1] + 1:
-            if spans.intersection(run):
-                drop.update(n for n in run if n in spans or lines[n - 1].strip()[:1] in (b"", b"#"))
-            run = []
-        run.append(number)
-    return b"".join(line for n, line in enumerate(lines, 1) if n not in drop)
 
 
 def _defines_twice(tree: Worktree, content: bytes, path: str, qualnames: Sequence[str]) -> bool:
@@ -509,21 +497,17 @@ def status_report(repo: Repo, names: Sequence[str] = ()) -> CheckReport:
     tree = Worktree(repo)
     verdicts = status(repo, names, tree)
     manifest = load_manifest(repo)
-    return _report(tree, manifest, select_patches(manifest, names), verdicts, guards=not names)
+    guards = () if names else manifest.guards
+    return _report(tree, select_patches(manifest, names), verdicts, guards)
 
 
 def _report(
-    tree: Worktree,
-    manifest: Manifest,
-    patches: Sequence[Patch],
-    verdicts: list[PatchVerdict],
-    *,
-    guards: bool,
+    tree: Worktree, patches: Sequence[Patch], verdicts: list[PatchVerdict], guards: Sequence[str]
 ) -> CheckReport:
-    """The verdicts, each required symbol with the patch that requires it (then, with
-    `guards`, every guard's), and the stray copies of the patches' methods."""
+    """The verdicts, each required symbol with the patch that requires it (then each of
+    `guards`), and the stray copies of the patches' methods."""
     owners: list[tuple[str, str | None]] = [(spec, p.name) for p in patches for spec in p.requires]
-    owners += [(spec, None) for spec in manifest.guards] if guards else []
+    owners += [(spec, None) for spec in guards]
     return CheckReport(
         head=tree.head_commit,
         patches=verdicts,
@@ -538,7 +522,7 @@ def _committed_in_head(repo: Repo, patch: Patch, verdict: PatchVerdict) -> Commi
     a tag holds: the advice to amend that would rewrite upstream history."""
     if any(f.detail != UPSTREAM_AS_TEXT for f in verdict.files) or repo.head_is_published():
         return None
-    parent = repo.head_parent()
+    parent = repo.commit_id("HEAD^")  # None for a root commit
     only_the_patch = repo.head_commit_paths() <= {c.path for c in patch.files}
     for change in patch.files:
         before = repo.file_at(parent, change.path) if parent else None
@@ -547,7 +531,7 @@ def _committed_in_head(repo: Repo, patch: Patch, verdict: PatchVerdict) -> Commi
         if before is not None and _contains_change(repo, base, before, patched, labels):
             return None
         after = repo.merge3(base, before or b"", patched, labels)
-        only_the_patch = only_the_patch and after.content == repo.head_file(change.path)
+        only_the_patch = only_the_patch and after.content == repo.file_at("HEAD", change.path)
     return CommittedPatch(repo.head_summary(), only_the_patch)
 
 
@@ -565,7 +549,7 @@ def check(repo: Repo, tree: Worktree | None = None) -> CheckReport:
             ):
                 for file in verdict.files:  # the slip fixed by hand: `apply` refuses, say so
                     file.strays = True
-        report = _report(tree, manifest, patches, verdicts, guards=True)
+        report = _report(tree, patches, verdicts, manifest.guards)
         trusted = not report.checks_nothing and not report.warnings and tree.facts is None
         contents = tree.bytes_on_disk()
         if report.ok and report.head is not None and trusted and contents is not None:
@@ -679,15 +663,14 @@ def _shadowed(tree: Worktree, path: str, content: bytes) -> str | None:
     file's (an unchecked one is never compared; a checked one not under
     `--check-hash-based-pycs never`); a timestamp-based one Python compares itself. Looked at
     through the view, so one that appears later voids a remembered verdict."""
-    package = path.removesuffix(".py")
-    if tree.exists(f"{package}/__init__.py", file=True):
+    stem = path.removesuffix(".py")
+    if tree.exists(f"{stem}/__init__.py", file=True):
         return (
-            f"the package {package}/ beside {path} shadows it: `import` loads the package, "
+            f"the package {stem}/ beside {path} shadows it: `import` loads the package, "
             "never this file"
         )
     if not path.endswith(".py"):
         return None
-    stem = path.removesuffix(".py")
     for suffix in importlib.machinery.EXTENSION_SUFFIXES:
         if tree.exists(stem + suffix, file=True):
             return (

@@ -174,7 +174,7 @@ def _chosen_hunks(repo: Repo, paths: Sequence[str]) -> dict[str, bytes]:
     for entry in filter(None, listing.split("\0")):
         meta, path = entry.split("\t", 1)
         chosen[path] = repo.blob(meta.split()[1])
-    if all(chosen.get(path) == repo.head_file(path) for path in paths):
+    if all(chosen.get(path) == repo.file_at("HEAD", path) for path in paths):
         raise ConfigError("no hunk was chosen; nothing was recorded")
     return chosen
 

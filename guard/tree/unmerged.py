@@ -56,7 +56,12 @@ def finish_patch(
     after = assess_patch(repo, tree, patch)
     for finished, file_verdict in zip(done, _verdicts_of(after, done), strict=True):
         if file_verdict.state is State.CONFLICT and not finished.left:
-            _take_both(repo, tree, patch, changes[finished.path], finished)
+            # HEAD lacks what the patch adds, and its own new lines sit where the patch's go (a
+            # method upstream added at the end of the class): both, HEAD's first, checked below
+            base, patched = texts(repo, changes[finished.path])
+            both = repo.merge3(base, finished.content, patched, merge_labels(patch), union=True)
+            finished.content = both.content
+            tree.pretend(finished.path, both.content, {})
             after = assess_patch(repo, tree, patch)
     doubted = [
         (f, _doubt(tree, patch, f, v)) for f, v in zip(done, _verdicts_of(after, done), strict=True)
@@ -74,17 +79,6 @@ def finish_patch(
 def _verdicts_of(verdict: PatchVerdict, done: Sequence[Finished]) -> list[FileVerdict]:
     by_path = {f.path: f for f in verdict.files}
     return [by_path[f.path] for f in done]
-
-
-def _take_both(
-    repo: Repo, tree: Worktree, patch: Patch, change: FileChange, finished: Finished
-) -> None:
-    """HEAD lacks what the patch adds, and its own new lines sit where the patch's go (a method
-    upstream added at the end of the class): both, HEAD's first, checked before written."""
-    base, patched = texts(repo, change)
-    both = repo.merge3(base, finished.content, patched, merge_labels(patch), union=True)
-    finished.content = both.content
-    tree.pretend(finished.path, both.content, {})
 
 
 def _finish(

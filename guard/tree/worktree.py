@@ -21,8 +21,7 @@ from pathlib import PurePosixPath
 from guard.git.objects import blob_id
 from guard.git.repo import Repo
 from guard.git.worktree_paths import UnsafePath
-from guard.store.manifest import FileChange, Patch
-from guard.store.manifest import Resolution as PatchResolution
+from guard.store.manifest import Patch
 from guard.store.spec import Spec
 from guard.truth import bodies, parsed
 from guard.truth.effects import ANY, Effects, Reach, built_nodes
@@ -70,11 +69,9 @@ class Worktree:
             current = self.read(change.path)
             if current is not None and blob_id(current) == change.patched_blob:
                 self.repo.holds(change.patched_blob, current)
-        versions: list[FileChange | PatchResolution] = [*changes]
-        versions += [r for change in changes for r in change.resolutions]
-        self.repo.prefetch(
-            oid for v in versions for oid in (v.base_blob, v.patched_blob) if oid is not None
-        )
+        blobs = [(c.base_blob, c.patched_blob) for c in changes]
+        blobs += [(r.base_blob, r.patched_blob) for c in changes for r in c.resolutions]
+        self.repo.prefetch(oid for pair in blobs for oid in pair if oid is not None)
 
     @cached_property
     def head_commit(self) -> str | None:
@@ -236,88 +233,84 @@ class Worktree:
     def reached_at_import(self, index: SymbolIndex, path: str) -> Reach:
         """What the module's import runs in other modules of the checkout may change (a base
         class's `__init_subclass__` or metaclass, a function it calls), by name."""
-        effects = index.effects
-        if effects is None:
+        home = index.effects
+        if home is None:
             return Reach({})
-        if (path, id(effects)) not in self._reached:
-            changes: dict[str, str] = {}
-            seen: set[tuple[str, str, str]] = set()
-            built = built_nodes[0]
-            for kind, origin in sorted(effects.at_import.needs):
-                self._reaches(path, kind, origin, effects, seen, 0, changes)
-            self._reached[path, id(effects)] = Reach(changes)
-            if built_nodes[0] == built:
-                return self._reached[path, id(effects)]
+        key = (path, id(home))
+        if key in self._reached:
+            return self._reached[key]
+        changes: dict[str, str] = {}
+        seen: set[tuple[str, str, str]] = set()
+
+        def reach(path: str, kind: str, origin: str, depth: int) -> None:
+            """Add what using `origin` (imported by `path`) as `kind` may change. A module
+            outside the checkout adds nothing: it changes a class only through what it is
+            handed, and that was read where it is handed."""
+            if (path, kind, origin) in seen:
+                return
+            seen.add((path, kind, origin))
+            handed = None
+            if kind in ("hands", "hands-result"):  # it gets a function or class of the module
+                origin, handed = origin.split("\t")
+                kind = "call" if kind == "hands" else "result"
+            for other, name in self._checkout_modules(path, origin):
+                if other not in self._content and not self.exists(other, file=True):
+                    continue
+                content = self.read(other)
+                if content is None:
+                    continue
+                if depth >= _MAX_EFFECT_FILES:
+                    why = f"{origin} leads through more modules than reading follows"
+                    changes.setdefault(ANY, why)
+                    return
+                try:
+                    effects = self.symbols(content, other).effects
+                except SourceSyntaxError:
+                    return  # the import fails: said where the module is read
+                if effects is None:
+                    changes.setdefault(ANY, f"{other} nests too deeply for reading")
+                    return
+                first, _, rest = name.partition(".")
+                found = effects.export(kind, name)
+                if found is None and first in effects.imports:  # imported there: follow it
+                    onward = effects.imports[first] + (f".{rest}" if rest else "")
+                    reach(other, kind, onward, depth + 1)
+                    return
+                if found is None and kind == "base" and not rest and first in effects.values:
+                    found = _base_value(effects, first)  # `Base = B`, `inst = E()`
+                found = found or effects.value(first)  # a value its import made
+                if found is None:  # not bound there: from one of its star imports, if any
+                    for star in effects.stars:
+                        reach(other, kind, f"{star}.{name}", depth + 1)
+                    return
+                if handed is not None:  # what it does with it: only what it is handed may run
+                    ran = home.reach(handed, home=True) if found.runs_arguments else None
+                    for changed, why in (ran.changes if ran else {}).items():
+                        changes.setdefault(
+                            changed, f"{name} in {other} runs what it is handed: {why}"
+                        )
+                    return
+                for changed, why in found.changes.items():
+                    changes.setdefault(changed, f"{name} in {other} {why}")
+                for need in sorted(found.needs):
+                    reach(other, *need, depth + 1)
+                for attribute in sorted(found.attributes):  # methods of the guarded module, too
+                    calls = home.reach(f"method:{attribute}", home=True)
+                    for changed, why in (calls.changes if calls else {}).items():
+                        changes.setdefault(
+                            changed, f"{name} in {other} calls .{attribute}, which {why}"
+                        )
+                return
+
+        built = built_nodes[0]
+        for kind, origin in sorted(home.at_import.needs):
+            reach(path, kind, origin, 0)
+        self._reached[key] = Reach(changes)
+        if built_nodes[0] != built:
             for content, other in self._indexes.items():  # what this built, for next time
                 if isinstance(other, SymbolIndex):
                     parsed.keep_grown(content, other, self.repo.parse_cache, self.facts)
-        return self._reached[path, id(effects)]
-
-    def _reaches(
-        self,
-        path: str,
-        kind: str,
-        origin: str,
-        home: Effects,
-        seen: set[tuple[str, str, str]],
-        depth: int,
-        changes: dict[str, str],
-    ) -> None:
-        """Add what using `origin` (imported by `path`) as `kind` may change. A module outside
-        the checkout adds nothing: it changes a class only through what it is handed, and that
-        was read where it is handed."""
-        if (path, kind, origin) in seen:
-            return
-        seen.add((path, kind, origin))
-        handed = None
-        if kind in ("hands", "hands-result"):  # it gets a function or class of the module
-            origin, handed = origin.split("\t")
-            kind = "call" if kind == "hands" else "result"
-        for other, name in self._checkout_modules(path, origin):
-            if other not in self._content and not self.exists(other, file=True):
-                continue
-            content = self.read(other)
-            if content is None:
-                continue
-            if depth >= _MAX_EFFECT_FILES:
-                changes.setdefault(ANY, f"{origin} leads through more modules than reading follows")
-                return
-            try:
-                effects = self.symbols(content, other).effects
-            except SourceSyntaxError:
-                return  # the import fails: said where the module is read
-            if effects is None:
-                changes.setdefault(ANY, f"{other} nests too deeply for reading")
-                return
-            first, _, rest = name.partition(".")
-            reach = effects.export(kind, name)
-            if reach is None and first in effects.imports:  # imported there: follow it
-                onward = effects.imports[first] + (f".{rest}" if rest else "")
-                self._reaches(other, kind, onward, home, seen, depth + 1, changes)
-                return
-            if reach is None and kind == "base" and not rest and first in effects.values:
-                reach = _base_value(effects, first)  # `Base = B`, `inst = E()`
-            reach = reach or effects.value(first)  # a value its import made
-            if reach is None:  # not bound there: from one of its star imports, if any
-                for star in effects.stars:
-                    self._reaches(other, kind, f"{star}.{name}", home, seen, depth + 1, changes)
-                return
-            if handed is not None:  # what it does with it: only what it is handed may run
-                ran = home.reach(handed, home=True) if reach.runs_arguments else None
-                for changed, why in (ran.changes if ran else {}).items():
-                    changes.setdefault(changed, f"{name} in {other} runs what it is handed: {why}")
-                return
-            for changed, why in reach.changes.items():
-                changes.setdefault(changed, f"{name} in {other} {why}")
-            for need in sorted(reach.needs):
-                self._reaches(other, *need, home, seen, depth + 1, changes)
-            for attribute in sorted(reach.attributes):  # methods of the guarded module, too
-                calls = home.reach(f"method:{attribute}", home=True)
-                for changed, why in (calls.changes if calls else {}).items():
-                    changes.setdefault(
-                        changed, f"{name} in {other} calls .{attribute}, which {why}"
-                    )
-            return
+        return self._reached[key]
 
     def _init_changes(self, path: str, parts: list[str]) -> str | None:
         """Why the code of a package's `__init__.py` around the module (run before it, and
@@ -380,9 +373,7 @@ class Worktree:
             yield from _module_files(path, origin)
             return
         parts = PurePosixPath(path).parent.parts
-        top = len(parts)
-        while top > 0 and self.exists("/".join([*parts[:top], "__init__.py"]), file=True):
-            top -= 1
+        top = len(parts) - len(list(self.package_inits(path)))
         root = "/".join([*parts[:top], origin.split(".")[0]])
         if self.exists(root) or self.exists(f"{root}.py", file=True):
             for other, name in _module_files(path, origin):
