@@ -93,7 +93,8 @@ def run(name: str, args: list[str], stdin: str, cwd: Path) -> int:
         say(reason)
         return 0
     new_worktree = name == "post-checkout" and set(args[0] if args else "x") <= NULL_OID_CHARS
-    if new_worktree and not _new_worktree_enabled(repo):
+    switch = NEW_WORKTREE_SWITCH
+    if new_worktree and switch in repo.git.config and not repo.git.config.get_bool(switch):
         say(f"new worktree: patches not applied ({NEW_WORKTREE_SWITCH} is false)")
         return 0
     return _apply_and_check(repo, name)
@@ -119,13 +120,6 @@ def _busy(repo: Repo, hook: str, args: list[str]) -> str | None:
         repo.layout.pending_path.touch()
         return f"{operation} in progress: patches are left out until it finishes"
     return None
-
-
-def _new_worktree_enabled(repo: Repo) -> bool:
-    try:
-        return repo.git.config.get_bool(NEW_WORKTREE_SWITCH)
-    except KeyError:
-        return True
 
 
 def _apply_and_check(repo: Repo, hook: str) -> int:
