@@ -457,22 +457,18 @@ def hunt_json(hunt: Hunt) -> str:
 
 def _ended(result: StepResult) -> str:
     """How a step's command ended when git cannot read it as good, bad or skip."""
-
-    def name(number: int) -> str | None:
-        try:
-            return signal.Signals(number).name
-        except ValueError:
-            return None
-
+    names = {member.value: member.name for member in signal.Signals}
     if result.signal == signal.SIGINT:
         return "the command was interrupted (SIGINT: Ctrl-C)"
     if result.signal is not None:
-        return f"the command died from {name(result.signal) or 'a signal'} (signal {result.signal})"
+        return (
+            f"the command died from {names.get(result.signal, 'a signal')} (signal {result.signal})"
+        )
     from guard.ops.bisect_status import INTERRUPTED
 
     if result.status == INTERRUPTED:
         return "the command exited 130, as a program that was interrupted (Ctrl-C) does"
-    by_shell = name(result.status - 128)
+    by_shell = names.get(result.status - 128)
     if by_shell is not None:
         return (
             f"the command exited {result.status}, as a shell reports a program that died from "
