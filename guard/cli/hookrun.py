@@ -110,16 +110,15 @@ def _busy(repo: Repo, hook: str, args: list[str]) -> str | None:
         if (repo.layout.git_dir / relative).exists():
             return "an autostash is pending and brings your changes back; patches not re-applied"
     operation = repo.operation_in_progress()
-    finished_rebase = hook == "post-rewrite" and args[:1] == ["rebase"]
-    if operation == "rebase" and finished_rebase:
-        return None
     # git removes MERGE_HEAD only after post-merge: there it means the merge just finished.
-    if operation == "merge" and hook == "post-merge":
+    finished = {
+        "rebase": hook == "post-rewrite" and args[:1] == ["rebase"],
+        "merge": hook == "post-merge",
+    }
+    if not operation or finished.get(operation):
         return None
-    if operation:
-        repo.layout.pending_path.touch()
-        return f"{operation} in progress: patches are left out until it finishes"
-    return None
+    repo.layout.pending_path.touch()
+    return f"{operation} in progress: patches are left out until it finishes"
 
 
 def _apply_and_check(repo: Repo, hook: str) -> int:
