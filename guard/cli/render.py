@@ -65,10 +65,6 @@ def check_json(report: CheckReport, repository: str) -> str:
     )
 
 
-def status_json(verdicts: Sequence[PatchVerdict]) -> str:
-    return json_report("patchguard.status/2", patches=[verdict_json(v) for v in verdicts])
-
-
 def outcomes_json(outcomes: Sequence[PatchOutcome]) -> str:
     return json_report(
         "patchguard.apply/2",
