@@ -39,9 +39,10 @@ def undo(cwd: Path, number: int | None, as_list: bool, as_json: bool) -> None:
             raise click.UsageError("--json goes with --list, which takes no N")
         entries = undoing.undo_entries(repo)
         if as_json:
-            click.echo(render.json_report(undoing.UNDO_LIST_JSON_FORMAT, entries=entries))
+            click.echo(render.json_report("patchguard.undo-list/1", entries=entries))
         else:
-            click.echo("\n".join(undoing.undo_list(repo)) or "nothing to undo")
+            lines = [f"{entry['number']}. {entry['what']}" for entry in entries]
+            click.echo("\n".join(lines) or "nothing to undo")
         return
     done = [undoing.undo(repo)] if number is None else undoing.undo_through(repo, number)
     for undone in done:
@@ -71,7 +72,7 @@ def log(cwd: Path, name: str | None, as_json: bool) -> None:
     from guard.cli import render
     from guard.store import history
 
-    changes = render.log_entries(history.log_changes(Repo.discover(cwd), name))
+    changes = history.log_changes(Repo.discover(cwd), name)
     if as_json:
         click.echo(render.json_report("patchguard.log/1", patch=name, changes=changes))
         return

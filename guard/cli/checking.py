@@ -172,12 +172,11 @@ def run(
         cwd, same_as, command=command, apply=apply_first, **asked
     )
     if not report.ok or differs:
-        problems = (
-            preflight.with_hook_advice(repo, report)
-            if not report.ok
-            else [f"code differs from {same_as.name}: {line}" for line in differs]
-        )
-        problems = [*problems, f"not started: {' '.join(command)}"]
+        problems = [
+            *(preflight.with_hook_advice(repo, report) if not report.ok else []),
+            *(f"code differs from {same_as.name}: {line}" for line in differs),
+            f"not started: {' '.join(command)}",
+        ]
         click.echo(render.banner("guard FAILED, command NOT run", problems), err=True)
         return EXIT_GUARD_FAILED
     for line in render.warning_lines(report):

@@ -143,7 +143,7 @@ def fetch(
         from guard.tree import next_step
 
         report = json_report(
-            sharing.FETCH_JSON_FORMAT,
+            "patchguard.fetch/1",
             remote=remote,
             up_to_date=fetched.up_to_date,
             changes=[{"kind": c.kind, "name": c.name} for c in fetched.changes],

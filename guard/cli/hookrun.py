@@ -93,7 +93,8 @@ def run(name: str, args: list[str], stdin: str, cwd: Path) -> int:
         say(reason)
         return 0
     new_worktree = name == "post-checkout" and set(args[0] if args else "x") <= NULL_OID_CHARS
-    if new_worktree and not _new_worktree_enabled(repo):
+    switch = NEW_WORKTREE_SWITCH
+    if new_worktree and switch in repo.git.config and not repo.git.config.get_bool(switch):
         say(f"new worktree: patches not applied ({NEW_WORKTREE_SWITCH} is false)")
         return 0
     return _apply_and_check(repo, name)
@@ -109,23 +110,15 @@ def _busy(repo: Repo, hook: str, args: list[str]) -> str | None:
         if (repo.layout.git_dir / relative).exists():
             return "an autostash is pending and brings your changes back; patches not re-applied"
     operation = repo.operation_in_progress()
-    finished_rebase = hook == "post-rewrite" and args[:1] == ["rebase"]
-    if operation == "rebase" and finished_rebase:
-        return None
     # git removes MERGE_HEAD only after post-merge: there it means the merge just finished.
-    if operation == "merge" and hook == "post-merge":
+    finished = {
+        "rebase": hook == "post-rewrite" and args[:1] == ["rebase"],
+        "merge": hook == "post-merge",
+    }
+    if not operation or finished.get(operation):
         return None
-    if operation:
-        repo.layout.pending_path.touch()
-        return f"{operation} in progress: patches are left out until it finishes"
-    return None
-
-
-def _new_worktree_enabled(repo: Repo) -> bool:
-    try:
-        return repo.git.config.get_bool(NEW_WORKTREE_SWITCH)
-    except KeyError:
-        return True
+    repo.layout.pending_path.touch()
+    return f"{operation} in progress: patches are left out until it finishes"
 
 
 def _apply_and_check(repo: Repo, hook: str) -> int:

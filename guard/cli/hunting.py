@@ -239,11 +239,6 @@ def _server(measuring: dict[str, Any]) -> Any:
             "--server needs one way to know it is ready: --ready URL (answers 2xx, e.g. "
             "http://127.0.0.1:30000/health) or --ready-line REGEX"
         )
-    if ready_line is not None:
-        try:
-            re.compile(ready_line)
-        except re.error as error:
-            raise click.UsageError(f"--ready-line {ready_line!r}: {error}") from None
     spec = ServerSpec(
         measuring["server"],
         ready_url,
@@ -251,8 +246,11 @@ def _server(measuring: dict[str, Any]) -> Any:
         measuring["ready_timeout"],
         measuring["runs_per_start"],
     )
-    try:
-        spec.address  # noqa: B018 (a port that is not a number raises here, not mid-hunt)
+    try:  # here, not mid-hunt
+        re.compile(ready_line or "")
+        spec.address  # noqa: B018 (a port that is not a number raises)
+    except re.error as error:
+        raise click.UsageError(f"--ready-line {ready_line!r}: {error}") from None
     except ValueError as error:
         raise click.UsageError(f"--ready {ready_url!r}: {error}") from None
     if ready_url is not None and urlsplit(ready_url).scheme not in ("http", "https"):
@@ -326,10 +324,9 @@ def compare(
     options = _hunt_options(command, metric, measuring)
     plot_file = _plotting(cwd, plot_file)
     comparison = hunt.compare(Repo.discover(cwd), a, b, options, _progress)
-    if as_json:
-        click.echo(render.compare_json(comparison))
-    else:
-        click.echo("\n".join(render.compare_lines(comparison)))
+    click.echo(
+        render.compare_json(comparison) if as_json else "\n".join(render.compare_lines(comparison))
+    )
     if plot_file is not None:  # after the verdict: a failed write costs only the picture
         from guard.hunt import plots
 

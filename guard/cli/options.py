@@ -4,12 +4,11 @@ commands). A module of its own so that a command loads this and its own module o
 
 from __future__ import annotations
 
-import functools
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
@@ -38,22 +37,20 @@ json_option = click.option(
 )
 
 
-def directory_option(func: Callable[..., Any]) -> Callable[..., Any]:
+def _directory(ctx: click.Context, _: click.Parameter, directory: Path | None) -> Path:
     """`-C DIR` on a command, relative to the group's `-C`, as git resolves repeated -C."""
+    base: Path = ctx.obj or Path.cwd()
+    return base / directory if directory else base
 
-    def wrapper(ctx: click.Context, /, directory: Path | None, **kwargs: Any) -> Any:
-        base: Path = ctx.obj or Path.cwd()
-        cwd = base / directory if directory else base
-        return ctx.invoke(func, cwd=cwd, **kwargs)
 
-    functools.update_wrapper(wrapper, func)  # the command's name, help and options
-    return click.option(
-        "-C",
-        "directory",
-        type=click.Path(file_okay=False, path_type=Path),
-        default=None,
-        help="Run as if started in DIR.",
-    )(click.pass_context(wrapper))
+directory_option = click.option(
+    "-C",
+    "cwd",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    callback=_directory,
+    help="Run as if started in DIR.",
+)
 
 
 install_option = click.option(

@@ -95,20 +95,16 @@ def unwrapped(command: Sequence[str], env: Mapping[str, str]) -> tuple[list[str]
     while words and words[0] in _WRAPPERS:
         if words[0] == "env":
             words, changed = _env_command(words[1:], changed)
-        else:
-            words = _after_wrapper(words)
+            continue
+        own, valued, positional = _WRAPPERS[words[0]]
+        words = words[1 + own :]
+        while words and words[0].startswith("-"):
+            if words[0] == "--":
+                words = words[1:]
+                break
+            words = words[2:] if words[0] in valued else words[1:]
+        words = words[positional:]
     return words, changed
-
-
-def _after_wrapper(words: list[str]) -> list[str]:
-    own, valued, positional = _WRAPPERS[words[0]]
-    rest = words[1 + own :]
-    while rest and rest[0].startswith("-"):
-        if rest[0] == "--":
-            rest = rest[1:]
-            break
-        rest = rest[2:] if rest[0] in valued else rest[1:]
-    return rest[positional:]
 
 
 def _env_command(words: list[str], env: dict[str, str]) -> tuple[list[str], dict[str, str]]:

@@ -65,10 +65,6 @@ def check_json(report: CheckReport, repository: str) -> str:
     )
 
 
-def status_json(verdicts: Sequence[PatchVerdict]) -> str:
-    return json_report("patchguard.status/2", patches=[verdict_json(v) for v in verdicts])
-
-
 def outcomes_json(outcomes: Sequence[PatchOutcome]) -> str:
     return json_report(
         "patchguard.apply/2",
@@ -148,24 +144,8 @@ def outcome_lines(outcomes: Sequence[PatchOutcome]) -> list[str]:
     return lines
 
 
-def log_entries(changes: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """`patchguard log`'s changes as --json has them: guard.store.history.log_changes, each
-    change's time in local time (ISO 8601, with its offset)."""
-    from datetime import datetime  # here: status, apply and the hooks render no times
-
-    return [
-        {
-            "number": change["number"],
-            "commit": change["commit"],
-            "time": datetime.fromtimestamp(change["created"]).astimezone().isoformat(),
-            **{key: change[key] for key in ("head", "subject", "undoes", "patches", "invalid")},
-        }
-        for change in changes
-    ]
-
-
 def log_lines(entries: Sequence[dict[str, Any]], name: str | None) -> list[str]:
-    """`patchguard log [NAME]`, from log_entries: numbered as `show NAME@{N}` reads them."""
+    """`patchguard log [NAME]`, from history.log_changes: numbered as `show NAME@{N}` reads them."""
     lines = []
     for entry in entries:
         number, head = entry["number"], entry["head"]
@@ -457,22 +437,18 @@ def hunt_json(hunt: Hunt) -> str:
 
 def _ended(result: StepResult) -> str:
     """How a step's command ended when git cannot read it as good, bad or skip."""
-
-    def name(number: int) -> str | None:
-        try:
-            return signal.Signals(number).name
-        except ValueError:
-            return None
-
+    names = {member.value: member.name for member in signal.Signals}
     if result.signal == signal.SIGINT:
         return "the command was interrupted (SIGINT: Ctrl-C)"
     if result.signal is not None:
-        return f"the command died from {name(result.signal) or 'a signal'} (signal {result.signal})"
+        return (
+            f"the command died from {names.get(result.signal, 'a signal')} (signal {result.signal})"
+        )
     from guard.ops.bisect_status import INTERRUPTED
 
     if result.status == INTERRUPTED:
         return "the command exited 130, as a program that was interrupted (Ctrl-C) does"
-    by_shell = name(result.status - 128)
+    by_shell = names.get(result.status - 128)
     if by_shell is not None:
         return (
             f"the command exited {result.status}, as a shell reports a program that died from "

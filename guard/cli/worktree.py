@@ -42,7 +42,8 @@ def status(cwd: Path, names: tuple[str, ...], as_json: bool) -> int:
             err=True,
         )
     if as_json:
-        click.echo(render.status_json(report.patches))
+        patches = [render.verdict_json(verdict) for verdict in report.patches]
+        click.echo(render.json_report("patchguard.status/2", patches=patches))
     else:
         lines = render.status_lines(report.patches, report.symbols)
         stash_log = _stash_log(repo)

@@ -21,7 +21,6 @@ from guard.store.manifest import Manifest, Patch, changed_patches
 
 THEIRS = "theirs"
 OURS = "ours"
-FETCH_JSON_FORMAT = "patchguard.fetch/1"
 
 
 class Came(NamedTuple):

@@ -19,7 +19,6 @@ if TYPE_CHECKING:
 
     from guard.git.repo import Repo
 
-UNDO_LIST_JSON_FORMAT = "patchguard.undo-list/1"
 WORKTREE = "worktree"  # an apply, unapply or lift: the files go back
 PATCHES = "patches"  # a change to the patches: the manifest goes back
 
@@ -94,8 +93,3 @@ def undo_entries(repo: Repo) -> list[dict[str, Any]]:
         }
         for number, (created, kind, what) in enumerate(found)
     ]
-
-
-def undo_list(repo: Repo) -> list[str]:
-    """`undo --list`: one line per entry, numbered as `undo N` takes them."""
-    return [f"{e['number']}. {e['what']}" for e in undo_entries(repo)]
