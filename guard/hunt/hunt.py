@@ -158,18 +158,6 @@ class _Bench:
         given = options.metric_file
         self.metric_file = None if given is None else repo.workdir / given
 
-    def remember_home(self, lift_entry: Path | None) -> None:
-        """Before the first move: where to go back to (guard.hunt.kept.HomeNote), and say so
-        when it is where a hunt killed outright left the user, not where HEAD is."""
-        earlier = self.note.begin(self.home, lift_entry)
-        if earlier is not None:
-            shown = earlier[:10] if len(earlier) == 40 else earlier
-            self.progress(
-                f"an earlier hunt was killed before it went back to {shown}; this one goes "
-                "back there when it ends"
-            )
-            self.home = earlier
-
     def _view(self) -> Repo:
         """A fresh view after git moved (the index and HEAD read anew)."""
         return Repo(self.repo.layout)
@@ -450,7 +438,15 @@ def _session(
         signals_to(note, signal.SIGINT, signal.SIGTERM, signal.SIGHUP),
         moves.lifted(repo, operation, hunt=True) as lift,
     ):
-        bench.remember_home(lift.entry)  # under the worktree's lock: no other hunt runs
+        # Before the first move, under the worktree's lock (no other hunt runs): where to go
+        # back to, which is where a hunt killed outright left the user, not HEAD, if one was.
+        if (earlier := bench.note.begin(bench.home, lift.entry)) is not None:
+            shown = earlier[:10] if len(earlier) == 40 else earlier
+            progress(
+                f"an earlier hunt was killed before it went back to {shown}; this one goes "
+                "back there when it ends"
+            )
+            bench.home = earlier
         try:
             yield bench
         finally:
@@ -760,8 +756,17 @@ def _tell_git(
     line): then it says so, and the verdict stands."""
     said: list[str] = []
     for commit, endpoint, term in zip(found, endpoints, terms, strict=True):
-        if commit != endpoint:  # GOOD and BAD are marked already
-            said += _mark(bench, commit, term)
+        if commit == endpoint:  # GOOD and BAD are marked already
+            continue
+        bench.leave()  # the patches lifted: git then checks out the next commit
+        bench.progress(f"git bisect {term} {commit[:10]}")
+        lines = bench._git("bisect", term, commit).splitlines()
+        bench.home = bench.head()
+        bench.note.write(bench.home)
+        for line in lines:
+            if line.startswith("Bisecting:"):
+                bench.progress(line)
+        said += lines
     first = found[1]
     named = f"{first} is the first {terms[1]} commit"
     if said and not any(line.startswith(named) for line in said):
@@ -769,19 +774,6 @@ def _tell_git(
             f"git bisect has commits off the first-parent line left to test; patchguard's "
             f"answer is {first[:10]} (see git bisect log)"
         )
-
-
-def _mark(bench: _Bench, commit: str, term: str) -> list[str]:
-    """Tell git bisect (with the patches lifted: git then checks out the next commit)."""
-    bench.leave()
-    bench.progress(f"git bisect {term} {commit[:10]}")
-    said = bench._git("bisect", term, commit).splitlines()
-    bench.home = bench.head()
-    bench.note.write(bench.home)
-    for line in said:
-        if line.startswith("Bisecting:"):
-            bench.progress(line)
-    return said
 
 
 def _terms(repo: Repo) -> tuple[str, str]:
