@@ -723,8 +723,8 @@ def _pooled(
 ) -> stats.Decision:
     """B against A, with the spread of single runs pooled over every commit the hunt measured."""
     spread = stats.pooled_spread([runs.values for runs in measured.values()])
-    return stats.decide_pooled(
-        a.values, b.values, spread, min_effect_pct=min_effect_pct, alpha=alpha
+    return stats.decide(
+        a.values, b.values, min_effect_pct=min_effect_pct, alpha=alpha, spread=spread
     )
 
 
