@@ -184,10 +184,6 @@ def settle(
     return answer, size
 
 
-def median_of(values: Sequence[float]) -> float:
-    return float(np.median(np.asarray(values, float)))
-
-
 def _spread_pct(log_values: np.ndarray) -> float:
     """How much single runs vary, in percent: the sample standard deviation of the log-values
     (two-peaked runs show here as a spread as large as the gap between the peaks' mean)."""
