@@ -50,10 +50,6 @@ class Interrupted(PatchguardError):
     exit_code = EXIT_INTERRUPTED
 
 
-class _Stop(Exception):
-    """Raised between runs once a signal asked to stop; becomes Interrupted after cleanup."""
-
-
 class _NotCarried(GuardFailure):
     """The patches do not hold at a commit: a probe skips it; anywhere else it ends the hunt."""
 
@@ -132,6 +128,7 @@ class _Bench:
         self.options = options
         self.progress = progress
         self.hunt = hunt  # "compare" or "bisect": what the advice says to run again
+        self.kept: Kept | None = None  # a metric bisect's (compare keeps nothing for a next one)
         self.home = _current(repo)  # where the user is: back there at the end
         self.note = HomeNote(repo.layout.git_dir)  # for the next hunt, if this one is killed
         self.here: str | None = None  # the commit the patches are applied at, stamp taken
@@ -139,7 +136,6 @@ class _Bench:
         self.stamps: dict[str, dict[str, Any]] = {}  # each commit's, at its last visit
         self.applied = False
         self.runs = 0
-        self.ran: Callable[[], None] = lambda: None  # told of each run as soon as it ends
         self.stop_asked = False
         self.child: Group | None = None  # the run under way: signals are passed on to it
         self.seconds: list[float] = []  # each run's, for the estimate of what is left
@@ -218,8 +214,27 @@ class _Bench:
                 self._git("checkout", "-q", self.home)
 
     def stop_if_asked(self) -> None:
-        if self.stop_asked:
-            raise _Stop
+        """Between runs, once a signal asked: Interrupted, which says what _session's cleanup
+        leaves as it propagates."""
+        if not self.stop_asked:
+            return
+        if self.kept is None:
+            raise Interrupted(
+                "interrupted: nothing was counted, and your branch, tree and patches are back "
+                "as they were; to go on, run the same compare again"
+            )
+        raise Interrupted(
+            f"interrupted: nothing is marked before the hunt settles, the "
+            f"{self.kept.samples_kept()} samples counted so far are kept, the bisect stays "
+            "where it is, and the tree and patches are as they were; to go on, run the same "
+            "patchguard bisect run --metric again: nothing is measured twice (or leave the "
+            "bisect: patchguard git bisect reset)"
+        )
+
+    def keep(self, **record: Any) -> None:
+        """For a metric bisect: written at once (SIGKILL runs no finally)."""
+        if self.kept is not None:
+            self.kept.add(**record)
 
     def run(self, commit: str, what: str) -> Sample | None:
         """One run of CMD at `commit`: its sample, or None when it failed or printed no value
@@ -256,7 +271,7 @@ class _Bench:
             if attested_run is not self.server_attested:
                 attested_run.close()
         self.runs += 1
-        self.ran()
+        self.keep(kind="cost", runs=1)
         self.seconds.append(time.monotonic() - began)
         self.stop_if_asked()  # a run cut short by Ctrl-C is never counted
         self._refuse_changed_code(commit)
@@ -473,21 +488,15 @@ def compare(
 ) -> Comparison:
     """CMD at A and at B in order-balanced pairs, until the answer is settled or at the cap."""
     commits = _commit(repo, a), _commit(repo, b)
-    try:
-        with _session(repo, options, progress, "compare") as bench:
-            return _compare(bench, *commits)
-    except _Stop:
-        raise Interrupted(
-            "interrupted: nothing was counted, and your branch, tree and patches are back as "
-            "they were; to go on, run the same compare again"
-        ) from None
+    with _session(repo, options, progress, "compare") as bench:
+        return _compare(bench, *commits)
 
 
-def _compare(bench: _Bench, a: str, b: str, kept: Kept | None = None) -> Comparison:
-    options = bench.options
+def _compare(bench: _Bench, a: str, b: str) -> Comparison:
+    options, kept = bench.options, bench.kept
     runs_a, runs_b = Runs(a), Runs(b)
     for commit in sorted((a, b), key=lambda c: c != bench.head()):  # where it is first
-        if _warm_up(bench, commit, options.warmups, kept):
+        if _warm_up(bench, commit, options.warmups):
             continue
         if options.server is not None and bench.server_failed is not None:
             raise GuardFailure(  # the server is to blame, not CMD (which never ran)
@@ -548,9 +557,8 @@ def _compare(bench: _Bench, a: str, b: str, kept: Kept | None = None) -> Compari
             first[lead] += 1
             for side, sample in zip(order, pair, strict=True):
                 sides[side].samples.append(sample)
-            if kept is not None:
-                last = asdict(runs_a.samples[-1]), asdict(runs_b.samples[-1])
-                kept.add(kind="pair", lead=lead, a=last[0], b=last[1])
+            last = asdict(runs_a.samples[-1]), asdict(runs_b.samples[-1])
+            bench.keep(kind="pair", lead=lead, a=last[0], b=last[1])
         return stats.decide(
             runs_a.values, runs_b.values, min_effect_pct=options.min_effect_pct, alpha=alpha
         )
@@ -587,25 +595,16 @@ def bisect(repo: Repo, options: Options, progress: Callable[[str], None]) -> Hun
         str(options.metric_file),
     ]
     kept = Kept(repo.layout.git_dir / KEPT_FILE, hunt)
-    try:
-        with _session(repo, options, progress, "bisect run --metric") as bench:
-            bench.ran = lambda: kept.add(kind="cost", runs=1)  # at once: SIGKILL runs no finally
-            found = _bisect(bench, goods[0], bad[0], (good_term, bad_term), kept)
-    except _Stop:
-        raise Interrupted(
-            f"interrupted: nothing is marked before the hunt settles, the "
-            f"{kept.samples_kept()} samples counted so far are kept, the bisect stays where "
-            "it is, and the tree and patches are as they were; to go on, run the same "
-            "patchguard bisect run --metric again: nothing is measured twice (or leave the "
-            "bisect: patchguard git bisect reset)"
-        ) from None
+    with _session(repo, options, progress, "bisect run --metric") as bench:
+        bench.kept = kept
+        found = _bisect(bench, goods[0], bad[0], (good_term, bad_term), kept)
     kept.drop()
     return found
 
 
 def _bisect(bench: _Bench, good: str, bad: str, terms: tuple[str, str], kept: Kept) -> Hunt:
     options = bench.options
-    endpoints = _compare(bench, good, bad, kept)
+    endpoints = _compare(bench, good, bad)
 
     def cost() -> int:
         return kept.earlier_runs + bench.runs
@@ -622,7 +621,7 @@ def _bisect(bench: _Bench, good: str, bad: str, terms: tuple[str, str], kept: Ke
         commit = line[index]
         if commit not in measured:  # a probe's first visit: warmed up if asked (--warmups)
             try:
-                warmed = _warm_up(bench, commit, options.probe_warmups, kept)
+                warmed = _warm_up(bench, commit, options.probe_warmups)
             except _NotCarried as refusal:
                 reasons[commit] = str(refusal)
                 return None
@@ -630,7 +629,7 @@ def _bisect(bench: _Bench, good: str, bad: str, terms: tuple[str, str], kept: Ke
                 reasons[commit] = "the command failed here (its output is above)"
                 return None
             measured[commit] = Runs(commit, kept.samples(commit, bench.stamps[commit]))
-        if not _measure(bench, measured[commit], size, kept):
+        if not _measure(bench, measured[commit], size):
             reasons[commit] = bench.why_not_counted()
             return None
         return measured[commit].values
@@ -646,7 +645,7 @@ def _bisect(bench: _Bench, good: str, bad: str, terms: tuple[str, str], kept: Ke
     parent = line[group[0] - 1] if group[0] else good
     probability = float(search.posterior.probabilities()[group[0]])
     bench.progress(f"{first[:10]} is the first changed commit with probability {probability:.3f}")
-    change = _against_parent(bench, measured, parent, first, kept)
+    change = _against_parent(bench, measured, parent, first)
     steps = _steps(search, line, measured, reasons, endpoints.a, options.min_effect_pct)
     _tell_git(bench, (parent, first), (good, bad), terms)
     subject = bench._subject(first)
@@ -670,20 +669,19 @@ def _line(repo: Repo, good: str, bad: str) -> list[str]:
     return listed
 
 
-def _warm_up(bench: _Bench, commit: str, count: int, kept: Kept | None) -> bool:
+def _warm_up(bench: _Bench, commit: str, count: int) -> bool:
     """The uncounted first runs at `commit` (file caches, bytecode), unless a stopped hunt ran
     them on this code already; False if one failed."""
     bench.visit(commit)
-    if not count or (kept is not None and kept.warmed(commit, bench.stamps[commit])):
+    if not count or (bench.kept is not None and bench.kept.warmed(commit, bench.stamps[commit])):
         return True
     if not all(bench.run(commit, f"warm-up {n + 1}") is not None for n in range(count)):
         return False
-    if kept is not None:
-        kept.add(kind="warmup", commit=commit, stamp=bench.stamps[commit])
+    bench.keep(kind="warmup", commit=commit, stamp=bench.stamps[commit])
     return True
 
 
-def _measure(bench: _Bench, runs: Runs, size: int, kept: Kept) -> bool:
+def _measure(bench: _Bench, runs: Runs, size: int) -> bool:
     """Runs of CMD at runs.commit until it has `size` samples; False if it fails too often."""
     failures = 0
     while len(runs.samples) < size:
@@ -694,7 +692,7 @@ def _measure(bench: _Bench, runs: Runs, size: int, kept: Kept) -> bool:
                 return False
             continue
         runs.samples.append(sample)
-        kept.add(kind="sample", commit=runs.commit, sample=asdict(sample))
+        bench.keep(kind="sample", commit=runs.commit, sample=asdict(sample))
     return True
 
 
@@ -729,7 +727,7 @@ def _pooled(
 
 
 def _against_parent(
-    bench: _Bench, measured: dict[str, Runs], parent: str, first: str, kept: Kept
+    bench: _Bench, measured: dict[str, Runs], parent: str, first: str
 ) -> stats.Decision | None:
     """The first changed commit against its parent, from the runs taken there; more runs at
     both only while those do not decide (looks doubling, as compare's)."""
@@ -737,7 +735,7 @@ def _against_parent(
     sides = measured[parent], measured[first]
 
     def look(size: int, alpha: float) -> stats.Decision | None:
-        if not all(_measure(bench, runs, size, kept) for runs in sides):
+        if not all(_measure(bench, runs, size) for runs in sides):
             return None
         return _pooled(measured, *sides, options.min_effect_pct, alpha)
 
