@@ -636,20 +636,34 @@ def _bisect(bench: _Bench, good: str, bad: str, terms: tuple[str, str], kept: Ke
 
     fit = culprit.Fit.of(endpoints.a.values, endpoints.b.values)
     search = culprit.search(fit, len(line), take, options.max_repeats)
+    evidence = search.posterior.evidence
+
+    def steps() -> list[Step]:
+        """The probed commits, oldest first, each with its change against GOOD."""
+        found = []
+        for index, commit in enumerate(line):
+            runs = measured.get(commit, Runs(commit))
+            if commit in reasons:
+                found.append(Step("skip", runs, None, reasons[commit]))
+            elif index in evidence:
+                like = "bad" if evidence[index] > 0 else "good"
+                against = _pooled(measured, endpoints.a, runs, options.min_effect_pct)
+                found.append(Step(like, runs, against))
+        return found
+
     group = search.group
     if group is None or len(group) > 1:
         verdict = UNSETTLED if group is None else AMBIGUOUS
-        steps = _steps(search, line, measured, reasons, endpoints.a, options.min_effect_pct)
-        return Hunt(endpoints, steps, verdict, cost(), line)
+        return Hunt(endpoints, steps(), verdict, cost(), line)
     first = line[group[0]]
     parent = line[group[0] - 1] if group[0] else good
     probability = float(search.posterior.probabilities()[group[0]])
     bench.progress(f"{first[:10]} is the first changed commit with probability {probability:.3f}")
     change = _against_parent(bench, measured, parent, first)
-    steps = _steps(search, line, measured, reasons, endpoints.a, options.min_effect_pct)
+    probed = steps()
     _tell_git(bench, (parent, first), (good, bad), terms)
     subject = bench._subject(first)
-    return Hunt(endpoints, steps, FOUND, cost(), line, first, change, parent, probability, subject)
+    return Hunt(endpoints, probed, FOUND, cost(), line, first, change, parent, probability, subject)
 
 
 def _line(repo: Repo, good: str, bad: str) -> list[str]:
@@ -694,26 +708,6 @@ def _measure(bench: _Bench, runs: Runs, size: int) -> bool:
         runs.samples.append(sample)
         bench.keep(kind="sample", commit=runs.commit, sample=asdict(sample))
     return True
-
-
-def _steps(
-    search: culprit.Search,
-    line: list[str],
-    measured: dict[str, Runs],
-    reasons: dict[str, str],
-    good: Runs,
-    min_effect_pct: float,
-) -> list[Step]:
-    """The probed commits, oldest first, each with its change against GOOD."""
-    steps = []
-    for index, commit in enumerate(line):
-        if commit in reasons:
-            steps.append(Step("skip", measured.get(commit, Runs(commit)), None, reasons[commit]))
-        elif index in search.posterior.evidence:
-            runs = measured[commit]
-            like = "bad" if search.posterior.evidence[index] > 0 else "good"
-            steps.append(Step(like, runs, _pooled(measured, good, runs, min_effect_pct)))
-    return steps
 
 
 def _pooled(
