@@ -158,9 +158,9 @@ def test_pooled_runs_of_two_commits_decide_from_one_run_each() -> None:
     """A bisect reports the first changed commit against its parent from the runs taken
     there, with the spread of single runs known from the whole hunt."""
     spread = (0.02, 20)
-    one = stats.decide_pooled([94.0], [62.0], spread, min_effect_pct=5)
+    one = stats.decide([94.0], [62.0], min_effect_pct=5, spread=spread)
     assert one.verdict == stats.DIFFERENT and one.ci_pct[1] < -20
-    near = stats.decide_pooled([94.0] * 8, [94.5] * 8, spread, min_effect_pct=5)
+    near = stats.decide([94.0] * 8, [94.5] * 8, min_effect_pct=5, spread=spread)
     assert near.verdict == stats.SAME
     groups = [[94.0, 95.0, 93.0], [60.0, 61.0, 59.0]]
     scale, df = stats.pooled_spread(groups)

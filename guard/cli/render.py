@@ -287,14 +287,14 @@ def step_lines(result: StepResult) -> list[str]:
 
 def compare_lines(comparison: Comparison) -> list[str]:
     """The short table of `patchguard compare`: each side's median, Δ% with its interval, n, p."""
-    from guard.hunt.stats import median_of
+    from statistics import median
 
     decision, metric = comparison.decision, comparison.metric
     better = f", {metric.direction} is better" if metric.direction else ""
     lines = [f"metric: {metric.spec}{better}", "side  commit      median      n"]
     for side, runs in (("A", comparison.a), ("B", comparison.b)):
         lines.append(
-            f"{side:<5} {runs.commit[:10]}  {median_of(runs.values):<10.4g}  {len(runs.samples)}"
+            f"{side:<5} {runs.commit[:10]}  {median(runs.values):<10.4g}  {len(runs.samples)}"
         )
     lines.append(f"{_delta(decision)}, p = {decision.p_value:.2g}, {decision.n[0]} pairs")
     lines.append(_verdict_line(comparison))
@@ -332,7 +332,7 @@ def _verdict_line(comparison: Comparison) -> str:
 
 
 def compare_json(comparison: Comparison) -> str:
-    from guard.hunt.stats import median_of
+    from statistics import median
 
     decision = comparison.decision
     return json_report(
@@ -352,7 +352,7 @@ def compare_json(comparison: Comparison) -> str:
         **{
             name: {
                 "commit": runs.commit,
-                "median": median_of(runs.values),
+                "median": median(runs.values),
                 "samples": _samples_json(runs),
             }
             for name, runs in (("a", comparison.a), ("b", comparison.b))

@@ -50,10 +50,6 @@ class Interrupted(PatchguardError):
     exit_code = EXIT_INTERRUPTED
 
 
-class _Stop(Exception):
-    """Raised between runs once a signal asked to stop; becomes Interrupted after cleanup."""
-
-
 class _NotCarried(GuardFailure):
     """The patches do not hold at a commit: a probe skips it; anywhere else it ends the hunt."""
 
@@ -132,6 +128,7 @@ class _Bench:
         self.options = options
         self.progress = progress
         self.hunt = hunt  # "compare" or "bisect": what the advice says to run again
+        self.kept: Kept | None = None  # a metric bisect's (compare keeps nothing for a next one)
         self.home = _current(repo)  # where the user is: back there at the end
         self.note = HomeNote(repo.layout.git_dir)  # for the next hunt, if this one is killed
         self.here: str | None = None  # the commit the patches are applied at, stamp taken
@@ -139,7 +136,6 @@ class _Bench:
         self.stamps: dict[str, dict[str, Any]] = {}  # each commit's, at its last visit
         self.applied = False
         self.runs = 0
-        self.ran: Callable[[], None] = lambda: None  # told of each run as soon as it ends
         self.stop_asked = False
         self.child: Group | None = None  # the run under way: signals are passed on to it
         self.seconds: list[float] = []  # each run's, for the estimate of what is left
@@ -157,18 +153,6 @@ class _Bench:
         self.unattested: str | None = None  # why the last run's value was not counted
         given = options.metric_file
         self.metric_file = None if given is None else repo.workdir / given
-
-    def remember_home(self, lift_entry: Path | None) -> None:
-        """Before the first move: where to go back to (guard.hunt.kept.HomeNote), and say so
-        when it is where a hunt killed outright left the user, not where HEAD is."""
-        earlier = self.note.begin(self.home, lift_entry)
-        if earlier is not None:
-            shown = earlier[:10] if len(earlier) == 40 else earlier
-            self.progress(
-                f"an earlier hunt was killed before it went back to {shown}; this one goes "
-                "back there when it ends"
-            )
-            self.home = earlier
 
     def _view(self) -> Repo:
         """A fresh view after git moved (the index and HEAD read anew)."""
@@ -230,8 +214,27 @@ class _Bench:
                 self._git("checkout", "-q", self.home)
 
     def stop_if_asked(self) -> None:
-        if self.stop_asked:
-            raise _Stop
+        """Between runs, once a signal asked: Interrupted, which says what _session's cleanup
+        leaves as it propagates."""
+        if not self.stop_asked:
+            return
+        if self.kept is None:
+            raise Interrupted(
+                "interrupted: nothing was counted, and your branch, tree and patches are back "
+                "as they were; to go on, run the same compare again"
+            )
+        raise Interrupted(
+            f"interrupted: nothing is marked before the hunt settles, the "
+            f"{self.kept.samples_kept()} samples counted so far are kept, the bisect stays "
+            "where it is, and the tree and patches are as they were; to go on, run the same "
+            "patchguard bisect run --metric again: nothing is measured twice (or leave the "
+            "bisect: patchguard git bisect reset)"
+        )
+
+    def keep(self, **record: Any) -> None:
+        """For a metric bisect: written at once (SIGKILL runs no finally)."""
+        if self.kept is not None:
+            self.kept.add(**record)
 
     def run(self, commit: str, what: str) -> Sample | None:
         """One run of CMD at `commit`: its sample, or None when it failed or printed no value
@@ -268,7 +271,7 @@ class _Bench:
             if attested_run is not self.server_attested:
                 attested_run.close()
         self.runs += 1
-        self.ran()
+        self.keep(kind="cost", runs=1)
         self.seconds.append(time.monotonic() - began)
         self.stop_if_asked()  # a run cut short by Ctrl-C is never counted
         self._refuse_changed_code(commit)
@@ -450,7 +453,15 @@ def _session(
         signals_to(note, signal.SIGINT, signal.SIGTERM, signal.SIGHUP),
         moves.lifted(repo, operation, hunt=True) as lift,
     ):
-        bench.remember_home(lift.entry)  # under the worktree's lock: no other hunt runs
+        # Before the first move, under the worktree's lock (no other hunt runs): where to go
+        # back to, which is where a hunt killed outright left the user, not HEAD, if one was.
+        if (earlier := bench.note.begin(bench.home, lift.entry)) is not None:
+            shown = earlier[:10] if len(earlier) == 40 else earlier
+            progress(
+                f"an earlier hunt was killed before it went back to {shown}; this one goes "
+                "back there when it ends"
+            )
+            bench.home = earlier
         try:
             yield bench
         finally:
@@ -477,21 +488,15 @@ def compare(
 ) -> Comparison:
     """CMD at A and at B in order-balanced pairs, until the answer is settled or at the cap."""
     commits = _commit(repo, a), _commit(repo, b)
-    try:
-        with _session(repo, options, progress, "compare") as bench:
-            return _compare(bench, *commits)
-    except _Stop:
-        raise Interrupted(
-            "interrupted: nothing was counted, and your branch, tree and patches are back as "
-            "they were; to go on, run the same compare again"
-        ) from None
+    with _session(repo, options, progress, "compare") as bench:
+        return _compare(bench, *commits)
 
 
-def _compare(bench: _Bench, a: str, b: str, kept: Kept | None = None) -> Comparison:
-    options = bench.options
+def _compare(bench: _Bench, a: str, b: str) -> Comparison:
+    options, kept = bench.options, bench.kept
     runs_a, runs_b = Runs(a), Runs(b)
     for commit in sorted((a, b), key=lambda c: c != bench.head()):  # where it is first
-        if _warm_up(bench, commit, options.warmups, kept):
+        if _warm_up(bench, commit, options.warmups):
             continue
         if options.server is not None and bench.server_failed is not None:
             raise GuardFailure(  # the server is to blame, not CMD (which never ran)
@@ -552,9 +557,8 @@ def _compare(bench: _Bench, a: str, b: str, kept: Kept | None = None) -> Compari
             first[lead] += 1
             for side, sample in zip(order, pair, strict=True):
                 sides[side].samples.append(sample)
-            if kept is not None:
-                last = asdict(runs_a.samples[-1]), asdict(runs_b.samples[-1])
-                kept.add(kind="pair", lead=lead, a=last[0], b=last[1])
+            last = asdict(runs_a.samples[-1]), asdict(runs_b.samples[-1])
+            bench.keep(kind="pair", lead=lead, a=last[0], b=last[1])
         return stats.decide(
             runs_a.values, runs_b.values, min_effect_pct=options.min_effect_pct, alpha=alpha
         )
@@ -591,25 +595,16 @@ def bisect(repo: Repo, options: Options, progress: Callable[[str], None]) -> Hun
         str(options.metric_file),
     ]
     kept = Kept(repo.layout.git_dir / KEPT_FILE, hunt)
-    try:
-        with _session(repo, options, progress, "bisect run --metric") as bench:
-            bench.ran = lambda: kept.add(kind="cost", runs=1)  # at once: SIGKILL runs no finally
-            found = _bisect(bench, goods[0], bad[0], (good_term, bad_term), kept)
-    except _Stop:
-        raise Interrupted(
-            f"interrupted: nothing is marked before the hunt settles, the "
-            f"{kept.samples_kept()} samples counted so far are kept, the bisect stays where "
-            "it is, and the tree and patches are as they were; to go on, run the same "
-            "patchguard bisect run --metric again: nothing is measured twice (or leave the "
-            "bisect: patchguard git bisect reset)"
-        ) from None
+    with _session(repo, options, progress, "bisect run --metric") as bench:
+        bench.kept = kept
+        found = _bisect(bench, goods[0], bad[0], (good_term, bad_term), kept)
     kept.drop()
     return found
 
 
 def _bisect(bench: _Bench, good: str, bad: str, terms: tuple[str, str], kept: Kept) -> Hunt:
     options = bench.options
-    endpoints = _compare(bench, good, bad, kept)
+    endpoints = _compare(bench, good, bad)
 
     def cost() -> int:
         return kept.earlier_runs + bench.runs
@@ -626,7 +621,7 @@ def _bisect(bench: _Bench, good: str, bad: str, terms: tuple[str, str], kept: Ke
         commit = line[index]
         if commit not in measured:  # a probe's first visit: warmed up if asked (--warmups)
             try:
-                warmed = _warm_up(bench, commit, options.probe_warmups, kept)
+                warmed = _warm_up(bench, commit, options.probe_warmups)
             except _NotCarried as refusal:
                 reasons[commit] = str(refusal)
                 return None
@@ -634,27 +629,41 @@ def _bisect(bench: _Bench, good: str, bad: str, terms: tuple[str, str], kept: Ke
                 reasons[commit] = "the command failed here (its output is above)"
                 return None
             measured[commit] = Runs(commit, kept.samples(commit, bench.stamps[commit]))
-        if not _measure(bench, measured[commit], size, kept):
+        if not _measure(bench, measured[commit], size):
             reasons[commit] = bench.why_not_counted()
             return None
         return measured[commit].values
 
     fit = culprit.Fit.of(endpoints.a.values, endpoints.b.values)
     search = culprit.search(fit, len(line), take, options.max_repeats)
+    evidence = search.posterior.evidence
+
+    def steps() -> list[Step]:
+        """The probed commits, oldest first, each with its change against GOOD."""
+        found = []
+        for index, commit in enumerate(line):
+            runs = measured.get(commit, Runs(commit))
+            if commit in reasons:
+                found.append(Step("skip", runs, None, reasons[commit]))
+            elif index in evidence:
+                like = "bad" if evidence[index] > 0 else "good"
+                against = _pooled(measured, endpoints.a, runs, options.min_effect_pct)
+                found.append(Step(like, runs, against))
+        return found
+
     group = search.group
     if group is None or len(group) > 1:
         verdict = UNSETTLED if group is None else AMBIGUOUS
-        steps = _steps(search, line, measured, reasons, endpoints.a, options.min_effect_pct)
-        return Hunt(endpoints, steps, verdict, cost(), line)
+        return Hunt(endpoints, steps(), verdict, cost(), line)
     first = line[group[0]]
     parent = line[group[0] - 1] if group[0] else good
     probability = float(search.posterior.probabilities()[group[0]])
     bench.progress(f"{first[:10]} is the first changed commit with probability {probability:.3f}")
-    change = _against_parent(bench, measured, parent, first, kept)
-    steps = _steps(search, line, measured, reasons, endpoints.a, options.min_effect_pct)
+    change = _against_parent(bench, measured, parent, first)
+    probed = steps()
     _tell_git(bench, (parent, first), (good, bad), terms)
     subject = bench._subject(first)
-    return Hunt(endpoints, steps, FOUND, cost(), line, first, change, parent, probability, subject)
+    return Hunt(endpoints, probed, FOUND, cost(), line, first, change, parent, probability, subject)
 
 
 def _line(repo: Repo, good: str, bad: str) -> list[str]:
@@ -674,20 +683,19 @@ def _line(repo: Repo, good: str, bad: str) -> list[str]:
     return listed
 
 
-def _warm_up(bench: _Bench, commit: str, count: int, kept: Kept | None) -> bool:
+def _warm_up(bench: _Bench, commit: str, count: int) -> bool:
     """The uncounted first runs at `commit` (file caches, bytecode), unless a stopped hunt ran
     them on this code already; False if one failed."""
     bench.visit(commit)
-    if not count or (kept is not None and kept.warmed(commit, bench.stamps[commit])):
+    if not count or (bench.kept is not None and bench.kept.warmed(commit, bench.stamps[commit])):
         return True
     if not all(bench.run(commit, f"warm-up {n + 1}") is not None for n in range(count)):
         return False
-    if kept is not None:
-        kept.add(kind="warmup", commit=commit, stamp=bench.stamps[commit])
+    bench.keep(kind="warmup", commit=commit, stamp=bench.stamps[commit])
     return True
 
 
-def _measure(bench: _Bench, runs: Runs, size: int, kept: Kept) -> bool:
+def _measure(bench: _Bench, runs: Runs, size: int) -> bool:
     """Runs of CMD at runs.commit until it has `size` samples; False if it fails too often."""
     failures = 0
     while len(runs.samples) < size:
@@ -698,28 +706,8 @@ def _measure(bench: _Bench, runs: Runs, size: int, kept: Kept) -> bool:
                 return False
             continue
         runs.samples.append(sample)
-        kept.add(kind="sample", commit=runs.commit, sample=asdict(sample))
+        bench.keep(kind="sample", commit=runs.commit, sample=asdict(sample))
     return True
-
-
-def _steps(
-    search: culprit.Search,
-    line: list[str],
-    measured: dict[str, Runs],
-    reasons: dict[str, str],
-    good: Runs,
-    min_effect_pct: float,
-) -> list[Step]:
-    """The probed commits, oldest first, each with its change against GOOD."""
-    steps = []
-    for index, commit in enumerate(line):
-        if commit in reasons:
-            steps.append(Step("skip", measured.get(commit, Runs(commit)), None, reasons[commit]))
-        elif index in search.posterior.evidence:
-            runs = measured[commit]
-            like = "bad" if search.posterior.evidence[index] > 0 else "good"
-            steps.append(Step(like, runs, _pooled(measured, good, runs, min_effect_pct)))
-    return steps
 
 
 def _pooled(
@@ -727,13 +715,13 @@ def _pooled(
 ) -> stats.Decision:
     """B against A, with the spread of single runs pooled over every commit the hunt measured."""
     spread = stats.pooled_spread([runs.values for runs in measured.values()])
-    return stats.decide_pooled(
-        a.values, b.values, spread, min_effect_pct=min_effect_pct, alpha=alpha
+    return stats.decide(
+        a.values, b.values, min_effect_pct=min_effect_pct, alpha=alpha, spread=spread
     )
 
 
 def _against_parent(
-    bench: _Bench, measured: dict[str, Runs], parent: str, first: str, kept: Kept
+    bench: _Bench, measured: dict[str, Runs], parent: str, first: str
 ) -> stats.Decision | None:
     """The first changed commit against its parent, from the runs taken there; more runs at
     both only while those do not decide (looks doubling, as compare's)."""
@@ -741,7 +729,7 @@ def _against_parent(
     sides = measured[parent], measured[first]
 
     def look(size: int, alpha: float) -> stats.Decision | None:
-        if not all(_measure(bench, runs, size, kept) for runs in sides):
+        if not all(_measure(bench, runs, size) for runs in sides):
             return None
         return _pooled(measured, *sides, options.min_effect_pct, alpha)
 
@@ -760,8 +748,17 @@ def _tell_git(
     line): then it says so, and the verdict stands."""
     said: list[str] = []
     for commit, endpoint, term in zip(found, endpoints, terms, strict=True):
-        if commit != endpoint:  # GOOD and BAD are marked already
-            said += _mark(bench, commit, term)
+        if commit == endpoint:  # GOOD and BAD are marked already
+            continue
+        bench.leave()  # the patches lifted: git then checks out the next commit
+        bench.progress(f"git bisect {term} {commit[:10]}")
+        lines = bench._git("bisect", term, commit).splitlines()
+        bench.home = bench.head()
+        bench.note.write(bench.home)
+        for line in lines:
+            if line.startswith("Bisecting:"):
+                bench.progress(line)
+        said += lines
     first = found[1]
     named = f"{first} is the first {terms[1]} commit"
     if said and not any(line.startswith(named) for line in said):
@@ -769,19 +766,6 @@ def _tell_git(
             f"git bisect has commits off the first-parent line left to test; patchguard's "
             f"answer is {first[:10]} (see git bisect log)"
         )
-
-
-def _mark(bench: _Bench, commit: str, term: str) -> list[str]:
-    """Tell git bisect (with the patches lifted: git then checks out the next commit)."""
-    bench.leave()
-    bench.progress(f"git bisect {term} {commit[:10]}")
-    said = bench._git("bisect", term, commit).splitlines()
-    bench.home = bench.head()
-    bench.note.write(bench.home)
-    for line in said:
-        if line.startswith("Bisecting:"):
-            bench.progress(line)
-    return said
 
 
 def _terms(repo: Repo) -> tuple[str, str]:

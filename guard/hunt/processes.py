@@ -56,12 +56,6 @@ class Group:
         """Whether the leader (the command itself) has exited; its helpers may live on."""
         return self.popen.poll() is not None
 
-    @property
-    def status(self) -> int:
-        """The leader's exit as a shell reports it (128+N when signal N ended it)."""
-        code = self.popen.wait()
-        return code if code >= 0 else 128 - code
-
     def signal(self, number: int) -> None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.pgid, number)
@@ -119,7 +113,7 @@ def _stat(entry: Path) -> list[str] | None:
 
 @dataclass
 class Finished:
-    status: int  # as a shell reports it; meaningless when timed_out or stopped
+    status: int  # as a shell reports it (128+N: signal N); meaningless when timed_out or stopped
     output: str
     timed_out: bool = False
 
@@ -173,8 +167,10 @@ def run_grouped(
         started(None)
         group.popen.stdout.close()
     output = b"".join(chunks).decode(errors="replace")
-    status = group.status if group.exited() else 128 + signal.SIGKILL
-    return Finished(status, output, timed_out)
+    code = group.popen.poll()
+    if code is None:  # the leader outlived SIGKILL
+        code = -signal.SIGKILL
+    return Finished(code if code >= 0 else 128 - code, output, timed_out)
 
 
 def _drain(pipe: int, chunks: list[bytes]) -> bool:

@@ -72,63 +72,59 @@ class Decision:
 
 
 def decide(
-    a: Sequence[float], b: Sequence[float], *, min_effect_pct: float, alpha: float = ALPHA
-) -> Decision:
-    """One look at paired runs (a[i] and b[i] one pair): the t-test on their log-ratios, with
-    _robust's checks before a `different`."""
-    log_a, log_b = np.log(np.asarray(a, float)), np.log(np.asarray(b, float))
-    ratios = log_b - log_a
-    estimate = float(np.mean(ratios))
-    if np.ptp(ratios) == 0:  # identical ratios: no spread for a t-test, the answer is plain
-        p_value, low, high = (1.0 if estimate == 0 else 0.0), estimate, estimate
-    else:
-        test = stats.ttest_1samp(ratios, 0.0)
-        interval = test.confidence_interval(CONFIDENCE)
-        p_value, low, high = float(test.pvalue), float(interval.low), float(interval.high)
-    noise = max(_spread_pct(log_a), _spread_pct(log_b))
-    return _verdict(
-        estimate,
-        (low, high),
-        p_value,
-        noise,
-        significant=lambda: p_value <= alpha and _robust(ratios, estimate, alpha),
-        outlier=_has_outlier(ratios),
-        n=(len(a), len(b)),
-        min_effect_pct=min_effect_pct,
-    )
-
-
-def decide_pooled(
     a: Sequence[float],
     b: Sequence[float],
-    spread: tuple[float, int],
     *,
     min_effect_pct: float,
     alpha: float = ALPHA,
+    spread: tuple[float, int] | None = None,
 ) -> Decision:
-    """One look at unpaired runs of two commits, with the spread of single runs known from the
-    whole hunt (pooled_spread's): even one run on each side can decide when the change is many
-    times the noise."""
+    """One look at paired runs (a[i] and b[i] one pair): the t-test on their log-ratios, with
+    _robust's checks before a `different`. With `spread`, the spread of single runs known from
+    the whole hunt (pooled_spread's), a look at unpaired runs of two commits instead: even one
+    run on each side can decide when the change is many times the noise.
+
+    `same` first (a significant change smaller than the smallest effect is still `same`),
+    then `different` when the change is significant and closer to the smallest effect than to
+    none (|Δ| ≥ half of it: a change that counts is the likelier reading), unless the runs are
+    unstable (ClickHouse: they vary by as much as the change, or one of them is an outlier).
+    """
     log_a, log_b = np.log(np.asarray(a, float)), np.log(np.asarray(b, float))
-    estimate = float(np.mean(log_b) - np.mean(log_a))
-    scale, df = spread
-    error = scale * float(np.sqrt(1 / len(log_a) + 1 / len(log_b)))
-    if error == 0 or df < 1:
-        p_value, low, high = (1.0 if estimate == 0 else 0.0), estimate, estimate
+    ratios = None  # paired runs' log-ratios
+    if spread is None:
+        ratios = log_b - log_a
+        estimate = float(np.mean(ratios))
+        noise, outlier = max(_spread_pct(log_a), _spread_pct(log_b)), _has_outlier(ratios)
+        plain = bool(np.ptp(ratios) == 0)  # identical ratios: no spread for a t-test
+        if not plain:
+            test = stats.ttest_1samp(ratios, 0.0)
+            interval = test.confidence_interval(CONFIDENCE)
+            p_value, low, high = float(test.pvalue), float(interval.low), float(interval.high)
     else:
-        p_value = float(2 * stats.t.sf(abs(estimate) / error, df))
-        half = float(stats.t.ppf(0.5 + CONFIDENCE / 2, df)) * error
-        low, high = estimate - half, estimate + half
-    return _verdict(
-        estimate,
-        (low, high),
-        p_value,
-        _pct(scale),
-        significant=lambda: p_value <= alpha,
-        outlier=False,
-        n=(len(a), len(b)),
-        min_effect_pct=min_effect_pct,
-    )
+        estimate = float(np.mean(log_b) - np.mean(log_a))
+        scale, df = spread
+        error = scale * float(np.sqrt(1 / len(log_a) + 1 / len(log_b)))
+        noise, outlier = _pct(scale), False
+        plain = error == 0 or df < 1
+        if not plain:
+            p_value = float(2 * stats.t.sf(abs(estimate) / error, df))
+            half = float(stats.t.ppf(0.5 + CONFIDENCE / 2, df)) * error
+            low, high = estimate - half, estimate + half
+    if plain:  # no spread to test against: the answer is plain
+        p_value, low, high = (1.0 if estimate == 0 else 0.0), estimate, estimate
+    delta, ci = _pct(estimate), (_pct(low), _pct(high))
+    if -min_effect_pct < ci[0] and ci[1] < min_effect_pct:
+        verdict, unstable = SAME, False
+    elif (
+        abs(delta) >= min_effect_pct / 2
+        and p_value <= alpha
+        and (ratios is None or _robust(ratios, estimate, alpha))
+    ):
+        unstable = outlier or noise >= abs(delta)
+        verdict = UNKNOWN if unstable else DIFFERENT
+    else:
+        verdict, unstable = UNKNOWN, outlier or noise > min_effect_pct
+    return Decision(verdict, delta, ci, p_value, noise, unstable, (len(a), len(b)), min_effect_pct)
 
 
 def pooled_spread(groups: Sequence[Sequence[float]]) -> tuple[float, int]:
@@ -139,32 +135,6 @@ def pooled_spread(groups: Sequence[Sequence[float]]) -> tuple[float, int]:
     if df < 1:
         return 0.0, 0
     return float(np.sqrt(sum(float(np.sum(r**2)) for r in residuals) / df)), df
-
-
-def _verdict(
-    estimate: float,
-    interval: tuple[float, float],
-    p_value: float,
-    noise: float,
-    *,
-    significant: Callable[[], bool],
-    outlier: bool,
-    n: tuple[int, int],
-    min_effect_pct: float,
-) -> Decision:
-    """`same` first (a significant change smaller than the smallest effect is still `same`),
-    then `different` when the change is significant and closer to the smallest effect than to
-    none (|Δ| ≥ half of it: a change that counts is the likelier reading), unless the runs are
-    unstable (ClickHouse: they vary by as much as the change, or one of them is an outlier)."""
-    delta, ci = _pct(estimate), (_pct(interval[0]), _pct(interval[1]))
-    if -min_effect_pct < ci[0] and ci[1] < min_effect_pct:
-        verdict, unstable = SAME, False
-    elif abs(delta) >= min_effect_pct / 2 and significant():
-        unstable = outlier or noise >= abs(delta)
-        verdict = UNKNOWN if unstable else DIFFERENT
-    else:
-        verdict, unstable = UNKNOWN, outlier or noise > min_effect_pct
-    return Decision(verdict, delta, ci, p_value, noise, unstable, n, min_effect_pct)
 
 
 def _robust(ratios: np.ndarray, estimate: float, alpha: float) -> bool:
@@ -212,10 +182,6 @@ def settle(
         if settled(answer):
             break
     return answer, size
-
-
-def median_of(values: Sequence[float]) -> float:
-    return float(np.median(np.asarray(values, float)))
 
 
 def _spread_pct(log_values: np.ndarray) -> float:
