@@ -470,6 +470,47 @@ def test_ctrl_c_while_patchguard_runs_git_stops_between_runs(
     as_the_user_left_it(hunt, kimi)
 
 
+def test_a_git_of_patchguards_ended_by_the_same_ctrl_c_is_an_interruption_not_a_failure(
+    hunt: Checkout, tmp_path: Path
+) -> None:
+    """A git started just as Ctrl-C comes can take the signal itself: between fork and the
+    setsid that takes it out of the terminal's group, it is still in patchguard's group, with
+    the handlers reset. Such a git dies of SIGINT; that is the user's Ctrl-C, not git failing
+    (seen under load as `git ls-files --others ... failed: exit -2`, exit 2)."""
+    kimi = hunt.kimi.read_bytes()
+    wrapper = tmp_path / "bin" / "git"
+    wrapper.parent.mkdir()
+    count = tmp_path / "git-count"
+    wrapper.write_text(
+        f"#!{sys.executable}\n"
+        "import os, signal, sys\n"
+        "if '--others' in sys.argv:\n"
+        f"    count = {str(count)!r}\n"
+        "    n = int(open(count).read()) + 1 if os.path.exists(count) else 1\n"
+        "    open(count, 'w').write(str(n))\n"
+        "    if n == 2:  # Ctrl-C reaches patchguard, and this git with it\n"
+        "        os.killpg(os.getpgid(os.getppid()), signal.SIGINT)\n"
+        "        signal.signal(signal.SIGINT, signal.SIG_DFL)\n"
+        "        os.kill(os.getpid(), signal.SIGINT)\n"
+        f"os.execv({shutil.which('git')!r}, ['git', *sys.argv[1:]])\n"
+    )
+    wrapper.chmod(0o755)
+    env = {**hunt.env, "PATH": f"{wrapper.parent}{os.pathsep}{hunt.env['PATH']}"}
+    child = subprocess.run(
+        ["patchguard", "compare", "s02", "s12", "--", *BENCH],
+        cwd=hunt.root,
+        env=env,
+        capture_output=True,
+        text=True,
+        start_new_session=True,
+        timeout=PATIENCE,
+    )
+    assert int(count.read_text()) >= 2
+    assert child.returncode == 130, child.stderr
+    assert "interrupted" in child.stderr and "failed" not in child.stderr, child.stderr
+    as_the_user_left_it(hunt, kimi)
+
+
 def test_a_label_that_names_no_row_says_so_not_that_the_benchmark_fails(hunt: Checkout) -> None:
     result = in_process(hunt, "compare", "s02", "s12", "--metric", "Output token", "--", *BENCH)
     assert result.exit_code == 1

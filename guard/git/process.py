@@ -80,6 +80,10 @@ class StartedGit:
             self.discard()
             raise
         result = subprocess.CompletedProcess(self.command, self.process.returncode, stdout, stderr)
+        if result.returncode == -signal.SIGINT:
+            # The user's Ctrl-C, not git failing: a git started as it came was still in our
+            # process group (between fork and its setsid) with the handlers reset.
+            raise KeyboardInterrupt
         if result.returncode != 0:
             lines = result.stderr.strip().splitlines()
             # git's own reason comes first ("fatal: 'x' does not appear to be a git
