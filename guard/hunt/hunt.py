@@ -31,7 +31,7 @@ from guard.hunt.metrics import Metric, Unreadable
 from guard.hunt.processes import Finished, Group, run_grouped
 from guard.hunt.server import SERVER_LOG, Server, ServerSpec
 from guard.ops import attest, moves
-from guard.ops.provenance import stamp, utc_now, with_attestations
+from guard.ops.provenance import stamp, utc_now
 from guard.store.derived import load_manifest
 from guard.tree import patching
 from guard.tree.verdicts import CheckReport
@@ -286,7 +286,8 @@ class _Bench:
         if said is not None or isinstance(value, str):  # (a value-less run has said why)
             return None
         return Sample(
-            value, with_attestations({**self.stamps[commit], "timestamp": utc_now()}, attested)
+            value,
+            {**self.stamps[commit], "timestamp": utc_now(), "attestations": attested.as_json()},
         )
 
     def _failure(

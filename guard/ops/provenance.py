@@ -17,13 +17,11 @@ from guard.git.gitpaths import read_head
 from guard.git.objects import blob_id
 from guard.git.process import StartedGit, run_git, start_git
 
-# for the type checker only
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
     from guard.git.repo import Repo
-    from guard.ops.attest import Verdict
 
 STAMP_FORMAT = "patchguard.stamp/1"
 
@@ -100,12 +98,6 @@ def stamp(
         "patchguard": installed(sys.path, {"pg": ("git-patchguard",)})["pg"] or "unknown",
         "timestamp": utc_now(),
     }
-
-
-def with_attestations(stamp_data: dict[str, Any], verdict: Verdict) -> dict[str, Any]:
-    """The stamp of a run with what its processes attested (`attestations`, docs/benchmarks.md):
-    which process imported which guarded module from where, and whether the run counts."""
-    return {**stamp_data, "attestations": verdict.as_json()}
 
 
 def utc_now() -> str:
