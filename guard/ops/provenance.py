@@ -167,27 +167,20 @@ def code_edits(
     return {path: blob for path, blob in ids.items() if path in new or blob != committed.get(path)}
 
 
-# Every index entry with its tag: a lowercase one is marked assume-unchanged, `S` skip-worktree.
-# `git status` compares neither with the worktree; an edit there still runs.
-_HIDDEN = ("ls-files", "-v", "-z")
-
-
 def _hidden_entries(repo: Repo) -> Callable[[], list[str]]:
-    """The entries git status does not look at, once asked for (_HIDDEN started now): each
-    skip-worktree one (`S`, `s` with assume-unchanged too) that has a file in the worktree, and
-    each assume-unchanged one (deleted, when no file)."""
-    listed = start_git(_HIDDEN, repo.workdir)
+    """The index entries `git status` does not compare with the worktree (an edit there still
+    runs), once asked for (`ls-files -v`, started now): each skip-worktree one (tag `S`, or `s`
+    with assume-unchanged too) that has a file (without one, a sparse checkout left it out),
+    and each assume-unchanged one (a lowercase tag; deleted, when no file)."""
+    listed = start_git(("ls-files", "-v", "-z"), repo.workdir)
 
     def answer() -> list[str]:
-        hidden = []
-        for entry in listed.result().stdout.split("\0"):
-            tag, path = entry[:1], entry[2:]
-            if tag in ("S", "s"):  # skip-worktree: without a file, left out by a sparse checkout
-                if os.path.lexists(repo.workdir / path):
-                    hidden.append(path)
-            elif tag.islower():  # assume-unchanged
-                hidden.append(path)
-        return hidden
+        entries = (entry.partition(" ")[::2] for entry in listed.result().stdout.split("\0"))
+        return [
+            path
+            for tag, path in entries
+            if (os.path.lexists(repo.workdir / path) if tag in ("S", "s") else tag.islower())
+        ]
 
     return answer
 
