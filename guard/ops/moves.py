@@ -46,7 +46,6 @@ if TYPE_CHECKING:
     from guard.tree import patching
     from guard.tree.verdicts import CheckReport
 
-STEP_COMMAND = ("bisect", "step")
 STEP_DECIDED = "patchguard-bisect-step"  # in the worktree's git dir: the status a step decided
 # What git bisect runs at each commit. Only a status the step decided and wrote down reaches git:
 # a step killed by a signal, or a Python that cannot start patchguard, ends with a status of its
@@ -187,9 +186,10 @@ def run_git_lifted(repo: Repo, args: Sequence[str], cwd: Path) -> tuple[int, Lif
             if stash is not None:  # a stash of nothing but the patches has nothing to apply
                 lift.stash_held = stash.patches
                 commands = [c for c in (stash.apply, stash.drop) if c is not None]
+        held = {HELD_VARIABLE: str(repo.layout.worktree_lock_path)}
         status = 0
         for command in commands:  # each only once the one before it succeeded
-            status = run_git(command, cwd, passthrough=True, env=_hold(repo)).returncode
+            status = run_git(command, cwd, passthrough=True, env=held).returncode
             if status != 0:
                 break
         if status != 0:
@@ -221,12 +221,6 @@ def _carry_edits_hint(repo: Repo, args: Sequence[str]) -> str | None:
     )
 
 
-def _hold(repo: Repo) -> dict[str, str]:
-    """The environment that tells this worktree's hooks and nested patchguard calls that we
-    hold its lock."""
-    return {HELD_VARIABLE: str(repo.layout.worktree_lock_path)}
-
-
 # --- bisect ------------------------------------------------------------------------------------
 
 
@@ -252,7 +246,7 @@ def bisect_run(repo: Repo, command: Sequence[str], log: Path | None) -> tuple[in
             ) from None
     decided = repo.layout.git_dir / STEP_DECIDED
     # -I: this patchguard, whatever PYTHONPATH, the user's site or the current directory hold
-    step = [str(decided), sys.executable, "-I", launcher(), *STEP_COMMAND]
+    step = [str(decided), sys.executable, "-I", launcher(), "bisect", "step"]
     step += ["--decided", str(decided)]
     if log is not None:
         step += ["--log", str(log.resolve())]
@@ -263,7 +257,7 @@ def bisect_run(repo: Repo, command: Sequence[str], log: Path | None) -> tuple[in
             repo.workdir,
             passthrough=True,
             env={
-                **_hold(repo),
+                HELD_VARIABLE: str(repo.layout.worktree_lock_path),
                 WRAPPER_VARIABLE: STEP_WRAPPER,
                 "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
             },
