@@ -105,11 +105,7 @@ def lifted(repo: Repo, operation: str, *, hunt: bool = False) -> Iterator[Lift]:
     with repo.lock(operation):
         journal.recover(repo)  # a killed writer's files first, before the key is read
         before = current_key(str(repo.workdir))
-        replayed = replay.lift(repo, before)
-        if replayed is None:
-            _lift_in_full(repo, lift, before)
-        else:
-            lift.lifted, lift.entry = replayed
+        lift.lifted, lift.entry = replay.lift(repo, before) or _lift_in_full(repo, before)
         try:
             with journal.passing() if hunt else nullcontext():
                 yield lift
@@ -123,7 +119,7 @@ def lifted(repo: Repo, operation: str, *, hunt: bool = False) -> Iterator[Lift]:
                 journal.forget(lift.entry)  # the hunt's own, even where not taken back
 
 
-def _lift_in_full(repo: Repo, lift: Lift, before: CurrentKey | None) -> None:
+def _lift_in_full(repo: Repo, before: CurrentKey | None) -> tuple[list[str], Path | None]:
     """Every applied patch taken out by unapply, remembered for a replay. Before git runs,
     every one must come out cleanly, or nothing is touched (unapply's `whole` wrote nothing)."""
     from guard.tree import patching
@@ -138,9 +134,10 @@ def _lift_in_full(repo: Repo, lift: Lift, before: CurrentKey | None) -> None:
             "where the patch does not merge as recorded, patchguard record NAME FILE on its "
             "base) or save them elsewhere (git stash), then run the command again."
         )
-    lift.lifted = [o.verdict.name for o in outcomes if o.written]
-    lift.entry = journal.latest_entry(repo) if lift.lifted else None
+    lifted = [o.verdict.name for o in outcomes if o.written]
+    entry = journal.latest_entry(repo) if lifted else None
     replay.remember_lift(repo, before, outcomes)
+    return lifted, entry
 
 
 def _put_back(repo: Repo, lift: Lift) -> None:
