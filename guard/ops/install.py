@@ -33,6 +33,7 @@ MARKER = "patchguard-managed-hook"
 LEGACY_SUFFIX = ".patchguard-legacy"
 TEMPLATE_NAME = "patchguard-hook.sh"
 LAUNCHER_NAME = "patchguard_entry.py"
+_RECORD = "hooks.json"  # in the store: where install put the hooks, with which Python
 # The values `install` writes into a hook, each on a line `NAME='VALUE'` (sh-quoted), where the
 # template holds @NAME@ (upper case).
 _BAKED = ("hook_name", "install_python", "launcher", "reinstall")
@@ -144,10 +145,6 @@ def _written_by_another_patchguard(path: Path, baked: dict[str, str]) -> bool:
     return set(baked) != set(_BAKED) or path.read_text(errors="replace") != _render(baked)
 
 
-def _record_path(layout: Layout) -> Path:
-    return layout.store_dir / "hooks.json"
-
-
 @contextmanager
 def _writing_hooks(command: str, lines: list[str]) -> Iterator[None]:
     """A user who may read the repository but not write it: one line, saying what was done."""
@@ -213,7 +210,7 @@ def _write_record(layout: Layout, hooks_dir: Path, hook_types: tuple[str, ...]) 
     types = sorted(set(recorded if isinstance(recorded, list) else []) | set(hook_types))
     layout.store_dir.mkdir(parents=True, exist_ok=True)
     record = {"hooks_dir": str(hooks_dir), "python": sys.executable, "hooks": types}
-    atomic_write(_record_path(layout), (json.dumps(record, indent=2) + "\n").encode())
+    atomic_write(layout.store_dir / _RECORD, (json.dumps(record, indent=2) + "\n").encode())
 
 
 def _expected_hooks(record: dict[str, object]) -> set[str]:
@@ -227,7 +224,7 @@ def _expected_hooks(record: dict[str, object]) -> set[str]:
 
 def _read_record(layout: Layout) -> dict[str, object]:
     try:
-        data = json.loads(_record_path(layout).read_text())
+        data = json.loads((layout.store_dir / _RECORD).read_text())
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}
@@ -253,7 +250,7 @@ def uninstall(layout: Layout, hook_types: tuple[str, ...]) -> list[str]:
         if any(is_ours(hooks_dir / t) for t in HOOK_TYPES):
             _write_record(layout, hooks_dir, ())
         else:
-            _record_path(layout).unlink(missing_ok=True)
+            (layout.store_dir / _RECORD).unlink(missing_ok=True)
     return lines
 
 
