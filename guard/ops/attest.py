@@ -164,9 +164,8 @@ class AttestedRun:
         return verdict
 
     def _unguarded_start(self, command: list[str]) -> str | None:
-        """Why the Python COMMAND starts (itself, past env(1) and other wrappers, or in a
-        shell's -c string) skips the guard (-I, -E, -S, a cleared environment, a PYTHONPATH
-        of its own), by the guard's own rule, which it applies to each Python it sees start."""
+        """Why the Python COMMAND starts skips the guard, by the guard's own rule
+        (`_without_guard`), which it applies to each Python it sees start."""
         spec = importlib.util.spec_from_file_location(
             "patchguard_import_guard", self.directory / GUARD_NAME
         )

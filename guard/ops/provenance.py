@@ -127,8 +127,7 @@ def _checked(repo: Repo) -> dict[str, Any]:
 
 def _head_branch(repo: Repo) -> str | None:
     """The branch HEAD is on, as git names it; None when HEAD is detached (or unborn)."""
-    with open(repo.layout.git_dir / "HEAD", encoding="utf-8") as handle:
-        head = handle.read().strip()
+    head = (repo.layout.git_dir / "HEAD").read_text(encoding="utf-8").strip()
     return head.removeprefix("ref: refs/heads/") if head.startswith("ref: refs/heads/") else None
 
 
