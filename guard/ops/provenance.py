@@ -213,11 +213,10 @@ def interpreter(repo: Repo, python: str | None) -> dict[str, Any] | None:
     """The interpreter that runs the code: its path, its version, and the version of each of
     _DISTRIBUTIONS it has installed (None: not installed). `python`: a path or a name on PATH;
     None is python3 on PATH, and no python3 there (or one that does not run) is None."""
-    found = python if python and "/" in python else _on_path(python or "python3")
+    # a `python` not on PATH is said as an interpreter that cannot run
+    found = python if python and "/" in python else _on_path(python or "python3") or python
     if found is None:
-        if python is None:
-            return None
-        found = python  # not found: said as an interpreter that cannot run
+        return None
     from guard.truth.interpreters import search_path
 
     try:
@@ -457,11 +456,7 @@ def python_changes(
     was, now = old.get("python", _UNSAID), new.get("python", _UNSAID)
     if not isinstance(was, dict) or not isinstance(now, dict):
         words = [
-            str(p["version"])
-            if isinstance(p, dict)
-            else _UNSAID
-            if p is _UNSAID
-            else "no python3 on PATH"
+            str(p["version"]) if isinstance(p, dict) else p or "no python3 on PATH"
             for p in (was, now)
         ]
         return [] if was == now else [said("Python", words[0], words[1])]
