@@ -138,13 +138,6 @@ def baked_values(path: Path) -> dict[str, str]:
     return found
 
 
-def _written_by_another_patchguard(path: Path, baked: dict[str, str]) -> bool:
-    """Does the hook do other than this patchguard's template does, whatever it was baked
-    with? (A hook from before an upgrade, which may decide in sh what this one leaves to
-    Python.) The interpreter and launcher it calls are checked apart (doctor)."""
-    return set(baked) != set(_BAKED) or path.read_text(errors="replace") != _render(baked)
-
-
 @contextmanager
 def _writing_hooks(command: str, lines: list[str]) -> Iterator[None]:
     """A user who may read the repository but not write it: one line, saying what was done."""
@@ -303,7 +296,9 @@ def doctor(layout: Layout) -> tuple[list[str], list[str]]:
         baked = baked_values(path)
         interpreter = baked.get("install_python", "?")
         lines.append(f"{hook_type}: installed at {path}, calls {interpreter}")
-        if _written_by_another_patchguard(path, baked):
+        # not this template, whatever it was baked with: a hook from before an upgrade may
+        # decide in sh what this one leaves to Python (the interpreter is checked below)
+        if set(baked) != set(_BAKED) or path.read_text(errors="replace") != _render(baked):
             problems.append(
                 f"{hook_type}: {path} was written by another version of patchguard and may "
                 "trust what this one no longer would; run: patchguard install"
