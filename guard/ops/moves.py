@@ -225,9 +225,7 @@ def bisect_run(repo: Repo, command: Sequence[str], log: Path | None) -> tuple[in
     """`git bisect run` where each step applies the patches, runs COMMAND, and lifts them again.
 
     The status is git's, except where git stopped the run without a verdict: 130 when a step
-    was interrupted (or git itself was, by Ctrl-C), EXIT_BISECT_STOPPED when a step's command
-    died from a signal or exited above 127, or patchguard's part of the step failed (git's
-    own status then is 256 minus the step's, which says nothing).
+    was interrupted (or git itself was, by Ctrl-C), else EXIT_BISECT_STOPPED.
     """
     if not repo.layout.bisect_start.exists():
         raise GuardFailure(
