@@ -49,11 +49,9 @@ if TYPE_CHECKING:
 STEP_DECIDED = "patchguard-bisect-step"  # in the worktree's git dir: the status a step decided
 # What git bisect runs at each commit. Only a status the step decided and wrote down reaches git:
 # a step killed by a signal, or a Python that cannot start patchguard, ends with a status of its
-# own (1 for a traceback) that git would read as "bad". $1: the file, then the step's argv. It
-# travels in the environment, so git's "running ..." line stays short. A step that stops git
-# without deciding writes down why in that file itself (130: interrupted, else 128), for
-# `bisect run`'s own exit status.
-WRAPPER_VARIABLE = "PATCHGUARD_BISECT_STEP"
+# own (1 for a traceback) that git would read as "bad". $1: the file, then the step's argv. A
+# step that stops git without deciding writes down why in that file itself, for `bisect run`'s
+# own exit status.
 STEP_WRAPPER = (
     'decided=$1; shift; rm -f "$decided"; "$@"; status=$?\n'
     'if [ "$(cat "$decided" 2>/dev/null)" = "$status" ]; then exit "$status"; fi\n'
@@ -253,7 +251,6 @@ def bisect_run(repo: Repo, command: Sequence[str], log: Path | None) -> tuple[in
             passthrough=True,
             env={
                 HELD_VARIABLE: str(repo.layout.worktree_lock_path),
-                WRAPPER_VARIABLE: STEP_WRAPPER,
                 "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
             },
         ).returncode
@@ -276,11 +273,8 @@ def _step_command(repo: Repo, step: Sequence[str]) -> Path:
     prints each step as `running 'patchguard-step' COMMAND...`, not patchguard's command line."""
     bin_dir = repo.layout.git_dir / "patchguard-bin"
     bin_dir.mkdir(exist_ok=True)
-    script = (
-        "#!/bin/sh\n# patchguard bisect run's step (guard/ops/moves.py): the wrapper is in the "
-        f'environment\nexec sh -c "${WRAPPER_VARIABLE}" patchguard-bisect-step '
-        f'{shlex.join(step)} -- "$@"\n'
-    )
+    script = "#!/bin/sh\n# patchguard bisect run's step (guard/ops/moves.py)\n"
+    script += f'set -- {shlex.join(step)} -- "$@"\n{STEP_WRAPPER}'
     atomic_write(bin_dir / STEP_NAME, script.encode(), mode=0o755)
     return bin_dir
 
