@@ -15,7 +15,7 @@ import os
 import shlex
 import sys
 from collections.abc import Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
+from contextlib import contextmanager, nullcontext, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from guard.tree.verdicts import CheckReport
 
 STEP_DECIDED = "patchguard-bisect-step"  # in the worktree's git dir: the status a step decided
+STEP_LOCK = "patchguard-bisect-step.lock"  # beside it: per worktree, as the bisect is
 # What git bisect runs at each commit. Only a status the step decided and wrote down reaches git:
 # a step killed by a signal, or a Python that cannot start patchguard, ends with a status of its
 # own (1 for a traceback) that git would read as "bad". $1: the file, then the step's argv. A
@@ -254,7 +255,7 @@ def bisect_run(repo: Repo, command: Sequence[str], log: Path | None) -> tuple[in
                 "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
             },
         ).returncode
-        with _step_lock(repo, "bisect run"):
+        with exclusive(repo.layout.git_dir / STEP_LOCK, "bisect run"):
             pass  # after a Ctrl-C git is gone at once; a step may still be lifting: wait for it
         lift.skipped = _skipped_by_bisect(repo)
         last = decided.read_text().strip() if decided.exists() else ""  # the last step's status
@@ -290,11 +291,6 @@ def _skipped_by_bisect(repo: Repo) -> list[str]:
     return [f"{commit[:10]} {subject}" for commit, subject in skips]
 
 
-def _step_lock(repo: Repo, operation: str) -> AbstractContextManager[None]:
-    """Per worktree, as the bisect is: a bisect in another worktree steps on its own."""
-    return exclusive(repo.layout.git_dir / "patchguard-bisect-step.lock", operation)
-
-
 def bisect_step(repo: Repo, command: Sequence[str], log: Path | None) -> StepResult:
     """One commit of `patchguard bisect run`: apply, check, run, lift; a status for git.
 
@@ -304,7 +300,7 @@ def bisect_step(repo: Repo, command: Sequence[str], log: Path | None) -> StepRes
     """
     head = repo.head_commit_id()
     try:  # the hunt's own moves (under bisect run's lift): nothing for `undo`
-        with _step_lock(repo, "bisect step"), journal.passing():
+        with exclusive(repo.layout.git_dir / STEP_LOCK, "bisect step"), journal.passing():
             return _step(repo, head, command, log)
     except Exception as error:  # patchguard's own part failed: the commit was not measured
         return StepResult(
