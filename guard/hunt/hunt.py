@@ -275,7 +275,7 @@ class _Bench:
         value = self._value(finished.status, finished.output, before)
         died = server is not None and not server.alive()
         said = self._failure(finished, value, server.tail() if server and died else None)
-        if said is None and not attested.counted:
+        if said is None and attested.problems:
             self.unattested = "; ".join(attested.problems)
             said = f"{value:g} not counted: {self.unattested}"
         self.progress(f"{self._count()} ({what}) at {where}: {said or f'{value:g}'}{self._left()}")

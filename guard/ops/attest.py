@@ -63,21 +63,17 @@ class Record(NamedTuple):
 
 @dataclass
 class Verdict:
-    """What the records of one run say: counted only when `counted`."""
+    """What the records of one run say: the run counts only when there are no `problems`."""
 
     records: list[Record] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)  # why it is not counted, one line each
     wrong: bool = False  # a process imported a guarded module wrongly (`run` exits 1)
 
-    @property
-    def counted(self) -> bool:
-        return not self.problems
-
     def as_json(self) -> dict[str, object]:
         """The stamp's `attestations` (docs/benchmarks.md, Stamp keys)."""
         shown = ("pid", "ppid", "module", "path", "verdict")
         processes = [{key: getattr(record, key) for key in shown} for record in self.records]
-        return {"counted": self.counted, "problems": self.problems, "processes": processes}
+        return {"counted": not self.problems, "problems": self.problems, "processes": processes}
 
 
 class AttestedRun:
