@@ -70,13 +70,9 @@ def stamp(
     hidden = _hidden_entries(repo)
     head = read_head(str(layout.git_dir), str(layout.common_dir)) or repo.head_commit()
     branch = _head_branch(repo) if head is not None else None
-    checked = _checked(repo) if layout.manifest_path.exists() else None
-    guarded = checked["guarded"] if checked else []
+    checked = _checked(repo)
+    guarded = list(checked["files"])
     untracked = _untracked_beside(repo, guarded)  # listed while git status still runs
-    files = {}
-    for path in guarded:
-        content = repo.read_file(path)
-        files[path] = None if content is None else blob_id(content)
     listing = status.result().stdout.split("\0")
     dirty = _dirty(listing)
     edits = code_edits(repo, dirty, guarded, hidden(), untracked())
@@ -88,11 +84,7 @@ def stamp(
         "upstream": None if branch is None else _tracking(listing),
         "dirty": dirty,
         "edits": edits,
-        "patches": checked["patches"] if checked else {},
-        "files": files,
-        "symbols": checked["symbols"] if checked else {},
-        "ok": checked["ok"] if checked else False,
-        "problems": checked["problems"] if checked else [],  # why not ok, as `check` says it
+        **checked,  # patches, files, symbols, ok, problems
         "python": interpreter(repo, python),
         # as importlib.metadata finds it, without importing that (half a stamp's time again)
         "patchguard": installed(sys.path, {"pg": ("git-patchguard",)})["pg"] or "unknown",
@@ -106,22 +98,24 @@ def utc_now() -> str:
 
 
 def _checked(repo: Repo) -> dict[str, Any]:
-    """What `check` says of the patches and symbols, as the stamp holds it, with the guarded
-    paths."""
+    """What `check` says of the patches and symbols, and the blob id of each guarded file
+    (None: absent), as the stamp holds them."""
+    if not repo.layout.manifest_path.exists():  # nothing recorded: nothing vouched for
+        return {"patches": {}, "files": {}, "symbols": {}, "ok": False, "problems": []}
     from guard.store.spec import parse_spec
     from guard.tree import assess
 
     report = assess.check(repo)
+    guarded = {f.path for v in report.patches for f in v.files}
+    guarded |= {parse_spec(s.spec).path for s in report.symbols if s.patch is None}
+    contents = {path: repo.read_file(path) for path in sorted(guarded)}
     return {
-        "guarded": sorted(
-            {f.path for v in report.patches for f in v.files}
-            | {parse_spec(s.spec).path for s in report.symbols if s.patch is None}
-        ),
         "patches": {v.name: str(v.state) for v in report.patches},
+        "files": {path: None if c is None else blob_id(c) for path, c in contents.items()},
         "symbols": {s.spec: s.ok for s in report.symbols},
         # As `check` refuses to pass on nothing: a stamp that guards nothing vouches for nothing.
         "ok": report.ok and not report.checks_nothing,
-        "problems": report.problems(),
+        "problems": report.problems(),  # why not ok, as `check` says it
     }
 
 
