@@ -231,12 +231,9 @@ def _longer_names(real: str, module: str, workdir: Path) -> list[str]:
     `__init__.py`, so module_of names the file `kimi_k25`, and Python imports it as
     `sglang.srt.models.kimi_k25` too): a module of one of these names from elsewhere is a
     wrong import."""
-    names, directory = [], Path(real).parent
-    if Path(real).name == "__init__.py":  # a package: its directory holds its name
-        directory = directory.parent
-    for _ in module.split(".")[:-1]:  # up to module_of's root
-        directory = directory.parent
-    name, top = module, workdir.resolve()
+    # module_of's root (a package's own directory holds its name)
+    directory = Path(real).parents[module.count(".") + (Path(real).name == "__init__.py")]
+    names, name, top = [], module, workdir.resolve()
     while directory != top and directory.is_relative_to(top) and directory.name.isidentifier():
         name = f"{directory.name}.{name}"
         names.append(name)
