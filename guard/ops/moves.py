@@ -140,11 +140,10 @@ def _lift_in_full(repo: Repo, before: CurrentKey | None) -> tuple[list[str], Pat
 
 
 def _put_back(repo: Repo, lift: Lift) -> None:
-    operation = repo.operation_in_progress() or (
+    lift.stopped = repo.operation_in_progress() or (
         "conflicted stash pop" if repo.has_conflicts() else None
     )
-    if operation:
-        lift.stopped = operation
+    if lift.stopped:
         if lift.lifted:
             repo.layout.pending_path.write_text(" ".join(lift.lifted) + "\n")
         return
@@ -187,9 +186,8 @@ def run_git_lifted(repo: Repo, args: Sequence[str], cwd: Path) -> tuple[int, Lif
         for command in commands:  # each only once the one before it succeeded
             status = run_git(command, cwd, passthrough=True, env=held).returncode
             if status != 0:
+                lift.hint = _carry_edits_hint(repo, args)
                 break
-        if status != 0:
-            lift.hint = _carry_edits_hint(repo, args)
     return status, lift
 
 
