@@ -177,20 +177,19 @@ def install(layout: Layout, hook_types: tuple[str, ...], force: bool) -> list[st
             path = hooks_dir / hook_type
             legacy = hooks_dir / (hook_type + LEGACY_SUFFIX)
             wanted = _render({**baked, "hook_name": hook_type})
-            if path.exists() or path.is_symlink():
-                if is_ours(path):
-                    if path.read_text() == wanted and os.access(path, os.X_OK):
-                        lines.append(f"{hook_type}: already installed at {path}")
-                        continue
-                elif legacy.exists() or legacy.is_symlink():
+            if is_ours(path):
+                if path.read_text() == wanted and os.access(path, os.X_OK):
+                    lines.append(f"{hook_type}: already installed at {path}")
+                    continue
+            elif os.path.lexists(path):
+                if os.path.lexists(legacy):
                     raise ConfigError(
                         f"{path} is not patchguard's, and {legacy} already exists: patchguard will "
                         "not overwrite either. Merge them by hand, then run patchguard install "
                         "again."
                     )
-                else:
-                    os.replace(path, legacy)
-                    lines.append(f"{hook_type}: existing hook kept as {legacy.name}, runs first")
+                os.replace(path, legacy)
+                lines.append(f"{hook_type}: existing hook kept as {legacy.name}, runs first")
             atomic_write(path, wanted.encode(), mode=0o755)
             path.chmod(0o755)
             lines.append(f"{hook_type}: installed at {path}")
