@@ -430,10 +430,8 @@ def differences_from(
     `source`), in the words of `stamp --diff` (empty: the same code). `python`: the interpreter
     that runs the code here; its differences are said "torch 2.4.0 here, 2.5.1 in SOURCE"."""
     here = stamp(repo, python=python)
-    lines = diff_stamps(
-        repo, {k: other.get(k) for k in _SAME_CODE_KEYS}, {k: here.get(k) for k in _SAME_CODE_KEYS}
-    )
-    lines = [] if lines == [SAME_CODE] else lines
+    code = [{key: each.get(key) for key in _SAME_CODE_KEYS} for each in (other, here)]
+    lines = [line for line in diff_stamps(repo, *code) if line != SAME_CODE]
     return lines + python_changes(
         other, here, lambda what, was, now: f"{what} {now} here, {was} in {source}"
     )
