@@ -303,7 +303,7 @@ def execute(
     before = None if stamp_file is None else provenance.stamp(repo)
     status, _, verdict = attest.run_attested(repo, report, command)
     if stamp_file is not None and before is not None:
-        line = json.dumps(provenance.with_attestations(before, verdict), separators=(",", ":"))
+        line = json.dumps({**before, "attestations": verdict.as_json()}, separators=(",", ":"))
         try:
             with open(stamp_file, "a", encoding="utf-8") as handle:
                 handle.write(line + "\n")

@@ -31,7 +31,7 @@ from guard.hunt.metrics import Metric, Unreadable
 from guard.hunt.processes import Finished, Group, run_grouped
 from guard.hunt.server import SERVER_LOG, Server, ServerSpec
 from guard.ops import attest, moves
-from guard.ops.provenance import stamp, utc_now, with_attestations
+from guard.ops.provenance import stamp, utc_now
 from guard.store.derived import load_manifest
 from guard.tree import patching
 from guard.tree.verdicts import CheckReport
@@ -278,7 +278,7 @@ class _Bench:
         value = self._value(finished.status, finished.output, before)
         died = server is not None and not server.alive()
         said = self._failure(finished, value, server.tail() if server and died else None)
-        if said is None and not attested.counted:
+        if said is None and attested.problems:
             self.unattested = "; ".join(attested.problems)
             said = f"{value:g} not counted: {self.unattested}"
         self.progress(f"{self._count()} ({what}) at {where}: {said or f'{value:g}'}{self._left()}")
@@ -289,7 +289,8 @@ class _Bench:
         if said is not None or isinstance(value, str):  # (a value-less run has said why)
             return None
         return Sample(
-            value, with_attestations({**self.stamps[commit], "timestamp": utc_now()}, attested)
+            value,
+            {**self.stamps[commit], "timestamp": utc_now(), "attestations": attested.as_json()},
         )
 
     def _failure(

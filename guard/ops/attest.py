@@ -63,21 +63,17 @@ class Record(NamedTuple):
 
 @dataclass
 class Verdict:
-    """What the records of one run say: counted only when `counted`."""
+    """What the records of one run say: the run counts only when there are no `problems`."""
 
     records: list[Record] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)  # why it is not counted, one line each
     wrong: bool = False  # a process imported a guarded module wrongly (`run` exits 1)
 
-    @property
-    def counted(self) -> bool:
-        return not self.problems
-
     def as_json(self) -> dict[str, object]:
         """The stamp's `attestations` (docs/benchmarks.md, Stamp keys)."""
         shown = ("pid", "ppid", "module", "path", "verdict")
         processes = [{key: getattr(record, key) for key in shown} for record in self.records]
-        return {"counted": self.counted, "problems": self.problems, "processes": processes}
+        return {"counted": not self.problems, "problems": self.problems, "processes": processes}
 
 
 class AttestedRun:
@@ -164,9 +160,8 @@ class AttestedRun:
         return verdict
 
     def _unguarded_start(self, command: list[str]) -> str | None:
-        """Why the Python COMMAND starts (itself, past env(1) and other wrappers, or in a
-        shell's -c string) skips the guard (-I, -E, -S, a cleared environment, a PYTHONPATH
-        of its own), by the guard's own rule, which it applies to each Python it sees start."""
+        """Why the Python COMMAND starts skips the guard, by the guard's own rule
+        (`_without_guard`), which it applies to each Python it sees start."""
         spec = importlib.util.spec_from_file_location(
             "patchguard_import_guard", self.directory / GUARD_NAME
         )
@@ -236,12 +231,9 @@ def _longer_names(real: str, module: str, workdir: Path) -> list[str]:
     `__init__.py`, so module_of names the file `kimi_k25`, and Python imports it as
     `sglang.srt.models.kimi_k25` too): a module of one of these names from elsewhere is a
     wrong import."""
-    names, directory = [], Path(real).parent
-    if Path(real).name == "__init__.py":  # a package: its directory holds its name
-        directory = directory.parent
-    for _ in module.split(".")[:-1]:  # up to module_of's root
-        directory = directory.parent
-    name, top = module, workdir.resolve()
+    # module_of's root (a package's own directory holds its name)
+    directory = Path(real).parents[module.count(".") + (Path(real).name == "__init__.py")]
+    names, name, top = [], module, workdir.resolve()
     while directory != top and directory.is_relative_to(top) and directory.name.isidentifier():
         name = f"{directory.name}.{name}"
         names.append(name)
@@ -264,8 +256,7 @@ def run_attested(
     """COMMAND under the import guard, as `run` and each step of `bisect run` run it: its exit
     status as a shell gives it (128 + N for a signal N), N, and what its processes attested.
     stdio passes through; SIGTERM and SIGHUP are passed on (SIGINT too, unless the terminal
-    already gave it to COMMAND, which shares its process group). The run's directory is gone
-    afterwards, so a process still running attests nothing more."""
+    already gave it to COMMAND, which shares its process group). The run is closed after."""
     run = AttestedRun(repo, report)
     try:
         sys.stdout.flush()

@@ -33,6 +33,7 @@ MARKER = "patchguard-managed-hook"
 LEGACY_SUFFIX = ".patchguard-legacy"
 TEMPLATE_NAME = "patchguard-hook.sh"
 LAUNCHER_NAME = "patchguard_entry.py"
+_RECORD = "hooks.json"  # in the store: where install put the hooks, with which Python
 # The values `install` writes into a hook, each on a line `NAME='VALUE'` (sh-quoted), where the
 # template holds @NAME@ (upper case).
 _BAKED = ("hook_name", "install_python", "launcher", "reinstall")
@@ -137,17 +138,6 @@ def baked_values(path: Path) -> dict[str, str]:
     return found
 
 
-def _written_by_another_patchguard(path: Path, baked: dict[str, str]) -> bool:
-    """Does the hook do other than this patchguard's template does, whatever it was baked
-    with? (A hook from before an upgrade, which may decide in sh what this one leaves to
-    Python.) The interpreter and launcher it calls are checked apart (doctor)."""
-    return set(baked) != set(_BAKED) or path.read_text(errors="replace") != _render(baked)
-
-
-def _record_path(layout: Layout) -> Path:
-    return layout.store_dir / "hooks.json"
-
-
 @contextmanager
 def _writing_hooks(command: str, lines: list[str]) -> Iterator[None]:
     """A user who may read the repository but not write it: one line, saying what was done."""
@@ -187,20 +177,19 @@ def install(layout: Layout, hook_types: tuple[str, ...], force: bool) -> list[st
             path = hooks_dir / hook_type
             legacy = hooks_dir / (hook_type + LEGACY_SUFFIX)
             wanted = _render({**baked, "hook_name": hook_type})
-            if path.exists() or path.is_symlink():
-                if is_ours(path):
-                    if path.read_text() == wanted and os.access(path, os.X_OK):
-                        lines.append(f"{hook_type}: already installed at {path}")
-                        continue
-                elif legacy.exists() or legacy.is_symlink():
+            if is_ours(path):
+                if path.read_text() == wanted and os.access(path, os.X_OK):
+                    lines.append(f"{hook_type}: already installed at {path}")
+                    continue
+            elif os.path.lexists(path):
+                if os.path.lexists(legacy):
                     raise ConfigError(
                         f"{path} is not patchguard's, and {legacy} already exists: patchguard will "
                         "not overwrite either. Merge them by hand, then run patchguard install "
                         "again."
                     )
-                else:
-                    os.replace(path, legacy)
-                    lines.append(f"{hook_type}: existing hook kept as {legacy.name}, runs first")
+                os.replace(path, legacy)
+                lines.append(f"{hook_type}: existing hook kept as {legacy.name}, runs first")
             atomic_write(path, wanted.encode(), mode=0o755)
             path.chmod(0o755)
             lines.append(f"{hook_type}: installed at {path}")
@@ -213,7 +202,7 @@ def _write_record(layout: Layout, hooks_dir: Path, hook_types: tuple[str, ...]) 
     types = sorted(set(recorded if isinstance(recorded, list) else []) | set(hook_types))
     layout.store_dir.mkdir(parents=True, exist_ok=True)
     record = {"hooks_dir": str(hooks_dir), "python": sys.executable, "hooks": types}
-    atomic_write(_record_path(layout), (json.dumps(record, indent=2) + "\n").encode())
+    atomic_write(layout.store_dir / _RECORD, (json.dumps(record, indent=2) + "\n").encode())
 
 
 def _expected_hooks(record: dict[str, object]) -> set[str]:
@@ -227,7 +216,7 @@ def _expected_hooks(record: dict[str, object]) -> set[str]:
 
 def _read_record(layout: Layout) -> dict[str, object]:
     try:
-        data = json.loads(_record_path(layout).read_text())
+        data = json.loads((layout.store_dir / _RECORD).read_text())
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}
@@ -253,7 +242,7 @@ def uninstall(layout: Layout, hook_types: tuple[str, ...]) -> list[str]:
         if any(is_ours(hooks_dir / t) for t in HOOK_TYPES):
             _write_record(layout, hooks_dir, ())
         else:
-            _record_path(layout).unlink(missing_ok=True)
+            (layout.store_dir / _RECORD).unlink(missing_ok=True)
     return lines
 
 
@@ -306,7 +295,9 @@ def doctor(layout: Layout) -> tuple[list[str], list[str]]:
         baked = baked_values(path)
         interpreter = baked.get("install_python", "?")
         lines.append(f"{hook_type}: installed at {path}, calls {interpreter}")
-        if _written_by_another_patchguard(path, baked):
+        # not this template, whatever it was baked with: a hook from before an upgrade may
+        # decide in sh what this one leaves to Python (the interpreter is checked below)
+        if set(baked) != set(_BAKED) or path.read_text(errors="replace") != _render(baked):
             problems.append(
                 f"{hook_type}: {path} was written by another version of patchguard and may "
                 "trust what this one no longer would; run: patchguard install"

@@ -15,7 +15,7 @@ import os
 import shlex
 import sys
 from collections.abc import Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
+from contextlib import contextmanager, nullcontext, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -46,15 +46,13 @@ if TYPE_CHECKING:
     from guard.tree import patching
     from guard.tree.verdicts import CheckReport
 
-STEP_COMMAND = ("bisect", "step")
 STEP_DECIDED = "patchguard-bisect-step"  # in the worktree's git dir: the status a step decided
+STEP_LOCK = "patchguard-bisect-step.lock"  # beside it: per worktree, as the bisect is
 # What git bisect runs at each commit. Only a status the step decided and wrote down reaches git:
 # a step killed by a signal, or a Python that cannot start patchguard, ends with a status of its
-# own (1 for a traceback) that git would read as "bad". $1: the file, then the step's argv. It
-# travels in the environment, so git's "running ..." line stays short. A step that stops git
-# without deciding writes down why in that file itself (130: interrupted, else 128), for
-# `bisect run`'s own exit status.
-WRAPPER_VARIABLE = "PATCHGUARD_BISECT_STEP"
+# own (1 for a traceback) that git would read as "bad". $1: the file, then the step's argv. A
+# step that stops git without deciding writes down why in that file itself, for `bisect run`'s
+# own exit status.
 STEP_WRAPPER = (
     'decided=$1; shift; rm -f "$decided"; "$@"; status=$?\n'
     'if [ "$(cat "$decided" 2>/dev/null)" = "$status" ]; then exit "$status"; fi\n'
@@ -106,11 +104,7 @@ def lifted(repo: Repo, operation: str, *, hunt: bool = False) -> Iterator[Lift]:
     with repo.lock(operation):
         journal.recover(repo)  # a killed writer's files first, before the key is read
         before = current_key(str(repo.workdir))
-        replayed = replay.lift(repo, before)
-        if replayed is None:
-            _lift_in_full(repo, lift, before)
-        else:
-            lift.lifted, lift.entry = replayed
+        lift.lifted, lift.entry = replay.lift(repo, before) or _lift_in_full(repo, before)
         try:
             with journal.passing() if hunt else nullcontext():
                 yield lift
@@ -124,7 +118,7 @@ def lifted(repo: Repo, operation: str, *, hunt: bool = False) -> Iterator[Lift]:
                 journal.forget(lift.entry)  # the hunt's own, even where not taken back
 
 
-def _lift_in_full(repo: Repo, lift: Lift, before: CurrentKey | None) -> None:
+def _lift_in_full(repo: Repo, before: CurrentKey | None) -> tuple[list[str], Path | None]:
     """Every applied patch taken out by unapply, remembered for a replay. Before git runs,
     every one must come out cleanly, or nothing is touched (unapply's `whole` wrote nothing)."""
     from guard.tree import patching
@@ -139,17 +133,17 @@ def _lift_in_full(repo: Repo, lift: Lift, before: CurrentKey | None) -> None:
             "where the patch does not merge as recorded, patchguard record NAME FILE on its "
             "base) or save them elsewhere (git stash), then run the command again."
         )
-    lift.lifted = [o.verdict.name for o in outcomes if o.written]
-    lift.entry = journal.latest_entry(repo) if lift.lifted else None
+    lifted = [o.verdict.name for o in outcomes if o.written]
+    entry = journal.latest_entry(repo) if lifted else None
     replay.remember_lift(repo, before, outcomes)
+    return lifted, entry
 
 
 def _put_back(repo: Repo, lift: Lift) -> None:
-    operation = repo.operation_in_progress() or (
+    lift.stopped = repo.operation_in_progress() or (
         "conflicted stash pop" if repo.has_conflicts() else None
     )
-    if operation:
-        lift.stopped = operation
+    if lift.stopped:
         if lift.lifted:
             repo.layout.pending_path.write_text(" ".join(lift.lifted) + "\n")
         return
@@ -187,13 +181,13 @@ def run_git_lifted(repo: Repo, args: Sequence[str], cwd: Path) -> tuple[int, Lif
             if stash is not None:  # a stash of nothing but the patches has nothing to apply
                 lift.stash_held = stash.patches
                 commands = [c for c in (stash.apply, stash.drop) if c is not None]
+        held = {HELD_VARIABLE: str(repo.layout.worktree_lock_path)}
         status = 0
         for command in commands:  # each only once the one before it succeeded
-            status = run_git(command, cwd, passthrough=True, env=_hold(repo)).returncode
+            status = run_git(command, cwd, passthrough=True, env=held).returncode
             if status != 0:
+                lift.hint = _carry_edits_hint(repo, args)
                 break
-        if status != 0:
-            lift.hint = _carry_edits_hint(repo, args)
     return status, lift
 
 
@@ -221,12 +215,6 @@ def _carry_edits_hint(repo: Repo, args: Sequence[str]) -> str | None:
     )
 
 
-def _hold(repo: Repo) -> dict[str, str]:
-    """The environment that tells this worktree's hooks and nested patchguard calls that we
-    hold its lock."""
-    return {HELD_VARIABLE: str(repo.layout.worktree_lock_path)}
-
-
 # --- bisect ------------------------------------------------------------------------------------
 
 
@@ -234,9 +222,7 @@ def bisect_run(repo: Repo, command: Sequence[str], log: Path | None) -> tuple[in
     """`git bisect run` where each step applies the patches, runs COMMAND, and lifts them again.
 
     The status is git's, except where git stopped the run without a verdict: 130 when a step
-    was interrupted (or git itself was, by Ctrl-C), EXIT_BISECT_STOPPED when a step's command
-    died from a signal or exited above 127, or patchguard's part of the step failed (git's
-    own status then is 256 minus the step's, which says nothing).
+    was interrupted (or git itself was, by Ctrl-C), else EXIT_BISECT_STOPPED.
     """
     if not repo.layout.bisect_start.exists():
         raise GuardFailure(
@@ -252,7 +238,7 @@ def bisect_run(repo: Repo, command: Sequence[str], log: Path | None) -> tuple[in
             ) from None
     decided = repo.layout.git_dir / STEP_DECIDED
     # -I: this patchguard, whatever PYTHONPATH, the user's site or the current directory hold
-    step = [str(decided), sys.executable, "-I", launcher(), *STEP_COMMAND]
+    step = [str(decided), sys.executable, "-I", launcher(), "bisect", "step"]
     step += ["--decided", str(decided)]
     if log is not None:
         step += ["--log", str(log.resolve())]
@@ -263,12 +249,11 @@ def bisect_run(repo: Repo, command: Sequence[str], log: Path | None) -> tuple[in
             repo.workdir,
             passthrough=True,
             env={
-                **_hold(repo),
-                WRAPPER_VARIABLE: STEP_WRAPPER,
+                HELD_VARIABLE: str(repo.layout.worktree_lock_path),
                 "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
             },
         ).returncode
-        with _step_lock(repo, "bisect run"):
+        with exclusive(repo.layout.git_dir / STEP_LOCK, "bisect run"):
             pass  # after a Ctrl-C git is gone at once; a step may still be lifting: wait for it
         lift.skipped = _skipped_by_bisect(repo)
         last = decided.read_text().strip() if decided.exists() else ""  # the last step's status
@@ -287,11 +272,8 @@ def _step_command(repo: Repo, step: Sequence[str]) -> Path:
     prints each step as `running 'patchguard-step' COMMAND...`, not patchguard's command line."""
     bin_dir = repo.layout.git_dir / "patchguard-bin"
     bin_dir.mkdir(exist_ok=True)
-    script = (
-        "#!/bin/sh\n# patchguard bisect run's step (guard/ops/moves.py): the wrapper is in the "
-        f'environment\nexec sh -c "${WRAPPER_VARIABLE}" patchguard-bisect-step '
-        f'{shlex.join(step)} -- "$@"\n'
-    )
+    script = "#!/bin/sh\n# patchguard bisect run's step (guard/ops/moves.py)\n"
+    script += f'set -- {shlex.join(step)} -- "$@"\n{STEP_WRAPPER}'
     atomic_write(bin_dir / STEP_NAME, script.encode(), mode=0o755)
     return bin_dir
 
@@ -307,11 +289,6 @@ def _skipped_by_bisect(repo: Repo) -> list[str]:
     return [f"{commit[:10]} {subject}" for commit, subject in skips]
 
 
-def _step_lock(repo: Repo, operation: str) -> AbstractContextManager[None]:
-    """Per worktree, as the bisect is: a bisect in another worktree steps on its own."""
-    return exclusive(repo.layout.git_dir / "patchguard-bisect-step.lock", operation)
-
-
 def bisect_step(repo: Repo, command: Sequence[str], log: Path | None) -> StepResult:
     """One commit of `patchguard bisect run`: apply, check, run, lift; a status for git.
 
@@ -321,7 +298,7 @@ def bisect_step(repo: Repo, command: Sequence[str], log: Path | None) -> StepRes
     """
     head = repo.head_commit_id()
     try:  # the hunt's own moves (under bisect run's lift): nothing for `undo`
-        with _step_lock(repo, "bisect step"), journal.passing():
+        with exclusive(repo.layout.git_dir / STEP_LOCK, "bisect step"), journal.passing():
             return _step(repo, head, command, log)
     except Exception as error:  # patchguard's own part failed: the commit was not measured
         return StepResult(

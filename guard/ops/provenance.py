@@ -17,13 +17,11 @@ from guard.git.gitpaths import read_head
 from guard.git.objects import blob_id
 from guard.git.process import StartedGit, run_git, start_git
 
-# for the type checker only
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
     from guard.git.repo import Repo
-    from guard.ops.attest import Verdict
 
 STAMP_FORMAT = "patchguard.stamp/1"
 
@@ -72,13 +70,9 @@ def stamp(
     hidden = _hidden_entries(repo)
     head = read_head(str(layout.git_dir), str(layout.common_dir)) or repo.head_commit()
     branch = _head_branch(repo) if head is not None else None
-    checked = _checked(repo) if layout.manifest_path.exists() else None
-    guarded = checked["guarded"] if checked else []
+    checked = _checked(repo)
+    guarded = list(checked["files"])
     untracked = _untracked_beside(repo, guarded)  # listed while git status still runs
-    files = {}
-    for path in guarded:
-        content = repo.read_file(path)
-        files[path] = None if content is None else blob_id(content)
     listing = status.result().stdout.split("\0")
     dirty = _dirty(listing)
     edits = code_edits(repo, dirty, guarded, hidden(), untracked())
@@ -90,22 +84,12 @@ def stamp(
         "upstream": None if branch is None else _tracking(listing),
         "dirty": dirty,
         "edits": edits,
-        "patches": checked["patches"] if checked else {},
-        "files": files,
-        "symbols": checked["symbols"] if checked else {},
-        "ok": checked["ok"] if checked else False,
-        "problems": checked["problems"] if checked else [],  # why not ok, as `check` says it
+        **checked,  # patches, files, symbols, ok, problems
         "python": interpreter(repo, python),
         # as importlib.metadata finds it, without importing that (half a stamp's time again)
         "patchguard": installed(sys.path, {"pg": ("git-patchguard",)})["pg"] or "unknown",
         "timestamp": utc_now(),
     }
-
-
-def with_attestations(stamp_data: dict[str, Any], verdict: Verdict) -> dict[str, Any]:
-    """The stamp of a run with what its processes attested (`attestations`, docs/benchmarks.md):
-    which process imported which guarded module from where, and whether the run counts."""
-    return {**stamp_data, "attestations": verdict.as_json()}
 
 
 def utc_now() -> str:
@@ -114,29 +98,30 @@ def utc_now() -> str:
 
 
 def _checked(repo: Repo) -> dict[str, Any]:
-    """What `check` says of the patches and symbols, as the stamp holds it, with the guarded
-    paths."""
+    """What `check` says of the patches and symbols, and the blob id of each guarded file
+    (None: absent), as the stamp holds them."""
+    if not repo.layout.manifest_path.exists():  # nothing recorded: nothing vouched for
+        return {"patches": {}, "files": {}, "symbols": {}, "ok": False, "problems": []}
     from guard.store.spec import parse_spec
     from guard.tree import assess
 
     report = assess.check(repo)
+    guarded = {f.path for v in report.patches for f in v.files}
+    guarded |= {parse_spec(s.spec).path for s in report.symbols if s.patch is None}
+    contents = {path: repo.read_file(path) for path in sorted(guarded)}
     return {
-        "guarded": sorted(
-            {f.path for v in report.patches for f in v.files}
-            | {parse_spec(s.spec).path for s in report.symbols if s.patch is None}
-        ),
         "patches": {v.name: str(v.state) for v in report.patches},
+        "files": {path: None if c is None else blob_id(c) for path, c in contents.items()},
         "symbols": {s.spec: s.ok for s in report.symbols},
         # As `check` refuses to pass on nothing: a stamp that guards nothing vouches for nothing.
         "ok": report.ok and not report.checks_nothing,
-        "problems": report.problems(),
+        "problems": report.problems(),  # why not ok, as `check` says it
     }
 
 
 def _head_branch(repo: Repo) -> str | None:
     """The branch HEAD is on, as git names it; None when HEAD is detached (or unborn)."""
-    with open(repo.layout.git_dir / "HEAD", encoding="utf-8") as handle:
-        head = handle.read().strip()
+    head = (repo.layout.git_dir / "HEAD").read_text(encoding="utf-8").strip()
     return head.removeprefix("ref: refs/heads/") if head.startswith("ref: refs/heads/") else None
 
 
@@ -175,27 +160,20 @@ def code_edits(
     return {path: blob for path, blob in ids.items() if path in new or blob != committed.get(path)}
 
 
-# Every index entry with its tag: a lowercase one is marked assume-unchanged, `S` skip-worktree.
-# `git status` compares neither with the worktree; an edit there still runs.
-_HIDDEN = ("ls-files", "-v", "-z")
-
-
 def _hidden_entries(repo: Repo) -> Callable[[], list[str]]:
-    """The entries git status does not look at, once asked for (_HIDDEN started now): each
-    skip-worktree one (`S`, `s` with assume-unchanged too) that has a file in the worktree, and
-    each assume-unchanged one (deleted, when no file)."""
-    listed = start_git(_HIDDEN, repo.workdir)
+    """The index entries `git status` does not compare with the worktree (an edit there still
+    runs), once asked for (`ls-files -v`, started now): each skip-worktree one (tag `S`, or `s`
+    with assume-unchanged too) that has a file (without one, a sparse checkout left it out),
+    and each assume-unchanged one (a lowercase tag; deleted, when no file)."""
+    listed = start_git(("ls-files", "-v", "-z"), repo.workdir)
 
     def answer() -> list[str]:
-        hidden = []
-        for entry in listed.result().stdout.split("\0"):
-            tag, path = entry[:1], entry[2:]
-            if tag in ("S", "s"):  # skip-worktree: without a file, left out by a sparse checkout
-                if os.path.lexists(repo.workdir / path):
-                    hidden.append(path)
-            elif tag.islower():  # assume-unchanged
-                hidden.append(path)
-        return hidden
+        entries = (entry.partition(" ")[::2] for entry in listed.result().stdout.split("\0"))
+        return [
+            path
+            for tag, path in entries
+            if (os.path.lexists(repo.workdir / path) if tag in ("S", "s") else tag.islower())
+        ]
 
     return answer
 
@@ -229,11 +207,10 @@ def interpreter(repo: Repo, python: str | None) -> dict[str, Any] | None:
     """The interpreter that runs the code: its path, its version, and the version of each of
     _DISTRIBUTIONS it has installed (None: not installed). `python`: a path or a name on PATH;
     None is python3 on PATH, and no python3 there (or one that does not run) is None."""
-    found = python if python and "/" in python else _on_path(python or "python3")
+    # a `python` not on PATH is said as an interpreter that cannot run
+    found = python if python and "/" in python else _on_path(python or "python3") or python
     if found is None:
-        if python is None:
-            return None
-        found = python  # not found: said as an interpreter that cannot run
+        return None
     from guard.truth.interpreters import search_path
 
     try:
@@ -453,10 +430,8 @@ def differences_from(
     `source`), in the words of `stamp --diff` (empty: the same code). `python`: the interpreter
     that runs the code here; its differences are said "torch 2.4.0 here, 2.5.1 in SOURCE"."""
     here = stamp(repo, python=python)
-    lines = diff_stamps(
-        repo, {k: other.get(k) for k in _SAME_CODE_KEYS}, {k: here.get(k) for k in _SAME_CODE_KEYS}
-    )
-    lines = [] if lines == [SAME_CODE] else lines
+    code = [{key: each.get(key) for key in _SAME_CODE_KEYS} for each in (other, here)]
+    lines = [line for line in diff_stamps(repo, *code) if line != SAME_CODE]
     return lines + python_changes(
         other, here, lambda what, was, now: f"{what} {now} here, {was} in {source}"
     )
@@ -473,11 +448,7 @@ def python_changes(
     was, now = old.get("python", _UNSAID), new.get("python", _UNSAID)
     if not isinstance(was, dict) or not isinstance(now, dict):
         words = [
-            str(p["version"])
-            if isinstance(p, dict)
-            else _UNSAID
-            if p is _UNSAID
-            else "no python3 on PATH"
+            str(p["version"]) if isinstance(p, dict) else p or "no python3 on PATH"
             for p in (was, now)
         ]
         return [] if was == now else [said("Python", words[0], words[1])]
