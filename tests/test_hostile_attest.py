@@ -336,6 +336,31 @@ def test_a_stamp_whose_interpreter_is_malformed_is_refused_in_one_line(
     assert "the stamp's 'python' is" in result.stderr
 
 
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("upstream", {"remote": "origin/main"}),
+        ("upstream", {"ref": "origin/main", "ahead": [3], "behind": 0}),
+        ("dirty", [["a.py"]]),
+        ("dirty", [1, 2]),
+    ],
+)
+def test_a_stamp_holding_other_kinds_of_values_is_refused_in_one_line_by_diff(
+    patched, tmp_path, key, value
+) -> None:
+    """Hand-edited stamps: `stamp --diff` words an upstream by its ref and counts and sorts
+    the dirty paths, so anything else there is the stamp's fault, said in one line (it was
+    an internal error: a KeyError, an unhashable list, a join over numbers)."""
+    sample, env = patched
+    data = json.loads(cli(sample, env, "stamp").stdout)
+    (tmp_path / "a.json").write_text(json.dumps(data))
+    (tmp_path / "b.json").write_text(json.dumps({**data, key: value}))
+    result = cli(sample, env, "stamp", "--diff", str(tmp_path / "a.json"), str(tmp_path / "b.json"))
+    assert result.returncode == 2, result.stderr
+    assert f"the stamp's {key!r} is" in result.stderr
+    assert "internal error" not in result.stderr
+
+
 BENCH = 'def main():\n    print("bench", "{}")\n\n\nif __name__ == "__main__":\n    main()\n'
 
 

@@ -352,14 +352,15 @@ def load_stamp(source: str, raw: bytes) -> dict[str, Any]:
 _STAMP_TYPES: dict[str, tuple[tuple[type, ...], tuple[type, ...]]] = {
     "head": ((str, type(None)), ()),
     "branch": ((str, type(None)), ()),
-    "upstream": ((dict, type(None)), (object,)),
-    "dirty": ((list,), ()),
+    "upstream": ((dict, type(None)), (str, int)),
+    "dirty": ((list,), (str,)),
     "patches": ((dict,), (str,)),
     "files": ((dict,), (str, type(None))),
     "edits": ((dict,), (str, type(None))),
     "symbols": ((dict,), (bool,)),
     "python": ((dict, type(None)), (object,)),
 }
+_UPSTREAM_KEYS = {"ref", "ahead", "behind"}  # what _word reads of an upstream
 
 
 def _refuse_malformed(source: str, data: dict[str, Any]) -> None:
@@ -368,9 +369,13 @@ def _refuse_malformed(source: str, data: dict[str, Any]) -> None:
         value = data.get(key)
         if key == "python" and isinstance(value, dict):  # what python_changes reads
             value, kinds, inner = value.get("distributions") or {}, (dict,), (str, type(None))
+        parts = (
+            value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
+        )
         if key in data and (
             not isinstance(value, kinds)
-            or (isinstance(value, dict) and not all(isinstance(v, inner) for v in value.values()))
+            or not all(isinstance(v, inner) for v in parts)
+            or (key == "upstream" and isinstance(value, dict) and value.keys() != _UPSTREAM_KEYS)
         ):
             raise ConfigError(
                 f"{source}: the stamp's {key!r} is {type(data[key]).__name__}, not what "
