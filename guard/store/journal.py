@@ -221,11 +221,11 @@ def recover(repo: Repo) -> Entry | None:
     one entry, not ten."""
     root = repo.layout.git_dir / UNDO_DIR_NAME
     try:
-        path = root / max(os.listdir(root))  # names sort by time
+        path = root / max(filter(_is_entry_name, os.listdir(root)))  # names sort by time
         for name in os.listdir(path):  # atomic_write's temp files, beside each kept file
             if name.endswith(TEMP_SUFFIX):
                 (path / name).unlink(missing_ok=True)
-    except (OSError, ValueError):  # no undo directory, an empty one, or a file in it
+    except (OSError, ValueError):  # no undo directory, no entry in it, or a file named as one
         return None
     try:
         record = json.loads((path / JOURNAL_FILE).read_text())
@@ -251,6 +251,12 @@ def recover(repo: Repo) -> Entry | None:
         return None
     _remove_tree(path)
     return entry
+
+
+def _is_entry_name(name: str) -> bool:
+    """Named as mark_writing names an entry: a stray file or directory beside the entries
+    (which may sort after them) is neither recovered nor removed."""
+    return name[:20].isdigit() and name[20:21] == "-"
 
 
 def _as_written(current: bytes | None, item: dict[str, Any]) -> bool:
