@@ -70,19 +70,6 @@ def head_entries(
     return "".join(line + " " for line in lines)
 
 
-def unmerged(
-    workdir: str, git_dir: str, paths: Sequence[str], index: IndexFile | None
-) -> bool | None:
-    """Does git's index hold unmerged entries for any of `paths` (None: git failed)? No key
-    holds the index, yet a conflict resolved by hand back to verified bytes, without `git add`,
-    is still a conflict (guard.tree.assess)."""
-    said = None if index is None else index.unmerged(paths)
-    if said is not None:
-        return said
-    found = _git_output(workdir, ["--literal-pathspecs", "ls-files", "--unmerged", "--", *paths])
-    return None if found is None else found != ""
-
-
 def _git_output(workdir: str, args: Sequence[str]) -> str | None:
     """What `git -C workdir ARGS` prints, or None when it fails."""
     import subprocess
@@ -125,13 +112,21 @@ class CurrentKey:
         return self._verified
 
     def unmerged(self) -> bool | None:
-        """unmerged() of the paths; an index already known by its checksum is not read."""
+        """Does git's index hold unmerged entries for any of the paths (None: git failed)? No
+        key holds the index, yet a conflict resolved by hand back to verified bytes, without
+        `git add`, is still a conflict (guard.tree.assess). An index already known by its
+        checksum is not read."""
         index = self.index
         known = index.checksum if index is not None else index_checksum(self.git_dir)
         if known is not None and known in self.merged:
             return False
         index = index if index is not None else IndexFile.read(self.git_dir)
-        return unmerged(self.workdir, self.git_dir, self.paths, index)
+        said = None if index is None else index.unmerged(self.paths)
+        if said is not None:
+            return said
+        listing = ["--literal-pathspecs", "ls-files", "--unmerged", "--", *self.paths]
+        found = _git_output(self.workdir, listing)
+        return None if found is None else found != ""
 
 
 def is_verified(start: str) -> bool:
