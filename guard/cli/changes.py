@@ -41,7 +41,8 @@ def undo(cwd: Path, number: int | None, as_list: bool, as_json: bool) -> None:
         if as_json:
             click.echo(render.json_report(undoing.UNDO_LIST_JSON_FORMAT, entries=entries))
         else:
-            click.echo("\n".join(undoing.undo_list(repo)) or "nothing to undo")
+            listed = [f"{e['number']}. {e['what']}" for e in entries]
+            click.echo("\n".join(listed) or "nothing to undo")
         return
     done = [undoing.undo(repo)] if number is None else undoing.undo_through(repo, number)
     for undone in done:

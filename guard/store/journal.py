@@ -300,11 +300,6 @@ def entries(repo: Repo) -> list[Entry]:
     return found
 
 
-def interrupted(repo: Repo) -> list[Entry]:
-    """Operations a killed writer left half written (read-only: recover() puts them back)."""
-    return [entry for entry in entries(repo) if entry.interrupted]
-
-
 def latest_entry(repo: Repo) -> Path | None:
     found = _entries(repo.layout.git_dir / UNDO_DIR_NAME)
     return found[-1] if found else None

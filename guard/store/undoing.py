@@ -94,8 +94,3 @@ def undo_entries(repo: Repo) -> list[dict[str, Any]]:
         }
         for number, (created, kind, what) in enumerate(found)
     ]
-
-
-def undo_list(repo: Repo) -> list[str]:
-    """`undo --list`: one line per entry, numbered as `undo N` takes them."""
-    return [f"{e['number']}. {e['what']}" for e in undo_entries(repo)]

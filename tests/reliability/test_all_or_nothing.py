@@ -156,7 +156,7 @@ def test_after_a_kill_mid_unapply_a_move_puts_the_files_back_first(
     repo.write_raw(SMALL, b"A = 1\n")  # killed here: one file out, one in
     run_patchguard(sample.root, clean_env, ("git", "status", "--short"), 0)
     assert files(sample) == applied
-    assert journal.interrupted(repo) == []
+    assert not any(entry.interrupted for entry in journal.entries(repo))
 
 
 def test_a_real_sigkill_mid_apply_never_leaves_a_half_applied_patch(
