@@ -72,7 +72,7 @@ def log(cwd: Path, name: str | None, as_json: bool) -> None:
     from guard.cli import render
     from guard.store import history
 
-    changes = render.log_entries(history.log_changes(Repo.discover(cwd), name))
+    changes = history.log_changes(Repo.discover(cwd), name)
     if as_json:
         click.echo(render.json_report("patchguard.log/1", patch=name, changes=changes))
         return

@@ -148,24 +148,8 @@ def outcome_lines(outcomes: Sequence[PatchOutcome]) -> list[str]:
     return lines
 
 
-def log_entries(changes: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """`patchguard log`'s changes as --json has them: guard.store.history.log_changes, each
-    change's time in local time (ISO 8601, with its offset)."""
-    from datetime import datetime  # here: status, apply and the hooks render no times
-
-    return [
-        {
-            "number": change["number"],
-            "commit": change["commit"],
-            "time": datetime.fromtimestamp(change["created"]).astimezone().isoformat(),
-            **{key: change[key] for key in ("head", "subject", "undoes", "patches", "invalid")},
-        }
-        for change in changes
-    ]
-
-
 def log_lines(entries: Sequence[dict[str, Any]], name: str | None) -> list[str]:
-    """`patchguard log [NAME]`, from log_entries: numbered as `show NAME@{N}` reads them."""
+    """`patchguard log [NAME]`, from history.log_changes: numbered as `show NAME@{N}` reads them."""
     lines = []
     for entry in entries:
         number, head = entry["number"], entry["head"]

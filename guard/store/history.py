@@ -366,8 +366,8 @@ def manifest_at(repo: Repo, oid: str | None) -> Manifest:
 
 
 def log_changes(repo: Repo, name: str | None) -> list[dict[str, Any]]:
-    """`patchguard log [NAME]` as data, newest first: entry N is what `show NAME@{N}` and
-    `undo --list` call N. A function of the history's tip alone."""
+    """`patchguard log [NAME]` as --json has it, newest first: entry N is what `show NAME@{N}`
+    and `undo --list` call N. A function of the history's tip alone (and the local time zone)."""
     found = _changes_of(repo, name)
     if name is not None and not found:
         raise ConfigError(
@@ -401,7 +401,7 @@ def _changes_of(repo: Repo, name: str | None) -> list[dict[str, Any]]:
             entries.append(
                 {
                     "commit": change.commit,
-                    "created": change.created,
+                    "time": datetime.fromtimestamp(change.created).astimezone().isoformat(),
                     "head": change.head,
                     "subject": change.subject,
                     "undoes": change.undoes,
