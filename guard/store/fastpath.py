@@ -157,7 +157,10 @@ def current_key(start: str) -> CurrentKey | None:
         if not derived_from_history(common_dir):
             return None  # manifest.json is not the patches: guard.store.derived reads them
         digests = []
-        for path in [manifest_path(common_dir), *(os.path.join(workdir, p) for p in paths)]:
+        # This checkout's own manifest, never one named in the cache: a copied checkout (cp -a)
+        # hashes its own, not the one it was copied from.
+        own = os.path.join(common_dir, STORE_DIR_NAME, "manifest.json")
+        for path in [own, *(os.path.join(workdir, p) for p in paths)]:
             content = read_if_regular(path)[1]
             if content is None:
                 return None  # not a file now (a FIFO would never answer): the full path says so
@@ -208,12 +211,6 @@ def derived_from_history(common_dir: str) -> bool:
             return handle.read().strip() == tip
     except (OSError, UnicodeDecodeError):
         return False
-
-
-def manifest_path(common_dir: str) -> str:
-    """This checkout's own manifest: never named in the cache, so a copied checkout (cp -a)
-    hashes its own manifest, not the one it was copied from."""
-    return os.path.join(common_dir, "patchguard", "manifest.json")
 
 
 def remember(

@@ -235,12 +235,11 @@ def recover(repo: Repo) -> Entry | None:
         lost_pack = not (path / PACK_FILE).exists() and any(
             item.get("before") == PACK_FILE for item in record["files"]
         )
-    except FileNotFoundError:  # killed before its journal: nothing was written for it
-        _remove_tree(path)
-        return None
+    except FileNotFoundError:  # killed before its journal
+        lost_pack = True
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None  # damaged: `undo` says so when it gets there
-    if lost_pack:  # a power loss before mark_writing's last fsync: nothing was written for it
+    if lost_pack:  # or a power loss before mark_writing's last fsync: nothing was written for it
         _remove_tree(path)
         return None
     # Every file as written: it is done. Otherwise its files go back, but one edited since
