@@ -33,6 +33,8 @@ TYPE_CHECKING = False  # importing typing or collections would cost this path mo
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence
 
+    from guard.git.repo import Repo
+
 CACHE_DIR_NAME = "patchguard-cache"  # per worktree: inside that worktree's own git dir
 VERIFIED_FILE = "verified"
 # The file: this first line, then `NAME VALUE` per value for NAME in SECTIONS, then `end` (a torn
@@ -214,27 +216,23 @@ def derived_from_history(common_dir: str) -> bool:
 
 
 def remember(
-    git_dir: str,
-    common_dir: str,
-    workdir: str,
-    manifest_bytes: bytes,
+    repo: Repo,
     head: str,
     contents: Mapping[str, bytes],
     looked_up: tuple[Iterable[str], Iterable[str]],
-    index: IndexFile | None,
 ) -> None:
     """Record that this content passed `check` at commit `head` (the commit whose files the
-    verdict read), while the paths of `looked_up` were (absent, present); `index` is git's
-    index as the check read it. Skipped when a path cannot be listed one per line, or the cache
-    cannot be written (a read-only git dir)."""
+    verdict read), while the paths of `looked_up` were (absent, present), with the manifest and
+    git's index as the check read them. Skipped when a path cannot be listed one per line, or
+    the cache cannot be written (a read-only git dir)."""
     absent, present = (set(paths) for paths in looked_up)
     if any("\n" in path or "\r" in path for path in (*contents, *absent, *present)):
         return
-    paths = sorted(contents)
-    entries = head_entries(workdir, common_dir, head, paths, index)
+    paths, index = sorted(contents), repo.index_file
+    entries = head_entries(str(repo.workdir), str(repo.layout.common_dir), head, paths, index)
     if entries is None:
         return
-    key = make_key([digest(manifest_bytes), *(digest(contents[p]) for p in paths)], entries)
+    key = make_key([digest(repo.manifest_bytes), *(digest(contents[p]) for p in paths)], entries)
     merged = index.checksum if index is not None and index.unmerged(paths) is False else None
     from contextlib import suppress
     from pathlib import Path
@@ -242,7 +240,7 @@ def remember(
     from guard.git.atomic import atomic_write
     from guard.git.own_code import computed_from
 
-    cache = os.path.join(git_dir, CACHE_DIR_NAME)
+    cache = os.path.join(repo.layout.git_dir, CACHE_DIR_NAME)
     verified_file = os.path.join(cache, VERIFIED_FILE)
     try:
         with open(verified_file, encoding="utf-8") as handle:
