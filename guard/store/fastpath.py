@@ -132,8 +132,7 @@ class CurrentKey:
 
 
 def is_verified(start: str) -> bool:
-    """True only when this exact content was verified before, and git left none of it
-    unmerged; any doubt means False."""
+    """CurrentKey.verified for the content as it is now; any doubt means False."""
     found = current_key(start)
     return found is not None and found.verified
 

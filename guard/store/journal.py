@@ -99,9 +99,8 @@ class Journal:
         self._writes[path] = (after, created_mode)
 
     def write(self, repo: Repo) -> None:
-        """Replace every kept file, in order, all or nothing; then the entry is done. A file
-        that cannot be written puts back the ones written before it, saying what became of each.
-        """
+        """Replace every kept file, in order, all or nothing (saying what became of each file
+        when one cannot be written); then the entry is done."""
         if not self._writes:
             return
         entry = self.mark_writing()
