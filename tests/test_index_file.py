@@ -17,7 +17,7 @@ from conftest import Sample
 
 from guard.git.gitdir import locate
 from guard.git.index_file import IndexFile
-from guard.store.fastpath import unmerged
+from guard.store.fastpath import CurrentKey
 
 NEW = "python/sglang/srt/models/new_model.py"
 # Names that hold the index's extension signatures, a directory beside a file of the same
@@ -184,7 +184,8 @@ def test_the_index_reader_agrees_with_git_on_unmerged_entries(sample: Sample, st
     layout = locate(sample.root)
     git_says = bool(sample.git("ls-files", "--unmerged", "--", path).stdout)
     index = IndexFile.read(str(layout.git_dir))
-    assert unmerged(str(layout.workdir), str(layout.git_dir), [path], index) is git_says
+    key = CurrentKey("", [path], [], str(layout.workdir), str(layout.git_dir), index, [])
+    assert key.unmerged() is git_says
     read = None if index is None else index.unmerged([path])
     if state in ("index-version-4", "not-in-index"):
         assert read is None

@@ -110,6 +110,20 @@ def test_runtime_records_have_exactly_the_schemas_fields() -> None:
         assert runtime == list(getattr(schema, name).model_fields), name
 
 
+def test_a_patch_without_a_description_reads_the_same_when_known_valid(sample: Sample) -> None:
+    """The schema lets a hand-written manifest leave a description out: the second read, of
+    bytes known valid (json alone, no pydantic), must give the same records as the first."""
+    sample.record_eagle3()
+    path = manifest_path(sample)
+    data = json.loads(path.read_text())
+    del data["patches"][0]["description"]
+    path.write_text(json.dumps(data))
+    for _ in range(2):
+        listed = sample.pg("list", "--json")
+        assert listed.exit_code == 0, listed.output
+        assert json.loads(listed.stdout)["patches"][0]["description"] == ""
+
+
 LOAD_AND_REPORT = """
 import sys
 from pathlib import Path

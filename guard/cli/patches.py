@@ -144,10 +144,11 @@ def list_(cwd: Path, as_json: bool) -> None:
     """List recorded patches and guards (without computing states)."""
     from guard.cli.render import json_report
     from guard.store.derived import load_manifest
+    from guard.store.manifest import as_dict
 
     manifest = load_manifest(Repo.discover(cwd), missing_ok=True)
     if as_json:
-        click.echo(json_report("patchguard.list/1", **manifest.to_dict()))
+        click.echo(json_report("patchguard.list/1", **as_dict(manifest)))
         return
     lines = []
     if not manifest.patches and not manifest.guards:

@@ -35,7 +35,7 @@ def status(cwd: Path, names: tuple[str, ...], as_json: bool) -> int:
 
     repo = Repo.discover(cwd)
     report = assess.status_report(repo, names)
-    for entry in journal.interrupted(repo):  # the files below are half written: say so
+    for entry in [e for e in journal.entries(repo) if e.interrupted]:  # killed half written
         click.echo(
             f"patchguard: {entry.describe()}: the next apply, unapply or undo puts its files "
             "back as they were (a file edited since stays as it is)",

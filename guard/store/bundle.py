@@ -47,7 +47,7 @@ def export_bundle(repo: Repo, names: Sequence[str] = ()) -> str:
         {
             "format": BUNDLE_FORMAT,
             "schema_version": SCHEMA_VERSION,
-            "manifest": manifest.to_dict(),
+            "manifest": runtime.as_dict(manifest),
             "blobs": blobs,
         }
     )

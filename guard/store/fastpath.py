@@ -33,6 +33,8 @@ TYPE_CHECKING = False  # importing typing or collections would cost this path mo
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence
 
+    from guard.git.repo import Repo
+
 CACHE_DIR_NAME = "patchguard-cache"  # per worktree: inside that worktree's own git dir
 VERIFIED_FILE = "verified"
 # The file: this first line, then `NAME VALUE` per value for NAME in SECTIONS, then `end` (a torn
@@ -68,19 +70,6 @@ def head_entries(
     if lines[-1] == "":
         lines.pop()
     return "".join(line + " " for line in lines)
-
-
-def unmerged(
-    workdir: str, git_dir: str, paths: Sequence[str], index: IndexFile | None
-) -> bool | None:
-    """Does git's index hold unmerged entries for any of `paths` (None: git failed)? No key
-    holds the index, yet a conflict resolved by hand back to verified bytes, without `git add`,
-    is still a conflict (guard.tree.assess)."""
-    said = None if index is None else index.unmerged(paths)
-    if said is not None:
-        return said
-    found = _git_output(workdir, ["--literal-pathspecs", "ls-files", "--unmerged", "--", *paths])
-    return None if found is None else found != ""
 
 
 def _git_output(workdir: str, args: Sequence[str]) -> str | None:
@@ -125,18 +114,25 @@ class CurrentKey:
         return self._verified
 
     def unmerged(self) -> bool | None:
-        """unmerged() of the paths; an index already known by its checksum is not read."""
+        """Does git's index hold unmerged entries for any of the paths (None: git failed)? No
+        key holds the index, yet a conflict resolved by hand back to verified bytes, without
+        `git add`, is still a conflict (guard.tree.assess). An index already known by its
+        checksum is not read."""
         index = self.index
         known = index.checksum if index is not None else index_checksum(self.git_dir)
         if known is not None and known in self.merged:
             return False
         index = index if index is not None else IndexFile.read(self.git_dir)
-        return unmerged(self.workdir, self.git_dir, self.paths, index)
+        said = None if index is None else index.unmerged(self.paths)
+        if said is not None:
+            return said
+        listing = ["--literal-pathspecs", "ls-files", "--unmerged", "--", *self.paths]
+        found = _git_output(self.workdir, listing)
+        return None if found is None else found != ""
 
 
 def is_verified(start: str) -> bool:
-    """True only when this exact content was verified before, and git left none of it
-    unmerged; any doubt means False."""
+    """CurrentKey.verified for the content as it is now; any doubt means False."""
     found = current_key(start)
     return found is not None and found.verified
 
@@ -162,7 +158,10 @@ def current_key(start: str) -> CurrentKey | None:
         if not derived_from_history(common_dir):
             return None  # manifest.json is not the patches: guard.store.derived reads them
         digests = []
-        for path in [manifest_path(common_dir), *(os.path.join(workdir, p) for p in paths)]:
+        # This checkout's own manifest, never one named in the cache: a copied checkout (cp -a)
+        # hashes its own, not the one it was copied from.
+        own = os.path.join(common_dir, STORE_DIR_NAME, "manifest.json")
+        for path in [own, *(os.path.join(workdir, p) for p in paths)]:
             content = read_if_regular(path)[1]
             if content is None:
                 return None  # not a file now (a FIFO would never answer): the full path says so
@@ -215,34 +214,24 @@ def derived_from_history(common_dir: str) -> bool:
         return False
 
 
-def manifest_path(common_dir: str) -> str:
-    """This checkout's own manifest: never named in the cache, so a copied checkout (cp -a)
-    hashes its own manifest, not the one it was copied from."""
-    return os.path.join(common_dir, "patchguard", "manifest.json")
-
-
 def remember(
-    git_dir: str,
-    common_dir: str,
-    workdir: str,
-    manifest_bytes: bytes,
+    repo: Repo,
     head: str,
     contents: Mapping[str, bytes],
     looked_up: tuple[Iterable[str], Iterable[str]],
-    index: IndexFile | None,
 ) -> None:
     """Record that this content passed `check` at commit `head` (the commit whose files the
-    verdict read), while the paths of `looked_up` were (absent, present); `index` is git's
-    index as the check read it. Skipped when a path cannot be listed one per line, or the cache
-    cannot be written (a read-only git dir)."""
+    verdict read), while the paths of `looked_up` were (absent, present), with the manifest and
+    git's index as the check read them. Skipped when a path cannot be listed one per line, or
+    the cache cannot be written (a read-only git dir)."""
     absent, present = (set(paths) for paths in looked_up)
     if any("\n" in path or "\r" in path for path in (*contents, *absent, *present)):
         return
-    paths = sorted(contents)
-    entries = head_entries(workdir, common_dir, head, paths, index)
+    paths, index = sorted(contents), repo.index_file
+    entries = head_entries(str(repo.workdir), str(repo.layout.common_dir), head, paths, index)
     if entries is None:
         return
-    key = make_key([digest(manifest_bytes), *(digest(contents[p]) for p in paths)], entries)
+    key = make_key([digest(repo.manifest_bytes), *(digest(contents[p]) for p in paths)], entries)
     merged = index.checksum if index is not None and index.unmerged(paths) is False else None
     from contextlib import suppress
     from pathlib import Path
@@ -250,7 +239,7 @@ def remember(
     from guard.git.atomic import atomic_write
     from guard.git.own_code import computed_from
 
-    cache = os.path.join(git_dir, CACHE_DIR_NAME)
+    cache = os.path.join(repo.layout.git_dir, CACHE_DIR_NAME)
     verified_file = os.path.join(cache, VERIFIED_FILE)
     try:
         with open(verified_file, encoding="utf-8") as handle:

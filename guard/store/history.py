@@ -455,9 +455,9 @@ def undoable(repo: Repo) -> list[Change]:
     return found
 
 
-def undo_change(repo: Repo, change: Change) -> None:
-    """A new state holding the manifest from before `change`. A newest state that is not a
-    valid manifest can be taken back too: the way out its refusal names."""
+def undo_change(repo: Repo, change: Change) -> Manifest:
+    """A new state holding the manifest from before `change`, which it returns. A newest state
+    that is not a valid manifest can be taken back too: the way out its refusal names."""
     from guard.store.derived import InvalidHistoryTip
 
     with repo.lock("undo", store=True):  # it rewrites the shared manifest
@@ -469,3 +469,4 @@ def undo_change(repo: Repo, change: Change) -> None:
             raise ConfigError("the patches changed meanwhile; nothing was undone. Run it again.")
         before = manifest_at(repo, change.parent)
         save(repo, before, f"undid: {change.subject}", undoes=change.commit)
+        return before

@@ -99,9 +99,8 @@ class Journal:
         self._writes[path] = (after, created_mode)
 
     def write(self, repo: Repo) -> None:
-        """Replace every kept file, in order, all or nothing; then the entry is done. A file
-        that cannot be written puts back the ones written before it, saying what became of each.
-        """
+        """Replace every kept file, in order, all or nothing (saying what became of each file
+        when one cannot be written); then the entry is done."""
         if not self._writes:
             return
         entry = self.mark_writing()
@@ -221,11 +220,11 @@ def recover(repo: Repo) -> Entry | None:
     one entry, not ten."""
     root = repo.layout.git_dir / UNDO_DIR_NAME
     try:
-        path = root / max(os.listdir(root))  # names sort by time
+        path = root / max(filter(_is_entry_name, os.listdir(root)))  # names sort by time
         for name in os.listdir(path):  # atomic_write's temp files, beside each kept file
             if name.endswith(TEMP_SUFFIX):
                 (path / name).unlink(missing_ok=True)
-    except (OSError, ValueError):  # no undo directory, an empty one, or a file in it
+    except (OSError, ValueError):  # no undo directory, no entry in it, or a file named as one
         return None
     try:
         record = json.loads((path / JOURNAL_FILE).read_text())
@@ -235,12 +234,11 @@ def recover(repo: Repo) -> Entry | None:
         lost_pack = not (path / PACK_FILE).exists() and any(
             item.get("before") == PACK_FILE for item in record["files"]
         )
-    except FileNotFoundError:  # killed before its journal: nothing was written for it
-        _remove_tree(path)
-        return None
+    except FileNotFoundError:  # killed before its journal
+        lost_pack = True
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None  # damaged: `undo` says so when it gets there
-    if lost_pack:  # a power loss before mark_writing's last fsync: nothing was written for it
+    if lost_pack:  # or a power loss before mark_writing's last fsync: nothing was written for it
         _remove_tree(path)
         return None
     # Every file as written: it is done. Otherwise its files go back, but one edited since
@@ -251,6 +249,12 @@ def recover(repo: Repo) -> Entry | None:
         return None
     _remove_tree(path)
     return entry
+
+
+def _is_entry_name(name: str) -> bool:
+    """Named as mark_writing names an entry: a stray file or directory beside the entries
+    (which may sort after them) is neither recovered nor removed."""
+    return name[:20].isdigit() and name[20:21] == "-"
 
 
 def _as_written(current: bytes | None, item: dict[str, Any]) -> bool:
@@ -292,11 +296,6 @@ def entries(repo: Repo) -> list[Entry]:
         except GuardFailure:
             continue
     return found
-
-
-def interrupted(repo: Repo) -> list[Entry]:
-    """Operations a killed writer left half written (read-only: recover() puts them back)."""
-    return [entry for entry in entries(repo) if entry.interrupted]
 
 
 def latest_entry(repo: Repo) -> Path | None:

@@ -48,11 +48,6 @@ class FileChange(NamedTuple):
     mode: str = REGULAR_MODE  # git's file mode: a file the patch creates gets it back
     resolutions: list[Resolution] = []  # noqa: RUF012
 
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> FileChange:
-        resolutions = [Resolution(**r) for r in data.get("resolutions", [])]
-        return cls(**{**data, "resolutions": resolutions})
-
 
 class Patch(NamedTuple):
     """A named local change that patchguard keeps in the working tree."""
@@ -64,11 +59,6 @@ class Patch(NamedTuple):
     files: list[FileChange]
     requires: list[str] = []  # noqa: RUF012
 
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Patch:
-        files = [FileChange.from_dict(change) for change in data["files"]]
-        return cls(**{**data, "files": files})
-
 
 class Manifest(NamedTuple):
     """Everything patchguard guards in one repository (shared by its linked worktrees)."""
@@ -79,14 +69,15 @@ class Manifest(NamedTuple):
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Manifest:
-        return cls(
-            schema_version=data["schema_version"],
-            patches=[Patch.from_dict(patch) for patch in data.get("patches", [])],
-            guards=list(data.get("guards", [])),
-        )
-
-    def to_dict(self) -> dict[str, Any]:
-        return as_dict(self)
+        """The records of JSON the schema passed, which may leave out a field with a default."""
+        patches = []
+        for patch in data.get("patches", []):
+            files = []
+            for change in patch["files"]:
+                resolutions = [Resolution(**r) for r in change.get("resolutions", [])]
+                files.append(FileChange(**{**change, "resolutions": resolutions}))
+            patches.append(Patch(**{"description": "", **patch, "files": files}))
+        return cls(**{**data, "patches": patches})
 
     def patch(self, name: str) -> Patch | None:
         return next((p for p in self.patches if p.name == name), None)
@@ -156,7 +147,7 @@ def validated_bytes(manifest: Manifest) -> bytes:
     """The bytes of a manifest about to be written, refused when the schema would refuse them."""
     from guard.store import schema
 
-    data = manifest.to_dict()
+    data = as_dict(manifest)
     schema.validate_data(schema.Manifest, data, "refusing to write an invalid manifest")
     return (json.dumps(data, indent=2) + "\n").encode()
 

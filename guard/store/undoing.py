@@ -50,8 +50,7 @@ def undo(repo: Repo) -> Undone:
         made = history.manifest_at(repo, change.commit)
     except ConfigError:  # a state that is not valid (pushed from elsewhere): it held nothing
         made = Manifest()
-    restored = history.manifest_at(repo, change.parent)
-    history.undo_change(repo, change)
+    restored = history.undo_change(repo, change)
     return Undone(change.describe(), changed_patches(restored, made))
 
 

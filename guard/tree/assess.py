@@ -554,14 +554,10 @@ def check(repo: Repo, tree: Worktree | None = None) -> CheckReport:
         contents = tree.bytes_on_disk()
         if report.ok and report.head is not None and trusted and contents is not None:
             fastpath.remember(  # the fast path skips this exact content next time
-                str(repo.layout.git_dir),
-                str(repo.layout.common_dir),
-                str(repo.workdir),
-                repo.manifest_bytes,
+                repo,
                 report.head,
                 contents,
                 (tree.absent - contents.keys(), tree.present - contents.keys()),
-                repo.index_file,
             )
         return report
 

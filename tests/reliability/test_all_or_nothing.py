@@ -156,7 +156,7 @@ def test_after_a_kill_mid_unapply_a_move_puts_the_files_back_first(
     repo.write_raw(SMALL, b"A = 1\n")  # killed here: one file out, one in
     run_patchguard(sample.root, clean_env, ("git", "status", "--short"), 0)
     assert files(sample) == applied
-    assert journal.interrupted(repo) == []
+    assert not any(entry.interrupted for entry in journal.entries(repo))
 
 
 def test_a_real_sigkill_mid_apply_never_leaves_a_half_applied_patch(
@@ -224,6 +224,27 @@ def test_a_power_loss_before_the_entry_was_flushed_left_nothing_to_put_back(
     assert not entry.exists()
     assert sample.kimi.read_bytes() == applied
     assert sample.pg("check").exit_code == 0
+
+
+def test_a_stray_file_beside_the_entries_hides_no_killed_writer(sample: Sample) -> None:
+    """Recovery reads the newest entry by name: a file of the user's in the undo directory
+    that sorts after every entry must not make it miss a killed writer's entry."""
+    sample.record_eagle3()
+    sample.git("stash")
+    assert sample.pg("apply").exit_code == 0
+    applied = sample.kimi.read_bytes()
+    assert sample.pg("unapply").exit_code == 0
+    root = locate(sample.root).git_dir / UNDO_DIR_NAME
+    entry = max(root.iterdir())
+    record = json.loads((entry / JOURNAL_FILE).read_text())
+    sample.kimi.write_bytes(applied)  # killed before it wrote the file
+    (entry / JOURNAL_FILE).write_text(json.dumps({**record, "state": "writing"}))
+    (root / "notes").write_text("mine\n")
+    assert sample.pg("apply").exit_code == 0
+    assert not entry.exists()
+    assert sample.kimi.read_bytes() == applied
+    assert (root / "notes").read_text() == "mine\n"
+    assert "interrupted" not in sample.pg("undo", "--list").output
 
 
 def test_duplicate_patch_names_are_refused(sample: Sample, tmp_path: Path) -> None:
