@@ -21,7 +21,7 @@ from guard.git.index_file import IndexFile
 from guard.git.index_file import checksum as index_checksum
 from guard.git.lock import exclusive
 from guard.git.objects import EXECUTABLE_MODE, REGULAR_MODE, blob_id
-from guard.git.process import cannot_run, run_git, run_git_bytes
+from guard.git.process import STATUS, cannot_run, changed_tracked, run_git, run_git_bytes
 
 if TYPE_CHECKING:
     from typing import IO
@@ -488,22 +488,12 @@ class Repo:
         )
 
     def changed_tracked_files(self) -> list[str]:
-        """Tracked files whose worktree content differs from HEAD (staged or not).
-
-        A file a sparse checkout leaves out (skip-worktree) is not a change, as `git status`
-        says; libgit2 would call it deleted.
-        """
-        from pygit2.enums import FileStatus
-
-        changed = []
-        for path, flags in self.git.status(untracked_files="no").items():
-            if flags & (FileStatus.IGNORED | FileStatus.CURRENT) or flags == FileStatus.WT_NEW:
-                continue
-            changed.append(path)
-        if any(not (self.workdir / path).exists() for path in changed):
-            outside = self.outside_sparse_checkout()
-            changed = [path for path in changed if path not in outside]
-        return sorted(changed)
+        """guard.git.process.changed_tracked, of this worktree's `git status`; a name that is
+        not UTF-8 is kept (as surrogates) for the caller to refuse by name."""
+        status = run_git_bytes(STATUS, self.workdir)
+        if status.returncode != 0:
+            run_git(STATUS, self.workdir)  # raises, with git's reason
+        return changed_tracked(status.stdout.decode("utf-8", "surrogateescape").split("\0"))
 
     def outside_sparse_checkout(self) -> set[str]:
         """Tracked paths a sparse checkout leaves out of the worktree (skip-worktree)."""
