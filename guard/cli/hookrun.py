@@ -206,7 +206,7 @@ def _report_stash(repo: Repo, args: list[str], stdin: str) -> int:
     taken = []
     for verdict in assess.status(repo):
         paths = [f.path for f in verdict.files if f.state is verdicts.State.APPLIED]
-        if any(repo.file_at(stashes[-1], p) != repo.head_file(p) for p in paths):
+        if any(repo.file_at(stashes[-1], p) != repo.file_at("HEAD", p) for p in paths):
             taken.append(verdict.name)
     if taken:
         say(

@@ -293,10 +293,6 @@ class Repo:
         commit = self.git.head.peel(pygit2.Commit)
         return f"{commit.short_id} {commit.message.splitlines()[0] if commit.message else ''}"
 
-    def head_file(self, path: str) -> bytes | None:
-        """The file as HEAD has it, or None when HEAD has no such file."""
-        return self.file_at("HEAD", path)
-
     def files_at(self, commit: str, paths: Sequence[str]) -> dict[str, bytes | None]:
         """`file_at` of each path, in one batch, each blob kept by its id (a recorded base is
         most often HEAD's file). When git's index is that commit's tree (as a commit or a
@@ -358,10 +354,6 @@ class Repo:
             None, original.author, original.committer, original.message, tree, original.parent_ids
         )
         return str(copy)
-
-    def has_conflicts(self) -> bool:
-        """Does the index hold unmerged entries (a `stash pop` that stopped on a conflict)?"""
-        return bool(self.unmerged())
 
     def unmerged(self) -> dict[str, dict[int, str]]:
         """The paths git left unmerged, with their stage entries' blob ids (1 base, 2 ours,

@@ -146,7 +146,7 @@ def _lift_in_full(repo: Repo, lift: Lift, before: CurrentKey | None) -> None:
 
 def _put_back(repo: Repo, lift: Lift) -> None:
     operation = repo.operation_in_progress() or (
-        "conflicted stash pop" if repo.has_conflicts() else None
+        "conflicted stash pop" if repo.unmerged() else None
     )
     if operation:
         lift.stopped = operation
@@ -209,7 +209,7 @@ def _carry_edits_hint(repo: Repo, args: Sequence[str]) -> str | None:
             change.path
             for patch in load_manifest(repo).patches
             for change in patch.files
-            if repo.read_file(change.path) not in (None, repo.head_file(change.path))
+            if repo.read_file(change.path) not in (None, repo.file_at("HEAD", change.path))
         }
     )
     if not edited:

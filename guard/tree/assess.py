@@ -547,7 +547,7 @@ def _committed_in_head(repo: Repo, patch: Patch, verdict: PatchVerdict) -> Commi
         if before is not None and _contains_change(repo, base, before, patched, labels):
             return None
         after = repo.merge3(base, before or b"", patched, labels)
-        only_the_patch = only_the_patch and after.content == repo.head_file(change.path)
+        only_the_patch = only_the_patch and after.content == repo.file_at("HEAD", change.path)
     return CommittedPatch(repo.head_summary(), only_the_patch)
 
 

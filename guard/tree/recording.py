@@ -174,7 +174,7 @@ def _chosen_hunks(repo: Repo, paths: Sequence[str]) -> dict[str, bytes]:
     for entry in filter(None, listing.split("\0")):
         meta, path = entry.split("\t", 1)
         chosen[path] = repo.blob(meta.split()[1])
-    if all(chosen.get(path) == repo.head_file(path) for path in paths):
+    if all(chosen.get(path) == repo.file_at("HEAD", path) for path in paths):
         raise ConfigError("no hunk was chosen; nothing was recorded")
     return chosen
 
@@ -440,7 +440,7 @@ def resolve(
 
 
 def _resolve_here(repo: Repo, patch: Patch) -> tuple[Patch, list[str], list[str]]:
-    if repo.has_conflicts():
+    if repo.unmerged():
         raise ConfigError(
             "the index has unmerged entries: finish what git stopped on first (patchguard "
             f"apply {patch.name} gets a patched file out of a conflict), then resolve"
