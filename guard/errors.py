@@ -32,8 +32,6 @@ class PatchguardError(Exception):
 class ConfigError(PatchguardError):
     """The request cannot be carried out as asked: bad arguments, no repository, broken manifest."""
 
-    exit_code = EXIT_USAGE
-
 
 class GuardFailure(PatchguardError):
     """A guard does not hold: a symbol is missing, a patch cannot be applied or recorded."""
