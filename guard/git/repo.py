@@ -457,9 +457,6 @@ class Repo:
         found = self.read_object(f":{path}")
         return found is not None and b"\r" in found[2]
 
-    def delete_file(self, path: str) -> None:
-        self.worktree_path(path).unlink(missing_ok=True)
-
     def relpath(self, user_path: str, cwd: Path) -> str:
         """A user's path (relative to their cwd, like git's) as a repository path. The
         directories it goes through are resolved (a checkout reached through a symlink), the
