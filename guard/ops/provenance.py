@@ -59,7 +59,7 @@ def stamp(
     # git's own answers come while the check is read or made
     status = status or start_git(_STATUS, repo.workdir)
     hidden = _hidden_entries(repo)
-    head = read_head(str(layout.git_dir), str(layout.common_dir)) or repo.head_commit()
+    head = read_head(str(layout.git_dir), str(layout.common_dir)) or repo.commit_id("HEAD")
     branch = _head_branch(repo) if head is not None else None
     checked = _checked(repo) if layout.manifest_path.exists() else None
     guarded = checked["guarded"] if checked else []
@@ -283,7 +283,7 @@ def _normalized(name: str) -> str:
 
 def _head_entries(repo: Repo, paths: list[str]) -> dict[str, str]:
     """The id HEAD's tree holds at each of `paths` that it holds (one ls-tree)."""
-    if not paths or repo.head_commit() is None:
+    if not paths or repo.commit_id("HEAD") is None:
         return {}
     listing = run_git(
         ["--literal-pathspecs", "ls-tree", "-z", "--full-tree", "HEAD", "--", *paths],

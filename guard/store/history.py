@@ -239,7 +239,7 @@ def _commit(
 ) -> str:
     import pygit2
 
-    head = repo.head_commit()
+    head = repo.commit_id("HEAD")
     trailers = [f"{_HEAD_TRAILER}: {head or 'none'}", f"{_TIME_TRAILER}: {now_utc()}"]
     if undoes:
         trailers.append(f"{_UNDOES_TRAILER}: {undoes}")
