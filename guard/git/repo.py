@@ -36,7 +36,7 @@ _MERGE_CACHE_KEEP = 256
 PARSE_CACHE_DIR = "patchguard-cache/parsed"
 _PARSE_CACHE_KEEP = 512
 _BINARY_SNIFF = 8000
-_BATCH = 128  # names per `git cat-file --batch` round trip: well under a pipe's 64 KiB
+_BATCH = 128  # cat-file names per round trip; git reads all before answering: they must fit a pipe
 
 
 class MergeResult(NamedTuple):
@@ -182,10 +182,6 @@ class Repo:
                 f"Finish it (git {operation} --continue) or abort it, then run patchguard {action}."
             )
 
-    def head_commit(self) -> str | None:
-        """HEAD's commit id; None in a repository with no commits yet."""
-        return self.commit_id("HEAD")
-
     def commit_id(self, rev: str) -> str | None:
         """The commit `rev` names (`HEAD`, `stash@{0}`, an id), or None when it names none."""
         return self.object_id(rev, "commit")
@@ -199,13 +195,11 @@ class Repo:
         return self.read_objects([name])[0]
 
     def read_objects(self, names: Sequence[str]) -> list[tuple[str, str, bytes] | None]:
-        """`read_object` of each name through one long-lived `git cat-file --batch` (the hooks
-        need a few blobs: loading libgit2 would cost more than the reads), one round trip per
-        batch rather than per object."""
+        """`read_object` of each name through one long-lived `git cat-file --batch` (see Repo),
+        one round trip per batch rather than per object."""
         process = self._reader or self._start_reader()
         assert process.stdin is not None and process.stdout is not None
         found: list[tuple[str, str, bytes] | None] = []
-        # Batches small enough for the pipe: git answers only after it read every question.
         for start in range(0, len(names), _BATCH):
             batch = names[start : start + _BATCH]
             try:
@@ -257,7 +251,7 @@ class Repo:
         return found[0] if found is not None and found[1] == kind else None
 
     def head_commit_id(self) -> str:
-        head = self.head_commit()
+        head = self.commit_id("HEAD")
         if head is None:
             raise ConfigError(
                 f"{self.workdir} has no commits yet; commit once, then record patches on top."
@@ -280,8 +274,7 @@ class Repo:
         return {str(p) for d in diff.deltas for p in (d.old_file.path, d.new_file.path)}
 
     def head_is_published(self) -> bool:
-        """Is HEAD reachable from a remote-tracking branch or a tag: upstream's, not ours to
-        rewrite? (One git call; asked only when HEAD holds a patch's exact text.)"""
+        """Is HEAD in a remote-tracking branch or a tag: upstream's, not ours to rewrite?"""
         command = ["for-each-ref", "--contains=HEAD", "--count=1", "--format=%(refname)"]
         found = run_git([*command, "refs/remotes/", "refs/tags/"], self.workdir)
         return bool(found.stdout.strip())
@@ -357,8 +350,7 @@ class Repo:
 
     def unmerged(self) -> dict[str, dict[int, str]]:
         """The paths git left unmerged, with their stage entries' blob ids (1 base, 2 ours,
-        3 theirs; a side that deleted the file has none). Asked of the index file when it can
-        say there are none, else of one `git ls-files`: neither needs libgit2."""
+        3 theirs; a side that deleted the file has none), without libgit2."""
         index = self.index_file
         if index is not None and index.fully_merged():
             return {}
