@@ -47,7 +47,6 @@ def run_git(
         return start_git(args, cwd, env=env).result()
     command = ["git", *args]
     try:
-        # The terminal sends SIGINT/SIGQUIT to git as well; we outlive it to clean up.
         with signals_to(_outlive_child, signal.SIGINT, signal.SIGQUIT):
             result = subprocess.run(command, cwd=cwd, env=_environment(env), text=True)
     except OSError as error:
