@@ -11,11 +11,9 @@ TEMP_SUFFIX = ".patchguard-tmp"
 
 
 def atomic_write(path: Path, data: bytes, mode: int | None = None, *, durable: bool = True) -> None:
-    """Write `data` to `path` via a temp file in the same directory, fsync and rename; the file
-    keeps its permission bits (a new one gets `mode`, default new_file_mode()). `durable=False`
-    leaves out the fsyncs, for what something else makes safe from a power loss: a journal that
-    keeps the old bytes, a checksum that turns a torn entry into a miss.
-    """
+    """The file keeps its permission bits (a new one gets `mode`, default new_file_mode()).
+    `durable=False` leaves out the fsyncs, for what something else makes safe from a power
+    loss: a journal that keeps the old bytes, a checksum that turns a torn entry into a miss."""
     try:
         keep_mode = stat.S_IMODE(path.stat().st_mode)
     except FileNotFoundError:

@@ -293,7 +293,7 @@ class Repo:
         cost."""
         index, ids = self.index_file, None
         found = index.tree_entries(str(self.layout.common_dir), commit, paths) if index else None
-        if found is not None:  # the index is that tree: it names each file's blob
+        if found is not None:
             ids = {path: oid for _, kind, oid, path in found if kind == "blob"}
         wanted = [path for path in paths if ids is None or path in ids]
         names = [f"{commit}:{path}" if ids is None else ids[path] for path in wanted]
