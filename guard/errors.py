@@ -23,11 +23,6 @@ class PatchguardError(Exception):
 
     exit_code = EXIT_USAGE
 
-    def during(self, what: str) -> PatchguardError:
-        """This error, its message prefixed with what was running (`post-checkout hook: ...`)."""
-        self.args = (f"{what}: {self}", *self.args[1:])
-        return self
-
 
 class ConfigError(PatchguardError):
     """The request cannot be carried out as asked: bad arguments, no repository, broken manifest."""
