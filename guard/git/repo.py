@@ -319,10 +319,6 @@ class Repo:
         found = self.read_object(f"{commit}:{path}")
         return found[2] if found is not None and found[1] == "blob" else None
 
-    def file_blob_id(self, commit: str, path: str) -> str | None:
-        """The blob id of the file in a commit's tree (None: no such file)."""
-        return self.object_id(f"{commit}:{path}", "blob")
-
     def stash_paths(self) -> list[str]:
         """The tracked files stash@{0} changes (against the commit it was made on)."""
         if self.read_object("refs/stash") is None:
