@@ -81,7 +81,7 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
 
 class Repo:
     """One worktree of a git repository. Reads go through `git cat-file` (the hooks stay
-    light); libgit2 is loaded on first use of `git`, for diffs, status and writes."""
+    light); libgit2 is loaded on first use of `git`, for diffs and writes."""
 
     def __init__(self, layout: Layout) -> None:
         self.layout = layout
