@@ -296,6 +296,7 @@ def test_the_whole_index_is_merged_only_when_git_says_so(sample: Sample, how: st
     listed = sample.git("ls-files", "--unmerged", "-z").stdout.split("\0")
     git_says = sorted({entry.partition("\t")[2] for entry in listed if entry})
     assert sorted(repo.unmerged()) == git_says
+    assert repo.has_conflicts() is bool(git_says)
     assert bool(git_says) is (how != "resolved")
     if git_says:
         index = repo.index_file

@@ -344,6 +344,10 @@ class Repo:
         )
         return str(copy)
 
+    def has_conflicts(self) -> bool:
+        """Does the index hold unmerged entries (a `stash pop` that stopped on a conflict)?"""
+        return bool(self.unmerged())
+
     def unmerged(self) -> dict[str, dict[int, str]]:
         """The paths git left unmerged, with their stage entries' blob ids (1 base, 2 ours,
         3 theirs; a side that deleted the file has none), without libgit2."""

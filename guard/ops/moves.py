@@ -146,7 +146,7 @@ def _lift_in_full(repo: Repo, lift: Lift, before: CurrentKey | None) -> None:
 
 def _put_back(repo: Repo, lift: Lift) -> None:
     operation = repo.operation_in_progress() or (
-        "conflicted stash pop" if repo.unmerged() else None
+        "conflicted stash pop" if repo.has_conflicts() else None
     )
     if operation:
         lift.stopped = operation
