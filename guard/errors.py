@@ -23,16 +23,9 @@ class PatchguardError(Exception):
 
     exit_code = EXIT_USAGE
 
-    def during(self, what: str) -> PatchguardError:
-        """This error, its message prefixed with what was running (`post-checkout hook: ...`)."""
-        self.args = (f"{what}: {self}", *self.args[1:])
-        return self
-
 
 class ConfigError(PatchguardError):
     """The request cannot be carried out as asked: bad arguments, no repository, broken manifest."""
-
-    exit_code = EXIT_USAGE
 
 
 class GuardFailure(PatchguardError):
@@ -108,8 +101,7 @@ def silence_stdout() -> None:
 
 def one_line(error: Exception, crash_dir: Callable[[], str]) -> str:
     """What a failure says in one line: a PatchguardError its message; anything else is a bug,
-    named with the log that holds its traceback (for `handled`, and a bisect step that must
-    report its own failure to git as an abort, not as a status of the commit)."""
+    named with the log that holds its traceback."""
     if isinstance(error, PatchguardError):
         return str(error)
     where = _write_crash_log(error, crash_dir)

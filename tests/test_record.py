@@ -26,6 +26,15 @@ def test_record_without_paths_takes_changed_tracked_files(sample: Sample) -> Non
     assert "untracked.py" not in result.output
 
 
+def test_record_without_paths_in_a_sparse_index_checkout(sample: Sample) -> None:
+    """git status reads a sparse index (libgit2 refuses its `sdir` extension)."""
+    sample.git("sparse-checkout", "set", "--cone", "--sparse-index", KIMI.rsplit("/", 1)[0])
+    sample_repo.add_eagle3_methods(sample.root)
+    result = sample.pg("record", "all")
+    assert result.exit_code == 0, result.stderr
+    assert KIMI in result.output
+
+
 def test_recording_again_replaces_and_says_so(sample: Sample) -> None:
     sample.record_eagle3()
     result = sample.pg("record", "eagle3", KIMI, "-m", "second take")

@@ -44,8 +44,9 @@ def run_hook(argv: Sequence[str]) -> int:
         return 0
     try:
         return run(name, args, stdin, Path.cwd())
-    except PatchguardError as error:
-        raise error.during(f"{name} hook") from None
+    except PatchguardError as error:  # said with what was running: `post-checkout hook: ...`
+        error.args = (f"{name} hook: {error}", *error.args[1:])
+        raise error from None
 
 
 def _args_from_pre_commit(name: str) -> list[str]:

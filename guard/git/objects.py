@@ -49,9 +49,8 @@ def blob_id(data: bytes) -> str:
     return found
 
 
-# Ids by content: a command asks one file's id several times (its parse key, its merges' keys,
-# the fast path's record); a process that moves between many commits (a hunt) keeps at most
-# about this much of the files.
+# Ids by content: a command asks one file's id several times; a process that moves between
+# many commits (a hunt) keeps at most about this much of the files.
 _blob_ids: dict[bytes, str] = {}
 _remembered = [0]
 _REMEMBER_BYTES = 64 << 20

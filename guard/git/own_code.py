@@ -49,14 +49,14 @@ def _kept(identity: str) -> str | None:
 
 
 def _computed(identity: str) -> str:
-    sources, compiled = _installed_files()
-    hashed = b"".join(_read(path) for path in [*sources, *_versions()])
-    facts = "\0".join([_interpreter_facts(), *map(_identity, compiled)])
-    namespace = blob_id(hashed + facts.encode())[:16]
     from pathlib import Path  # here, not at the top: this module is on the light paths
 
     from guard.git.atomic import atomic_write
 
+    sources, compiled = _installed_files()
+    hashed = b"".join(Path(path).read_bytes() for path in [*sources, *_versions()])
+    facts = "\0".join([_interpreter_facts(), *map(_identity, compiled)])
+    namespace = blob_id(hashed + facts.encode())[:16]
     try:  # a package that cannot be written computes it each time
         os.makedirs(os.path.dirname(_KEPT), exist_ok=True)
         atomic_write(Path(_KEPT), f"{identity} {namespace}\n".encode(), durable=False)
@@ -85,7 +85,8 @@ def _installed_files() -> tuple[list[str], list[str]]:
         pygit2 = os.path.join(entry or ".", "pygit2")
         if os.path.isdir(pygit2):
             for folder in (pygit2, os.path.join(pygit2, ".dylibs"), pygit2 + ".libs"):
-                compiled += [p for p in _files_in(folder) if p.endswith(_COMPILED) or ".so." in p]
+                found = [n for n in _names(folder) if n.endswith(_COMPILED) or ".so." in n]
+                compiled += [os.path.join(folder, name) for name in found]
             break
     return sources, compiled
 
@@ -115,10 +116,6 @@ def _files_below(root: str) -> list[str]:
     return found
 
 
-def _files_in(folder: str) -> list[str]:
-    return [os.path.join(folder, name) for name in _names(folder)]
-
-
 def _names(folder: str) -> list[str]:
     try:
         return sorted(os.listdir(folder))
@@ -133,11 +130,6 @@ def _existing(paths: list[str]) -> list[str]:
 def _identity(path: str) -> str:
     found = os.stat(path)
     return f"{path}\0{found.st_size}\0{found.st_mtime_ns}\0{found.st_ino}"
-
-
-def _read(path: str) -> bytes:
-    with open(path, "rb") as handle:
-        return handle.read()
 
 
 def _interpreter_facts() -> str:

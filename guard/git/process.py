@@ -15,6 +15,9 @@ from pathlib import Path
 from guard.errors import ConfigError
 
 _OUT_OF_REACH = [False]  # set by out_of_reach_of_ctrl_c
+# `git status` of the tracked files, without refreshing the index file: a read-only command
+# writes nothing. Its paths are the repository's, from any directory (porcelain).
+STATUS = ("--no-optional-locks", "status", "--porcelain=v2", "-z", "-uno", "--no-renames")
 
 
 @contextmanager
@@ -44,7 +47,6 @@ def run_git(
         return start_git(args, cwd, env=env).result()
     command = ["git", *args]
     try:
-        # The terminal sends SIGINT/SIGQUIT to git as well; we outlive it to clean up.
         with signals_to(_outlive_child, signal.SIGINT, signal.SIGQUIT):
             result = subprocess.run(command, cwd=cwd, env=_environment(env), text=True)
     except OSError as error:
@@ -126,6 +128,16 @@ def start_git(
 
 def _environment(env: Mapping[str, str] | None) -> dict[str, str] | None:
     return {**os.environ, **env} if env else None
+
+
+def changed_tracked(listing: list[str]) -> list[str]:
+    """Tracked files whose worktree content differs from HEAD (staged or not), from STATUS's
+    `listing`: an ordinary entry's path follows 8 fields, an unmerged one's 10 (a file a sparse
+    checkout leaves out is no change)."""
+    fields = {"1": 8, "u": 10}
+    return sorted(
+        entry.split(" ", fields[entry[0]])[-1] for entry in listing if entry[:1] in fields
+    )
 
 
 def cannot_run(command: list[str], error: OSError) -> ConfigError:

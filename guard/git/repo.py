@@ -21,7 +21,7 @@ from guard.git.index_file import IndexFile
 from guard.git.index_file import checksum as index_checksum
 from guard.git.lock import exclusive
 from guard.git.objects import EXECUTABLE_MODE, REGULAR_MODE, blob_id
-from guard.git.process import cannot_run, run_git, run_git_bytes
+from guard.git.process import STATUS, cannot_run, changed_tracked, run_git, run_git_bytes
 
 if TYPE_CHECKING:
     from typing import IO
@@ -36,7 +36,7 @@ _MERGE_CACHE_KEEP = 256
 PARSE_CACHE_DIR = "patchguard-cache/parsed"
 _PARSE_CACHE_KEEP = 512
 _BINARY_SNIFF = 8000
-_BATCH = 128  # names per `git cat-file --batch` round trip: well under a pipe's 64 KiB
+_BATCH = 128  # cat-file names per round trip; git reads all before answering: they must fit a pipe
 
 
 class MergeResult(NamedTuple):
@@ -81,7 +81,7 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
 
 class Repo:
     """One worktree of a git repository. Reads go through `git cat-file` (the hooks stay
-    light); libgit2 is loaded on first use of `git`, for diffs, status and writes."""
+    light); libgit2 is loaded on first use of `git`, for diffs and writes."""
 
     def __init__(self, layout: Layout) -> None:
         self.layout = layout
@@ -182,10 +182,6 @@ class Repo:
                 f"Finish it (git {operation} --continue) or abort it, then run patchguard {action}."
             )
 
-    def head_commit(self) -> str | None:
-        """HEAD's commit id; None in a repository with no commits yet."""
-        return self.commit_id("HEAD")
-
     def commit_id(self, rev: str) -> str | None:
         """The commit `rev` names (`HEAD`, `stash@{0}`, an id), or None when it names none."""
         return self.object_id(rev, "commit")
@@ -199,13 +195,11 @@ class Repo:
         return self.read_objects([name])[0]
 
     def read_objects(self, names: Sequence[str]) -> list[tuple[str, str, bytes] | None]:
-        """`read_object` of each name through one long-lived `git cat-file --batch` (the hooks
-        need a few blobs: loading libgit2 would cost more than the reads), one round trip per
-        batch rather than per object."""
+        """`read_object` of each name through one long-lived `git cat-file --batch` (see Repo),
+        one round trip per batch rather than per object."""
         process = self._reader or self._start_reader()
         assert process.stdin is not None and process.stdout is not None
         found: list[tuple[str, str, bytes] | None] = []
-        # Batches small enough for the pipe: git answers only after it read every question.
         for start in range(0, len(names), _BATCH):
             batch = names[start : start + _BATCH]
             try:
@@ -257,7 +251,7 @@ class Repo:
         return found[0] if found is not None and found[1] == kind else None
 
     def head_commit_id(self) -> str:
-        head = self.head_commit()
+        head = self.commit_id("HEAD")
         if head is None:
             raise ConfigError(
                 f"{self.workdir} has no commits yet; commit once, then record patches on top."
@@ -276,8 +270,7 @@ class Repo:
         return {str(p) for d in diff.deltas for p in (d.old_file.path, d.new_file.path)}
 
     def head_is_published(self) -> bool:
-        """Is HEAD reachable from a remote-tracking branch or a tag: upstream's, not ours to
-        rewrite? (One git call; asked only when HEAD holds a patch's exact text.)"""
+        """Is HEAD in a remote-tracking branch or a tag: upstream's, not ours to rewrite?"""
         command = ["for-each-ref", "--contains=HEAD", "--count=1", "--format=%(refname)"]
         found = run_git([*command, "refs/remotes/", "refs/tags/"], self.workdir)
         return bool(found.stdout.strip())
@@ -296,7 +289,7 @@ class Repo:
         cost."""
         index, ids = self.index_file, None
         found = index.tree_entries(str(self.layout.common_dir), commit, paths) if index else None
-        if found is not None:  # the index is that tree: it names each file's blob
+        if found is not None:
             ids = {path: oid for _, kind, oid, path in found if kind == "blob"}
         wanted = [path for path in paths if ids is None or path in ids]
         names = [f"{commit}:{path}" if ids is None else ids[path] for path in wanted]
@@ -321,10 +314,6 @@ class Repo:
         """The file in a commit's tree, or None when it has no such file (or is no file)."""
         found = self.read_object(f"{commit}:{path}")
         return found[2] if found is not None and found[1] == "blob" else None
-
-    def file_blob_id(self, commit: str, path: str) -> str | None:
-        """The blob id of the file in a commit's tree (None: no such file)."""
-        return self.object_id(f"{commit}:{path}", "blob")
 
     def stash_paths(self) -> list[str]:
         """The tracked files stash@{0} changes (against the commit it was made on)."""
@@ -357,8 +346,7 @@ class Repo:
 
     def unmerged(self) -> dict[str, dict[int, str]]:
         """The paths git left unmerged, with their stage entries' blob ids (1 base, 2 ours,
-        3 theirs; a side that deleted the file has none). Asked of the index file when it can
-        say there are none, else of one `git ls-files`: neither needs libgit2."""
+        3 theirs; a side that deleted the file has none), without libgit2."""
         index = self.index_file
         if index is not None and index.fully_merged():
             return {}
@@ -457,9 +445,6 @@ class Repo:
         found = self.read_object(f":{path}")
         return found is not None and b"\r" in found[2]
 
-    def delete_file(self, path: str) -> None:
-        self.worktree_path(path).unlink(missing_ok=True)
-
     def relpath(self, user_path: str, cwd: Path) -> str:
         """A user's path (relative to their cwd, like git's) as a repository path. The
         directories it goes through are resolved (a checkout reached through a symlink), the
@@ -480,22 +465,12 @@ class Repo:
         )
 
     def changed_tracked_files(self) -> list[str]:
-        """Tracked files whose worktree content differs from HEAD (staged or not).
-
-        A file a sparse checkout leaves out (skip-worktree) is not a change, as `git status`
-        says; libgit2 would call it deleted.
-        """
-        from pygit2.enums import FileStatus
-
-        changed = []
-        for path, flags in self.git.status(untracked_files="no").items():
-            if flags & (FileStatus.IGNORED | FileStatus.CURRENT) or flags == FileStatus.WT_NEW:
-                continue
-            changed.append(path)
-        if any(not (self.workdir / path).exists() for path in changed):
-            outside = self.outside_sparse_checkout()
-            changed = [path for path in changed if path not in outside]
-        return sorted(changed)
+        """guard.git.process.changed_tracked, of this worktree's `git status`; a name that is
+        not UTF-8 is kept (as surrogates) for the caller to refuse by name."""
+        status = run_git_bytes(STATUS, self.workdir)
+        if status.returncode != 0:
+            run_git(STATUS, self.workdir)  # raises, with git's reason
+        return changed_tracked(status.stdout.decode("utf-8", "surrogateescape").split("\0"))
 
     def outside_sparse_checkout(self) -> set[str]:
         """Tracked paths a sparse checkout leaves out of the worktree (skip-worktree)."""

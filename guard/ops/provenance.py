@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from guard.errors import ConfigError
 from guard.git.gitpaths import read_head
 from guard.git.objects import blob_id
-from guard.git.process import StartedGit, run_git, start_git
+from guard.git.process import STATUS, StartedGit, changed_tracked, run_git, start_git
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -26,20 +26,9 @@ if TYPE_CHECKING:
 STAMP_FORMAT = "patchguard.stamp/1"
 
 
-# What `git status` says of the tracked files and of the branch's upstream, without refreshing
-# the index file: a read-only command writes nothing. Its paths are the repository's, from any
-# directory (porcelain); the upstream and how far HEAD is from it come in its headers, as git
-# counts them whatever status.aheadBehind says, so one git process answers both.
-_STATUS = (
-    "--no-optional-locks",
-    "status",
-    "--porcelain=v2",
-    "--branch",
-    "--ahead-behind",
-    "-z",
-    "-uno",
-    "--no-renames",
-)
+# STATUS, and the branch's upstream: how far HEAD is from it comes in the headers, as git counts
+# it whatever status.aheadBehind says, so one git process answers both.
+_STATUS = (*STATUS, "--branch", "--ahead-behind")
 
 
 def stamp_at(directory: str, python: str | None = None) -> dict[str, Any]:
@@ -68,13 +57,13 @@ def stamp(
     # git's own answers come while the check is read or made
     status = status or start_git(_STATUS, repo.workdir)
     hidden = _hidden_entries(repo)
-    head = read_head(str(layout.git_dir), str(layout.common_dir)) or repo.head_commit()
+    head = read_head(str(layout.git_dir), str(layout.common_dir)) or repo.commit_id("HEAD")
     branch = _head_branch(repo) if head is not None else None
     checked = _checked(repo)
     guarded = list(checked["files"])
     untracked = _untracked_beside(repo, guarded)  # listed while git status still runs
     listing = status.result().stdout.split("\0")
-    dirty = _dirty(listing)
+    dirty = changed_tracked(listing)
     edits = code_edits(repo, dirty, guarded, hidden(), untracked())
     return {
         "format": STAMP_FORMAT,
@@ -134,16 +123,6 @@ def _tracking(listing: list[str]) -> dict[str, Any] | None:
         return None
     ahead, behind = headers["branch.ab"].split(" ")
     return {"ref": headers["branch.upstream"], "ahead": int(ahead), "behind": -int(behind)}
-
-
-def _dirty(listing: list[str]) -> list[str]:
-    """Tracked files whose worktree content differs from HEAD (staged or not), as `git status`
-    (_STATUS) lists them: an ordinary entry's path follows 8 fields, an unmerged one's 10 (a
-    file a sparse checkout leaves out is no change)."""
-    fields = {"1": 8, "u": 10}
-    return sorted(
-        entry.split(" ", fields[entry[0]])[-1] for entry in listing if entry[:1] in fields
-    )
 
 
 def code_edits(
@@ -281,7 +260,7 @@ def _normalized(name: str) -> str:
 
 def _head_entries(repo: Repo, paths: list[str]) -> dict[str, str]:
     """The id HEAD's tree holds at each of `paths` that it holds (one ls-tree)."""
-    if not paths or repo.head_commit() is None:
+    if not paths or repo.commit_id("HEAD") is None:
         return {}
     listing = run_git(
         ["--literal-pathspecs", "ls-tree", "-z", "--full-tree", "HEAD", "--", *paths],

@@ -186,11 +186,12 @@ def _parent_for(repo: Repo, old: str | None) -> str | None:
         if not loaded:
             return None
         return _commit(repo, _tree(repo, loaded, _present_blobs(repo, loaded)), [], TAKEN_OVER)
-    held = repo.file_blob_id(old, MANIFEST_ENTRY)
+    held = repo.object_id(f"{old}:{MANIFEST_ENTRY}", "blob")
     if blob_id(loaded) == held or (held is None and not loaded):  # or undo of one without
         return old
     if not loaded or any(
-        blob_id(loaded) == repo.file_blob_id(c.commit, MANIFEST_ENTRY) for c in walk(repo)
+        blob_id(loaded) == repo.object_id(f"{c.commit}:{MANIFEST_ENTRY}", "blob")
+        for c in walk(repo)
     ):
         raw = repo.file_at(old, MANIFEST_ENTRY)  # the derived file lags the ref: catch it up
         if raw is not None:
@@ -239,7 +240,7 @@ def _commit(
 ) -> str:
     import pygit2
 
-    head = repo.head_commit()
+    head = repo.commit_id("HEAD")
     trailers = [f"{_HEAD_TRAILER}: {head or 'none'}", f"{_TIME_TRAILER}: {now_utc()}"]
     if undoes:
         trailers.append(f"{_UNDOES_TRAILER}: {undoes}")

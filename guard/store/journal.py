@@ -176,7 +176,7 @@ class Journal:
 
 def _put(repo: Repo, path: str, content: bytes | None, mode: int | None) -> None:
     if content is None:
-        repo.delete_file(path)
+        repo.worktree_path(path).unlink(missing_ok=True)
     else:
         repo.write_raw(path, content, mode)
 

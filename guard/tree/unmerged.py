@@ -151,7 +151,7 @@ def stash_note(
     paths = repo.stash_paths()
     if not done or not paths:
         return ""
-    if any(repo.file_blob_id("stash@{0}", f.path) != f.stages[3] for f in done):
+    if any(repo.object_id(f"stash@{{0}}:{f.path}", "blob") != f.stages[3] for f in done):
         return ""
     changes = {c.path: (p, c) for p in patches for c in p.files}
     kept = []

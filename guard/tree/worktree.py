@@ -77,7 +77,7 @@ class Worktree:
     def head_commit(self) -> str | None:
         """Resolved once: every HEAD file, and the key the fast path remembers, come from one
         commit even if HEAD moves meanwhile. None before the first commit."""
-        return self.repo.head_commit()
+        return self.repo.commit_id("HEAD")
 
     def followed_path(self, path: str, base_commit: str, existed_at_base: bool) -> str:
         """Where a recorded file is now: itself, or where git's rename detection says it went."""
