@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -98,6 +99,20 @@ def test_stamp_upstream_and_dirty_as_git_says(tmp_path: Path, clean_env) -> None
     track = git(clone, "for-each-ref", "--format=%(upstream:track)", "refs/heads/main")
     assert track.stdout.strip() == "[gone]"
     assert stamped()["upstream"] is None
+
+
+def test_stamp_of_a_checkout_with_a_file_name_that_is_not_utf8(tmp_path: Path, clean_env) -> None:
+    """git prints a path's bytes as they are (`-z`); a changed file whose name is not UTF-8
+    is named in the stamp as os.fsdecode names it, not an internal error."""
+    name = os.fsdecode(b"caf\xe9.txt")
+    git(tmp_path, "init", "-q")
+    (tmp_path / name).write_text("one\n")
+    git(tmp_path, "add", ".")
+    git(tmp_path, "commit", "-qm", "a file")
+    (tmp_path / name).write_text("two\n")
+    stamped = pg_process(clean_env, "-C", tmp_path, "stamp")
+    assert stamped.returncode == 0, stamped.stderr
+    assert json.loads(stamped.stdout)["dirty"] == [name]
 
 
 def test_stamp_diff_names_moved_head_and_lost_patch(sample: Sample, clean_env, tmp_path) -> None:

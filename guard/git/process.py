@@ -119,6 +119,7 @@ def start_git(
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
+            errors="surrogateescape",  # a path's bytes, as os.fsdecode keeps them
             start_new_session=_OUT_OF_REACH[0],
         )
     except OSError as error:
