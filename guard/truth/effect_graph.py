@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Iterator
 from dataclasses import replace
+from typing import TypeGuard
 
 from guard.truth.effects import ANY, MUTATING_BUILTINS, QUIET, _LazyGraph, _Node
 from guard.truth.model_statements import _KEEPING_METACLASSES
@@ -190,8 +191,7 @@ class _FunctionGraph:
         callee_names: set[str] = set()
         callees: set[int] = set()
         held: set[int] = set()
-        results_run: set[int] = set()
-        values_run: set[int] = set()  # calls whose value is called, or handed to a callee
+        results_run: set[int] = set()  # callees whose result is called
         returned: set[int] = set()
         calls: list[ast.Call] = []
         nested: dict[str, str] = {}
@@ -205,7 +205,6 @@ class _FunctionGraph:
                     callee_names.add(sub.func.id)
                 elif isinstance(sub.func, ast.Call):  # `g()()`: what g returns runs
                     results_run.add(id(sub.func.func))
-                    values_run.add(id(sub.func))
                 if self._holds(sub.func):
                     held.update(id(a) for a in _arguments(sub))
             elif isinstance(sub, ast.Return) and sub.value is not None:
@@ -222,7 +221,6 @@ class _FunctionGraph:
                 and any(isinstance(t, ast.Name) and t.id in callee_names for t in sub.targets)
             ):
                 results_run.add(id(sub.value.func))
-                values_run.add(id(sub.value))
         params = {
             a.arg
             for a in (*positional, *args.kwonlyargs, args.vararg, args.kwarg)
@@ -252,7 +250,7 @@ class _FunctionGraph:
             ):
                 found.changes.setdefault(ANY, f"hands {sub.id} on (line {sub.lineno}, {where})")
             if _computed_getattr(sub):  # it may run any method of that name: any method
-                if id(sub) in values_run or (id(sub) in handed and id(sub) not in held):
+                if id(sub.func) in results_run or (id(sub) in handed and id(sub) not in held):
                     found.attributes.add(ANY)
                     found.calls.add(f"method:{ANY}")
                 continue
@@ -433,9 +431,9 @@ def _direct_mutations(node: ast.AST) -> Iterator[tuple[str, str, ast.expr | None
     elif isinstance(node, ast.Call) and last_name(node.func) in ("setattr", "delattr"):
         verb = last_name(node.func)
         target = node.args[0] if node.args else None
-        key = node.args[1] if len(node.args) >= 2 else None
-        if isinstance(key, ast.Constant) and isinstance(key.value, str):
-            yield _changed(key.value), f"{verb}s {key.value}", target
+        key = named_argument(node)
+        if key is not None:
+            yield _changed(key), f"{verb}s {key}", target
         else:
             yield ANY, f"{verb}s a computed name", target
     elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
@@ -453,11 +451,18 @@ def _direct_mutations(node: ast.AST) -> Iterator[tuple[str, str, ast.expr | None
         yield ANY, "imports builtins", None
 
 
-def _computed_getattr(node: ast.AST) -> bool:
-    if not (isinstance(node, ast.Call) and last_name(node.func) == "getattr"):
-        return False
-    key = node.args[1] if len(node.args) >= 2 else None
-    return not (isinstance(key, ast.Constant) and isinstance(key.value, str))
+def _computed_getattr(node: ast.AST) -> TypeGuard[ast.Call]:
+    return (
+        isinstance(node, ast.Call)
+        and last_name(node.func) == "getattr"
+        and named_argument(node) is None
+    )
+
+
+def named_argument(call: ast.Call) -> str | None:
+    """The attribute name a `getattr`/`setattr`/`delattr` call spells out (None: computed)."""
+    key = call.args[1] if len(call.args) >= 2 else None
+    return key.value if isinstance(key, ast.Constant) and isinstance(key.value, str) else None
 
 
 _READING_METHODS = frozenset({"get", "items", "keys", "values", "copy", "__contains__"})

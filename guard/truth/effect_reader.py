@@ -14,6 +14,7 @@ from guard.truth.effect_graph import (
     _changed,
     _dotted,
     _FunctionGraph,
+    named_argument,
     signature,
 )
 from guard.truth.effects import ANY, MUTATING_BUILTINS, Effects, _closure, _Node, running
@@ -110,8 +111,8 @@ class _Reader(_FunctionGraph):
         me.C = None`), and the binding model (guard.truth.model_statements) reads only a
         class's own name, not `EntryClass[0].m = None`. A function's `__code__` or defaults
         replaced: the name stays bound, but its code is not the code defined under it."""
-        for ref in sorted(owner):
-            kind, _, origin = ref.partition(":")
+        refs = [ref.partition(":")[::2] for ref in sorted(owner)]
+        for kind, origin in refs:
             if kind == "import" and origin.split(".")[0] == "builtins":
                 why = f"line {lineno} replaces builtins.{attribute}, which all later code runs"
                 self._mutates(why)
@@ -123,22 +124,17 @@ class _Reader(_FunctionGraph):
                 )
                 self._mutates(why, attribute)
                 break
-        for ref in sorted(owner):
-            kind, _, qualname = ref.partition(":")
-            if kind == "class" and not (
-                isinstance(node, ast.Name) and node.id == qualname.rpartition(".")[2]
-            ):
-                why = (
-                    f"line {lineno} sets or deletes .{attribute} on {ast.unparse(node)}, which "
-                    f"may be the class {qualname}"
-                )
-                self._mutates(why, _changed(attribute))
-                break
-        for ref in sorted(owner):
-            kind, _, qualname = ref.partition(":")
-            if kind == "def" and attribute in _CODE_ATTRIBUTES:
-                why = f"line {lineno} replaces the {attribute} of {qualname}"
-                self._mutates(why, qualname.rpartition(".")[2])
+        named = node.id if isinstance(node, ast.Name) else None
+        classes = [q for kind, q in refs if kind == "class" and q.rpartition(".")[2] != named]
+        if classes:
+            why = (
+                f"line {lineno} sets or deletes .{attribute} on {ast.unparse(node)}, which "
+                f"may be the class {classes[0]}"
+            )
+            self._mutates(why, _changed(attribute))
+        for qualname in [q for kind, q in refs if kind == "def" and attribute in _CODE_ATTRIBUTES]:
+            why = f"line {lineno} replaces the {attribute} of {qualname}"
+            self._mutates(why, qualname.rpartition(".")[2])
 
     def _flow(self, name: str, refs: _Refs) -> None:
         known = self.values.setdefault(name, set())
@@ -160,9 +156,12 @@ class _Reader(_FunctionGraph):
             self._class(node)
             return
         call = node.value if isinstance(node, ast.Expr) else None
-        if isinstance(call, ast.Call) and self._bound_by_the_model(call):
+        if (  # `setattr(C, 'name', ...)`: the binding model reads it as the binding it is
+            isinstance(call, ast.Call)
+            and self._origin(call.func) in ("builtins.setattr", "builtins.delattr")
+            and (named := named_argument(call)) is not None
+        ):
             values = [self._value(argument) for argument in call.args]
-            named = str(ast.literal_eval(call.args[1]))  # a string constant: the model's own
             self._changed_on(call.args[0], values[0], named, node.lineno)
         elif isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign):
             refs = self._value(node.value) if node.value is not None else frozenset()
@@ -237,17 +236,6 @@ class _Reader(_FunctionGraph):
                 need = "hands" if kind == "import" else "hands-result"
                 self.node.needs |= {(need, f"{rest}\t{key}") for key in keys}
 
-    def _bound_by_the_model(self, node: ast.expr) -> bool:
-        """`setattr(C, 'name', ...)` or `delattr(C, 'name')` as a statement: the binding model
-        (guard.truth.model_statements) reads it as the binding it is."""
-        return (
-            isinstance(node, ast.Call)
-            and self._origin(node.func) in ("builtins.setattr", "builtins.delattr")
-            and len(node.args) >= 2
-            and isinstance(node.args[1], ast.Constant)
-            and isinstance(node.args[1].value, str)
-        )
-
     def _origin(self, node: ast.expr) -> str | None:
         target = node.func if isinstance(node, ast.Call) else node
         dotted = _dotted(target)
@@ -314,8 +302,6 @@ class _Reader(_FunctionGraph):
 
     def _value(self, node: ast.expr) -> _Refs:
         """The refs an expression's value may hold; what evaluating it runs is recorded."""
-        if isinstance(node, ast.Constant):
-            return frozenset()
         if isinstance(node, ast.Name):
             refs = set(self.values.get(node.id, ())) | self._named(node.id, "class")
             if node.id in MUTATING_BUILTINS:
@@ -408,9 +394,9 @@ class _Reader(_FunctionGraph):
         name = node.func.id if isinstance(node.func, ast.Name) else None
         builtin = name not in self.values and not callee  # not a name the file binds
         if name == "getattr" and builtin and len(node.args) >= 2:
-            key = node.args[1]
-            if isinstance(key, ast.Constant) and isinstance(key.value, str):
-                return self._attribute(self._value(node.args[0]), key.value)
+            key = named_argument(node)
+            if key is not None:
+                return self._attribute(self._value(node.args[0]), key)
             self._mutates(f"getattr with a computed name at line {node.lineno}")
             return frozenset()
         if self._origin(node.func) in _CALLING or any(
