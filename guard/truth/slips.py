@@ -43,14 +43,11 @@ def _dedented_methods(tree: ast.Module, lines: list[str], path: str, added: set[
     """`def name(self, ...)` at module level, with the class it likely belongs in and the lines
     to indent; only in a file that defines a class (elsewhere no class could be meant)."""
     found = []
-    methods = {id(node) for node in module_methods(tree)}
-    for previous, node in zip([None, *tree.body], tree.body, strict=False):
-        if id(node) not in methods or node.lineno not in added:
+    for node in module_methods(tree):
+        if node.lineno not in added or (owner := likely_class(tree, node)) is None:
             continue
-        assert isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
-        owner = likely_class(tree, node)
-        if owner is None:
-            continue
+        index = tree.body.index(node)
+        previous = tree.body[index - 1] if index else None
         if previous is None:
             where = "at the top"
         elif isinstance(previous, ast.ClassDef):
