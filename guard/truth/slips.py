@@ -13,7 +13,7 @@ import re
 from collections.abc import Collection, Iterable
 from typing import NamedTuple, TypeGuard
 
-from guard.truth.bodies import parse, span
+from guard.truth.bodies import parse, span, text_lines
 
 # A module-level function whose first parameter is one of these is a method typed outside its
 # class (`cls`: a classmethod's body typed at column 0).
@@ -33,7 +33,7 @@ def slips(source: bytes, path: str, added_lines: Iterable[int]) -> Slips:
     if tree is None:
         return Slips([], [])  # record says what is wrong with the file itself
     added = set(added_lines)
-    lines = source.decode("utf-8", errors="replace").splitlines()
+    lines = text_lines(source)
     return Slips(
         _dedented_methods(tree, lines, path, added), _misspelt_delegations(tree, path, added)
     )
