@@ -17,7 +17,7 @@ from guard.truth.effect_graph import (
     named_argument,
     signature,
 )
-from guard.truth.effects import ANY, MUTATING_BUILTINS, Effects, _closure, _Node, running
+from guard.truth.effects import ANY, MUTATING_BUILTINS, Effects, _as_key, _closure, _Node, running
 from guard.truth.model_expressions import _KEEPING_DECORATORS, _is_stdlib
 from guard.truth.model_statements import _CODE_ATTRIBUTES
 from guard.truth.statements import blocks, imported, own_statements
@@ -222,13 +222,14 @@ class _Reader(_FunctionGraph):
             ):
                 continue
             self._runs(refs)
-            if any(r.startswith(("def:", "class:", "danger:")) for r in refs):
-                self._runs(frozenset({key}))  # code of the file may call what it decorates
             self._hands(refs, frozenset({key}))
 
-    def _hands(self, callee: _Refs, handed: _Refs) -> None:
-        """A function from another module of the checkout gets functions or classes of this
-        one: if it calls what it is handed, they run (guard.tree.worktree reads it)."""
+    def _hands(self, callee: _Refs, handed: _Refs, calling: bool = False) -> None:
+        """Code of the file (or `calling`: code known to call what it is handed) may call what
+        it gets. A function from another module of the checkout that gets functions or classes
+        of this one runs them if it calls what it is handed (guard.tree.worktree reads it)."""
+        if calling or any(r.startswith(("def:", "class:", "danger:")) for r in callee):
+            self._runs(handed)
         keys = [_as_key(r) for r in handed if r.startswith(("def:", "class:", "instance:", "new:"))]
         for ref in callee:
             kind, _, rest = ref.partition(":")
@@ -295,9 +296,8 @@ class _Reader(_FunctionGraph):
         with arguments that hold nothing of the checkout."""
         for name in running(refs, self.node, quiet):
             self._mutates(f"{name} handed to code that may call it, or called indirectly")
-        for ref in sorted(refs):
-            builtin = ref.removeprefix("import:builtins.")
-            if ref.startswith("import:builtins.") and builtin in MUTATING_BUILTINS:
+        for ref in sorted(refs):  # another ref keeps its ":", never a builtin's name
+            if (builtin := ref.removeprefix("import:builtins.")) in MUTATING_BUILTINS:
                 self._mutates(f"{builtin} reached through the builtins module")
 
     def _value(self, node: ast.expr) -> _Refs:
@@ -332,12 +332,8 @@ class _Reader(_FunctionGraph):
             return frozenset().union(*(self._value(p) for p in parts))
         found: set[str] = set()
         for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.expr):
+            if isinstance(child, ast.expr):  # a call's keywords and comprehensions: above
                 found |= self._value(child)
-            elif isinstance(child, ast.keyword | ast.comprehension):
-                for sub in ast.iter_child_nodes(child):
-                    if isinstance(sub, ast.expr):
-                        found |= self._value(sub)
         if isinstance(node, ast.Subscript):  # `Optional[K]` hands K to typing, keeps it
             container = self._value(node.value)
             self._touch(container)
@@ -399,11 +395,7 @@ class _Reader(_FunctionGraph):
                 return self._attribute(self._value(node.args[0]), key)
             self._mutates(f"getattr with a computed name at line {node.lineno}")
             return frozenset()
-        if self._origin(node.func) in _CALLING or any(
-            r.startswith(("def:", "class:", "danger:")) for r in callee
-        ):
-            self._runs(frozenset(arguments))  # what it is handed, it calls (or may: the file's)
-        self._hands(callee, frozenset(arguments))
+        self._hands(callee, frozenset(arguments), self._origin(node.func) in _CALLING)
         if isinstance(node.func, ast.Attribute):  # `HOOKS.append(f)`: the receiver keeps it
             self._store_in(node.func.value, frozenset(arguments))
         returned = set(arguments) | {
@@ -415,12 +407,6 @@ class _Reader(_FunctionGraph):
             elif ref.startswith("import:"):
                 returned.add(f"import-result:{ref[7:]}")  # what one from elsewhere hands back
         return frozenset(returned)
-
-
-def _as_key(ref: str) -> str:
-    """The graph key that using a value runs: for a class or an instance, making one."""
-    kind, _, rest = ref.partition(":")
-    return f"new:{rest}" if kind in ("class", "instance") else ref
 
 
 def _returned(node: _Node) -> set[str]:

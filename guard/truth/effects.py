@@ -15,9 +15,6 @@ indirectly. One rule, not a list of patterns:
   by guard.tree.worktree), in another module of the checkout.
 - Code outside the checkout keeps (wraps, registers) what it is handed rather than call it,
   except the few library functions that call it at once (`sorted`, `map`, `functools.reduce`).
-
-A file's `Effects` is pickled with its parse (guard.truth.parsed); its functions' nodes are
-built only when a question reaches them (`_LazyGraph`).
 """
 
 from __future__ import annotations
@@ -186,10 +183,8 @@ def running(refs: Iterable[str], node: _Node, quiet: bool = False) -> list[str]:
     dangers = []
     for ref in sorted(refs):  # the first why of a name is kept: the same in every process
         kind, _, rest = ref.partition(":")
-        if kind in ("def", "result", "uses"):
-            (node.passes if quiet and kind == "def" else node.calls).add(ref)
-        elif kind in ("class", "instance"):
-            node.calls.add(f"new:{rest}")
+        if kind in ("def", "result", "uses", "class", "instance"):
+            (node.passes if quiet and kind == "def" else node.calls).add(_as_key(ref))
         elif kind == "import-result":
             node.needs.add(("result", rest))
         elif kind == "import":
@@ -197,6 +192,12 @@ def running(refs: Iterable[str], node: _Node, quiet: bool = False) -> list[str]:
         elif kind == "danger":
             dangers.append(rest)
     return dangers
+
+
+def _as_key(ref: str) -> str:
+    """The graph key that using a value runs: for a class or an instance, making one."""
+    kind, _, rest = ref.partition(":")
+    return f"new:{rest}" if kind in ("class", "instance") else ref
 
 
 def _closure(graph: dict[str, _Node], start: _Node, *, home: bool) -> Reach:
