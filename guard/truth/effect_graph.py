@@ -251,7 +251,6 @@ class _FunctionGraph:
                 found.changes.setdefault(ANY, f"hands {sub.id} on (line {sub.lineno}, {where})")
             if _computed_getattr(sub):  # it may run any method of that name: any method
                 if id(sub.func) in results_run or (id(sub) in handed and id(sub) not in held):
-                    found.attributes.add(ANY)
                     found.calls.add(f"method:{ANY}")
                 continue
             if id(sub) in read_only:
@@ -275,7 +274,6 @@ class _FunctionGraph:
             elif isinstance(sub, ast.Attribute) and isinstance(sub.ctx, ast.Load):
                 keys = self._imported(_dotted(sub) or "")
                 if not keys:
-                    found.attributes.add(sub.attr)
                     found.calls.add(f"method:{sub.attr}")
             else:
                 continue

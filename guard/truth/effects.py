@@ -60,7 +60,6 @@ class _Node:
     # class), or of the module's own globals ("global": they matter in the guarded module)
     scoped: dict[str, tuple[str, str]] = field(default_factory=dict)
     needs: set[tuple[str, str]] = field(default_factory=set)
-    attributes: set[str] = field(default_factory=set)
     calls: set[str] = field(default_factory=set)  # keys of the graph, run with any arguments
     passes: set[str] = field(default_factory=set)  # keys run with its own parameters only
     returns: set[str] = field(default_factory=set)  # functions defined in it that it returns
@@ -220,7 +219,7 @@ def _closure(graph: dict[str, _Node], start: _Node, *, home: bool) -> Reach:
                 changes.setdefault(name, why)
         for kind, origin in node.needs:
             needs.add(("call" if kind == QUIET and handed else kind, origin))
-        attributes |= node.attributes
+        attributes |= {k[7:] for k in node.calls if k.startswith("method:")}
         # Sorted: the first why found for a name is the one said, in every process (sets of
         # strings iterate in an order the hash seed decides).
         stack += [(k, True) for k in sorted(node.calls)]
