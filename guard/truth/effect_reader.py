@@ -225,9 +225,9 @@ class _Reader(_FunctionGraph):
             self._hands(refs, frozenset({key}))
 
     def _hands(self, callee: _Refs, handed: _Refs, calling: bool = False) -> None:
-        """Code of the file (or `calling`: code known to call what it is handed) may call what
-        it gets. A function from another module of the checkout that gets functions or classes
-        of this one runs them if it calls what it is handed (guard.tree.worktree reads it)."""
+        """Code handed functions or classes of the file may run them: code of the file may call
+        what it gets, as `calling` code does (sorted, map...); a function from another module of
+        the checkout runs them if it calls what it is handed (guard.tree.worktree reads it)."""
         if calling or any(r.startswith(("def:", "class:", "danger:")) for r in callee):
             self._runs(handed)
         keys = [_as_key(r) for r in handed if r.startswith(("def:", "class:", "instance:", "new:"))]
