@@ -8,7 +8,6 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Iterator
 from dataclasses import replace
-from typing import TypeGuard
 
 from guard.truth.effects import ANY, MUTATING_BUILTINS, QUIET, _LazyGraph, _Node
 from guard.truth.model_statements import _KEEPING_METACLASSES
@@ -249,7 +248,11 @@ class _FunctionGraph:
                 and id(sub) not in callees
             ):
                 found.changes.setdefault(ANY, f"hands {sub.id} on (line {sub.lineno}, {where})")
-            if _computed_getattr(sub):  # it may run any method of that name: any method
+            if (  # a computed getattr may run any method of that name: any method
+                isinstance(sub, ast.Call)
+                and last_name(sub.func) == "getattr"
+                and named_argument(sub) is None
+            ):
                 if id(sub.func) in results_run or (id(sub) in handed and id(sub) not in held):
                     found.calls.add(f"method:{ANY}")
                 continue
@@ -447,14 +450,6 @@ def _direct_mutations(node: ast.AST) -> Iterator[tuple[str, str, ast.expr | None
         origin.split(".")[0] == "builtins" for _, origin in imported(node)
     ):
         yield ANY, "imports builtins", None
-
-
-def _computed_getattr(node: ast.AST) -> TypeGuard[ast.Call]:
-    return (
-        isinstance(node, ast.Call)
-        and last_name(node.func) == "getattr"
-        and named_argument(node) is None
-    )
 
 
 def named_argument(call: ast.Call) -> str | None:
