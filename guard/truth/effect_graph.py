@@ -341,18 +341,15 @@ class _FunctionGraph:
     def _handed_only(self, call: ast.Call, params: set[str]) -> bool:
         """Does the call hand on only the function's own parameters, literals and builtins
         (so what it changes through them matters only when they may hold a class)?"""
-        for argument in [*call.args, *(k.value for k in call.keywords)]:
+        reaching = (self.top, self.all_imports, _CLASS_REACHING)
+        for argument in _arguments(call):
             for sub in ast.walk(argument):
                 if isinstance(sub, ast.Lambda | ast.NamedExpr):
                     return False
                 if (
                     isinstance(sub, ast.Name)
                     and sub.id not in params
-                    and (
-                        sub.id in self.top
-                        or sub.id in self.all_imports
-                        or sub.id in _CLASS_REACHING
-                    )
+                    and any(sub.id in names for names in reaching)
                 ):
                     return False
                 if isinstance(sub, ast.Attribute) and sub.attr in _LOOKUP_ATTRIBUTES:
