@@ -33,10 +33,8 @@ def slips(source: bytes, path: str, added_lines: Iterable[int]) -> Slips:
     if tree is None:
         return Slips([], [])  # record says what is wrong with the file itself
     added = set(added_lines)
-    lines = text_lines(source)
-    return Slips(
-        _dedented_methods(tree, lines, path, added), _misspelt_delegations(tree, path, added)
-    )
+    dedented = _dedented_methods(tree, text_lines(source), path, added)
+    return Slips(dedented, _misspelt_delegations(tree, path, added))
 
 
 def _dedented_methods(tree: ast.Module, lines: list[str], path: str, added: set[int]) -> list[str]:
@@ -246,12 +244,11 @@ def may_slip(content: bytes, names: Collection[str]) -> bool:
     if not names:
         return False
     alternatives = b"|".join(re.escape(name.encode()) for name in names)
-    return (
+    return bool(
         re.search(
             rb"^(?:(?:async\s+)?def\s+(?:%b)\s*\(\s*(?:self|cls)\b"
             rb"|[ \t]+(?:async\s+)?def\s+(?:%b)\b)" % (alternatives, alternatives),
             content,
             re.MULTILINE,
         )
-        is not None
     )
