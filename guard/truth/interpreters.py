@@ -128,9 +128,8 @@ def _as_values(facts: dict[str, Any]) -> dict[str, Any]:
     return {**facts, "sys.version_info": tuple(facts["sys.version_info"])}
 
 
-# What a stamp says of the interpreter: its version and where it looks for
-# installed distributions. `-I` without `-S`: site-packages and the .pth files' entries (an
-# editable install) are on the path, nothing of the environment is.
+# `-I` without `-S`: site-packages and the .pth files' entries (an editable install) are on
+# the path, nothing of the environment is.
 _SEARCH = (
     "import sys, json; print(json.dumps(['.'.join(map(str, sys.version_info[:3])), sys.path]))"
 )
