@@ -186,40 +186,34 @@ class _FunctionGraph:
         this = positional[0].arg if positional else None
         inner: list[ast.AST] = list(node.body) if isinstance(node.body, list) else [node.body]
         own = list(_own_code(inner))
-        rebound: set[str] = set()
-        callee_names: set[str] = set()
-        callees: set[int] = set()
-        held: set[int] = set()
-        results_run: set[int] = set()  # callees whose result is called
-        returned: set[int] = set()
-        calls: list[ast.Call] = []
+        calls = [sub for sub in own if isinstance(sub, ast.Call)]
+        callees = {id(call.func) for call in calls}
+        callee_names = {call.func.id for call in calls if isinstance(call.func, ast.Name)}
+        held = {id(a) for call in calls if self._holds(call.func) for a in _arguments(call)}
+        # callees whose result runs: `g()()`, `r = g(); r()`
+        results_run = {id(c.func.func) for c in calls if isinstance(c.func, ast.Call)} | {
+            id(sub.value.func)
+            for sub in own
+            if isinstance(sub, ast.Assign)
+            and isinstance(sub.value, ast.Call)
+            and any(isinstance(t, ast.Name) and t.id in callee_names for t in sub.targets)
+        }
+        returned = {
+            id(part)
+            for sub in own
+            if isinstance(sub, ast.Return) and sub.value is not None
+            for part in ast.walk(sub.value)
+        }
+        rebound = {
+            s.id for s in own if isinstance(s, ast.Name) and isinstance(s.ctx, ast.Store | ast.Del)
+        }
         nested: dict[str, str] = {}
         for sub in own:
-            if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store | ast.Del):
-                rebound.add(sub.id)
-            elif isinstance(sub, ast.Call):
-                calls.append(sub)
-                callees.add(id(sub.func))
-                if isinstance(sub.func, ast.Name):
-                    callee_names.add(sub.func.id)
-                elif isinstance(sub.func, ast.Call):  # `g()()`: what g returns runs
-                    results_run.add(id(sub.func.func))
-                if self._holds(sub.func):
-                    held.update(id(a) for a in _arguments(sub))
-            elif isinstance(sub, ast.Return) and sub.value is not None:
-                returned.update(id(part) for part in ast.walk(sub.value))
-            elif isinstance(sub, ast.FunctionDef | ast.AsyncFunctionDef) and qualname:
+            if isinstance(sub, ast.FunctionDef | ast.AsyncFunctionDef) and qualname:
                 key = f"{qualname}.<locals>.{sub.name}"
                 self.graph[f"def:{key}"] = self._function(sub, key)[0]
                 self.graph[f"result:{key}"] = _Node(calls=_results(self.graph[f"def:{key}"]))
                 nested[sub.name] = key
-        for sub in own:  # `r = g(); r()`: what g returns runs
-            if (
-                isinstance(sub, ast.Assign)
-                and isinstance(sub.value, ast.Call)
-                and any(isinstance(t, ast.Name) and t.id in callee_names for t in sub.targets)
-            ):
-                results_run.add(id(sub.value.func))
         params = {
             a.arg
             for a in (*positional, *args.kwonlyargs, args.vararg, args.kwarg)
