@@ -217,8 +217,7 @@ def _closure(graph: dict[str, _Node], start: _Node, *, home: bool) -> Reach:
         for name, (why, scope) in node.scoped.items():
             if handed or (scope == "global" and home):
                 changes.setdefault(name, why)
-        for kind, origin in node.needs:
-            needs.add(("call" if kind == QUIET and handed else kind, origin))
+        needs |= {("call" if kind == QUIET and handed else kind, o) for kind, o in node.needs}
         attributes |= {k[7:] for k in node.calls if k.startswith("method:")}
         # Sorted: the first why found for a name is the one said, in every process (sets of
         # strings iterate in an order the hash seed decides).
