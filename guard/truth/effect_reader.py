@@ -10,6 +10,7 @@ import ast
 from guard.truth.effect_graph import (
     _CALLING,
     _REFLECTIVE_ATTRIBUTES,
+    _arguments,
     _bound_names,
     _changed,
     _dotted,
@@ -383,9 +384,7 @@ class _Reader(_FunctionGraph):
 
     def _call(self, node: ast.Call) -> _Refs:
         callee = self._value(node.func)
-        arguments: set[str] = set()
-        for argument in [*node.args, *(k.value for k in node.keywords)]:
-            arguments |= self._value(argument)
+        arguments = frozenset().union(*(self._value(a) for a in _arguments(node)))
         self._runs(callee, quiet=not arguments)
         name = node.func.id if isinstance(node.func, ast.Name) else None
         builtin = name not in self.values and not callee  # not a name the file binds
@@ -395,9 +394,9 @@ class _Reader(_FunctionGraph):
                 return self._attribute(self._value(node.args[0]), key)
             self._mutates(f"getattr with a computed name at line {node.lineno}")
             return frozenset()
-        self._hands(callee, frozenset(arguments), self._origin(node.func) in _CALLING)
+        self._hands(callee, arguments, self._origin(node.func) in _CALLING)
         if isinstance(node.func, ast.Attribute):  # `HOOKS.append(f)`: the receiver keeps it
-            self._store_in(node.func.value, frozenset(arguments))
+            self._store_in(node.func.value, arguments)
         returned = set(arguments) | {
             f"instance:{ref[6:]}" for ref in callee if ref.startswith("class:")
         }
