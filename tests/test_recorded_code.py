@@ -14,6 +14,7 @@ types it (right after the last method, no comment).
 
 from __future__ import annotations
 
+import ast
 import json
 import textwrap
 from pathlib import Path
@@ -23,6 +24,8 @@ import sample_repo
 from conftest import Sample, method_count
 from helpers import Checkout
 from test_resolve import build as build_resolve_history
+
+from guard.truth import bodies, slips
 
 KIMI = sample_repo.KIMI
 CLASS = sample_repo.CLASS
@@ -279,3 +282,16 @@ def test_a_stray_copy_is_not_said_of_a_module_level_function_of_another_name(
     node.kimi.write_text(node.kimi.read_text() + "\n\ndef helper(self):\n    return self\n")
     checked = node.pg("check", check=0)
     assert "stray" not in checked.stderr
+
+
+def test_a_form_feed_does_not_shift_the_lines_said() -> None:
+    """Python ends a line only at \\n or \\r; a form feed (`^L`, in older files) is not a line
+    break to it, so the lines quoted are the ones Python numbers."""
+    recorded = b"\x0c\ndef f():\n    return 1\n"
+    current = b"\x0c\ndef f():\n    return 2\n"
+    trees = ast.parse(current), ast.parse(recorded)
+    (edit,) = bodies.edits(current, trees[0], {"f": 2}, recorded, trees[1], {"f": 2})
+    assert (edit.line, edit.text, edit.recorded_text) == (3, "return 2", "return 1")
+    source = b"class C:\n    pass\n\x0c\nx = 1\ndef m(self):\n    return 1\n"
+    (dedented,) = slips.slips(source, "mod.py", [5]).dedented
+    assert "after `x = 1` (line 4)" in dedented

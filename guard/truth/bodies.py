@@ -53,7 +53,7 @@ def edits(
     with the line of their `def`/`class` (Python's last binding of each, as guard.truth.symbols
     finds them) in either file."""
     here, there = definitions(current_tree), definitions(recorded_tree)
-    lines, recorded_lines = _lines(current), _lines(recorded)
+    lines, recorded_lines = text_lines(current), text_lines(recorded)
     found = []
     for qualname, defined in recorded_at.items():
         mine, theirs = here.get(current_at.get(qualname, 0)), there.get(defined)
@@ -147,8 +147,10 @@ def span(node: Definition) -> tuple[int, int]:
     ), node.end_lineno or node.lineno
 
 
-def _lines(content: bytes) -> list[str]:
-    return content.decode("utf-8", errors="replace").splitlines()
+def text_lines(content: bytes) -> list[str]:
+    """The lines as Python numbers them: split as bytes, where only \\n and \\r end a line (str's
+    splitlines also splits at a form feed, and every line below would be told one too far)."""
+    return [line.decode("utf-8", errors="replace") for line in content.splitlines()]
 
 
 def _at(lines: list[str], number: int) -> str:

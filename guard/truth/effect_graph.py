@@ -186,43 +186,34 @@ class _FunctionGraph:
         this = positional[0].arg if positional else None
         inner: list[ast.AST] = list(node.body) if isinstance(node.body, list) else [node.body]
         own = list(_own_code(inner))
-        rebound: set[str] = set()
-        callee_names: set[str] = set()
-        callees: set[int] = set()
-        held: set[int] = set()
-        results_run: set[int] = set()
-        values_run: set[int] = set()  # calls whose value is called, or handed to a callee
-        returned: set[int] = set()
-        calls: list[ast.Call] = []
+        calls = [sub for sub in own if isinstance(sub, ast.Call)]
+        callees = {id(call.func) for call in calls}
+        callee_names = {call.func.id for call in calls if isinstance(call.func, ast.Name)}
+        held = {id(a) for call in calls if self._holds(call.func) for a in _arguments(call)}
+        # callees whose result runs: `g()()`, `r = g(); r()`
+        results_run = {id(c.func.func) for c in calls if isinstance(c.func, ast.Call)} | {
+            id(sub.value.func)
+            for sub in own
+            if isinstance(sub, ast.Assign)
+            and isinstance(sub.value, ast.Call)
+            and any(isinstance(t, ast.Name) and t.id in callee_names for t in sub.targets)
+        }
+        returned = {
+            id(part)
+            for sub in own
+            if isinstance(sub, ast.Return) and sub.value is not None
+            for part in ast.walk(sub.value)
+        }
+        rebound = {
+            s.id for s in own if isinstance(s, ast.Name) and isinstance(s.ctx, ast.Store | ast.Del)
+        }
         nested: dict[str, str] = {}
         for sub in own:
-            if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store | ast.Del):
-                rebound.add(sub.id)
-            elif isinstance(sub, ast.Call):
-                calls.append(sub)
-                callees.add(id(sub.func))
-                if isinstance(sub.func, ast.Name):
-                    callee_names.add(sub.func.id)
-                elif isinstance(sub.func, ast.Call):  # `g()()`: what g returns runs
-                    results_run.add(id(sub.func.func))
-                    values_run.add(id(sub.func))
-                if self._holds(sub.func):
-                    held.update(id(a) for a in _arguments(sub))
-            elif isinstance(sub, ast.Return) and sub.value is not None:
-                returned.update(id(part) for part in ast.walk(sub.value))
-            elif isinstance(sub, ast.FunctionDef | ast.AsyncFunctionDef) and qualname:
+            if isinstance(sub, ast.FunctionDef | ast.AsyncFunctionDef) and qualname:
                 key = f"{qualname}.<locals>.{sub.name}"
                 self.graph[f"def:{key}"] = self._function(sub, key)[0]
                 self.graph[f"result:{key}"] = _Node(calls=_results(self.graph[f"def:{key}"]))
                 nested[sub.name] = key
-        for sub in own:  # `r = g(); r()`: what g returns runs
-            if (
-                isinstance(sub, ast.Assign)
-                and isinstance(sub.value, ast.Call)
-                and any(isinstance(t, ast.Name) and t.id in callee_names for t in sub.targets)
-            ):
-                results_run.add(id(sub.value.func))
-                values_run.add(id(sub.value))
         params = {
             a.arg
             for a in (*positional, *args.kwonlyargs, args.vararg, args.kwarg)
@@ -251,9 +242,12 @@ class _FunctionGraph:
                 and id(sub) not in callees
             ):
                 found.changes.setdefault(ANY, f"hands {sub.id} on (line {sub.lineno}, {where})")
-            if _computed_getattr(sub):  # it may run any method of that name: any method
-                if id(sub) in values_run or (id(sub) in handed and id(sub) not in held):
-                    found.attributes.add(ANY)
+            if (  # a computed getattr may run any method of that name: any method
+                isinstance(sub, ast.Call)
+                and last_name(sub.func) == "getattr"
+                and named_argument(sub) is None
+            ):
+                if id(sub.func) in results_run or (id(sub) in handed and id(sub) not in held):
                     found.calls.add(f"method:{ANY}")
                 continue
             if id(sub) in read_only:
@@ -277,7 +271,6 @@ class _FunctionGraph:
             elif isinstance(sub, ast.Attribute) and isinstance(sub.ctx, ast.Load):
                 keys = self._imported(_dotted(sub) or "")
                 if not keys:
-                    found.attributes.add(sub.attr)
                     found.calls.add(f"method:{sub.attr}")
             else:
                 continue
@@ -342,18 +335,15 @@ class _FunctionGraph:
     def _handed_only(self, call: ast.Call, params: set[str]) -> bool:
         """Does the call hand on only the function's own parameters, literals and builtins
         (so what it changes through them matters only when they may hold a class)?"""
-        for argument in [*call.args, *(k.value for k in call.keywords)]:
+        reaching = (self.top, self.all_imports, _CLASS_REACHING)
+        for argument in _arguments(call):
             for sub in ast.walk(argument):
                 if isinstance(sub, ast.Lambda | ast.NamedExpr):
                     return False
                 if (
                     isinstance(sub, ast.Name)
                     and sub.id not in params
-                    and (
-                        sub.id in self.top
-                        or sub.id in self.all_imports
-                        or sub.id in _CLASS_REACHING
-                    )
+                    and any(sub.id in names for names in reaching)
                 ):
                     return False
                 if isinstance(sub, ast.Attribute) and sub.attr in _LOOKUP_ATTRIBUTES:
@@ -433,9 +423,9 @@ def _direct_mutations(node: ast.AST) -> Iterator[tuple[str, str, ast.expr | None
     elif isinstance(node, ast.Call) and last_name(node.func) in ("setattr", "delattr"):
         verb = last_name(node.func)
         target = node.args[0] if node.args else None
-        key = node.args[1] if len(node.args) >= 2 else None
-        if isinstance(key, ast.Constant) and isinstance(key.value, str):
-            yield _changed(key.value), f"{verb}s {key.value}", target
+        key = named_argument(node)
+        if key is not None:
+            yield _changed(key), f"{verb}s {key}", target
         else:
             yield ANY, f"{verb}s a computed name", target
     elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
@@ -453,11 +443,10 @@ def _direct_mutations(node: ast.AST) -> Iterator[tuple[str, str, ast.expr | None
         yield ANY, "imports builtins", None
 
 
-def _computed_getattr(node: ast.AST) -> bool:
-    if not (isinstance(node, ast.Call) and last_name(node.func) == "getattr"):
-        return False
-    key = node.args[1] if len(node.args) >= 2 else None
-    return not (isinstance(key, ast.Constant) and isinstance(key.value, str))
+def named_argument(call: ast.Call) -> str | None:
+    """The attribute name a `getattr`/`setattr`/`delattr` call spells out (None: computed)."""
+    key = call.args[1] if len(call.args) >= 2 else None
+    return key.value if isinstance(key, ast.Constant) and isinstance(key.value, str) else None
 
 
 _READING_METHODS = frozenset({"get", "items", "keys", "values", "copy", "__contains__"})

@@ -10,13 +10,15 @@ import ast
 from guard.truth.effect_graph import (
     _CALLING,
     _REFLECTIVE_ATTRIBUTES,
+    _arguments,
     _bound_names,
     _changed,
     _dotted,
     _FunctionGraph,
+    named_argument,
     signature,
 )
-from guard.truth.effects import ANY, MUTATING_BUILTINS, Effects, _closure, _Node, running
+from guard.truth.effects import ANY, MUTATING_BUILTINS, Effects, _as_key, _closure, _Node, running
 from guard.truth.model_expressions import _KEEPING_DECORATORS, _is_stdlib
 from guard.truth.model_statements import _CODE_ATTRIBUTES
 from guard.truth.statements import blocks, imported, own_statements
@@ -110,8 +112,8 @@ class _Reader(_FunctionGraph):
         me.C = None`), and the binding model (guard.truth.model_statements) reads only a
         class's own name, not `EntryClass[0].m = None`. A function's `__code__` or defaults
         replaced: the name stays bound, but its code is not the code defined under it."""
-        for ref in sorted(owner):
-            kind, _, origin = ref.partition(":")
+        refs = [ref.partition(":")[::2] for ref in sorted(owner)]
+        for kind, origin in refs:
             if kind == "import" and origin.split(".")[0] == "builtins":
                 why = f"line {lineno} replaces builtins.{attribute}, which all later code runs"
                 self._mutates(why)
@@ -123,22 +125,17 @@ class _Reader(_FunctionGraph):
                 )
                 self._mutates(why, attribute)
                 break
-        for ref in sorted(owner):
-            kind, _, qualname = ref.partition(":")
-            if kind == "class" and not (
-                isinstance(node, ast.Name) and node.id == qualname.rpartition(".")[2]
-            ):
-                why = (
-                    f"line {lineno} sets or deletes .{attribute} on {ast.unparse(node)}, which "
-                    f"may be the class {qualname}"
-                )
-                self._mutates(why, _changed(attribute))
-                break
-        for ref in sorted(owner):
-            kind, _, qualname = ref.partition(":")
-            if kind == "def" and attribute in _CODE_ATTRIBUTES:
-                why = f"line {lineno} replaces the {attribute} of {qualname}"
-                self._mutates(why, qualname.rpartition(".")[2])
+        named = node.id if isinstance(node, ast.Name) else None
+        classes = [q for kind, q in refs if kind == "class" and q.rpartition(".")[2] != named]
+        if classes:
+            why = (
+                f"line {lineno} sets or deletes .{attribute} on {ast.unparse(node)}, which "
+                f"may be the class {classes[0]}"
+            )
+            self._mutates(why, _changed(attribute))
+        for qualname in [q for kind, q in refs if kind == "def" and attribute in _CODE_ATTRIBUTES]:
+            why = f"line {lineno} replaces the {attribute} of {qualname}"
+            self._mutates(why, qualname.rpartition(".")[2])
 
     def _flow(self, name: str, refs: _Refs) -> None:
         known = self.values.setdefault(name, set())
@@ -160,9 +157,12 @@ class _Reader(_FunctionGraph):
             self._class(node)
             return
         call = node.value if isinstance(node, ast.Expr) else None
-        if isinstance(call, ast.Call) and self._bound_by_the_model(call):
+        if (  # `setattr(C, 'name', ...)`: the binding model reads it as the binding it is
+            isinstance(call, ast.Call)
+            and self._origin(call.func) in ("builtins.setattr", "builtins.delattr")
+            and (named := named_argument(call)) is not None
+        ):
             values = [self._value(argument) for argument in call.args]
-            named = str(ast.literal_eval(call.args[1]))  # a string constant: the model's own
             self._changed_on(call.args[0], values[0], named, node.lineno)
         elif isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign):
             refs = self._value(node.value) if node.value is not None else frozenset()
@@ -223,30 +223,20 @@ class _Reader(_FunctionGraph):
             ):
                 continue
             self._runs(refs)
-            if any(r.startswith(("def:", "class:", "danger:")) for r in refs):
-                self._runs(frozenset({key}))  # code of the file may call what it decorates
             self._hands(refs, frozenset({key}))
 
-    def _hands(self, callee: _Refs, handed: _Refs) -> None:
-        """A function from another module of the checkout gets functions or classes of this
-        one: if it calls what it is handed, they run (guard.tree.worktree reads it)."""
+    def _hands(self, callee: _Refs, handed: _Refs, calling: bool = False) -> None:
+        """Code handed functions or classes of the file may run them: code of the file may call
+        what it gets, as `calling` code does (sorted, map...); a function from another module of
+        the checkout runs them if it calls what it is handed (guard.tree.worktree reads it)."""
+        if calling or any(r.startswith(("def:", "class:", "danger:")) for r in callee):
+            self._runs(handed)
         keys = [_as_key(r) for r in handed if r.startswith(("def:", "class:", "instance:", "new:"))]
         for ref in callee:
             kind, _, rest = ref.partition(":")
             if kind in ("import", "import-result") and keys:
                 need = "hands" if kind == "import" else "hands-result"
                 self.node.needs |= {(need, f"{rest}\t{key}") for key in keys}
-
-    def _bound_by_the_model(self, node: ast.expr) -> bool:
-        """`setattr(C, 'name', ...)` or `delattr(C, 'name')` as a statement: the binding model
-        (guard.truth.model_statements) reads it as the binding it is."""
-        return (
-            isinstance(node, ast.Call)
-            and self._origin(node.func) in ("builtins.setattr", "builtins.delattr")
-            and len(node.args) >= 2
-            and isinstance(node.args[1], ast.Constant)
-            and isinstance(node.args[1].value, str)
-        )
 
     def _origin(self, node: ast.expr) -> str | None:
         target = node.func if isinstance(node, ast.Call) else node
@@ -307,15 +297,12 @@ class _Reader(_FunctionGraph):
         with arguments that hold nothing of the checkout."""
         for name in running(refs, self.node, quiet):
             self._mutates(f"{name} handed to code that may call it, or called indirectly")
-        for ref in sorted(refs):
-            builtin = ref.removeprefix("import:builtins.")
-            if ref.startswith("import:builtins.") and builtin in MUTATING_BUILTINS:
+        for ref in sorted(refs):  # another ref keeps its ":", never a builtin's name
+            if (builtin := ref.removeprefix("import:builtins.")) in MUTATING_BUILTINS:
                 self._mutates(f"{builtin} reached through the builtins module")
 
     def _value(self, node: ast.expr) -> _Refs:
         """The refs an expression's value may hold; what evaluating it runs is recorded."""
-        if isinstance(node, ast.Constant):
-            return frozenset()
         if isinstance(node, ast.Name):
             refs = set(self.values.get(node.id, ())) | self._named(node.id, "class")
             if node.id in MUTATING_BUILTINS:
@@ -346,12 +333,8 @@ class _Reader(_FunctionGraph):
             return frozenset().union(*(self._value(p) for p in parts))
         found: set[str] = set()
         for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.expr):
+            if isinstance(child, ast.expr):  # a call's keywords and comprehensions: above
                 found |= self._value(child)
-            elif isinstance(child, ast.keyword | ast.comprehension):
-                for sub in ast.iter_child_nodes(child):
-                    if isinstance(sub, ast.expr):
-                        found |= self._value(sub)
         if isinstance(node, ast.Subscript):  # `Optional[K]` hands K to typing, keeps it
             container = self._value(node.value)
             self._touch(container)
@@ -401,25 +384,19 @@ class _Reader(_FunctionGraph):
 
     def _call(self, node: ast.Call) -> _Refs:
         callee = self._value(node.func)
-        arguments: set[str] = set()
-        for argument in [*node.args, *(k.value for k in node.keywords)]:
-            arguments |= self._value(argument)
+        arguments = frozenset().union(*(self._value(a) for a in _arguments(node)))
         self._runs(callee, quiet=not arguments)
         name = node.func.id if isinstance(node.func, ast.Name) else None
         builtin = name not in self.values and not callee  # not a name the file binds
         if name == "getattr" and builtin and len(node.args) >= 2:
-            key = node.args[1]
-            if isinstance(key, ast.Constant) and isinstance(key.value, str):
-                return self._attribute(self._value(node.args[0]), key.value)
+            key = named_argument(node)
+            if key is not None:
+                return self._attribute(self._value(node.args[0]), key)
             self._mutates(f"getattr with a computed name at line {node.lineno}")
             return frozenset()
-        if self._origin(node.func) in _CALLING or any(
-            r.startswith(("def:", "class:", "danger:")) for r in callee
-        ):
-            self._runs(frozenset(arguments))  # what it is handed, it calls (or may: the file's)
-        self._hands(callee, frozenset(arguments))
+        self._hands(callee, arguments, self._origin(node.func) in _CALLING)
         if isinstance(node.func, ast.Attribute):  # `HOOKS.append(f)`: the receiver keeps it
-            self._store_in(node.func.value, frozenset(arguments))
+            self._store_in(node.func.value, arguments)
         returned = set(arguments) | {
             f"instance:{ref[6:]}" for ref in callee if ref.startswith("class:")
         }
@@ -429,12 +406,6 @@ class _Reader(_FunctionGraph):
             elif ref.startswith("import:"):
                 returned.add(f"import-result:{ref[7:]}")  # what one from elsewhere hands back
         return frozenset(returned)
-
-
-def _as_key(ref: str) -> str:
-    """The graph key that using a value runs: for a class or an instance, making one."""
-    kind, _, rest = ref.partition(":")
-    return f"new:{rest}" if kind in ("class", "instance") else ref
 
 
 def _returned(node: _Node) -> set[str]:

@@ -15,9 +15,6 @@ indirectly. One rule, not a list of patterns:
   by guard.tree.worktree), in another module of the checkout.
 - Code outside the checkout keeps (wraps, registers) what it is handed rather than call it,
   except the few library functions that call it at once (`sorted`, `map`, `functools.reduce`).
-
-A file's `Effects` is pickled with its parse (guard.truth.parsed); its functions' nodes are
-built only when a question reaches them (`_LazyGraph`).
 """
 
 from __future__ import annotations
@@ -63,7 +60,6 @@ class _Node:
     # class), or of the module's own globals ("global": they matter in the guarded module)
     scoped: dict[str, tuple[str, str]] = field(default_factory=dict)
     needs: set[tuple[str, str]] = field(default_factory=set)
-    attributes: set[str] = field(default_factory=set)
     calls: set[str] = field(default_factory=set)  # keys of the graph, run with any arguments
     passes: set[str] = field(default_factory=set)  # keys run with its own parameters only
     returns: set[str] = field(default_factory=set)  # functions defined in it that it returns
@@ -186,10 +182,8 @@ def running(refs: Iterable[str], node: _Node, quiet: bool = False) -> list[str]:
     dangers = []
     for ref in sorted(refs):  # the first why of a name is kept: the same in every process
         kind, _, rest = ref.partition(":")
-        if kind in ("def", "result", "uses"):
-            (node.passes if quiet and kind == "def" else node.calls).add(ref)
-        elif kind in ("class", "instance"):
-            node.calls.add(f"new:{rest}")
+        if kind in ("def", "result", "uses", "class", "instance"):
+            (node.passes if quiet and kind == "def" else node.calls).add(_as_key(ref))
         elif kind == "import-result":
             node.needs.add(("result", rest))
         elif kind == "import":
@@ -197,6 +191,12 @@ def running(refs: Iterable[str], node: _Node, quiet: bool = False) -> list[str]:
         elif kind == "danger":
             dangers.append(rest)
     return dangers
+
+
+def _as_key(ref: str) -> str:
+    """The graph key that using a value runs: for a class or an instance, making one."""
+    kind, _, rest = ref.partition(":")
+    return f"new:{rest}" if kind in ("class", "instance") else ref
 
 
 def _closure(graph: dict[str, _Node], start: _Node, *, home: bool) -> Reach:
@@ -217,9 +217,8 @@ def _closure(graph: dict[str, _Node], start: _Node, *, home: bool) -> Reach:
         for name, (why, scope) in node.scoped.items():
             if handed or (scope == "global" and home):
                 changes.setdefault(name, why)
-        for kind, origin in node.needs:
-            needs.add(("call" if kind == QUIET and handed else kind, origin))
-        attributes |= node.attributes
+        needs |= {("call" if kind == QUIET and handed else kind, o) for kind, o in node.needs}
+        attributes |= {k[7:] for k in node.calls if k.startswith("method:")}
         # Sorted: the first why found for a name is the one said, in every process (sets of
         # strings iterate in an order the hash seed decides).
         stack += [(k, True) for k in sorted(node.calls)]

@@ -63,11 +63,9 @@ def facts_of(python: str, git_dir: Path) -> dict[str, Any] | None:
         python = shutil.which(python) or python
     if os.path.realpath(python) == os.path.realpath(sys.executable):
         return None
-    facts = _asked(python, git_dir, "", ["-I", "-S", "-c", _FACTS + _PRINT], _loads)
+    print_facts = "print(__import__('json').dumps(facts))"
+    facts = _asked(python, git_dir, "", ["-I", "-S", "-c", _FACTS + print_facts], _loads)
     return None if facts == own_facts() else facts
-
-
-_PRINT = "print(__import__('json').dumps(facts))"
 
 
 def cannot_run(python: str, why: object) -> ConfigError:
@@ -91,8 +89,7 @@ def _asked(
     )
     cache = ContentCache(git_dir / FACTS_CACHE_DIR, _FACTS_CACHE_KEEP)
     key = digest(identity.encode())
-    kept = cache.get(key)
-    answer = None if kept is None else _json(kept, load)
+    answer = _json(cache.get(key), load)
     if answer is None:
         try:
             asked = subprocess.run([python, *arguments], capture_output=True, timeout=60)
@@ -112,7 +109,7 @@ def _asked(
     return answer
 
 
-def _json(data: bytes, load: Callable[[Any], T | None]) -> T | None:
+def _json(data: bytes | None, load: Callable[[Any], T | None]) -> T | None:
     try:
         return load(json.loads(data or b""))
     except ValueError:
@@ -131,9 +128,8 @@ def _as_values(facts: dict[str, Any]) -> dict[str, Any]:
     return {**facts, "sys.version_info": tuple(facts["sys.version_info"])}
 
 
-# What a stamp says of the interpreter: its version and where it looks for
-# installed distributions. `-I` without `-S`: site-packages and the .pth files' entries (an
-# editable install) are on the path, nothing of the environment is.
+# `-I` without `-S`: site-packages and the .pth files' entries (an editable install) are on
+# the path, nothing of the environment is.
 _SEARCH = (
     "import sys, json; print(json.dumps(['.'.join(map(str, sys.version_info[:3])), sys.path]))"
 )

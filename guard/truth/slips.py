@@ -13,7 +13,7 @@ import re
 from collections.abc import Collection, Iterable
 from typing import NamedTuple, TypeGuard
 
-from guard.truth.bodies import parse, span
+from guard.truth.bodies import parse, span, text_lines
 
 # A module-level function whose first parameter is one of these is a method typed outside its
 # class (`cls`: a classmethod's body typed at column 0).
@@ -33,24 +33,19 @@ def slips(source: bytes, path: str, added_lines: Iterable[int]) -> Slips:
     if tree is None:
         return Slips([], [])  # record says what is wrong with the file itself
     added = set(added_lines)
-    lines = source.decode("utf-8", errors="replace").splitlines()
-    return Slips(
-        _dedented_methods(tree, lines, path, added), _misspelt_delegations(tree, path, added)
-    )
+    dedented = _dedented_methods(tree, text_lines(source), path, added)
+    return Slips(dedented, _misspelt_delegations(tree, path, added))
 
 
 def _dedented_methods(tree: ast.Module, lines: list[str], path: str, added: set[int]) -> list[str]:
     """`def name(self, ...)` at module level, with the class it likely belongs in and the lines
     to indent; only in a file that defines a class (elsewhere no class could be meant)."""
     found = []
-    methods = {id(node) for node in module_methods(tree)}
-    for previous, node in zip([None, *tree.body], tree.body, strict=False):
-        if id(node) not in methods or node.lineno not in added:
+    for node in module_methods(tree):
+        if node.lineno not in added or (owner := likely_class(tree, node)) is None:
             continue
-        assert isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
-        owner = likely_class(tree, node)
-        if owner is None:
-            continue
+        index = tree.body.index(node)
+        previous = tree.body[index - 1] if index else None
         if previous is None:
             where = "at the top"
         elif isinstance(previous, ast.ClassDef):
@@ -249,12 +244,11 @@ def may_slip(content: bytes, names: Collection[str]) -> bool:
     if not names:
         return False
     alternatives = b"|".join(re.escape(name.encode()) for name in names)
-    return (
+    return bool(
         re.search(
             rb"^(?:(?:async\s+)?def\s+(?:%b)\s*\(\s*(?:self|cls)\b"
             rb"|[ \t]+(?:async\s+)?def\s+(?:%b)\b)" % (alternatives, alternatives),
             content,
             re.MULTILINE,
         )
-        is not None
     )
