@@ -19,7 +19,7 @@ from guard.truth.effect_graph import (
     _FunctionGraph,
 )
 from guard.truth.effects import ANY, MUTATING_BUILTINS, QUIET, Effects, Reach, _closure, _Node
-from guard.truth.model_expressions import _KEEPING_DECORATORS, _is_stdlib
+from guard.truth.model_names import _KEEPING_DECORATORS, _is_stdlib
 from guard.truth.model_statements import _CODE_ATTRIBUTES
 from guard.truth.statements import blocks, imported, own_statements
 

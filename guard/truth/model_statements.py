@@ -7,7 +7,6 @@ from __future__ import annotations
 import ast
 import sys
 
-from guard.truth.model_expressions import _is_stdlib, _Values
 from guard.truth.model_names import (
     _MODULE_SCOPE,
     _UNKNOWN,
@@ -15,9 +14,11 @@ from guard.truth.model_names import (
     _At,
     _Class,
     _Env,
+    _is_stdlib,
     _LocalClass,
     _LocalDef,
     _Origin,
+    _Scopes,
 )
 from guard.truth.statements import imported, own_statements
 
@@ -54,7 +55,7 @@ KNOWN_STATEMENTS = frozenset(
 _CODE_ATTRIBUTES = frozenset({"__code__", "__defaults__", "__kwdefaults__"})
 
 
-class _Model(_Values):
+class _Model(_Scopes):
     """A statement that surely raises stops its body: at module level the import fails
     (`fails`); a raise that may happen (under a runtime condition, in a `with` that may suppress
     it) makes every answer cannot tell (`may_fail`). Outside try bodies, calls are assumed to
