@@ -93,22 +93,19 @@ class _Origin(NamedTuple):
     dotted: str
 
 
-class _LocalDef(NamedTuple):
-    """A plain function of this module (a decorator it defines)."""
-
-    node: ast.FunctionDef | ast.AsyncFunctionDef
-
-
-class _LocalClass(NamedTuple):
-    scope: int
-    doubt: str | None = None  # why it may not be the class its body defines (a decorator...)
-    passes_on: str | None = None  # why a class derived from it cannot be read
+# A plain function of this module (a decorator it defines), as the environment holds it.
+_LocalDef = ast.FunctionDef | ast.AsyncFunctionDef
 
 
 class _Class(NamedTuple):
+    """A class of this file: the model's record of it, and its value in the environment."""
+
+    scope: int  # of its body
     name: str
     bases: list[int | str]  # a class scope of this file, or the text of a base it cannot read
     origins: list[str]  # where the unread bases are imported from
+    doubt: str | None = None  # why it may not be the class its body defines (a decorator...)
+    passes_on: str | None = None  # why a class derived from it cannot be read
 
 
 class _Outcome(NamedTuple):
@@ -213,7 +210,7 @@ class _Scopes:
         known, every class of that name (each only possibly); outside their bodies, so with
         no environment of theirs."""
         value = self._lookup_env(node, at.env)
-        if isinstance(value, _LocalClass):
+        if isinstance(value, _Class):
             return [_At(value.scope, at.condition, {})]
         if not isinstance(node, ast.Name):
             return []
@@ -232,7 +229,7 @@ class _Scopes:
         if isinstance(value, _LITERALS):
             return "value", self._value(value, env)
         looked = self._lookup_env(value, env)
-        if isinstance(looked, _LocalDef) or (isinstance(looked, _LocalClass) and not looked.doubt):
+        if isinstance(looked, _LocalDef) or (isinstance(looked, _Class) and not looked.doubt):
             return "def", looked
         if isinstance(value, ast.Call) and self._origin(value.func, env) in _MAKING_FUNCTIONS:
             return "def", _UNKNOWN
@@ -256,7 +253,7 @@ class _Scopes:
         ):
             return True
         local = self._lookup_env(decorator, env)
-        return isinstance(local, _LocalDef) and _returns_a_function(local.node)
+        return isinstance(local, _LocalDef) and _returns_a_function(local)
 
     def _value(self, node: ast.expr, env: _Env, depth: int = 0) -> object:
         """The value of an expression Python computes without running user code, or _UNKNOWN."""
@@ -268,7 +265,7 @@ class _Scopes:
             looked = self._lookup_env(node, env)
             if isinstance(looked, _Origin):
                 return self.known.get(looked.dotted, _UNKNOWN)
-            if isinstance(looked, _LocalDef | _LocalClass):
+            if isinstance(looked, _LocalDef | _Class):
                 return _UNKNOWN
             return looked
         if isinstance(node, ast.Tuple | ast.List | ast.Set):

@@ -15,8 +15,6 @@ from guard.truth.model_names import (
     _Class,
     _Env,
     _is_stdlib,
-    _LocalClass,
-    _LocalDef,
     _Origin,
     _Scopes,
 )
@@ -93,7 +91,7 @@ class _Model(_Scopes):
             doubt = self._decorator_doubt(node.decorator_list, at.env, "decorator", "it")
             value: object = _UNKNOWN
             if not node.decorator_list:
-                value = _LocalDef(node)
+                value = node
             elif self._origin(node.decorator_list[0], at.env) == "builtins.property":
                 value = _Origin("builtins.property")
             name = self._name(at.scope, node.name)
@@ -182,7 +180,7 @@ class _Model(_Scopes):
         for base in node.bases:
             value = self._lookup_env(base, at.env)
             origin = self._origin(base, at.env)
-            if isinstance(value, _LocalClass):
+            if isinstance(value, _Class):
                 bases.append(value.scope)
                 passes_on = passes_on or value.doubt or value.passes_on
             elif origin == "typing.NamedTuple":
@@ -200,7 +198,7 @@ class _Model(_Scopes):
                     "attributes"
                 )
         doubt = doubt or passes_on
-        self.classes[inner] = _Class(node.name, bases, origins)
+        self.classes[inner] = _Class(inner, node.name, bases, origins)
         self.globals_of[inner] = frozenset(
             name for n in own_statements(node.body) if isinstance(n, ast.Global) for name in n.names
         )
@@ -226,7 +224,7 @@ class _Model(_Scopes):
             for slot in sorted(slots):
                 self._add(body, self._name(inner, slot), "value", node.lineno)
         name = self._name(at.scope, node.name)
-        value = _LocalClass(inner, doubt, passes_on)
+        value = self.classes[inner] = _Class(inner, node.name, bases, origins, doubt, passes_on)
         self._add(at, name, "class", node.lineno, inner=inner, doubt=doubt, value=value)
         return None
 
