@@ -85,7 +85,6 @@ class _Model(_Scopes):
         return None, may_raise
 
     def _stmt(self, node: ast.stmt, at: _At) -> tuple[str | None, str | None]:
-        """Run one statement as Python would at import (function bodies are never run)."""
         self._walrus(node, at)
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
             doubt = self._decorator_doubt(node.decorator_list, at.env, "decorator", "it")
@@ -380,7 +379,6 @@ class _Model(_Scopes):
         return None, may_raise, failing, False
 
     def _try(self, node: ast.Try | ast.TryStar, at: _At) -> tuple[str | None, str | None]:
-        """From the first statement that may fail, the rest of a try body is conditional."""
         start = self._order
         where = "inside a try body that may fail"
         raises, may_raise, failing, surely = self._failing_body(node.body, at, where)
@@ -480,8 +478,6 @@ class _Model(_Scopes):
             self._on_classes(target.value, target.attr, "del", lineno, at)
 
     def _on_classes(self, owner: ast.expr, name: str, kind: str, lineno: int, at: _At) -> None:
-        """`C.m = ...`, `del C.m`, `setattr(C, "m", ...)`: a binding in each class `owner` may
-        name."""
         for inner in self._classes_named(owner, at):
             doubt = self._rebinding(inner.scope, name, kind, lineno)
             self._add(inner, name, kind, lineno, doubt=doubt)
