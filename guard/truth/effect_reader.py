@@ -19,7 +19,7 @@ from guard.truth.effect_graph import (
     signature,
 )
 from guard.truth.effects import ANY, MUTATING_BUILTINS, Effects, _as_key, _closure, _Node, running
-from guard.truth.model_expressions import _KEEPING_DECORATORS, _is_stdlib
+from guard.truth.model_names import _KEEPING_DECORATORS, _is_stdlib
 from guard.truth.model_statements import _CODE_ATTRIBUTES
 from guard.truth.statements import blocks, imported, own_statements
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import ast
 import sys
 
-from guard.truth.model_expressions import _is_stdlib, _Values
 from guard.truth.model_names import (
     _MODULE_SCOPE,
     _UNKNOWN,
@@ -15,9 +14,9 @@ from guard.truth.model_names import (
     _At,
     _Class,
     _Env,
-    _LocalClass,
-    _LocalDef,
+    _is_stdlib,
     _Origin,
+    _Scopes,
 )
 from guard.truth.statements import imported, own_statements
 
@@ -54,7 +53,7 @@ KNOWN_STATEMENTS = frozenset(
 _CODE_ATTRIBUTES = frozenset({"__code__", "__defaults__", "__kwdefaults__"})
 
 
-class _Model(_Values):
+class _Model(_Scopes):
     """A statement that surely raises stops its body: at module level the import fails
     (`fails`); a raise that may happen (under a runtime condition, in a `with` that may suppress
     it) makes every answer cannot tell (`may_fail`). Outside try bodies, calls are assumed to
@@ -86,13 +85,12 @@ class _Model(_Values):
         return None, may_raise
 
     def _stmt(self, node: ast.stmt, at: _At) -> tuple[str | None, str | None]:
-        """Run one statement as Python would at import (function bodies are never run)."""
         self._walrus(node, at)
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
             doubt = self._decorator_doubt(node.decorator_list, at.env, "decorator", "it")
             value: object = _UNKNOWN
             if not node.decorator_list:
-                value = _LocalDef(node)
+                value = node
             elif self._origin(node.decorator_list[0], at.env) == "builtins.property":
                 value = _Origin("builtins.property")
             name = self._name(at.scope, node.name)
@@ -181,7 +179,7 @@ class _Model(_Values):
         for base in node.bases:
             value = self._lookup_env(base, at.env)
             origin = self._origin(base, at.env)
-            if isinstance(value, _LocalClass):
+            if isinstance(value, _Class):
                 bases.append(value.scope)
                 passes_on = passes_on or value.doubt or value.passes_on
             elif origin == "typing.NamedTuple":
@@ -199,7 +197,7 @@ class _Model(_Values):
                     "attributes"
                 )
         doubt = doubt or passes_on
-        self.classes[inner] = _Class(node.name, bases, origins)
+        self.classes[inner] = _Class(inner, node.name, bases, origins)
         self.globals_of[inner] = frozenset(
             name for n in own_statements(node.body) if isinstance(n, ast.Global) for name in n.names
         )
@@ -225,7 +223,7 @@ class _Model(_Values):
             for slot in sorted(slots):
                 self._add(body, self._name(inner, slot), "value", node.lineno)
         name = self._name(at.scope, node.name)
-        value = _LocalClass(inner, doubt, passes_on)
+        value = self.classes[inner] = _Class(inner, node.name, bases, origins, doubt, passes_on)
         self._add(at, name, "class", node.lineno, inner=inner, doubt=doubt, value=value)
         return None
 
@@ -381,7 +379,6 @@ class _Model(_Values):
         return None, may_raise, failing, False
 
     def _try(self, node: ast.Try | ast.TryStar, at: _At) -> tuple[str | None, str | None]:
-        """From the first statement that may fail, the rest of a try body is conditional."""
         start = self._order
         where = "inside a try body that may fail"
         raises, may_raise, failing, surely = self._failing_body(node.body, at, where)
@@ -481,8 +478,6 @@ class _Model(_Values):
             self._on_classes(target.value, target.attr, "del", lineno, at)
 
     def _on_classes(self, owner: ast.expr, name: str, kind: str, lineno: int, at: _At) -> None:
-        """`C.m = ...`, `del C.m`, `setattr(C, "m", ...)`: a binding in each class `owner` may
-        name."""
         for inner in self._classes_named(owner, at):
             doubt = self._rebinding(inner.scope, name, kind, lineno)
             self._add(inner, name, kind, lineno, doubt=doubt)
