@@ -351,6 +351,20 @@ def test_linked_worktree_gets_patches_unless_switched_off(sample: Sample, tmp_pa
     assert method_count((bare_tree / KIMI).read_text(), METHODS[0]) == 0
 
 
+def test_a_new_worktree_switch_that_is_not_a_boolean_is_said_in_one_line(
+    sample: Sample, tmp_path: Path
+) -> None:
+    """git itself refuses such a value ("bad boolean config value"); the hook says so, and
+    applies nothing on a guess (it was an internal error)."""
+    installed(sample)
+    sample.git("config", "patchguard.applyOnNewWorktree", "garbage")
+    tree = tmp_path / "wt"
+    add = sample.git("worktree", "add", "-q", str(tree), "old", check=False)
+    assert "applyOnNewWorktree is 'garbage', not true or false" in add.stderr, add.stderr
+    assert "internal error" not in add.stderr
+    assert method_count((tree / KIMI).read_text(), METHODS[0]) == 0
+
+
 def test_hook_falls_back_to_path_then_fails_loudly(sample: Sample) -> None:
     installed(sample, "--hook", "post-checkout")
     hook = sample.root / ".git" / "hooks" / "post-checkout"

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from guard.errors import PatchguardError
+from guard.errors import ConfigError, PatchguardError
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -95,9 +95,17 @@ def run(name: str, args: list[str], stdin: str, cwd: Path) -> int:
         return 0
     new_worktree = name == "post-checkout" and set(args[0] if args else "x") <= NULL_OID_CHARS
     switch = NEW_WORKTREE_SWITCH
-    if new_worktree and switch in repo.git.config and not repo.git.config.get_bool(switch):
-        say(f"new worktree: patches not applied ({NEW_WORKTREE_SWITCH} is false)")
-        return 0
+    if new_worktree and switch in repo.git.config:
+        try:
+            apply_here = repo.git.config.get_bool(switch)
+        except ValueError:  # git's own words for it: "bad boolean config value"
+            raise ConfigError(
+                f"new worktree: patches not applied: {switch} is "
+                f"{repo.git.config[switch]!r}, not true or false (git config {switch} false)"
+            ) from None
+        if not apply_here:
+            say(f"new worktree: patches not applied ({NEW_WORKTREE_SWITCH} is false)")
+            return 0
     return _apply_and_check(repo, name)
 
 
