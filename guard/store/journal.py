@@ -378,12 +378,15 @@ def kept_before(entry: Path, item: dict[str, Any]) -> bytes | None:
     patchguard kept one file each, with no blob id to check against."""
     if not item["before"]:
         return None
-    with (entry / str(item["before"])).open("rb") as kept:
-        if "offset" in item:
-            kept.seek(int(item["offset"]))
-            before = kept.read(int(item["size"]))
-        else:
-            before = kept.read()
+    try:
+        with (entry / str(item["before"])).open("rb") as kept:
+            if "offset" in item:
+                kept.seek(int(item["offset"]))
+                before = kept.read(int(item["size"]))
+            else:
+                before = kept.read()
+    except OSError:  # deleted by hand, or by a tool cleaning .git
+        raise GuardFailure(f"the undo entry {entry.name} is gone or damaged") from None
     if item.get("before_blob", blob_id(before)) != blob_id(before):
         raise GuardFailure(
             f"the undo copy of {item['path']} in {entry} is damaged (its bytes are not the ones "

@@ -57,6 +57,22 @@ def test_undo_restores_exactly_and_refuses_to_lose_edits(sample: Sample) -> None
     assert sample.kimi.read_bytes() == applied + b"# my later edit\n"
 
 
+def test_undo_of_an_entry_whose_kept_bytes_are_gone_says_so_in_one_line(sample: Sample) -> None:
+    """The journal names the pack that holds the old bytes; a pack deleted by hand (or by a
+    tool cleaning .git) leaves undo nothing to put back: it says so and writes nothing (it was
+    an internal error, FileNotFoundError)."""
+    sample.record_eagle3()
+    sample.git("stash")
+    assert sample.pg("apply").exit_code == 0
+    applied = sample.kimi.read_bytes()
+    (pack,) = (sample.root / ".git" / "patchguard-undo").glob("*/before.pack")
+    pack.unlink()
+    result = sample.pg("undo")
+    assert result.exit_code == 1, result.output
+    assert f"the undo entry {pack.parent.name} is gone or damaged" in result.stderr
+    assert sample.kimi.read_bytes() == applied
+
+
 def test_temp_file_of_a_killed_writer_is_swept_by_the_next_write(sample: Sample) -> None:
     sample.record_eagle3()
     sample.git("stash")
