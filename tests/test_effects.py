@@ -343,12 +343,17 @@ def test_deleting_a_functions_code_or_defaults_is_not_green(tmp_path: Path) -> N
     (package / "__init__.py").write_text("")
     git(tmp_path, "init", "-q")
     for attribute in ("__defaults__", "__code__", "__kwdefaults__"):
-        for tail in (f"f.{attribute} = None\n", f"del f.{attribute}\n"):
+        deleted = (f"del f.{attribute}\n", f"del (f.{attribute},)\n", f"del [f.{attribute}]\n")
+        for tail in (f"f.{attribute} = None\n", *deleted):
             (package / "mod.py").write_text(f"def f(a=1, *, b=2):\n    return a\n\n\n{tail}")
             git(tmp_path, "add", "-A")
             result = check_symbol(Worktree(Repo.discover(tmp_path)), "pkg/mod.py::f", None)
             assert not result.ok and result.state == CANNOT_TELL, (tail, result)
             assert f"line 5 replaces the {attribute} of f" in result.detail
+    (package / "mod.py").write_text("def f(a=1):\n    return a\n\n\ndel (f.__defaults__,)\n")
+    python = [sys.executable, "-c", "import pkg.mod; print(pkg.mod.f.__defaults__)"]
+    ran = subprocess.run(python, cwd=tmp_path, capture_output=True, text=True, check=True)
+    assert ran.stdout == "None\n"  # Python deletes each element of a tuple target
 
 
 def test_why_a_name_may_change_is_worded_the_same_under_any_hash_seed() -> None:

@@ -106,6 +106,18 @@ class _Reader(_FunctionGraph):
             self._value(target.slice)
             self._bind(target.value, refs | self._value(target.value))
 
+    def _delete(self, target: ast.expr, lineno: int) -> None:
+        """`del (f.__code__, x)` deletes each element, as the binding model reads it."""
+        if isinstance(target, ast.Tuple | ast.List):
+            for element in target.elts:
+                self._delete(element, lineno)
+            return
+        for sub in ast.iter_child_nodes(target):
+            if isinstance(sub, ast.expr):
+                owner = self._value(sub)
+                if isinstance(target, ast.Attribute) and sub is target.value:
+                    self._changed_on(sub, owner, target.attr, lineno)
+
     def _changed_on(self, node: ast.expr, owner: _Refs, attribute: str, lineno: int) -> None:
         """An attribute set or deleted at import on `node`, which may hold `owner`: something an
         import gave may be this very module or one of its classes (`from . import mod as me;
@@ -186,11 +198,7 @@ class _Reader(_FunctionGraph):
                     self._flow(name, frozenset({f"import:{origin}"}))
         elif isinstance(node, ast.Delete):
             for target in node.targets:
-                for sub in ast.iter_child_nodes(target):
-                    if isinstance(sub, ast.expr):
-                        owner = self._value(sub)
-                        if isinstance(target, ast.Attribute) and sub is target.value:
-                            self._changed_on(sub, owner, target.attr, node.lineno)
+                self._delete(target, node.lineno)
         elif isinstance(node, ast.Try | ast.TryStar):
             for handler in node.handlers:
                 if handler.type is not None:
