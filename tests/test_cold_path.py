@@ -201,8 +201,11 @@ def test_the_shapes_git_merges(
 def test_a_merge_git_refuses_is_one_line(repo: Repo) -> None:
     from guard.errors import ConfigError
 
-    with pytest.raises(ConfigError, match=r"`git merge-file` could not merge ours \(.*binary"):
+    with pytest.raises(
+        ConfigError, match=r"`git merge-file` could not merge ours \(.*binary"
+    ) as raised:
         repo.merge3(b"a\0\n", b"b\0\n", b"c\0\n", LABELS)
+    assert "patchguard-merge-" not in str(raised.value)  # a directory already gone
 
 
 def test_a_cached_merge_renamed_to_another_key_is_a_miss(repo: Repo) -> None:

@@ -582,6 +582,8 @@ def merge_file(
     if not 0 <= found.returncode < 128:  # git: negative on an error, else the conflicts
         said = found.stderr.decode(errors="replace").strip().splitlines()
         reason = said[-1] if said else f"exit {found.returncode}"
+        for name, label in zip(names, (labels[1], labels[0], labels[2]), strict=True):
+            reason = reason.replace(name, label)  # the inputs' names, gone with the directory
         raise ConfigError(
             f"`git merge-file` could not merge {labels[1]} ({reason}); leave the file as it "
             "is and run `patchguard status` to see which patch is involved"
