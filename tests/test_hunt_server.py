@@ -291,6 +291,8 @@ def test_the_server_options_go_together() -> None:
     url = ("--ready", "http://127.0.0.1:1/health")
     cases = [
         ((*url,), "go with --server"),
+        (("--ready-timeout", "5"), "go with --server"),
+        (("--runs-per-start", "1"), "go with --server"),
         (("--server", "x"), "--server needs one way to know it is ready"),
         (("--server", "x", *url, "--ready-line", "up"), "--server needs one way"),
         (("--server", "x", "--ready", "ftp://h/x"), "give an http:// or https:// URL"),

@@ -231,8 +231,14 @@ def _server(measuring: dict[str, Any]) -> Any:
 
     ready_url, ready_line = measuring["ready_url"], measuring["ready_line"]
     if measuring["server"] is None:
-        if ready_url or ready_line or measuring["runs_per_start"] != 1:
-            raise click.UsageError("--ready, --ready-line and --runs-per-start go with --server")
+        context = click.get_current_context()  # given, not just valued: two have defaults
+        server_only = ("ready_url", "ready_line", "ready_timeout", "runs_per_start")
+        if any(
+            context.get_parameter_source(name) != ParameterSource.DEFAULT for name in server_only
+        ):
+            raise click.UsageError(
+                "--ready, --ready-line, --ready-timeout and --runs-per-start go with --server"
+            )
         return None
     if (ready_url is None) == (ready_line is None):
         raise click.UsageError(
