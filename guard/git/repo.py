@@ -467,10 +467,7 @@ class Repo:
     def changed_tracked_files(self) -> list[str]:
         """guard.git.process.changed_tracked, of this worktree's `git status`; a name that is
         not UTF-8 is kept (as surrogates) for the caller to refuse by name."""
-        status = run_git_bytes(STATUS, self.workdir)
-        if status.returncode != 0:
-            run_git(STATUS, self.workdir)  # raises, with git's reason
-        return changed_tracked(status.stdout.decode("utf-8", "surrogateescape").split("\0"))
+        return changed_tracked(run_git(STATUS, self.workdir).stdout.split("\0"))
 
     def outside_sparse_checkout(self) -> set[str]:
         """Tracked paths a sparse checkout leaves out of the worktree (skip-worktree)."""
