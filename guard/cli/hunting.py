@@ -225,17 +225,20 @@ def _hunt_options(command: tuple[str, ...], metric: str, measuring: dict[str, An
     )
 
 
+def _given(*names: str) -> bool:
+    """Was any of these options typed (or set in the environment)? Given, not valued: several
+    have a default, so a value says nothing of what the user asked."""
+    context = click.get_current_context()
+    return any(context.get_parameter_source(name) != ParameterSource.DEFAULT for name in names)
+
+
 def _server(measuring: dict[str, Any]) -> Any:
     """The --server options as a hunt.server.ServerSpec (None without --server)."""
     from guard.hunt.server import ServerSpec
 
     ready_url, ready_line = measuring["ready_url"], measuring["ready_line"]
     if measuring["server"] is None:
-        context = click.get_current_context()  # given, not just valued: two have defaults
-        server_only = ("ready_url", "ready_line", "ready_timeout", "runs_per_start")
-        if any(
-            context.get_parameter_source(name) != ParameterSource.DEFAULT for name in server_only
-        ):
+        if _given("ready_url", "ready_line", "ready_timeout", "runs_per_start"):
             raise click.UsageError(
                 "--ready, --ready-line, --ready-timeout and --runs-per-start go with --server"
             )
@@ -424,8 +427,7 @@ def bisect_run(
 
             plots.plot_bisect(found, plot_file)
         return EXIT_OK if found.verdict == hunt.FOUND else EXIT_GUARD_FAILED
-    metric_only = [*measuring, "plot_file", "as_json"]  # some have a value even when not given
-    if any(ctx.get_parameter_source(name) != ParameterSource.DEFAULT for name in metric_only):
+    if _given(*measuring, "plot_file", "as_json"):
         raise click.UsageError("--json, --plot and the measuring options go with --metric M")
     from guard.ops import moves
 
