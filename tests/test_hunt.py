@@ -479,6 +479,7 @@ def test_ctrl_c_while_patchguard_runs_git_stops_between_runs(
     assert int(count.read_text()) >= 2
     assert child.returncode == 130, child.stderr
     assert "interrupted" in child.stderr and "failed" not in child.stderr, child.stderr
+    assert "run the same compare again" in child.stderr, child.stderr  # how to go on
     as_the_user_left_it(hunt, kimi)
 
 

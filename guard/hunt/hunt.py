@@ -465,6 +465,9 @@ def _session(
             bench.home = earlier
         try:
             yield bench
+        except KeyboardInterrupt:  # a git of ours the same Ctrl-C reached (guard.git.process)
+            bench.stop_asked = True
+            bench.stop_if_asked()  # the hunt's own words for it: what is kept, how to go on
         finally:
             bench.go_home()
             bench.note.drop()
