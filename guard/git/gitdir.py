@@ -10,6 +10,7 @@ from guard.errors import ConfigError
 from guard.git.gitpaths import (
     DERIVED_FROM_FILE_NAME,
     HISTORY_REF,
+    MANIFEST_FILE_NAME,
     STORE_DIR_NAME,
     TRANSACTION_FILE_NAME,
     find_repository,
@@ -31,7 +32,7 @@ class Layout:
         self.common_dir = common_dir
         # In the common dir, so every linked worktree shares them.
         self.store_dir = common_dir / STORE_DIR_NAME
-        self.manifest_path = self.store_dir / "manifest.json"
+        self.manifest_path = self.store_dir / MANIFEST_FILE_NAME
         self.store_lock_path = self.store_dir / "lock"  # held only while the store is rewritten
         # Present from before the history ref moves until manifest.json is derived from it: the
         # hooks and `check` trust no verified key meanwhile (the hook script knows it by name).

@@ -9,6 +9,7 @@ from guard.errors import ConfigError
 # patchguard's files (guard.git.gitdir.Layout names them all); these few are here because the
 # fast path reads them with nothing but os.
 STORE_DIR_NAME = "patchguard"
+MANIFEST_FILE_NAME = "manifest.json"  # in STORE_DIR_NAME: what every reader of the patches reads
 TRANSACTION_FILE_NAME = "transaction"  # a change to the patches under way; the hooks know it
 DERIVED_FROM_FILE_NAME = "manifest.from"  # the history commit manifest.json was derived from
 HISTORY_REF = "refs/patchguard/history"

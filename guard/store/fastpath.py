@@ -17,6 +17,7 @@ from guard.errors import PatchguardError
 from guard.git.gitpaths import (
     DERIVED_FROM_FILE_NAME,
     HISTORY_REF,
+    MANIFEST_FILE_NAME,
     STORE_DIR_NAME,
     TRANSACTION_FILE_NAME,
     find_repository,
@@ -160,7 +161,7 @@ def current_key(start: str) -> CurrentKey | None:
         digests = []
         # This checkout's own manifest, never one named in the cache: a copied checkout (cp -a)
         # hashes its own, not the one it was copied from.
-        own = os.path.join(common_dir, STORE_DIR_NAME, "manifest.json")
+        own = os.path.join(common_dir, STORE_DIR_NAME, MANIFEST_FILE_NAME)
         for path in [own, *(os.path.join(workdir, p) for p in paths)]:
             content = read_if_regular(path)[1]
             if content is None:
