@@ -263,9 +263,11 @@ def _as_written(current: bytes | None, item: dict[str, Any]) -> bool:
 
 
 def _entries(root: Path) -> list[Path]:
+    """The entries, oldest first, by the one rule recover() uses too (_is_entry_name)."""
     if not root.is_dir():
         return []
-    return sorted(p for p in root.iterdir() if (p / JOURNAL_FILE).is_file())
+    found = (p for p in root.iterdir() if _is_entry_name(p.name))
+    return sorted(p for p in found if (p / JOURNAL_FILE).is_file())
 
 
 class Entry(NamedTuple):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -245,6 +246,22 @@ def test_a_stray_file_beside_the_entries_hides_no_killed_writer(sample: Sample) 
     assert sample.kimi.read_bytes() == applied
     assert (root / "notes").read_text() == "mine\n"
     assert "interrupted" not in sample.pg("undo", "--list").output
+
+
+def test_undo_and_recovery_take_the_same_entries(sample: Sample) -> None:
+    """A directory of the user's in the undo directory that holds a journal.json (a copy kept
+    by hand) is no entry for undo either, as it is none for recovery: undo reverts the real
+    newest entry and leaves the copy alone."""
+    sample.record_eagle3()
+    sample.git("stash")
+    original = sample.kimi.read_bytes()
+    assert sample.pg("apply").exit_code == 0
+    root = locate(sample.root).git_dir / UNDO_DIR_NAME
+    (entry,) = root.iterdir()
+    shutil.copytree(entry, root / "zz-my-copy")
+    assert sample.pg("undo").exit_code == 0
+    assert sample.kimi.read_bytes() == original
+    assert (root / "zz-my-copy" / JOURNAL_FILE).is_file()
 
 
 def test_duplicate_patch_names_are_refused(sample: Sample, tmp_path: Path) -> None:
