@@ -140,14 +140,14 @@ def fetch(
     fetched = sharing.fetch(repo, remote, keep)
     if as_json:
         from guard.cli.render import json_report
-        from guard.tree import next_step
+        from guard.tree import assess
 
         report = json_report(
             "patchguard.fetch/1",
             remote=remote,
             up_to_date=fetched.up_to_date,
             changes=[{"kind": c.kind, "name": c.name} for c in fetched.changes],
-            worktree=next_step.worktree_lines(repo, fetched.patches),
+            worktree=assess.worktree_lines(repo, fetched.patches),
             installed_hooks=(
                 install.install(repo.layout, install.HOOK_TYPES, False)
                 if install_now and not install.hooks_installed(repo.layout)

@@ -81,9 +81,9 @@ def say_worktree(repo: Repo, names: list[str]) -> None:
     """After the patches changed under the worktree: what it holds, and the next command."""
     if not names:
         return
-    from guard.tree import next_step
+    from guard.tree import assess
 
-    for line in next_step.worktree_lines(repo, names):
+    for line in assess.worktree_lines(repo, names):
         click.echo(f"patchguard: {line}", err=True)
 
 

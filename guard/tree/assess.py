@@ -17,7 +17,7 @@ from guard.git.repo import Repo
 from guard.git.worktree_paths import one_walk
 from guard.store import fastpath
 from guard.store.derived import load_manifest
-from guard.store.manifest import FileChange, Patch, select_patches
+from guard.store.manifest import FileChange, Manifest, Patch, select_patches
 from guard.store.manifest import Resolution as PatchResolution
 from guard.store.spec import parse_spec
 from guard.tree.verdicts import (
@@ -31,6 +31,8 @@ from guard.tree.verdicts import (
     PatchVerdict,
     State,
     SymbolResult,
+    fix_for,
+    in_words,
 )
 from guard.tree.worktree import CANNOT_TELL_FROM_READING, Worktree, _mentions_definition
 from guard.truth import bodies, slips
@@ -477,40 +479,43 @@ def stacks_on(repo: Repo, upper: Patch, lower: Patch, path: str) -> bool:
 
 
 def status(
-    repo: Repo, names: Sequence[str] = (), tree: Worktree | None = None
+    repo: Repo,
+    names: Sequence[str] = (),
+    tree: Worktree | None = None,
+    manifest: Manifest | None = None,
 ) -> list[PatchVerdict]:
-    manifest = load_manifest(repo)
+    """Each patch of `names` (every one when none), assessed on the patches below it."""
+    manifest = manifest or load_manifest(repo)
     tree = tree or Worktree(repo)
     tree.prefetch(manifest.patches)
-    verdicts = []
-    for patch in select_patches(manifest, names):
-        below = manifest.patches[: manifest.patches.index(patch)]
-        verdict = assess_patch(repo, tree, patch, below)
-        verdict.committed_in_head = _committed_in_head(repo, patch, verdict)
-        verdicts.append(verdict)
-    return verdicts
+    every = manifest.patches
+    return [
+        assess_patch(repo, tree, p, every[: every.index(p)])
+        for p in select_patches(manifest, names)
+    ]
 
 
 def status_report(repo: Repo, names: Sequence[str] = ()) -> CheckReport:
     """The patches' states and their required symbols (every guard's too when no name is
     given), so that `status` fails exactly when `check` would. Never remembered."""
-    tree = Worktree(repo)
-    verdicts = status(repo, names, tree)
     manifest = load_manifest(repo)
-    guards = () if names else manifest.guards
-    return _report(tree, select_patches(manifest, names), verdicts, guards)
+    report = _report(repo, Worktree(repo), manifest, names)
+    for patch, verdict in zip(select_patches(manifest, names), report.patches, strict=True):
+        verdict.committed_in_head = _committed_in_head(repo, patch, verdict)
+    return report
 
 
 def _report(
-    tree: Worktree, patches: Sequence[Patch], verdicts: list[PatchVerdict], guards: Sequence[str]
+    repo: Repo, tree: Worktree, manifest: Manifest, names: Sequence[str] = ()
 ) -> CheckReport:
-    """The verdicts, each required symbol with the patch that requires it (then each of
-    `guards`), and the stray copies of the patches' methods."""
+    """The verdicts, each required symbol with the patch that requires it (then each guard's,
+    when no name is given), and the stray copies of the patches' methods."""
+    patches = select_patches(manifest, names)
     owners: list[tuple[str, str | None]] = [(spec, p.name) for p in patches for spec in p.requires]
-    owners += [(spec, None) for spec in guards]
+    owners += [(spec, None) for spec in ([] if names else manifest.guards)]
     return CheckReport(
         head=tree.head_commit,
-        patches=verdicts,
+        patches=status(repo, names, tree, manifest),
         symbols=[check_symbol(tree, spec, owner) for spec, owner in owners],
         warnings=stray_copies(tree, patches),
     )
@@ -539,17 +544,14 @@ def check(repo: Repo, tree: Worktree | None = None) -> CheckReport:
     """Read-only: every patch's state, and every required symbol at its qualified place."""
     with one_walk():  # only git's read-only commands run meanwhile
         manifest = load_manifest(repo)
-        patches = manifest.patches
         tree = tree or Worktree(repo)
-        tree.prefetch(patches)
-        verdicts = [assess_patch(repo, tree, p, patches[:i]) for i, p in enumerate(patches)]
-        for patch, verdict in zip(patches, verdicts, strict=True):
+        report = _report(repo, tree, manifest)
+        for patch, verdict in zip(manifest.patches, report.patches, strict=True):
             if verdict.state in (State.UNAPPLIED, State.DRIFTED) and strays_put_back(
                 tree, patch, verdict
             ):
                 for file in verdict.files:  # the slip fixed by hand: `apply` refuses, say so
                     file.strays = True
-        report = _report(tree, patches, verdicts, manifest.guards)
         trusted = not report.checks_nothing and not report.warnings and tree.facts is None
         contents = tree.bytes_on_disk()
         if report.ok and report.head is not None and trusted and contents is not None:
@@ -700,3 +702,64 @@ def _stale_pyc(tree: Worktree, path: str, content: bytes, level: str | int) -> s
         f"{relative} holds code compiled from another {path} (a hash-based .pyc, {checked}): "
         f"Python may run it instead of this file -> delete {relative}"
     )
+
+
+# --- after a command changed the recording (undo, fetch, import), never the files ------------
+# The worktree may hold another version than the one now recorded: which one, earlier or later,
+# is read from the history, never guessed.
+
+
+def worktree_lines(repo: Repo, names: Sequence[str]) -> list[str]:
+    """One line for each patch in `names` (each once, in order): what the worktree holds now,
+    and the command that brings the file in line."""
+    manifest = load_manifest(repo, missing_ok=True)
+    tree = Worktree(repo)
+    lines = []
+    for name in dict.fromkeys(names):
+        if manifest.patch(name) is None:
+            lines.append(
+                f"patch {name} is no longer recorded; the worktree's files are as they were "
+                "(git diff shows what of it they still hold)"
+            )
+            continue
+        (verdict,) = status(repo, [name], tree)
+        lines.append(_next_step(repo, verdict))
+    return lines
+
+
+def _next_step(repo: Repo, verdict: PatchVerdict) -> str:
+    name = verdict.name
+    if verdict.ok:
+        return f"the worktree holds patch {name} as it is recorded now; nothing to do"
+    worst = next(f for f in verdict.files if f.state is verdict.state)
+    held = next((f for f in verdict.files if f.held is not None), None)
+    if held is not None and worst.state is State.DRIFTED:
+        return (
+            f"the worktree still holds {_held(repo, name, held)}: patchguard apply {name} puts "
+            "the recorded one in"
+        )
+    if held is not None:
+        return (
+            f"the worktree still holds {_held(repo, name, held)}, and the recorded one does not "
+            f"merge with your edits there: {fix_for(name, worst)}"
+        )
+    if worst.state is State.UNAPPLIED:
+        return f"the worktree does not hold patch {name} yet: patchguard apply {name} puts it in"
+    if worst.state is State.DRIFTED:
+        return (
+            f"the worktree does not hold patch {name} yet (the file moved on since its base): "
+            f"patchguard apply {name} merges it in"
+        )
+    return f"{worst.path}: patch {name} {in_words(worst)} -> {fix_for(name, worst)}"
+
+
+def _held(repo: Repo, name: str, verdict: FileVerdict) -> str:
+    """ "the re-recorded version of patch eagle3 (later than the one now recorded)"."""
+    from guard.store.version_order import order
+
+    assert verdict.held is not None and verdict.version is not None
+    found = order(repo, verdict.held.patched_blob, verdict.version.patched_blob)
+    if found is None:
+        return f"another version of patch {name} than the one now recorded"
+    made = f"the {found.made_by}" if found.made_by else "a"
+    return f"{made} version of patch {name} ({found.held} than the one now recorded)"

@@ -36,27 +36,24 @@ REPLAYS_DIR = "replays"  # in the worktree's patchguard-cache
 _KEEP = 1024  # a re-apply of 40 files keeps 41 entries (its record and the bytes)
 
 
-class ReplayedVerdict:
-    """A patch's name and state as a put-back's record holds them (a PatchVerdict's)."""
-
-    __slots__ = ("name", "state")
-
-    def __init__(self, name: str, state: str) -> None:
-        self.name = name
-        self.state = state  # guard.tree.verdicts.State's value
-
-
 class ReplayedOutcome:
-    """A replayed put-back's PatchOutcome: only put-backs where every patch ended as asked are
-    kept, so `ok` and nothing to add."""
+    """A replayed put-back's PatchOutcome, and its own verdict (a patch's name and state as the
+    record holds them): only put-backs where every patch ended as asked are kept, so `ok` and
+    nothing to add."""
 
-    __slots__ = ("message", "ok", "verdict", "written")
+    __slots__ = ("name", "state", "written")
+
+    ok = True
+    message = ""
 
     def __init__(self, name: str, state: str, written: list[str]) -> None:
-        self.verdict = ReplayedVerdict(name, state)
+        self.name = name
+        self.state = state  # guard.tree.verdicts.State's value
         self.written = written
-        self.ok = True
-        self.message = ""
+
+    @property
+    def verdict(self) -> ReplayedOutcome:
+        return self
 
 
 def put_back(repo: Repo, before: CurrentKey | None) -> list[ReplayedOutcome] | None:
