@@ -18,8 +18,7 @@ if TYPE_CHECKING:
     from guard.tree.patching import PatchOutcome
     from guard.tree.verdicts import CheckReport, PatchVerdict, SymbolResult
 
-# The states come from guard.tree.verdicts only where a report is worded: `list` and `show`
-# word none, and skip its import (and its dataclasses).
+# guard.tree.verdicts is imported only where a report is worded: `list` and `show` word none.
 
 
 def json_report(format: str, **fields: Any) -> str:

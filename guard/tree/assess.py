@@ -84,7 +84,7 @@ def _assess_versions(
             return 1 + text.count("\n+") + text.count("\n-")
 
         found.sort(key=lambda item: distance(item[0]))  # stable: a tie keeps order
-    first = None
+    conflicts = []
     for version, resolution in found:
         verdict = _Version(repo, tree, patch, version, path).assess()
         verdict.version = version
@@ -92,9 +92,8 @@ def _assess_versions(
             verdict.detail += f" (from the resolution made at {resolution.commit[:7]})"
         if verdict.state is not State.CONFLICT:  # `edited` too: this version is the reference
             return verdict
-        first = first or verdict
-    assert first is not None
-    return first
+        conflicts.append(verdict)
+    return conflicts[0]
 
 
 def versions(change: FileChange) -> list[tuple[FileChange, PatchResolution | None]]:
@@ -713,18 +712,15 @@ def worktree_lines(repo: Repo, names: Sequence[str]) -> list[str]:
     """One line for each patch in `names` (each once, in order): what the worktree holds now,
     and the command that brings the file in line."""
     manifest = load_manifest(repo, missing_ok=True)
-    tree = Worktree(repo)
-    lines = []
-    for name in dict.fromkeys(names):
-        if manifest.patch(name) is None:
-            lines.append(
-                f"patch {name} is no longer recorded; the worktree's files are as they were "
-                "(git diff shows what of it they still hold)"
-            )
-            continue
-        (verdict,) = status(repo, [name], tree)
-        lines.append(_next_step(repo, verdict))
-    return lines
+    recorded = [name for name in names if manifest.patch(name) is not None]
+    verdicts = {v.name: v for v in status(repo, recorded, manifest=manifest)} if recorded else {}
+    return [
+        _next_step(repo, verdicts[name])
+        if name in verdicts
+        else f"patch {name} is no longer recorded; the worktree's files are as they were (git "
+        "diff shows what of it they still hold)"
+        for name in dict.fromkeys(names)
+    ]
 
 
 def _next_step(repo: Repo, verdict: PatchVerdict) -> str:

@@ -149,11 +149,10 @@ class CheckReport:
 
     def problems(self) -> list[str]:
         """One line per problem: the file, the patch or symbol, and the command that fixes it."""
+        failed = [(symbol, parse_spec(symbol.spec)) for symbol in self.symbols if not symbol.ok]
         broken: dict[tuple[str | None, str], list[str]] = {}
-        for symbol in self.symbols:
-            if not symbol.ok:
-                spec = parse_spec(symbol.spec)
-                broken.setdefault((symbol.patch, spec.path), []).append(spec.qualname)
+        for symbol, spec in failed:
+            broken.setdefault((symbol.patch, spec.path), []).append(spec.qualname)
         lines = []
         for patch in self.patches:
             for verdict in patch.files:
@@ -166,9 +165,8 @@ class CheckReport:
                     f"{verdict.path}: patch {patch.name} {in_words(verdict)}{symbols} -> "
                     f"{fix_for(patch.name, verdict)}"
                 )
-        for symbol in self.symbols:
-            spec = parse_spec(symbol.spec)
-            if symbol.ok or (symbol.patch, spec.path) not in broken:
+        for symbol, spec in failed:
+            if (symbol.patch, spec.path) not in broken:
                 continue
             if symbol.state == CANNOT_TELL and symbol.runtime is None:
                 lines.append(f"{symbol.spec}: {symbol.detail} -> {ASK_PYTHON}")
