@@ -88,14 +88,7 @@ def apply(cwd: Path, names: tuple[str, ...], dry_run: bool, merge: bool, as_json
     """
     from guard.tree import patching
 
-    outcomes = patching.apply(
-        Repo.discover(cwd),
-        names,
-        dry_run=dry_run,
-        merge=merge,
-        finish_git_merges=True,
-        restore_edits=True,
-    )
+    outcomes = patching.apply(Repo.discover(cwd), names, dry_run=dry_run, merge=merge, by_hand=True)
     return _finish(outcomes, as_json)
 
 

@@ -36,15 +36,15 @@ def apply(
     dry_run: bool = False,
     merge: bool = False,
     allow_mid_operation: bool = False,
-    finish_git_merges: bool = False,
-    restore_edits: bool = False,
+    by_hand: bool = False,
     tree: Worktree | None = None,
 ) -> list[PatchOutcome]:
     """Bring every selected patch to `applied` (or leave it `upstream`), patch by patch.
 
     One file that cannot merge cleanly leaves all of that patch's files untouched, unless
-    `merge` asks for conflict markers. Only the `apply` command, never a hook, finishes git's
-    merges (guard.tree.unmerged) or restores edits (a hook would undo an edit made on purpose).
+    `merge` asks for conflict markers. Only the `apply` command (`by_hand`), never a hook,
+    finishes git's merges (guard.tree.unmerged) or restores edits (a hook would undo an edit
+    made on purpose).
     """
     every, patches, tree, journal = _begin_writing(
         repo, "apply", names, dry_run, allow_mid_operation, tree
@@ -54,7 +54,7 @@ def apply(
         verdict = assess_patch(repo, tree, patch, every[: every.index(patch)])
         finished: list[unmerged.Finished] = []
         refusals: list[str] = []
-        if finish_git_merges and verdict.state is State.CONFLICTED:
+        if by_hand and verdict.state is State.CONFLICTED:
             verdict, finished, refusals = unmerged.finish_patch(repo, tree, patch, verdict)
         outcome = PatchOutcome(verdict, finished=finished)
         state = verdict.state
@@ -67,7 +67,7 @@ def apply(
         elif (
             state in (State.MISSING_FILE, State.OUTSIDE_SPARSE, State.UNSAFE_PATH, State.CONFLICTED)
             or (state is State.CONFLICT and not merge)
-            or (state is State.EDITED and not restore_edits)
+            or (state is State.EDITED and not by_hand)
         ):
             worst = next(f for f in verdict.files if f.state is state)
             outcome.ok = False
