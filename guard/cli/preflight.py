@@ -333,7 +333,6 @@ def confirm_at_runtime(
     `env` is COMMAND's: a module may define a name only when a variable is set."""
     from guard.store.spec import parse_spec
     from guard.truth import probe  # runs user code in another process: never on the hooks' path
-    from guard.truth.model_names import PRESENT
     from guard.truth.module_names import module_of
     from guard.truth.symbols import SourceSyntaxError
 
@@ -355,7 +354,6 @@ def confirm_at_runtime(
     answers = probe.ask(python, asked, repo.workdir, timeout, env)
     for symbol, (state, detail) in zip(report.symbols, answers, strict=True):
         symbol.runtime = state
-        symbol.ok = state == PRESENT
         if not symbol.ok:
             symbol.detail = f"{detail} (interpreter {python})"
     return time.monotonic() - started

@@ -638,20 +638,20 @@ def check_symbol(tree: Worktree, text: str, owner: str | None) -> SymbolResult:
     spec = spec._replace(path=tree.renamed(spec.path))
     content = tree.read(spec.path)
     if content is None:
-        return SymbolResult(text, False, f"{spec.path} does not exist", owner)
+        return SymbolResult(text, ABSENT, f"{spec.path} does not exist", owner)
     shadow = _shadowed(tree, spec.path, content)
     if shadow is not None:
-        return SymbolResult(text, False, shadow, owner, ABSENT)
+        return SymbolResult(text, ABSENT, shadow, owner)
     problem = tree.symbol_problems(content, spec.path, [spec.qualname]).get(spec.qualname)
     around = tree.import_problem(spec.path, content)
     if around is not None and problem is None:
         problem = f"{CANNOT_TELL_FROM_READING}: {around}"
     if problem is not None:
         state = CANNOT_TELL if problem.startswith(CANNOT_TELL_FROM_READING) else ABSENT
-        return SymbolResult(text, False, problem, owner, state)
+        return SymbolResult(text, state, problem, owner)
     found = tree.resolve(tree.symbols(content, spec.path), spec.path, spec.qualname)
     where = f"{spec.path}:{found.lineno}" if found.lineno else found.reason
-    return SymbolResult(text, True, where, owner)
+    return SymbolResult(text, PRESENT, where, owner)
 
 
 def _shadowed(tree: Worktree, path: str, content: bytes) -> str | None:

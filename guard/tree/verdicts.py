@@ -13,7 +13,7 @@ from typing import NamedTuple, assert_never
 
 from guard.store.manifest import FileChange
 from guard.store.spec import parse_spec
-from guard.truth.model_names import ABSENT, CANNOT_TELL, PRESENT
+from guard.truth.model_names import CANNOT_TELL, PRESENT
 
 
 class State(StrEnum):
@@ -100,11 +100,13 @@ class PatchVerdict:
 class SymbolResult:
     """One required symbol: present, absent, or cannot tell from reading (never green)."""
 
-    def __init__(self, spec: str, ok: bool, detail: str, patch: str | None, state: str = ""):
-        self.spec, self.ok, self.detail, self.patch = spec, ok, detail, patch
-        # guard.truth.symbols' answer; "" means PRESENT when ok, else ABSENT
-        self.state = state or (PRESENT if ok else ABSENT)
+    def __init__(self, spec: str, state: str, detail: str, patch: str | None) -> None:
+        self.spec, self.state, self.detail, self.patch = spec, state, detail, patch  # reading's
         self.runtime: str | None = None  # the runtime probe's answer (guard.truth.probe): decides
+
+    @property
+    def ok(self) -> bool:
+        return (self.runtime or self.state) == PRESENT
 
 
 class ImportResult(NamedTuple):
