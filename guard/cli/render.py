@@ -243,11 +243,9 @@ def lift_lines(lift: Lift) -> list[str]:
             lines.append(f"re-applied {name} ({', '.join(outcome.written)})")
         elif not outcome.ok:
             lines.append(f"{name}: {outcome.message}")
-        elif name in (*lift.lifted, *lift.stash_held):
-            from guard.tree.verdicts import State  # a replayed put-back's state is its value
-
-            if outcome.verdict.state == State.UPSTREAM:
-                lines.append(f"{name} is upstream here (HEAD has all of it); nothing to put back")
+        # State.UPSTREAM by its value, which a replayed put-back holds: verdicts stays unloaded
+        elif outcome.verdict.state == "upstream" and name in (*lift.lifted, *lift.stash_held):
+            lines.append(f"{name} is upstream here (HEAD has all of it); nothing to put back")
     if lift.hint:
         lines.append(lift.hint)
     if lift.skipped:
