@@ -107,14 +107,6 @@ class IndexFile:
         say (a conflict, or any change since git last wrote a tree)."""
         return True if self._cache_tree_root() is not None else None
 
-    def head_entries(self, common_dir: str, head: str, paths: Sequence[str]) -> str | None:
-        """`git ls-tree --full-tree HEAD -- PATHS` of a worktree whose HEAD is commit `head`,
-        when this index says it for sure: None otherwise."""
-        found = self.tree_entries(common_dir, head, paths)
-        if found is None:
-            return None
-        return "".join(f"{mode:06o} {kind} {oid}\t{path}\n" for mode, kind, oid, path in found)
-
     def tree_entries(
         self, common_dir: str, commit: str, paths: Sequence[str]
     ) -> list[tuple[int, str, str, str]] | None:

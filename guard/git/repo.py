@@ -340,10 +340,6 @@ class Repo:
         )
         return str(copy)
 
-    def has_conflicts(self) -> bool:
-        """Does the index hold unmerged entries (a `stash pop` that stopped on a conflict)?"""
-        return bool(self.unmerged())
-
     def unmerged(self) -> dict[str, dict[int, str]]:
         """The paths git left unmerged, with their stage entries' blob ids (1 base, 2 ours,
         3 theirs; a side that deleted the file has none), without libgit2."""
@@ -495,7 +491,8 @@ class Repo:
 
     def operation_in_progress(self) -> str | None:
         """The name of a rebase, merge, cherry-pick, revert or am under way, if any."""
-        markers = {
+        markers = {  # as git status tells them apart: `git am` alone leaves `applying`
+            "rebase-apply/applying": "am",
             "rebase-merge": "rebase",
             "rebase-apply": "rebase",
             "MERGE_HEAD": "merge",

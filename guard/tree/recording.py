@@ -440,7 +440,7 @@ def resolve(
 
 
 def _resolve_here(repo: Repo, patch: Patch) -> tuple[Patch, list[str], list[str]]:
-    if repo.has_conflicts():
+    if repo.unmerged():
         raise ConfigError(
             "the index has unmerged entries: finish what git stopped on first (patchguard "
             f"apply {patch.name} gets a patched file out of a conflict), then resolve"
