@@ -126,7 +126,7 @@ class IndexFile:
                 return None
             if not entries:
                 below = self._data.find(path.encode() + b"/", _HEADER, self._entries_end)
-                if below != -1 or self._in_sparse_directory(path):
+                if below != -1:
                     return None  # a directory there, perhaps: ls-tree would list the tree
                 continue  # HEAD has no such file: ls-tree prints no line
             [(at, flags)] = entries if len(entries) == 1 else [(-1, _STAGE)]
@@ -141,14 +141,6 @@ class IndexFile:
                 return None
             found.append((mode, kind, self._data[at + _ID_AT : at + _ID_AT + _ID_SIZE].hex(), path))
         return found
-
-    def _in_sparse_directory(self, path: str) -> bool:
-        """Is a directory above `path` one entry of a sparse index ("dir/", its files left
-        out), or might it be? Those are what a sparse index holds besides files."""
-        parts = path.split("/")[:-1]
-        return any(
-            self._entries("/".join(parts[:depth]) + "/") != [] for depth in range(1, len(parts) + 1)
-        )
 
     def _entries(self, path: str) -> list[tuple[int, int]] | None:
         """(start, flags) of each entry named `path`, one per stage; None when unsure.
