@@ -303,9 +303,9 @@ def test_the_whole_index_is_merged_only_when_git_says_so(sample: Sample, how: st
     assert bool(git_says) is (how != "resolved")
     if git_says:
         index = repo.index_file
-        assert index is None or index.fully_merged() is None
+        assert index is None or index.cache_tree_root() is None
     sample.git("reset", "-q", "--hard")
     sample.git("checkout", "-q", "other")
     index = repo.index_file  # read again: git replaced the file
-    assert index is not None and index.fully_merged() is True
+    assert index is not None and index.cache_tree_root() is not None
     assert repo.unmerged() == {}

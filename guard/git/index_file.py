@@ -102,11 +102,6 @@ class IndexFile:
                 return True
         return False
 
-    def fully_merged(self) -> bool | None:
-        """True when the index holds no unmerged entry at all; None when its cache tree cannot
-        say (a conflict, or any change since git last wrote a tree)."""
-        return True if self._cache_tree_root() is not None else None
-
     def tree_entries(
         self, common_dir: str, commit: str, paths: Sequence[str]
     ) -> list[tuple[int, str, str, str]] | None:
@@ -116,7 +111,7 @@ class IndexFile:
             path and _PLAIN.issuperset(path.encode("utf-8", "surrogateescape")) for path in paths
         ):
             return None
-        root = self._cache_tree_root()
+        root = self.cache_tree_root()
         if root is None or root != _commit_tree(common_dir, commit):
             return None
         found = []
@@ -184,12 +179,11 @@ class IndexFile:
         """Where the entry after this one starts: names are NUL-padded to a multiple of 8."""
         return start + ((_NAME_AT + (2 if flags & _EXTENDED else 0) + len(name) + 8) & ~7)
 
-    def _cache_tree_root(self) -> str | None:
-        """The tree id the cache tree gives the whole index, or None when it is invalid."""
-        where = self._extensions.get(b"TREE")
-        if where is None:
-            return None
-        tree = self._data[where[0] : where[1]]
+    def cache_tree_root(self) -> str | None:
+        """The tree id the cache tree gives the whole index, or None when it is invalid (a
+        conflict, or any change since git last wrote a tree): valid, no entry is unmerged."""
+        start, end = self._extensions[b"TREE"]  # the chain of extensions starts there
+        tree = self._data[start:end]
         # The top entry: an empty path, NUL, "<entries> <subtrees>\n", then its id when valid;
         # valid, it covers every entry ("-1": invalidated by a change since it was written).
         line_end = tree.find(b"\n")

@@ -7,7 +7,7 @@ import stat
 import subprocess
 import weakref
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
+from contextlib import contextmanager, nullcontext, suppress
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
@@ -165,13 +165,9 @@ class Repo:
         starts_a_store = operation in ("record", "require", "import", "fetch")
         if not starts_a_store and not self.layout.has_patches():
             read_manifest_bytes(self.layout.manifest_path)  # says "no manifest ..."
-        shared = self.store_lock(operation) if store else nullcontext()
+        shared = exclusive(self.layout.store_lock_path, operation) if store else nullcontext()
         with exclusive(self.layout.worktree_lock_path, operation), shared:
             yield
-
-    def store_lock(self, operation: str) -> AbstractContextManager[None]:
-        """The lock of the shared manifest alone; take it inside this worktree's (`lock`)."""
-        return exclusive(self.layout.store_lock_path, operation)
 
     def refuse_mid_operation(self, action: str) -> None:
         """Writing patches into the tree mid-rebase/merge would break the next step."""
@@ -344,7 +340,7 @@ class Repo:
         """The paths git left unmerged, with their stage entries' blob ids (1 base, 2 ours,
         3 theirs; a side that deleted the file has none), without libgit2."""
         index = self.index_file
-        if index is not None and index.fully_merged():
+        if index is not None and index.cache_tree_root() is not None:
             return {}
         listing = run_git(["ls-files", "--unmerged", "-z", "--full-name"], self.workdir).stdout
         stages: dict[str, dict[int, str]] = {}
