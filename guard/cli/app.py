@@ -21,9 +21,8 @@ from guard.errors import EXIT_OK, handled
 _MODULES = {
     "patches": ("record", "require", "list_", "show", "resolve", "drop"),
     "checking": ("check", "run", "stamp"),
-    "worktree": ("status", "apply", "unapply"),
+    "worktree": ("status", "apply", "unapply", "git_"),
     "changes": ("undo", "log"),
-    "lifting": ("git_",),
     "hunting": ("compare", "bisect"),
     "exchange": ("export_", "import_", "push", "fetch"),
     "hooks": ("install_", "uninstall", "doctor", "hook"),
