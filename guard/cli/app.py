@@ -13,8 +13,9 @@ from typing import Any, NoReturn
 
 import click
 
-from guard.cli.options import crash_dir, epilog
+from guard.cli.options import epilog
 from guard.errors import EXIT_OK, handled
+from guard.git.gitpaths import crash_dir
 
 # The functions of each command module of guard.cli; a command's name is its function's
 # without the trailing _ that keeps it off a Python name. ("hook" is hidden: the hooks run it.)
