@@ -421,16 +421,23 @@ class Repo:
     def conversion(self, path: str) -> Conversion:
         """git's line-ending conversion for this path, asked each time: a checkout in between
         can bring another .gitattributes."""
-        from guard.git.eol import ATTRIBUTES, decide, parse_check_attr
+        from guard.git.eol import ATTRIBUTES, decide
 
-        listing = run_git(["check-attr", "-z", *ATTRIBUTES, "--", path], self.workdir)
-        return decide(parse_check_attr(listing.stdout), self._config)
+        listing = run_git(["check-attr", "-z", *ATTRIBUTES, "--", path], self.workdir).stdout
+        fields = listing.split("\0")  # path, attribute, value, path, ...
+        attributes = {fields[i + 1]: fields[i + 2] for i in range(0, len(fields) - 2, 3)}
+        return decide(attributes, self._config)
 
     @cached_property
     def _config(self) -> dict[str, str]:
-        from guard.git.eol import parse_config
-
-        return parse_config(run_git(["config", "-z", "--list"], self.workdir).stdout)
+        """`git config -z --list` (keys as git spells them, a driver's name kept): a later
+        value wins, a bare key means true."""
+        found = {}
+        for entry in run_git(["config", "-z", "--list"], self.workdir).stdout.split("\0"):
+            if entry:
+                key, newline, value = entry.partition("\n")
+                found[key] = value if newline else "true"
+        return found
 
     def _index_has_cr(self, path: str) -> bool:
         """git leaves a CRLF file alone when the index holds it with CRs ("safer autocrlf")."""
