@@ -21,7 +21,7 @@ from guard.git.index_file import IndexFile
 from guard.git.index_file import checksum as index_checksum
 from guard.git.lock import exclusive
 from guard.git.objects import EXECUTABLE_MODE, REGULAR_MODE, blob_id
-from guard.git.process import STATUS, cannot_run, changed_tracked, run_git, run_git_bytes
+from guard.git.process import cannot_run, run_git, run_git_bytes
 
 if TYPE_CHECKING:
     from typing import IO
@@ -462,11 +462,6 @@ class Repo:
         raise ConfigError(
             f"{user_path} is outside the worktree {self.workdir}; name a path inside it"
         )
-
-    def changed_tracked_files(self) -> list[str]:
-        """guard.git.process.changed_tracked, of this worktree's `git status`; a name that is
-        not UTF-8 is kept (as surrogates) for the caller to refuse by name."""
-        return changed_tracked(run_git(STATUS, self.workdir).stdout.split("\0"))
 
     def outside_sparse_checkout(self) -> set[str]:
         """Tracked paths a sparse checkout leaves out of the worktree (skip-worktree)."""

@@ -22,14 +22,10 @@ from collections.abc import Callable
 import pytest
 import sample_repo
 from conftest import ROOT, Sample, git
-from helpers import pushes_an_update, run_patchguard
+from helpers import JOURNAL_POINTS, STORE_POINTS, pushes_an_update, run_patchguard
 
 from guard.git.faults import KILL_VARIABLE
 from guard.git.gitpaths import HISTORY_REF
-
-# Every point, in the order a writer passes them.
-STORE_POINTS = ("store-begun", "store-ref-moved", "store-derived")
-JOURNAL_POINTS = ("journal-marked", "journal-first-file", "journal-written")
 
 EXTRA = "\n    def extra_capture(self):\n        return self.language_model\n"
 BACKWARDS = ("another patchguard", "earlier version")
