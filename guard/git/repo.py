@@ -255,15 +255,10 @@ class Repo:
         return head
 
     def head_commit_paths(self) -> set[str]:
-        """The paths HEAD's own commit changed (against its first parent)."""
-        import pygit2
-
-        commit = self.git.head.peel(pygit2.Commit)
-        if commit.parents:
-            diff = commit.parents[0].tree.diff_to_tree(commit.tree)
-        else:
-            diff = commit.tree.diff_to_tree(swap=True)  # against the empty tree
-        return {str(p) for d in diff.deltas for p in (d.old_file.path, d.new_file.path)}
+        """The paths HEAD's own commit changed (against its first parent, or the empty tree)."""
+        parent = self.commit_id("HEAD^") or "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+        listing = run_git(["diff-tree", "-r", "--name-only", "-z", parent, "HEAD"], self.workdir)
+        return {path for path in listing.stdout.split("\0") if path}
 
     def head_is_published(self) -> bool:
         """Is HEAD in a remote-tracking branch or a tag: upstream's, not ours to rewrite?"""
