@@ -47,24 +47,18 @@ def status(cwd: Path, names: tuple[str, ...], as_json: bool) -> int:
         click.echo(render.json_report("patchguard.status/2", patches=patches))
     else:
         lines = render.status_lines(report.patches, report.symbols)
-        stash_log = _stash_log(repo)
+        try:  # the stash's reflog, stash@{0} last
+            stash_log = (repo.layout.common_dir / "logs" / "refs" / "stash").read_bytes()
+        except OSError:  # no stash
+            stash_log = b""
         if stash_log:
             from guard.tree import stashes
 
-            lines += render.stash_lines(stashes.holding(repo, stash_log))
+            lines += render.stash_lines(stashes.holding(repo, stash_log.decode(errors="replace")))
         click.echo("\n".join(lines) or "no patches recorded")
     for line in render.warning_lines(report):
         click.echo(line, err=True)
     return EXIT_OK if report.ok else EXIT_GUARD_FAILED
-
-
-def _stash_log(repo: Repo) -> str:
-    """The stash's reflog (stash@{0} last), "" without a stash."""
-    try:
-        log = (repo.layout.common_dir / "logs" / "refs" / "stash").read_bytes()
-    except OSError:
-        return ""
-    return log.decode(errors="replace")
 
 
 @click.command(epilog=epilog("patchguard apply", "patchguard apply eagle3 --dry-run"))
