@@ -32,10 +32,7 @@ if TYPE_CHECKING:
     from guard.git.worktree_paths import UnsafePath
 
 MERGE_CACHE_DIR = "patchguard-cache/merges"  # in the worktree's git dir
-_MERGE_CACHE_KEEP = 256
 PARSE_CACHE_DIR = "patchguard-cache/parsed"
-_PARSE_CACHE_KEEP = 512
-_BINARY_SNIFF = 8000
 _BATCH = 128  # cat-file names per round trip; git reads all before answering: they must fit a pipe
 
 
@@ -65,8 +62,8 @@ def _record_instead(path: str, refusal: UnsafePath) -> str:
 
 
 def is_binary(data: bytes) -> bool:
-    """git's own heuristic: a NUL byte near the start."""
-    return b"\0" in data[:_BINARY_SNIFF]
+    """git's own heuristic: a NUL byte in the first 8000."""
+    return b"\0" in data[:8000]
 
 
 def _stop(process: subprocess.Popen[bytes]) -> None:
@@ -531,12 +528,12 @@ class Repo:
 
     @cached_property
     def merge_cache(self) -> ContentCache:
-        return ContentCache(self.layout.git_dir / MERGE_CACHE_DIR, _MERGE_CACHE_KEEP)
+        return ContentCache(self.layout.git_dir / MERGE_CACHE_DIR, keep=256)
 
     @cached_property
     def parse_cache(self) -> ContentCache:
         """Parsed files by content (guard.truth.parsed)."""
-        return ContentCache(self.layout.git_dir / PARSE_CACHE_DIR, _PARSE_CACHE_KEEP)
+        return ContentCache(self.layout.git_dir / PARSE_CACHE_DIR, keep=512)
 
 
 def merge_file(
