@@ -11,6 +11,7 @@ import os
 import sys
 
 from guard.errors import ConfigError, handled
+from guard.git.gitpaths import crash_dir
 
 VERIFIED_MESSAGE = "patchguard: all guards hold (content unchanged since it was last verified)"
 _QUIET = ("-q", "--quiet")
@@ -27,7 +28,7 @@ def main() -> None:
     gc.set_threshold(50_000)
     argv = sys.argv[1:]
     try:
-        sys.exit(handled(lambda: _dispatch(argv), lambda: _crash_dir(argv)))
+        sys.exit(handled(lambda: _dispatch(argv), lambda: crash_dir(argv)))
     finally:  # a command may end by sys.exit itself
         gc.freeze()
 
@@ -92,9 +93,3 @@ def _check_form(argv: list[str], cwd: str) -> tuple[str, bool] | None:
     if not all(directories):
         return None
     return os.path.join(cwd, *directories), quiet
-
-
-def _crash_dir(argv: list[str]) -> str:
-    from guard.cli.options import crash_dir
-
-    return crash_dir(argv)

@@ -21,6 +21,10 @@ import sample_repo
 from conftest import Sample, git
 
 NOBODY = 65534
+# Every kill point (guard.git.faults), in the order a writer passes them
+# (tests/reliability/test_kill_points.py holds them to the code).
+STORE_POINTS = ("store-begun", "store-ref-moved", "store-derived")
+JOURNAL_POINTS = ("journal-marked", "journal-first-file", "journal-written")
 
 
 def subcommands(command: click.Command) -> dict[str, click.Command]:

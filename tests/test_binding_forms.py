@@ -267,7 +267,7 @@ def test_check_runtime_agrees_with_python_on_every_form(
     git(tmp_path, "clone", "-q", str(root), str(copy))
     repo = Repo.discover(copy)
     specs = [_spec(i, f) for i, f in enumerate(all_forms)]
-    with repo.store_lock("require"):
+    with repo.lock("require", store=True):
         history.save(repo, load_manifest(repo, missing_ok=True)._replace(guards=specs), "guards")
     before = git(copy, "status", "--porcelain", "--ignored").stdout
     static = json.loads(run_patchguard(copy, clean_env, ("check", "--json"), check=1).stdout)
@@ -477,7 +477,7 @@ def test_check_never_reads_a_rebinding_as_nothing(
     git(tmp_path, "add", "-A")
     git(tmp_path, "commit", "-qm", "C", env={**os.environ, **GIT_IDENTITY})
     repo = Repo.discover(tmp_path)  # guarded as a manifest may hold it (require refuses it)
-    with repo.store_lock("require"):
+    with repo.lock("require", store=True):
         history.save(
             repo, load_manifest(repo, missing_ok=True)._replace(guards=[SPEC_C_M]), "guard"
         )

@@ -100,13 +100,13 @@ def test_two_writers_racing_on_the_ref_lose_nothing(sample: Sample) -> None:
     spec = f"{KIMI}::{sample_repo.CLASS}.forward"
     assert sample.pg("require", spec).exit_code == 0  # the other writer wins
     winner = sample.git("rev-parse", HISTORY_REF).stdout
-    with slow.store_lock("drop"), pytest.raises(ConfigError, match=r"changed\. Run it again"):
+    with slow.lock("drop", store=True), pytest.raises(ConfigError, match=r"changed\. Run it again"):
         patch_history.save(slow, loaded, "dropped everything")
     assert sample.git("rev-parse", HISTORY_REF).stdout == winner
     assert spec in manifest_text(sample)
     # the derived file is the ref's, and a fresh run of the loser goes through
     again = Repo.discover(sample.root)
-    with again.store_lock("record"):
+    with again.lock("record", store=True):
         patch_history.save(again, load_manifest(again), "nothing new")  # same state: no commit
     assert sample.git("rev-parse", HISTORY_REF).stdout == winner
 

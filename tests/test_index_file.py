@@ -36,7 +36,10 @@ def index_says(sample: Sample, paths: list[str]) -> str | None:
     layout = locate(sample.root)
     index = IndexFile.read(str(layout.git_dir))
     head = sample.git("rev-parse", "HEAD").stdout.strip()
-    return None if index is None else index.head_entries(str(layout.common_dir), head, paths)
+    found = None if index is None else index.tree_entries(str(layout.common_dir), head, paths)
+    if found is None:
+        return None
+    return "".join(f"{mode:06o} {kind} {oid}\t{path}\n" for mode, kind, oid, path in found)
 
 
 def with_odd_files(sample: Sample) -> list[str]:
@@ -297,13 +300,12 @@ def test_the_whole_index_is_merged_only_when_git_says_so(sample: Sample, how: st
     listed = sample.git("ls-files", "--unmerged", "-z").stdout.split("\0")
     git_says = sorted({entry.partition("\t")[2] for entry in listed if entry})
     assert sorted(repo.unmerged()) == git_says
-    assert repo.has_conflicts() is bool(git_says)
     assert bool(git_says) is (how != "resolved")
     if git_says:
         index = repo.index_file
-        assert index is None or index.fully_merged() is None
+        assert index is None or index.cache_tree_root() is None
     sample.git("reset", "-q", "--hard")
     sample.git("checkout", "-q", "other")
     index = repo.index_file  # read again: git replaced the file
-    assert index is not None and index.fully_merged() is True
+    assert index is not None and index.cache_tree_root() is not None
     assert repo.unmerged() == {}

@@ -31,6 +31,7 @@ from helpers import (
 )
 
 from guard.git.gitdir import locate
+from guard.git.repo import Repo
 
 KIMI = sample_repo.KIMI
 AUX_LINE = "        self.capture_aux_hidden_states = True\n"
@@ -261,6 +262,23 @@ def test_conflicted_rebase_keeps_patches_out_until_continue(hunt: Checkout) -> N
     assert "re-applied eagle3" in done.stderr
     assert methods_once_in_class(hunt.kimi)
     hunt.pg("check", check=0)
+
+
+def test_a_stopped_git_am_is_named_as_git_names_it(hunt: Checkout) -> None:
+    """rebase-apply/applying marks `git am` (wt-status.c): the way on is `git am --continue`,
+    which `git rebase --continue` refuses to be."""
+    readme = hunt.root / "README.md"
+    readme.write_text("# work\n")
+    hunt.git("commit", "-q", "-m", "work readme", "README.md")
+    patch = hunt.root.parent / "readme.patch"
+    patch.write_text(hunt.git("format-patch", "-1", "--stdout").stdout)
+    readme.write_text("# other\n")
+    hunt.git("commit", "-q", "--amend", "-m", "other readme", "README.md")
+    am = hunt.pg("git", "am", str(patch))
+    assert am.returncode != 0
+    assert "middle of a am;" in am.stderr and "git am --continue" in am.stderr
+    assert "rebase" not in am.stderr
+    assert Repo.discover(hunt.root).operation_in_progress() == "am"
 
 
 def test_conflicted_stash_pop_says_how_to_get_the_patch_back(hunt: Checkout) -> None:

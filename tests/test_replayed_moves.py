@@ -19,10 +19,10 @@ from pathlib import Path
 import pytest
 import sample_repo
 from conftest import ROOT, Histories
-from helpers import Checkout, methods_once_in_class, move_probe
+from helpers import JOURNAL_POINTS, Checkout, methods_once_in_class, move_probe
 
 from guard.git.content_cache import ContentCache
-from guard.git.faults import JOURNAL_POINTS, KILL_VARIABLE
+from guard.git.faults import KILL_VARIABLE
 from guard.git.gitdir import locate
 from guard.git.gitpaths import JOURNAL_FILE, UNDO_DIR_NAME
 from guard.git.objects import blob_id

@@ -13,17 +13,17 @@ from typing import Any, NoReturn
 
 import click
 
-from guard.cli.options import crash_dir, epilog
+from guard.cli.options import epilog
 from guard.errors import EXIT_OK, handled
+from guard.git.gitpaths import crash_dir
 
 # The functions of each command module of guard.cli; a command's name is its function's
 # without the trailing _ that keeps it off a Python name. ("hook" is hidden: the hooks run it.)
 _MODULES = {
     "patches": ("record", "require", "list_", "show", "resolve", "drop"),
     "checking": ("check", "run", "stamp"),
-    "worktree": ("status", "apply", "unapply"),
+    "worktree": ("status", "apply", "unapply", "git_"),
     "changes": ("undo", "log"),
-    "lifting": ("git_",),
     "hunting": ("compare", "bisect"),
     "exchange": ("export_", "import_", "push", "fetch"),
     "hooks": ("install_", "uninstall", "doctor", "hook"),

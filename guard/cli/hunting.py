@@ -19,7 +19,6 @@ from click.core import ParameterSource
 from guard.cli import render
 from guard.cli.options import (
     PASS_THROUGH,
-    crash_dir,
     directory_option,
     epilog,
     git_lifted,
@@ -27,6 +26,7 @@ from guard.cli.options import (
     report_lift,
 )
 from guard.errors import EXIT_GUARD_FAILED, EXIT_OK, one_line
+from guard.git.gitpaths import crash_dir
 from guard.git.repo import Repo
 
 

@@ -4,7 +4,6 @@ commands). A module of its own so that a command loads this and its own module o
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -109,11 +108,3 @@ def report_lift(lift: moves.Lift, what: str, status: int) -> int:
     if lift.report is not None and not lift.report.ok:
         print(render.banner(f"guard FAILED after {what}", lift.report.problems()), file=sys.stderr)
     return status or (EXIT_OK if lift.ok else EXIT_GUARD_FAILED)
-
-
-def crash_dir(args: list[str]) -> str:
-    """A crash log goes into the git dir of the checkout the command ran in (the group's -C)."""
-    from guard.git.gitpaths import find_repository
-
-    group = args[1:2] if args[:1] == ["-C"] else []
-    return find_repository(os.path.join(os.getcwd(), *group))[1]

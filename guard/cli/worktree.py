@@ -1,4 +1,5 @@
-"""The patches in the worktree: status, apply and unapply."""
+"""The patches in the worktree: status, apply and unapply, and `patchguard git`, which lifts
+them around a git command (guard.cli.options.git_lifted, shared with the bisect commands)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import TYPE_CHECKING
 import click
 
 from guard.cli import render
-from guard.cli.options import directory_option, epilog, json_option
+from guard.cli.options import PASS_THROUGH, directory_option, epilog, git_lifted, json_option
 from guard.errors import EXIT_GUARD_FAILED, EXIT_OK
 from guard.git.repo import Repo
 
@@ -46,24 +47,18 @@ def status(cwd: Path, names: tuple[str, ...], as_json: bool) -> int:
         click.echo(render.json_report("patchguard.status/2", patches=patches))
     else:
         lines = render.status_lines(report.patches, report.symbols)
-        stash_log = _stash_log(repo)
+        try:  # the stash's reflog, stash@{0} last
+            stash_log = (repo.layout.common_dir / "logs" / "refs" / "stash").read_bytes()
+        except OSError:  # no stash
+            stash_log = b""
         if stash_log:
             from guard.tree import stashes
 
-            lines += render.stash_lines(stashes.holding(repo, stash_log))
+            lines += render.stash_lines(stashes.holding(repo, stash_log.decode(errors="replace")))
         click.echo("\n".join(lines) or "no patches recorded")
     for line in render.warning_lines(report):
         click.echo(line, err=True)
     return EXIT_OK if report.ok else EXIT_GUARD_FAILED
-
-
-def _stash_log(repo: Repo) -> str:
-    """The stash's reflog (stash@{0} last), "" without a stash."""
-    try:
-        log = (repo.layout.common_dir / "logs" / "refs" / "stash").read_bytes()
-    except OSError:
-        return ""
-    return log.decode(errors="replace")
 
 
 @click.command(epilog=epilog("patchguard apply", "patchguard apply eagle3 --dry-run"))
@@ -114,3 +109,38 @@ def _finish(outcomes: list[patching.PatchOutcome], as_json: bool) -> int:
     else:
         click.echo("\n".join(render.outcome_lines(outcomes)) or "no patches recorded")
     return EXIT_OK if all(o.ok for o in outcomes) else EXIT_GUARD_FAILED
+
+
+@click.command(
+    name="git",
+    context_settings=PASS_THROUGH,
+    epilog=epilog(
+        "patchguard git pull",
+        "patchguard git rebase origin/main",
+        "patchguard git checkout v0.5.9",
+        "patchguard git stash pop",
+        "patchguard git bisect start v0.5.10 v0.5.9",
+        "patchguard git bisect good",
+        exit_codes="Exit codes: git's own when git fails; otherwise 0, or 1 when a guard fails "
+        "afterwards; 2 usage or configuration error.",
+    ),
+)
+@click.argument("args", nargs=-1, required=True, type=click.UNPROCESSED, metavar="GIT_ARGS...")
+@click.pass_context
+def git_(ctx: click.Context, args: tuple[str, ...]) -> int:
+    """Run any git command with the patches lifted out of the tree, then put them back.
+
+    Every applied patch is taken out (as `unapply`, undoable), git runs with your terminal
+    and with patchguard's hooks quiet, then every patch is re-applied by 3-way merge and
+    checked. So git never refuses to move over a patched file, and a stash pop never
+    doubles a method. Every word after `git` goes to git (`patchguard git checkout --help`
+    is git's help). The patches lifted are those of the worktree git works in: `patchguard
+    git -C DIR ...` lifts DIR's (git's --git-dir, --work-tree and --bare are refused). A
+    worktree git creates (`patchguard git worktree add PATH`) gets the patches from its
+    post-checkout hook, as with plain git.
+
+    Exit status: git's own when git fails (the tree is put back as it was); otherwise 0,
+    or 1 when a guard fails afterwards. When git stops halfway (a conflicted merge, rebase,
+    cherry-pick or stash pop), the patches stay out until it is finished.
+    """
+    return git_lifted(ctx.obj, args)

@@ -117,20 +117,3 @@ def _refusal(attributes: Mapping[str, str], config: Mapping[str, str]) -> str | 
     if encoding not in ("unspecified", "set", "unset"):
         return f"is checked out as {encoding} (gitattributes working-tree-encoding)"
     return None
-
-
-def parse_check_attr(output: str) -> dict[str, str]:
-    """`git check-attr -z` output for one path: path NUL attribute NUL value NUL ..."""
-    fields = output.split("\0")
-    return {fields[i + 1]: fields[i + 2] for i in range(0, len(fields) - 2, 3)}
-
-
-def parse_config(output: str) -> dict[str, str]:
-    """`git config -z --list` output (keys as git spells them, a driver's name kept);
-    a later value wins, a bare key means true."""
-    found = {}
-    for entry in output.split("\0"):
-        if entry:
-            key, _, value = entry.partition("\n")
-            found[key] = value if "\n" in entry else "true"
-    return found

@@ -3,7 +3,8 @@
 PATCHGUARD_KILL_AT=STEP: SIGKILL at that step, as a power cut would stop it (no handler, no
 cleanup); STEP:stop, SIGSTOP, so a test can act while the writer waits there. Every step of the
 store's transaction and of the worktree's journal is a point: the suite shows that each crash
-leaves a state the next command completes or rolls back. Unset, a point costs one lookup.
+leaves a state the next command completes or rolls back (tests/reliability/test_kill_points.py
+lists them all). Unset, a point costs one lookup.
 """
 
 from __future__ import annotations
@@ -11,10 +12,6 @@ from __future__ import annotations
 import os
 
 KILL_VARIABLE = "PATCHGUARD_KILL_AT"
-
-# Every point, in the order a writer passes them (tests/reliability/test_kill_points.py).
-STORE_POINTS = ("store-begun", "store-ref-moved", "store-derived")
-JOURNAL_POINTS = ("journal-marked", "journal-first-file", "journal-written")
 
 
 def point(name: str) -> None:

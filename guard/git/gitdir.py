@@ -17,9 +17,6 @@ from guard.git.gitpaths import (
     read_ref,
 )
 
-PENDING_FILE_NAME = "patchguard-pending"
-LOCK_FILE_NAME = "patchguard-lock"  # in each worktree's own git dir; the hooks know it by name
-
 
 class Layout:
     """Where a worktree's files, its own git dir and the shared (common) git dir are, and
@@ -42,10 +39,10 @@ class Layout:
         self.derived_from_path = self.store_dir / DERIVED_FROM_FILE_NAME
         # In the worktree's own git dir: a long move in one worktree never keeps another's hook
         # waiting (the hook script knows it by name).
-        self.worktree_lock_path = git_dir / LOCK_FILE_NAME
+        self.worktree_lock_path = git_dir / "patchguard-lock"
         # Present while patches are out for an unfinished merge or rebase of this worktree: the
         # post-commit hook (which knows it by name) re-applies on the concluding commit.
-        self.pending_path = git_dir / PENDING_FILE_NAME
+        self.pending_path = git_dir / "patchguard-pending"
         # git's mark of a `git bisect` in this worktree (its good/bad refs are shared).
         self.bisect_start = git_dir / "BISECT_START"
 

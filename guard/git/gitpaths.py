@@ -65,6 +65,13 @@ def find_repository(start: str) -> tuple[str, str, str]:
     return found
 
 
+def crash_dir(args: Sequence[str]) -> str:
+    """A crash log goes into the git dir of the checkout a command ran in (`patchguard -C DIR`,
+    `args` being the command line's words after `patchguard`)."""
+    group = args[1:2] if args[:1] == ["-C"] else []
+    return find_repository(os.path.join(os.getcwd(), *group))[1]
+
+
 def _not_one_checkout(why: str) -> ConfigError:
     shown = ", ".join(
         f"{name}={os.environ[name]}" for name in ("GIT_DIR", "GIT_WORK_TREE") if name in os.environ

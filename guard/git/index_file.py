@@ -102,19 +102,6 @@ class IndexFile:
                 return True
         return False
 
-    def fully_merged(self) -> bool | None:
-        """True when the index holds no unmerged entry at all; None when its cache tree cannot
-        say (a conflict, or any change since git last wrote a tree)."""
-        return True if self._cache_tree_root() is not None else None
-
-    def head_entries(self, common_dir: str, head: str, paths: Sequence[str]) -> str | None:
-        """`git ls-tree --full-tree HEAD -- PATHS` of a worktree whose HEAD is commit `head`,
-        when this index says it for sure: None otherwise."""
-        found = self.tree_entries(common_dir, head, paths)
-        if found is None:
-            return None
-        return "".join(f"{mode:06o} {kind} {oid}\t{path}\n" for mode, kind, oid, path in found)
-
     def tree_entries(
         self, common_dir: str, commit: str, paths: Sequence[str]
     ) -> list[tuple[int, str, str, str]] | None:
@@ -124,7 +111,7 @@ class IndexFile:
             path and _PLAIN.issuperset(path.encode("utf-8", "surrogateescape")) for path in paths
         ):
             return None
-        root = self._cache_tree_root()
+        root = self.cache_tree_root()
         if root is None or root != _commit_tree(common_dir, commit):
             return None
         found = []
@@ -134,7 +121,7 @@ class IndexFile:
                 return None
             if not entries:
                 below = self._data.find(path.encode() + b"/", _HEADER, self._entries_end)
-                if below != -1 or self._in_sparse_directory(path):
+                if below != -1:
                     return None  # a directory there, perhaps: ls-tree would list the tree
                 continue  # HEAD has no such file: ls-tree prints no line
             [(at, flags)] = entries if len(entries) == 1 else [(-1, _STAGE)]
@@ -149,14 +136,6 @@ class IndexFile:
                 return None
             found.append((mode, kind, self._data[at + _ID_AT : at + _ID_AT + _ID_SIZE].hex(), path))
         return found
-
-    def _in_sparse_directory(self, path: str) -> bool:
-        """Is a directory above `path` one entry of a sparse index ("dir/", its files left
-        out), or might it be? Those are what a sparse index holds besides files."""
-        parts = path.split("/")[:-1]
-        return any(
-            self._entries("/".join(parts[:depth]) + "/") != [] for depth in range(1, len(parts) + 1)
-        )
 
     def _entries(self, path: str) -> list[tuple[int, int]] | None:
         """(start, flags) of each entry named `path`, one per stage; None when unsure.
@@ -200,12 +179,11 @@ class IndexFile:
         """Where the entry after this one starts: names are NUL-padded to a multiple of 8."""
         return start + ((_NAME_AT + (2 if flags & _EXTENDED else 0) + len(name) + 8) & ~7)
 
-    def _cache_tree_root(self) -> str | None:
-        """The tree id the cache tree gives the whole index, or None when it is invalid."""
-        where = self._extensions.get(b"TREE")
-        if where is None:
-            return None
-        tree = self._data[where[0] : where[1]]
+    def cache_tree_root(self) -> str | None:
+        """The tree id the cache tree gives the whole index, or None when it is invalid (a
+        conflict, or any change since git last wrote a tree): valid, no entry is unmerged."""
+        start, end = self._extensions[b"TREE"]  # the chain of extensions starts there
+        tree = self._data[start:end]
         # The top entry: an empty path, NUL, "<entries> <subtrees>\n", then its id when valid;
         # valid, it covers every entry ("-1": invalidated by a change since it was written).
         line_end = tree.find(b"\n")

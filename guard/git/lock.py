@@ -53,8 +53,9 @@ def held_by_parent(lock_path: Path) -> bool:
 
 
 @contextmanager
-def exclusive(lock_path: Path, operation: str) -> Iterator[None]:
-    """Hold `lock_path` while `operation` writes; wait a bounded time for it."""
+def exclusive(lock_path: Path, operation: str, timeout: float | None = None) -> Iterator[None]:
+    """Hold `lock_path` while `operation` writes; wait a bounded time for it (`timeout`
+    seconds, else TIMEOUT_VARIABLE's)."""
     if held(lock_path):
         _depth[lock_path] = _depth.get(lock_path, 0) + 1
         try:
@@ -62,7 +63,7 @@ def exclusive(lock_path: Path, operation: str) -> Iterator[None]:
         finally:
             _depth[lock_path] -= 1
         return
-    timeout = _timeout()
+    timeout = _timeout() if timeout is None else timeout
     try:
         lock_path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
@@ -107,28 +108,14 @@ def if_free(lock_path: Path) -> Iterator[bool]:
     """Hold `lock_path` if nobody else does (True), without waiting; False when another
     process holds it or it cannot be taken (a read-only git dir). For repairs that may wait
     for the next command (a derived file rebuilt by a reader)."""
-    if held(lock_path):
-        yield True
-        return
+    hold = contextlib.ExitStack()
     try:
-        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
-    except OSError:
+        hold.enter_context(exclusive(lock_path, "repair", timeout=0.0))
+    except (ConfigError, OSError):
         yield False
         return
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:  # BlockingIOError: a live holder
-            yield False
-            return
-        _depth[lock_path] = 1
-        forget_stale_listings()
-        try:
-            yield True
-        finally:
-            _depth[lock_path] = 0
-    finally:
-        os.close(fd)
+    with hold:
+        yield True
 
 
 if TYPE_CHECKING:

@@ -7,7 +7,7 @@ import stat
 import subprocess
 import weakref
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
+from contextlib import contextmanager, nullcontext, suppress
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
@@ -21,7 +21,7 @@ from guard.git.index_file import IndexFile
 from guard.git.index_file import checksum as index_checksum
 from guard.git.lock import exclusive
 from guard.git.objects import EXECUTABLE_MODE, REGULAR_MODE, blob_id
-from guard.git.process import STATUS, cannot_run, changed_tracked, run_git, run_git_bytes
+from guard.git.process import cannot_run, run_git, run_git_bytes
 
 if TYPE_CHECKING:
     from typing import IO
@@ -32,10 +32,7 @@ if TYPE_CHECKING:
     from guard.git.worktree_paths import UnsafePath
 
 MERGE_CACHE_DIR = "patchguard-cache/merges"  # in the worktree's git dir
-_MERGE_CACHE_KEEP = 256
 PARSE_CACHE_DIR = "patchguard-cache/parsed"
-_PARSE_CACHE_KEEP = 512
-_BINARY_SNIFF = 8000
 _BATCH = 128  # cat-file names per round trip; git reads all before answering: they must fit a pipe
 
 
@@ -65,8 +62,8 @@ def _record_instead(path: str, refusal: UnsafePath) -> str:
 
 
 def is_binary(data: bytes) -> bool:
-    """git's own heuristic: a NUL byte near the start."""
-    return b"\0" in data[:_BINARY_SNIFF]
+    """git's own heuristic: a NUL byte in the first 8000."""
+    return b"\0" in data[:8000]
 
 
 def _stop(process: subprocess.Popen[bytes]) -> None:
@@ -165,13 +162,9 @@ class Repo:
         starts_a_store = operation in ("record", "require", "import", "fetch")
         if not starts_a_store and not self.layout.has_patches():
             read_manifest_bytes(self.layout.manifest_path)  # says "no manifest ..."
-        shared = self.store_lock(operation) if store else nullcontext()
+        shared = exclusive(self.layout.store_lock_path, operation) if store else nullcontext()
         with exclusive(self.layout.worktree_lock_path, operation), shared:
             yield
-
-    def store_lock(self, operation: str) -> AbstractContextManager[None]:
-        """The lock of the shared manifest alone; take it inside this worktree's (`lock`)."""
-        return exclusive(self.layout.store_lock_path, operation)
 
     def refuse_mid_operation(self, action: str) -> None:
         """Writing patches into the tree mid-rebase/merge would break the next step."""
@@ -259,15 +252,10 @@ class Repo:
         return head
 
     def head_commit_paths(self) -> set[str]:
-        """The paths HEAD's own commit changed (against its first parent)."""
-        import pygit2
-
-        commit = self.git.head.peel(pygit2.Commit)
-        if commit.parents:
-            diff = commit.parents[0].tree.diff_to_tree(commit.tree)
-        else:
-            diff = commit.tree.diff_to_tree(swap=True)  # against the empty tree
-        return {str(p) for d in diff.deltas for p in (d.old_file.path, d.new_file.path)}
+        """The paths HEAD's own commit changed (against its first parent, or the empty tree)."""
+        parent = self.commit_id("HEAD^") or "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+        listing = run_git(["diff-tree", "-r", "--name-only", "-z", parent, "HEAD"], self.workdir)
+        return {path for path in listing.stdout.split("\0") if path}
 
     def head_is_published(self) -> bool:
         """Is HEAD in a remote-tracking branch or a tag: upstream's, not ours to rewrite?"""
@@ -340,15 +328,11 @@ class Repo:
         )
         return str(copy)
 
-    def has_conflicts(self) -> bool:
-        """Does the index hold unmerged entries (a `stash pop` that stopped on a conflict)?"""
-        return bool(self.unmerged())
-
     def unmerged(self) -> dict[str, dict[int, str]]:
         """The paths git left unmerged, with their stage entries' blob ids (1 base, 2 ours,
         3 theirs; a side that deleted the file has none), without libgit2."""
         index = self.index_file
-        if index is not None and index.fully_merged():
+        if index is not None and index.cache_tree_root() is not None:
             return {}
         listing = run_git(["ls-files", "--unmerged", "-z", "--full-name"], self.workdir).stdout
         stages: dict[str, dict[int, str]] = {}
@@ -429,16 +413,23 @@ class Repo:
     def conversion(self, path: str) -> Conversion:
         """git's line-ending conversion for this path, asked each time: a checkout in between
         can bring another .gitattributes."""
-        from guard.git.eol import ATTRIBUTES, decide, parse_check_attr
+        from guard.git.eol import ATTRIBUTES, decide
 
-        listing = run_git(["check-attr", "-z", *ATTRIBUTES, "--", path], self.workdir)
-        return decide(parse_check_attr(listing.stdout), self._config)
+        listing = run_git(["check-attr", "-z", *ATTRIBUTES, "--", path], self.workdir).stdout
+        fields = listing.split("\0")  # path, attribute, value, path, ...
+        attributes = {fields[i + 1]: fields[i + 2] for i in range(0, len(fields) - 2, 3)}
+        return decide(attributes, self._config)
 
     @cached_property
     def _config(self) -> dict[str, str]:
-        from guard.git.eol import parse_config
-
-        return parse_config(run_git(["config", "-z", "--list"], self.workdir).stdout)
+        """`git config -z --list` (keys as git spells them, a driver's name kept): a later
+        value wins, a bare key means true."""
+        found = {}
+        for entry in run_git(["config", "-z", "--list"], self.workdir).stdout.split("\0"):
+            if entry:
+                key, newline, value = entry.partition("\n")
+                found[key] = value if newline else "true"
+        return found
 
     def _index_has_cr(self, path: str) -> bool:
         """git leaves a CRLF file alone when the index holds it with CRs ("safer autocrlf")."""
@@ -463,11 +454,6 @@ class Repo:
         raise ConfigError(
             f"{user_path} is outside the worktree {self.workdir}; name a path inside it"
         )
-
-    def changed_tracked_files(self) -> list[str]:
-        """guard.git.process.changed_tracked, of this worktree's `git status`; a name that is
-        not UTF-8 is kept (as surrogates) for the caller to refuse by name."""
-        return changed_tracked(run_git(STATUS, self.workdir).stdout.split("\0"))
 
     def outside_sparse_checkout(self) -> set[str]:
         """Tracked paths a sparse checkout leaves out of the worktree (skip-worktree)."""
@@ -495,7 +481,8 @@ class Repo:
 
     def operation_in_progress(self) -> str | None:
         """The name of a rebase, merge, cherry-pick, revert or am under way, if any."""
-        markers = {
+        markers = {  # as git status tells them apart: `git am` alone leaves `applying`
+            "rebase-apply/applying": "am",
             "rebase-merge": "rebase",
             "rebase-apply": "rebase",
             "MERGE_HEAD": "merge",
@@ -541,12 +528,12 @@ class Repo:
 
     @cached_property
     def merge_cache(self) -> ContentCache:
-        return ContentCache(self.layout.git_dir / MERGE_CACHE_DIR, _MERGE_CACHE_KEEP)
+        return ContentCache(self.layout.git_dir / MERGE_CACHE_DIR, keep=256)
 
     @cached_property
     def parse_cache(self) -> ContentCache:
         """Parsed files by content (guard.truth.parsed)."""
-        return ContentCache(self.layout.git_dir / PARSE_CACHE_DIR, _PARSE_CACHE_KEEP)
+        return ContentCache(self.layout.git_dir / PARSE_CACHE_DIR, keep=512)
 
 
 def merge_file(

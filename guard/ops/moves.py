@@ -141,7 +141,7 @@ def _lift_in_full(repo: Repo, before: CurrentKey | None) -> tuple[list[str], Pat
 
 def _put_back(repo: Repo, lift: Lift) -> None:
     lift.stopped = repo.operation_in_progress() or (
-        "conflicted stash pop" if repo.has_conflicts() else None
+        "conflicted stash pop" if repo.unmerged() else None
     )
     if lift.stopped:
         if lift.lifted:

@@ -61,16 +61,12 @@ def head_entries(
     """The entries of `paths` in `commit` (HEAD) as a key holds them: `git ls-tree`'s lines,
     each followed by a space; from the index file when it can say, else from git (None: git
     failed)."""
-    listing = None if index is None else index.head_entries(common_dir, commit, paths)
-    if listing is None:
-        ls_tree = ["--literal-pathspecs", "ls-tree", "--full-tree", commit, "--", *paths]
-        listing = _git_output(workdir, ls_tree)
-    if listing is None:
-        return None
-    lines = listing.split("\n")
-    if lines[-1] == "":
-        lines.pop()
-    return "".join(line + " " for line in lines)
+    found = None if index is None else index.tree_entries(common_dir, commit, paths)
+    if found is not None:
+        return "".join(f"{mode:06o} {kind} {oid}\t{path} " for mode, kind, oid, path in found)
+    ls_tree = ["--literal-pathspecs", "ls-tree", "--full-tree", commit, "--", *paths]
+    listing = _git_output(workdir, ls_tree)  # each line ends in "\n" (a name in it is quoted)
+    return None if listing is None else listing.replace("\n", " ")
 
 
 def _git_output(workdir: str, args: Sequence[str]) -> str | None:

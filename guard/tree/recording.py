@@ -12,7 +12,7 @@ from typing import NamedTuple
 from guard.errors import ConfigError, GuardFailure
 from guard.git.eol import cannot_rebuild
 from guard.git.lock import locked
-from guard.git.process import run_git
+from guard.git.process import STATUS, changed_tracked, run_git
 from guard.git.repo import Repo, is_binary
 from guard.store import history
 from guard.store.derived import load_manifest
@@ -62,7 +62,8 @@ def record(
         repo_paths = sorted({repo.relpath(p, cwd) for p in paths})
     else:
         owned = {c.path for p in manifest.patches if p.name != name for c in p.files}
-        changed = repo.changed_tracked_files()
+        # a name that is not UTF-8 comes as surrogates, refused by name below
+        changed = changed_tracked(run_git(STATUS, repo.workdir).stdout.split("\0"))
         skipped = [p for p in changed if p in owned]
         repo_paths = [p for p in changed if p not in owned]
         if not repo_paths:
@@ -440,7 +441,7 @@ def resolve(
 
 
 def _resolve_here(repo: Repo, patch: Patch) -> tuple[Patch, list[str], list[str]]:
-    if repo.has_conflicts():
+    if repo.unmerged():
         raise ConfigError(
             "the index has unmerged entries: finish what git stopped on first (patchguard "
             f"apply {patch.name} gets a patched file out of a conflict), then resolve"

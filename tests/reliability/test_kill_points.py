@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import signal
 import subprocess
 import time
@@ -20,10 +21,10 @@ from collections.abc import Callable
 
 import pytest
 import sample_repo
-from conftest import Sample, git
-from helpers import pushes_an_update, run_patchguard
+from conftest import ROOT, Sample, git
+from helpers import JOURNAL_POINTS, STORE_POINTS, pushes_an_update, run_patchguard
 
-from guard.git.faults import JOURNAL_POINTS, KILL_VARIABLE, STORE_POINTS
+from guard.git.faults import KILL_VARIABLE
 from guard.git.gitpaths import HISTORY_REF
 
 EXTRA = "\n    def extra_capture(self):\n        return self.language_model\n"
@@ -180,6 +181,12 @@ STORY: dict[str, tuple[Callable[[Sample, dict[str, str], str], None], tuple[str,
     "unapply": (unapply, JOURNAL_POINTS),
     "git checkout": (lift_for_checkout, JOURNAL_POINTS[:1]),
 }
+
+
+def test_every_point_a_writer_passes_is_killed_at() -> None:
+    sources = "".join(path.read_text() for path in (ROOT / "guard").rglob("*.py"))
+    points = re.findall(r'faults\.point\("([^"]+)"\)', sources)
+    assert sorted(points) == sorted([*STORE_POINTS, *JOURNAL_POINTS])
 
 
 @pytest.mark.parametrize(
