@@ -20,23 +20,19 @@ def module_of(workdir: Path, path: str) -> tuple[str, Path]:
     file = workdir / path
     folders = [file.parent, *file.parent.parents]
     folders = folders[: folders.index(workdir) + 1] if workdir in folders else [file.parent]
-    root = _layout_root(folders)
+    packages = [i for i, folder in enumerate(folders[:-1]) if (folder / "__init__.py").is_file()]
+    projects = (
+        i
+        for i, folder in enumerate(folders[:-1])
+        if any((folder / name).is_file() for name in _PROJECT_FILES)
+    )
+    root = folders[0]  # no package around it
+    if packages:
+        root = folders[packages[-1] + 1]  # at or above the packages around the file
+    elif (index := next(projects, None)) is not None:  # all namespace packages: a project's dir
+        below = folders[index - 1] if index else None
+        root = folders[index] / "src" if below == folders[index] / "src" else folders[index]
     parts = list(file.relative_to(root).with_suffix("").parts)
     if parts[-1] == "__init__":
         parts.pop()
     return ".".join(parts) or file.stem, root
-
-
-def _layout_root(folders: list[Path]) -> Path:
-    """The import root the checkout's layout names (see the module's docstring)."""
-    highest = max(
-        (i for i, folder in enumerate(folders[:-1]) if (folder / "__init__.py").is_file()),
-        default=None,
-    )
-    if highest is not None:
-        return folders[highest + 1]  # at or above the packages around the file
-    for index, folder in enumerate(folders[:-1]):  # all namespace packages: a project's dir
-        if any((folder / name).is_file() for name in _PROJECT_FILES):
-            below = folders[index - 1] if index else None
-            return folder / "src" if below == folder / "src" else folder
-    return folders[0]  # no package around it either
