@@ -204,18 +204,15 @@ def _guard_config(repo: Repo, report: CheckReport) -> tuple[list[str], list[str]
     paths = {f.path for v in report.patches for f in v.files} | {path for path, _ in required}
     files, lines = [], []
     for path in sorted(paths):
-        raw = tree.raw(path)
-        if raw is None or not path.endswith(".py"):
+        raw, content = tree.raw(path), tree.read(path)
+        if raw is None or content is None or not path.endswith(".py"):
             continue
         real = str((repo.workdir / path).resolve())
         module = module_of(repo.workdir, path)[0]
         files.append(real)
         lines.append(f"F\t{real}\t{module}\t{blob_id(raw)}")
         lines += [f"N\t{real}\t{name}" for name in _longer_names(real, module, repo.workdir)]
-        for where, qualname in required:
-            content = tree.read(path) if where == path else None
-            if content is None:
-                continue
+        for qualname in (qualname for where, qualname in required if where == path):
             with contextlib.suppress(SourceSyntaxError):  # the check says it already
                 definitions = tree.symbols(content, path).find(qualname)
                 if definitions:
