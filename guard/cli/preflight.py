@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from guard.collector import without_collector
-from guard.errors import EXIT_GUARD_FAILED, ConfigError, GuardError, PatchguardError
+from guard.errors import ConfigError, GuardError, PatchguardError
 from guard.git.repo import Repo
 from guard.ops.provenance import differences_from, load_stamp
 from guard.tree import assess, patching
@@ -289,36 +289,6 @@ def require_report(
         listing = "\n".join(f"  - {problem}" for problem in problems)
         raise GuardError(f"patchguard: the code is not as guarded:\n{listing}", problems)
     return report
-
-
-def execute(
-    repo: Repo, report: CheckReport, command: Sequence[str], stamp_file: Path | None = None
-) -> int:
-    """Run the benchmark under the import guard (guard.ops.attest); the stamp appended to
-    `stamp_file` is taken before it starts. COMMAND's exit status, or 1 when a process imported
-    a guarded module wrongly."""
-    from guard.cli import render
-    from guard.ops import attest, provenance
-
-    before = None if stamp_file is None else provenance.stamp(repo)
-    status, _, verdict = attest.run_attested(repo, report, command)
-    if stamp_file is not None and before is not None:
-        line = json.dumps({**before, "attestations": verdict.as_json()}, separators=(",", ":"))
-        try:
-            with open(stamp_file, "a", encoding="utf-8") as handle:
-                handle.write(line + "\n")
-        except OSError as error:
-            raise ConfigError(
-                f"cannot append the stamp to {stamp_file}: {error.strerror}; the command ran "
-                f"(status {status}); pass a --stamp FILE in a directory that exists"
-            ) from None
-    if verdict.wrong:
-        lines = [*verdict.problems, f"exit status of {command[0]}: {status}"]
-        print(render.banner("guard FAILED: the command ran other code", lines), file=sys.stderr)
-        return EXIT_GUARD_FAILED
-    for problem in verdict.problems:
-        print(f"patchguard: not attested: {problem}", file=sys.stderr)
-    return status
 
 
 def confirm_at_runtime(
