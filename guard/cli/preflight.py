@@ -212,8 +212,9 @@ def verify(
     runtime: bool = False,
     runtime_timeout: float | None = None,
     cwd: Path,
-) -> CheckReport:
-    """Apply if asked, then check everything, asking the interpreter of interpreter_of."""
+) -> tuple[CheckReport, str | None]:
+    """Apply if asked, then check everything, asking the interpreter of interpreter_of; the
+    report, and that interpreter (None: patchguard's own decided)."""
     interpreter, env = interpreter_of(python, command, cwd, needed=bool(import_names or runtime))
     facts = None if interpreter is None else interpreters.facts_of(interpreter, repo.layout.git_dir)
     tree = Worktree(repo, facts)
@@ -229,35 +230,26 @@ def verify(
             "pass without checking anything. Record a patch (patchguard record NAME) or guard a "
             "symbol (patchguard require SPEC)."
         )
-    if interpreter is None or (not import_names and not runtime):
-        return report
-    report.imports = [
-        resolve_import(name, interpreter, repo.workdir, cwd, env) for name in import_names
-    ]
-    if runtime:
-        report.runtime_seconds = confirm_at_runtime(
-            report, repo, tree, interpreter, runtime_timeout, env
-        )
-    return report
+    if interpreter is not None and (import_names or runtime):
+        report.imports = [
+            resolve_import(name, interpreter, repo.workdir, cwd, env) for name in import_names
+        ]
+        if runtime:
+            report.runtime_seconds = confirm_at_runtime(
+                report, repo, tree, interpreter, runtime_timeout, env
+            )
+    return report, interpreter
 
 
-def gate(
-    cwd: Path,
-    same_as: BinaryIO | None,
-    *,
-    python: str | None,
-    command: Sequence[str] = (),
-    **asked: Any,
-) -> tuple[Repo, CheckReport, list[str]]:
+def gate(cwd: Path, same_as: BinaryIO | None, **asked: Any) -> tuple[Repo, CheckReport, list[str]]:
     """What `check` and `run` decide on: the report of `verify` and, when every guard holds, how
     this node's code differs from the one that wrote `same_as` (read before anything runs)."""
     other = None if same_as is None else (same_as.name, load_stamp(same_as.name, same_as.read()))
     repo = Repo.discover(cwd)
     with without_collector():  # kept parses by the thousand: guard.collector
-        report = verify(repo, python=python, command=command, cwd=cwd, **asked)
+        report, runs = verify(repo, cwd=cwd, **asked)
     if other is None or not report.ok:
         return repo, report, []
-    runs = interpreter_of(python, command, cwd, needed=False)[0]
     return repo, report, differences_from(repo, other[1], other[0], runs)
 
 
@@ -274,7 +266,7 @@ def require_report(
 ) -> CheckReport:
     """The body of `guard.require()`: every failure becomes one GuardError."""
     try:
-        report = verify(
+        report, _ = verify(
             Repo.discover(Path(repo)),
             apply=apply,
             import_names=[import_name] if import_name else [],
