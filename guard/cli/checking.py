@@ -238,7 +238,7 @@ def stamp(cwd: Path, as_json: bool, diff_files: tuple[Any, Any] | None, python: 
     With --diff, the last stamp of each file is compared.
     """
     if diff_files is None:
-        click.echo(json.dumps(provenance.stamp_at(str(cwd), python), separators=(",", ":")))
+        click.echo(json.dumps(provenance.stamp_at(cwd, python), separators=(",", ":")))
         return
     old, new = (provenance.load_stamp(f.name, f.read()) for f in diff_files)
     try:
