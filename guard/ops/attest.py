@@ -266,8 +266,9 @@ def run_attested(
             ) from None
 
         def pass_on(number: int, _frame: object) -> None:
-            if number == signal.SIGINT and _terminal_foreground():
-                return
+            with contextlib.suppress(OSError, ValueError):  # no terminal: pass it on
+                if number == signal.SIGINT and os.tcgetpgrp(sys.stdin.fileno()) == os.getpgrp():
+                    return  # our process group holds the terminal: its Ctrl-C reached COMMAND
             with contextlib.suppress(ProcessLookupError):
                 child.send_signal(number)
 
@@ -277,11 +278,3 @@ def run_attested(
     finally:
         run.close()
     return (status, None, verdict) if status >= 0 else (128 - status, -status, verdict)
-
-
-def _terminal_foreground() -> bool:
-    """Whether our process group holds the terminal: then a Ctrl-C reached COMMAND too."""
-    try:
-        return os.tcgetpgrp(sys.stdin.fileno()) == os.getpgrp()
-    except (OSError, ValueError):
-        return False
