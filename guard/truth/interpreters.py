@@ -69,9 +69,8 @@ def search_path(python: str, git_dir: Path) -> tuple[str, list[str]]:
     """The version of `python` ("3.11.7") and its module search path, asked with its facts:
     what it has installed is read from that path on each use (a `pip install` changes no
     interpreter)."""
-    if os.path.abspath(python) == os.path.abspath(sys.executable):  # a venv's is not its base's
-        return ".".join(map(str, sys.version_info[:3])), list(sys.path)
-    facts, path = _asked(python, git_dir)
+    own = os.path.abspath(python) == os.path.abspath(sys.executable)  # a venv's is not its base's
+    facts, path = (own_facts(), list(sys.path)) if own else _asked(python, git_dir)
     return ".".join(map(str, facts["sys.version_info"][:3])), path
 
 
