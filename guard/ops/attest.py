@@ -115,7 +115,12 @@ class AttestedRun:
         verdict = Verdict()
         if not self.files:  # the patches guard no Python module: there is nothing to attest
             return verdict
-        why = self._unguarded_start(command)
+        # COMMAND itself, by the guard's own rule, which it applies to each Python it sees start
+        spec = importlib.util.spec_from_file_location("guard_rules", self.directory / GUARD_NAME)
+        assert spec is not None and spec.loader is not None
+        rules = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(rules)
+        why = rules._without_guard(command, self.environment(dict(os.environ)), str(self.directory))
         if why is not None:
             verdict.problems.append(
                 f"{' '.join(command)} starts Python with {why}, which skips the import guard: "
@@ -158,19 +163,6 @@ class AttestedRun:
                 "patched code as a whole"
             )
         return verdict
-
-    def _unguarded_start(self, command: list[str]) -> str | None:
-        """Why the Python COMMAND starts skips the guard, by the guard's own rule
-        (`_without_guard`), which it applies to each Python it sees start."""
-        spec = importlib.util.spec_from_file_location(
-            "patchguard_import_guard", self.directory / GUARD_NAME
-        )
-        assert spec is not None and spec.loader is not None
-        rules = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(rules)
-        env = self.environment(dict(os.environ))
-        found: str | None = rules._without_guard(command, env, str(self.directory))
-        return found
 
     def _read(self, path: Path) -> list[Record] | None:
         """A record file's rows; None when its MAC is not the run's."""
