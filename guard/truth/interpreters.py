@@ -113,9 +113,10 @@ def _asked(python: str, git_dir: Path) -> tuple[dict[str, Any], list[str]]:
 
 
 def _answer(data: bytes | None) -> tuple[dict[str, Any], list[str]] | None:
-    """The facts and the path in a cache entry or an answer; None for anything else."""
+    """The facts and the path in a cache entry or an answer (its last line: what site-packages
+    runs may print first); None for anything else."""
     try:
-        raw = json.loads(data or b"")
+        raw = json.loads((data or b"\n").splitlines()[-1])
     except ValueError:
         return None
     match raw:
