@@ -12,7 +12,7 @@ import click
 
 from guard.cli import render
 from guard.cli.options import PASS_THROUGH, directory_option, epilog, json_option
-from guard.errors import EXIT_GUARD_FAILED, EXIT_OK, PatchguardError, silence_stdout
+from guard.errors import EXIT_GUARD_FAILED, EXIT_OK, ConfigError, PatchguardError, silence_stdout
 from guard.git.repo import Repo
 from guard.ops import provenance
 
@@ -181,7 +181,27 @@ def run(
         return EXIT_GUARD_FAILED
     for line in render.warning_lines(report):
         click.echo(line, err=True)
-    return preflight.execute(repo, report, command, stamp_file)
+    from guard.ops import attest
+
+    before = None if stamp_file is None else provenance.stamp(repo)  # the code about to run
+    status, _, verdict = attest.run_attested(repo, report, command)
+    if stamp_file is not None and before is not None:
+        line = json.dumps({**before, "attestations": verdict.as_json()}, separators=(",", ":"))
+        try:
+            with open(stamp_file, "a", encoding="utf-8") as handle:
+                handle.write(line + "\n")
+        except OSError as error:
+            raise ConfigError(
+                f"cannot append the stamp to {stamp_file}: {error.strerror}; the command ran "
+                f"(status {status}); pass a --stamp FILE in a directory that exists"
+            ) from None
+    if verdict.wrong:
+        lines = [*verdict.problems, f"exit status of {command[0]}: {status}"]
+        print(render.banner("guard FAILED: the command ran other code", lines), file=sys.stderr)
+        return EXIT_GUARD_FAILED
+    for problem in verdict.problems:
+        print(f"patchguard: not attested: {problem}", file=sys.stderr)
+    return status
 
 
 @click.command(
@@ -218,7 +238,7 @@ def stamp(cwd: Path, as_json: bool, diff_files: tuple[Any, Any] | None, python: 
     With --diff, the last stamp of each file is compared.
     """
     if diff_files is None:
-        click.echo(json.dumps(provenance.stamp_at(str(cwd), python), separators=(",", ":")))
+        click.echo(json.dumps(provenance.stamp_at(cwd, python), separators=(",", ":")))
         return
     old, new = (provenance.load_stamp(f.name, f.read()) for f in diff_files)
     try:

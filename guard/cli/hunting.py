@@ -468,14 +468,15 @@ def bisect_step(log: Path | None, decided: Path | None, command: tuple[str, ...]
     only that one, so a step that dies on the way cannot mark a commit.
     """
     from guard.ops import moves
-    from guard.ops.bisect_status import BISECT_ABORT, StepResult
 
     if command[:1] == ("--",):
         command = command[1:]
     try:
         result = moves.bisect_step(Repo.discover(Path.cwd()), command, log)
     except Exception as error:  # no repository to step in: abort, never a mark for git
-        result = StepResult(BISECT_ABORT, "", None, [one_line(error, lambda: crash_dir([]))])
+        result = moves.StepResult(
+            moves.BISECT_ABORT, "", None, [one_line(error, lambda: crash_dir([]))]
+        )
     for line in render.step_lines(result):
         click.echo(f"patchguard: {line}", err=True)
     if decided is not None:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from guard.collector import without_collector
-from guard.errors import EXIT_GUARD_FAILED, ConfigError, GuardError, PatchguardError
+from guard.errors import ConfigError, GuardError, PatchguardError
 from guard.git.repo import Repo
 from guard.ops.provenance import differences_from, load_stamp
 from guard.tree import assess, patching
@@ -212,8 +212,9 @@ def verify(
     runtime: bool = False,
     runtime_timeout: float | None = None,
     cwd: Path,
-) -> CheckReport:
-    """Apply if asked, then check everything, asking the interpreter of interpreter_of."""
+) -> tuple[CheckReport, str | None]:
+    """Apply if asked, then check everything, asking the interpreter of interpreter_of; the
+    report, and that interpreter (None: patchguard's own decided)."""
     interpreter, env = interpreter_of(python, command, cwd, needed=bool(import_names or runtime))
     facts = None if interpreter is None else interpreters.facts_of(interpreter, repo.layout.git_dir)
     tree = Worktree(repo, facts)
@@ -229,35 +230,26 @@ def verify(
             "pass without checking anything. Record a patch (patchguard record NAME) or guard a "
             "symbol (patchguard require SPEC)."
         )
-    if interpreter is None or (not import_names and not runtime):
-        return report
-    report.imports = [
-        resolve_import(name, interpreter, repo.workdir, cwd, env) for name in import_names
-    ]
-    if runtime:
-        report.runtime_seconds = confirm_at_runtime(
-            report, repo, tree, interpreter, runtime_timeout, env
-        )
-    return report
+    if interpreter is not None and (import_names or runtime):
+        report.imports = [
+            resolve_import(name, interpreter, repo.workdir, cwd, env) for name in import_names
+        ]
+        if runtime:
+            report.runtime_seconds = confirm_at_runtime(
+                report, repo, tree, interpreter, runtime_timeout, env
+            )
+    return report, interpreter
 
 
-def gate(
-    cwd: Path,
-    same_as: BinaryIO | None,
-    *,
-    python: str | None,
-    command: Sequence[str] = (),
-    **asked: Any,
-) -> tuple[Repo, CheckReport, list[str]]:
+def gate(cwd: Path, same_as: BinaryIO | None, **asked: Any) -> tuple[Repo, CheckReport, list[str]]:
     """What `check` and `run` decide on: the report of `verify` and, when every guard holds, how
     this node's code differs from the one that wrote `same_as` (read before anything runs)."""
     other = None if same_as is None else (same_as.name, load_stamp(same_as.name, same_as.read()))
     repo = Repo.discover(cwd)
     with without_collector():  # kept parses by the thousand: guard.collector
-        report = verify(repo, python=python, command=command, cwd=cwd, **asked)
+        report, runs = verify(repo, cwd=cwd, **asked)
     if other is None or not report.ok:
         return repo, report, []
-    runs = interpreter_of(python, command, cwd, needed=False)[0]
     return repo, report, differences_from(repo, other[1], other[0], runs)
 
 
@@ -274,7 +266,7 @@ def require_report(
 ) -> CheckReport:
     """The body of `guard.require()`: every failure becomes one GuardError."""
     try:
-        report = verify(
+        report, _ = verify(
             Repo.discover(Path(repo)),
             apply=apply,
             import_names=[import_name] if import_name else [],
@@ -289,36 +281,6 @@ def require_report(
         listing = "\n".join(f"  - {problem}" for problem in problems)
         raise GuardError(f"patchguard: the code is not as guarded:\n{listing}", problems)
     return report
-
-
-def execute(
-    repo: Repo, report: CheckReport, command: Sequence[str], stamp_file: Path | None = None
-) -> int:
-    """Run the benchmark under the import guard (guard.ops.attest); the stamp appended to
-    `stamp_file` is taken before it starts. COMMAND's exit status, or 1 when a process imported
-    a guarded module wrongly."""
-    from guard.cli import render
-    from guard.ops import attest, provenance
-
-    before = None if stamp_file is None else provenance.stamp(repo)
-    status, _, verdict = attest.run_attested(repo, report, command)
-    if stamp_file is not None and before is not None:
-        line = json.dumps({**before, "attestations": verdict.as_json()}, separators=(",", ":"))
-        try:
-            with open(stamp_file, "a", encoding="utf-8") as handle:
-                handle.write(line + "\n")
-        except OSError as error:
-            raise ConfigError(
-                f"cannot append the stamp to {stamp_file}: {error.strerror}; the command ran "
-                f"(status {status}); pass a --stamp FILE in a directory that exists"
-            ) from None
-    if verdict.wrong:
-        lines = [*verdict.problems, f"exit status of {command[0]}: {status}"]
-        print(render.banner("guard FAILED: the command ran other code", lines), file=sys.stderr)
-        return EXIT_GUARD_FAILED
-    for problem in verdict.problems:
-        print(f"patchguard: not attested: {problem}", file=sys.stderr)
-    return status
 
 
 def confirm_at_runtime(

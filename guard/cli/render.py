@@ -12,8 +12,7 @@ if TYPE_CHECKING:
 
     from guard.hunt.hunt import Comparison, Hunt, Runs
     from guard.hunt.stats import Decision
-    from guard.ops.bisect_status import StepResult
-    from guard.ops.moves import Lift
+    from guard.ops.moves import Lift, StepResult
     from guard.store.manifest import Patch
     from guard.tree.patching import PatchOutcome
     from guard.tree.verdicts import CheckReport, PatchVerdict, SymbolResult
@@ -260,7 +259,7 @@ def lift_lines(lift: Lift) -> list[str]:
 
 
 def step_lines(result: StepResult) -> list[str]:
-    from guard.ops.bisect_status import BISECT_SKIP, GO_ON, STOPPED_GO_ON  # only a bisect's
+    from guard.ops.moves import BISECT_SKIP, GO_ON, STOPPED_GO_ON  # only a bisect's
 
     commit = result.head[:10]
     if result.stops_git and result.problems:  # patchguard's own part failed
@@ -441,7 +440,7 @@ def _ended(result: StepResult) -> str:
         return (
             f"the command died from {names.get(result.signal, 'a signal')} (signal {result.signal})"
         )
-    from guard.ops.bisect_status import INTERRUPTED
+    from guard.ops.moves import INTERRUPTED
 
     if result.status == INTERRUPTED:
         return "the command exited 130, as a program that was interrupted (Ctrl-C) does"

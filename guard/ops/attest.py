@@ -115,7 +115,12 @@ class AttestedRun:
         verdict = Verdict()
         if not self.files:  # the patches guard no Python module: there is nothing to attest
             return verdict
-        why = self._unguarded_start(command)
+        # COMMAND itself, by the guard's own rule, which it applies to each Python it sees start
+        spec = importlib.util.spec_from_file_location("guard_rules", self.directory / GUARD_NAME)
+        assert spec is not None and spec.loader is not None
+        rules = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(rules)
+        why = rules._without_guard(command, self.environment(dict(os.environ)), str(self.directory))
         if why is not None:
             verdict.problems.append(
                 f"{' '.join(command)} starts Python with {why}, which skips the import guard: "
@@ -159,19 +164,6 @@ class AttestedRun:
             )
         return verdict
 
-    def _unguarded_start(self, command: list[str]) -> str | None:
-        """Why the Python COMMAND starts skips the guard, by the guard's own rule
-        (`_without_guard`), which it applies to each Python it sees start."""
-        spec = importlib.util.spec_from_file_location(
-            "patchguard_import_guard", self.directory / GUARD_NAME
-        )
-        assert spec is not None and spec.loader is not None
-        rules = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(rules)
-        env = self.environment(dict(os.environ))
-        found: str | None = rules._without_guard(command, env, str(self.directory))
-        return found
-
     def _read(self, path: Path) -> list[Record] | None:
         """A record file's rows; None when its MAC is not the run's."""
         try:
@@ -204,18 +196,15 @@ def _guard_config(repo: Repo, report: CheckReport) -> tuple[list[str], list[str]
     paths = {f.path for v in report.patches for f in v.files} | {path for path, _ in required}
     files, lines = [], []
     for path in sorted(paths):
-        raw = tree.raw(path)
-        if raw is None or not path.endswith(".py"):
+        raw, content = tree.raw(path), tree.read(path)
+        if raw is None or content is None or not path.endswith(".py"):
             continue
         real = str((repo.workdir / path).resolve())
         module = module_of(repo.workdir, path)[0]
         files.append(real)
         lines.append(f"F\t{real}\t{module}\t{blob_id(raw)}")
         lines += [f"N\t{real}\t{name}" for name in _longer_names(real, module, repo.workdir)]
-        for where, qualname in required:
-            content = tree.read(path) if where == path else None
-            if content is None:
-                continue
+        for qualname in (qualname for where, qualname in required if where == path):
             with contextlib.suppress(SourceSyntaxError):  # the check says it already
                 definitions = tree.symbols(content, path).find(qualname)
                 if definitions:
@@ -269,8 +258,9 @@ def run_attested(
             ) from None
 
         def pass_on(number: int, _frame: object) -> None:
-            if number == signal.SIGINT and _terminal_foreground():
-                return
+            with contextlib.suppress(OSError, ValueError):  # no terminal: pass it on
+                if number == signal.SIGINT and os.tcgetpgrp(sys.stdin.fileno()) == os.getpgrp():
+                    return  # our process group holds the terminal: its Ctrl-C reached COMMAND
             with contextlib.suppress(ProcessLookupError):
                 child.send_signal(number)
 
@@ -280,11 +270,3 @@ def run_attested(
     finally:
         run.close()
     return (status, None, verdict) if status >= 0 else (128 - status, -status, verdict)
-
-
-def _terminal_foreground() -> bool:
-    """Whether our process group holds the terminal: then a Ctrl-C reached COMMAND too."""
-    try:
-        return os.tcgetpgrp(sys.stdin.fileno()) == os.getpgrp()
-    except (OSError, ValueError):
-        return False

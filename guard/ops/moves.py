@@ -25,14 +25,6 @@ from guard.git.atomic import atomic_write, forget_stale_listings
 from guard.git.lock import HELD_VARIABLE, exclusive
 from guard.git.process import run_git
 from guard.git.repo import Repo
-from guard.ops.bisect_status import (
-    BISECT_ABORT,
-    BISECT_SKIP,
-    EXIT_BISECT_STOPPED,
-    GO_ON,
-    INTERRUPTED,
-    StepResult,
-)
 from guard.ops.install import launcher
 from guard.ops.provenance import stamp
 from guard.store import journal
@@ -45,6 +37,45 @@ if TYPE_CHECKING:
     from guard.store.fastpath import CurrentKey
     from guard.tree import patching
     from guard.tree.verdicts import CheckReport
+
+# What a step of `patchguard bisect run` tells git bisect: its exit statuses and the result.
+BISECT_SKIP = 125
+BISECT_ABORT = 128  # `git bisect run` aborts on any status above 127
+INTERRUPTED = 130  # a step's command ended by Ctrl-C (or a shell's report of that)
+# `patchguard bisect run`'s exit when git stopped the run at a commit without a verdict (a
+# step's command died from a signal or exited above 127, or patchguard's part failed): git's
+# own status then is 256 minus the step's, which no script can read.
+EXIT_BISECT_STOPPED = 4
+
+
+@dataclass(slots=True)
+class StepResult:
+    """One step's status for git and what it says."""
+
+    status: int
+    head: str
+    skipped: str | None = None
+    problems: list[str] = field(default_factory=list)
+    signal: int | None = None  # the signal that ended the command, when one did
+
+    @property
+    def stops_git(self) -> bool:
+        """git bisect run aborts on a status above 127: this step marks nothing."""
+        return self.status > 127
+
+
+# What a step that aborts says after its reason: the bisect is intact, and how to go on.
+GO_ON = (
+    "Nothing is marked and the bisect stays where it is: fix the cause, then run patchguard "
+    "bisect run again to go on (or mark this commit yourself: patchguard git bisect skip)"
+)
+# ... and after a command that was interrupted or died: nothing to fix in patchguard.
+STOPPED_GO_ON = (
+    "git bisect run stops on a status above 127, so nothing is marked and the bisect stays "
+    "at this commit: run patchguard bisect run again to go on (patchguard git bisect skip "
+    "first to pass over this commit), or end it: patchguard bisect reset"
+)
+
 
 STEP_DECIDED = "patchguard-bisect-step"  # in the worktree's git dir: the status a step decided
 STEP_LOCK = "patchguard-bisect-step.lock"  # beside it: per worktree, as the bisect is

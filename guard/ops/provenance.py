@@ -19,6 +19,7 @@ from guard.git.process import STATUS, StartedGit, changed_tracked, run_git, star
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from pathlib import Path
     from typing import Any
 
     from guard.git.repo import Repo
@@ -31,16 +32,14 @@ STAMP_FORMAT = "patchguard.stamp/1"
 _STATUS = (*STATUS, "--branch", "--ahead-behind")
 
 
-def stamp_at(directory: str, python: str | None = None) -> dict[str, Any]:
+def stamp_at(directory: Path, python: str | None) -> dict[str, Any]:
     """stamp() of the checkout `directory` is in, with `git status` started first: it runs
     while the rest of what a stamp needs is imported, about as long as git status itself."""
     status = start_git(_STATUS, directory)
     try:
-        from pathlib import Path
-
         from guard.git.repo import Repo
 
-        repo = Repo.discover(Path(directory))
+        repo = Repo.discover(directory)
     except BaseException:  # no repository there: its own error, not git status's
         status.discard()
         raise

@@ -19,17 +19,15 @@ from guard.git.content_cache import ContentCache
 from guard.git.objects import digest
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-    from typing import Any, TypeVar
-
-    T = TypeVar("T")
+    from typing import Any
 
 FACTS_CACHE_DIR = "patchguard-cache/interpreters"  # in the worktree's git dir
 _FACTS_CACHE_KEEP = 64
 
 # Names as reading looks them up (by where they come from: guard.truth.model_names' known values).
-# Runs in this process (exec) and in any Python 3 asked (`-I -S`: no site, nothing of the
-# environment, so nothing but the interpreter answers).
+# Runs in this process (exec) and in any Python 3 asked (`-I`: nothing of the environment, so
+# nothing but the interpreter answers; site-packages and the .pth files' entries, an editable
+# install's, are on the path it prints with them).
 _FACTS = r"""
 import os, sys
 facts = {
@@ -63,9 +61,17 @@ def facts_of(python: str, git_dir: Path) -> dict[str, Any] | None:
         python = shutil.which(python) or python
     if os.path.realpath(python) == os.path.realpath(sys.executable):
         return None
-    print_facts = "print(__import__('json').dumps(facts))"
-    facts = _asked(python, git_dir, "", ["-I", "-S", "-c", _FACTS + print_facts], _loads)
+    facts = _asked(python, git_dir)[0]
     return None if facts == own_facts() else facts
+
+
+def search_path(python: str, git_dir: Path) -> tuple[str, list[str]]:
+    """The version of `python` ("3.11.7") and its module search path, asked with its facts:
+    what it has installed is read from that path on each use (a `pip install` changes no
+    interpreter)."""
+    own = os.path.abspath(python) == os.path.abspath(sys.executable)  # a venv's is not its base's
+    facts, path = (own_facts(), list(sys.path)) if own else _asked(python, git_dir)
+    return ".".join(map(str, facts["sys.version_info"][:3])), path
 
 
 def cannot_run(python: str, why: object) -> ConfigError:
@@ -75,30 +81,27 @@ def cannot_run(python: str, why: object) -> ConfigError:
     )
 
 
-def _asked(
-    python: str, git_dir: Path, kind: str, arguments: list[str], load: Callable[[Any], T | None]
-) -> T:
-    """The JSON `python arguments...` prints, as `load` reads it (None: not an answer), kept
-    by `kind` and the interpreter's path and file identity (see the module's docstring)."""
+def _asked(python: str, git_dir: Path) -> tuple[dict[str, Any], list[str]]:
+    """The facts and the module search path of `python`, kept by its path and file identity
+    (see the module's docstring)."""
     try:
         status = os.stat(python)
     except OSError as error:
         raise cannot_run(python, error.strerror) from None
-    identity = (
-        f"{kind}{os.path.abspath(python)}\0{status.st_size}\0{status.st_mtime_ns}\0{status.st_ino}"
-    )
+    identity = f"{os.path.abspath(python)}\0{status.st_size}\0{status.st_mtime_ns}\0{status.st_ino}"
     cache = ContentCache(git_dir / FACTS_CACHE_DIR, _FACTS_CACHE_KEEP)
     key = digest(identity.encode())
-    answer = _json(cache.get(key), load)
+    answer = _answer(cache.get(key))
     if answer is None:
+        ask = _FACTS + "print(__import__('json').dumps([facts, sys.path]))"
         try:
-            asked = subprocess.run([python, *arguments], capture_output=True, timeout=60)
+            asked = subprocess.run([python, "-I", "-c", ask], capture_output=True, timeout=60)
         except (OSError, subprocess.TimeoutExpired) as error:
             raise ConfigError(
                 f"cannot ask the interpreter {python} what it is: {error}. Pass another with "
                 "--python PATH."
             ) from None
-        answer = _json(asked.stdout, load) if asked.returncode == 0 else None
+        answer = _answer(asked.stdout) if asked.returncode == 0 else None
         if answer is None:
             said = asked.stderr.decode(errors="replace").strip().splitlines()
             raise ConfigError(
@@ -109,44 +112,21 @@ def _asked(
     return answer
 
 
-def _json(data: bytes | None, load: Callable[[Any], T | None]) -> T | None:
+def _answer(data: bytes | None) -> tuple[dict[str, Any], list[str]] | None:
+    """The facts and the path in a cache entry or an answer (its last line: what site-packages
+    runs may print first); None for anything else."""
     try:
-        return load(json.loads(data or b""))
+        raw = json.loads((data or b"\n").splitlines()[-1])
     except ValueError:
         return None
-
-
-def _loads(raw: Any) -> dict[str, Any] | None:
-    """The facts in a cache entry or an answer; None for anything else."""
-    if not isinstance(raw, dict) or set(raw) != set(own_facts()):
-        return None
-    return _as_values(raw)
+    match raw:
+        case [dict() as facts, list() as path] if set(facts) == set(own_facts()) and all(
+            isinstance(p, str) for p in path
+        ):
+            return _as_values(facts), path
+    return None
 
 
 def _as_values(facts: dict[str, Any]) -> dict[str, Any]:
     """As Python compares them: `sys.version_info` is a tuple (JSON keeps it as a list)."""
     return {**facts, "sys.version_info": tuple(facts["sys.version_info"])}
-
-
-# `-I` without `-S`: site-packages and the .pth files' entries (an editable install) are on
-# the path, nothing of the environment is.
-_SEARCH = (
-    "import sys, json; print(json.dumps(['.'.join(map(str, sys.version_info[:3])), sys.path]))"
-)
-
-
-def search_path(python: str, git_dir: Path) -> tuple[str, list[str]]:
-    """The version of `python` ("3.11.7") and its module search path, asked once and kept by the
-    interpreter's file identity as its facts are: what it has installed is read from that path
-    on each use (a `pip install` changes no interpreter)."""
-    if os.path.abspath(python) == os.path.abspath(sys.executable):  # a venv's is not its base's
-        return ".".join(map(str, sys.version_info[:3])), list(sys.path)
-    return _asked(python, git_dir, "search\0", ["-I", "-c", _SEARCH], _search_answer)
-
-
-def _search_answer(raw: Any) -> tuple[str, list[str]] | None:
-    """A version and a path, from a cache entry or an answer; None for anything else."""
-    match raw:
-        case [str() as version, list() as path] if all(isinstance(p, str) for p in path):
-            return version, path
-    return None

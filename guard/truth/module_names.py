@@ -1,54 +1,38 @@
 """Which module a checkout file imports as, and from which sys.path entry: the rule the runtime
-probe follows (guard.truth.probe) and a stamp records, in a module of its own so that a stamp
-does not import the probe's process machinery.
+probe (guard.truth.probe) and the import guard (guard.ops.attest) follow.
 
 The name is the path below the import root, not where the `__init__.py` files stop: packages
-need none (PEP 420: sglang's `srt/` and `srt/models/` have none). The root is the sys.path
-entry of the interpreter (an editable install's, PYTHONPATH's) that holds the file, else the one
-the layout names: the parent of the highest regular package (`python/` above
+need none (PEP 420: sglang's `srt/` and `srt/models/` have none). The root is the one the
+layout names: the parent of the highest regular package (`python/` above
 `python/sglang/__init__.py`), or a project's directory (`pyproject.toml`, `setup.py`,
 `setup.cfg`; its `src/`) above packages that all are namespace ones.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from pathlib import Path
 
 _PROJECT_FILES = ("pyproject.toml", "setup.py", "setup.cfg")
 
 
-def module_of(workdir: Path, path: str, search_path: Iterable[str] = ()) -> tuple[str, Path]:
-    """The module name a checkout file imports as, and the sys.path entry it imports from.
-
-    `search_path`: the interpreter's sys.path, when known; an entry that holds the file, at or
-    above the top of its `__init__.py` packages, is the root (the deepest such: the name
-    Python's import of the package gives it)."""
+def module_of(workdir: Path, path: str) -> tuple[str, Path]:
+    """The module name a checkout file imports as, and the sys.path entry it imports from."""
     file = workdir / path
     folders = [file.parent, *file.parent.parents]
     folders = folders[: folders.index(workdir) + 1] if workdir in folders else [file.parent]
-    chain_top = 0  # the folders up to here are regular packages around the file
-    while chain_top < len(folders) - 1 and (folders[chain_top] / "__init__.py").is_file():
-        chain_top += 1
-    entries = {Path(entry).resolve() for entry in search_path if entry}
-    held = (folder for folder in folders[chain_top:] if folder.resolve() in entries)
-    root = next(held, None) or _layout_root(folders)
+    packages = [i for i, folder in enumerate(folders[:-1]) if (folder / "__init__.py").is_file()]
+    projects = (
+        i
+        for i, folder in enumerate(folders[:-1])
+        if any((folder / name).is_file() for name in _PROJECT_FILES)
+    )
+    root = folders[0]  # no package around it
+    if packages:
+        root = folders[packages[-1] + 1]  # at or above the packages around the file
+    elif (index := next(projects, None)) is not None:  # all namespace packages: a project's dir
+        below = folders[index - 1] if index else None
+        root = folders[index] / "src" if below == folders[index] / "src" else folders[index]
     parts = list(file.relative_to(root).with_suffix("").parts)
     if parts[-1] == "__init__":
         parts.pop()
     return ".".join(parts) or file.stem, root
-
-
-def _layout_root(folders: list[Path]) -> Path:
-    """The import root the checkout's layout names (see the module's docstring)."""
-    highest = max(
-        (i for i, folder in enumerate(folders[:-1]) if (folder / "__init__.py").is_file()),
-        default=None,
-    )
-    if highest is not None:
-        return folders[highest + 1]  # at or above the packages around the file
-    for index, folder in enumerate(folders[:-1]):  # all namespace packages: a project's dir
-        if any((folder / name).is_file() for name in _PROJECT_FILES):
-            below = folders[index - 1] if index else None
-            return folder / "src" if below == folder / "src" else folder
-    return folders[0]  # no package around it either

@@ -50,8 +50,10 @@ def _dedented_methods(tree: ast.Module, lines: list[str], path: str, added: set[
             where = "at the top"
         elif isinstance(previous, ast.ClassDef):
             where = f"right after class {previous.name}"
-        else:
-            where = f"after `{_opening(lines, previous)}` (line {previous.lineno})"
+        else:  # its first line, short: `EntryClass = [KimiK25ForConditionalGeneration]`
+            text = lines[previous.lineno - 1].strip().removesuffix(":")
+            text = text if len(text) <= 60 else text[:57] + "..."
+            where = f"after `{text}` (line {previous.lineno})"
         found.append(
             f"{path}:{node.lineno}: def {node.name}({_parameters(node)[0]}, ...) is at module "
             f"level, {where}, not in a class; {owner[1]}: probably meant inside class "
@@ -68,12 +70,6 @@ def lines_of(node: ast.FunctionDef | ast.AsyncFunctionDef) -> str:
     """`26-27`: a definition's lines, its decorators with it."""
     first, last = span(node)
     return f"{first}-{last}"
-
-
-def _opening(lines: list[str], node: ast.stmt) -> str:
-    """A statement's first line, short: `EntryClass = [KimiK25ForConditionalGeneration]`."""
-    text = lines[node.lineno - 1].strip().removesuffix(":") if node.lineno <= len(lines) else ""
-    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def module_methods(tree: ast.Module) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
