@@ -276,9 +276,15 @@ def test_a_stopped_git_am_is_named_as_git_names_it(hunt: Checkout) -> None:
     hunt.git("commit", "-q", "--amend", "-m", "other readme", "README.md")
     am = hunt.pg("git", "am", str(patch))
     assert am.returncode != 0
-    assert "middle of a am;" in am.stderr and "git am --continue" in am.stderr
-    assert "rebase" not in am.stderr
+    assert "middle of an am;" in am.stderr and "git am --continue" in am.stderr
+    assert "rebase" not in am.stderr and "come back" not in am.stderr
     assert Repo.discover(hunt.root).operation_in_progress() == "am"
+    readme.write_text("# work\n")
+    hunt.git("add", "README.md")
+    assert hunt.git("am", "--continue").returncode == 0  # git runs no hook of ours here
+    hunt.pg("check", check=1)  # so the patches are still out, as the line said
+    hunt.pg("apply", check=0)
+    assert methods_once_in_class(hunt.kimi)
 
 
 def test_conflicted_stash_pop_says_how_to_get_the_patch_back(hunt: Checkout) -> None:

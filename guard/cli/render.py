@@ -224,6 +224,11 @@ def lift_lines(lift: Lift) -> list[str]:
         ]
     if lift.stopped and not lift.lifted:
         return []
+    if lift.stopped == "am":  # git am runs no hook of ours, not even when it concludes
+        return [
+            f"git stopped in the middle of an am; patches {names} are out of the tree: once "
+            "it is finished (git am --continue) or aborted, run: patchguard apply"
+        ]
     if lift.stopped:
         return [
             f"git stopped in the middle of a {lift.stopped}; patches {names} are out of the "
