@@ -73,7 +73,7 @@ class Lift:
     lifted: list[str] = field(default_factory=list)
     entry: Path | None = None  # the lift's undo entry
     stopped: str | None = None
-    put_back: list[patching.PatchOutcome | replay.ReplayedOutcome] = field(default_factory=list)
+    put_back: Sequence[patching.PatchOutcome | replay.ReplayedOutcome] = ()
     report: CheckReport | None = None
     skipped: list[str] = field(default_factory=list)  # commits bisect skipped: "abbrev subject"
     hint: str | None = None  # what to run instead, when git refused
@@ -82,7 +82,7 @@ class Lift:
     @property
     def ok(self) -> bool:
         """No red check afterwards (none runs when nothing is recorded or git stopped halfway;
-        a replayed put-back ends where a check was green: guard.tree.replay)."""
+        nor where the put-back's result was verified before: guard.tree.replay.reapply)."""
         return self.report is None or self.report.ok
 
 
@@ -149,20 +149,10 @@ def _put_back(repo: Repo, lift: Lift) -> None:
         return
     if lift.entry is not None:
         # Byte for byte when git left the lifted files alone; otherwise (or when the entry was
-        # pruned by a long bisect) the 3-way apply below decides.
+        # pruned by a long bisect) the 3-way re-apply below decides.
         with suppress(GuardFailure):
             journal.undo(repo, lift.entry)
-    before = current_key(str(repo.workdir))
-    replayed = replay.put_back(repo, before)
-    if replayed is not None:
-        lift.put_back = list(replayed)
-    else:
-        from guard.tree import patching
-
-        outcomes, lift.report = patching.apply_then_check(repo, allow_mid_operation=True)
-        lift.put_back = list(outcomes)
-        if lift.report.ok:  # the check remembered this content: its key is verified now
-            replay.remember(repo, before, current_key(str(repo.workdir)), outcomes)
+    lift.put_back, lift.report = replay.reapply(repo)
     repo.layout.pending_path.unlink(missing_ok=True)
 
 

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from guard.git.content_cache import ContentCache
 from guard.git.objects import blob_id
 from guard.git.worktree_paths import UnsafePath, one_walk
-from guard.store.fastpath import CACHE_DIR_NAME
+from guard.store.fastpath import CACHE_DIR_NAME, current_key
 from guard.store.journal import Journal
 
 if TYPE_CHECKING:
@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from guard.git.repo import Repo
     from guard.store.fastpath import CurrentKey
     from guard.tree.patching import PatchOutcome
+    from guard.tree.verdicts import CheckReport
 
 
 REPLAYS_DIR = "replays"  # in the worktree's patchguard-cache
@@ -59,11 +60,44 @@ class ReplayedOutcome:
         self.message = ""
 
 
-def put_back(repo: Repo, before: CurrentKey | None) -> list[ReplayedOutcome] | None:
+def reapply(
+    repo: Repo,
+) -> tuple[Sequence[PatchOutcome | ReplayedOutcome], CheckReport | None]:
+    """Every patch re-applied, as a hook and a move's put-back do; the caller holds the
+    worktree's lock, so the files cannot change between the keys read here and the writes.
+
+    Replayed when this re-apply was seen before, else applied in full, then checked unless its
+    result's key is verified already (the check's report, else None: green). One that ended
+    verified is kept for the next time, one that wrote nothing too: a move's put-back after git
+    left the lifted files alone says each patch's state from it. guard.tree.patching and the
+    assessment load only for a re-apply not seen before."""
+    before = current_key(str(repo.workdir))
+    replayed = _put_back(repo, before)
+    if replayed is not None:
+        return replayed, None
+    from guard.tree import assess, patching
+    from guard.tree.worktree import Worktree
+
+    tree = Worktree(repo)
+    outcomes = patching.apply(repo, allow_mid_operation=True, tree=tree)
+    ok = all(o.ok for o in outcomes)
+    after = current_key(str(repo.workdir))
+    report = None
+    if not (ok and after is not None and after.verified):
+        report = assess.check(repo, tree)
+        after = current_key(str(repo.workdir))  # verified now if the check was green
+    # Not verified, or the guarded paths changed: nothing to replay from.
+    if ok and before and after and after.verified and after.paths == before.paths:
+        written = [(path, o.verdict.name) for o in outcomes for path in o.written]
+        states = [[o.verdict.name, str(o.verdict.state)] for o in outcomes]
+        _keep(repo, "from", before, written, after=after.key, patches=states)
+    return outcomes, report
+
+
+def _put_back(repo: Repo, before: CurrentKey | None) -> list[ReplayedOutcome] | None:
     """Write what the re-apply from the files as `before` found them wrote, and each patch's
     outcome; None, having written nothing, when none is known or its result is no longer
-    verified. The caller holds the worktree's lock from before `before` was read until
-    remember(): the files cannot change in between."""
+    verified."""
     if before is None:
         return None
     cache = _cache(repo)
@@ -122,31 +156,13 @@ def _write_recorded(
     return done, journal
 
 
-def remember(
-    repo: Repo,
-    before: CurrentKey | None,
-    after: CurrentKey | None,
-    outcomes: Sequence[PatchOutcome],
-) -> None:
-    """After a re-apply that ended verified (`after`, read once it was), keep what it wrote
-    for put_back(). One that wrote nothing is kept too: a move's put-back after git left the
-    lifted files alone says each patch's state from it."""
-    if before is None or after is None or not all(o.ok for o in outcomes):
-        return
-    if not after.verified or after.paths != before.paths:
-        return  # not verified, or the guarded paths changed: nothing to replay from
-    written = [(path, o.verdict.name) for o in outcomes for path in o.written]
-    states = [[o.verdict.name, str(o.verdict.state)] for o in outcomes]
-    _keep(repo, "from", before, written, after=after.key, patches=states)
-
-
 # --- a move's lift ---------------------------------------------------------------------------
 
 
 def lift(repo: Repo, before: CurrentKey | None) -> tuple[list[str], Path | None] | None:
     """Take the patches out of the verified tree `before` keys as the unapply from it did: the
     patches it took out and its journal entry (None when none). None, having written nothing,
-    when no such unapply is known. The lock is held as for put_back(), until remember_lift()."""
+    when no such unapply is known. The lock is held as for reapply(), until remember_lift()."""
     if before is None or not before.verified:
         return None
     cache = _cache(repo)
