@@ -105,17 +105,16 @@ def lifted(repo: Repo, operation: str, *, hunt: bool = False) -> Iterator[Lift]:
         journal.recover(repo)  # a killed writer's files first, before the key is read
         before = current_key(str(repo.workdir))
         lift.lifted, lift.entry = replay.lift(repo, before) or _lift_in_full(repo, before)
-        try:
-            with journal.passing() if hunt else nullcontext():
+        with journal.passing() if hunt else nullcontext():
+            try:
                 yield lift
-        finally:
-            # git's children inherited the hold (HELD_VARIABLE): one killed mid-write may have
-            # left a temp file in a directory this process listed at the lift
-            forget_stale_listings()
-            with journal.passing() if hunt else nullcontext():
+            finally:
+                # git's children inherited the hold (HELD_VARIABLE): one killed mid-write may
+                # have left a temp file in a directory this process listed at the lift
+                forget_stale_listings()
                 _put_back(repo, lift)
-            if hunt and lift.entry is not None and lift.stopped is None:
-                journal.forget(lift.entry)  # the hunt's own, even where not taken back
+                if hunt and lift.entry is not None and lift.stopped is None:
+                    journal.forget(lift.entry)  # the hunt's own, even where not taken back
 
 
 def _lift_in_full(repo: Repo, before: CurrentKey | None) -> tuple[list[str], Path | None]:

@@ -431,9 +431,7 @@ def resolve(
         if keep_extra is not True and not set(extra) <= approved:
             raise ExtraLines(name, extra)
         change = f"resolved {name} ({', '.join(resolved)})"
-    from guard.store import schema  # pydantic: only where a changed patch is checked
-
-    schema.validate_data(schema.Patch, as_dict(updated), f"cannot resolve {name!r}")
+    # Unlike record's, no check of its own: a valid patch with a resolution more or less is valid
     after = manifest._replace(patches=[updated if p.name == name else p for p in manifest.patches])
     history.save(repo, after, change)  # `patchguard undo` takes it back
     return ResolveOutcome(resolved, extra)

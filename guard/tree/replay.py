@@ -15,7 +15,7 @@ patchguard wrote (guard.git.content_cache), or a damaged entry: the full re-appl
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from guard.git.content_cache import ContentCache
 from guard.git.objects import blob_id
@@ -24,7 +24,7 @@ from guard.store.fastpath import CACHE_DIR_NAME, current_key
 from guard.store.journal import Journal
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
     from pathlib import Path
 
     from guard.git.repo import Repo
@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 
 REPLAYS_DIR = "replays"  # in the worktree's patchguard-cache
 _KEEP = 1024  # a re-apply of 40 files keeps 41 entries (its record and the bytes)
+_Said = TypeVar("_Said")
 
 
 class ReplayedVerdict:
@@ -100,32 +101,35 @@ def _put_back(repo: Repo, before: CurrentKey | None) -> list[ReplayedOutcome] | 
     verified."""
     if before is None:
         return None
-    cache = _cache(repo)
-    try:
-        record = json.loads(cache.get(_name("from", before.key)) or b"null")
-        writes = [(str(w["path"]), str(w["blob"]), str(w["patch"])) for w in record["writes"]]
-        if record["before"] != before.key or record["after"] not in before.keys:
-            return None  # another key's entry, or its result is no longer verified
+
+    def states(record: Any) -> list[tuple[str, str]] | None:
+        if record["after"] not in before.keys:
+            return None  # its result is no longer verified
         # decided by the model: the one that verified `after`
-        states = [(str(name), str(state)) for name, state in record["patches"]]
-    except (ValueError, TypeError, KeyError):
-        return None
-    done = _write_recorded(repo, cache, before, writes, "apply")
+        return [(str(name), str(state)) for name, state in record["patches"]]
+
+    done = _write_recorded(repo, before, "from", "apply", states)
     if done is None:
         return None
-    return [ReplayedOutcome(name, state, done[0].get(name, [])) for name, state in states]
+    return [ReplayedOutcome(name, state, done[1].get(name, [])) for name, state in done[0]]
 
 
 def _write_recorded(
-    repo: Repo,
-    cache: ContentCache,
-    before: CurrentKey,
-    writes: Sequence[tuple[str, str, str]],
-    operation: str,
-) -> tuple[dict[str, list[str]], Journal] | None:
-    """Write the kept bytes of `writes` (path, blob, patch) as one journaled `operation`: the
-    paths by patch, and the journal. None, having written nothing, where the full path has
+    repo: Repo, before: CurrentKey, kind: str, operation: str, said: Callable[[Any], _Said | None]
+) -> tuple[_Said, dict[str, list[str]], Journal] | None:
+    """Write the kept bytes of the `kind` record under `before`'s key as one journaled
+    `operation`: what `said` reads of the record, the paths by patch, and the journal. None,
+    having written nothing, where none is known (or `said` reads None) or the full path has
     something to say (an unmerged or unguarded file, a kept file damaged, a CR, a link)."""
+    cache = _cache(repo)
+    try:
+        record = json.loads(cache.get(_name(kind, before.key)) or b"null")
+        writes = [(str(w["path"]), str(w["blob"]), str(w["patch"])) for w in record["writes"]]
+        found = said(record) if record["before"] == before.key else None  # not another key's
+    except (ValueError, TypeError, KeyError):
+        return None
+    if found is None:
+        return None
     if not {path for path, _, _ in writes} <= set(before.paths) or before.unmerged() is not False:
         return None  # beyond the guarded files, or a conflict git left: the full path says so
     kept = {blob: cache.get(blob) for _, blob, _ in writes}
@@ -153,7 +157,7 @@ def _write_recorded(
             journal.discard()
             return None
         journal.write(repo)
-    return done, journal
+    return found, done, journal
 
 
 # --- a move's lift ---------------------------------------------------------------------------
@@ -165,17 +169,10 @@ def lift(repo: Repo, before: CurrentKey | None) -> tuple[list[str], Path | None]
     when no such unapply is known. The lock is held as for reapply(), until remember_lift()."""
     if before is None or not before.verified:
         return None
-    cache = _cache(repo)
-    try:
-        record = json.loads(cache.get(_name("lift", before.key)) or b"null")
-        writes = [(str(w["path"]), str(w["blob"]), str(w["patch"])) for w in record["writes"]]
-        lifted = [str(name) for name in record["lifted"]]
-        if record["before"] != before.key:
-            return None
-    except (ValueError, TypeError, KeyError):
-        return None
-    done = _write_recorded(repo, cache, before, writes, "unapply")
-    return None if done is None else (lifted, done[1].entry)
+    lifted = _write_recorded(
+        repo, before, "lift", "unapply", lambda record: [str(name) for name in record["lifted"]]
+    )
+    return None if lifted is None else (lifted[0], lifted[2].entry)
 
 
 def remember_lift(repo: Repo, before: CurrentKey | None, outcomes: Sequence[PatchOutcome]) -> None:
