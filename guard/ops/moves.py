@@ -36,13 +36,11 @@ from guard.ops.bisect_status import (
 from guard.ops.install import launcher
 from guard.ops.provenance import stamp
 from guard.store import journal
-from guard.store.fastpath import current_key
 from guard.tree import replay
 
 # A move seen before is replayed (guard.tree.replay): guard.tree.patching, stashes and the
 # assessment they import (with the model's modules) load only for a move that is not.
 if TYPE_CHECKING:
-    from guard.store.fastpath import CurrentKey
     from guard.tree import patching
     from guard.tree.verdicts import CheckReport
 
@@ -103,8 +101,7 @@ def lifted(repo: Repo, operation: str, *, hunt: bool = False) -> Iterator[Lift]:
         return
     with repo.lock(operation):
         journal.recover(repo)  # a killed writer's files first, before the key is read
-        before = current_key(str(repo.workdir))
-        lift.lifted, lift.entry = replay.lift(repo, before) or _lift_in_full(repo, before)
+        lift.lifted, lift.entry = replay.lift(repo)
         with journal.passing() if hunt else nullcontext():
             try:
                 yield lift
@@ -115,27 +112,6 @@ def lifted(repo: Repo, operation: str, *, hunt: bool = False) -> Iterator[Lift]:
                 _put_back(repo, lift)
                 if hunt and lift.entry is not None and lift.stopped is None:
                     journal.forget(lift.entry)  # the hunt's own, even where not taken back
-
-
-def _lift_in_full(repo: Repo, before: CurrentKey | None) -> tuple[list[str], Path | None]:
-    """Every applied patch taken out by unapply, remembered for a replay. Before git runs,
-    every one must come out cleanly, or nothing is touched (unapply's `whole` wrote nothing)."""
-    from guard.tree import patching
-
-    outcomes = patching.unapply(repo, allow_mid_operation=True, whole=True)
-    stuck = [o for o in outcomes if not o.ok]
-    if stuck:
-        reasons = "; ".join(f"patch {o.verdict.name}: {o.message}" for o in stuck)
-        raise GuardFailure(
-            f"cannot lift the patches, so git was not run and nothing changed: {reasons}. "
-            "Your own edits touch the patch there: keep them in it (patchguard resolve NAME "
-            "where the patch does not merge as recorded, patchguard record NAME FILE on its "
-            "base) or save them elsewhere (git stash), then run the command again."
-        )
-    lifted = [o.verdict.name for o in outcomes if o.written]
-    entry = journal.latest_entry(repo) if lifted else None
-    replay.remember_lift(repo, before, outcomes)
-    return lifted, entry
 
 
 def _put_back(repo: Repo, lift: Lift) -> None:

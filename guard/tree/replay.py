@@ -17,11 +17,12 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from guard.errors import GuardFailure
 from guard.git.content_cache import ContentCache
 from guard.git.objects import blob_id
 from guard.git.worktree_paths import UnsafePath, one_walk
 from guard.store.fastpath import CACHE_DIR_NAME, current_key
-from guard.store.journal import Journal
+from guard.store.journal import Journal, latest_entry
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -163,24 +164,40 @@ def _write_recorded(
 # --- a move's lift ---------------------------------------------------------------------------
 
 
-def lift(repo: Repo, before: CurrentKey | None) -> tuple[list[str], Path | None] | None:
-    """Take the patches out of the verified tree `before` keys as the unapply from it did: the
-    patches it took out and its journal entry (None when none). None, having written nothing,
-    when no such unapply is known. The lock is held as for reapply(), until remember_lift()."""
-    if before is None or not before.verified:
-        return None
-    lifted = _write_recorded(
-        repo, before, "lift", "unapply", lambda record: [str(name) for name in record["lifted"]]
-    )
-    return None if lifted is None else (lifted[0], lifted[2].entry)
+def lift(repo: Repo) -> tuple[list[str], Path | None]:
+    """Take every applied patch out, as a move does before git runs, under the worktree's lock
+    as for reapply(): the patches taken out, and the journal entry (None when none). Replayed
+    when this lift from a verified tree was seen before, else by unapply, where every patch
+    must come out cleanly or nothing is touched (unapply's `whole` wrote nothing)."""
+    before = current_key(str(repo.workdir))
+    verified = before if before is not None and before.verified else None
+    if verified is not None:
+        replayed = _write_recorded(
+            repo,
+            verified,
+            "lift",
+            "unapply",
+            lambda record: [str(name) for name in record["lifted"]],
+        )
+        if replayed is not None:
+            return replayed[0], replayed[2].entry
+    from guard.tree import patching
 
-
-def remember_lift(repo: Repo, before: CurrentKey | None, outcomes: Sequence[PatchOutcome]) -> None:
-    """Keep what an unapply of every patch from a verified tree wrote, in its order, for lift()."""
-    if before is None or not before.verified or not all(o.ok for o in outcomes):
-        return
-    written = [(path, o.verdict.name) for o in reversed(outcomes) for path in o.written]
-    _keep(repo, "lift", before, written, lifted=[o.verdict.name for o in outcomes if o.written])
+    outcomes = patching.unapply(repo, allow_mid_operation=True, whole=True)
+    stuck = [o for o in outcomes if not o.ok]
+    if stuck:
+        reasons = "; ".join(f"patch {o.verdict.name}: {o.message}" for o in stuck)
+        raise GuardFailure(
+            f"cannot lift the patches, so git was not run and nothing changed: {reasons}. "
+            "Your own edits touch the patch there: keep them in it (patchguard resolve NAME "
+            "where the patch does not merge as recorded, patchguard record NAME FILE on its "
+            "base) or save them elsewhere (git stash), then run the command again."
+        )
+    lifted = [o.verdict.name for o in outcomes if o.written]
+    if verified is not None:  # kept, in its order, for the next time
+        written = [(path, o.verdict.name) for o in reversed(outcomes) for path in o.written]
+        _keep(repo, "lift", verified, written, lifted=lifted)
+    return lifted, latest_entry(repo) if lifted else None
 
 
 def _keep(
