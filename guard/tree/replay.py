@@ -39,27 +39,21 @@ _KEEP = 1024  # a re-apply of 40 files keeps 41 entries (its record and the byte
 _Said = TypeVar("_Said")
 
 
-class ReplayedVerdict:
-    """A patch's name and state as a put-back's record holds them (a PatchVerdict's)."""
-
-    __slots__ = ("name", "state")
-
-    def __init__(self, name: str, state: str) -> None:
-        self.name = name
-        self.state = state  # guard.tree.verdicts.State's value
-
-
 class ReplayedOutcome:
-    """A replayed put-back's PatchOutcome: only put-backs where every patch ended as asked are
-    kept, so `ok` and nothing to add."""
+    """A replayed put-back's PatchOutcome, its own verdict: a patch's name and state (the
+    value of a PatchVerdict's) as the record holds them. Only put-backs where every patch
+    ended as asked are kept, so `ok` and nothing to add."""
 
-    __slots__ = ("message", "ok", "verdict", "written")
+    __slots__ = ("name", "state", "written")
+    ok = True
+    message = ""
 
     def __init__(self, name: str, state: str, written: list[str]) -> None:
-        self.verdict = ReplayedVerdict(name, state)
-        self.written = written
-        self.ok = True
-        self.message = ""
+        self.name, self.state, self.written = name, state, written
+
+    @property
+    def verdict(self) -> ReplayedOutcome:
+        return self
 
 
 def reapply(
