@@ -96,7 +96,7 @@ def lifted(repo: Repo, operation: str, *, hunt: bool = False) -> Iterator[Lift]:
     user's: they leave nothing for `undo`, the lift's own entry included.
     """
     lift = Lift()
-    if not repo.layout.manifest_path.exists():  # nothing recorded: plain git, nothing written
+    if not repo.layout.has_patches():  # nothing recorded: plain git, nothing written
         yield lift
         return
     with repo.lock(operation):
@@ -139,7 +139,7 @@ def run_git_lifted(repo: Repo, args: Sequence[str], cwd: Path) -> tuple[int, Lif
     """
     with lifted(repo, "git " + " ".join(args[:2])) as lift:
         commands: list[Sequence[str]] = [args]
-        if args and args[0] == "stash" and repo.layout.manifest_path.exists():
+        if args and args[0] == "stash" and repo.layout.has_patches():
             from guard.tree import stashes  # only a stash command loads it (and the assessment)
 
             stash = stashes.plan(repo, args)
