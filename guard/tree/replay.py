@@ -1,4 +1,5 @@
-"""A re-apply seen before is replayed: the same files, patches and HEAD give the same writes.
+"""The hooks' re-apply and a move's lift and put-back, replayed when seen before: the same
+files, patches and HEAD give the same writes.
 
 A hunt, and every `git stash` and checkout, re-apply the same patches onto the same files over
 and over. What a re-apply writes depends only on the verified key (guard.store.fastpath), so
