@@ -519,15 +519,14 @@ def _merged_at_head(repo: Repo, patch: Patch, change: FileChange, head: bytes) -
 
 def _forget_resolution(patch: Patch, number: int) -> Patch:
     """The patch without resolution `number` (1-based, in file order, as `show` lists them)."""
-    numbered = [(c.path, r) for c in patch.files for r in c.resolutions]
+    numbered = [r for c in patch.files for r in c.resolutions]
     if not 1 <= number <= len(numbered):
         raise ConfigError(
             f"patch {patch.name} has no resolution {number} (it has {len(numbered)}); "
             f"see: patchguard show {patch.name}"
         )
-    path, gone = numbered[number - 1]
+    gone = numbered[number - 1]
     files = [
-        c._replace(resolutions=[r for r in c.resolutions if r is not gone]) if c.path == path else c
-        for c in patch.files
+        c._replace(resolutions=[r for r in c.resolutions if r is not gone]) for c in patch.files
     ]
     return patch._replace(files=files)
