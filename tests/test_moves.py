@@ -84,6 +84,16 @@ def test_plain_git_checkout_refuses_where_the_wrapper_moves(hunt: Checkout) -> N
     hunt.pg("git", "checkout", "-q", "c2", check=0)
 
 
+def test_the_wrapper_moves_where_only_the_history_ref_holds_the_patches(hunt: Checkout) -> None:
+    """manifest.json is derived from the history ref (a first save killed before writing it):
+    the patches are still recorded, and lifted as ever, not left for git to refuse over."""
+    locate(hunt.root).manifest_path.unlink()
+    result = hunt.pg("git", "checkout", "-q", "c2")
+    assert result.returncode == 0, result.stderr
+    assert hunt.head() == hunt.commits["c2"]
+    assert methods_once_in_class(hunt.kimi)
+
+
 def test_failed_git_puts_the_tree_back_byte_for_byte(hunt: Checkout) -> None:
     other = hunt.root / "README.md"
     other.write_text(other.read_text() + "my notes\n")

@@ -131,48 +131,30 @@ def _busy(repo: Repo, hook: str, args: list[str]) -> str | None:
 
 
 def _apply_and_check(repo: Repo, hook: str) -> int:
-    """Re-apply (replayed when these very files were seen before), then check unless the result
-    was verified before. All under the worktree's lock: the files a replay is chosen by, or
-    remembered from, are the files it writes over."""
+    """Re-apply and check (guard.tree.replay.reapply) under the worktree's lock, and say so."""
     from guard.collector import without_collector
     from guard.store import journal
-    from guard.store.fastpath import current_key
     from guard.tree import replay
 
     with without_collector(), repo.lock("apply"):
         journal.recover(repo)  # a killed writer's files first, as every writer does
-        before = current_key(str(repo.workdir))
-        replayed = replay.put_back(repo, before)
-        if replayed is not None:
-            _say_written(repo, [(o.verdict.name, o.written) for o in replayed if o.written])
+        outcomes, report = replay.reapply(repo)
+        written = [o for o in outcomes if o.written]
+        for outcome in written:
+            say(f"re-applied {outcome.verdict.name} ({', '.join(outcome.written)})")
+        if written and repo.layout.bisect_start.exists():
+            say(BISECT_ADVICE)
+        repo.layout.pending_path.unlink(missing_ok=True)
+        if report is None:
             return 0
-        from guard.tree import assess, patching, worktree
-
-        tree = worktree.Worktree(repo)
-        outcomes = patching.apply(repo, allow_mid_operation=True, tree=tree)
-        _say_written(repo, [(o.verdict.name, o.written) for o in outcomes if o.written])
-        after = current_key(str(repo.workdir))
-        if all(o.ok for o in outcomes) and after is not None and after.verified:
-            replay.remember(repo, before, after, outcomes)
-            return 0
-        report = assess.check(repo, tree)
         from guard.cli import render
 
         for line in render.warning_lines(report):
             print(line, file=sys.stderr)
-        if report.ok:  # the check remembered this content: its key is verified now
-            replay.remember(repo, before, current_key(str(repo.workdir)), outcomes)
+        if report.ok:
             return 0
         print(render.banner(f"guard FAILED after {hook}", report.problems()), file=sys.stderr)
         return 1
-
-
-def _say_written(repo: Repo, written: list[tuple[str, list[str]]]) -> None:
-    for name, paths in written:
-        say(f"re-applied {name} ({', '.join(paths)})")
-    if written and repo.layout.bisect_start.exists():
-        say(BISECT_ADVICE)
-    repo.layout.pending_path.unlink(missing_ok=True)
 
 
 def _report_restored(repo: Repo) -> int:

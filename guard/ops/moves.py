@@ -28,13 +28,11 @@ from guard.git.repo import Repo
 from guard.ops.install import launcher
 from guard.ops.provenance import stamp
 from guard.store import journal
-from guard.store.fastpath import current_key
 from guard.tree import replay
 
 # A move seen before is replayed (guard.tree.replay): guard.tree.patching, stashes and the
 # assessment they import (with the model's modules) load only for a move that is not.
 if TYPE_CHECKING:
-    from guard.store.fastpath import CurrentKey
     from guard.tree import patching
     from guard.tree.verdicts import CheckReport
 
@@ -104,7 +102,7 @@ class Lift:
     lifted: list[str] = field(default_factory=list)
     entry: Path | None = None  # the lift's undo entry
     stopped: str | None = None
-    put_back: list[patching.PatchOutcome | replay.ReplayedOutcome] = field(default_factory=list)
+    put_back: Sequence[patching.PatchOutcome | replay.ReplayedOutcome] = ()
     report: CheckReport | None = None
     skipped: list[str] = field(default_factory=list)  # commits bisect skipped: "abbrev subject"
     hint: str | None = None  # what to run instead, when git refused
@@ -113,7 +111,7 @@ class Lift:
     @property
     def ok(self) -> bool:
         """No red check afterwards (none runs when nothing is recorded or git stopped halfway;
-        a replayed put-back ends where a check was green: guard.tree.replay)."""
+        nor where the put-back's result was verified before: guard.tree.replay.reapply)."""
         return self.report is None or self.report.ok
 
 
@@ -129,45 +127,22 @@ def lifted(repo: Repo, operation: str, *, hunt: bool = False) -> Iterator[Lift]:
     user's: they leave nothing for `undo`, the lift's own entry included.
     """
     lift = Lift()
-    if not repo.layout.manifest_path.exists():  # nothing recorded: plain git, nothing written
+    if not repo.layout.has_patches():  # nothing recorded: plain git, nothing written
         yield lift
         return
     with repo.lock(operation):
         journal.recover(repo)  # a killed writer's files first, before the key is read
-        before = current_key(str(repo.workdir))
-        lift.lifted, lift.entry = replay.lift(repo, before) or _lift_in_full(repo, before)
-        try:
-            with journal.passing() if hunt else nullcontext():
+        lift.lifted, lift.entry = replay.lift(repo)
+        with journal.passing() if hunt else nullcontext():
+            try:
                 yield lift
-        finally:
-            # git's children inherited the hold (HELD_VARIABLE): one killed mid-write may have
-            # left a temp file in a directory this process listed at the lift
-            forget_stale_listings()
-            with journal.passing() if hunt else nullcontext():
+            finally:
+                # git's children inherited the hold (HELD_VARIABLE): one killed mid-write may
+                # have left a temp file in a directory this process listed at the lift
+                forget_stale_listings()
                 _put_back(repo, lift)
-            if hunt and lift.entry is not None and lift.stopped is None:
-                journal.forget(lift.entry)  # the hunt's own, even where not taken back
-
-
-def _lift_in_full(repo: Repo, before: CurrentKey | None) -> tuple[list[str], Path | None]:
-    """Every applied patch taken out by unapply, remembered for a replay. Before git runs,
-    every one must come out cleanly, or nothing is touched (unapply's `whole` wrote nothing)."""
-    from guard.tree import patching
-
-    outcomes = patching.unapply(repo, allow_mid_operation=True, whole=True)
-    stuck = [o for o in outcomes if not o.ok]
-    if stuck:
-        reasons = "; ".join(f"patch {o.verdict.name}: {o.message}" for o in stuck)
-        raise GuardFailure(
-            f"cannot lift the patches, so git was not run and nothing changed: {reasons}. "
-            "Your own edits touch the patch there: keep them in it (patchguard resolve NAME "
-            "where the patch does not merge as recorded, patchguard record NAME FILE on its "
-            "base) or save them elsewhere (git stash), then run the command again."
-        )
-    lifted = [o.verdict.name for o in outcomes if o.written]
-    entry = journal.latest_entry(repo) if lifted else None
-    replay.remember_lift(repo, before, outcomes)
-    return lifted, entry
+                if hunt and lift.entry is not None and lift.stopped is None:
+                    journal.forget(lift.entry)  # the hunt's own, even where not taken back
 
 
 def _put_back(repo: Repo, lift: Lift) -> None:
@@ -180,20 +155,10 @@ def _put_back(repo: Repo, lift: Lift) -> None:
         return
     if lift.entry is not None:
         # Byte for byte when git left the lifted files alone; otherwise (or when the entry was
-        # pruned by a long bisect) the 3-way apply below decides.
+        # pruned by a long bisect) the 3-way re-apply below decides.
         with suppress(GuardFailure):
             journal.undo(repo, lift.entry)
-    before = current_key(str(repo.workdir))
-    replayed = replay.put_back(repo, before)
-    if replayed is not None:
-        lift.put_back = list(replayed)
-    else:
-        from guard.tree import patching
-
-        outcomes, lift.report = patching.apply_then_check(repo, allow_mid_operation=True)
-        lift.put_back = list(outcomes)
-        if lift.report.ok:  # the check remembered this content: its key is verified now
-            replay.remember(repo, before, current_key(str(repo.workdir)), outcomes)
+    lift.put_back, lift.report = replay.reapply(repo)
     repo.layout.pending_path.unlink(missing_ok=True)
 
 
@@ -205,7 +170,7 @@ def run_git_lifted(repo: Repo, args: Sequence[str], cwd: Path) -> tuple[int, Lif
     """
     with lifted(repo, "git " + " ".join(args[:2])) as lift:
         commands: list[Sequence[str]] = [args]
-        if args and args[0] == "stash" and repo.layout.manifest_path.exists():
+        if args and args[0] == "stash" and repo.layout.has_patches():
             from guard.tree import stashes  # only a stash command loads it (and the assessment)
 
             stash = stashes.plan(repo, args)

@@ -432,9 +432,7 @@ def resolve(
         if keep_extra is not True and not set(extra) <= approved:
             raise ExtraLines(name, extra)
         change = f"resolved {name} ({', '.join(resolved)})"
-    from guard.store import schema  # pydantic: only where a changed patch is checked
-
-    schema.validate_data(schema.Patch, as_dict(updated), f"cannot resolve {name!r}")
+    # Unlike record's, no check of its own: a valid patch with a resolution more or less is valid
     after = manifest._replace(patches=[updated if p.name == name else p for p in manifest.patches])
     history.save(repo, after, change)  # `patchguard undo` takes it back
     return ResolveOutcome(resolved, extra)
@@ -522,15 +520,14 @@ def _merged_at_head(repo: Repo, patch: Patch, change: FileChange, head: bytes) -
 
 def _forget_resolution(patch: Patch, number: int) -> Patch:
     """The patch without resolution `number` (1-based, in file order, as `show` lists them)."""
-    numbered = [(c.path, r) for c in patch.files for r in c.resolutions]
+    numbered = [r for c in patch.files for r in c.resolutions]
     if not 1 <= number <= len(numbered):
         raise ConfigError(
             f"patch {patch.name} has no resolution {number} (it has {len(numbered)}); "
             f"see: patchguard show {patch.name}"
         )
-    path, gone = numbered[number - 1]
+    gone = numbered[number - 1]
     files = [
-        c._replace(resolutions=[r for r in c.resolutions if r is not gone]) if c.path == path else c
-        for c in patch.files
+        c._replace(resolutions=[r for r in c.resolutions if r is not gone]) for c in patch.files
     ]
     return patch._replace(files=files)

@@ -1,4 +1,5 @@
-"""A re-apply seen before is replayed: the same files, patches and HEAD give the same writes.
+"""The hooks' re-apply and a move's lift and put-back, replayed when seen before: the same
+files, patches and HEAD give the same writes.
 
 A hunt, and every `git stash` and checkout, re-apply the same patches onto the same files over
 and over. What a re-apply writes depends only on the verified key (guard.store.fastpath), so
@@ -15,80 +16,116 @@ patchguard wrote (guard.git.content_cache), or a damaged entry: the full re-appl
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
+from guard.errors import GuardFailure
 from guard.git.content_cache import ContentCache
 from guard.git.objects import blob_id
 from guard.git.worktree_paths import UnsafePath, one_walk
-from guard.store.fastpath import CACHE_DIR_NAME
-from guard.store.journal import Journal
+from guard.store.fastpath import CACHE_DIR_NAME, current_key
+from guard.store.journal import Journal, latest_entry
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
     from pathlib import Path
 
     from guard.git.repo import Repo
     from guard.store.fastpath import CurrentKey
     from guard.tree.patching import PatchOutcome
+    from guard.tree.verdicts import CheckReport
 
 
 REPLAYS_DIR = "replays"  # in the worktree's patchguard-cache
 _KEEP = 1024  # a re-apply of 40 files keeps 41 entries (its record and the bytes)
+_Said = TypeVar("_Said")
 
 
 class ReplayedOutcome:
-    """A replayed put-back's PatchOutcome, and its own verdict (a patch's name and state as the
-    record holds them): only put-backs where every patch ended as asked are kept, so `ok` and
-    nothing to add."""
+    """A replayed put-back's PatchOutcome, its own verdict: a patch's name and state (the
+    value of a PatchVerdict's) as the record holds them. Only put-backs where every patch
+    ended as asked are kept, so `ok` and nothing to add."""
 
     __slots__ = ("name", "state", "written")
-
     ok = True
     message = ""
 
     def __init__(self, name: str, state: str, written: list[str]) -> None:
-        self.name = name
-        self.state = state  # guard.tree.verdicts.State's value
-        self.written = written
+        self.name, self.state, self.written = name, state, written
 
     @property
     def verdict(self) -> ReplayedOutcome:
         return self
 
 
-def put_back(repo: Repo, before: CurrentKey | None) -> list[ReplayedOutcome] | None:
+def reapply(
+    repo: Repo,
+) -> tuple[Sequence[PatchOutcome | ReplayedOutcome], CheckReport | None]:
+    """Every patch re-applied, as a hook and a move's put-back do; the caller holds the
+    worktree's lock, so the files cannot change between the keys read here and the writes.
+
+    Replayed when this re-apply was seen before, else applied in full, then checked unless its
+    result's key is verified already (the check's report, else None: green). One that ended
+    verified is kept for the next time, one that wrote nothing too: a move's put-back after git
+    left the lifted files alone says each patch's state from it. guard.tree.patching and the
+    assessment load only for a re-apply not seen before."""
+    before = current_key(str(repo.workdir))
+    replayed = _put_back(repo, before)
+    if replayed is not None:
+        return replayed, None
+    from guard.tree import assess, patching
+    from guard.tree.worktree import Worktree
+
+    tree = Worktree(repo)
+    outcomes = patching.apply(repo, allow_mid_operation=True, tree=tree)
+    ok = all(o.ok for o in outcomes)
+    after = current_key(str(repo.workdir))
+    report = None
+    if not (ok and after is not None and after.verified):
+        report = assess.check(repo, tree)
+        after = current_key(str(repo.workdir))  # verified now if the check was green
+    # Not verified, or the guarded paths changed: nothing to replay from.
+    if ok and before and after and after.verified and after.paths == before.paths:
+        written = [(path, o.verdict.name) for o in outcomes for path in o.written]
+        states = [[o.verdict.name, str(o.verdict.state)] for o in outcomes]
+        _keep(repo, "from", before, written, after=after.key, patches=states)
+    return outcomes, report
+
+
+def _put_back(repo: Repo, before: CurrentKey | None) -> list[ReplayedOutcome] | None:
     """Write what the re-apply from the files as `before` found them wrote, and each patch's
     outcome; None, having written nothing, when none is known or its result is no longer
-    verified. The caller holds the worktree's lock from before `before` was read until
-    remember(): the files cannot change in between."""
+    verified."""
     if before is None:
         return None
-    cache = _cache(repo)
-    try:
-        record = json.loads(cache.get(_name("from", before.key)) or b"null")
-        writes = [(str(w["path"]), str(w["blob"]), str(w["patch"])) for w in record["writes"]]
-        if record["before"] != before.key or record["after"] not in before.keys:
-            return None  # another key's entry, or its result is no longer verified
+
+    def states(record: Any) -> list[tuple[str, str]] | None:
+        if record["after"] not in before.keys:
+            return None  # its result is no longer verified
         # decided by the model: the one that verified `after`
-        states = [(str(name), str(state)) for name, state in record["patches"]]
-    except (ValueError, TypeError, KeyError):
-        return None
-    done = _write_recorded(repo, cache, before, writes, "apply")
+        return [(str(name), str(state)) for name, state in record["patches"]]
+
+    done = _write_recorded(repo, before, "from", "apply", states)
     if done is None:
         return None
-    return [ReplayedOutcome(name, state, done[0].get(name, [])) for name, state in states]
+    return [ReplayedOutcome(name, state, done[1].get(name, [])) for name, state in done[0]]
 
 
 def _write_recorded(
-    repo: Repo,
-    cache: ContentCache,
-    before: CurrentKey,
-    writes: Sequence[tuple[str, str, str]],
-    operation: str,
-) -> tuple[dict[str, list[str]], Journal] | None:
-    """Write the kept bytes of `writes` (path, blob, patch) as one journaled `operation`: the
-    paths by patch, and the journal. None, having written nothing, where the full path has
+    repo: Repo, before: CurrentKey, kind: str, operation: str, said: Callable[[Any], _Said | None]
+) -> tuple[_Said, dict[str, list[str]], Journal] | None:
+    """Write the kept bytes of the `kind` record under `before`'s key as one journaled
+    `operation`: what `said` reads of the record, the paths by patch, and the journal. None,
+    having written nothing, where none is known (or `said` reads None) or the full path has
     something to say (an unmerged or unguarded file, a kept file damaged, a CR, a link)."""
+    cache = _cache(repo)
+    try:
+        record = json.loads(cache.get(_name(kind, before.key)) or b"null")
+        writes = [(str(w["path"]), str(w["blob"]), str(w["patch"])) for w in record["writes"]]
+        found = said(record) if record["before"] == before.key else None  # not another key's
+    except (ValueError, TypeError, KeyError):
+        return None
+    if found is None:
+        return None
     if not {path for path, _, _ in writes} <= set(before.paths) or before.unmerged() is not False:
         return None  # beyond the guarded files, or a conflict git left: the full path says so
     kept = {blob: cache.get(blob) for _, blob, _ in writes}
@@ -116,55 +153,46 @@ def _write_recorded(
             journal.discard()
             return None
         journal.write(repo)
-    return done, journal
-
-
-def remember(
-    repo: Repo,
-    before: CurrentKey | None,
-    after: CurrentKey | None,
-    outcomes: Sequence[PatchOutcome],
-) -> None:
-    """After a re-apply that ended verified (`after`, read once it was), keep what it wrote
-    for put_back(). One that wrote nothing is kept too: a move's put-back after git left the
-    lifted files alone says each patch's state from it."""
-    if before is None or after is None or not all(o.ok for o in outcomes):
-        return
-    if not after.verified or after.paths != before.paths:
-        return  # not verified, or the guarded paths changed: nothing to replay from
-    written = [(path, o.verdict.name) for o in outcomes for path in o.written]
-    states = [[o.verdict.name, str(o.verdict.state)] for o in outcomes]
-    _keep(repo, "from", before, written, after=after.key, patches=states)
+    return found, done, journal
 
 
 # --- a move's lift ---------------------------------------------------------------------------
 
 
-def lift(repo: Repo, before: CurrentKey | None) -> tuple[list[str], Path | None] | None:
-    """Take the patches out of the verified tree `before` keys as the unapply from it did: the
-    patches it took out and its journal entry (None when none). None, having written nothing,
-    when no such unapply is known. The lock is held as for put_back(), until remember_lift()."""
-    if before is None or not before.verified:
-        return None
-    cache = _cache(repo)
-    try:
-        record = json.loads(cache.get(_name("lift", before.key)) or b"null")
-        writes = [(str(w["path"]), str(w["blob"]), str(w["patch"])) for w in record["writes"]]
-        lifted = [str(name) for name in record["lifted"]]
-        if record["before"] != before.key:
-            return None
-    except (ValueError, TypeError, KeyError):
-        return None
-    done = _write_recorded(repo, cache, before, writes, "unapply")
-    return None if done is None else (lifted, done[1].entry)
+def lift(repo: Repo) -> tuple[list[str], Path | None]:
+    """Take every applied patch out, as a move does before git runs, under the worktree's lock
+    as for reapply(): the patches taken out, and the journal entry (None when none). Replayed
+    when this lift from a verified tree was seen before, else by unapply, where every patch
+    must come out cleanly or nothing is touched (unapply's `whole` wrote nothing)."""
+    before = current_key(str(repo.workdir))
+    verified = before if before is not None and before.verified else None
+    if verified is not None:
+        replayed = _write_recorded(
+            repo,
+            verified,
+            "lift",
+            "unapply",
+            lambda record: [str(name) for name in record["lifted"]],
+        )
+        if replayed is not None:
+            return replayed[0], replayed[2].entry
+    from guard.tree import patching
 
-
-def remember_lift(repo: Repo, before: CurrentKey | None, outcomes: Sequence[PatchOutcome]) -> None:
-    """Keep what an unapply of every patch from a verified tree wrote, in its order, for lift()."""
-    if before is None or not before.verified or not all(o.ok for o in outcomes):
-        return
-    written = [(path, o.verdict.name) for o in reversed(outcomes) for path in o.written]
-    _keep(repo, "lift", before, written, lifted=[o.verdict.name for o in outcomes if o.written])
+    outcomes = patching.unapply(repo, allow_mid_operation=True, whole=True)
+    stuck = [o for o in outcomes if not o.ok]
+    if stuck:
+        reasons = "; ".join(f"patch {o.verdict.name}: {o.message}" for o in stuck)
+        raise GuardFailure(
+            f"cannot lift the patches, so git was not run and nothing changed: {reasons}. "
+            "Your own edits touch the patch there: keep them in it (patchguard resolve NAME "
+            "where the patch does not merge as recorded, patchguard record NAME FILE on its "
+            "base) or save them elsewhere (git stash), then run the command again."
+        )
+    lifted = [o.verdict.name for o in outcomes if o.written]
+    if verified is not None:  # kept, in its order, for the next time
+        written = [(path, o.verdict.name) for o in reversed(outcomes) for path in o.written]
+        _keep(repo, "lift", verified, written, lifted=lifted)
+    return lifted, latest_entry(repo) if lifted else None
 
 
 def _keep(
