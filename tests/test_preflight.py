@@ -15,6 +15,7 @@ from conftest import Sample, git, patchguard
 
 import guard
 from guard import GuardError, require
+from guard.git.gitdir import locate
 
 
 def pg_process(
@@ -327,6 +328,11 @@ def test_a_stamp_that_guards_nothing_is_not_ok(sample: Sample, clean_env) -> Non
     assert unguarded["patches"] == {} and unguarded["symbols"] == {}
     sample.record_eagle3()
     assert json.loads(pg_process(clean_env, "-C", sample.root, "stamp").stdout)["ok"] is True
+    # manifest.json is only derived from the history ref (a first save killed before writing
+    # it): the patches are still recorded and vouched for
+    locate(sample.root).manifest_path.unlink()
+    derived = json.loads(pg_process(clean_env, "-C", sample.root, "stamp").stdout)
+    assert derived["ok"] is True and list(derived["patches"]) == ["eagle3"]
     assert sample.pg("drop", "eagle3").exit_code == 0  # the manifest stays, guarding nothing
     assert pg_process(clean_env, "-C", sample.root, "check").returncode == 2
     dropped = json.loads(pg_process(clean_env, "-C", sample.root, "stamp").stdout)

@@ -88,7 +88,7 @@ def utc_now() -> str:
 def _checked(repo: Repo) -> dict[str, Any]:
     """What `check` says of the patches and symbols, and the blob id of each guarded file
     (None: absent), as the stamp holds them."""
-    if not repo.layout.manifest_path.exists():  # nothing recorded: nothing vouched for
+    if not repo.layout.has_patches():  # nothing recorded: nothing vouched for
         return {"patches": {}, "files": {}, "symbols": {}, "ok": False, "problems": []}
     from guard.store.spec import parse_spec
     from guard.tree import assess
