@@ -128,9 +128,9 @@ class _Reader:
         self.values: dict[str, set[str]] = {}  # flow-insensitive values of names at import
         self.node = _Node()  # what the import runs (`passes`: with nothing of the checkout)
         self.changed = False
+        self._collect(tree.body, "", None)
 
     def effects(self) -> Effects:
-        self._collect(self.tree.body, "", None)
         try:
             for _ in range(8):  # values flow by assignment: a few passes reach the fixpoint
                 self.changed = False
@@ -754,7 +754,6 @@ def resumed(graph: _LazyGraph, source: bytes, path: str, qualname: str) -> None:
     every file's would spend its time in the cyclic collector)."""
     tree = ast.parse(source, filename=path)
     again = _Reader(tree)  # its class nodes are not kept: `graph` has them
-    again._collect(tree.body, "", None)
     again.graph = graph
     graph.build = again._build
     again._build(qualname)

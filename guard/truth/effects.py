@@ -147,10 +147,9 @@ class Effects(NamedTuple):
             found = self.reach(prefix + name, quiet=kind == QUIET and prefix == "def:")
             if found is None:
                 continue
-            if kind == QUIET:  # handed nothing of the checkout: nothing it is handed runs
-                return found
             entry = self.graph[prefix + name]
-            runs = entry.runs_arguments or prefix == "new:"
+            # QUIET: handed nothing of the checkout, nothing it is handed runs
+            runs = kind != QUIET and (entry.runs_arguments or prefix == "new:")
             runs |= prefix == "result:" and any(
                 self.graph[k].runs_arguments for k in entry.calls if k in self.graph
             )
