@@ -24,7 +24,7 @@ from guard.git.worktree_paths import UnsafePath
 from guard.store.manifest import Patch
 from guard.store.spec import Spec
 from guard.truth import bodies, parsed
-from guard.truth.effects import ANY, Effects, Reach, built_nodes
+from guard.truth.effects import ANY, Effects, Reach
 from guard.truth.model_names import ABSENT, CANNOT_TELL, NOT_DEFINED, PRESENT, Resolution
 from guard.truth.module_names import module_of
 from guard.truth.symbols import SourceSyntaxError, SymbolIndex, describe_miss
@@ -302,14 +302,12 @@ class Worktree:
                         )
                 return
 
-        built = built_nodes[0]
         for kind, origin in sorted(home.at_import.needs):
             reach(path, kind, origin, 0)
         self._reached[key] = Reach(changes)
-        if built_nodes[0] != built:
-            for content, other in self._indexes.items():  # what this built, for next time
-                if isinstance(other, SymbolIndex):
-                    parsed.keep_grown(content, other, self.repo.parse_cache, self.facts)
+        for content, other in self._indexes.items():  # what this built, for next time
+            if isinstance(other, SymbolIndex):
+                parsed.keep_grown(content, other, self.repo.parse_cache, self.facts)
         return self._reached[key]
 
     def _init_changes(self, path: str, parts: list[str]) -> str | None:

@@ -142,9 +142,8 @@ def _goes_on(items: list[object], shorter: int, line: int) -> int:
 
 def span(node: Definition) -> tuple[int, int]:
     """A definition's first and last lines, its decorators with it."""
-    return min(
-        [node.lineno, *(d.lineno for d in node.decorator_list)]
-    ), node.end_lineno or node.lineno
+    first = node.decorator_list[0].lineno if node.decorator_list else node.lineno
+    return first, node.end_lineno or node.lineno
 
 
 def text_lines(content: bytes) -> list[str]:

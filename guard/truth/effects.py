@@ -23,12 +23,6 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-# Builtins that rebind or reach bindings when they run (by name, or handed to other code).
-MUTATING_BUILTINS = frozenset(
-    {"setattr", "delattr", "exec", "eval", "globals", "vars", "locals", "__import__"}
-)
-
-
 ANY = "*"  # a change that may reach any name
 
 
@@ -66,11 +60,6 @@ class _Node:
     runs_arguments: bool = False  # it may call what it is handed (a decorator that runs it)
 
 
-# Nodes any graph of this process built: a caller that stores grown graphs again
-# (guard.tree.worktree) looks at its graphs only when this moved.
-built_nodes = [0]
-
-
 class _LazyGraph(dict[str, _Node]):
     """The graph, each function's nodes (`def:Q`, `bound:Q`, `result:Q`) built by the first `in`
     that asks for them: an import runs few of a module's functions and another module's check
@@ -78,11 +67,11 @@ class _LazyGraph(dict[str, _Node]):
     file's names, so when it is built does not matter.
 
     `pending`: the qualnames not built yet. A graph read back from the parse cache keeps no
-    `build` (it holds the syntax tree): `source` parses the file again when a pending node is
-    first asked for; `grown`: built since it was stored."""
+    `build` (it holds the syntax tree): it is given one that parses the file again when a
+    pending node is first asked for (guard.truth.symbols.resumed); `grown`: built since it was
+    stored."""
 
     build: Callable[[str], None] | None = None
-    source: Callable[[], Callable[[str], None]] | None = None
     grown = False
 
     def __init__(self, build: Callable[[str], None] | None = None) -> None:
@@ -99,11 +88,8 @@ class _LazyGraph(dict[str, _Node]):
             return False
         self.pending.discard(qualname)
         self.grown = True
-        built_nodes[0] += 1
         try:
-            if self.build is None:
-                assert self.source is not None, "a stored graph is read with its source"
-                self.build = self.source()
+            assert self.build is not None, "a stored graph is read with its source"
             self.build(qualname)
         except RecursionError:  # deeper than reading follows: it may change anything
             too_deep = _Node(changes={ANY: f"{qualname} nests too deeply for reading"})
@@ -161,10 +147,9 @@ class Effects(NamedTuple):
             found = self.reach(prefix + name, quiet=kind == QUIET and prefix == "def:")
             if found is None:
                 continue
-            if kind == QUIET:  # handed nothing of the checkout: nothing it is handed runs
-                return found
             entry = self.graph[prefix + name]
-            runs = entry.runs_arguments or prefix == "new:"
+            # QUIET: handed nothing of the checkout, nothing it is handed runs
+            runs = kind != QUIET and (entry.runs_arguments or prefix == "new:")
             runs |= prefix == "result:" and any(
                 self.graph[k].runs_arguments for k in entry.calls if k in self.graph
             )

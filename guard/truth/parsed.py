@@ -31,7 +31,7 @@ def parse(
         found = None
     if isinstance(found, SymbolIndex):
         if found.effects is not None:
-            found.effects.graph.source = partial(resumed, found.effects.graph, content, path)
+            found.effects.graph.build = partial(resumed, found.effects.graph, content, path)
         return found
     if isinstance(found, tuple) and len(found) == 3 and found[0] == "error":
         return SourceSyntaxError(path, found[1], found[2])

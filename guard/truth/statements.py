@@ -1,7 +1,7 @@
 """The statements a block runs in its own scope, for the binding model (guard.truth.model_statements)
-and the effect summaries (guard.truth.effect_graph, guard.truth.effect_reader): the two must agree
-on what a block holds, so one walk serves both (an `except` handler's or a `case`'s body counts,
-a nested function's does not)."""
+and the effect summaries (guard.truth.effect_reader): the two must agree on what a block holds,
+so one walk serves both (an `except` handler's or a `case`'s body counts, a nested function's
+does not)."""
 
 from __future__ import annotations
 

@@ -17,8 +17,6 @@ from guard.truth.model_statements import _Model
 from guard.truth.statements import blocks, last_name
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from guard.truth.effects import Effects, _LazyGraph
 
 # Decorators that legitimately define the same name twice in one block.
@@ -91,8 +89,7 @@ class SymbolIndex:
                 from guard.truth.effect_reader import summarize
 
                 effects = summarize(tree)
-                effects.graph.build = None  # the rest from the source, if ever asked (resumed)
-                effects.graph.source = partial(resumed, effects.graph, source, path)
+                effects.graph.build = partial(resumed, effects.graph, source, path)  # not the tree
             except RecursionError:
                 return cls([], _Model(unreadable=_TOO_DEEP))
             index.effects = effects
@@ -162,11 +159,11 @@ class SymbolIndex:
         return sorted(found, key=lambda name: min(d.lineno for d in self.by_qualname[name]))
 
 
-def resumed(graph: _LazyGraph, source: bytes, path: str) -> Callable[[str], None]:
-    """What builds the nodes `graph` lacks (a graph parsed now, or one read from the cache)."""
-    from guard.truth.effect_graph import resumed  # only when a node is built
+def resumed(graph: _LazyGraph, source: bytes, path: str, qualname: str) -> None:
+    """Build a node `graph` lacks (a graph parsed now, or one read from the cache)."""
+    from guard.truth.effect_reader import resumed  # only when a node is built
 
-    return resumed(graph, source, path)
+    resumed(graph, source, path, qualname)
 
 
 def describe_miss(index: SymbolIndex, spec: Spec, suggest: bool = True) -> str:
