@@ -170,12 +170,14 @@ def _measure_options(func: Callable[..., Any]) -> Callable[..., Any]:
         click.option(
             "--repeats",
             type=click.IntRange(min=2),
+            default=3,  # stats.MIN_PAIRS: the t-test can decide at 3 pairs
             metavar="N",
             help="Counted runs per side to begin with (default: 3).",
         ),
         click.option(
             "--min-effect",
             type=click.FloatRange(min=0),
+            default=5.0,
             metavar="PCT",
             help="The smallest change that counts, in percent (default: 5): `different` needs "
             "at least half of it, `same` means the whole interval is within it.",
@@ -198,7 +200,7 @@ def _hunt_options(command: tuple[str, ...], metric: str, measuring: dict[str, An
 
     if command[:1] == ("--",):
         command = command[1:]
-    repeats = measuring["repeats"] or hunt.DEFAULT_REPEATS
+    repeats = measuring["repeats"]
     cap = measuring["max_repeats"] or max(hunt.DEFAULT_MAX_REPEATS, repeats)
     if cap < repeats:
         raise click.UsageError(f"--max-repeats {cap} is below --repeats {repeats}")
@@ -209,12 +211,12 @@ def _hunt_options(command: tuple[str, ...], metric: str, measuring: dict[str, An
         )
     higher = measuring["higher_is_better"]
     direction = None if higher is None else HIGHER if higher else LOWER
-    effect, warmups = measuring["min_effect"], measuring["warmups"]
+    warmups = measuring["warmups"]
     server = _server(measuring)
     return hunt.Options(
         command=command,
         metric=parse_metric(metric, direction),
-        min_effect_pct=hunt.DEFAULT_MIN_EFFECT_PCT if effect is None else effect,
+        min_effect_pct=measuring["min_effect"],
         repeats=repeats,
         max_repeats=cap,
         warmups=1 if warmups is None else warmups,

@@ -103,24 +103,18 @@ class Posterior:
         return min(usable, key=lambda j: (abs(float(cdf[j]) - 0.5), j))
 
 
-@dataclass
-class Search:
-    """Where a search ended: `group` is None when the posterior did not settle."""
-
-    posterior: Posterior
-    values: dict[int, list[float]]
-    group: list[int] | None
-
-
-def search(fit: Fit, size: int, take: Callable[[int, int], list[float] | None], cap: int) -> Search:
-    """Probe the posterior's median until one group holds SETTLED of it.
+def search(
+    fit: Fit, size: int, take: Callable[[int, int], list[float] | None], cap: int
+) -> Posterior:
+    """Probe the posterior's median until one group holds SETTLED of it (its settled() then
+    names the group; None when the search ended unsettled).
 
     take(j, n) gives at least n values of candidate j, or None where nothing can be measured
     (the candidate is skipped). A search whose next probe already has `cap` runs ends unsettled.
     """
     posterior = Posterior(size)
     values: dict[int, list[float]] = {}
-    while (group := posterior.settled()) is None:
+    while posterior.settled() is None:
         probe = posterior.probe()
         if probe is None or len(values.get(probe, [])) >= cap:
             break
@@ -134,4 +128,4 @@ def search(fit: Fit, size: int, take: Callable[[int, int], list[float] | None], 
             posterior.evidence[probe] = fit.evidence(got)
             if abs(posterior.evidence[probe]) >= math.log(DECISIVE) or len(got) >= cap:
                 break
-    return Search(posterior, values, group)
+    return posterior

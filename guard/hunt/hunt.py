@@ -36,9 +36,7 @@ from guard.store.derived import load_manifest
 from guard.tree import patching
 from guard.tree.verdicts import CheckReport
 
-DEFAULT_REPEATS = stats.MIN_PAIRS  # the first look: the t-test can decide at 3 pairs
 DEFAULT_MAX_REPEATS = 24  # pairs per side at the last look (3, 6, 12, 24)
-DEFAULT_MIN_EFFECT_PCT = 5.0
 FOUND, NO_CHANGE, UNDECIDED, AMBIGUOUS = "found", "no-change", "unknown", "ambiguous"
 UNSETTLED = "unsettled"  # GOOD and BAD differ, but the probes did not settle on a commit
 _TAIL_LINES = 5  # of a failed run's output, in its message
@@ -639,8 +637,8 @@ def _bisect(bench: _Bench, good: str, bad: str, terms: tuple[str, str], kept: Ke
         return measured[commit].values
 
     fit = culprit.Fit.of(endpoints.a.values, endpoints.b.values)
-    search = culprit.search(fit, len(line), take, options.max_repeats)
-    evidence = search.posterior.evidence
+    posterior = culprit.search(fit, len(line), take, options.max_repeats)
+    evidence = posterior.evidence
 
     def steps() -> list[Step]:
         """The probed commits, oldest first, each with its change against GOOD."""
@@ -655,13 +653,13 @@ def _bisect(bench: _Bench, good: str, bad: str, terms: tuple[str, str], kept: Ke
                 found.append(Step(like, runs, against))
         return found
 
-    group = search.group
+    group = posterior.settled()
     if group is None or len(group) > 1:
         verdict = UNSETTLED if group is None else AMBIGUOUS
         return Hunt(endpoints, steps(), verdict, cost(), line)
     first = line[group[0]]
     parent = line[group[0] - 1] if group[0] else good
-    probability = float(search.posterior.probabilities()[group[0]])
+    probability = float(posterior.probabilities()[group[0]])
     bench.progress(f"{first[:10]} is the first changed commit with probability {probability:.3f}")
     change = _against_parent(bench, measured, parent, first)
     probed = steps()
