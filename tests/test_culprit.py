@@ -25,11 +25,12 @@ def compare(
     warm-up at each)."""
     good = LEVEL * np.exp(rng.normal(0, noise, PLAN.cap))
     bad = LEVEL * factor * np.exp(rng.normal(0, noise, PLAN.cap))
-    decision, size = stats.settle(
+    decision = stats.settle(
         PLAN,
         lambda n, alpha: stats.decide(good[:n], bad[:n], min_effect_pct=5, alpha=alpha),
         lambda d: d.verdict != stats.UNKNOWN,
     )
+    size = decision.n[0]
     return decision, good[:size], bad[:size], 2 + 2 * size
 
 

@@ -24,8 +24,8 @@ def sequential(
     def look(size: int, alpha: float) -> stats.Decision:
         return stats.decide(a[:size], b[:size], min_effect_pct=min_effect_pct, alpha=alpha)
 
-    decision, size = stats.settle(plan, look, lambda d: d.verdict != stats.UNKNOWN)
-    return decision, WARMUPS + 2 * size
+    decision = stats.settle(plan, look, lambda d: d.verdict != stats.UNKNOWN)
+    return decision, WARMUPS + 2 * decision.n[0]
 
 
 def runs(rng: np.random.Generator, noise: float, factor: float = 1.0) -> np.ndarray:

@@ -37,13 +37,13 @@ class Fit:
 
     @classmethod
     def of(cls, good: Sequence[float], bad: Sequence[float]) -> Fit:
+        level_good, level_bad = (float(np.mean(np.log(runs))) for runs in (good, bad))
         spread, df = pooled_spread([good, bad])
         if df < 1 or spread == 0:  # a benchmark that prints the same number each run
-            gap = abs(float(np.mean(np.log(bad)) - np.mean(np.log(good))))
-            spread, df = max(gap, 1e-9) * 1e-3, max(df, 1)
+            spread, df = max(abs(level_bad - level_good), 1e-9) * 1e-3, max(df, 1)
         return cls(
-            float(np.mean(np.log(good))),
-            float(np.mean(np.log(bad))),
+            level_good,
+            level_bad,
             spread * math.sqrt(1 + 1 / len(good)),
             spread * math.sqrt(1 + 1 / len(bad)),
             df,

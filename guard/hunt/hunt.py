@@ -566,8 +566,8 @@ def _compare(bench: _Bench, a: str, b: str) -> Comparison:
         )
 
     plan = stats.Plan(options.repeats, options.max_repeats)
-    decision, size = stats.settle(plan, look, lambda d: d.verdict != stats.UNKNOWN)
-    capped = decision.verdict == stats.UNKNOWN and size == plan.sizes[-1]
+    decision = stats.settle(plan, look, lambda d: d.verdict != stats.UNKNOWN)
+    capped = decision.verdict == stats.UNKNOWN  # settle looks again while unknown, to the cap
     return Comparison(options.metric, runs_a, runs_b, decision, capped, bench.runs)
 
 
@@ -737,7 +737,7 @@ def _against_parent(
 
     start = min(len(runs.samples) for runs in sides)
     plan = stats.Plan(start, max(start, options.max_repeats))
-    decision, _ = stats.settle(plan, look, lambda d: d is None or d.verdict != stats.UNKNOWN)
+    decision = stats.settle(plan, look, lambda d: d is None or d.verdict != stats.UNKNOWN)
     return decision  # None: the command failed too often there to say by how much
 
 

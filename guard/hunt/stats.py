@@ -108,8 +108,7 @@ def decide(
         plain = error == 0 or df < 1
         if not plain:
             p_value = float(2 * stats.t.sf(abs(estimate) / error, df))
-            half = float(stats.t.ppf(0.5 + CONFIDENCE / 2, df)) * error
-            low, high = estimate - half, estimate + half
+            low, high = stats.t.interval(CONFIDENCE, df, loc=estimate, scale=error)
     if plain:  # no spread to test against: the answer is plain
         p_value, low, high = (1.0 if estimate == 0 else 0.0), estimate, estimate
     delta, ci = _pct(estimate), (_pct(low), _pct(high))
@@ -175,13 +174,14 @@ def _has_outlier(ratios: np.ndarray) -> bool:
 
 def settle(
     plan: Plan, look: Callable[[int, float], _Answer], settled: Callable[[_Answer], bool]
-) -> tuple[_Answer, int]:
-    """Look with plan.sizes runs in turn until an answer is settled; the last answer, its size."""
+) -> _Answer:
+    """Look with plan.sizes runs in turn until an answer is settled; the last answer (one not
+    settled is the cap's)."""
     for size in plan.sizes:
         answer = look(size, plan.alpha_per_look)
         if settled(answer):
             break
-    return answer, size
+    return answer
 
 
 def _spread_pct(log_values: np.ndarray) -> float:
