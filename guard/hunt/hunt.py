@@ -475,11 +475,9 @@ def _session(
 
 
 def _commit(repo: Repo, revision: str) -> str:
-    try:
-        found = run_git(["rev-parse", "--verify", "-q", f"{revision}^{{commit}}"], repo.workdir)
-    except ConfigError:
-        raise ConfigError(f"{revision!r} names no commit here (git rev-parse)") from None
-    return found.stdout.strip()
+    if (found := repo.commit_id(f"{revision}^{{commit}}")) is None:
+        raise ConfigError(f"{revision!r} names no commit here (git rev-parse)")
+    return found
 
 
 # --- compare --------------------------------------------------------------------------------------
