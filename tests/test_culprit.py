@@ -14,7 +14,7 @@ from scipy import stats as scipy_stats
 
 from guard.hunt import culprit, stats
 
-PLAN = stats.Plan(3, 24)  # the defaults: --repeats 3, --max-repeats 24
+REPEATS, CAP = 3, 24  # the defaults: --repeats 3, --max-repeats 24
 LEVEL = 94.0
 
 
@@ -23,10 +23,11 @@ def compare(
 ) -> tuple[stats.Decision, np.ndarray, np.ndarray, int]:
     """GOOD against BAD as compare measures them: the decision, the runs, what it cost (a
     warm-up at each)."""
-    good = LEVEL * np.exp(rng.normal(0, noise, PLAN.cap))
-    bad = LEVEL * factor * np.exp(rng.normal(0, noise, PLAN.cap))
+    good = LEVEL * np.exp(rng.normal(0, noise, CAP))
+    bad = LEVEL * factor * np.exp(rng.normal(0, noise, CAP))
     decision = stats.settle(
-        PLAN,
+        REPEATS,
+        CAP,
         lambda n, alpha: stats.decide(good[:n], bad[:n], min_effect_pct=5, alpha=alpha),
         lambda d: d.verdict != stats.UNKNOWN,
     )
@@ -51,7 +52,7 @@ def hunt(
             runs.append(level * float(np.exp(rng.normal(0, noise))))
         return list(runs)
 
-    found = culprit.search(culprit.Fit.of(good, bad), size, take, PLAN.cap)
+    found = culprit.search(culprit.Fit.of(good, bad), size, take, CAP)
     return found.settled(), cost + sum(len(runs) for runs in taken.values())
 
 

@@ -563,8 +563,9 @@ def _compare(bench: _Bench, a: str, b: str) -> Comparison:
             runs_a.values, runs_b.values, min_effect_pct=options.min_effect_pct, alpha=alpha
         )
 
-    plan = stats.Plan(options.repeats, options.max_repeats)
-    decision = stats.settle(plan, look, lambda d: d.verdict != stats.UNKNOWN)
+    decision = stats.settle(
+        options.repeats, options.max_repeats, look, lambda d: d.verdict != stats.UNKNOWN
+    )
     capped = decision.verdict == stats.UNKNOWN  # settle looks again while unknown, to the cap
     return Comparison(options.metric, runs_a, runs_b, decision, capped, bench.runs)
 
@@ -734,9 +735,9 @@ def _against_parent(
         return _pooled(measured, *sides, options.min_effect_pct, alpha)
 
     start = min(len(runs.samples) for runs in sides)
-    plan = stats.Plan(start, max(start, options.max_repeats))
-    decision = stats.settle(plan, look, lambda d: d is None or d.verdict != stats.UNKNOWN)
-    return decision  # None: the command failed too often there to say by how much
+    cap = max(start, options.max_repeats)
+    # None: the command failed too often there to say by how much
+    return stats.settle(start, cap, look, lambda d: d is None or d.verdict != stats.UNKNOWN)
 
 
 def _tell_git(

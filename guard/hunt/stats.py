@@ -34,30 +34,6 @@ _Answer = TypeVar("_Answer")
 
 
 @dataclass(frozen=True)
-class Plan:
-    """How many runs each look has: `repeats`, then twice as many while unknown, up to `cap`.
-
-    Each look tests at ALPHA over the number of looks (Bonferroni: O'Brien-Fleming would leave
-    the first look almost nothing), so that looking again with more runs never raises the
-    chance of a false `different` over the whole comparison above ALPHA.
-    """
-
-    repeats: int
-    cap: int
-
-    @property
-    def sizes(self) -> list[int]:
-        sizes = [self.repeats]
-        while sizes[-1] < self.cap:
-            sizes.append(min(2 * sizes[-1], self.cap))
-        return sizes
-
-    @property
-    def alpha_per_look(self) -> float:
-        return ALPHA / len(self.sizes)
-
-
-@dataclass(frozen=True)
 class Decision:
     """B against A. `delta_pct` and `ci_pct` are B's change relative to A, in percent."""
 
@@ -173,12 +149,23 @@ def _has_outlier(ratios: np.ndarray) -> bool:
 
 
 def settle(
-    plan: Plan, look: Callable[[int, float], _Answer], settled: Callable[[_Answer], bool]
+    repeats: int,
+    cap: int,
+    look: Callable[[int, float], _Answer],
+    settled: Callable[[_Answer], bool],
 ) -> _Answer:
-    """Look with plan.sizes runs in turn until an answer is settled; the last answer (one not
-    settled is the cap's)."""
-    for size in plan.sizes:
-        answer = look(size, plan.alpha_per_look)
+    """Look with `repeats` runs, then twice as many while the answer is not settled, up to `cap`;
+    the last answer (one not settled is the cap's).
+
+    Each look tests at ALPHA over the number of looks (Bonferroni: O'Brien-Fleming would leave
+    the first look almost nothing), so that looking again with more runs never raises the
+    chance of a false `different` over the whole comparison above ALPHA.
+    """
+    sizes = [repeats]
+    while sizes[-1] < cap:
+        sizes.append(min(2 * sizes[-1], cap))
+    for size in sizes:
+        answer = look(size, ALPHA / len(sizes))
         if settled(answer):
             break
     return answer
