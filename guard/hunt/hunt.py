@@ -421,11 +421,9 @@ def _blob_of(repo: Repo, path: str) -> str | None:
 
 
 def _current(repo: Repo) -> str:
-    """The branch HEAD is on, or HEAD's commit when it is detached."""
-    try:
-        return run_git(["symbolic-ref", "-q", "--short", "HEAD"], repo.workdir).stdout.strip()
-    except ConfigError:  # detached: symbolic-ref -q fails without a word
-        return run_git(["rev-parse", "HEAD"], repo.workdir).stdout.strip()
+    """The branch HEAD is on, or HEAD's commit when it is detached (read anew each time)."""
+    head = repo.git.head
+    return str(head.target) if repo.git.head_is_detached else head.shorthand
 
 
 @contextmanager
