@@ -70,19 +70,16 @@ class Server:
         """Start it and wait until it is ready: None then, else why not (it is stopped again).
         A port already held is refused before anything starts (GuardFailure)."""
         address = self.spec.address
-        if address is not None:
-            holder = port_holder(*address)
-            if holder is not None:
-                raise GuardFailure(
-                    f"{holder}; nothing was measured (a server "
-                    "already there would answer in place of the one started from the checkout)"
-                )
+        if address is not None and (holder := port_holder(*address)) is not None:
+            raise GuardFailure(
+                f"{holder}; nothing was measured (a server "
+                "already there would answer in place of the one started from the checkout)"
+            )
         self.gpu_before = _gpu_memory()
-        self.log.write_bytes(b"")
         shown = self.log.relative_to(cwd) if self.log.is_relative_to(cwd) else self.log
         self.progress(f"server starting at {where} (its output: {shown})")
         began = time.monotonic()
-        with self.log.open("ab") as log:
+        with self.log.open("wb") as log:  # rewritten at each start
             self.group = Group(["sh", "-c", self.spec.command], cwd, env, log)
         self.runs = 0
         why = self._wait_ready(stop_asked)
