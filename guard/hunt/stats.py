@@ -70,7 +70,10 @@ def decide(
     if spread is None:
         ratios = log_b - log_a
         estimate = float(np.mean(ratios))
-        noise, outlier = max(_spread_pct(log_a), _spread_pct(log_b)), _has_outlier(ratios)
+        # the larger side's sample standard deviation of the log-values (two-peaked runs show
+        # here as a spread as large as the gap between the peaks' mean)
+        sd = max(np.std(log_a, ddof=1), np.std(log_b, ddof=1)) if len(a) > 1 else 0.0
+        noise, outlier = _pct(float(sd)), _has_outlier(ratios)
         plain = bool(np.ptp(ratios) == 0)  # identical ratios: no spread for a t-test
         if not plain:
             test = stats.ttest_1samp(ratios, 0.0)
@@ -169,14 +172,6 @@ def settle(
         if settled(answer):
             break
     return answer
-
-
-def _spread_pct(log_values: np.ndarray) -> float:
-    """How much single runs vary, in percent: the sample standard deviation of the log-values
-    (two-peaked runs show here as a spread as large as the gap between the peaks' mean)."""
-    if len(log_values) < 2:
-        return 0.0
-    return _pct(float(np.std(log_values, ddof=1)))
 
 
 def _pct(log_ratio: float) -> float:
