@@ -74,24 +74,18 @@ class Posterior:
         log_p = np.cumsum(ratios[::-1])[::-1]
         return np.asarray(np.exp(log_p - special.logsumexp(log_p)))
 
-    def groups(self) -> list[list[int]]:
-        """Hypotheses no measurement can tell apart: h and h + 1 differ only at candidate h,
+    def settled(self) -> list[int] | None:
+        """The hypotheses of the group that holds SETTLED of the posterior, if one does. A group
+        is the hypotheses no measurement can tell apart: h and h + 1 differ only at candidate h,
         so a skipped candidate joins them."""
-        found: list[list[int]] = [[0]]
+        groups: list[list[int]] = [[0]]
         for h in range(1, self.size):
             if h - 1 in self.skipped:
-                found[-1].append(h)
+                groups[-1].append(h)
             else:
-                found.append([h])
-        return found
-
-    def settled(self) -> list[int] | None:
-        """The hypotheses of the group that holds SETTLED of the posterior, if one does."""
+                groups.append([h])
         p = self.probabilities()
-        for group in self.groups():
-            if float(p[group].sum()) >= SETTLED:
-                return group
-        return None
+        return next((group for group in groups if float(p[group].sum()) >= SETTLED), None)
 
     def probe(self) -> int | None:
         """The candidate whose run splits the posterior closest to half and half (the median):
