@@ -69,8 +69,7 @@ class Posterior:
         """P(h) ∝ the product over probed j of (j ≥ h ? like BAD : like GOOD): with log ratios,
         log P(h) = Σ_{j ≥ h} evidence[j] up to a constant (the uniform prior cancels)."""
         ratios = np.zeros(self.size)
-        for index, value in self.evidence.items():
-            ratios[index] = value
+        ratios[list(self.evidence)] = list(self.evidence.values())
         log_p = np.cumsum(ratios[::-1])[::-1]
         return np.asarray(np.exp(log_p - special.logsumexp(log_p)))
 
@@ -92,9 +91,7 @@ class Posterior:
         a run at j tells {h ≤ j} from {h > j}. BAD (the last candidate) tells nothing."""
         cdf = np.cumsum(self.probabilities())
         usable = [j for j in range(self.size - 1) if j not in self.skipped]
-        if not usable:
-            return None
-        return min(usable, key=lambda j: (abs(float(cdf[j]) - 0.5), j))
+        return min(usable, key=lambda j: (abs(float(cdf[j]) - 0.5), j), default=None)
 
 
 def search(

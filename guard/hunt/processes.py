@@ -170,8 +170,10 @@ def port_holder(host: str, port: int) -> str | None:
     """Who listens on `port` and how to stop it, or None when it is free (without /proc, a
     connection attempt to `host` decides)."""
     tables = [_PROC / "net" / name for name in ("tcp", "tcp6")]
-    if not any(table.exists() for table in tables):
-        return _held_by(port, None) if _answers(host, port) else None
+    if not any(table.exists() for table in tables):  # held when something answers there
+        with contextlib.suppress(OSError), socket.create_connection((host, port), timeout=1):
+            return _held_by(port, None)
+        return None
     inodes = set()
     for table in tables:
         with contextlib.suppress(OSError):
@@ -191,14 +193,6 @@ def port_holder(host: str, port: int) -> str | None:
                     if os.readlink(fd) in inodes:
                         return _held_by(port, entry)
     return _held_by(port, None)
-
-
-def _answers(host: str, port: int) -> bool:
-    try:
-        with socket.create_connection((host, port), timeout=1):
-            return True
-    except OSError:
-        return False
 
 
 def _held_by(port: int, entry: Path | None) -> str:
