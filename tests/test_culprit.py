@@ -14,7 +14,7 @@ from scipy import stats as scipy_stats
 
 from guard.hunt import culprit, stats
 
-PLAN = stats.Plan(3, 24)  # the defaults: --repeats 3, --max-repeats 24
+REPEATS, CAP = 3, 24  # the defaults: --repeats 3, --max-repeats 24
 LEVEL = 94.0
 
 
@@ -23,13 +23,15 @@ def compare(
 ) -> tuple[stats.Decision, np.ndarray, np.ndarray, int]:
     """GOOD against BAD as compare measures them: the decision, the runs, what it cost (a
     warm-up at each)."""
-    good = LEVEL * np.exp(rng.normal(0, noise, PLAN.cap))
-    bad = LEVEL * factor * np.exp(rng.normal(0, noise, PLAN.cap))
-    decision, size = stats.settle(
-        PLAN,
+    good = LEVEL * np.exp(rng.normal(0, noise, CAP))
+    bad = LEVEL * factor * np.exp(rng.normal(0, noise, CAP))
+    decision = stats.settle(
+        REPEATS,
+        CAP,
         lambda n, alpha: stats.decide(good[:n], bad[:n], min_effect_pct=5, alpha=alpha),
         lambda d: d.verdict != stats.UNKNOWN,
     )
+    size = decision.n[0]
     return decision, good[:size], bad[:size], 2 + 2 * size
 
 
@@ -50,8 +52,8 @@ def hunt(
             runs.append(level * float(np.exp(rng.normal(0, noise))))
         return list(runs)
 
-    found = culprit.search(culprit.Fit.of(good, bad), size, take, PLAN.cap)
-    return found.group, cost + sum(len(runs) for runs in taken.values())
+    found = culprit.search(culprit.Fit.of(good, bad), size, take, CAP)
+    return found.settled(), cost + sum(len(runs) for runs in taken.values())
 
 
 def test_a_third_off_at_2pct_noise_is_named_in_14_runs_over_12_commits() -> None:
@@ -137,8 +139,8 @@ def test_a_skipped_commit_next_to_the_change_leaves_both_named_together() -> Non
 
     fit = culprit.Fit.of([94.0, 95.0, 93.0], [62.0, 63.0, 61.0])
     found = culprit.search(fit, 12, take, 24)
-    assert found.group == [6, 7]
-    assert found.posterior.skipped == {6}
+    assert found.settled() == [6, 7]
+    assert found.skipped == {6}
 
 
 def test_a_run_between_good_and_bad_asks_for_more_runs_at_that_commit() -> None:
@@ -150,8 +152,10 @@ def test_a_run_between_good_and_bad_asks_for_more_runs_at_that_commit() -> None:
     assert 1 < -fit.evidence([between]) < np.log(culprit.DECISIVE)
     asked: list[tuple[int, int]] = []
 
-    def search(value_at: Callable[[int, int], float]) -> culprit.Search:
-        taken: dict[int, list[float]] = {}
+    taken: dict[int, list[float]] = {}
+
+    def search(value_at: Callable[[int, int], float]) -> culprit.Posterior:
+        taken.clear()
 
         def take(index: int, n: int) -> list[float]:
             asked.append((index, n))
@@ -166,10 +170,10 @@ def test_a_run_between_good_and_bad_asks_for_more_runs_at_that_commit() -> None:
         return between if (index, k) == (5, 0) else (62.0 if index >= 5 else 94.0)
 
     found = search(clear_but_the_first)
-    assert found.group == [5]
+    assert found.settled() == [5]
     assert asked[:2] == [(5, 1), (5, 2)]  # the doubtful first run, then one more there
-    assert all(len(runs) == 1 for index, runs in found.values.items() if index != 5)
+    assert all(len(runs) == 1 for index, runs in taken.items() if index != 5)
     asked.clear()
     halfway = float(np.exp((np.log(94.0) + np.log(62.0)) / 2))
     stuck = search(lambda index, k: halfway)  # never decisive: up to the cap, then it ends
-    assert stuck.group is None and max(len(v) for v in stuck.values.values()) == 24
+    assert stuck.settled() is None and max(len(v) for v in taken.values()) == 24

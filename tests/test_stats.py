@@ -11,25 +11,24 @@ from guard.errors import ConfigError
 from guard.hunt import stats
 from guard.hunt.metrics import HIGHER, LOWER, Unreadable, parse_metric
 
-PLAN = stats.Plan(3, 24)  # compare's defaults: looks at 3, 6, 12 and 24 pairs
+REPEATS, CAP = 3, 24  # compare's defaults: looks at 3, 6, 12 and 24 pairs
+ALPHA_PER_LOOK = stats.ALPHA / 4
 WARMUPS = 2  # compare's: one at each side
 
 
-def sequential(
-    a: np.ndarray, b: np.ndarray, min_effect_pct: float, plan: stats.Plan = PLAN
-) -> tuple[stats.Decision, int]:
+def sequential(a: np.ndarray, b: np.ndarray, min_effect_pct: float) -> tuple[stats.Decision, int]:
     """A whole compare on precomputed runs: looks at 3, 6, 12, 24 pairs until settled; the
     decision and the runs of the command it cost (warm-ups included)."""
 
     def look(size: int, alpha: float) -> stats.Decision:
         return stats.decide(a[:size], b[:size], min_effect_pct=min_effect_pct, alpha=alpha)
 
-    decision, size = stats.settle(plan, look, lambda d: d.verdict != stats.UNKNOWN)
-    return decision, WARMUPS + 2 * size
+    decision = stats.settle(REPEATS, CAP, look, lambda d: d.verdict != stats.UNKNOWN)
+    return decision, WARMUPS + 2 * decision.n[0]
 
 
 def runs(rng: np.random.Generator, noise: float, factor: float = 1.0) -> np.ndarray:
-    return 94.0 * factor * np.exp(rng.normal(0.0, noise, PLAN.cap))
+    return 94.0 * factor * np.exp(rng.normal(0.0, noise, CAP))
 
 
 def test_a_a_compares_on_pure_noise_say_different_no_more_often_than_alpha() -> None:
@@ -109,20 +108,20 @@ def test_two_peaked_runs_are_unstable_not_different() -> None:
     lands on the slow path): significant, but no single change describes it."""
     rng = np.random.default_rng(4)
     a = runs(rng, 0.01)
-    b = runs(rng, 0.01) * np.where(np.arange(PLAN.cap) % 2, 1.0, 1 / 1.5)
-    decision = stats.decide(a, b, min_effect_pct=5, alpha=PLAN.alpha_per_look)
-    assert decision.p_value <= PLAN.alpha_per_look  # the t-test alone would say different
+    b = runs(rng, 0.01) * np.where(np.arange(CAP) % 2, 1.0, 1 / 1.5)
+    decision = stats.decide(a, b, min_effect_pct=5, alpha=ALPHA_PER_LOOK)
+    assert decision.p_value <= ALPHA_PER_LOOK  # the t-test alone would say different
     assert decision.verdict == stats.UNKNOWN and decision.unstable
 
 
 def test_an_outlier_pair_makes_a_change_unstable() -> None:
     rng = np.random.default_rng(6)
     a, b = runs(rng, 0.01)[:12], runs(rng, 0.01, 0.8)[:12]
-    clean = stats.decide(a, b, min_effect_pct=5, alpha=PLAN.alpha_per_look)
+    clean = stats.decide(a, b, min_effect_pct=5, alpha=ALPHA_PER_LOOK)
     assert clean.verdict == stats.DIFFERENT and not clean.unstable
     b[5] *= 0.8  # one run met a hiccup
-    hiccup = stats.decide(a, b, min_effect_pct=5, alpha=PLAN.alpha_per_look)
-    assert hiccup.p_value <= PLAN.alpha_per_look and hiccup.noise_pct < abs(hiccup.delta_pct)
+    hiccup = stats.decide(a, b, min_effect_pct=5, alpha=ALPHA_PER_LOOK)
+    assert hiccup.p_value <= ALPHA_PER_LOOK and hiccup.noise_pct < abs(hiccup.delta_pct)
     assert hiccup.verdict == stats.UNKNOWN and hiccup.unstable
 
 
@@ -131,8 +130,8 @@ def test_the_rank_test_must_agree_with_a_t_test_different() -> None:
     pairs; the signed-rank test (one-sided p = 2/64 > 1/64) does not, so it is unknown."""
     a = np.full(6, 94.0)
     b = 94.0 * np.array([1 / 1.5, 1 / 1.52, 1 / 1.48, 1 / 1.51, 1 / 1.49, 1.002])
-    decision = stats.decide(a, b, min_effect_pct=5, alpha=PLAN.alpha_per_look)
-    assert decision.p_value <= PLAN.alpha_per_look
+    decision = stats.decide(a, b, min_effect_pct=5, alpha=ALPHA_PER_LOOK)
+    assert decision.p_value <= ALPHA_PER_LOOK
     assert decision.verdict == stats.UNKNOWN
     assert stats.decide(a[:5], b[:5], min_effect_pct=5, alpha=0.0125).verdict == stats.DIFFERENT
 
@@ -143,8 +142,8 @@ def test_the_bootstrap_must_agree_with_a_t_test_different() -> None:
     its bootstrap interval holds 0: not a `different`."""
     ratios = np.array([-0.05] * 23 + [0.8]) + np.linspace(0, 0.001, 24)
     assert float(scipy_stats.wilcoxon(ratios, alternative="less").pvalue) < 1e-3
-    assert not stats._robust(ratios, float(np.mean(ratios)), PLAN.alpha_per_look)
-    assert stats._robust(ratios[:23], float(np.mean(ratios[:23])), PLAN.alpha_per_look)
+    assert not stats._robust(ratios, float(np.mean(ratios)), ALPHA_PER_LOOK)
+    assert stats._robust(ratios[:23], float(np.mean(ratios[:23])), ALPHA_PER_LOOK)
 
 
 def test_identical_runs_decide_plainly() -> None:
@@ -169,9 +168,13 @@ def test_pooled_runs_of_two_commits_decide_from_one_run_each() -> None:
     assert scale == pytest.approx(np.sqrt(sum(np.sum(x**2) for x in logs) / 4))
 
 
-def test_plans_look_at_doubling_sizes() -> None:
-    assert PLAN.sizes == [3, 6, 12, 24] and PLAN.alpha_per_look == stats.ALPHA / 4
-    assert stats.Plan(6, 20).sizes == [6, 12, 20]
+def test_looks_double_in_size_each_at_alpha_over_their_number() -> None:
+    looks: list[tuple[int, float]] = []
+    stats.settle(REPEATS, CAP, lambda size, alpha: looks.append((size, alpha)), lambda _: False)
+    assert looks == [(size, ALPHA_PER_LOOK) for size in (3, 6, 12, 24)]
+    looks.clear()
+    stats.settle(6, 20, lambda size, alpha: looks.append((size, alpha)), lambda _: False)
+    assert [size for size, _ in looks] == [6, 12, 20]
 
 
 # --- the metric, as sglang prints it ------------------------------------------------------------

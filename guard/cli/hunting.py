@@ -1,16 +1,17 @@
 """compare and bisect: a change hunted across commits with the patches carried. guard.hunt.hunt,
-and with it scipy, loads only when a command measures."""
+and with it scipy, loads only when a command measures; matplotlib only when --plot draws."""
 
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import shlex
 import sys
 from collections.abc import Callable
 from itertools import islice
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import click
@@ -25,9 +26,12 @@ from guard.cli.options import (
     json_option,
     report_lift,
 )
-from guard.errors import EXIT_GUARD_FAILED, EXIT_OK, one_line
+from guard.errors import EXIT_GUARD_FAILED, EXIT_OK, ConfigError, one_line
 from guard.git.gitpaths import crash_dir
 from guard.git.repo import Repo
+
+if TYPE_CHECKING:
+    from guard.hunt.hunt import Comparison, Hunt
 
 
 class _CommandLast(click.Command):
@@ -170,12 +174,14 @@ def _measure_options(func: Callable[..., Any]) -> Callable[..., Any]:
         click.option(
             "--repeats",
             type=click.IntRange(min=2),
+            default=3,  # stats.MIN_PAIRS: the t-test can decide at 3 pairs
             metavar="N",
             help="Counted runs per side to begin with (default: 3).",
         ),
         click.option(
             "--min-effect",
             type=click.FloatRange(min=0),
+            default=5.0,
             metavar="PCT",
             help="The smallest change that counts, in percent (default: 5): `different` needs "
             "at least half of it, `same` means the whole interval is within it.",
@@ -198,7 +204,7 @@ def _hunt_options(command: tuple[str, ...], metric: str, measuring: dict[str, An
 
     if command[:1] == ("--",):
         command = command[1:]
-    repeats = measuring["repeats"] or hunt.DEFAULT_REPEATS
+    repeats = measuring["repeats"]
     cap = measuring["max_repeats"] or max(hunt.DEFAULT_MAX_REPEATS, repeats)
     if cap < repeats:
         raise click.UsageError(f"--max-repeats {cap} is below --repeats {repeats}")
@@ -209,12 +215,12 @@ def _hunt_options(command: tuple[str, ...], metric: str, measuring: dict[str, An
         )
     higher = measuring["higher_is_better"]
     direction = None if higher is None else HIGHER if higher else LOWER
-    effect, warmups = measuring["min_effect"], measuring["warmups"]
+    warmups = measuring["warmups"]
     server = _server(measuring)
     return hunt.Options(
         command=command,
         metric=parse_metric(metric, direction),
-        min_effect_pct=hunt.DEFAULT_MIN_EFFECT_PCT if effect is None else effect,
+        min_effect_pct=measuring["min_effect"],
         repeats=repeats,
         max_repeats=cap,
         warmups=1 if warmups is None else warmups,
@@ -278,13 +284,86 @@ def _plot_option(what: str) -> Callable[[Callable[..., Any]], Callable[..., Any]
 
 
 def _plotting(cwd: Path, plot_file: Path | None) -> Path | None:
-    """Refused before anything is measured when the plot cannot be drawn."""
+    """Before anything is measured: a plot that cannot be drawn is refused now, not at the end."""
     if plot_file is None:
         return None
-    from guard.hunt import plots
+    path = cwd / plot_file
+    if path.suffix.lower() not in (".png", ".svg"):
+        raise ConfigError(f"--plot {path}: name a .png or .svg file")
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise ConfigError(
+            "--plot needs matplotlib, which is not installed: pip install 'git-patchguard[plot]'"
+        ) from None
+    if not path.parent.is_dir() or not os.access(path.parent, os.W_OK):
+        raise ConfigError(
+            f"--plot {path}: {path.parent} is not a directory patchguard can write to; name "
+            "a file in one that is"
+        )
+    return path
 
-    plots.require_plotting(cwd / plot_file)
-    return cwd / plot_file
+
+def _plot(comparison: Comparison, path: Path) -> None:
+    """Each side's runs as points over a box: the distribution the verdict was drawn from."""
+    figure, axes = _figure(5.0)
+    sides = (comparison.a, comparison.b)
+    axes.boxplot([side.values for side in sides], widths=0.4)
+    for position, side in enumerate(sides, start=1):
+        axes.plot([position] * len(side.values), side.values, "o", alpha=0.5)
+    axes.set_xticks([1, 2], [f"A {comparison.a.commit[:10]}", f"B {comparison.b.commit[:10]}"])
+    axes.set_ylabel(comparison.metric.key)
+    decision = comparison.decision
+    axes.set_title(f"{decision.verdict}: {decision.delta_pct:+.1f}%")
+    _save(figure, path)
+
+
+def _plot_bisect(found: Hunt, path: Path) -> None:
+    """Every run of a metric bisect at its commit, GOOD left and BAD right, the commit found
+    marked: where the hunt spent its runs, and how clearly the number moved there."""
+    good, bad = found.endpoints.a, found.endpoints.b
+    order = [good.commit, *found.line] if found.line else [good.commit, bad.commit]
+    runs = {good.commit: good.values, bad.commit: bad.values}
+    runs.update({step.runs.commit: step.runs.values for step in found.steps})
+    figure, axes = _figure(max(5.0, 0.45 * len(order) + 2))
+    for position, commit in enumerate(order):
+        values = runs.get(commit, [])
+        colour = "tab:red" if commit == found.first_changed else "tab:blue"
+        axes.plot([position] * len(values), values, "o", alpha=0.6, color=colour)
+    if found.first_changed in order:
+        axes.axvline(order.index(found.first_changed) - 0.5, color="tab:red", linestyle="--")
+    labels = [commit[:7] for commit in order]
+    labels[0], labels[-1] = f"GOOD {labels[0]}", f"BAD {labels[-1]}"
+    axes.set_xticks(range(len(order)), labels, rotation=60, ha="right", fontsize=7)
+    axes.set_ylabel(found.endpoints.metric.key)
+    measured = sum(len(values) for values in runs.values())
+    title = f"{found.verdict}: {found.first_changed[:10]}" if found.first_changed else found.verdict
+    axes.set_title(f"{title} ({measured} runs counted, {found.runs} in all)")
+    _save(figure, path)
+
+
+def _figure(width: float) -> tuple[Any, Any]:
+    """A figure drawn off screen (no display needed) and its axes."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot
+
+    return pyplot.subplots(figsize=(width, 4))
+
+
+def _save(figure: Any, path: Path) -> None:
+    """Written after the verdict is printed: a disk that filled meanwhile costs the picture,
+    with one line, never the hunt's answer."""
+    from matplotlib import pyplot
+
+    figure.tight_layout()
+    try:
+        figure.savefig(path)
+    except OSError as error:
+        raise ConfigError(f"--plot {path}: cannot write it ({error.strerror})") from None
+    finally:
+        pyplot.close(figure)
 
 
 @click.command(
@@ -337,9 +416,7 @@ def compare(
         render.compare_json(comparison) if as_json else "\n".join(render.compare_lines(comparison))
     )
     if plot_file is not None:  # after the verdict: a failed write costs only the picture
-        from guard.hunt import plots
-
-        plots.plot(comparison, plot_file)
+        _plot(comparison, plot_file)
 
 
 @click.group(epilog=epilog("patchguard bisect run --log hunt.jsonl python ~/bench.py"))
@@ -423,9 +500,7 @@ def bisect_run(
         found = hunt.bisect(Repo.discover(cwd), options, _progress)
         click.echo(render.hunt_json(found) if as_json else "\n".join(render.hunt_lines(found)))
         if plot_file is not None:  # after the verdict: a failed write costs only the picture
-            from guard.hunt import plots
-
-            plots.plot_bisect(found, plot_file)
+            _plot_bisect(found, plot_file)
         return EXIT_OK if found.verdict == hunt.FOUND else EXIT_GUARD_FAILED
     if _given(*measuring, "plot_file", "as_json"):
         raise click.UsageError("--json, --plot and the measuring options go with --metric M")

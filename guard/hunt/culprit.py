@@ -37,13 +37,13 @@ class Fit:
 
     @classmethod
     def of(cls, good: Sequence[float], bad: Sequence[float]) -> Fit:
+        level_good, level_bad = (float(np.mean(np.log(runs))) for runs in (good, bad))
         spread, df = pooled_spread([good, bad])
         if df < 1 or spread == 0:  # a benchmark that prints the same number each run
-            gap = abs(float(np.mean(np.log(bad)) - np.mean(np.log(good))))
-            spread, df = max(gap, 1e-9) * 1e-3, max(df, 1)
+            spread, df = max(abs(level_bad - level_good), 1e-9) * 1e-3, max(df, 1)
         return cls(
-            float(np.mean(np.log(good))),
-            float(np.mean(np.log(bad))),
+            level_good,
+            level_bad,
             spread * math.sqrt(1 + 1 / len(good)),
             spread * math.sqrt(1 + 1 / len(bad)),
             df,
@@ -69,58 +69,43 @@ class Posterior:
         """P(h) ∝ the product over probed j of (j ≥ h ? like BAD : like GOOD): with log ratios,
         log P(h) = Σ_{j ≥ h} evidence[j] up to a constant (the uniform prior cancels)."""
         ratios = np.zeros(self.size)
-        for index, value in self.evidence.items():
-            ratios[index] = value
+        ratios[list(self.evidence)] = list(self.evidence.values())
         log_p = np.cumsum(ratios[::-1])[::-1]
         return np.asarray(np.exp(log_p - special.logsumexp(log_p)))
 
-    def groups(self) -> list[list[int]]:
-        """Hypotheses no measurement can tell apart: h and h + 1 differ only at candidate h,
+    def settled(self) -> list[int] | None:
+        """The hypotheses of the group that holds SETTLED of the posterior, if one does. A group
+        is the hypotheses no measurement can tell apart: h and h + 1 differ only at candidate h,
         so a skipped candidate joins them."""
-        found: list[list[int]] = [[0]]
+        groups: list[list[int]] = [[0]]
         for h in range(1, self.size):
             if h - 1 in self.skipped:
-                found[-1].append(h)
+                groups[-1].append(h)
             else:
-                found.append([h])
-        return found
-
-    def settled(self) -> list[int] | None:
-        """The hypotheses of the group that holds SETTLED of the posterior, if one does."""
+                groups.append([h])
         p = self.probabilities()
-        for group in self.groups():
-            if float(p[group].sum()) >= SETTLED:
-                return group
-        return None
+        return next((group for group in groups if float(p[group].sum()) >= SETTLED), None)
 
     def probe(self) -> int | None:
         """The candidate whose run splits the posterior closest to half and half (the median):
         a run at j tells {h ≤ j} from {h > j}. BAD (the last candidate) tells nothing."""
         cdf = np.cumsum(self.probabilities())
         usable = [j for j in range(self.size - 1) if j not in self.skipped]
-        if not usable:
-            return None
-        return min(usable, key=lambda j: (abs(float(cdf[j]) - 0.5), j))
+        return min(usable, key=lambda j: (abs(float(cdf[j]) - 0.5), j), default=None)
 
 
-@dataclass
-class Search:
-    """Where a search ended: `group` is None when the posterior did not settle."""
-
-    posterior: Posterior
-    values: dict[int, list[float]]
-    group: list[int] | None
-
-
-def search(fit: Fit, size: int, take: Callable[[int, int], list[float] | None], cap: int) -> Search:
-    """Probe the posterior's median until one group holds SETTLED of it.
+def search(
+    fit: Fit, size: int, take: Callable[[int, int], list[float] | None], cap: int
+) -> Posterior:
+    """Probe the posterior's median until one group holds SETTLED of it (its settled() then
+    names the group; None when the search ended unsettled).
 
     take(j, n) gives at least n values of candidate j, or None where nothing can be measured
     (the candidate is skipped). A search whose next probe already has `cap` runs ends unsettled.
     """
     posterior = Posterior(size)
     values: dict[int, list[float]] = {}
-    while (group := posterior.settled()) is None:
+    while posterior.settled() is None:
         probe = posterior.probe()
         if probe is None or len(values.get(probe, [])) >= cap:
             break
@@ -134,4 +119,4 @@ def search(fit: Fit, size: int, take: Callable[[int, int], list[float] | None], 
             posterior.evidence[probe] = fit.evidence(got)
             if abs(posterior.evidence[probe]) >= math.log(DECISIVE) or len(got) >= cap:
                 break
-    return Search(posterior, values, group)
+    return posterior

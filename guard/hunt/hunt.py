@@ -36,9 +36,7 @@ from guard.store.derived import load_manifest
 from guard.tree import patching
 from guard.tree.verdicts import CheckReport
 
-DEFAULT_REPEATS = stats.MIN_PAIRS  # the first look: the t-test can decide at 3 pairs
 DEFAULT_MAX_REPEATS = 24  # pairs per side at the last look (3, 6, 12, 24)
-DEFAULT_MIN_EFFECT_PCT = 5.0
 FOUND, NO_CHANGE, UNDECIDED, AMBIGUOUS = "found", "no-change", "unknown", "ambiguous"
 UNSETTLED = "unsettled"  # GOOD and BAD differ, but the probes did not settle on a commit
 _TAIL_LINES = 5  # of a failed run's output, in its message
@@ -423,11 +421,9 @@ def _blob_of(repo: Repo, path: str) -> str | None:
 
 
 def _current(repo: Repo) -> str:
-    """The branch HEAD is on, or HEAD's commit when it is detached."""
-    try:
-        return run_git(["symbolic-ref", "-q", "--short", "HEAD"], repo.workdir).stdout.strip()
-    except ConfigError:  # detached: symbolic-ref -q fails without a word
-        return run_git(["rev-parse", "HEAD"], repo.workdir).stdout.strip()
+    """The branch HEAD is on, or HEAD's commit when it is detached (read anew each time)."""
+    head = repo.git.head
+    return str(head.target) if repo.git.head_is_detached else head.shorthand
 
 
 @contextmanager
@@ -477,11 +473,9 @@ def _session(
 
 
 def _commit(repo: Repo, revision: str) -> str:
-    try:
-        found = run_git(["rev-parse", "--verify", "-q", f"{revision}^{{commit}}"], repo.workdir)
-    except ConfigError:
-        raise ConfigError(f"{revision!r} names no commit here (git rev-parse)") from None
-    return found.stdout.strip()
+    if (found := repo.commit_id(f"{revision}^{{commit}}")) is None:
+        raise ConfigError(f"{revision!r} names no commit here (git rev-parse)")
+    return found
 
 
 # --- compare --------------------------------------------------------------------------------------
@@ -567,9 +561,10 @@ def _compare(bench: _Bench, a: str, b: str) -> Comparison:
             runs_a.values, runs_b.values, min_effect_pct=options.min_effect_pct, alpha=alpha
         )
 
-    plan = stats.Plan(options.repeats, options.max_repeats)
-    decision, size = stats.settle(plan, look, lambda d: d.verdict != stats.UNKNOWN)
-    capped = decision.verdict == stats.UNKNOWN and size == plan.sizes[-1]
+    decision = stats.settle(
+        options.repeats, options.max_repeats, look, lambda d: d.verdict != stats.UNKNOWN
+    )
+    capped = decision.verdict == stats.UNKNOWN  # settle looks again while unknown, to the cap
     return Comparison(options.metric, runs_a, runs_b, decision, capped, bench.runs)
 
 
@@ -639,8 +634,8 @@ def _bisect(bench: _Bench, good: str, bad: str, terms: tuple[str, str], kept: Ke
         return measured[commit].values
 
     fit = culprit.Fit.of(endpoints.a.values, endpoints.b.values)
-    search = culprit.search(fit, len(line), take, options.max_repeats)
-    evidence = search.posterior.evidence
+    posterior = culprit.search(fit, len(line), take, options.max_repeats)
+    evidence = posterior.evidence
 
     def steps() -> list[Step]:
         """The probed commits, oldest first, each with its change against GOOD."""
@@ -655,13 +650,13 @@ def _bisect(bench: _Bench, good: str, bad: str, terms: tuple[str, str], kept: Ke
                 found.append(Step(like, runs, against))
         return found
 
-    group = search.group
+    group = posterior.settled()
     if group is None or len(group) > 1:
         verdict = UNSETTLED if group is None else AMBIGUOUS
         return Hunt(endpoints, steps(), verdict, cost(), line)
     first = line[group[0]]
     parent = line[group[0] - 1] if group[0] else good
-    probability = float(search.posterior.probabilities()[group[0]])
+    probability = float(posterior.probabilities()[group[0]])
     bench.progress(f"{first[:10]} is the first changed commit with probability {probability:.3f}")
     change = _against_parent(bench, measured, parent, first)
     probed = steps()
@@ -738,9 +733,9 @@ def _against_parent(
         return _pooled(measured, *sides, options.min_effect_pct, alpha)
 
     start = min(len(runs.samples) for runs in sides)
-    plan = stats.Plan(start, max(start, options.max_repeats))
-    decision, _ = stats.settle(plan, look, lambda d: d is None or d.verdict != stats.UNKNOWN)
-    return decision  # None: the command failed too often there to say by how much
+    cap = max(start, options.max_repeats)
+    # None: the command failed too often there to say by how much
+    return stats.settle(start, cap, look, lambda d: d is None or d.verdict != stats.UNKNOWN)
 
 
 def _tell_git(

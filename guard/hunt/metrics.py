@@ -129,16 +129,12 @@ def _labelled(output: str, wanted: str) -> list[str]:
 
 def _json_values(output: str, key: str) -> list[str]:
     """The key's value in each JSON line, or in the whole text when it is one JSON object (vLLM's
-    --save-result file, indented or not); a value that is not a number as its JSON text."""
+    --save-result file, indented or not), as its JSON text; a float as Python prints it (`nan`,
+    `inf`: refused as a run prints them, not as JSON's NaN)."""
     whole = _json_object(output)
     objects = [whole] if whole is not None else map(_json_object, output.splitlines())
     values = [found[key] for found in objects if found is not None and key in found]
-    return [
-        repr(value)
-        if isinstance(value, int | float) and not isinstance(value, bool)
-        else json.dumps(value)
-        for value in values
-    ]
+    return [repr(value) if isinstance(value, float) else json.dumps(value) for value in values]
 
 
 def _json_object(text: str) -> dict[str, Any] | None:

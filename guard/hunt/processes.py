@@ -2,21 +2,20 @@
 
 A benchmark or a server spawns helpers (sglang's scheduler and detokenizer, a shell's
 background job). Left alive, one reparented to PID 1 keeps the server's port (the next server
-cannot bind, the old one answers) or the output pipe open (every run then waits for it). So the
-command leads a process group of its own, and the hunt ends the whole group and waits until none
-of it is left before it moves on. A process that moved into another session escapes that: a
-port it still holds is named by `port_holder`. Zombies that a PID 1 never reaps (some
-containers) count as gone where /proc tells them apart.
+cannot bind, the old one answers). So the command leads a process group of its own, and the
+hunt ends the whole group and waits until none of it is left before it moves on. A process
+that moved into another session escapes that: a port it still holds is named by `port_holder`.
+Zombies that a PID 1 never reaps (some containers) count as gone where /proc tells them apart.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import select
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -39,7 +38,7 @@ class Group:
         argv: Sequence[str],
         cwd: Path,
         env: Mapping[str, str],
-        stdout: int | IO[bytes],
+        stdout: IO[bytes],
     ) -> None:
         self.popen = subprocess.Popen(
             list(argv),
@@ -76,18 +75,19 @@ class Group:
         if self.gone():
             return True
         self.signal(signal.SIGTERM)
-        if _wait_until(self.gone, GRACE_SECONDS):
+        if wait_until(self.gone, GRACE_SECONDS):
             return True
         self.signal(signal.SIGKILL)
-        return _wait_until(self.gone, _GONE_AFTER_KILL)
+        return wait_until(self.gone, _GONE_AFTER_KILL)
 
 
-def _wait_until(condition: Callable[[], bool], seconds: float) -> bool:
+def wait_until(condition: Callable[[], bool], seconds: float, poll: float = _POLL) -> bool:
+    """Whether `condition` came true within `seconds`, looked at every `poll` seconds."""
     deadline = time.monotonic() + seconds
     while not condition():
         if time.monotonic() >= deadline:
             return False
-        time.sleep(_POLL)
+        time.sleep(poll)
     return True
 
 
@@ -126,63 +126,41 @@ def run_grouped(
     stop_asked: Callable[[], bool],
     started: Callable[[Group | None], None],
 ) -> Finished:
-    """Run `argv` in a session of its own and read its output until the command itself exits,
-    then end the rest of its group: a helper that keeps the pipe open does not make the run
-    wait. Past `timeout` seconds, or `GRACE_SECONDS` after a stop was asked, the whole group is
-    ended. `started` is told the group (to pass signals on), and None once it is over."""
-    try:
-        group = Group(argv, cwd, env, subprocess.PIPE)
-    except OSError as error:
-        raise ConfigError(f"cannot start {argv[0]}: {error.strerror}") from None
-    assert group.popen.stdout is not None
-    pipe = group.popen.stdout.fileno()
-    os.set_blocking(pipe, False)
-    chunks: list[bytes] = []
-    start = time.monotonic()
-    stop_since: float | None = None
-    timed_out = False
-    reading = True  # until the pipe's end (a command may close its output and go on)
-    started(group)
-    try:
-        while not group.exited():
-            now = time.monotonic()
-            if timeout is not None and now - start > timeout:
-                timed_out = True
-                break
-            if stop_asked():
-                stop_since = now if stop_since is None else stop_since
-                if now - stop_since > GRACE_SECONDS:
+    """Run `argv` in a session of its own until the command itself exits, then end the rest of
+    its group. Its output goes to a file, as the server's does: a helper left holding it open
+    cannot make the run wait, as one holding a pipe would. Past `timeout` seconds, or
+    `GRACE_SECONDS` after a stop was asked, the whole group is ended. `started` is told the
+    group (to pass signals on), and None once it is over."""
+    with tempfile.TemporaryFile() as output:
+        try:
+            group = Group(argv, cwd, env, output)
+        except OSError as error:
+            raise ConfigError(f"cannot start {argv[0]}: {error.strerror}") from None
+        start = time.monotonic()
+        stop_since: float | None = None
+        timed_out = False
+        started(group)
+        try:
+            while not group.exited():
+                now = time.monotonic()
+                if timeout is not None and now - start > timeout:
+                    timed_out = True
                     break
-            if reading:
-                with contextlib.suppress(InterruptedError):
-                    select.select([pipe], [], [], 0.1)
-                reading = _drain(pipe, chunks)
-            else:
+                if stop_asked():
+                    stop_since = now if stop_since is None else stop_since
+                    if now - stop_since > GRACE_SECONDS:
+                        break
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     group.popen.wait(0.1)
-        if reading:
-            _drain(pipe, chunks)
-    finally:
-        group.end()
-        started(None)
-        group.popen.stdout.close()
-    output = b"".join(chunks).decode(errors="replace")
+        finally:
+            group.end()
+            started(None)
+        output.seek(0)
+        text = output.read().decode(errors="replace")
     code = group.popen.poll()
     if code is None:  # the leader outlived SIGKILL
         code = -signal.SIGKILL
-    return Finished(code if code >= 0 else 128 - code, output, timed_out)
-
-
-def _drain(pipe: int, chunks: list[bytes]) -> bool:
-    """What the pipe holds now, without waiting for more; False at its end."""
-    while True:
-        try:
-            data = os.read(pipe, 65536)
-        except BlockingIOError:
-            return True
-        if not data:
-            return False
-        chunks.append(data)
+    return Finished(code if code >= 0 else 128 - code, text, timed_out)
 
 
 # --- ports ---------------------------------------------------------------------------------------
@@ -192,8 +170,10 @@ def port_holder(host: str, port: int) -> str | None:
     """Who listens on `port` and how to stop it, or None when it is free (without /proc, a
     connection attempt to `host` decides)."""
     tables = [_PROC / "net" / name for name in ("tcp", "tcp6")]
-    if not any(table.exists() for table in tables):
-        return _held_by(port, None) if _answers(host, port) else None
+    if not any(table.exists() for table in tables):  # held when something answers there
+        with contextlib.suppress(OSError), socket.create_connection((host, port), timeout=1):
+            return _held_by(port, None)
+        return None
     inodes = set()
     for table in tables:
         with contextlib.suppress(OSError):
@@ -213,14 +193,6 @@ def port_holder(host: str, port: int) -> str | None:
                     if os.readlink(fd) in inodes:
                         return _held_by(port, entry)
     return _held_by(port, None)
-
-
-def _answers(host: str, port: int) -> bool:
-    try:
-        with socket.create_connection((host, port), timeout=1):
-            return True
-    except OSError:
-        return False
 
 
 def _held_by(port: int, entry: Path | None) -> str:

@@ -21,7 +21,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from guard.errors import GuardFailure
-from guard.hunt.processes import Group, port_holder
+from guard.hunt.processes import Group, port_holder, wait_until
 
 SERVER_LOG = "patchguard-server.log"  # in the worktree's git dir, rewritten at each start
 _PORT_FREE_WITHIN = 5.0  # after the group is gone: a listener's socket closes with its last
@@ -70,19 +70,16 @@ class Server:
         """Start it and wait until it is ready: None then, else why not (it is stopped again).
         A port already held is refused before anything starts (GuardFailure)."""
         address = self.spec.address
-        if address is not None:
-            holder = port_holder(*address)
-            if holder is not None:
-                raise GuardFailure(
-                    f"{holder}; nothing was measured (a server "
-                    "already there would answer in place of the one started from the checkout)"
-                )
+        if address is not None and (holder := port_holder(*address)) is not None:
+            raise GuardFailure(
+                f"{holder}; nothing was measured (a server "
+                "already there would answer in place of the one started from the checkout)"
+            )
         self.gpu_before = _gpu_memory()
-        self.log.write_bytes(b"")
         shown = self.log.relative_to(cwd) if self.log.is_relative_to(cwd) else self.log
         self.progress(f"server starting at {where} (its output: {shown})")
         began = time.monotonic()
-        with self.log.open("ab") as log:
+        with self.log.open("wb") as log:  # rewritten at each start
             self.group = Group(["sh", "-c", self.spec.command], cwd, env, log)
         self.runs = 0
         why = self._wait_ready(stop_asked)
@@ -133,14 +130,12 @@ class Server:
             )
         address = self.spec.address
         if address is not None:
-            deadline = time.monotonic() + _PORT_FREE_WITHIN
-            while (holder := port_holder(*address)) is not None:
-                if time.monotonic() > deadline:
-                    raise GuardFailure(
-                        f"the server was stopped, but {holder} "
-                        "(a process that left the server's session cannot be stopped with it)"
-                    )
-                time.sleep(_POLL)
+            wait_until(lambda: port_holder(*address) is None, _PORT_FREE_WITHIN, _POLL)
+            if (holder := port_holder(*address)) is not None:
+                raise GuardFailure(
+                    f"the server was stopped, but {holder} "
+                    "(a process that left the server's session cannot be stopped with it)"
+                )
         self._wait_gpus()
         self.progress("server stopped")
 
@@ -149,20 +144,18 @@ class Server:
         before = self.gpu_before
         if before is None:
             return
-        deadline = time.monotonic() + _GPU_SETTLE_WITHIN
-        while True:
+
+        def back() -> bool:
             now = _gpu_memory()
-            if now is None or all(
+            return now is None or all(
                 u <= b + _GPU_SLACK_MIB for u, b in zip(now, before, strict=False)
-            ):
-                return
-            if time.monotonic() > deadline:
-                self.progress(
-                    f"the GPUs' memory is still at {now} MiB (was {before} MiB before the "
-                    "server started); going on"
-                )
-                return
-            time.sleep(0.5)
+            )
+
+        if not wait_until(back, _GPU_SETTLE_WITHIN, 0.5):
+            self.progress(
+                f"the GPUs' memory is still at {_gpu_memory()} MiB (was {before} MiB before the "
+                "server started); going on"
+            )
 
 
 def _answers_2xx(opener: urllib.request.OpenerDirector, url: str) -> bool:

@@ -34,30 +34,6 @@ _Answer = TypeVar("_Answer")
 
 
 @dataclass(frozen=True)
-class Plan:
-    """How many runs each look has: `repeats`, then twice as many while unknown, up to `cap`.
-
-    Each look tests at ALPHA over the number of looks (Bonferroni: O'Brien-Fleming would leave
-    the first look almost nothing), so that looking again with more runs never raises the
-    chance of a false `different` over the whole comparison above ALPHA.
-    """
-
-    repeats: int
-    cap: int
-
-    @property
-    def sizes(self) -> list[int]:
-        sizes = [self.repeats]
-        while sizes[-1] < self.cap:
-            sizes.append(min(2 * sizes[-1], self.cap))
-        return sizes
-
-    @property
-    def alpha_per_look(self) -> float:
-        return ALPHA / len(self.sizes)
-
-
-@dataclass(frozen=True)
 class Decision:
     """B against A. `delta_pct` and `ci_pct` are B's change relative to A, in percent."""
 
@@ -94,7 +70,10 @@ def decide(
     if spread is None:
         ratios = log_b - log_a
         estimate = float(np.mean(ratios))
-        noise, outlier = max(_spread_pct(log_a), _spread_pct(log_b)), _has_outlier(ratios)
+        # the larger side's sample standard deviation of the log-values (two-peaked runs show
+        # here as a spread as large as the gap between the peaks' mean)
+        sd = max(np.std(log_a, ddof=1), np.std(log_b, ddof=1)) if len(a) > 1 else 0.0
+        noise, outlier = _pct(float(sd)), _has_outlier(ratios)
         plain = bool(np.ptp(ratios) == 0)  # identical ratios: no spread for a t-test
         if not plain:
             test = stats.ttest_1samp(ratios, 0.0)
@@ -108,8 +87,7 @@ def decide(
         plain = error == 0 or df < 1
         if not plain:
             p_value = float(2 * stats.t.sf(abs(estimate) / error, df))
-            half = float(stats.t.ppf(0.5 + CONFIDENCE / 2, df)) * error
-            low, high = estimate - half, estimate + half
+            low, high = stats.t.interval(CONFIDENCE, df, loc=estimate, scale=error)
     if plain:  # no spread to test against: the answer is plain
         p_value, low, high = (1.0 if estimate == 0 else 0.0), estimate, estimate
     delta, ci = _pct(estimate), (_pct(low), _pct(high))
@@ -174,22 +152,26 @@ def _has_outlier(ratios: np.ndarray) -> bool:
 
 
 def settle(
-    plan: Plan, look: Callable[[int, float], _Answer], settled: Callable[[_Answer], bool]
-) -> tuple[_Answer, int]:
-    """Look with plan.sizes runs in turn until an answer is settled; the last answer, its size."""
-    for size in plan.sizes:
-        answer = look(size, plan.alpha_per_look)
+    repeats: int,
+    cap: int,
+    look: Callable[[int, float], _Answer],
+    settled: Callable[[_Answer], bool],
+) -> _Answer:
+    """Look with `repeats` runs, then twice as many while the answer is not settled, up to `cap`;
+    the last answer (one not settled is the cap's).
+
+    Each look tests at ALPHA over the number of looks (Bonferroni: O'Brien-Fleming would leave
+    the first look almost nothing), so that looking again with more runs never raises the
+    chance of a false `different` over the whole comparison above ALPHA.
+    """
+    sizes = [repeats]
+    while sizes[-1] < cap:
+        sizes.append(min(2 * sizes[-1], cap))
+    for size in sizes:
+        answer = look(size, ALPHA / len(sizes))
         if settled(answer):
             break
-    return answer, size
-
-
-def _spread_pct(log_values: np.ndarray) -> float:
-    """How much single runs vary, in percent: the sample standard deviation of the log-values
-    (two-peaked runs show here as a spread as large as the gap between the peaks' mean)."""
-    if len(log_values) < 2:
-        return 0.0
-    return _pct(float(np.std(log_values, ddof=1)))
+    return answer
 
 
 def _pct(log_ratio: float) -> float:
