@@ -399,11 +399,11 @@ def test_a_statement_kind_reading_does_not_know_is_cannot_tell() -> None:
     tree = ast.parse("class C:\n    def m(self):\n        return 1\n")
     known = _Model()
     known.run(tree)
-    assert known.resolve("C.m", frozenset({"m"})).state == PRESENT
+    assert known.resolve(["C", "m"], True).state == PRESENT
     tree.body.append(Unknown(lineno=4, col_offset=0, end_lineno=4, end_col_offset=1))
     model = _Model()
     model.run(tree)
-    found = model.resolve("C.m", frozenset({"m"}))
+    found = model.resolve(["C", "m"], True)
     assert found.state == CANNOT_TELL
     assert "line 4 is a statement reading does not know (Unknown)" in found.reason
 

@@ -15,7 +15,6 @@ import ast
 import builtins
 import importlib.util
 import sys
-import unicodedata
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
@@ -419,20 +418,19 @@ class _Scopes:
 
     # -- answering ----------------------------------------------------------------------------
 
-    def resolve(self, qualname: str, callable_names: frozenset[str]) -> Resolution:
+    def resolve(self, parts: list[str], callable_leaf: bool) -> Resolution:
+        """SymbolIndex.resolve's reading (`callable_leaf`: a def or class of the file is asked for,
+        so a value bound there is not it)."""
         if self.unreadable:
             return Resolution(CANNOT_TELL, None, self.unreadable)
         if self.fails:
             return Resolution(ABSENT, None, self.fails)
-        parts = [unicodedata.normalize("NFKC", part) for part in qualname.split(".")]
-        found = self._resolve_in(_MODULE_SCOPE, parts, parts[-1] in callable_names, 0)
+        found = self._resolve_in(_MODULE_SCOPE, parts, callable_leaf)
         if found.state == PRESENT and self.may_fail:
             return Resolution(CANNOT_TELL, found.lineno, self.may_fail)
         return found
 
-    def _resolve_in(
-        self, scope: int, parts: list[str], callable_leaf: bool, depth: int
-    ) -> Resolution:
+    def _resolve_in(self, scope: int, parts: list[str], callable_leaf: bool) -> Resolution:
         name, rest = self._name(scope, parts[0]), parts[1:]
         outcome = self._lookup(scope, name, callable_leaf or bool(rest), set())
         if outcome.state != PRESENT:
@@ -441,14 +439,12 @@ class _Scopes:
         if not rest:
             return Resolution(PRESENT, outcome.found[-1].lineno)
         answers = []
-        for binding in outcome.found:
-            at = f"{parts[0]} is bound at line {binding.lineno} to"
-            if binding.kind == "class" and binding.scope is not None and depth < _MAX_DEPTH:
-                answers.append(self._resolve_in(binding.scope, rest, callable_leaf, depth + 1))
-            elif binding.kind in ("other", "def"):
-                answers.append(Resolution(CANNOT_TELL, None, f"{at} a value the model cannot read"))
+        for binding in outcome.found:  # a class or a function: a callable was expected
+            if binding.kind == "class" and binding.scope is not None:
+                answers.append(self._resolve_in(binding.scope, rest, callable_leaf))
             else:
-                answers.append(Resolution(ABSENT, None, f"{at} something other than a class"))
+                why = f"bound at line {binding.lineno} to a value the model cannot read"
+                answers.append(Resolution(CANNOT_TELL, None, f"{parts[0]} is {why}"))
         states = {a.state for a in answers}
         if states == {PRESENT}:
             return answers[-1]
@@ -577,9 +573,6 @@ _SAFE_EXPRESSIONS = (
     ast.Not,
     ast.BoolOp,
     ast.UnaryOp,
-    ast.keyword,
-    ast.arguments,
-    ast.arg,
 )
 
 

@@ -108,17 +108,19 @@ class SymbolIndex:
         user code is decided (for this interpreter); anything else that may change the answer (a
         runtime condition, a try body that may fail first, an unread decorator or metaclass,
         reflection) makes it cannot tell, never present."""
-        found = self.model.resolve(qualname, self._callable_names)
-        if found.state == PRESENT and self.reflection is not None:
+        parts = [unicodedata.normalize("NFKC", part) for part in qualname.split(".")]
+        found = self.model.resolve(parts, parts[-1] in self._callable_names)
+        if found.state != PRESENT:
+            return found
+        if self.reflection is not None:
             lineno, what = self.reflection
             return Resolution(
                 CANNOT_TELL,
                 reason=f"line {lineno} reaches bindings by reflection ({what}), which reading "
                 "does not follow",
             )
-        parts = [unicodedata.normalize("NFKC", part) for part in qualname.split(".")]
         why = self.effects.at_import.touching(parts) if self.effects is not None else None
-        if found.state == PRESENT and why is not None:
+        if why is not None:
             return Resolution(CANNOT_TELL, reason=f"code run at import may change it: {why}")
         return found
 
