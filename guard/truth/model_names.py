@@ -238,21 +238,18 @@ class _Scopes:
         self, decorators: list[ast.expr], env: _Env, what: str, replaces: str
     ) -> str | None:
         for decorator in decorators:
-            if not self._keeps(decorator, env):
+            local = self._lookup_env(decorator, env)
+            if not (
+                self._origin(decorator, env) in _KEEPING_DECORATORS
+                or (isinstance(local, _LocalDef) and _returns_a_function(local))
+                or (
+                    isinstance(decorator, ast.Attribute)  # a property's
+                    and decorator.attr in ("setter", "getter", "deleter")
+                    and self._lookup_env(decorator.value, env) == _Origin("builtins.property")
+                )
+            ):
                 return f"the {what} at line {decorator.lineno} may replace {replaces}"
         return None
-
-    def _keeps(self, decorator: ast.expr, env: _Env) -> bool:
-        if self._origin(decorator, env) in _KEEPING_DECORATORS:
-            return True
-        if (
-            isinstance(decorator, ast.Attribute)
-            and decorator.attr in ("setter", "getter", "deleter")
-            and self._lookup_env(decorator.value, env) == _Origin("builtins.property")
-        ):
-            return True
-        local = self._lookup_env(decorator, env)
-        return isinstance(local, _LocalDef) and _returns_a_function(local)
 
     def _value(self, node: ast.expr, env: _Env, depth: int = 0) -> object:
         """The value of an expression Python computes without running user code, or _UNKNOWN."""
