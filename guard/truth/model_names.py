@@ -136,10 +136,10 @@ class _Scopes:
     importing it binds (`resolve`)."""
 
     def __init__(
-        self, unreadable: str | None = None, known: Mapping[str, object] = _KNOWN_VALUES
+        self, unreadable: str | None = None, facts: Mapping[str, object] | None = None
     ) -> None:
         self.unreadable = unreadable
-        self.known = known  # what names such as `sys.version_info` are for the interpreter
+        self.known = {**_KNOWN_VALUES, **facts} if facts else _KNOWN_VALUES
         self.scopes: dict[int, dict[str, list[Binding]]] = {_MODULE_SCOPE: {}}
         self.classes: dict[int, _Class] = {}
         self.globals_of: dict[int, frozenset[str]] = {}

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from guard.collector import without_collector
 from guard.store.spec import Spec
-from guard.truth.model_names import _KNOWN_VALUES, CANNOT_TELL, PRESENT, Resolution
+from guard.truth.model_names import CANNOT_TELL, PRESENT, Resolution
 from guard.truth.model_statements import _Model
 from guard.truth.statements import blocks, last_name
 
@@ -82,7 +82,7 @@ class SymbolIndex:
                 raise SourceSyntaxError(path, None, str(error)) from None
             except (RecursionError, MemoryError):  # CPython compiles nesting ast cannot build
                 return cls([], _Model(unreadable=_TOO_DEEP))
-            model = _Model(known={**_KNOWN_VALUES, **facts} if facts else _KNOWN_VALUES)
+            model = _Model(facts=facts)
             try:
                 model.run(tree)
                 index = cls(_walk(tree.body, prefix="", block_counter=iter(range(1 << 62))), model)
