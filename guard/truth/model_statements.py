@@ -204,15 +204,14 @@ class _Model(_Scopes):
                 "derived from it"
             )
         slots = self._slots(node, body.env)
-        if slots:
-            clash = sorted(slots & {n for n, bs in self.scopes[inner].items() if bs})
-            if clash:
-                return (
-                    f"class {node.name} at line {node.lineno}: {clash[0]!r} in __slots__ "
-                    "conflicts with a class variable"
-                )
-            for slot in sorted(slots):
-                self._add(body, self._name(inner, slot), "value", node.lineno)
+        clash = sorted(slots & {n for n, bs in self.scopes[inner].items() if bs})
+        if clash:
+            return (
+                f"class {node.name} at line {node.lineno}: {clash[0]!r} in __slots__ "
+                "conflicts with a class variable"
+            )
+        for slot in sorted(slots):
+            self._add(body, self._name(inner, slot), "value", node.lineno)
         name = self._name(at.scope, node.name)
         value = self.classes[inner] = _Class(inner, node.name, bases, origins, doubt, passes_on)
         self._add(at, name, "class", node.lineno, inner=inner, doubt=doubt, value=value)

@@ -89,12 +89,11 @@ class SymbolIndex:
                 index.reflection, index.attribute_write = _import_time(tree)
                 from guard.truth.effect_reader import summarize
 
-                effects = summarize(tree)
+                index.effects = effects = summarize(tree)
                 effects.graph.build = None  # the rest from the source, if ever asked (resumed)
                 effects.graph.source = partial(resumed, effects.graph, source, path)
             except RecursionError:
                 return cls([], _Model(unreadable=_TOO_DEEP))
-            index.effects = effects
             index.relative_imports = [
                 (node.lineno, node.level, node.module or "")
                 for node in tree.body
