@@ -416,8 +416,6 @@ class _Scopes:
     # -- answering ----------------------------------------------------------------------------
 
     def resolve(self, parts: list[str], callable_leaf: bool) -> Resolution:
-        """SymbolIndex.resolve's reading (`callable_leaf`: a def or class of the file is asked for,
-        so a value bound there is not it)."""
         if self.unreadable:
             return Resolution(CANNOT_TELL, None, self.unreadable)
         if self.fails:
