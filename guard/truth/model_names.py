@@ -15,7 +15,6 @@ import ast
 import builtins
 import importlib.util
 import sys
-import unicodedata
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
@@ -137,10 +136,10 @@ class _Scopes:
     importing it binds (`resolve`)."""
 
     def __init__(
-        self, unreadable: str | None = None, known: Mapping[str, object] = _KNOWN_VALUES
+        self, unreadable: str | None = None, facts: Mapping[str, object] | None = None
     ) -> None:
         self.unreadable = unreadable
-        self.known = known  # what names such as `sys.version_info` are for the interpreter
+        self.known = {**_KNOWN_VALUES, **facts} if facts else _KNOWN_VALUES
         self.scopes: dict[int, dict[str, list[Binding]]] = {_MODULE_SCOPE: {}}
         self.classes: dict[int, _Class] = {}
         self.globals_of: dict[int, frozenset[str]] = {}
@@ -239,21 +238,18 @@ class _Scopes:
         self, decorators: list[ast.expr], env: _Env, what: str, replaces: str
     ) -> str | None:
         for decorator in decorators:
-            if not self._keeps(decorator, env):
+            local = self._lookup_env(decorator, env)
+            if not (
+                self._origin(decorator, env) in _KEEPING_DECORATORS
+                or (isinstance(local, _LocalDef) and _returns_a_function(local))
+                or (
+                    isinstance(decorator, ast.Attribute)  # a property's
+                    and decorator.attr in ("setter", "getter", "deleter")
+                    and self._lookup_env(decorator.value, env) == _Origin("builtins.property")
+                )
+            ):
                 return f"the {what} at line {decorator.lineno} may replace {replaces}"
         return None
-
-    def _keeps(self, decorator: ast.expr, env: _Env) -> bool:
-        if self._origin(decorator, env) in _KEEPING_DECORATORS:
-            return True
-        if (
-            isinstance(decorator, ast.Attribute)
-            and decorator.attr in ("setter", "getter", "deleter")
-            and self._lookup_env(decorator.value, env) == _Origin("builtins.property")
-        ):
-            return True
-        local = self._lookup_env(decorator, env)
-        return isinstance(local, _LocalDef) and _returns_a_function(local)
 
     def _value(self, node: ast.expr, env: _Env, depth: int = 0) -> object:
         """The value of an expression Python computes without running user code, or _UNKNOWN."""
@@ -419,20 +415,17 @@ class _Scopes:
 
     # -- answering ----------------------------------------------------------------------------
 
-    def resolve(self, qualname: str, callable_names: frozenset[str]) -> Resolution:
+    def resolve(self, parts: list[str], callable_leaf: bool) -> Resolution:
         if self.unreadable:
             return Resolution(CANNOT_TELL, None, self.unreadable)
         if self.fails:
             return Resolution(ABSENT, None, self.fails)
-        parts = [unicodedata.normalize("NFKC", part) for part in qualname.split(".")]
-        found = self._resolve_in(_MODULE_SCOPE, parts, parts[-1] in callable_names, 0)
+        found = self._resolve_in(_MODULE_SCOPE, parts, callable_leaf)
         if found.state == PRESENT and self.may_fail:
             return Resolution(CANNOT_TELL, found.lineno, self.may_fail)
         return found
 
-    def _resolve_in(
-        self, scope: int, parts: list[str], callable_leaf: bool, depth: int
-    ) -> Resolution:
+    def _resolve_in(self, scope: int, parts: list[str], callable_leaf: bool) -> Resolution:
         name, rest = self._name(scope, parts[0]), parts[1:]
         outcome = self._lookup(scope, name, callable_leaf or bool(rest), set())
         if outcome.state != PRESENT:
@@ -441,14 +434,12 @@ class _Scopes:
         if not rest:
             return Resolution(PRESENT, outcome.found[-1].lineno)
         answers = []
-        for binding in outcome.found:
-            at = f"{parts[0]} is bound at line {binding.lineno} to"
-            if binding.kind == "class" and binding.scope is not None and depth < _MAX_DEPTH:
-                answers.append(self._resolve_in(binding.scope, rest, callable_leaf, depth + 1))
-            elif binding.kind in ("other", "def"):
-                answers.append(Resolution(CANNOT_TELL, None, f"{at} a value the model cannot read"))
+        for binding in outcome.found:  # a class or a function: a callable was expected
+            if binding.kind == "class" and binding.scope is not None:
+                answers.append(self._resolve_in(binding.scope, rest, callable_leaf))
             else:
-                answers.append(Resolution(ABSENT, None, f"{at} something other than a class"))
+                why = f"bound at line {binding.lineno} to a value the model cannot read"
+                answers.append(Resolution(CANNOT_TELL, None, f"{parts[0]} is {why}"))
         states = {a.state for a in answers}
         if states == {PRESENT}:
             return answers[-1]
@@ -577,9 +568,6 @@ _SAFE_EXPRESSIONS = (
     ast.Not,
     ast.BoolOp,
     ast.UnaryOp,
-    ast.keyword,
-    ast.arguments,
-    ast.arg,
 )
 
 

@@ -40,15 +40,6 @@ _EXITS = frozenset({"sys.exit", "builtins.exit", "builtins.quit", "os._exit"})
 # Statements that bind nothing and never raise at import (`return`, `break` and `continue` outside
 # their place do not compile).
 _INERT_STATEMENTS = (ast.Pass, ast.Global, ast.Nonlocal, ast.Break, ast.Continue, ast.Return)
-# Every statement kind `_stmt` reads, by name (TypeAlias: Python 3.12); any other is cannot tell.
-KNOWN_STATEMENTS = frozenset(
-    {
-        *(kind.__name__ for kind in _INERT_STATEMENTS),
-        *("FunctionDef", "AsyncFunctionDef", "ClassDef", "Assign", "AnnAssign", "AugAssign"),
-        *("Delete", "Import", "ImportFrom", "Expr", "Raise", "Assert", "If", "For", "AsyncFor"),
-        *("While", "Try", "TryStar", "With", "AsyncWith", "Match", "TypeAlias"),
-    }
-)
 # A function's attributes that, set, change what calling it runs.
 _CODE_ATTRIBUTES = frozenset({"__code__", "__defaults__", "__kwdefaults__"})
 
@@ -148,7 +139,7 @@ class _Model(_Scopes):
             name = self._name(at.scope, node.name.id)  # type: ignore[attr-defined]
             self._add(at, name, "other", node.lineno)
         elif not isinstance(node, _INERT_STATEMENTS):  # as pyflakes' _unknown_handler: never
-            kind = type(node).__name__  # silently nothing (tests/test_binding_forms.py lists them)
+            kind = type(node).__name__  # silently nothing (tests/test_binding_forms.py checks them)
             unknown = f"line {node.lineno} is a statement reading does not know ({kind})"
             self._add(at, "*", "any", node.lineno, doubt=unknown)
         return None, None
@@ -213,15 +204,14 @@ class _Model(_Scopes):
                 "derived from it"
             )
         slots = self._slots(node, body.env)
-        if slots:
-            clash = sorted(slots & {n for n, bs in self.scopes[inner].items() if bs})
-            if clash:
-                return (
-                    f"class {node.name} at line {node.lineno}: {clash[0]!r} in __slots__ "
-                    "conflicts with a class variable"
-                )
-            for slot in sorted(slots):
-                self._add(body, self._name(inner, slot), "value", node.lineno)
+        clash = sorted(slots & {n for n, bs in self.scopes[inner].items() if bs})
+        if clash:
+            return (
+                f"class {node.name} at line {node.lineno}: {clash[0]!r} in __slots__ "
+                "conflicts with a class variable"
+            )
+        for slot in sorted(slots):
+            self._add(body, self._name(inner, slot), "value", node.lineno)
         name = self._name(at.scope, node.name)
         value = self.classes[inner] = _Class(inner, node.name, bases, origins, doubt, passes_on)
         self._add(at, name, "class", node.lineno, inner=inner, doubt=doubt, value=value)

@@ -38,11 +38,8 @@ def imported(node: ast.Import | ast.ImportFrom) -> Iterator[tuple[str, str]]:
     origin has its leading dots."""
     if isinstance(node, ast.Import):
         for alias in node.names:
-            if alias.asname:
-                yield alias.asname, alias.name
-            else:
-                root = alias.name.split(".")[0]
-                yield root, root
+            root = alias.name.split(".")[0]  # `import a.b` binds a, to a
+            yield (alias.asname, alias.name) if alias.asname else (root, root)
         return
     module = "." * node.level + (node.module or "")
     for alias in node.names:

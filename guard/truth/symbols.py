@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from guard.collector import without_collector
 from guard.store.spec import Spec
-from guard.truth.model_names import _KNOWN_VALUES, CANNOT_TELL, PRESENT, Resolution
+from guard.truth.model_names import CANNOT_TELL, PRESENT, Resolution
 from guard.truth.model_statements import _Model
 from guard.truth.statements import blocks, last_name
 
@@ -57,8 +57,8 @@ class SymbolIndex:
         for definition in definitions:
             self.by_qualname.setdefault(definition.qualname, []).append(definition)
         self.model = model
-        self.reflection: tuple[int, str] | None = None  # (line, what): see _reflection
-        self.attribute_write: int | None = None  # the first line that sets or deletes an attribute
+        self.reflection: tuple[int, str] | None = None  # (line, what): see _import_time
+        self.attribute_write: int | None = None  # see _import_time
         # `from .x.y import z` at the top of the module, always run: (line, dots, "x.y")
         self.relative_imports: list[tuple[int, int, str]] = []
         # what its import-time code may change (guard.truth.effects)
@@ -80,19 +80,17 @@ class SymbolIndex:
                 raise SourceSyntaxError(path, None, str(error)) from None
             except (RecursionError, MemoryError):  # CPython compiles nesting ast cannot build
                 return cls([], _Model(unreadable=_TOO_DEEP))
-            model = _Model(known={**_KNOWN_VALUES, **facts} if facts else _KNOWN_VALUES)
+            model = _Model(facts=facts)
             try:
                 model.run(tree)
                 index = cls(_walk(tree.body, prefix="", block_counter=iter(range(1 << 62))), model)
-                index.reflection = _reflection(tree)
-                index.attribute_write = _attribute_write(tree)
+                index.reflection, index.attribute_write = _import_time(tree)
                 from guard.truth.effect_reader import summarize
 
-                effects = summarize(tree)
+                index.effects = effects = summarize(tree)
                 effects.graph.build = partial(resumed, effects.graph, source, path)  # not the tree
             except RecursionError:
                 return cls([], _Model(unreadable=_TOO_DEEP))
-            index.effects = effects
             index.relative_imports = [
                 (node.lineno, node.level, node.module or "")
                 for node in tree.body
@@ -106,17 +104,19 @@ class SymbolIndex:
         user code is decided (for this interpreter); anything else that may change the answer (a
         runtime condition, a try body that may fail first, an unread decorator or metaclass,
         reflection) makes it cannot tell, never present."""
-        found = self.model.resolve(qualname, self._callable_names)
-        if found.state == PRESENT and self.reflection is not None:
+        parts = [unicodedata.normalize("NFKC", part) for part in qualname.split(".")]
+        found = self.model.resolve(parts, parts[-1] in self._callable_names)
+        if found.state != PRESENT:
+            return found
+        if self.reflection is not None:
             lineno, what = self.reflection
             return Resolution(
                 CANNOT_TELL,
                 reason=f"line {lineno} reaches bindings by reflection ({what}), which reading "
                 "does not follow",
             )
-        parts = [unicodedata.normalize("NFKC", part) for part in qualname.split(".")]
         why = self.effects.at_import.touching(parts) if self.effects is not None else None
-        if found.state == PRESENT and why is not None:
+        if why is not None:
             return Resolution(CANNOT_TELL, reason=f"code run at import may change it: {why}")
         return found
 
@@ -202,17 +202,21 @@ _REFLECTIVE_CALLS = frozenset({"globals", "locals", "vars", "exec", "eval", "__i
 _REFLECTIVE_ATTRIBUTES = frozenset({"__dict__", "__setattr__", "__delattr__"})
 
 
-def _reflection(tree: ast.Module) -> tuple[int, str] | None:
-    """The first place where code run at import may change bindings in ways the model does not
-    follow (`globals()`, `exec`, `sys.modules`, `__dict__`, a computed `setattr`...; in a function
-    the module calls while it runs, any attribute write too), or None. Such a module's answers
-    are never "present" from reading alone."""
+def _import_time(tree: ast.Module) -> tuple[tuple[int, str] | None, int | None]:
+    """What code run at import does that the model does not follow, each None if nothing:
+    (line, what) of a change of bindings by reflection (`globals()`, `exec`, `sys.modules`,
+    `__dict__`, a computed `setattr`...; in a function the module calls while it runs, any
+    attribute write too), which makes no answer "present" from reading alone; and the line of
+    an attribute assignment or deletion (`mod.C = None`, `del mod.C.m`), which in a package's
+    `__init__.py` may change a module of the package. Of several, the last one outside functions
+    is named (the walk starts at the end)."""
     defined = {
         node.name: node
         for node in tree.body
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
     }
     called: set[str] = set()
+    reflection, write = None, None
     stack: list[ast.AST] = list(tree.body)
     while stack:  # the import-time code: everything outside function bodies
         node = stack.pop()
@@ -220,33 +224,19 @@ def _reflection(tree: ast.Module) -> tuple[int, str] | None:
             stack += [*node.decorator_list, *node.args.defaults]
             stack += [n for n in (*node.args.kw_defaults, node.returns) if n is not None]
             continue
-        found = _reflective(node)
-        if found is not None:
-            return found
+        reflection = reflection or _reflective(node)
+        mutating = _mutating(node)
+        if write is None and mutating and not isinstance(node, ast.Global | ast.Call):
+            write = mutating[0]
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
             called.add(node.func.id)
         stack.extend(n for n in ast.iter_child_nodes(node) if n is not None)
-    for name in sorted(called & defined.keys()):
+    for name in sorted(called & defined.keys()) if reflection is None else ():
         for node in ast.walk(defined[name]):
             found = _reflective(node) or _mutating(node)
-            if found is not None:
-                return found[0], f"{found[1]} in {name}(), called at import time"
-    return None
-
-
-def _attribute_write(tree: ast.Module) -> int | None:
-    """The first line of import-time code that assigns or deletes an attribute (`mod.C = None`,
-    `del mod.C.m`): in a package's `__init__.py`, that may change a module of the package."""
-    stack: list[ast.AST] = list(tree.body)
-    while stack:
-        node = stack.pop()
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
-            continue
-        found = _mutating(node)
-        if found is not None and not isinstance(node, ast.Global | ast.Call):
-            return found[0]
-        stack.extend(ast.iter_child_nodes(node))
-    return None
+            if reflection is None and found is not None:
+                reflection = found[0], f"{found[1]} in {name}(), called at import time"
+    return reflection, write
 
 
 def _reflective(node: ast.AST) -> tuple[int, str] | None:
