@@ -63,7 +63,7 @@ def runs_made(hunt: Checkout) -> int:
 
 
 def as_the_user_left_it(hunt: Checkout, kimi: bytes) -> None:
-    assert hunt.git("symbolic-ref", "--short", "HEAD").stdout.strip() == "work"
+    assert hunt.git("symbolic-ref", "HEAD").stdout.strip() == "refs/heads/work"
     assert hunt.head() == hunt.commits["s00"]
     assert hunt.kimi.read_bytes() == kimi
     assert (hunt.root / "README.md").read_text().endswith(USER_EDIT)
@@ -101,6 +101,16 @@ def test_compare_before_and_after_the_slowdown_says_different(
     assert report["runs"] <= 8  # a third off at 2% noise: decided at the first look, 3 pairs
     assert set(report) == documented("## `patchguard compare --json`")
     assert "<svg" in plot.read_text()
+    as_the_user_left_it(hunt, kimi)
+
+
+def test_a_compare_goes_home_to_the_branch_where_a_tag_has_its_name(hunt: Checkout) -> None:
+    """A tag `work` beside the branch `work`: `git symbolic-ref --short` says `heads/work`, and
+    checking that out would have left the user on a detached HEAD."""
+    kimi = hunt.kimi.read_bytes()
+    hunt.git("tag", "work", "s05")
+    result = in_process(hunt, "compare", "s02", "s12", "--json", "--", *BENCH)
+    assert result.exit_code == 0, result.stderr
     as_the_user_left_it(hunt, kimi)
 
 
