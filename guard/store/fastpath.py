@@ -65,12 +65,7 @@ def head_entries(
     if listing is None:
         ls_tree = ["--literal-pathspecs", "ls-tree", "--full-tree", commit, "--", *paths]
         listing = _git_output(workdir, ls_tree)
-    if listing is None:
-        return None
-    lines = listing.split("\n")
-    if lines[-1] == "":
-        lines.pop()
-    return "".join(line + " " for line in lines)
+    return None if listing is None else listing.replace("\n", " ")  # each line ends in one
 
 
 def _git_output(workdir: str, args: Sequence[str]) -> str | None:
