@@ -345,6 +345,46 @@ def earlier_versions(repo: Repo, name: str, path: str, depth: int = 20) -> list[
     return list(found.values())
 
 
+EARLIER = "earlier"
+LATER = "later"
+_MADE_BY = ("re-recorded", "recorded", "fetched", "imported", "resolved")
+
+
+class Order(NamedTuple):
+    """How the version of a patch's file a worktree holds stands to the recorded one: after
+    an undo it holds a *later* version, after a fetch an *earlier* one, and the two read
+    alike in a file, so it is read from the history, never guessed."""
+
+    held: str  # EARLIER or LATER than the recorded version
+    made_by: str  # the change that first held it: "re-recorded", "fetched", ... or ""
+
+    def article(self) -> str:
+        return "an earlier" if self.held == EARLIER else "a later"
+
+
+def order(repo: Repo, held_blob: str, recorded_blob: str) -> Order | None:
+    """Where `held_blob` (the worktree's version of a patch's file) stands to `recorded_blob`,
+    by the state that first held each: None when the history holds either nowhere. Each state
+    pins its manifest's blobs in its `blobs/` tree, so that is a tree lookup, no manifest read.
+    """
+    import pygit2
+
+    first: dict[str, tuple[int, str]] = {}
+    for age, change in enumerate(walk(repo)):  # newest first: the last hit is the oldest
+        tree = _commit_at(repo, change.commit).tree
+        if BLOBS_ENTRY not in tree:
+            continue
+        pinned = tree[BLOBS_ENTRY].peel(pygit2.Tree)
+        for blob in (held_blob, recorded_blob):
+            if blob in pinned:
+                first[blob] = (age, change.subject)
+    if held_blob not in first or recorded_blob not in first:
+        return None
+    (held_age, subject), (recorded_age, _) = first[held_blob], first[recorded_blob]
+    made_by = next((verb for verb in _MADE_BY if subject.startswith(verb)), "")
+    return Order(LATER if held_age < recorded_age else EARLIER, made_by)
+
+
 def manifest_at(repo: Repo, oid: str | None) -> Manifest:
     """The manifest a state holds, held to the schema: a state pushed in from another
     version, or put on the ref by hand, may not be valid (ConfigError)."""

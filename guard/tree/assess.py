@@ -392,7 +392,7 @@ class _Version:
 
 def _held_version(repo: Repo, recorded: FileChange, held: FileChange) -> str:
     """What the worktree holds, in words; earlier or later as the history says."""
-    from guard.store.version_order import LATER, order
+    from guard.store.history import LATER, order
 
     found = order(repo, held.patched_blob, recorded.patched_blob)
     if found is None:

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from guard.store.derived import load_manifest
-from guard.store.version_order import order
+from guard.store.history import order
 from guard.tree import assess
 from guard.tree.verdicts import FileVerdict, PatchVerdict, State, fix_for, in_words
 from guard.tree.worktree import Worktree
