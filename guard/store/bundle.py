@@ -22,7 +22,6 @@ from guard.store.manifest import select_patches
 from guard.store.schema import SCHEMA_VERSION, Manifest, ObjectId, Strict, parse_versioned
 
 BUNDLE_FORMAT: Final = "patchguard.bundle"
-BUNDLE_SCHEMA_FILE_NAME = "bundle.schema.json"
 
 
 class Bundle(Strict):

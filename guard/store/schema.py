@@ -1,4 +1,4 @@
-"""The manifest's schema: pydantic models that validate it and generate `schemas/`.
+"""The manifest's schema: pydantic models that validate it (scripts/generate.py writes `schemas/`).
 
 Every manifest is validated here before patchguard uses it, so a hand-broken file is reported
 by name and field, never half-used (guard.store.manifest comes here only for bytes it has not
@@ -19,7 +19,6 @@ from guard.git.worktree_paths import name_problem
 from guard.store.spec import parse_spec
 
 SCHEMA_VERSION = 1
-SCHEMA_FILE_NAME = "manifest.schema.json"
 
 
 def _repo_path(value: str) -> str:
@@ -194,10 +193,3 @@ def describe_validation(error: ValidationError) -> str:
         parts.append(f"field {field}: {item['msg']}")
     more = error.error_count() - len(parts)
     return "; ".join(parts) + (f"; and {more} more" if more > 0 else "")
-
-
-def json_schema(model: type[BaseModel] = Manifest) -> str:
-    """The JSON Schema of the manifest (or of another file's model), as committed in schemas/."""
-    schema = model.model_json_schema()
-    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
-    return json.dumps(schema, indent=2, sort_keys=True) + "\n"
