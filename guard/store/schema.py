@@ -142,6 +142,17 @@ class Manifest(Strict):
         return patches
 
 
+class Bundle(Strict):
+    """A self-contained export: the manifest, and the bytes of every blob it refers to."""
+
+    format: Literal["patchguard.bundle"] = Field(description="Always 'patchguard.bundle'.")
+    schema_version: int = Field(
+        ge=SCHEMA_VERSION, le=SCHEMA_VERSION, description=f"This patchguard reads {SCHEMA_VERSION}."
+    )
+    manifest: Manifest
+    blobs: dict[ObjectId, str] = Field(description="Blob id -> content, base64.")
+
+
 def validate_manifest(raw: bytes, path: Path, *, remedy: str | None = None) -> dict[str, Any]:
     """The manifest's JSON as validated data, or a ConfigError naming the file and field."""
     model = parse_versioned(
