@@ -51,7 +51,7 @@ if TYPE_CHECKING:
 BLOBS_ENTRY = "blobs"
 TAKEN_OVER = "took over the manifest as found"  # the first state of a manifest found without one
 STARTED = "no patches yet"  # the first state of a repository whose first change is a fetch
-_NO_REF = "0" * 40  # update-ref's "this ref must not exist yet"
+_NO_REF = "0" * 40  # update-ref's "no such ref": as the old value, not yet there; as the new, gone
 _HEAD_TRAILER = "Patchguard-Head"
 _TIME_TRAILER = "Patchguard-Time"
 _UNDOES_TRAILER = "Patchguard-Undoes"
@@ -165,12 +165,7 @@ def save(
     try:
         derive_manifest(repo.layout, raw, new)
     except ConfigError:  # "nothing was changed" must hold: the ref goes back where it was
-        from guard.git.process import run_git
-
-        if old is None:
-            run_git(["update-ref", "-d", HISTORY_REF, new], repo.workdir)
-        else:
-            run_git(["update-ref", HISTORY_REF, old, new], repo.workdir)
+        _move_ref(repo, old or _NO_REF, new, f"back before: {change}")
         repo.layout.transaction_path.unlink(missing_ok=True)
         raise
     faults.point("store-derived")
@@ -258,7 +253,8 @@ def _commit(
 
 
 def _move_ref(repo: Repo, new: str, old: str | None, subject: str) -> None:
-    """Compare-and-swap: the ref moves only if it still holds `old` (or is still absent)."""
+    """Compare-and-swap: the ref moves only if it still holds `old` (or is still absent);
+    every move of it, the way back too."""
     from guard.git.process import run_git
 
     update = ["update-ref", "-m", f"patchguard: {subject}", HISTORY_REF, new, old or _NO_REF]
