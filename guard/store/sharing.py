@@ -151,35 +151,28 @@ def fetch(repo: Repo, remote: str, keep: str | None = None) -> Fetched:
         theirs = _fetch_tip(repo, remote)
         ours_manifest = load_manifest(repo, missing_ok=True)
         ours = history.current(repo)
+        second: str | None = theirs  # the merge's second parent
         if ours is not None and (ours == theirs or repo.git.descendant_of(ours, theirs)):
             taken = _taken_back(repo, theirs, ours) if keep == THEIRS else []
             if not taken:
                 return Fetched(remote, up_to_date=True)
-            return _take_theirs_again(repo, remote, theirs, ours_manifest, taken)
-        base = str(repo.git.merge_base(ours, theirs) or "") if ours is not None else ""
-        theirs_manifest = _validated_state(repo, remote, theirs)
-        merged, changes = _merge(
-            history.manifest_at(repo, base or None), ours_manifest, theirs_manifest, remote, keep
-        )
-        incoming = [p for p in merged.patches if p not in ours_manifest.patches]
-        _refuse_unimportable(repo, incoming, repo.blob)
+            # --theirs after an undo here took back a change fetched from `remote`: its version
+            # of those patches again, as a change of its own (what the push refusal offers)
+            remote_state, second = history.manifest_at(repo, theirs), None
+            patches = [p for p in ours_manifest.patches if p.name not in taken]
+            patches += [p for p in remote_state.patches if p.name in taken]
+            merged = ours_manifest._replace(patches=patches)
+            changes = [Came("took-theirs", name) for name in taken]
+        else:
+            base = str(repo.git.merge_base(ours, theirs) or "") if ours is not None else ""
+            theirs_manifest = _validated_state(repo, remote, theirs)
+            base_manifest = history.manifest_at(repo, base or None)
+            merged, changes = _merge(base_manifest, ours_manifest, theirs_manifest, remote, keep)
+            incoming = [p for p in merged.patches if p not in ours_manifest.patches]
+            _refuse_unimportable(repo, incoming, repo.blob)
         summary = ", ".join(c.line() for c in changes) or "nothing new"
-        history.save(repo, merged, f"fetched from {remote}: {summary}", merged=theirs)
+        history.save(repo, merged, f"fetched from {remote}: {summary}", merged=second)
         return Fetched(remote, up_to_date=False, changes=changes)
-
-
-def _take_theirs_again(
-    repo: Repo, remote: str, theirs: str, ours: Manifest, taken: list[str]
-) -> Fetched:
-    """`fetch --theirs` after an undo here took back a change fetched from `remote`: its
-    version of those patches again, as a change of its own (what the push refusal offers)."""
-    remote_state = history.manifest_at(repo, theirs)
-    patches = [p for p in ours.patches if p.name not in taken]
-    patches += [p for p in remote_state.patches if p.name in taken]
-    changes = [Came("took-theirs", name) for name in taken]
-    summary = ", ".join(c.line() for c in changes)
-    history.save(repo, ours._replace(patches=patches), f"fetched from {remote}: {summary}")
-    return Fetched(remote, up_to_date=False, changes=changes)
 
 
 def _fetch_tip(repo: Repo, remote: str) -> str:
