@@ -402,21 +402,12 @@ def manifest_at(repo: Repo, oid: str | None) -> Manifest:
     return parse_manifest(raw, repo.layout.manifest_path, source=source)
 
 
-def log_changes(repo: Repo, name: str | None) -> list[dict[str, Any]]:
+def log_changes(repo: Repo, name: str | None, unknown: str | None = None) -> list[dict[str, Any]]:
     """`patchguard log [NAME]` as --json has it, newest first: entry N is what `show NAME@{N}`
     and `undo --list` call N, its time local (ISO 8601, with its offset). A function of the
-    history's tip alone."""
-    found = _changes_of(repo, name)
-    if name is not None and not found:
-        raise ConfigError(
-            f"patch {name} has no history (see `patchguard log` for the patches that have one)"
-        )
-    return found
-
-
-def _changes_of(repo: Repo, name: str | None) -> list[dict[str, Any]]:
-    """log_changes, or [] for a patch with no history. A state that is not a valid manifest
-    changed nothing (its "invalid" says why)."""
+    history's tip alone. A state that is not a valid manifest changed nothing (its "invalid"
+    says why). A NAME with no history is refused, in the words of `unknown` (default: log's).
+    """
     entries = []
     before = Manifest()  # the state before each change: the last valid one, oldest first
     for change in reversed(list(walk(repo))):
@@ -448,6 +439,11 @@ def _changes_of(repo: Repo, name: str | None) -> list[dict[str, Any]]:
                 }
             )
         before = after
+    if name is not None and not entries:
+        raise ConfigError(
+            unknown
+            or f"patch {name} has no history (see `patchguard log` for the patches that have one)"
+        )
     return [{"number": number, **entry} for number, entry in enumerate(reversed(entries))]
 
 
@@ -457,9 +453,7 @@ def patch_version(repo: Repo, text: str) -> Patch:
     if not rest.endswith("}") or not rest[:-1].isdigit():
         raise ConfigError(f"{text}: write NAME@{{N}}, N as `patchguard log {name}` numbers them")
     number = int(rest[:-1])
-    found = _changes_of(repo, name)
-    if not found:
-        raise ConfigError(f"no patch named {name} in the history; see: patchguard log")
+    found = log_changes(repo, name, f"no patch named {name} in the history; see: patchguard log")
     if number >= len(found):
         raise ConfigError(
             f"patch {name} has {len(found)} version(s) in its history, numbered 0 to "
