@@ -16,8 +16,9 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 
 from guard.errors import ConfigError
 from guard.git.worktree_paths import name_problem
-from guard.store.manifest import SCHEMA_VERSION
 from guard.store.spec import parse_spec
+
+SCHEMA_VERSION = 1
 
 
 def _repo_path(value: str) -> str:

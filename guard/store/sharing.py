@@ -268,12 +268,12 @@ def export_bundle(repo: Repo, names: Sequence[str] = ()) -> str:
         hint = "; to write the bundle to a file: patchguard export -o {}"
         manifest = manifest._replace(patches=select_patches(manifest, names, hint), guards=[])
     blobs = {oid: base64.b64encode(repo.blob(oid)).decode() for oid in sorted(manifest.blob_ids())}
-    from guard.store.schema import Bundle  # pydantic: only for bundles
+    from guard.store.schema import SCHEMA_VERSION, Bundle  # pydantic: only for bundles
 
     bundle = Bundle.model_validate(
         {
             "format": "patchguard.bundle",
-            "schema_version": manifest.schema_version,  # the schema's: it was validated
+            "schema_version": SCHEMA_VERSION,
             "manifest": as_dict(manifest),
             "blobs": blobs,
         }
