@@ -354,9 +354,6 @@ class Order(NamedTuple):
     held: str  # EARLIER or LATER than the recorded version
     made_by: str  # the change that first held it: "re-recorded", "fetched", ... or ""
 
-    def article(self) -> str:
-        return "an earlier" if self.held == EARLIER else "a later"
-
 
 def order(repo: Repo, held_blob: str, recorded_blob: str) -> Order | None:
     """Where `held_blob` (the worktree's version of a patch's file) stands to `recorded_blob`,

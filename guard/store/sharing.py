@@ -77,8 +77,7 @@ def push(repo: Repo, remote: str, *, take_back: bool = False) -> str:
             "nothing to push: no patch has been recorded in this repository yet "
             "(patchguard record NAME)"
         )
-    theirs = _remote_tip(repo, remote)
-    taken = _taken_back(repo, theirs, tip) if theirs is not None else []
+    taken = _taken_back(repo, _remote_tip(repo, remote), tip)
     if taken and not take_back:
         them = "it" if len(taken) == 1 else "them"
         raise GuardFailure(
@@ -110,13 +109,13 @@ def _remote_tip(repo: Repo, remote: str) -> str | None:
     return listed[0] if listed else None
 
 
-def _taken_back(repo: Repo, theirs: str, tip: str) -> list[str]:
+def _taken_back(repo: Repo, theirs: str | None, tip: str) -> list[str]:
     """The patches of the remote's state (`theirs`) that pushing `tip` would take back: an
     undo since then of a change that brought them, where our version is not the remote's."""
     import pygit2
 
-    if theirs == tip or not isinstance(repo.git.get(theirs), pygit2.Commit):
-        return []  # not fetched here, or not a commit: git's push says what it makes of it
+    if theirs is None or theirs == tip or not isinstance(repo.git.get(theirs), pygit2.Commit):
+        return []  # none, not fetched here, or not a commit: git's push says what it makes of it
     if not repo.git.descendant_of(tip, theirs):
         return []  # not a fast-forward: git refuses, and _remote_has_more says why
     remote_state = history.manifest_at(repo, theirs)

@@ -398,8 +398,8 @@ def _held_version(repo: Repo, recorded: FileChange, held: FileChange) -> str:
     if found is None:
         return "the worktree holds another version of this patch"
     made = f"the {found.made_by} one, " if found.made_by else ""
-    since = "taken back since" if found.held == LATER else "updated since"
-    return f"the worktree holds {found.article()} version of this patch: {made}{since}"
+    which, since = ("a later", "taken back") if found.held == LATER else ("an earlier", "updated")
+    return f"the worktree holds {which} version of this patch: {made}{since} since"
 
 
 def _contains_change(
