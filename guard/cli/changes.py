@@ -31,20 +31,20 @@ def undo(cwd: Path, number: int | None, as_list: bool, as_json: bool) -> None:
     Refuses (exit 1) if a file was edited since, rather than lose that edit.
     """
     from guard.cli import render
-    from guard.store import undoing
+    from guard.store import history
 
     repo = Repo.discover(cwd)
     if as_list or as_json:
         if not as_list or number is not None:
             raise click.UsageError("--json goes with --list, which takes no N")
-        entries = undoing.undo_entries(repo)
+        entries = history.undo_entries(repo)
         if as_json:
             click.echo(render.json_report("patchguard.undo-list/1", entries=entries))
         else:
             lines = [f"{entry['number']}. {entry['what']}" for entry in entries]
             click.echo("\n".join(lines) or "nothing to undo")
         return
-    done = [undoing.undo(repo)] if number is None else undoing.undo_through(repo, number)
+    done = [history.undo(repo)] if number is None else history.undo_through(repo, number)
     for undone in done:
         click.echo(f"undid {undone.what}")
     say_worktree(repo, [name for undone in done for name in undone.patches])

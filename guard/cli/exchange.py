@@ -43,13 +43,13 @@ def export_(cwd: Path, names: tuple[str, ...], output: Path | None) -> None:
 
     The bundle is one self-contained, schema-validated JSON file, on stdout unless -o FILE.
     """
-    from guard.store import bundle  # pydantic: only for bundles
+    from guard.store import sharing
 
-    text = bundle.export_bundle(Repo.discover(cwd), names)
+    text = sharing.export_bundle(Repo.discover(cwd), names)
     if output is None:
         click.echo(text, nl=False)
     else:
-        bundle.write_bundle(cwd / output, text)
+        sharing.write_bundle(cwd / output, text)
 
 
 @click.command(
@@ -72,11 +72,11 @@ def import_(cwd: Path, file: str, install_now: bool) -> None:
     unknown schema version, is refused and nothing is written. `patchguard undo` takes an
     import back.
     """
-    from guard.store import bundle  # pydantic: only for bundles
+    from guard.store import sharing
 
     repo = Repo.discover(cwd)
-    raw = sys.stdin.buffer.read() if file == "-" else bundle.read_bundle(cwd / file)
-    lines, changed = bundle.import_bundle(repo, file, raw)
+    raw = sys.stdin.buffer.read() if file == "-" else sharing.read_bundle(cwd / file)
+    lines, changed = sharing.import_bundle(repo, file, raw)
     click.echo("\n".join(lines) or "the bundle holds nothing")
     say_worktree(repo, changed)
     advise_hooks(repo, "them", install_now=install_now)

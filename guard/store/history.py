@@ -51,7 +51,7 @@ if TYPE_CHECKING:
 BLOBS_ENTRY = "blobs"
 TAKEN_OVER = "took over the manifest as found"  # the first state of a manifest found without one
 STARTED = "no patches yet"  # the first state of a repository whose first change is a fetch
-_NO_REF = "0" * 40  # update-ref's "this ref must not exist yet"
+_NO_REF = "0" * 40  # update-ref's "no such ref": as the old value, not yet there; as the new, gone
 _HEAD_TRAILER = "Patchguard-Head"
 _TIME_TRAILER = "Patchguard-Time"
 _UNDOES_TRAILER = "Patchguard-Undoes"
@@ -165,12 +165,7 @@ def save(
     try:
         derive_manifest(repo.layout, raw, new)
     except ConfigError:  # "nothing was changed" must hold: the ref goes back where it was
-        from guard.git.process import run_git
-
-        if old is None:
-            run_git(["update-ref", "-d", HISTORY_REF, new], repo.workdir)
-        else:
-            run_git(["update-ref", HISTORY_REF, old, new], repo.workdir)
+        _move_ref(repo, old or _NO_REF, new, f"back before: {change}")
         repo.layout.transaction_path.unlink(missing_ok=True)
         raise
     faults.point("store-derived")
@@ -258,7 +253,8 @@ def _commit(
 
 
 def _move_ref(repo: Repo, new: str, old: str | None, subject: str) -> None:
-    """Compare-and-swap: the ref moves only if it still holds `old` (or is still absent)."""
+    """Compare-and-swap: the ref moves only if it still holds `old` (or is still absent);
+    every move of it, the way back too."""
     from guard.git.process import run_git
 
     update = ["update-ref", "-m", f"patchguard: {subject}", HISTORY_REF, new, old or _NO_REF]
@@ -345,6 +341,43 @@ def earlier_versions(repo: Repo, name: str, path: str, depth: int = 20) -> list[
     return list(found.values())
 
 
+EARLIER = "earlier"
+LATER = "later"
+_MADE_BY = ("re-recorded", "recorded", "fetched", "imported", "resolved")
+
+
+class Order(NamedTuple):
+    """How the version of a patch's file a worktree holds stands to the recorded one: after
+    an undo it holds a *later* version, after a fetch an *earlier* one, and the two read
+    alike in a file, so it is read from the history, never guessed."""
+
+    held: str  # EARLIER or LATER than the recorded version
+    made_by: str  # the change that first held it: "re-recorded", "fetched", ... or ""
+
+
+def order(repo: Repo, held_blob: str, recorded_blob: str) -> Order | None:
+    """Where `held_blob` (the worktree's version of a patch's file) stands to `recorded_blob`,
+    by the state that first held each: None when the history holds either nowhere. Each state
+    pins its manifest's blobs in its `blobs/` tree, so that is a tree lookup, no manifest read.
+    """
+    import pygit2
+
+    first: dict[str, tuple[int, str]] = {}
+    for age, change in enumerate(walk(repo)):  # newest first: the last hit is the oldest
+        tree = _commit_at(repo, change.commit).tree
+        if BLOBS_ENTRY not in tree:
+            continue
+        pinned = tree[BLOBS_ENTRY].peel(pygit2.Tree)
+        for blob in (held_blob, recorded_blob):
+            if blob in pinned:
+                first[blob] = (age, change.subject)
+    if held_blob not in first or recorded_blob not in first:
+        return None
+    (held_age, subject), (recorded_age, _) = first[held_blob], first[recorded_blob]
+    made_by = next((verb for verb in _MADE_BY if subject.startswith(verb)), "")
+    return Order(LATER if held_age < recorded_age else EARLIER, made_by)
+
+
 def manifest_at(repo: Repo, oid: str | None) -> Manifest:
     """The manifest a state holds, held to the schema: a state pushed in from another
     version, or put on the ref by hand, may not be valid (ConfigError)."""
@@ -366,21 +399,12 @@ def manifest_at(repo: Repo, oid: str | None) -> Manifest:
     return parse_manifest(raw, repo.layout.manifest_path, source=source)
 
 
-def log_changes(repo: Repo, name: str | None) -> list[dict[str, Any]]:
+def log_changes(repo: Repo, name: str | None, unknown: str | None = None) -> list[dict[str, Any]]:
     """`patchguard log [NAME]` as --json has it, newest first: entry N is what `show NAME@{N}`
     and `undo --list` call N, its time local (ISO 8601, with its offset). A function of the
-    history's tip alone."""
-    found = _changes_of(repo, name)
-    if name is not None and not found:
-        raise ConfigError(
-            f"patch {name} has no history (see `patchguard log` for the patches that have one)"
-        )
-    return found
-
-
-def _changes_of(repo: Repo, name: str | None) -> list[dict[str, Any]]:
-    """log_changes, or [] for a patch with no history. A state that is not a valid manifest
-    changed nothing (its "invalid" says why)."""
+    history's tip alone. A state that is not a valid manifest changed nothing (its "invalid"
+    says why). A NAME with no history is refused, in the words of `unknown` (default: log's).
+    """
     entries = []
     before = Manifest()  # the state before each change: the last valid one, oldest first
     for change in reversed(list(walk(repo))):
@@ -412,6 +436,11 @@ def _changes_of(repo: Repo, name: str | None) -> list[dict[str, Any]]:
                 }
             )
         before = after
+    if name is not None and not entries:
+        raise ConfigError(
+            unknown
+            or f"patch {name} has no history (see `patchguard log` for the patches that have one)"
+        )
     return [{"number": number, **entry} for number, entry in enumerate(reversed(entries))]
 
 
@@ -421,9 +450,7 @@ def patch_version(repo: Repo, text: str) -> Patch:
     if not rest.endswith("}") or not rest[:-1].isdigit():
         raise ConfigError(f"{text}: write NAME@{{N}}, N as `patchguard log {name}` numbers them")
     number = int(rest[:-1])
-    found = _changes_of(repo, name)
-    if not found:
-        raise ConfigError(f"no patch named {name} in the history; see: patchguard log")
+    found = log_changes(repo, name, f"no patch named {name} in the history; see: patchguard log")
     if number >= len(found):
         raise ConfigError(
             f"patch {name} has {len(found)} version(s) in its history, numbered 0 to "
@@ -438,7 +465,98 @@ def patch_version(repo: Repo, text: str) -> Patch:
     return patch
 
 
-# --- undo ------------------------------------------------------------------------------------
+# --- undo: of both kinds of change, newest first ---------------------------------------------
+# A worktree write is kept in the worktree's journal (guard.store.journal), a change to the
+# patches here; undo takes back whichever came last, and `undo --list` numbers both from 0 as
+# `patchguard log` does: 0 is what `undo` takes back next.
+
+WORKTREE = "worktree"  # an apply, unapply or lift: the files go back
+PATCHES = "patches"  # a change to the patches: the manifest goes back
+
+
+class Undone(NamedTuple):
+    """What one undo took back, and the patches whose recording or files it changed."""
+
+    what: str
+    patches: list[str]
+
+
+def undo(repo: Repo) -> Undone:
+    """Undo the newest of the worktree's last apply/unapply and the patches' last change."""
+    from guard.store import journal
+
+    latest = journal.latest_entry(repo)
+    changes = undoable(repo)
+    if latest is None and not changes:
+        raise ConfigError(
+            "nothing to undo: no apply or unapply is recorded for this worktree, and the "
+            "patches have no change to take back (see: patchguard log)"
+        )
+    newest = next((e for e in journal.entries(repo) if e.path == latest), None)  # None: damaged
+    if latest is not None and (
+        not changes or newest is None or newest.created >= changes[0].created
+    ):
+        entry = journal.undo(repo)  # the newest entry, or a killed one put back
+        return Undone(entry.describe(), list(entry.patches))
+    change = changes[0]
+    try:
+        made = manifest_at(repo, change.commit)
+    except ConfigError:  # a state that is not valid (pushed from elsewhere): it held nothing
+        made = Manifest()
+    from guard.store.derived import InvalidHistoryTip
+
+    with repo.lock("undo", store=True):  # a new state holding the manifest from before `change`
+        try:
+            load_manifest(repo)
+        except InvalidHistoryTip as invalid:  # taken back too: the way out its refusal names
+            repo.manifest_bytes = invalid.raw  # the state this undo goes on top of
+        if current(repo) is None or change not in undoable(repo):
+            raise ConfigError("the patches changed meanwhile; nothing was undone. Run it again.")
+        restored = manifest_at(repo, change.parent)
+        save(repo, restored, f"undid: {change.subject}", undoes=change.commit)
+    return Undone(change.describe(), changed_patches(restored, made))
+
+
+def undo_through(repo: Repo, number: int) -> list[Undone]:
+    """`undo N`: entries 0 to N of `undo --list`, one `undo` each, each checked against the
+    list as it stood, so a change made meanwhile by another command is never the one taken back.
+    """
+    listed = undo_entries(repo)
+    if not 0 <= number < len(listed):
+        raise ConfigError(
+            f"undo {number}: `patchguard undo --list` has {len(listed)} entr"
+            f"{'y' if len(listed) == 1 else 'ies'}"
+            + (f", numbered 0 to {len(listed) - 1}" if listed else "")
+            + "; nothing was undone"
+        )
+    done: list[Undone] = []
+    for expected in listed[: number + 1]:
+        now = undo_entries(repo)
+        if not now or now[0]["what"] != expected["what"]:
+            raise ConfigError(
+                f"the list changed while undoing (another command ran); undid {len(done)} of "
+                f"{number + 1}. See: patchguard undo --list"
+            )
+        done.append(undo(repo))
+    return done
+
+
+def undo_entries(repo: Repo) -> list[dict[str, Any]]:
+    """Everything `undo` can take back, newest first, worktree writes and patch changes merged."""
+    from guard.store import journal
+
+    found = [(e.created, WORKTREE, e.describe()) for e in journal.entries(repo)]
+    found += [(c.created, PATCHES, c.describe()) for c in undoable(repo)]
+    found.sort(key=lambda item: item[0], reverse=True)
+    return [
+        {
+            "number": number,
+            "kind": kind,
+            "time": datetime.fromtimestamp(created).astimezone().isoformat(),
+            "what": what,
+        }
+        for number, (created, kind, what) in enumerate(found)
+    ]
 
 
 def undoable(repo: Repo) -> list[Change]:
@@ -454,20 +572,3 @@ def undoable(repo: Repo) -> list[Change]:
         elif change.parent is not None or change.subject not in (TAKEN_OVER, STARTED):
             found.append(change)
     return found
-
-
-def undo_change(repo: Repo, change: Change) -> Manifest:
-    """A new state holding the manifest from before `change`, which it returns. A newest state
-    that is not a valid manifest can be taken back too: the way out its refusal names."""
-    from guard.store.derived import InvalidHistoryTip
-
-    with repo.lock("undo", store=True):  # it rewrites the shared manifest
-        try:
-            load_manifest(repo)
-        except InvalidHistoryTip as invalid:
-            repo.manifest_bytes = invalid.raw  # the state this undo goes on top of
-        if current(repo) is None or change not in undoable(repo):
-            raise ConfigError("the patches changed meanwhile; nothing was undone. Run it again.")
-        before = manifest_at(repo, change.parent)
-        save(repo, before, f"undid: {change.subject}", undoes=change.commit)
-        return before

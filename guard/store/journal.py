@@ -326,7 +326,7 @@ def _entry(path: Path, record: dict[str, Any]) -> Entry:
 
 def undo(repo: Repo, entry_path: Path | None = None) -> Entry:
     """Put back the files of the last operation (or of one entry), as one more journaled
-    write; refuse if any was edited since. It changes no patch (guard.store.history.undo_change
+    write; refuse if any was edited since. It changes no patch (guard.store.history.undo
     does), so a move's own put-back never waits for another worktree's record."""
     with repo.lock("undo"):
         recovered = recover(repo)

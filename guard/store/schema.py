@@ -1,4 +1,4 @@
-"""The manifest's schema: pydantic models that validate it and generate `schemas/`.
+"""The manifest's schema: pydantic models that validate it (scripts/generate.py writes `schemas/`).
 
 Every manifest is validated here before patchguard uses it, so a hand-broken file is reported
 by name and field, never half-used (guard.store.manifest comes here only for bytes it has not
@@ -19,7 +19,6 @@ from guard.git.worktree_paths import name_problem
 from guard.store.spec import parse_spec
 
 SCHEMA_VERSION = 1
-SCHEMA_FILE_NAME = "manifest.schema.json"
 
 
 def _repo_path(value: str) -> str:
@@ -143,6 +142,17 @@ class Manifest(Strict):
         return patches
 
 
+class Bundle(Strict):
+    """A self-contained export: the manifest, and the bytes of every blob it refers to."""
+
+    format: Literal["patchguard.bundle"] = Field(description="Always 'patchguard.bundle'.")
+    schema_version: int = Field(
+        ge=SCHEMA_VERSION, le=SCHEMA_VERSION, description=f"This patchguard reads {SCHEMA_VERSION}."
+    )
+    manifest: Manifest
+    blobs: dict[ObjectId, str] = Field(description="Blob id -> content, base64.")
+
+
 def validate_manifest(raw: bytes, path: Path, *, remedy: str | None = None) -> dict[str, Any]:
     """The manifest's JSON as validated data, or a ConfigError naming the file and field."""
     model = parse_versioned(
@@ -194,10 +204,3 @@ def describe_validation(error: ValidationError) -> str:
         parts.append(f"field {field}: {item['msg']}")
     more = error.error_count() - len(parts)
     return "; ".join(parts) + (f"; and {more} more" if more > 0 else "")
-
-
-def json_schema(model: type[BaseModel] = Manifest) -> str:
-    """The JSON Schema of the manifest (or of another file's model), as committed in schemas/."""
-    schema = model.model_json_schema()
-    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
-    return json.dumps(schema, indent=2, sort_keys=True) + "\n"

@@ -1,5 +1,5 @@
-"""Sharing the patches through any git remote: push and fetch the history ref with plain git,
-so whatever reaches the code reaches the patches.
+"""The patches between clones: a bundle file (export, import), or any git remote (push and
+fetch the history ref with plain git, so whatever reaches the code reaches the patches).
 
 A fetch merges patch by patch against the merge base, as git merges files: a patch changed on
 both sides is refused by name unless the user chose a side, and the merge commit keeps both
@@ -8,16 +8,22 @@ parents, so nothing either side had is lost and the next fetch or push starts fr
 
 from __future__ import annotations
 
+import base64
+import binascii
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
 from guard.errors import ConfigError, GuardFailure
+from guard.git.atomic import atomic_write
+from guard.git.eol import cannot_rebuild
 from guard.git.gitpaths import HISTORY_REF
+from guard.git.objects import blob_id
 from guard.git.process import run_git
 from guard.git.repo import Repo
 from guard.store import history
 from guard.store.derived import MANIFEST_ENTRY, load_manifest
-from guard.store.manifest import Manifest, Patch, changed_patches
+from guard.store.manifest import Manifest, Patch, as_dict, changed_patches, select_patches
 
 THEIRS = "theirs"
 OURS = "ours"
@@ -71,8 +77,7 @@ def push(repo: Repo, remote: str, *, take_back: bool = False) -> str:
             "nothing to push: no patch has been recorded in this repository yet "
             "(patchguard record NAME)"
         )
-    theirs = _remote_tip(repo, remote)
-    taken = _taken_back(repo, theirs, tip) if theirs is not None else []
+    taken = _taken_back(repo, _remote_tip(repo, remote), tip)
     if taken and not take_back:
         them = "it" if len(taken) == 1 else "them"
         raise GuardFailure(
@@ -104,13 +109,13 @@ def _remote_tip(repo: Repo, remote: str) -> str | None:
     return listed[0] if listed else None
 
 
-def _taken_back(repo: Repo, theirs: str, tip: str) -> list[str]:
+def _taken_back(repo: Repo, theirs: str | None, tip: str) -> list[str]:
     """The patches of the remote's state (`theirs`) that pushing `tip` would take back: an
     undo since then of a change that brought them, where our version is not the remote's."""
     import pygit2
 
-    if theirs == tip or not isinstance(repo.git.get(theirs), pygit2.Commit):
-        return []  # not fetched here, or not a commit: git's push says what it makes of it
+    if theirs is None or theirs == tip or not isinstance(repo.git.get(theirs), pygit2.Commit):
+        return []  # none, not fetched here, or not a commit: git's push says what it makes of it
     if not repo.git.descendant_of(tip, theirs):
         return []  # not a fast-forward: git refuses, and _remote_has_more says why
     remote_state = history.manifest_at(repo, theirs)
@@ -145,37 +150,28 @@ def fetch(repo: Repo, remote: str, keep: str | None = None) -> Fetched:
         theirs = _fetch_tip(repo, remote)
         ours_manifest = load_manifest(repo, missing_ok=True)
         ours = history.current(repo)
+        second: str | None = theirs  # the merge's second parent
         if ours is not None and (ours == theirs or repo.git.descendant_of(ours, theirs)):
             taken = _taken_back(repo, theirs, ours) if keep == THEIRS else []
             if not taken:
                 return Fetched(remote, up_to_date=True)
-            return _take_theirs_again(repo, remote, theirs, ours_manifest, taken)
-        base = str(repo.git.merge_base(ours, theirs) or "") if ours is not None else ""
-        theirs_manifest = _validated_state(repo, remote, theirs)
-        merged, changes = _merge(
-            history.manifest_at(repo, base or None), ours_manifest, theirs_manifest, remote, keep
-        )
-        incoming = [p for p in merged.patches if p not in ours_manifest.patches]
-        from guard.store.bundle import refuse_unimportable  # pydantic: only when patches come in
-
-        refuse_unimportable(repo, incoming, repo.blob)
+            # --theirs after an undo here took back a change fetched from `remote`: its version
+            # of those patches again, as a change of its own (what the push refusal offers)
+            remote_state, second = history.manifest_at(repo, theirs), None
+            patches = [p for p in ours_manifest.patches if p.name not in taken]
+            patches += [p for p in remote_state.patches if p.name in taken]
+            merged = ours_manifest._replace(patches=patches)
+            changes = [Came("took-theirs", name) for name in taken]
+        else:
+            base = str(repo.git.merge_base(ours, theirs) or "") if ours is not None else ""
+            theirs_manifest = _validated_state(repo, remote, theirs)
+            base_manifest = history.manifest_at(repo, base or None)
+            merged, changes = _merge(base_manifest, ours_manifest, theirs_manifest, remote, keep)
+            incoming = [p for p in merged.patches if p not in ours_manifest.patches]
+            _refuse_unimportable(repo, incoming, repo.blob)
         summary = ", ".join(c.line() for c in changes) or "nothing new"
-        history.save(repo, merged, f"fetched from {remote}: {summary}", merged=theirs)
+        history.save(repo, merged, f"fetched from {remote}: {summary}", merged=second)
         return Fetched(remote, up_to_date=False, changes=changes)
-
-
-def _take_theirs_again(
-    repo: Repo, remote: str, theirs: str, ours: Manifest, taken: list[str]
-) -> Fetched:
-    """`fetch --theirs` after an undo here took back a change fetched from `remote`: its
-    version of those patches again, as a change of its own (what the push refusal offers)."""
-    remote_state = history.manifest_at(repo, theirs)
-    patches = [p for p in ours.patches if p.name not in taken]
-    patches += [p for p in remote_state.patches if p.name in taken]
-    changes = [Came("took-theirs", name) for name in taken]
-    summary = ", ".join(c.line() for c in changes)
-    history.save(repo, ours._replace(patches=patches), f"fetched from {remote}: {summary}")
-    return Fetched(remote, up_to_date=False, changes=changes)
 
 
 def _fetch_tip(repo: Repo, remote: str) -> str:
@@ -262,3 +258,117 @@ def _merge(
         if in_ours != (spec in guards):
             lines.append(Came("new-guard" if spec in guards else "dropped-guard", spec))
     return ours._replace(patches=patches, guards=guards), lines
+
+
+def export_bundle(repo: Repo, names: Sequence[str] = ()) -> str:
+    """Every patch and guard, or only the patches named (their guards are the patches' own)."""
+    manifest = load_manifest(repo)
+    if names:
+        hint = "; to write the bundle to a file: patchguard export -o {}"
+        manifest = manifest._replace(patches=select_patches(manifest, names, hint), guards=[])
+    blobs = {oid: base64.b64encode(repo.blob(oid)).decode() for oid in sorted(manifest.blob_ids())}
+    from guard.store.schema import SCHEMA_VERSION, Bundle  # pydantic: only for bundles
+
+    bundle = Bundle.model_validate(
+        {
+            "format": "patchguard.bundle",
+            "schema_version": SCHEMA_VERSION,
+            "manifest": as_dict(manifest),
+            "blobs": blobs,
+        }
+    )
+    return bundle.model_dump_json(indent=2) + "\n"
+
+
+def write_bundle(path: Path, text: str) -> None:
+    try:
+        atomic_write(path, text.encode())
+    except OSError as error:
+        raise ConfigError(f"cannot write the bundle to {path}: {error.strerror}") from None
+
+
+def read_bundle(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        raise ConfigError(f"no bundle at {path}; name the file `patchguard export` wrote") from None
+    except OSError as error:
+        raise ConfigError(f"cannot read the bundle {path}: {error.strerror}") from None
+
+
+def _parse_bundle(source: str, raw: bytes) -> tuple[Manifest, dict[str, bytes]]:
+    """Validate everything before anything is written: schema, blob integrity, completeness;
+    the blobs decoded."""
+    from guard.store.schema import Bundle, parse_versioned
+
+    bundle = parse_versioned(
+        raw, f"bundle {source}", Bundle, "export it again with `patchguard export`"
+    )
+    blobs = {}
+    for oid, encoded in bundle.blobs.items():
+        try:
+            blobs[oid] = base64.b64decode(encoded, validate=True)
+            damage = "" if blob_id(blobs[oid]) == oid else "does not match its id"
+        except binascii.Error as error:
+            damage = f"is not base64 ({error})"
+        if damage:
+            raise ConfigError(
+                f"bundle {source}: the content of blob {oid} {damage}; the bundle is damaged, "
+                "export it again with `patchguard export`"
+            )
+    manifest = Manifest.from_dict(bundle.manifest.model_dump(mode="json"))
+    missing = manifest.blob_ids() - set(blobs)
+    if missing:
+        raise ConfigError(
+            f"bundle {source} lacks the content of {len(missing)} blob(s); export it again "
+            "with `patchguard export`"
+        )
+    return manifest, blobs
+
+
+def import_bundle(repo: Repo, source: str, raw: bytes) -> tuple[list[str], list[str]]:
+    """Add the bundle's patches and guards; same-named patches are replaced (and said so).
+    Returns what it did, line by line, and the patches whose recording it changed."""
+    bundled, blobs = _parse_bundle(source, raw)
+    with repo.lock("import", store=True):
+        _refuse_unimportable(repo, bundled.patches, blobs.__getitem__)
+        for content in blobs.values():
+            repo.store_blob(content)
+        current = load_manifest(repo, missing_ok=True)
+        incoming = {p.name: p for p in bundled.patches}
+        lines = [_import_line(current.patch(name), patch) for name, patch in incoming.items()]
+        renewed = [n for n, p in incoming.items() if current.patch(n) != p]
+        patches = [incoming.pop(p.name, p) for p in current.patches] + list(incoming.values())
+        guards = list(dict.fromkeys([*current.guards, *bundled.guards]))
+        lines += [f"imported guard {g}" for g in bundled.guards if g not in current.guards]
+        changed = current._replace(patches=patches, guards=guards)
+        if changed != current:  # the same bundle twice: nothing to write, nothing to undo
+            history.save(repo, changed, f"imported from {source}: {', '.join(lines)}")
+        return lines, renewed
+
+
+def _refuse_unimportable(
+    repo: Repo, patches: Sequence[Patch], content: Callable[[str], bytes]
+) -> None:
+    """Before patches from elsewhere (a bundle, a fetch) are written: every path must be one
+    git would write here, and every file one this checkout's conversions can rebuild."""
+    for patch in patches:
+        for change in patch.files:
+            repo.worktree_path(change.path)  # refuses paths that escape through symlinks
+            oids = [oid for oid in (change.base_blob, change.patched_blob) if oid]
+            refusal = repo.conversion(change.path).refuses(*map(content, oids))
+            if refusal is not None:
+                raise ConfigError(
+                    f"cannot import patch {patch.name}: "
+                    + cannot_rebuild(change.path, refusal)
+                    + " in this checkout; nothing was imported. Import it where that "
+                    "attribute is not set."
+                )
+
+
+def _import_line(held: Patch | None, incoming: Patch) -> str:
+    if held is None:
+        return f"imported patch {incoming.name}"
+    if held == incoming:
+        return f"kept patch {incoming.name} (the bundle's is the same)"
+    return f"replaced patch {incoming.name}"

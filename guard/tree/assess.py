@@ -393,14 +393,14 @@ class _Version:
 
 def _held_version(repo: Repo, recorded: FileChange, held: FileChange) -> str:
     """What the worktree holds, in words; earlier or later as the history says."""
-    from guard.store.version_order import LATER, order
+    from guard.store.history import LATER, order
 
     found = order(repo, held.patched_blob, recorded.patched_blob)
     if found is None:
         return "the worktree holds another version of this patch"
     made = f"the {found.made_by} one, " if found.made_by else ""
-    since = "taken back since" if found.held == LATER else "updated since"
-    return f"the worktree holds {found.article()} version of this patch: {made}{since}"
+    which, since = ("a later", "taken back") if found.held == LATER else ("an earlier", "updated")
+    return f"the worktree holds {which} version of this patch: {made}{since} since"
 
 
 def _contains_change(
@@ -751,7 +751,7 @@ def _next_step(repo: Repo, verdict: PatchVerdict) -> str:
 
 def _held(repo: Repo, name: str, verdict: FileVerdict) -> str:
     """ "the re-recorded version of patch eagle3 (later than the one now recorded)"."""
-    from guard.store.version_order import order
+    from guard.store.history import order
 
     assert verdict.held is not None and verdict.version is not None
     found = order(repo, verdict.held.patched_blob, verdict.version.patched_blob)
