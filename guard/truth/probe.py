@@ -96,12 +96,9 @@ _STATES = {"1": PRESENT, "0": ABSENT, "?": CANNOT_TELL}
 def ask(
     python: str, asked: list[list[object]], cwd: Path, timeout: float, env: Mapping[str, str]
 ) -> list[tuple[str, str]]:
-    """Each symbol's (state, detail), from one probe process; nothing of it outlives the call.
-
-    The probe runs in a session of its own (its process group is killed when it has answered,
-    ended or timed out, so a server a module starts does not linger), with stdout discarded and
-    stderr in a file: a grandchild that keeps them open never makes this wait.
-    """
+    """Each symbol's (state, detail). The probe's session is killed once it has answered, ended
+    or timed out (a server a module starts does not linger); stdout is discarded and stderr is a
+    file: a grandchild that keeps them open never makes this wait."""
     nonce = secrets.token_hex(16)
     read_end, write_end = os.pipe()
     request = json.dumps({"nonce": nonce, "channel": write_end, "asked": asked}).encode()

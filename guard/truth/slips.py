@@ -21,14 +21,11 @@ _METHOD_FIRST = (["self"], ["cls"])
 
 
 class Slips(NamedTuple):
-    """What `record` found: `dedented` (refused unless `--as-typed`) and `misspelt` (a warning)."""
-
     dedented: list[str]
     misspelt: list[str]
 
 
 def slips(source: bytes, path: str, added_lines: Iterable[int]) -> Slips:
-    """What looks like a slip among the definitions on `added_lines` of `source`."""
     tree = parse(source, path)
     if tree is None:
         return Slips([], [])  # record says what is wrong with the file itself
@@ -38,8 +35,7 @@ def slips(source: bytes, path: str, added_lines: Iterable[int]) -> Slips:
 
 
 def _dedented_methods(tree: ast.Module, lines: list[str], path: str, added: set[int]) -> list[str]:
-    """`def name(self, ...)` at module level, with the class it likely belongs in and the lines
-    to indent; only in a file that defines a class (elsewhere no class could be meant)."""
+    """Only in a file that defines a class: elsewhere no class could be meant."""
     found = []
     for node in module_methods(tree):
         if node.lineno not in added or (owner := likely_class(tree, node)) is None:
@@ -73,10 +69,8 @@ def lines_of(node: ast.FunctionDef | ast.AsyncFunctionDef) -> str:
 
 
 def module_methods(tree: ast.Module) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
-    """Functions at module level whose first parameter is `self` (or `cls`) and that the module
-    never names: methods typed outside their class. One the module does name is put to use on
-    purpose (`Class.name = name`, `setattr(C, "n", name)`, `MethodType(name, obj)`), and is
-    none of this."""
+    """Methods typed outside their class. A function the module names is put to use on purpose
+    (`Class.name = name`, `setattr(C, "n", name)`, `MethodType(name, obj)`): none of them."""
     named = {
         node.id
         for node in ast.walk(tree)
@@ -121,7 +115,6 @@ def likely_class(
 
 
 def _of_self(node: ast.AST) -> TypeGuard[ast.Attribute]:
-    """`self.name`."""
     return (
         isinstance(node, ast.Attribute)
         and isinstance(node.value, ast.Name)
@@ -195,8 +188,7 @@ def strays_put_back(now: ast.Module, then: ast.Module) -> list[tuple[str, str, i
 
 
 def _methods_only(tree: ast.Module) -> list[tuple[str, str, int]]:
-    """The methods of a module's classes that no module-level function shares a name with:
-    (name, class, line)."""
+    """(name, class, line) of each class method no module-level function shares a name with."""
     level = {n.name for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
     return [
         (method.name, cls.name, method.lineno)
