@@ -215,11 +215,10 @@ def _guard_config(repo: Repo, report: CheckReport) -> tuple[list[str], list[str]
 
 
 def _longer_names(real: str, module: str, workdir: Path) -> list[str]:
-    """The names the module has when a sys.path entry above its import root holds its
-    packages as namespace packages (PEP 420: sglang 0.5.9's `sglang/srt/models/` has no
-    `__init__.py`, so module_of names the file `kimi_k25`, and Python imports it as
-    `sglang.srt.models.kimi_k25` too): a module of one of these names from elsewhere is a
-    wrong import."""
+    """The names the module has when a sys.path entry above its import root holds its packages
+    as namespace ones (PEP 420: sglang 0.5.9's `srt/models/` has no `__init__.py`, so module_of
+    says `kimi_k25`, and Python imports `sglang.srt.models.kimi_k25` too): from elsewhere, a
+    module of one of these names is a wrong import."""
     # module_of's root (a package's own directory holds its name)
     directory = Path(real).parents[module.count(".") + (Path(real).name == "__init__.py")]
     names, name, top = [], module, workdir.resolve()

@@ -108,7 +108,7 @@ def _checked(repo: Repo) -> dict[str, Any]:
 
 
 def _head_branch(repo: Repo) -> str | None:
-    """The branch HEAD is on, as git names it; None when HEAD is detached (or unborn)."""
+    """The branch HEAD is on; None when it is detached."""
     head = (repo.layout.git_dir / "HEAD").read_text(encoding="utf-8").strip()
     return head.removeprefix("ref: refs/heads/") if head.startswith("ref: refs/heads/") else None
 
@@ -217,10 +217,8 @@ def _on_path(name: str) -> str | None:
 def installed(
     path: list[str], distributions: dict[str, tuple[str, ...]] = _DISTRIBUTIONS
 ) -> dict[str, str | None]:
-    """The version of each of `distributions` (the name a stamp shows: the names it is
-    published under) that the search `path` finds, as importlib.metadata.version finds it: the
-    first `.dist-info` (or `.egg-info`) of that name along the path, its METADATA's Version;
-    None where there is none."""
+    """The version of each of `distributions` (shown name: names it is published under) on
+    `path`, as importlib.metadata.version finds it: the first `.dist-info` (or `.egg-info`)."""
     wanted = {_normalized(name): shown for shown, names in distributions.items() for name in names}
     versions: dict[str, str | None] = dict.fromkeys(distributions)
     for entry in path:
@@ -252,8 +250,7 @@ def _metadata_version(path: str) -> str | None:
 
 
 def _normalized(name: str) -> str:
-    """A distribution's name as its `.dist-info` directory spells it, lowercase (`sgl-kernel`,
-    `sgl_kernel`, `SGL.Kernel` alike)."""
+    """As a `.dist-info` directory spells the name, lowercase (`sgl-kernel`, `SGL.Kernel` alike)."""
     return name.lower().replace("-", "_").replace(".", "_")
 
 
