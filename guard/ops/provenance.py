@@ -114,9 +114,8 @@ def _head_branch(repo: Repo) -> str | None:
 
 
 def _tracking(listing: list[str]) -> dict[str, Any] | None:
-    """The branch's upstream and how far HEAD is ahead of it and behind it, from the headers of
-    _STATUS's `listing`: none when none is configured, or when its ref is gone (git then names
-    it without counting)."""
+    """From the headers of _STATUS's `listing`; None when no upstream is configured, or when its
+    ref is gone (git then names it without counting)."""
     headers = dict(entry[2:].partition(" ")[::2] for entry in listing if entry[:2] == "# ")
     if "branch.upstream" not in headers or "branch.ab" not in headers:
         return None
@@ -182,9 +181,8 @@ _DISTRIBUTIONS = {
 
 
 def interpreter(repo: Repo, python: str | None) -> dict[str, Any] | None:
-    """The interpreter that runs the code: its path, its version, and the version of each of
-    _DISTRIBUTIONS it has installed (None: not installed). `python`: a path or a name on PATH;
-    None is python3 on PATH, and no python3 there (or one that does not run) is None."""
+    """The interpreter that runs the code: its path, version, and the version of each of
+    _DISTRIBUTIONS (None: not installed). `python` None: python3 on PATH, if there is one."""
     # a `python` not on PATH is said as an interpreter that cannot run
     found = python if python and "/" in python else _on_path(python or "python3") or python
     if found is None:

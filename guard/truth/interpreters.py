@@ -46,7 +46,6 @@ facts = {
 
 @cache
 def own_facts() -> dict[str, Any]:
-    """This interpreter's facts, without a process."""
     space: dict[str, Any] = {}
     exec(_FACTS, space)  # the same lines another interpreter runs: one definition of the facts
     return _as_values(space["facts"])

@@ -26,10 +26,9 @@ from guard.truth.model_names import ABSENT, CANNOT_TELL, PRESENT
 DEFAULT_TIMEOUT = 600.0  # seconds: an sglang model module imports torch
 _POLL = 0.05  # seconds between looks at a probe that has not answered: has it ended?
 
-# Run by the probed interpreter (any Python 3). stdin is JSON: the per-run nonce, the pipe fd
-# to answer on, and a list of [module, root, file, qualname, method]. The answer goes to that
-# pipe alone, which the modules' own output (stdout, stderr, an atexit handler) never reaches:
-# the nonce, one line per symbol ("1", "0" or "?", then the detail, unicode-escaped), the nonce.
+# Run by the probed interpreter (any Python 3). It answers on the pipe `channel` alone, which
+# the modules' own output (stdout, stderr, an atexit handler) never reaches: the nonce, one line
+# per symbol ("1", "0" or "?", then the detail, unicode-escaped), the nonce.
 # The builtins and functions it uses are taken before any module runs (default arguments: a
 # module that replaces builtins.getattr or json changes nothing here), and nothing the modules
 # can see (sys.argv, the environment) holds the nonce.

@@ -202,9 +202,8 @@ def _methods_only(tree: ast.Module) -> list[tuple[str, str, int]]:
 def module_level_warnings(
     syntax: ast.Module | None, path: str, patch: str, names: Collection[str]
 ) -> list[str]:
-    """`check`'s words for the module-level functions `names` that patch `patch` added to
-    `path`: each still typed outside its class (recorded `--as-typed`), and each the file now
-    has only as a method (indented since: `apply` would put a stray copy back)."""
+    """`check`'s words for the functions `names` that `patch` added at module level: each still
+    outside its class (`--as-typed`), and each now only a method (apply would put a copy back)."""
     if syntax is None:
         return []
     found = [
@@ -227,8 +226,7 @@ def module_level_warnings(
 
 def may_slip(content: bytes, names: Collection[str]) -> bool:
     """Whether `content` may define one of `names` with `self`/`cls` at column 0, or indented:
-    the bytes decide before anything is parsed (a patch's module-level helper alone does not
-    parse its file on every check)."""
+    bytes decide, so a patch's module-level helper alone does not parse its file on every check."""
     if not names:
         return False
     alternatives = b"|".join(re.escape(name.encode()) for name in names)
