@@ -108,10 +108,8 @@ class AttestedRun:
         }
 
     def judge(self, workdir: Path, command: list[str]) -> Verdict:
-        """The run's verdict from its records: counted when one process imported every guarded
-        module that any process of the run imported, every import of a guarded module was the
-        checked code, every record is the run's, and no Python of the run was started without
-        the guard (COMMAND itself included)."""
+        """Counted when one process imported every guarded module any process did, each such
+        import was the checked code, each record is the run's, and no Python ran unguarded."""
         verdict = Verdict()
         if not self.files:  # the patches guard no Python module: there is nothing to attest
             return verdict
@@ -186,10 +184,8 @@ class AttestedRun:
 
 
 def _guard_config(repo: Repo, report: CheckReport) -> tuple[list[str], list[str]]:
-    """The guarded files by real path, and the guard's config lines for them: each file's
-    module name and the blob id of its bytes on disk (what Python reads: with core.autocrlf or
-    an eol attribute, not the content git and the check see), its longer names, and each
-    required definition (qualname, kind, the lines where Python's code object starts)."""
+    """The guarded files by real path, and the guard's config lines for them. A file's blob id
+    is of its bytes on disk: Python reads those, not what git and the check see (autocrlf, eol)."""
     tree = Worktree(repo)
     specs = [parse_spec(s.spec) for s in report.symbols]
     required = [(tree.renamed(spec.path), spec.qualname) for spec in specs]

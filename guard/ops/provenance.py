@@ -126,11 +126,10 @@ def _tracking(listing: list[str]) -> dict[str, Any] | None:
 def code_edits(
     repo: Repo, dirty: list[str], guarded: list[str], hidden: list[str], untracked: list[str]
 ) -> dict[str, str | None]:
-    """The rest of the code that runs, beside the guarded files, by the blob id of its content
-    (None: deleted): each tracked file that differs from HEAD's (`dirty`, and the `hidden`
-    entries git status does not look at) and each `untracked` file in a guarded file's package
-    (an import finds it; a `.so` or a `.json` it loads). A file only staged, or touched back
-    to HEAD's bytes, is no edit: the code is HEAD's."""
+    """The rest of the code that runs, by blob id (None: deleted): each tracked file that
+    differs from HEAD's (`dirty`, and the `hidden` entries git status skips) and each `untracked`
+    file in a guarded file's package (an import finds it; a `.so` or `.json` it loads). A file
+    only staged, or touched back to HEAD's bytes, is no edit: the code is HEAD's."""
     others = sorted({path for path in (*dirty, *hidden) if path not in guarded})
     committed, new = _head_entries(repo, others), set(untracked)
     ids = {path: _content_id(repo, path) for path in sorted({*others, *new})}
@@ -278,11 +277,10 @@ def _content_id(repo: Repo, path: str) -> str | None:
 
 
 def _package_specs(repo: Repo, path: str) -> list[str]:
-    """Where code beside a guarded file may be found, as pathspecs of the checkout: in a
-    regular package, all of its top package (what `import` reaches from there); in a namespace
-    package (sglang's `srt/models/`, whose `srt/` holds no `__init__.py` either), its own
-    directory and the files directly in each directory above it, up to the highest that holds
-    an `__init__.py` (`srt/stray.py`, `sglang/config.json`), without walking their other
+    """Pathspecs of where code beside a guarded file may be: in a regular package, all its top
+    package (what `import` reaches from there); in a namespace package (sglang's `srt/models/`,
+    whose `srt/` has no `__init__.py` either), its own directory and the files directly in each
+    directory above it up to the highest with an `__init__.py` (`srt/stray.py`), not their other
     subpackages (a whole sglang tree costs a stamp twice the listing). Else its directory."""
     from pathlib import PurePosixPath
 

@@ -88,9 +88,7 @@ def module_methods(tree: ast.Module) -> list[ast.FunctionDef | ast.AsyncFunction
 def likely_class(
     tree: ast.Module, function: ast.FunctionDef | ast.AsyncFunctionDef
 ) -> tuple[str, str] | None:
-    """The module-level class `function` likely belongs in, and why: the one whose methods
-    call `self.<name>`; else the one that defines most of the `self.` names it uses; else the
-    nearest class above it; else the only class. None: the module defines no class."""
+    """The module-level class `function` likely belongs in, and why; None when none stands out."""
     classes = [node for node in tree.body if isinstance(node, ast.ClassDef)]
     callers = [
         c.name
