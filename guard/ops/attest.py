@@ -239,8 +239,7 @@ def run_attested(
 ) -> tuple[int, int | None, Verdict]:
     """COMMAND under the import guard, as `run` and each step of `bisect run` run it: its exit
     status as a shell gives it (128 + N for a signal N), N, and what its processes attested.
-    stdio passes through; SIGTERM and SIGHUP are passed on (SIGINT too, unless the terminal
-    already gave it to COMMAND, which shares its process group). The run is closed after."""
+    stdio passes through; SIGINT, SIGTERM and SIGHUP are passed on (see pass_on)."""
     run = AttestedRun(repo, report)
     try:
         sys.stdout.flush()

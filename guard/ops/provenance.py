@@ -50,8 +50,7 @@ def stamp(
     repo: Repo, status: StartedGit | None = None, python: str | None = None
 ) -> dict[str, Any]:
     """One JSON object that says exactly which code is about to run (keys in docs/benchmarks.md).
-    `status`: _STATUS already started in the checkout (stamp_at). `python`: the interpreter that
-    runs the code (default: python3 on PATH)."""
+    `status`: _STATUS already started in the checkout (stamp_at)."""
     layout = repo.layout
     # git's own answers come while the check is read or made
     status = status or start_git(_STATUS, repo.workdir)

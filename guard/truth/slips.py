@@ -176,9 +176,8 @@ def _one_edit_apart(a: str, b: str) -> bool:
 
 
 def strays_put_back(now: ast.Module, then: ast.Module) -> list[tuple[str, str, int]]:
-    """The methods of module `now`'s classes that writing `then` over it would add again at
-    module level (a patch recorded with the slip, applied after the user indented it):
-    (name, class, line of the class's method). Python would never run the copy as the method."""
+    """(name, class, line) of each method of `now`'s classes that writing `then` over it would
+    add again at module level (a slip recorded, then indented), where Python never runs it."""
     methods = {name: (cls, line) for name, cls, line in _methods_only(now)}
     return [
         (node.name, *methods[node.name]) for node in module_methods(then) if node.name in methods
