@@ -95,7 +95,7 @@ def check(cwd: Path, quiet: bool, strict: bool, as_json: bool, same_as: Any, **a
     cannot follow). Only present is green. Prints one line per problem with the command that
     fixes it.
     """
-    del strict  # nothing left to be strict about: cannot tell already fails
+    del strict
     from guard.cli import preflight  # not for stamp, which this module also holds
 
     repo, report, differs = preflight.gate(cwd, same_as, **asked)

@@ -68,13 +68,9 @@ _ENV_VALUED = frozenset("uCS")  # env's options that take a value
 def interpreter_of(
     python: str | None, command: Sequence[str], cwd: Path, *, needed: bool
 ) -> tuple[str | None, dict[str, str]]:
-    """The interpreter whose answers count, and the environment COMMAND runs with.
-
-    `--python`; else the Python COMMAND will run (itself, its script's `#!` line, past its
-    wrappers), so that `--import` checks the code that really runs; else python3 on COMMAND's
-    PATH. None when none is found and only reading asks (`needed` false): patchguard's own
-    then decides, as for `check` without --python.
-    """
+    """The interpreter whose answers count, and COMMAND's environment: `--python`; else the one
+    COMMAND runs (itself, its script's `#!` line, past its wrappers), so that `--import` checks
+    the code that really runs; else python3 on its PATH; else None, when only reading asks."""
     words, env = unwrapped(command, os.environ)
     if python is not None or not (command or needed):
         return python, env
@@ -166,7 +162,7 @@ def _shebang_interpreter(path: str, cwd: Path, search: str) -> str | None:
 def resolve_import(
     module: str, python: str, workdir: Path, cwd: Path, env: Mapping[str, str]
 ) -> ImportResult:
-    """Does `python` import `module` from this checkout? Package code is never run."""
+    """Does `python` import `module` from this checkout?"""
     try:
         probe = subprocess.run(
             [python, "-c", _RESOLVE, module],
@@ -213,8 +209,7 @@ def verify(
     runtime_timeout: float | None = None,
     cwd: Path,
 ) -> tuple[CheckReport, str | None]:
-    """Apply if asked, then check everything, asking the interpreter of interpreter_of; the
-    report, and that interpreter (None: patchguard's own decided)."""
+    """The report, and the interpreter of interpreter_of that answered (None: patchguard's own)."""
     interpreter, env = interpreter_of(python, command, cwd, needed=bool(import_names or runtime))
     facts = None if interpreter is None else interpreters.facts_of(interpreter, repo.layout.git_dir)
     tree = Worktree(repo, facts)

@@ -77,8 +77,7 @@ def outcomes_json(outcomes: Sequence[PatchOutcome]) -> str:
 def status_lines(
     verdicts: Sequence[PatchVerdict], symbols: Sequence[SymbolResult] = ()
 ) -> list[str]:
-    """Each patch file by file, then every required symbol that is not where it must be
-    (unless its patch's state says why already)."""
+    """Each patch file by file, then each missing symbol its patch's state does not explain."""
     lines = []
     for verdict in verdicts:
         lines.append(f"{verdict.name}: {verdict.state}")
@@ -106,8 +105,7 @@ def status_lines(
 
 
 def stash_lines(held: Sequence[tuple[str, list[str]]]) -> list[str]:
-    """The stash entries that hold a recorded patch: `git stash pop` refuses them while the
-    patch is re-applied, and `patchguard git stash pop` brings back the rest without it."""
+    """The stash entries that hold a recorded patch, and how to get the rest of each back."""
     return [
         f"{entry} holds patch {', '.join(names)} (git stash took it; git stash pop refuses "
         f"while it is re-applied): to get the rest of the stash back: patchguard git stash pop"

@@ -108,10 +108,8 @@ class AttestedRun:
         }
 
     def judge(self, workdir: Path, command: list[str]) -> Verdict:
-        """The run's verdict from its records: counted when one process imported every guarded
-        module that any process of the run imported, every import of a guarded module was the
-        checked code, every record is the run's, and no Python of the run was started without
-        the guard (COMMAND itself included)."""
+        """Counted when one process imported every guarded module any process did, each such
+        import was the checked code, each record is the run's, and no Python ran unguarded."""
         verdict = Verdict()
         if not self.files:  # the patches guard no Python module: there is nothing to attest
             return verdict
@@ -186,10 +184,8 @@ class AttestedRun:
 
 
 def _guard_config(repo: Repo, report: CheckReport) -> tuple[list[str], list[str]]:
-    """The guarded files by real path, and the guard's config lines for them: each file's
-    module name and the blob id of its bytes on disk (what Python reads: with core.autocrlf or
-    an eol attribute, not the content git and the check see), its longer names, and each
-    required definition (qualname, kind, the lines where Python's code object starts)."""
+    """The guarded files by real path, and the guard's config lines for them. A file's blob id
+    is of its bytes on disk: Python reads those, not what git and the check see (autocrlf, eol)."""
     tree = Worktree(repo)
     specs = [parse_spec(s.spec) for s in report.symbols]
     required = [(tree.renamed(spec.path), spec.qualname) for spec in specs]
@@ -215,11 +211,10 @@ def _guard_config(repo: Repo, report: CheckReport) -> tuple[list[str], list[str]
 
 
 def _longer_names(real: str, module: str, workdir: Path) -> list[str]:
-    """The names the module has when a sys.path entry above its import root holds its
-    packages as namespace packages (PEP 420: sglang 0.5.9's `sglang/srt/models/` has no
-    `__init__.py`, so module_of names the file `kimi_k25`, and Python imports it as
-    `sglang.srt.models.kimi_k25` too): a module of one of these names from elsewhere is a
-    wrong import."""
+    """The names the module has when a sys.path entry above its import root holds its packages
+    as namespace ones (PEP 420: sglang 0.5.9's `srt/models/` has no `__init__.py`, so module_of
+    says `kimi_k25`, and Python imports `sglang.srt.models.kimi_k25` too): from elsewhere, a
+    module of one of these names is a wrong import."""
     # module_of's root (a package's own directory holds its name)
     directory = Path(real).parents[module.count(".") + (Path(real).name == "__init__.py")]
     names, name, top = [], module, workdir.resolve()
@@ -244,8 +239,7 @@ def run_attested(
 ) -> tuple[int, int | None, Verdict]:
     """COMMAND under the import guard, as `run` and each step of `bisect run` run it: its exit
     status as a shell gives it (128 + N for a signal N), N, and what its processes attested.
-    stdio passes through; SIGTERM and SIGHUP are passed on (SIGINT too, unless the terminal
-    already gave it to COMMAND, which shares its process group). The run is closed after."""
+    stdio passes through; SIGINT, SIGTERM and SIGHUP are passed on (see pass_on)."""
     run = AttestedRun(repo, report)
     try:
         sys.stdout.flush()

@@ -50,8 +50,7 @@ def stamp(
     repo: Repo, status: StartedGit | None = None, python: str | None = None
 ) -> dict[str, Any]:
     """One JSON object that says exactly which code is about to run (keys in docs/benchmarks.md).
-    `status`: _STATUS already started in the checkout (stamp_at). `python`: the interpreter that
-    runs the code (default: python3 on PATH)."""
+    `status`: _STATUS already started in the checkout (stamp_at)."""
     layout = repo.layout
     # git's own answers come while the check is read or made
     status = status or start_git(_STATUS, repo.workdir)
@@ -108,15 +107,14 @@ def _checked(repo: Repo) -> dict[str, Any]:
 
 
 def _head_branch(repo: Repo) -> str | None:
-    """The branch HEAD is on, as git names it; None when HEAD is detached (or unborn)."""
+    """The branch HEAD is on; None when it is detached."""
     head = (repo.layout.git_dir / "HEAD").read_text(encoding="utf-8").strip()
     return head.removeprefix("ref: refs/heads/") if head.startswith("ref: refs/heads/") else None
 
 
 def _tracking(listing: list[str]) -> dict[str, Any] | None:
-    """The branch's upstream and how far HEAD is ahead of it and behind it, from the headers of
-    _STATUS's `listing`: none when none is configured, or when its ref is gone (git then names
-    it without counting)."""
+    """From the headers of _STATUS's `listing`; None when no upstream is configured, or when its
+    ref is gone (git then names it without counting)."""
     headers = dict(entry[2:].partition(" ")[::2] for entry in listing if entry[:2] == "# ")
     if "branch.upstream" not in headers or "branch.ab" not in headers:
         return None
@@ -127,11 +125,10 @@ def _tracking(listing: list[str]) -> dict[str, Any] | None:
 def code_edits(
     repo: Repo, dirty: list[str], guarded: list[str], hidden: list[str], untracked: list[str]
 ) -> dict[str, str | None]:
-    """The rest of the code that runs, beside the guarded files, by the blob id of its content
-    (None: deleted): each tracked file that differs from HEAD's (`dirty`, and the `hidden`
-    entries git status does not look at) and each `untracked` file in a guarded file's package
-    (an import finds it; a `.so` or a `.json` it loads). A file only staged, or touched back
-    to HEAD's bytes, is no edit: the code is HEAD's."""
+    """The rest of the code that runs, by blob id (None: deleted): each tracked file that
+    differs from HEAD's (`dirty`, and the `hidden` entries git status skips) and each `untracked`
+    file in a guarded file's package (an import finds it; a `.so` or `.json` it loads). A file
+    only staged, or touched back to HEAD's bytes, is no edit: the code is HEAD's."""
     others = sorted({path for path in (*dirty, *hidden) if path not in guarded})
     committed, new = _head_entries(repo, others), set(untracked)
     ids = {path: _content_id(repo, path) for path in sorted({*others, *new})}
@@ -182,9 +179,8 @@ _DISTRIBUTIONS = {
 
 
 def interpreter(repo: Repo, python: str | None) -> dict[str, Any] | None:
-    """The interpreter that runs the code: its path, its version, and the version of each of
-    _DISTRIBUTIONS it has installed (None: not installed). `python`: a path or a name on PATH;
-    None is python3 on PATH, and no python3 there (or one that does not run) is None."""
+    """The interpreter that runs the code: its path, version, and the version of each of
+    _DISTRIBUTIONS (None: not installed). `python` None: python3 on PATH, if there is one."""
     # a `python` not on PATH is said as an interpreter that cannot run
     found = python if python and "/" in python else _on_path(python or "python3") or python
     if found is None:
@@ -217,10 +213,8 @@ def _on_path(name: str) -> str | None:
 def installed(
     path: list[str], distributions: dict[str, tuple[str, ...]] = _DISTRIBUTIONS
 ) -> dict[str, str | None]:
-    """The version of each of `distributions` (the name a stamp shows: the names it is
-    published under) that the search `path` finds, as importlib.metadata.version finds it: the
-    first `.dist-info` (or `.egg-info`) of that name along the path, its METADATA's Version;
-    None where there is none."""
+    """The version of each of `distributions` (shown name: names it is published under) on
+    `path`, as importlib.metadata.version finds it: the first `.dist-info` (or `.egg-info`)."""
     wanted = {_normalized(name): shown for shown, names in distributions.items() for name in names}
     versions: dict[str, str | None] = dict.fromkeys(distributions)
     for entry in path:
@@ -252,8 +246,7 @@ def _metadata_version(path: str) -> str | None:
 
 
 def _normalized(name: str) -> str:
-    """A distribution's name as its `.dist-info` directory spells it, lowercase (`sgl-kernel`,
-    `sgl_kernel`, `SGL.Kernel` alike)."""
+    """As a `.dist-info` directory spells the name, lowercase (`sgl-kernel`, `SGL.Kernel` alike)."""
     return name.lower().replace("-", "_").replace(".", "_")
 
 
@@ -283,11 +276,10 @@ def _content_id(repo: Repo, path: str) -> str | None:
 
 
 def _package_specs(repo: Repo, path: str) -> list[str]:
-    """Where code beside a guarded file may be found, as pathspecs of the checkout: in a
-    regular package, all of its top package (what `import` reaches from there); in a namespace
-    package (sglang's `srt/models/`, whose `srt/` holds no `__init__.py` either), its own
-    directory and the files directly in each directory above it, up to the highest that holds
-    an `__init__.py` (`srt/stray.py`, `sglang/config.json`), without walking their other
+    """Pathspecs of where code beside a guarded file may be: in a regular package, all its top
+    package (what `import` reaches from there); in a namespace package (sglang's `srt/models/`,
+    whose `srt/` has no `__init__.py` either), its own directory and the files directly in each
+    directory above it up to the highest with an `__init__.py` (`srt/stray.py`), not their other
     subpackages (a whole sglang tree costs a stamp twice the listing). Else its directory."""
     from pathlib import PurePosixPath
 

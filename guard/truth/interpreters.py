@@ -46,7 +46,6 @@ facts = {
 
 @cache
 def own_facts() -> dict[str, Any]:
-    """This interpreter's facts, without a process."""
     space: dict[str, Any] = {}
     exec(_FACTS, space)  # the same lines another interpreter runs: one definition of the facts
     return _as_values(space["facts"])
@@ -66,24 +65,21 @@ def facts_of(python: str, git_dir: Path) -> dict[str, Any] | None:
 
 
 def search_path(python: str, git_dir: Path) -> tuple[str, list[str]]:
-    """The version of `python` ("3.11.7") and its module search path, asked with its facts:
-    what it has installed is read from that path on each use (a `pip install` changes no
-    interpreter)."""
+    """("3.11.7", sys.path) of `python`: what it has installed is read from that path on each use
+    (a `pip install` changes no interpreter)."""
     own = os.path.abspath(python) == os.path.abspath(sys.executable)  # a venv's is not its base's
     facts, path = (own_facts(), list(sys.path)) if own else _asked(python, git_dir)
     return ".".join(map(str, facts["sys.version_info"][:3])), path
 
 
 def cannot_run(python: str, why: object) -> ConfigError:
-    """The refusal wherever `python` cannot be started: one text for every place that tries."""
     return ConfigError(
         f"cannot run the interpreter {python}: {why}. Pass an existing one with --python PATH."
     )
 
 
 def _asked(python: str, git_dir: Path) -> tuple[dict[str, Any], list[str]]:
-    """The facts and the module search path of `python`, kept by its path and file identity
-    (see the module's docstring)."""
+    """Cached by path and file identity (see the module's docstring)."""
     try:
         status = os.stat(python)
     except OSError as error:

@@ -21,8 +21,7 @@ from guard.truth.symbols import SourceSyntaxError, SymbolIndex, resumed
 def parse(
     content: bytes, path: str, cache: ContentCache, facts: Mapping[str, object] | None = None
 ) -> SymbolIndex | SourceSyntaxError:
-    """The file's SymbolIndex (`facts` as for SymbolIndex.parse), or the syntax error that stops
-    Python from importing it."""
+    """The file's SymbolIndex, or the syntax error that stops Python from importing it."""
     key = _key(content, facts)
     kept = cache.get(key)
     try:

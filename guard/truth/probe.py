@@ -26,10 +26,9 @@ from guard.truth.model_names import ABSENT, CANNOT_TELL, PRESENT
 DEFAULT_TIMEOUT = 600.0  # seconds: an sglang model module imports torch
 _POLL = 0.05  # seconds between looks at a probe that has not answered: has it ended?
 
-# Run by the probed interpreter (any Python 3). stdin is JSON: the per-run nonce, the pipe fd
-# to answer on, and a list of [module, root, file, qualname, method]. The answer goes to that
-# pipe alone, which the modules' own output (stdout, stderr, an atexit handler) never reaches:
-# the nonce, one line per symbol ("1", "0" or "?", then the detail, unicode-escaped), the nonce.
+# Run by the probed interpreter (any Python 3). It answers on the pipe `channel` alone, which
+# the modules' own output (stdout, stderr, an atexit handler) never reaches: the nonce, one line
+# per symbol ("1", "0" or "?", then the detail, unicode-escaped), the nonce.
 # The builtins and functions it uses are taken before any module runs (default arguments: a
 # module that replaces builtins.getattr or json changes nothing here), and nothing the modules
 # can see (sys.argv, the environment) holds the nonce.
@@ -96,12 +95,9 @@ _STATES = {"1": PRESENT, "0": ABSENT, "?": CANNOT_TELL}
 def ask(
     python: str, asked: list[list[object]], cwd: Path, timeout: float, env: Mapping[str, str]
 ) -> list[tuple[str, str]]:
-    """Each symbol's (state, detail), from one probe process; nothing of it outlives the call.
-
-    The probe runs in a session of its own (its process group is killed when it has answered,
-    ended or timed out, so a server a module starts does not linger), with stdout discarded and
-    stderr in a file: a grandchild that keeps them open never makes this wait.
-    """
+    """Each symbol's (state, detail). The probe's session is killed once it has answered, ended
+    or timed out (a server a module starts does not linger); stdout is discarded and stderr is a
+    file: a grandchild that keeps them open never makes this wait."""
     nonce = secrets.token_hex(16)
     read_end, write_end = os.pipe()
     request = json.dumps({"nonce": nonce, "channel": write_end, "asked": asked}).encode()

@@ -21,14 +21,11 @@ _METHOD_FIRST = (["self"], ["cls"])
 
 
 class Slips(NamedTuple):
-    """What `record` found: `dedented` (refused unless `--as-typed`) and `misspelt` (a warning)."""
-
     dedented: list[str]
     misspelt: list[str]
 
 
 def slips(source: bytes, path: str, added_lines: Iterable[int]) -> Slips:
-    """What looks like a slip among the definitions on `added_lines` of `source`."""
     tree = parse(source, path)
     if tree is None:
         return Slips([], [])  # record says what is wrong with the file itself
@@ -38,8 +35,7 @@ def slips(source: bytes, path: str, added_lines: Iterable[int]) -> Slips:
 
 
 def _dedented_methods(tree: ast.Module, lines: list[str], path: str, added: set[int]) -> list[str]:
-    """`def name(self, ...)` at module level, with the class it likely belongs in and the lines
-    to indent; only in a file that defines a class (elsewhere no class could be meant)."""
+    """Only in a file that defines a class: elsewhere no class could be meant."""
     found = []
     for node in module_methods(tree):
         if node.lineno not in added or (owner := likely_class(tree, node)) is None:
@@ -73,10 +69,8 @@ def lines_of(node: ast.FunctionDef | ast.AsyncFunctionDef) -> str:
 
 
 def module_methods(tree: ast.Module) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
-    """Functions at module level whose first parameter is `self` (or `cls`) and that the module
-    never names: methods typed outside their class. One the module does name is put to use on
-    purpose (`Class.name = name`, `setattr(C, "n", name)`, `MethodType(name, obj)`), and is
-    none of this."""
+    """Methods typed outside their class. A function the module names is put to use on purpose
+    (`Class.name = name`, `setattr(C, "n", name)`, `MethodType(name, obj)`): none of them."""
     named = {
         node.id
         for node in ast.walk(tree)
@@ -94,9 +88,7 @@ def module_methods(tree: ast.Module) -> list[ast.FunctionDef | ast.AsyncFunction
 def likely_class(
     tree: ast.Module, function: ast.FunctionDef | ast.AsyncFunctionDef
 ) -> tuple[str, str] | None:
-    """The module-level class `function` likely belongs in, and why: the one whose methods
-    call `self.<name>`; else the one that defines most of the `self.` names it uses; else the
-    nearest class above it; else the only class. None: the module defines no class."""
+    """The module-level class `function` likely belongs in, and why; None when none stands out."""
     classes = [node for node in tree.body if isinstance(node, ast.ClassDef)]
     callers = [
         c.name
@@ -121,7 +113,6 @@ def likely_class(
 
 
 def _of_self(node: ast.AST) -> TypeGuard[ast.Attribute]:
-    """`self.name`."""
     return (
         isinstance(node, ast.Attribute)
         and isinstance(node.value, ast.Name)
@@ -185,9 +176,8 @@ def _one_edit_apart(a: str, b: str) -> bool:
 
 
 def strays_put_back(now: ast.Module, then: ast.Module) -> list[tuple[str, str, int]]:
-    """The methods of module `now`'s classes that writing `then` over it would add again at
-    module level (a patch recorded with the slip, applied after the user indented it):
-    (name, class, line of the class's method). Python would never run the copy as the method."""
+    """(name, class, line) of each method of `now`'s classes that writing `then` over it would
+    add again at module level (a slip recorded, then indented), where Python never runs it."""
     methods = {name: (cls, line) for name, cls, line in _methods_only(now)}
     return [
         (node.name, *methods[node.name]) for node in module_methods(then) if node.name in methods
@@ -195,8 +185,7 @@ def strays_put_back(now: ast.Module, then: ast.Module) -> list[tuple[str, str, i
 
 
 def _methods_only(tree: ast.Module) -> list[tuple[str, str, int]]:
-    """The methods of a module's classes that no module-level function shares a name with:
-    (name, class, line)."""
+    """(name, class, line) of each class method no module-level function shares a name with."""
     level = {n.name for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
     return [
         (method.name, cls.name, method.lineno)
@@ -210,9 +199,8 @@ def _methods_only(tree: ast.Module) -> list[tuple[str, str, int]]:
 def module_level_warnings(
     syntax: ast.Module | None, path: str, patch: str, names: Collection[str]
 ) -> list[str]:
-    """`check`'s words for the module-level functions `names` that patch `patch` added to
-    `path`: each still typed outside its class (recorded `--as-typed`), and each the file now
-    has only as a method (indented since: `apply` would put a stray copy back)."""
+    """`check`'s words for the functions `names` that `patch` added at module level: each still
+    outside its class (`--as-typed`), and each now only a method (apply would put a copy back)."""
     if syntax is None:
         return []
     found = [
@@ -235,8 +223,7 @@ def module_level_warnings(
 
 def may_slip(content: bytes, names: Collection[str]) -> bool:
     """Whether `content` may define one of `names` with `self`/`cls` at column 0, or indented:
-    the bytes decide before anything is parsed (a patch's module-level helper alone does not
-    parse its file on every check)."""
+    bytes decide, so a patch's module-level helper alone does not parse its file on every check."""
     if not names:
         return False
     alternatives = b"|".join(re.escape(name.encode()) for name in names)
