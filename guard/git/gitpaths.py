@@ -112,10 +112,9 @@ def _walk_up(start: str) -> tuple[str, str, str]:
 
 
 def git_start_directory(args: Sequence[str], start: str) -> str:
-    """The directory `git ARGS`, started in `start`, works in (each `-C DIR` relative to the one
-    before, as git does): `patchguard git -C OTHER stash pop` must lift OTHER's patches. The
-    options that would make git act on another repository or worktree are refused, not guessed.
-    """
+    """Where `git ARGS` started in `start` works (each `-C DIR` relative to the one before):
+    `patchguard git -C OTHER stash pop` must lift OTHER's patches. --git-dir and the like are
+    refused, not guessed."""
     directory = start
     words = iter(args)
     for word in words:

@@ -74,7 +74,6 @@ class IndexFile:
 
     @classmethod
     def read(cls, git_dir: str) -> IndexFile | None:
-        """The index of this git dir, or None when it is missing or in a form not read here."""
         if _elsewhere():
             return None
         try:
@@ -180,12 +179,10 @@ class IndexFile:
         return start + ((_NAME_AT + (2 if flags & _EXTENDED else 0) + len(name) + 8) & ~7)
 
     def cache_tree_root(self) -> str | None:
-        """The tree id the cache tree gives the whole index, or None when it is invalid (a
-        conflict, or any change since git last wrote a tree): valid, no entry is unmerged."""
+        """The cache tree's id for the whole index; None when invalid (see the module)."""
         start, end = self._extensions[b"TREE"]  # the chain of extensions starts there
         tree = self._data[start:end]
-        # The top entry: an empty path, NUL, "<entries> <subtrees>\n", then its id when valid;
-        # valid, it covers every entry ("-1": invalidated by a change since it was written).
+        # The top entry: an empty path, NUL, "<entries> <subtrees>\n" ("-1": invalid), its id.
         line_end = tree.find(b"\n")
         counts = tree[1:line_end].split(b" ")
         entries = int.from_bytes(self._data[8:12], "big")

@@ -103,7 +103,6 @@ def _versions() -> list[str]:
 
 
 def _files_below(root: str) -> list[str]:
-    """Every file under `root`, sorted, without Python's own byte-code caches."""
     try:
         entries = sorted(os.scandir(root), key=lambda entry: entry.name)
     except OSError:

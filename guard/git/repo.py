@@ -176,11 +176,9 @@ class Repo:
             )
 
     def commit_id(self, rev: str) -> str | None:
-        """The commit `rev` names (`HEAD`, `stash@{0}`, an id), or None when it names none."""
         return self.object_id(rev, "commit")
 
     def tree_id(self, rev: str) -> str | None:
-        """The tree of the commit `rev` names (`stash@{0}^2`), or None."""
         return self.object_id(f"{rev}^{{tree}}", "tree")
 
     def read_object(self, name: str) -> tuple[str, str, bytes] | None:
@@ -188,8 +186,7 @@ class Repo:
         return self.read_objects([name])[0]
 
     def read_objects(self, names: Sequence[str]) -> list[tuple[str, str, bytes] | None]:
-        """`read_object` of each name through one long-lived `git cat-file --batch` (see Repo),
-        one round trip per batch rather than per object."""
+        """One round trip per batch to one long-lived `git cat-file --batch`, not one per object."""
         process = self._reader or self._start_reader()
         assert process.stdin is not None and process.stdout is not None
         found: list[tuple[str, str, bytes] | None] = []
@@ -271,10 +268,8 @@ class Repo:
         return f"{commit.short_id} {commit.message.splitlines()[0] if commit.message else ''}"
 
     def files_at(self, commit: str, paths: Sequence[str]) -> dict[str, bytes | None]:
-        """`file_at` of each path, in one batch, each blob kept by its id (a recorded base is
-        most often HEAD's file). When git's index is that commit's tree (as a commit or a
-        checkout leaves it), blobs are read by the ids it names: no tree walk, a third of the
-        cost."""
+        """Blobs kept by id (a recorded base is most often HEAD's file). When git's index is
+        that commit's tree (after a commit or checkout), its ids spare a tree walk: 1/3 the cost."""
         index, ids = self.index_file, None
         found = index.tree_entries(str(self.layout.common_dir), commit, paths) if index else None
         if found is not None:
@@ -299,7 +294,6 @@ class Repo:
         return self._index
 
     def file_at(self, commit: str, path: str) -> bytes | None:
-        """The file in a commit's tree, or None when it has no such file (or is no file)."""
         found = self.read_object(f"{commit}:{path}")
         return found[2] if found is not None and found[1] == "blob" else None
 
@@ -399,7 +393,6 @@ class Repo:
         atomic_write(full, data, mode, durable=False)
 
     def permissions(self, path: str) -> int | None:
-        """The file's permission bits on disk, or None when there is no such file."""
         try:
             return stat.S_IMODE(self.worktree_path(path).stat().st_mode)
         except (FileNotFoundError, NotADirectoryError):

@@ -94,12 +94,9 @@ class one_walk:
 
 
 def checked_path(workdir: str, path: str, git_dirs: Iterable[str]) -> str:
-    """The absolute location of repository path `path`, if patchguard may read or write it.
-
-    Walked with lstat, as git does before it writes a file: no component may be a link (the
+    """Walked with lstat, as git does before it writes a file: no component may be a link (the
     last neither: writing would replace the link, or go through it). A component that does not
-    exist ends the walk: nothing below it can be a link.
-    """
+    exist ends the walk: nothing below it can be a link."""
     problem = name_problem(path)
     if problem is not None:
         raise UnsafePath(f"{path!r} is not a path patchguard reads or writes: it {problem}")
