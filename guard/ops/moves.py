@@ -163,11 +163,8 @@ def _put_back(repo: Repo, lift: Lift) -> None:
 
 
 def run_git_lifted(repo: Repo, args: Sequence[str], cwd: Path) -> tuple[int, Lift]:
-    """`git ARGS` with the patches lifted; returns git's status and what happened around it.
-
-    A stash pop or apply of a stash that holds a patch applies the stash without it
-    (guard.tree.stashes); the patch comes back with the others.
-    """
+    """`git ARGS` with the patches lifted. A stash pop or apply of a stash that holds a patch
+    applies the stash without it (guard.tree.stashes); the patch comes back with the others."""
     with lifted(repo, "git " + " ".join(args[:2])) as lift:
         commands: list[Sequence[str]] = [args]
         if args and args[0] == "stash" and repo.layout.has_patches():
