@@ -110,11 +110,9 @@ def run(name: str, args: list[str], stdin: str, cwd: Path) -> int:
 
 
 def _busy(repo: Repo, hook: str, args: list[str]) -> str | None:
-    """Why patches must stay out of the tree right now: a pick or an autostash would trip on them.
-
-    Patches left out for a merge or rebase come back with the hook that fires when it
-    concludes (post-commit for `git commit` or `merge --continue`, post-rewrite for a rebase).
-    """
+    """Why patches must stay out of the tree now: a pick or an autostash would trip on them.
+    They come back with the hook that fires when the operation concludes (post-commit for
+    `git commit` or `merge --continue`, post-rewrite for a rebase)."""
     for relative in _AUTOSTASH_FILES:
         if (repo.layout.git_dir / relative).exists():
             return "an autostash is pending and brings your changes back; patches not re-applied"

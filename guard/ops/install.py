@@ -63,12 +63,10 @@ def _missing(what: object) -> ConfigError:
 
 
 def reinstall_command() -> str:
-    """The command that installs this copy of patchguard again, from where it came from.
-
-    pip records the source of an install from a path, a clone or a URL (PEP 610,
-    `direct_url.json`); only an install from the index has none. A hint naming the index for a
-    copy installed from a clone would send the user to a package that may not be there.
-    """
+    """The command that installs this copy of patchguard again, from where it came from: pip
+    records the source of an install from a path, a clone or a URL (PEP 610, `direct_url.json`);
+    only one from the index has none. A hint naming the index for a copy installed from a clone
+    would send the user to a package that may not be there."""
     import shlex
     from importlib.metadata import PackageNotFoundError, distribution
     from urllib.parse import unquote, urlparse

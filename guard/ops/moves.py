@@ -117,15 +117,11 @@ class Lift:
 
 @contextmanager
 def lifted(repo: Repo, operation: str, *, hunt: bool = False) -> Iterator[Lift]:
-    """Hold the worktree's lock, take the applied patches out, yield, put them back, check.
-
-    When git stops in the middle of an operation, the patches stay out: the pending marker lets
-    the hook that fires when it concludes put them back. An exception on the way still puts
-    them back before it propagates.
-
-    `hunt`: a regression hunt's applies and lifts (and the put-back) are its own moves, not the
-    user's: they leave nothing for `undo`, the lift's own entry included.
-    """
+    """Hold the worktree's lock, take the applied patches out, yield, put them back, check; an
+    exception on the way still puts them back. When git stops mid-operation they stay out: the
+    pending marker lets the hook that fires when it concludes put them back. `hunt`: a
+    regression hunt's applies, lifts and put-back are its own moves, not the user's: they leave
+    nothing for `undo`, the lift's own entry included."""
     lift = Lift()
     if not repo.layout.has_patches():  # nothing recorded: plain git, nothing written
         yield lift
@@ -163,11 +159,8 @@ def _put_back(repo: Repo, lift: Lift) -> None:
 
 
 def run_git_lifted(repo: Repo, args: Sequence[str], cwd: Path) -> tuple[int, Lift]:
-    """`git ARGS` with the patches lifted; returns git's status and what happened around it.
-
-    A stash pop or apply of a stash that holds a patch applies the stash without it
-    (guard.tree.stashes); the patch comes back with the others.
-    """
+    """`git ARGS` with the patches lifted. A stash pop or apply of a stash that holds a patch
+    applies the stash without it (guard.tree.stashes); the patch comes back with the others."""
     with lifted(repo, "git " + " ".join(args[:2])) as lift:
         commands: list[Sequence[str]] = [args]
         if args and args[0] == "stash" and repo.layout.has_patches():
@@ -216,10 +209,8 @@ def _carry_edits_hint(repo: Repo, args: Sequence[str]) -> str | None:
 
 def bisect_run(repo: Repo, command: Sequence[str], log: Path | None) -> tuple[int, Lift]:
     """`git bisect run` where each step applies the patches, runs COMMAND, and lifts them again.
-
     The status is git's, except where git stopped the run without a verdict: 130 when a step
-    was interrupted (or git itself was, by Ctrl-C), else EXIT_BISECT_STOPPED.
-    """
+    was interrupted (or git itself was, by Ctrl-C), else EXIT_BISECT_STOPPED."""
     if not repo.layout.bisect_start.exists():
         raise GuardFailure(
             "no bisect is in progress; start one first: patchguard git bisect start BAD GOOD"
@@ -286,12 +277,10 @@ def _skipped_by_bisect(repo: Repo) -> list[str]:
 
 
 def bisect_step(repo: Repo, command: Sequence[str], log: Path | None) -> StepResult:
-    """One commit of `patchguard bisect run`: apply, check, run, lift; a status for git.
-
-    A commit where the patches cannot be applied, or the guard is red, is skipped (125): it
-    says nothing about the regression. A failure of patchguard itself aborts the bisect (128),
-    whatever it is (a bug included), and never marks a commit: only COMMAND's status does.
-    """
+    """One commit of `patchguard bisect run`: apply, check, run, lift; a status for git. A
+    commit where the patches cannot be applied, or the guard is red, is skipped (125): it says
+    nothing about the regression. A failure of patchguard itself aborts the bisect (128),
+    whatever it is (a bug included), and never marks a commit: only COMMAND's status does."""
     head = repo.head_commit_id()
     try:  # the hunt's own moves (under bisect run's lift): nothing for `undo`
         with exclusive(repo.layout.git_dir / STEP_LOCK, "bisect step"), journal.passing():

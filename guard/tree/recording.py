@@ -159,9 +159,8 @@ def _added_lines(
 
 
 def _chosen_hunks(repo: Repo, paths: Sequence[str]) -> dict[str, bytes]:
-    """git's own `add -p`, on a private index that starts as HEAD's: the user picks the hunks in
-    git's interface (the terminal is git's), and each file's chosen content is what that index
-    then holds. The worktree and the real index are left as they are."""
+    """git's own `add -p` (the terminal is git's) on a private index started as HEAD's: the
+    worktree and the real index are left as they are."""
     with tempfile.TemporaryDirectory(prefix="patchguard-record-p-") as scratch:
         env = {"GIT_INDEX_FILE": str(Path(scratch) / "index")}
         run_git(["read-tree", "HEAD"], repo.workdir, env=env)
@@ -409,13 +408,9 @@ def resolve(
     forget: int | None = None,
     keep_extra: bool | Sequence[str] = False,
 ) -> ResolveOutcome:
-    """Keep each file of NAME as the user shaped it at this commit, beside the recording.
-
-    Only files where no version merges with HEAD's file get a resolution: elsewhere nothing
-    conflicts, and the worktree's other edits are the user's, not the patch's. Lines neither
-    the patch nor HEAD has raise ExtraLines unless `keep_extra` is True or lists them.
-    `forget` drops resolution N instead (numbered as `patchguard show` lists them).
-    """
+    """Keep each file of NAME as the user shaped it at this commit, beside the recording, where
+    no kept version merges with HEAD's (see _resolve_here). Extra lines raise ExtraLines unless
+    `keep_extra` is True or lists them. `forget` drops resolution N (as `show` numbers them)."""
     repo.refuse_mid_operation("resolve")
     manifest = load_manifest(repo)
     (patch,) = select_patches(manifest, [name])

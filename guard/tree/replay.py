@@ -41,9 +41,8 @@ _Said = TypeVar("_Said")
 
 
 class ReplayedOutcome:
-    """A replayed put-back's PatchOutcome, its own verdict: a patch's name and state (the
-    value of a PatchVerdict's) as the record holds them. Only put-backs where every patch
-    ended as asked are kept, so `ok` and nothing to add."""
+    """A replayed put-back's PatchOutcome and its own verdict (state: a PatchVerdict's value).
+    Only put-backs where every patch ended as asked are kept, so `ok` and nothing to add."""
 
     __slots__ = ("name", "state", "written")
     ok = True
@@ -62,12 +61,8 @@ def reapply(
 ) -> tuple[Sequence[PatchOutcome | ReplayedOutcome], CheckReport | None]:
     """Every patch re-applied, as a hook and a move's put-back do; the caller holds the
     worktree's lock, so the files cannot change between the keys read here and the writes.
-
-    Replayed when this re-apply was seen before, else applied in full, then checked unless its
-    result's key is verified already (the check's report, else None: green). One that ended
-    verified is kept for the next time, one that wrote nothing too: a move's put-back after git
-    left the lifted files alone says each patch's state from it. guard.tree.patching and the
-    assessment load only for a re-apply not seen before."""
+    The report is None when the result's key is verified (green). One that wrote nothing is
+    kept too: a move's put-back after git left the lifted files alone reads its states there."""
     before = current_key(str(repo.workdir))
     replayed = _put_back(repo, before)
     if replayed is not None:
@@ -93,8 +88,7 @@ def reapply(
 
 def _put_back(repo: Repo, before: CurrentKey | None) -> list[ReplayedOutcome] | None:
     """Write what the re-apply from the files as `before` found them wrote, and each patch's
-    outcome; None, having written nothing, when none is known or its result is no longer
-    verified."""
+    outcome; None, having written nothing, when none is known or no longer verified."""
     if before is None:
         return None
 

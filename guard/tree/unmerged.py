@@ -146,8 +146,7 @@ def stash_note(
 ) -> str:
     """Whether the stash git kept after the conflict can go now: only when stash@{0} is the
     side git merged in (stage 3 of each file finished) and every change it holds, the patch's
-    own part excepted (patchguard keeps it), is in the worktree now.
-    """
+    own part excepted (patchguard keeps it), is in the worktree now."""
     paths = repo.stash_paths()
     if not done or not paths:
         return ""

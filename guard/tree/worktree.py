@@ -33,8 +33,6 @@ CANNOT_TELL_FROM_READING = "cannot tell from reading"
 
 
 class Worktree:
-    """The files patches are assessed against: the worktree, plus edits not yet written."""
-
     def __init__(self, repo: Repo, facts: Mapping[str, object] | None = None) -> None:
         self.repo = repo
         # The interpreter's facts conditions are decided for (guard.truth.interpreters); None:
