@@ -354,9 +354,8 @@ class _Reader:
 
     def _imported(self, dotted: str) -> set[str]:
         """Graph keys for using a name from elsewhere (`uses:call:ORIGIN`), followed as the
-        file's own functions are. Called only with the function's own parameters, it runs
-        with arguments that hold nothing of the checkout (QUIET) unless its caller was handed
-        something."""
+        file's own functions are: QUIET when called only with the function's own parameters,
+        unless its caller was handed something."""
         root = dotted.split(".")[0]
         return {
             self._import_node(QUIET, origin + dotted[len(root) :])
@@ -633,8 +632,7 @@ class _Reader:
         return frozenset(ref for ref in refs if not ref.startswith(("class:", "import:")))
 
     def _runs(self, refs: _Refs, quiet: bool = False) -> None:
-        """Something may call these (or, for a class, make and use an instance); `quiet`:
-        with arguments that hold nothing of the checkout."""
+        """Something may call these (or, for a class, make and use an instance); `quiet`: QUIET."""
         for name in running(refs, self.node, quiet):
             self._mutates(f"{name} handed to code that may call it, or called indirectly")
         for ref in sorted(refs):  # another ref keeps its ":", never a builtin's name
