@@ -376,10 +376,8 @@ class _Reader:
         return key
 
     def _holds(self, func: ast.expr) -> bool:
-        """Does a callee, in a function body, keep what it is handed rather than call it?
-        Code outside the checkout (a method of an object, a builtin) does, except the
-        builtins and library functions that call it at once (sorted, map...); the file's own
-        functions and classes and imported names may call it."""
+        """Does a callee in a function body keep what it is handed (the rule: guard.truth.effects)?
+        Not the file's own functions and classes, nor imported names: they may call it."""
         if isinstance(func, ast.Name):
             builtin = func.id not in self.top and func.id not in self.all_imports
             return builtin and f"builtins.{func.id}" not in _CALLING
