@@ -180,11 +180,9 @@ def describe_miss(index: SymbolIndex, spec: Spec, suggest: bool = True) -> str:
 
 
 def did_you_mean(typed: str, known: Iterable[str]) -> str:
-    """ " (did you mean X?)" with the closest known names, or nothing when none is close.
-
-    Names beside the typed one (same class, same file) are compared by their last part, so a
-    long shared prefix does not make every method of a class look close.
-    """
+    """ " (did you mean X?)" with the closest known names, or nothing when none is close. Names
+    beside the typed one (same class, same file) are compared by their last part, so a long
+    shared prefix does not make every method of a class look close."""
     known = [name for name in known if name != typed]  # the typed name itself is no suggestion
     owner, _, leaf = typed.rpartition(".")
     siblings = {k.rpartition(".")[2]: k for k in known if k.rpartition(".")[0] == owner}
