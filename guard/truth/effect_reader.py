@@ -1,8 +1,7 @@
-"""A file's effect summary (guard.truth.effects): the graph of its functions and classes (what
-running a function's body may change itself and what else of the checkout it runs; what making,
-deriving from or using a class as a metaclass runs), and its import-time code (its body, class
-bodies, decorators, defaults, annotations, bases) read over it with the values its names may
-hold: flow-insensitive, to a fixpoint, since a name's value may come from a statement below.
+"""A file's effect summary (guard.truth.effects): the graph of its functions and classes, and its
+import-time code (body, class bodies, decorators, defaults, annotations, bases) read over it with
+the values its names may hold: flow-insensitive, to a fixpoint, since a name's value may come
+from a statement below.
 """
 
 from __future__ import annotations
