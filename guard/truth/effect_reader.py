@@ -1,8 +1,7 @@
-"""A file's effect summary (guard.truth.effects): the graph of its functions and classes (what
-running a function's body may change itself and what else of the checkout it runs; what making,
-deriving from or using a class as a metaclass runs), and its import-time code (its body, class
-bodies, decorators, defaults, annotations, bases) read over it with the values its names may
-hold: flow-insensitive, to a fixpoint, since a name's value may come from a statement below.
+"""A file's effect summary (guard.truth.effects): the graph of its functions and classes, and its
+import-time code (body, class bodies, decorators, defaults, annotations, bases) read over it with
+the values its names may hold: flow-insensitive, to a fixpoint, since a name's value may come
+from a statement below.
 """
 
 from __future__ import annotations
@@ -354,9 +353,8 @@ class _Reader:
 
     def _imported(self, dotted: str) -> set[str]:
         """Graph keys for using a name from elsewhere (`uses:call:ORIGIN`), followed as the
-        file's own functions are. Called only with the function's own parameters, it runs
-        with arguments that hold nothing of the checkout (QUIET) unless its caller was handed
-        something."""
+        file's own functions are: QUIET when called only with the function's own parameters,
+        unless its caller was handed something."""
         root = dotted.split(".")[0]
         return {
             self._import_node(QUIET, origin + dotted[len(root) :])
@@ -377,10 +375,8 @@ class _Reader:
         return key
 
     def _holds(self, func: ast.expr) -> bool:
-        """Does a callee, in a function body, keep what it is handed rather than call it?
-        Code outside the checkout (a method of an object, a builtin) does, except the
-        builtins and library functions that call it at once (sorted, map...); the file's own
-        functions and classes and imported names may call it."""
+        """Does a callee in a function body keep what it is handed (the rule: guard.truth.effects)?
+        Not the file's own functions and classes, nor imported names: they may call it."""
         if isinstance(func, ast.Name):
             builtin = func.id not in self.top and func.id not in self.all_imports
             return builtin and f"builtins.{func.id}" not in _CALLING
@@ -633,8 +629,7 @@ class _Reader:
         return frozenset(ref for ref in refs if not ref.startswith(("class:", "import:")))
 
     def _runs(self, refs: _Refs, quiet: bool = False) -> None:
-        """Something may call these (or, for a class, make and use an instance); `quiet`:
-        with arguments that hold nothing of the checkout."""
+        """Something may call these (or, for a class, make and use an instance); `quiet`: QUIET."""
         for name in running(refs, self.node, quiet):
             self._mutates(f"{name} handed to code that may call it, or called indirectly")
         for ref in sorted(refs):  # another ref keeps its ":", never a builtin's name

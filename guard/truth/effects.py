@@ -130,18 +130,16 @@ class Effects(NamedTuple):
         return _closure(self.graph, using, home=False)
 
     def reach(self, key: str, quiet: bool = False, home: bool = False) -> Reach | None:
-        """The closure of one node (None: the file has no such node); `quiet`: run with
-        arguments that hold nothing of the checkout; `home`: for the guarded module itself
-        (its own globals count)."""
+        """The closure of one node (None: the file has no such node); `quiet`: see QUIET,
+        `home`: see _closure."""
         if key not in self.graph:
             return None
         return _closure(self.graph, _Node(passes={key}) if quiet else _Node(calls={key}), home=home)
 
     def export(self, kind: str, name: str) -> Reach | None:
         """What another module reaches by importing `name` from here and using it as `kind`
-        ("call": called or handed on; "call-quiet": called with arguments that hold nothing
-        of the checkout; "result": what calling it returns, called; "base": a base class;
-        "meta": a metaclass)."""
+        ("call": called or handed on; QUIET; "result": what calling it returns, called;
+        "base": a base class; "meta": a metaclass)."""
         named = {"result": ("result:",), "base": ("hooks:",), "meta": ("meta:",)}
         for prefix in named.get(kind, ("def:", "new:")):  # "call", QUIET
             found = self.reach(prefix + name, quiet=kind == QUIET and prefix == "def:")
@@ -161,11 +159,11 @@ QUIET = "call-quiet"  # a need: called with arguments that hold nothing of the c
 
 
 def running(refs: Iterable[str], node: _Node, quiet: bool = False) -> list[str]:
-    """Add to `node` what running a value that holds `refs` runs (`quiet`: with arguments that
-    hold nothing of the checkout; for a class, making and using an instance); the dangerous
-    names among them (`setattr`...), which may change anything."""
+    """Add to `node` what running a value that holds `refs` runs (`quiet`: see QUIET; for a
+    class, making and using an instance); the dangerous names among them (`setattr`...), which
+    may change anything."""
     dangers = []
-    for ref in sorted(refs):  # the first why of a name is kept: the same in every process
+    for ref in sorted(refs):  # sorted: see _closure
         kind, _, rest = ref.partition(":")
         if kind in ("def", "result", "uses", "class", "instance"):
             (node.passes if quiet and kind == "def" else node.calls).add(_as_key(ref))

@@ -1,8 +1,5 @@
-"""The binding model's scopes, how a name is looked up in them and what it knows of an expression:
-every statement that binds or unbinds a name (guard.truth.model_statements records them), per
-scope (the module, each class body), looked up as Python's attribute lookup goes (the last
-binding, then the bases); and the environment expressions are read in (an import's origin, a
-function or class of the file, or a value unknown until the code runs).
+"""The binding model's scopes (the module, each class body), looked up as Python's attribute
+lookup goes (the last binding, then the bases), and the environment expressions are read in.
 
 Of an expression the model knows only what Python computes without running user code (literals,
 `sys.version_info`, comparisons of them). Anything else is `_UNKNOWN` and a test it cannot
@@ -131,9 +128,7 @@ class _At(NamedTuple):
 
 
 class _Scopes:
-    """The scopes the model fills and the lookups in them: what a name in a scope is bound to
-    now (the environment), what an expression is in it, and, once the module ran, what
-    importing it binds (`resolve`)."""
+    """The scopes the model fills and the lookups in them; once the module ran, `resolve`."""
 
     def __init__(
         self, unreadable: str | None = None, facts: Mapping[str, object] | None = None
@@ -196,8 +191,7 @@ class _Scopes:
         return _UNKNOWN
 
     def _origin(self, node: ast.expr, env: _Env) -> str | None:
-        """The dotted origin of a decorator or base: `functools.lru_cache`, and `...()` for a
-        call of one."""
+        """A decorator's or base's dotted origin (`functools.lru_cache`; `...()` for a call)."""
         if isinstance(node, ast.Call):
             inner = self._origin(node.func, env)
             return None if inner is None else f"{inner}()"
@@ -205,9 +199,8 @@ class _Scopes:
         return value.dotted if isinstance(value, _Origin) else None
 
     def _classes_named(self, node: ast.expr, at: _At) -> list[_At]:
-        """The class scopes `node` may name: the one it surely names, or, when that is not
-        known, every class of that name (each only possibly); outside their bodies, so with
-        no environment of theirs."""
+        """The class scopes `node` surely names, or else every class so named (each only
+        possibly); with no environment, as seen from outside their bodies."""
         value = self._lookup_env(node, at.env)
         if isinstance(value, _Class):
             return [_At(value.scope, at.condition, {})]
@@ -219,8 +212,7 @@ class _Scopes:
     # -- reading expressions, in the environment of the statement that holds them -------------
 
     def _value_kind(self, value: ast.expr | None, env: _Env) -> tuple[str, object]:
-        """(kind, known value) of what an assignment binds: a literal is a "value", a lambda,
-        a function or class of this file or a known wrapper is "def", the rest is "other"."""
+        """(kind, known value) of what an assignment binds (the kinds: Binding.kind)."""
         if value is None:
             return "other", _UNKNOWN
         if isinstance(value, ast.Lambda):

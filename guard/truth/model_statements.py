@@ -496,7 +496,7 @@ class _Model(_Scopes):
     def _rebinding(self, scope: int, name: str, kind: str, lineno: int) -> str | None:
         """Why a function bound over an earlier binding of the name (`m = g` after `def m`,
         `C.m = f` or `setattr(C, "m", f)` after the class) is no answer from reading: the name
-        is bound, but not to the code defined under it. A first binding defines the name."""
+        is bound, but not to the code defined under it."""
         if kind != "def" or not self.scopes.get(scope, {}).get(name):
             return None
         return (

@@ -1,7 +1,5 @@
-"""The statements a block runs in its own scope, for the binding model (guard.truth.model_statements)
-and the effect summaries (guard.truth.effect_reader): the two must agree on what a block holds,
-so one walk serves both (an `except` handler's or a `case`'s body counts, a nested function's
-does not)."""
+"""The statements a block runs in its own scope: one walk, so that the binding model
+(guard.truth.model_statements) and the effect summaries (guard.truth.effect_reader) agree."""
 
 from __future__ import annotations
 
@@ -21,8 +19,7 @@ def own_statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
 
 
 def blocks(node: ast.stmt) -> Iterator[list[ast.stmt]]:
-    """The blocks a statement holds (if, for, while, with, try and its handlers, match and its
-    cases; a def's or a class's body), in source order."""
+    """The blocks a statement holds, handlers' and cases' too, in source order."""
     for name in ("body", "orelse", "finalbody"):
         inner = getattr(node, name, None)
         if isinstance(inner, list):

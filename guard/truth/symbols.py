@@ -99,11 +99,8 @@ class SymbolIndex:
             return index
 
     def resolve(self, qualname: str) -> Resolution:
-        """What importing the module binds at `qualname`, as Python's lookup finds it once the
-        module ran: present, absent, or cannot tell. Only what Python decides without running
-        user code is decided (for this interpreter); anything else that may change the answer (a
-        runtime condition, a try body that may fail first, an unread decorator or metaclass,
-        reflection) makes it cannot tell, never present."""
+        """What importing the module binds at `qualname` once it ran, decided for this
+        interpreter (see guard.truth.model_names): what reading cannot decide is never present."""
         parts = [unicodedata.normalize("NFKC", part) for part in qualname.split(".")]
         found = self.model.resolve(parts, parts[-1] in self._callable_names)
         if found.state != PRESENT:
@@ -183,11 +180,9 @@ def describe_miss(index: SymbolIndex, spec: Spec, suggest: bool = True) -> str:
 
 
 def did_you_mean(typed: str, known: Iterable[str]) -> str:
-    """ " (did you mean X?)" with the closest known names, or nothing when none is close.
-
-    Names beside the typed one (same class, same file) are compared by their last part, so a
-    long shared prefix does not make every method of a class look close.
-    """
+    """ " (did you mean X?)" with the closest known names, or nothing when none is close. Names
+    beside the typed one (same class, same file) are compared by their last part, so a long
+    shared prefix does not make every method of a class look close."""
     known = [name for name in known if name != typed]  # the typed name itself is no suggestion
     owner, _, leaf = typed.rpartition(".")
     siblings = {k.rpartition(".")[2]: k for k in known if k.rpartition(".")[0] == owner}
