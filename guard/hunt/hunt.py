@@ -192,7 +192,6 @@ class _Bench:
         self.here = commit
 
     def leave(self) -> None:
-        """Stop the server, lift the patches again (before any move)."""
         try:
             self._stop_server()
         finally:
@@ -212,8 +211,7 @@ class _Bench:
                 self._git("checkout", "-q", self.home)
 
     def stop_if_asked(self) -> None:
-        """Between runs, once a signal asked: Interrupted, which says what _session's cleanup
-        leaves as it propagates."""
+        """Between runs, once a signal asked: Interrupted, saying what the cleanup leaves."""
         if not self.stop_asked:
             return
         if self.kept is None:
@@ -666,9 +664,8 @@ def _bisect(bench: _Bench, good: str, bad: str, terms: tuple[str, str], kept: Ke
 
 
 def _line(repo: Repo, good: str, bad: str) -> list[str]:
-    """The candidates, oldest first, BAD last: the first-parent line from GOOD to BAD, so that
-    each has one parent on the line and "the first changed" is well defined (a merge counts as
-    one commit)."""
+    """First-parent only, so that each candidate has one parent on the line and "the first
+    changed" is well defined (a merge counts as one commit)."""
     listed = run_git(
         ["rev-list", "--reverse", "--first-parent", "--ancestry-path", f"{good}..{bad}"],
         repo.workdir,
@@ -741,10 +738,9 @@ def _against_parent(
 def _tell_git(
     bench: _Bench, found: tuple[str, str], endpoints: tuple[str, str], terms: tuple[str, str]
 ) -> None:
-    """Mark the parent good and the first changed commit bad, so that git's state and `git
-    bisect log` agree with the verdict and git names the commit. On a range with merges git
-    may still have commits of the side branches to test (the hunt followed the first-parent
-    line): then it says so, and the verdict stands."""
+    """So that git's state and `git bisect log` agree with the verdict. With merges in the range
+    git may still want side-branch commits tested (the hunt followed first parents): said, and
+    the verdict stands."""
     said: list[str] = []
     for commit, endpoint, term in zip(found, endpoints, terms, strict=True):
         if commit == endpoint:  # GOOD and BAD are marked already

@@ -119,7 +119,6 @@ class Server:
         return " | ".join(self._log_lines()[-_TAIL_LINES:]) or "(no output)"
 
     def stop(self) -> None:
-        """End its whole group; wait until the port is free and the GPUs' memory is back."""
         if self.group is None:
             return
         group, self.group = self.group, None

@@ -157,13 +157,9 @@ def settle(
     look: Callable[[int, float], _Answer],
     settled: Callable[[_Answer], bool],
 ) -> _Answer:
-    """Look with `repeats` runs, then twice as many while the answer is not settled, up to `cap`;
-    the last answer (one not settled is the cap's).
-
-    Each look tests at ALPHA over the number of looks (Bonferroni: O'Brien-Fleming would leave
+    """Each look tests at ALPHA over the number of looks (Bonferroni: O'Brien-Fleming would leave
     the first look almost nothing), so that looking again with more runs never raises the
-    chance of a false `different` over the whole comparison above ALPHA.
-    """
+    chance of a false `different` over the whole comparison above ALPHA."""
     sizes = [repeats]
     while sizes[-1] < cap:
         sizes.append(min(2 * sizes[-1], cap))
