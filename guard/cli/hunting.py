@@ -351,8 +351,7 @@ def _figure(width: float) -> tuple[Any, Any]:
 
 
 def _save(figure: Any, path: Path) -> None:
-    """Written after the verdict is printed: a disk that filled meanwhile costs the picture,
-    with one line, never the hunt's answer."""
+    """A disk that filled since the verdict was printed costs the picture, with one line."""
     from matplotlib import pyplot
 
     figure.tight_layout()
