@@ -62,8 +62,7 @@ def decide(
 
     `same` first (a significant change smaller than the smallest effect is still `same`),
     then `different` when the change is significant and closer to the smallest effect than to
-    none (|Δ| ≥ half of it: a change that counts is the likelier reading), unless the runs are
-    unstable (ClickHouse: they vary by as much as the change, or one of them is an outlier).
+    none (|Δ| ≥ half of it: a change that counts is the likelier reading), unless `unstable`.
     """
     log_a, log_b = np.log(np.asarray(a, float)), np.log(np.asarray(b, float))
     ratios = None  # paired runs' log-ratios
