@@ -60,8 +60,7 @@ class Options:
     repeats: int
     max_repeats: int
     warmups: int
-    metric_file: Path | None  # what each run appends here is read, not its output;
-    # relative to the top of the checkout, where CMD runs (as git bisect run runs it)
+    metric_file: Path | None  # read, not the output; from the checkout's top, where CMD runs
     server: ServerSpec | None  # started at each commit before CMD runs there
     timeout: float | None  # seconds a run of CMD may take before its group is ended
     probe_warmups: int  # uncounted runs at each commit a bisect probes: only when asked
@@ -233,8 +232,7 @@ class _Bench:
             self.kept.add(**record)
 
     def run(self, commit: str, what: str) -> Sample | None:
-        """One run of CMD at `commit`: its sample, or None when it failed or printed no value
-        (or the server did not get ready, or died under it: then CMD is not run or not counted)."""
+        """One run of CMD at `commit`: its sample, or None when it is not counted (said why)."""
         self.visit(commit)
         self.stop_if_asked()
         where = f"{commit[:10]} ({self._subject(commit)})"
