@@ -137,7 +137,6 @@ def _json_values(output: str, key: str) -> list[str]:
 
 
 def _json_object(text: str) -> dict[str, Any] | None:
-    """`text` as a JSON object; None when it is not one."""
     if not text.lstrip().startswith("{"):
         return None
     try:
