@@ -197,8 +197,7 @@ def _progress(line: str) -> None:
 
 
 def _hunt_options(command: tuple[str, ...], metric: str, measuring: dict[str, Any]) -> Any:
-    """hunt.Options from the command line: `measuring`, the values of _measure_options
-    (guard.hunt.hunt, and with it scipy, loads only here)."""
+    """hunt.Options from `measuring`, the values of _measure_options (scipy loads only here)."""
     from guard.hunt import hunt, stats
     from guard.hunt.metrics import HIGHER, LOWER, parse_metric
 
@@ -319,8 +318,7 @@ def _plot(comparison: Comparison, path: Path) -> None:
 
 
 def _plot_bisect(found: Hunt, path: Path) -> None:
-    """Every run of a metric bisect at its commit, GOOD left and BAD right, the commit found
-    marked: where the hunt spent its runs, and how clearly the number moved there."""
+    """Every run at its commit: where the hunt spent its runs, how clearly the number moved."""
     good, bad = found.endpoints.a, found.endpoints.b
     order = [good.commit, *found.line] if found.line else [good.commit, bad.commit]
     runs = {good.commit: good.values, bad.commit: bad.values}
@@ -353,8 +351,7 @@ def _figure(width: float) -> tuple[Any, Any]:
 
 
 def _save(figure: Any, path: Path) -> None:
-    """Written after the verdict is printed: a disk that filled meanwhile costs the picture,
-    with one line, never the hunt's answer."""
+    """A disk that filled since the verdict was printed costs the picture, with one line."""
     from matplotlib import pyplot
 
     figure.tight_layout()

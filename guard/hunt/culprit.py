@@ -97,12 +97,9 @@ class Posterior:
 def search(
     fit: Fit, size: int, take: Callable[[int, int], list[float] | None], cap: int
 ) -> Posterior:
-    """Probe the posterior's median until one group holds SETTLED of it (its settled() then
-    names the group; None when the search ended unsettled).
-
-    take(j, n) gives at least n values of candidate j, or None where nothing can be measured
-    (the candidate is skipped). A search whose next probe already has `cap` runs ends unsettled.
-    """
+    """Probe the posterior's median until one group holds SETTLED of it, or the next probe has
+    `cap` runs already. take(j, n) gives at least n values of candidate j, or None where nothing
+    can be measured (the candidate is skipped)."""
     posterior = Posterior(size)
     values: dict[int, list[float]] = {}
     while posterior.settled() is None:

@@ -60,8 +60,7 @@ class Options:
     repeats: int
     max_repeats: int
     warmups: int
-    metric_file: Path | None  # what each run appends here is read, not its output;
-    # relative to the top of the checkout, where CMD runs (as git bisect run runs it)
+    metric_file: Path | None  # read, not the output; from the checkout's top, where CMD runs
     server: ServerSpec | None  # started at each commit before CMD runs there
     timeout: float | None  # seconds a run of CMD may take before its group is ended
     probe_warmups: int  # uncounted runs at each commit a bisect probes: only when asked
@@ -192,7 +191,6 @@ class _Bench:
         self.here = commit
 
     def leave(self) -> None:
-        """Stop the server, lift the patches again (before any move)."""
         try:
             self._stop_server()
         finally:
@@ -212,8 +210,7 @@ class _Bench:
                 self._git("checkout", "-q", self.home)
 
     def stop_if_asked(self) -> None:
-        """Between runs, once a signal asked: Interrupted, which says what _session's cleanup
-        leaves as it propagates."""
+        """Between runs, once a signal asked: Interrupted, saying what the cleanup leaves."""
         if not self.stop_asked:
             return
         if self.kept is None:
@@ -235,8 +232,7 @@ class _Bench:
             self.kept.add(**record)
 
     def run(self, commit: str, what: str) -> Sample | None:
-        """One run of CMD at `commit`: its sample, or None when it failed or printed no value
-        (or the server did not get ready, or died under it: then CMD is not run or not counted)."""
+        """One run of CMD at `commit`: its sample, or None when it is not counted (said why)."""
         self.visit(commit)
         self.stop_if_asked()
         where = f"{commit[:10]} ({self._subject(commit)})"
@@ -666,9 +662,8 @@ def _bisect(bench: _Bench, good: str, bad: str, terms: tuple[str, str], kept: Ke
 
 
 def _line(repo: Repo, good: str, bad: str) -> list[str]:
-    """The candidates, oldest first, BAD last: the first-parent line from GOOD to BAD, so that
-    each has one parent on the line and "the first changed" is well defined (a merge counts as
-    one commit)."""
+    """First-parent only, so that each candidate has one parent on the line and "the first
+    changed" is well defined (a merge counts as one commit)."""
     listed = run_git(
         ["rev-list", "--reverse", "--first-parent", "--ancestry-path", f"{good}..{bad}"],
         repo.workdir,
@@ -741,10 +736,9 @@ def _against_parent(
 def _tell_git(
     bench: _Bench, found: tuple[str, str], endpoints: tuple[str, str], terms: tuple[str, str]
 ) -> None:
-    """Mark the parent good and the first changed commit bad, so that git's state and `git
-    bisect log` agree with the verdict and git names the commit. On a range with merges git
-    may still have commits of the side branches to test (the hunt followed the first-parent
-    line): then it says so, and the verdict stands."""
+    """So that git's state and `git bisect log` agree with the verdict. With merges in the range
+    git may still want side-branch commits tested (the hunt followed first parents): said, and
+    the verdict stands."""
     said: list[str] = []
     for commit, endpoint, term in zip(found, endpoints, terms, strict=True):
         if commit == endpoint:  # GOOD and BAD are marked already

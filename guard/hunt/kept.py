@@ -108,5 +108,4 @@ class HomeNote:
             note.write(commit + "\n")
 
     def drop(self) -> None:
-        """Back home: nothing for a next hunt to go back to."""
         self.path.unlink(missing_ok=True)

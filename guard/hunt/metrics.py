@@ -2,9 +2,8 @@
 
 The ways to name it (a label as printed, json:KEY, re:PATTERN) are docs/hunting.md's. The last
 occurrence decides, as warm-up rows come first; when it holds no number that reads one way only
-(`nan`, `inf`, `1 234`), the run is refused (Unreadable), never read from an earlier row.
-Digits grouped by a plain space are refused rather than read whole: `12 345` may as well be two
-columns.
+(`nan`, `inf`, or `12 345`, which may as well be two columns), the run is refused (Unreadable),
+never read from an earlier row.
 """
 
 from __future__ import annotations
@@ -138,7 +137,6 @@ def _json_values(output: str, key: str) -> list[str]:
 
 
 def _json_object(text: str) -> dict[str, Any] | None:
-    """`text` as a JSON object; None when it is not one."""
     if not text.lstrip().startswith("{"):
         return None
     try:

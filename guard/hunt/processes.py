@@ -31,8 +31,6 @@ _PROC = Path("/proc")
 
 
 class Group:
-    """A command started as the leader of a new session (and so of a new process group)."""
-
     def __init__(
         self,
         argv: Sequence[str],
@@ -82,7 +80,6 @@ class Group:
 
 
 def wait_until(condition: Callable[[], bool], seconds: float, poll: float = _POLL) -> bool:
-    """Whether `condition` came true within `seconds`, looked at every `poll` seconds."""
     deadline = time.monotonic() + seconds
     while not condition():
         if time.monotonic() >= deadline:

@@ -51,8 +51,6 @@ class ServerSpec:
 
 
 class Server:
-    """One server at a time: started on demand, stopped before any move."""
-
     def __init__(self, spec: ServerSpec, log: Path, progress: Callable[[str], None]) -> None:
         self.spec = spec
         self.log = log
@@ -67,8 +65,7 @@ class Server:
     def start(
         self, cwd: Path, env: Mapping[str, str], where: str, stop_asked: Callable[[], bool]
     ) -> str | None:
-        """Start it and wait until it is ready: None then, else why not (it is stopped again).
-        A port already held is refused before anything starts (GuardFailure)."""
+        """None once it is ready, else why not (it is stopped again); a held port: GuardFailure."""
         address = self.spec.address
         if address is not None and (holder := port_holder(*address)) is not None:
             raise GuardFailure(
@@ -79,7 +76,7 @@ class Server:
         shown = self.log.relative_to(cwd) if self.log.is_relative_to(cwd) else self.log
         self.progress(f"server starting at {where} (its output: {shown})")
         began = time.monotonic()
-        with self.log.open("wb") as log:  # rewritten at each start
+        with self.log.open("wb") as log:
             self.group = Group(["sh", "-c", self.spec.command], cwd, env, log)
         self.runs = 0
         why = self._wait_ready(stop_asked)
@@ -119,7 +116,6 @@ class Server:
         return " | ".join(self._log_lines()[-_TAIL_LINES:]) or "(no output)"
 
     def stop(self) -> None:
-        """End its whole group; wait until the port is free and the GPUs' memory is back."""
         if self.group is None:
             return
         group, self.group = self.group, None

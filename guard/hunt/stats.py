@@ -62,8 +62,7 @@ def decide(
 
     `same` first (a significant change smaller than the smallest effect is still `same`),
     then `different` when the change is significant and closer to the smallest effect than to
-    none (|Δ| ≥ half of it: a change that counts is the likelier reading), unless the runs are
-    unstable (ClickHouse: they vary by as much as the change, or one of them is an outlier).
+    none (|Δ| ≥ half of it: a change that counts is the likelier reading), unless `unstable`.
     """
     log_a, log_b = np.log(np.asarray(a, float)), np.log(np.asarray(b, float))
     ratios = None  # paired runs' log-ratios
@@ -157,13 +156,9 @@ def settle(
     look: Callable[[int, float], _Answer],
     settled: Callable[[_Answer], bool],
 ) -> _Answer:
-    """Look with `repeats` runs, then twice as many while the answer is not settled, up to `cap`;
-    the last answer (one not settled is the cap's).
-
-    Each look tests at ALPHA over the number of looks (Bonferroni: O'Brien-Fleming would leave
+    """Each look tests at ALPHA over the number of looks (Bonferroni: O'Brien-Fleming would leave
     the first look almost nothing), so that looking again with more runs never raises the
-    chance of a false `different` over the whole comparison above ALPHA.
-    """
+    chance of a false `different` over the whole comparison above ALPHA."""
     sizes = [repeats]
     while sizes[-1] < cap:
         sizes.append(min(2 * sizes[-1], cap))
