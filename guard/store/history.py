@@ -475,7 +475,6 @@ class Undone(NamedTuple):
 
 
 def undo(repo: Repo) -> Undone:
-    """Undo the newest of the worktree's last apply/unapply and the patches' last change."""
     from guard.store import journal
 
     latest = journal.latest_entry(repo)
