@@ -1,5 +1,5 @@
-"""The patches between clones: export and import (a bundle file), push and fetch (a git remote).
-import and fetch change the recording, not the files, so each says what the worktree holds."""
+"""export, import, push and fetch (guard.store.sharing). import and fetch change the
+recording, not the files, so each says what the worktree holds."""
 
 from __future__ import annotations
 

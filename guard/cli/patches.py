@@ -1,5 +1,4 @@
-"""The commands that make and read the recording (record, require, list, show, resolve, drop);
-none touches the worktree's files."""
+"""The commands that make and read the recording; none touches the worktree's files."""
 
 from __future__ import annotations
 

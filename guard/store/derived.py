@@ -131,8 +131,7 @@ def _derived_remedy(repo: Repo) -> str | None:
 
 
 def not_a_commit(repo: Repo, oid: str, kind: str) -> str:
-    """One line for a history ref that points at something other than a commit, with the
-    way back: the commit manifest.json was last derived from, when it is still there."""
+    """The refusal of a history ref that is no commit, with the way back where there is one."""
     known = _read_text(repo.layout.derived_from_path)
     if known is not None and repo.object_id(known, "commit"):
         way_back = f"put it back where it was: git update-ref {HISTORY_REF} {known}"

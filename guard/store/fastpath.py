@@ -58,9 +58,8 @@ def make_key(digests: Iterable[str], entries: str) -> str:
 def head_entries(
     workdir: str, common_dir: str, commit: str, paths: Sequence[str], index: IndexFile | None
 ) -> str | None:
-    """The entries of `paths` in `commit` (HEAD) as a key holds them: `git ls-tree`'s lines,
-    each followed by a space; from the index file when it can say, else from git (None: git
-    failed)."""
+    """`git ls-tree`'s lines for `paths` in `commit`, each followed by a space, as a key holds
+    them; from the index file when it can say, else from git (None: git failed)."""
     found = None if index is None else index.tree_entries(common_dir, commit, paths)
     if found is not None:
         return "".join(f"{mode:06o} {kind} {oid}\t{path} " for mode, kind, oid, path in found)
@@ -70,7 +69,6 @@ def head_entries(
 
 
 def _git_output(workdir: str, args: Sequence[str]) -> str | None:
-    """What `git -C workdir ARGS` prints, or None when it fails."""
     import subprocess
 
     try:
@@ -219,8 +217,7 @@ def remember(
 ) -> None:
     """Record that this content passed `check` at commit `head` (the commit whose files the
     verdict read), while the paths of `looked_up` were (absent, present), with the manifest and
-    git's index as the check read them. Skipped when a path cannot be listed one per line, or
-    the cache cannot be written (a read-only git dir)."""
+    git's index as the check read them."""
     absent, present = (set(paths) for paths in looked_up)
     if any("\n" in path or "\r" in path for path in (*contents, *absent, *present)):
         return

@@ -110,14 +110,12 @@ def save(
     merged: str | None = None,
     note: bool = False,
 ) -> None:
-    """Every change to the patches, as one transaction: the objects, then the transaction
-    file (while it stands, no verified key is trusted and the next command derives
-    manifest.json again), the ref moved compare-and-swap, manifest.json derived, the file
-    removed. A writer killed anywhere leaves the old state or the new one, whole. Only a holder
-    of the store's lock may write, so writers in any worktrees take turns instead of refusing
-    each other. `change` is the subject `log` shows; a `note` changes no patch (a choice made
-    at a push); `merged` is a second parent (a fetch's), `undoes` the change taken back.
-    """
+    """One transaction: the objects, then the transaction file (while it stands, no verified
+    key is trusted and the next command derives manifest.json again), the ref moved
+    compare-and-swap, manifest.json derived, the file removed. A writer killed anywhere leaves
+    the old state or the new one, whole. Only a holder of the store's lock may write, so
+    writers in any worktrees take turns instead of refusing each other. `merged` is a fetch's
+    second parent."""
     if not held(repo.layout.store_lock_path):
         raise GuardError(
             f"a bug in patchguard: {change!r} would change the patches without holding "
@@ -253,8 +251,7 @@ def _commit(
 
 
 def _move_ref(repo: Repo, new: str, old: str | None, subject: str) -> None:
-    """Compare-and-swap: the ref moves only if it still holds `old` (or is still absent);
-    every move of it, the way back too."""
+    """Compare-and-swap: the ref moves only if it still holds `old` (or is still absent)."""
     from guard.git.process import run_git
 
     update = ["update-ref", "-m", f"patchguard: {subject}", HISTORY_REF, new, old or _NO_REF]
@@ -273,7 +270,7 @@ def _move_ref(repo: Repo, new: str, old: str | None, subject: str) -> None:
 
 
 def walk(repo: Repo, start: str | None = None) -> Iterator[Change]:
-    """The states from `start` (default: the ref) back along first parents: newest first."""
+    """From `start` (default: the ref) back along first parents."""
     oid = start or current(repo)
     while oid is not None:
         change = _change(repo, oid)
@@ -356,10 +353,8 @@ class Order(NamedTuple):
 
 
 def order(repo: Repo, held_blob: str, recorded_blob: str) -> Order | None:
-    """Where `held_blob` (the worktree's version of a patch's file) stands to `recorded_blob`,
-    by the state that first held each: None when the history holds either nowhere. Each state
-    pins its manifest's blobs in its `blobs/` tree, so that is a tree lookup, no manifest read.
-    """
+    """By the state that first held each blob: None when the history holds either nowhere.
+    Each state pins its blobs in its `blobs/` tree, so that is a tree lookup, no manifest read."""
     import pygit2
 
     first: dict[str, tuple[int, str]] = {}
@@ -401,10 +396,8 @@ def manifest_at(repo: Repo, oid: str | None) -> Manifest:
 
 def log_changes(repo: Repo, name: str | None, unknown: str | None = None) -> list[dict[str, Any]]:
     """`patchguard log [NAME]` as --json has it, newest first: entry N is what `show NAME@{N}`
-    and `undo --list` call N, its time local (ISO 8601, with its offset). A function of the
-    history's tip alone. A state that is not a valid manifest changed nothing (its "invalid"
-    says why). A NAME with no history is refused, in the words of `unknown` (default: log's).
-    """
+    and `undo --list` call N. A function of the history's tip alone. A state that is not a
+    valid manifest changed nothing (its "invalid" says why)."""
     entries = []
     before = Manifest()  # the state before each change: the last valid one, oldest first
     for change in reversed(list(walk(repo))):
@@ -475,14 +468,13 @@ PATCHES = "patches"  # a change to the patches: the manifest goes back
 
 
 class Undone(NamedTuple):
-    """What one undo took back, and the patches whose recording or files it changed."""
+    """What one undo took back, and the patches it changed."""
 
     what: str
     patches: list[str]
 
 
 def undo(repo: Repo) -> Undone:
-    """Undo the newest of the worktree's last apply/unapply and the patches' last change."""
     from guard.store import journal
 
     latest = journal.latest_entry(repo)
@@ -518,9 +510,8 @@ def undo(repo: Repo) -> Undone:
 
 
 def undo_through(repo: Repo, number: int) -> list[Undone]:
-    """`undo N`: entries 0 to N of `undo --list`, one `undo` each, each checked against the
-    list as it stood, so a change made meanwhile by another command is never the one taken back.
-    """
+    """Entries 0 to N of `undo --list`, each checked against the list as it stood, so a
+    change made meanwhile by another command is never the one taken back."""
     listed = undo_entries(repo)
     if not 0 <= number < len(listed):
         raise ConfigError(
@@ -542,7 +533,7 @@ def undo_through(repo: Repo, number: int) -> list[Undone]:
 
 
 def undo_entries(repo: Repo) -> list[dict[str, Any]]:
-    """Everything `undo` can take back, newest first, worktree writes and patch changes merged."""
+    """Worktree writes and patch changes merged, newest first."""
     from guard.store import journal
 
     found = [(e.created, WORKTREE, e.describe()) for e in journal.entries(repo)]

@@ -72,9 +72,8 @@ class Journal:
         patch: str,
         modes: tuple[int | None, int | None] = (None, None),
     ) -> None:
-        """Keep `before` and note `after` (None: delete), for write() to put in place; `modes`:
-        the file's permission bits before, and those a file that is created gets. Nothing is on
-        disk before write(): a journal discarded before it changed nothing."""
+        """`after` None deletes; `modes`: the file's permission bits before, and those a file
+        that is created gets. Nothing is on disk before write(): discarding changes nothing."""
         if patch not in self.patches:
             self.patches.append(patch)
         after_blob = None if after is None else blob_id(after)
@@ -99,8 +98,7 @@ class Journal:
         self._writes[path] = (after, created_mode)
 
     def write(self, repo: Repo) -> None:
-        """Replace every kept file, in order, all or nothing (saying what became of each file
-        when one cannot be written); then the entry is done."""
+        """Replace every file, all or nothing; then the entry is done."""
         if not self._writes:
             return
         entry = self.mark_writing()
@@ -125,11 +123,10 @@ class Journal:
         self._save(DONE, durable=False)  # lost: recover() finds every file as written
 
     def mark_writing(self) -> Path:
-        """The one flushed step, returning the entry: from here on, a writer killed before
-        `done` has its files put back by the next writer (recover). Three fsyncs: the pack, the
-        journal, then the entry's directory, which makes both names durable at once. A power
-        loss before that may keep the journal's name without the pack's, but then no file was
-        written yet, and recover() reads the entry as one killed before its journal."""
+        """The one flushed step. Three fsyncs: the pack, the journal, then the entry's
+        directory, which makes both names durable at once. A power loss before that may keep the
+        journal's name without the pack's, but then no file was written yet, and recover() reads
+        the entry as one killed before its journal."""
         try:  # the old bytes first, then the mark that names them
             self.root.mkdir(parents=True, exist_ok=True)
             entries = [] if _passing else _entries(self.root)  # a passing entry is gone at once

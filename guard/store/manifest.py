@@ -27,8 +27,7 @@ _KEEP_VALIDATED = 16
 
 
 class Resolution(NamedTuple):
-    """The same change, made by hand on another version of upstream's file (`resolve`): moves
-    carry the patch from whichever version has the base nearest to the file at hand."""
+    """The same change, made by hand on another version of upstream's file (`resolve`)."""
 
     base_blob: str  # upstream's file where it was resolved (HEAD's, at `commit`)
     patched_blob: str
@@ -130,9 +129,8 @@ def select_patches(
 def parse_manifest(
     raw: bytes, path: Path, *, source: str | None = None, remedy: str | None = None
 ) -> Manifest:
-    """Validated on first sight, the same bytes later with json alone. `path` is the
-    manifest.json beside which validated contents are remembered; `source` names where `raw`
-    came from in a refusal (default: that path), `remedy` what to do."""
+    """`path` is the manifest.json beside which validated contents are remembered; `source`
+    names where `raw` came from in a refusal (default: that path)."""
     digest = validated_key(raw)
     if digest in _validated(path):
         return Manifest.from_dict(json.loads(raw))

@@ -1,8 +1,7 @@
 """The manifest's schema: pydantic models that validate it (scripts/generate.py writes `schemas/`).
 
 Every manifest is validated here before patchguard uses it, so a hand-broken file is reported
-by name and field, never half-used (guard.store.manifest comes here only for bytes it has not
-validated before: pydantic is too heavy for every hook).
+by name and field, never half-used (guard.store.manifest says why only new bytes come here).
 """
 
 from __future__ import annotations
@@ -173,8 +172,7 @@ def validate_data(model: type[BaseModel], data: dict[str, Any], what: str) -> No
 
 
 def parse_versioned(raw: bytes | str, source: str, model: type[_Model], remedy: str) -> _Model:
-    """JSON to a validated model; bad JSON, an unknown schema_version or a bad field becomes
-    a ConfigError naming `source` (and the field), with `remedy` as the next step."""
+    """JSON to a validated model; anything else is a ConfigError naming `source`, then `remedy`."""
     try:
         data: Any = json.loads(raw.decode() if isinstance(raw, bytes) else raw)  # JSON is UTF-8
     except (json.JSONDecodeError, UnicodeDecodeError) as error:

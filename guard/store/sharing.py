@@ -68,9 +68,8 @@ class Fetched(NamedTuple):
 
 
 def push(repo: Repo, remote: str, *, take_back: bool = False) -> str:
-    """Push the history ref to the same name on `remote`; refused when it has changes we lack,
-    and when it would take back a change of the remote's (an undo here of a fetch from it)
-    unless `take_back` says so, which the history then records."""
+    """Refused when `remote` has changes we lack, and when it would take back a change of the
+    remote's (an undo here of a fetch from it) unless `take_back`, which the history records."""
     tip = history.current(repo)
     if tip is None:
         raise ConfigError(
@@ -297,8 +296,7 @@ def read_bundle(path: Path) -> bytes:
 
 
 def _parse_bundle(source: str, raw: bytes) -> tuple[Manifest, dict[str, bytes]]:
-    """Validate everything before anything is written: schema, blob integrity, completeness;
-    the blobs decoded."""
+    """Everything is validated before anything is written: schema, blob ids, completeness."""
     from guard.store.schema import Bundle, parse_versioned
 
     bundle = parse_versioned(
@@ -327,8 +325,8 @@ def _parse_bundle(source: str, raw: bytes) -> tuple[Manifest, dict[str, bytes]]:
 
 
 def import_bundle(repo: Repo, source: str, raw: bytes) -> tuple[list[str], list[str]]:
-    """Add the bundle's patches and guards; same-named patches are replaced (and said so).
-    Returns what it did, line by line, and the patches whose recording it changed."""
+    """Same-named patches are replaced. Returns what it did, line by line, and the patches
+    whose recording it changed."""
     bundled, blobs = _parse_bundle(source, raw)
     with repo.lock("import", store=True):
         _refuse_unimportable(repo, bundled.patches, blobs.__getitem__)

@@ -1,6 +1,5 @@
-"""The syntax of a required symbol, `path/to/file.py::Class.method`: here, below the reading
-that resolves it (guard.truth.symbols), because the manifest's schema validates it.
-"""
+"""The syntax of a required symbol: here, below the reading that resolves it
+(guard.truth.symbols), because the manifest's schema validates it."""
 
 from __future__ import annotations
 
