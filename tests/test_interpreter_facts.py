@@ -93,8 +93,9 @@ def test_the_commands_interpreter_decides_the_version(
 def test_another_interpreter_is_asked_once_by_its_file(
     tmp_path: Path, clean_env: dict[str, str]
 ) -> None:
-    """A wrapper that logs its arguments, then runs this very Python: asked for its facts
-    once; asked again when its file changes (an upgrade, a reinstall)."""
+    """A wrapper that logs its arguments and greets on stdout (as site code or a module
+    environment may), then runs this very Python: asked for its facts once, the greeting
+    passed over; asked again when its file changes (an upgrade, a reinstall)."""
     root = tmp_path / "repo"
     ours = sys.implementation.name
     guarded_package(
@@ -103,7 +104,7 @@ def test_another_interpreter_is_asked_once_by_its_file(
     log = tmp_path / "asked.log"
     wrapper = tmp_path / "bin" / "python3"
     wrapper.parent.mkdir()
-    wrapper.write_text(f'#!/bin/sh\necho "$@" >> {log}\nexec {sys.executable} "$@"\n')
+    wrapper.write_text(f'#!/bin/sh\necho "$@" >> {log}\necho hello\nexec {sys.executable} "$@"\n')
     wrapper.chmod(0o755)
 
     def asks() -> int:
