@@ -355,7 +355,7 @@ class _Version:
         updated since by a fetch, an import or a re-record; or a later one an undo took back):
         the recorded one is merged onto it from that version, not from the patch's base, which
         cannot place a change right beside the definitions. None when the file holds none."""
-        from guard.store import history  # only here: definitions in place, text not recorded
+        from guard.store import history  # only where the worktree does not hold the recorded text
 
         repo, labels = self.repo, self.labels
         for earlier in history.earlier_versions(repo, self.patch.name, self.change.path):
