@@ -60,7 +60,9 @@ def assess_file(repo: Repo, tree: Worktree, patch: Patch, change: FileChange) ->
     """Decide one file's state by content; see docs/concepts.md for the rules."""
     path = tree.followed_path(change.path, patch.base_commit, change.base_blob is not None)
     verdict = _conflicted(tree, path) or _assess_versions(repo, tree, patch, change, path)
-    if verdict.state in GOOD_STATES:  # never green on a file Python cannot even read
+    # never green on a file Python cannot read; parsed only here, as a large file parses slowly
+    # and apply checks every merge it writes anyway
+    if verdict.state in GOOD_STATES:
         verdict = _unparsable(tree, path) or verdict
     if path != change.path:
         verdict.detail += f" (followed the rename {change.path} -> {path})"
@@ -111,11 +113,7 @@ def versions(change: FileChange) -> list[tuple[FileChange, PatchResolution | Non
 
 def _conflicted(tree: Worktree, path: str) -> FileVerdict | None:
     """The file itself is in conflict: whatever HEAD holds, no patch state is true of it.
-
-    Markers count too (a conflict `git add` accepted, or `apply --merge` wrote). Whether it
-    parses is asked only of a file that would otherwise be green (_unparsable): a large file
-    takes long to parse, and apply checks every merge it writes anyway.
-    """
+    Markers count too (a conflict `git add` accepted, or `apply --merge` wrote)."""
     current = tree.read(path)
     markers = marker_lines(current) if current is not None else []
     at = f" at line{'s' if len(markers) > 1 else ''} {', '.join(map(str, markers))}"
@@ -194,7 +192,7 @@ class _Version:
             if head is not None and added
             else None
         )
-        if in_head == {}:  # HEAD surely binds everything the patch adds: upstream has it
+        if in_head == {}:  # HEAD surely binds everything the patch adds
             return self.absorbed()
         verdict = self.change_state(self.patched, added)
         if in_head and all(why.startswith(CANNOT_TELL_FROM_READING) for why in in_head.values()):
@@ -206,9 +204,7 @@ class _Version:
         return verdict
 
     def absorbed(self) -> FileVerdict:
-        """HEAD defines every symbol the patch adds: what stands is the rest of the patch, if any.
-        A worktree that still carries the patch's own copy (git merged a stash back) is
-        `doubled`, and apply takes the copy out."""
+        """HEAD defines all the patch adds: what stands is the rest of the patch, if any."""
         path, current, rest, added = self.path, self.current, self.rest, self.change.added_symbols
         assert self.head is not None
         names = ", ".join(q.rsplit(".", 1)[-1] for q in added)
@@ -306,10 +302,9 @@ class _Version:
         )
 
     def edited(self, current: bytes) -> FileVerdict | None:
-        """Every added name is in place but the text is not the recorded one: `edited` where a
-        definition's code differs. What `apply` would write puts those definitions' recorded
-        lines back, every other line kept (nothing where the result would not parse, would still
-        differ or would miss a required symbol: then by hand)."""
+        """`edited` where an added definition's code is not the recorded one. `merged` puts those
+        definitions' recorded lines back, every other line kept; None where that would not parse,
+        still differ or miss a required symbol (then by hand)."""
         tree, path, patched = self.tree, self.path, self.patched
         here, recorded = tree.syntax(current, path), tree.syntax(patched, path)
         if here is None or recorded is None:
@@ -360,7 +355,7 @@ class _Version:
         updated since by a fetch, an import or a re-record; or a later one an undo took back):
         the recorded one is merged onto it from that version, not from the patch's base, which
         cannot place a change right beside the definitions. None when the file holds none."""
-        from guard.store import history  # only here: definitions in place, text not recorded
+        from guard.store import history  # only where the worktree does not hold the recorded text
 
         repo, labels = self.repo, self.labels
         for earlier in history.earlier_versions(repo, self.patch.name, self.change.path):
@@ -392,7 +387,7 @@ class _Version:
 
 
 def _held_version(repo: Repo, recorded: FileChange, held: FileChange) -> str:
-    """What the worktree holds, in words; earlier or later as the history says."""
+    """What the worktree holds, in words."""
     from guard.store.history import LATER, order
 
     found = order(repo, held.patched_blob, recorded.patched_blob)
@@ -495,8 +490,8 @@ def status(
 
 
 def status_report(repo: Repo, names: Sequence[str] = ()) -> CheckReport:
-    """The patches' states and their required symbols (every guard's too when no name is
-    given), so that `status` fails exactly when `check` would. Never remembered."""
+    """The patches' states and required symbols, so that `status` fails exactly when `check`
+    would. Never remembered."""
     manifest = load_manifest(repo)
     report = _report(repo, Worktree(repo), manifest, names)
     for patch, verdict in zip(select_patches(manifest, names), report.patches, strict=True):
@@ -656,10 +651,8 @@ def check_symbol(tree: Worktree, text: str, owner: str | None) -> SymbolResult:
 
 def _shadowed(tree: Worktree, path: str, content: bytes) -> str | None:
     """What `import` loads instead of the file: a package of its name (found first), an
-    extension module (tried before `.py`), or a hash-based `.pyc` whose source hash is not the
-    file's (an unchecked one is never compared; a checked one not under
-    `--check-hash-based-pycs never`); a timestamp-based one Python compares itself. Looked at
-    through the view, so one that appears later voids a remembered verdict."""
+    extension module (tried before `.py`), or a stale hash-based `.pyc`. Looked at through the
+    view, so one that appears later voids a remembered verdict."""
     stem = path.removesuffix(".py")
     if tree.exists(f"{stem}/__init__.py", file=True):
         return (
@@ -682,7 +675,9 @@ def _shadowed(tree: Worktree, path: str, content: bytes) -> str | None:
 
 
 def _stale_pyc(tree: Worktree, path: str, content: bytes, level: str | int) -> str | None:
-    """The hash-based `.pyc` of optimization `level` beside `path`, when it holds other code."""
+    """The hash-based `.pyc` of optimization `level` beside `path`, when it holds other code:
+    Python never compares an unchecked one with the file, nor a checked one under
+    `--check-hash-based-pycs never`."""
     relative = importlib.util.cache_from_source(path, optimization=level)  # relative as `path`
     if not tree.exists(relative, file=True):
         return None
@@ -709,8 +704,8 @@ def _stale_pyc(tree: Worktree, path: str, content: bytes, level: str | int) -> s
 
 
 def worktree_lines(repo: Repo, names: Sequence[str]) -> list[str]:
-    """One line for each patch in `names` (each once, in order): what the worktree holds now,
-    and the command that brings the file in line."""
+    """For each patch in `names`: what the worktree holds now, and the command that brings the
+    file in line."""
     manifest = load_manifest(repo, missing_ok=True)
     recorded = [name for name in names if manifest.patch(name) is not None]
     verdicts = {v.name: v for v in status(repo, recorded, manifest=manifest)} if recorded else {}

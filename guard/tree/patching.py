@@ -1,4 +1,4 @@
-"""Apply and unapply: write what guard.tree.assess decided, journaled, a patch whole or not at all."""
+"""Apply and unapply what guard.tree.assess decided: journaled, a patch whole or not at all."""
 
 from __future__ import annotations
 
@@ -50,7 +50,7 @@ def apply(
         repo, "apply", names, dry_run, allow_mid_operation, tree
     )
     outcomes = []
-    for patch in patches:  # each decided and written whole or not at all
+    for patch in patches:
         verdict = assess_patch(repo, tree, patch, every[: every.index(patch)])
         finished: list[unmerged.Finished] = []
         refusals: list[str] = []
@@ -189,8 +189,7 @@ def unapply(
             if not reverse.clean:
                 outcome.ok = False
                 outcome.message = f"{path}: the change cannot be taken out cleanly"
-                # the later patches applied here recorded on top of this one's change of the file:
-                # where their lines touch, git's merge takes this one out only with them
+                # git takes it out only with later patches stacked on it where their lines touch
                 above = [
                     upper.name
                     for upper in stacked(repo, every, patch, change.path, above=True)

@@ -3,8 +3,7 @@
 A stash made with a patch in the tree holds the patch's change beside the user's own edits.
 Popped onto a release that absorbed the patch in other text, git's merge of the two copies
 conflicts (or doubles them). patchguard keeps the patch itself, so git applies a copy of the
-stash commit (same parents, message and untracked files) without the patch's part, the real
-entry is dropped only when that succeeded, and the patch goes back when the lift ends.
+stash commit (same parents, message and untracked files) without the patch's part.
 """
 
 from __future__ import annotations
@@ -67,9 +66,8 @@ def plan(repo: Repo, args: Sequence[str]) -> StashPlan | None:
 def _patch_files_in(
     repo: Repo, stash: str
 ) -> Iterator[tuple[Patch, FileChange, bytes, bytes, bytes]]:
-    """Each recorded patch's file that the stash commit changed, where the stash's own commit
-    (its first parent) did not hold the patch's change already (upstream's, then, not the
-    stash's): (patch, file, the stashed bytes, the patch's base and patched bytes)."""
+    """Each recorded patch's file the stash changed, with its stashed, base and patched bytes;
+    not where the stash's first parent held the change already (upstream's, not the stash's)."""
     for patch in load_manifest(repo).patches:
         for change in patch.files:
             stashed = repo.file_at(stash, change.path)

@@ -1,9 +1,8 @@
 """What an assessment decides, and how it is said: the states, the verdicts, the check report,
 and one line per problem with the command that fixes it.
 
-Apart from the deciding (guard.tree.assess), so that what only says a verdict needs these alone.
-A patch's state is its worst file's and `ok` is what counts as green, so this module decides
-too (guard.store.fastpath hashes it into the model's namespace).
+Apart from the deciding (guard.tree.assess), so that what only says a verdict needs these alone;
+`ok` (what counts as green) decides too, so guard.store.fastpath hashes this into the model.
 """
 
 from __future__ import annotations
@@ -270,7 +269,5 @@ def fix_for(patch_name: str, verdict: FileVerdict) -> str:
 
 
 def keep_edit(patch_name: str, verdict: FileVerdict) -> str:
-    """A re-record on the patch's base, a resolution elsewhere (a re-record there would re-base
-    the patch)."""
     verb = "resolve" if verdict.keep_by_resolving else "record"
     return f"patchguard {verb} {patch_name}"

@@ -133,7 +133,6 @@ def _first_difference(a: object, b: object, lines: tuple[int, int]) -> tuple[int
 
 
 def _goes_on(items: list[object], shorter: int, line: int) -> int:
-    """The line of `items`' first item past `shorter`, or of its last line if it has none."""
     if len(items) > shorter:
         return getattr(items[shorter], "lineno", line)
     last = items[-1] if items else None
