@@ -75,9 +75,8 @@ def handled(run: Callable[[], int], crash_dir: Callable[[], str]) -> int:
 
 
 def _click_code(error: Exception) -> int | None:
-    """click's own end of a command under the contract, when click was imported (the hooks and
-    `check --quiet` never import it, so this module does not either); None for any other
-    exception. An abort (Ctrl-C at click's prompt) is an interrupt."""
+    """click's own end of a command, when click was imported (the hooks and `check --quiet` never
+    import it, so this module does not either). An abort is Ctrl-C at click's prompt."""
     click = sys.modules.get("click")
     if click is None:
         return None
@@ -100,8 +99,7 @@ def silence_stdout() -> None:
 
 
 def one_line(error: Exception, crash_dir: Callable[[], str]) -> str:
-    """What a failure says in one line: a PatchguardError its message; anything else is a bug,
-    named with the log that holds its traceback."""
+    """A PatchguardError's message; anything else is a bug, named with its crash log."""
     if isinstance(error, PatchguardError):
         return str(error)
     where = _write_crash_log(error, crash_dir)
