@@ -260,8 +260,7 @@ def _cannot_import_patchguard(interpreter: str) -> str | None:
 
 
 def doctor(layout: Layout) -> tuple[list[str], list[str]]:
-    """Which hooks are installed, where, with which interpreter, and whether git runs them: what
-    was found, line by line, and the problems (none: all is well)."""
+    """What was found, line by line, and the problems (none: all is well)."""
     hooks_dir = git_hooks_dir(layout)
     lines, problems = [f"git runs hooks from {hooks_dir}"], []
     if not hooks_dir.is_dir():
