@@ -44,12 +44,10 @@ class GuardError(PatchguardError):
 
 
 def handled(run: Callable[[], int], crash_dir: Callable[[], str]) -> int:
-    """Run a command or hook under the exit-code contract: never a traceback.
-
-    Ctrl-C is one line and 130: writes are atomic and journaled, so nothing is half-written.
-    Anything not ours or click's is a bug: one line naming a log in `crash_dir()` (the caller
-    knows the checkout; this module knows nothing of repositories), and exit 3.
-    """
+    """Run a command or hook under the exit-code contract, never a traceback. Ctrl-C is one line:
+    writes are atomic and journaled, so nothing is half-written. Anything not ours or click's is
+    a bug: one line naming a log in `crash_dir()` (the caller knows the checkout, this module no
+    repository), and exit 3."""
     try:
         code = run()
         try:
