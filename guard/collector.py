@@ -1,8 +1,6 @@
-"""Python's cyclic garbage collector, off while one operation runs.
-
-A re-apply or a check allocates a great deal (a check of 40 files loads some 12,000 objects)
-and frees it by reference counts: the collector would only walk it, and everything imported,
-again and again. Back on after, so a long-running caller (a hunt) still collects the few cycles.
+"""The cyclic collector off while one operation runs: a re-apply or a check (of 40 files, some
+12,000 objects) frees by reference counts, so the collector would only walk it, and everything
+imported, again and again. Back on after, so a long-running caller (a hunt) still collects cycles.
 """
 
 from __future__ import annotations

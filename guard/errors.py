@@ -44,12 +44,10 @@ class GuardError(PatchguardError):
 
 
 def handled(run: Callable[[], int], crash_dir: Callable[[], str]) -> int:
-    """Run a command or hook under the exit-code contract: never a traceback.
-
-    Ctrl-C is one line and 130: writes are atomic and journaled, so nothing is half-written.
-    Anything not ours or click's is a bug: one line naming a log in `crash_dir()` (the caller
-    knows the checkout; this module knows nothing of repositories), and exit 3.
-    """
+    """Run a command or hook under the exit-code contract, never a traceback. Ctrl-C is one line:
+    writes are atomic and journaled, so nothing is half-written. Anything not ours or click's is
+    a bug: one line naming a log in `crash_dir()` (the caller knows the checkout, this module no
+    repository), and exit 3."""
     try:
         code = run()
         try:
@@ -75,9 +73,8 @@ def handled(run: Callable[[], int], crash_dir: Callable[[], str]) -> int:
 
 
 def _click_code(error: Exception) -> int | None:
-    """click's own end of a command under the contract, when click was imported (the hooks and
-    `check --quiet` never import it, so this module does not either); None for any other
-    exception. An abort (Ctrl-C at click's prompt) is an interrupt."""
+    """click's own end of a command, when click was imported (the hooks and `check --quiet` never
+    import it, so this module does not either). An abort is Ctrl-C at click's prompt."""
     click = sys.modules.get("click")
     if click is None:
         return None
@@ -100,8 +97,7 @@ def silence_stdout() -> None:
 
 
 def one_line(error: Exception, crash_dir: Callable[[], str]) -> str:
-    """What a failure says in one line: a PatchguardError its message; anything else is a bug,
-    named with the log that holds its traceback."""
+    """A PatchguardError's message; anything else is a bug, named with its crash log."""
     if isinstance(error, PatchguardError):
         return str(error)
     where = _write_crash_log(error, crash_dir)

@@ -69,7 +69,6 @@ class _Group(click.Group):
             ) from None
 
 
-# git commands users type after `patchguard`: each is `patchguard git COMMAND`.
 _GIT_MOVES = frozenset(
     {"checkout", "switch", "pull", "stash", "rebase", "merge", "cherry-pick", "reset", "restore"}
 )

@@ -30,9 +30,8 @@ def say(message: str) -> None:
 
 
 def run_hook(argv: Sequence[str]) -> int:
-    """`patchguard hook NAME ARGS...`, or `--pre-commit NAME` as the pre-commit framework runs
-    it. guard.entry calls this without click for the hooks' own forms: click is no part of a
-    re-apply's cost."""
+    """`patchguard hook NAME ARGS...`, or `--pre-commit NAME` as the pre-commit framework runs it
+    (guard.entry says why this runs without click)."""
     if argv[0] == PRE_COMMIT_FLAG:
         name = argv[1] if len(argv) > 1 else ""
         args = _args_from_pre_commit(name)
@@ -59,7 +58,6 @@ def _args_from_pre_commit(name: str) -> list[str]:
     return [os.environ.get(variable, "") for variable in names]
 
 
-# A plain `git bisect good|bad` refuses to move over the file the hook just patched.
 BISECT_ADVICE = (
     "a bisect is in progress: plain git bisect cannot move over the patched file; move with "
     "patchguard bisect good|bad|skip, or let patchguard bisect run COMMAND drive it"
@@ -129,7 +127,6 @@ def _busy(repo: Repo, hook: str, args: list[str]) -> str | None:
 
 
 def _apply_and_check(repo: Repo, hook: str) -> int:
-    """Re-apply and check (guard.tree.replay.reapply) under the worktree's lock, and say so."""
     from guard.collector import without_collector
     from guard.store import journal
     from guard.tree import replay

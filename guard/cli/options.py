@@ -1,6 +1,5 @@
-"""What the command modules share: options, help epilogs, what a command that changed the
-patches but not the files says after, and the lift around git (`patchguard git` and the bisect
-commands). A module of its own so that a command loads this and its own module only."""
+"""What the command modules share (the lift around git serves `patchguard git` and bisect), in
+a module of its own so that a command loads this and its own module only."""
 
 from __future__ import annotations
 
@@ -87,7 +86,6 @@ def say_worktree(repo: Repo, names: list[str]) -> None:
 
 
 def git_lifted(cwd: Path, args: Sequence[str]) -> int:
-    """Run `git ARGS` with the patches lifted and say what happened."""
     from guard.git.gitpaths import git_start_directory
     from guard.git.repo import Repo
     from guard.ops import moves

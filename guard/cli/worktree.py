@@ -1,5 +1,4 @@
-"""The patches in the worktree: status, apply and unapply, and `patchguard git`, which lifts
-them around a git command (guard.cli.options.git_lifted, shared with the bisect commands)."""
+"""The patches in the worktree: status, apply and unapply, and `patchguard git`."""
 
 from __future__ import annotations
 

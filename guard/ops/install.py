@@ -63,10 +63,9 @@ def _missing(what: object) -> ConfigError:
 
 
 def reinstall_command() -> str:
-    """The command that installs this copy of patchguard again, from where it came from: pip
-    records the source of an install from a path, a clone or a URL (PEP 610, `direct_url.json`);
-    only one from the index has none. A hint naming the index for a copy installed from a clone
-    would send the user to a package that may not be there."""
+    """The command that installs this copy again, from the source pip recorded (PEP 610,
+    `direct_url.json`; none for one from the index): a hint naming the index for a copy from a
+    clone would send the user to a package that may not be there."""
     import shlex
     from importlib.metadata import PackageNotFoundError, distribution
     from urllib.parse import unquote, urlparse
@@ -127,7 +126,6 @@ def is_ours(path: Path) -> bool:
 
 
 def baked_values(path: Path) -> dict[str, str]:
-    """The values `install` wrote into an installed hook (_BAKED), by name."""
     found = {}
     for line in path.read_text(errors="replace").splitlines():
         name, quote, value = line.partition("='")
@@ -260,8 +258,7 @@ def _cannot_import_patchguard(interpreter: str) -> str | None:
 
 
 def doctor(layout: Layout) -> tuple[list[str], list[str]]:
-    """Which hooks are installed, where, with which interpreter, and whether git runs them: what
-    was found, line by line, and the problems (none: all is well)."""
+    """What was found, line by line, and the problems (none: all is well)."""
     hooks_dir = git_hooks_dir(layout)
     lines, problems = [f"git runs hooks from {hooks_dir}"], []
     if not hooks_dir.is_dir():
