@@ -45,8 +45,7 @@ def new_file_mode(executable: bool = False) -> int:
 
 
 def _create_temporary(path: Path) -> tuple[int, str]:
-    """Private until renamed, as with tempfile.mkstemp, whose import a re-applying hook need
-    not pay."""
+    """Private until renamed, as tempfile.mkstemp's (an import a re-applying hook need not pay)."""
     name = str(path.parent / f".{path.name}.{os.getpid()}-{time.time_ns()}{TEMP_SUFFIX}")
     return os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), name
 
