@@ -11,8 +11,7 @@ TEMP_SUFFIX = ".patchguard-tmp"
 
 
 def atomic_write(path: Path, data: bytes, mode: int | None = None, *, durable: bool = True) -> None:
-    """The file keeps its permission bits (a new one gets `mode`, default new_file_mode()).
-    `durable=False` leaves out the fsyncs, for what something else makes safe from a power
+    """`durable=False` leaves out the fsyncs, for what something else makes safe from a power
     loss: a journal that keeps the old bytes, a checksum that turns a torn entry into a miss."""
     try:
         keep_mode = stat.S_IMODE(path.stat().st_mode)
@@ -46,8 +45,7 @@ def new_file_mode(executable: bool = False) -> int:
 
 
 def _create_temporary(path: Path) -> tuple[int, str]:
-    """A new file beside `path`, private until renamed (as tempfile.mkstemp, whose import
-    a re-applying hook need not pay), named by this process and the time."""
+    """Private until renamed, as tempfile.mkstemp's (an import a re-applying hook need not pay)."""
     name = str(path.parent / f".{path.name}.{os.getpid()}-{time.time_ns()}{TEMP_SUFFIX}")
     return os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), name
 

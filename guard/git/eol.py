@@ -3,9 +3,8 @@
 A working file can end its lines in CRLF while git stores LF. patchguard records, merges and
 checks the stored form (a patch is then its three methods, not every line of the file) and
 writes files back as `git checkout` would, by git's own rules (convert.c), held to what git
-writes by a test. git resolves the attributes and configuration; only the per-file decision
-and the byte rewriting happen here. A filter driver, `working-tree-encoding`, or `ident` in a
-file that holds `$Id` is a conversion only git can run: recording such a file is refused.
+writes by a test. A filter driver, `working-tree-encoding`, or `ident` in a file that holds
+`$Id` is a conversion only git can run: recording such a file is refused.
 """
 
 from __future__ import annotations

@@ -15,7 +15,6 @@ KILL_VARIABLE = "PATCHGUARD_KILL_AT"
 
 
 def point(name: str) -> None:
-    """Die here when the crash tests ask for it."""
     asked = os.environ.get(KILL_VARIABLE)
     if asked is not None and asked.partition(":")[0] == name:
         import signal

@@ -1,4 +1,4 @@
-"""The layout of a checkout as Paths: where its files, git dir and shared git dir are."""
+"""The layout of a checkout as Paths: its files, its own git dir, the shared (common) git dir."""
 
 from __future__ import annotations
 
@@ -19,9 +19,8 @@ from guard.git.gitpaths import (
 
 
 class Layout:
-    """Where a worktree's files, its own git dir and the shared (common) git dir are, and
-    patchguard's files in them. Not a dataclass: every hook builds one, and dataclasses would
-    bring inspect and ast onto the hooks' light path (tests/test_light_paths.py)."""
+    """Not a dataclass: every hook builds one, and dataclasses would bring inspect and ast onto
+    the hooks' light path (tests/test_light_paths.py)."""
 
     def __init__(self, workdir: Path, git_dir: Path, common_dir: Path) -> None:
         self.workdir = workdir
@@ -52,7 +51,6 @@ class Layout:
         return read_ref(HISTORY_REF, (str(self.common_dir),))
 
     def has_patches(self) -> bool:
-        """Is anything recorded here: manifest.json, or a history ref to derive it from?"""
         return self.manifest_path.is_file() or self.history_tip() is not None
 
 

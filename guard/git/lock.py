@@ -48,14 +48,12 @@ def held(lock_path: Path) -> bool:
 
 
 def held_by_parent(lock_path: Path) -> bool:
-    """True in a process started by the holder of this lock (see HELD_VARIABLE)."""
     return os.environ.get(HELD_VARIABLE) == str(lock_path)
 
 
 @contextmanager
 def exclusive(lock_path: Path, operation: str, timeout: float | None = None) -> Iterator[None]:
-    """Hold `lock_path` while `operation` writes; wait a bounded time for it (`timeout`
-    seconds, else TIMEOUT_VARIABLE's)."""
+    """Hold `lock_path`, waiting at most `timeout` seconds (else TIMEOUT_VARIABLE's)."""
     if held(lock_path):
         _depth[lock_path] = _depth.get(lock_path, 0) + 1
         try:
@@ -105,9 +103,8 @@ def exclusive(lock_path: Path, operation: str, timeout: float | None = None) -> 
 
 @contextmanager
 def if_free(lock_path: Path) -> Iterator[bool]:
-    """Hold `lock_path` if nobody else does (True), without waiting; False when another
-    process holds it or it cannot be taken (a read-only git dir). For repairs that may wait
-    for the next command (a derived file rebuilt by a reader)."""
+    """True, holding `lock_path`, if it is free now; else False (held, or a read-only git dir).
+    For repairs that may wait for the next command (a derived file rebuilt by a reader)."""
     hold = contextlib.ExitStack()
     try:
         hold.enter_context(exclusive(lock_path, "repair", timeout=0.0))

@@ -14,7 +14,7 @@ _SEPARATOR = b"======="
 
 
 def marker_lines(content: bytes) -> list[int]:
-    """The 1-based numbers of the lines that are conflict markers; empty when there are none."""
+    """The 1-based numbers of the lines that are conflict markers."""
     if not any(marker in content for marker in _OPENING):
         return []  # the common case: no marker anywhere, nothing to split
     labelled, separators = [], []

@@ -41,7 +41,7 @@ def blob_id(data: bytes) -> str:
     """The id git gives these bytes as a blob (what `git hash-object --no-filters` prints)."""
     found = _blob_ids.get(data)
     if found is None:
-        if _remembered[0] > _REMEMBER_BYTES:  # a long hunt's process: forget the old ones
+        if _remembered[0] > _REMEMBER_BYTES:
             _blob_ids.clear()
             _remembered[0] = 0
         found = _blob_ids[data] = str(sha1(b"blob %d\0" % len(data) + data).hexdigest())

@@ -75,7 +75,6 @@ class StartedGit:
         self.command, self.cwd, self.process = command, cwd, process
 
     def result(self) -> subprocess.CompletedProcess[str]:
-        """git's output; ConfigError, with git's own reason, when it failed."""
         try:
             stdout, stderr = self.process.communicate()
         except BaseException:  # Ctrl-C while waiting: git goes too, as subprocess.run does
@@ -151,7 +150,6 @@ def _outlive_child(_number: int, _frame: object) -> None:
 
 @contextmanager
 def signals_to(handler: Callable[[int, object], None], *numbers: int) -> Iterator[None]:
-    """`handler` for the signals `numbers` inside the block; the handlers before it after."""
     previous = {number: signal.signal(number, handler) for number in numbers}
     try:
         yield
