@@ -17,7 +17,9 @@ def atomic_write(path: Path, data: bytes, mode: int | None = None, *, durable: b
         keep_mode = stat.S_IMODE(path.stat().st_mode)
     except FileNotFoundError:
         keep_mode = new_file_mode() if mode is None else mode
-    fd, tmp_name = _create_temporary(path)
+    # Private until renamed, as tempfile.mkstemp's (an import a re-applying hook need not pay)
+    tmp_name = str(path.parent / f".{path.name}.{os.getpid()}-{time.time_ns()}{TEMP_SUFFIX}")
+    fd = os.open(tmp_name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
         with os.fdopen(fd, "wb") as tmp:
             tmp.write(data)
@@ -42,12 +44,6 @@ def new_file_mode(executable: bool = False) -> int:
     umask = os.umask(0)
     os.umask(umask)
     return (0o777 if executable else 0o666) & ~umask
-
-
-def _create_temporary(path: Path) -> tuple[int, str]:
-    """Private until renamed, as tempfile.mkstemp's (an import a re-applying hook need not pay)."""
-    name = str(path.parent / f".{path.name}.{os.getpid()}-{time.time_ns()}{TEMP_SUFFIX}")
-    return os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), name
 
 
 def remove_stale_temporaries(path: Path) -> None:
