@@ -250,8 +250,8 @@ class Repo:
 
     def head_commit_paths(self) -> set[str]:
         """The paths HEAD's own commit changed (against its first parent, or the empty tree)."""
-        parent = self.commit_id("HEAD^") or "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
-        listing = run_git(["diff-tree", "-r", "--name-only", "-z", parent, "HEAD"], self.workdir)
+        against = ["--root", "--diff-merges=first-parent", "--no-commit-id"]
+        listing = run_git(["diff-tree", "-r", "--name-only", "-z", *against, "HEAD"], self.workdir)
         return {path for path in listing.stdout.split("\0") if path}
 
     def head_is_published(self) -> bool:
