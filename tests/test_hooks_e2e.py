@@ -321,6 +321,19 @@ def test_doctor_leaves_alone_hooks_install_was_not_asked_for(sample: Sample) -> 
     assert sample.pg("doctor").exit_code == 0
 
 
+def test_doctor_leaves_alone_a_hook_uninstall_took_out(sample: Sample) -> None:
+    """`uninstall --hook` is asked for as `install --hook` is: doctor does not send the user to
+    install it again."""
+    installed(sample)
+    assert sample.pg("uninstall", "--hook", "post-merge").exit_code == 0
+    result = sample.pg("doctor")
+    assert result.exit_code == 0, result.stderr
+    assert "post-merge" not in result.stdout + result.stderr
+    assert sample.pg("install").exit_code == 0  # a whole install puts it back, and expects it
+    (sample.root / ".git" / "hooks" / "post-merge").unlink()
+    assert "post-merge: not installed" in sample.pg("doctor").stderr
+
+
 def test_doctor_catches_non_executable_hook_and_moved_hooks_path(sample: Sample) -> None:
     installed(sample)
     hook = sample.root / ".git" / "hooks" / "post-merge"

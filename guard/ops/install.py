@@ -189,15 +189,16 @@ def install(layout: Layout, hook_types: tuple[str, ...], force: bool) -> list[st
             atomic_write(path, wanted.encode(), mode=0o755)
             path.chmod(0o755)
             lines.append(f"{hook_type}: installed at {path}")
-        _write_record(layout, hooks_dir, hook_types)
+        recorded = _read_record(layout).get("hooks")
+        _write_record(
+            layout, hooks_dir, {*(recorded if isinstance(recorded, list) else []), *hook_types}
+        )
     return lines
 
 
-def _write_record(layout: Layout, hooks_dir: Path, hook_types: tuple[str, ...]) -> None:
-    recorded = _read_record(layout).get("hooks")
-    types = sorted(set(recorded if isinstance(recorded, list) else []) | set(hook_types))
+def _write_record(layout: Layout, hooks_dir: Path, hook_types: set[str]) -> None:
     layout.store_dir.mkdir(parents=True, exist_ok=True)
-    record = {"hooks_dir": str(hooks_dir), "python": sys.executable, "hooks": types}
+    record = {"hooks_dir": str(hooks_dir), "python": sys.executable, "hooks": sorted(hook_types)}
     atomic_write(layout.store_dir / _RECORD, (json.dumps(record, indent=2) + "\n").encode())
 
 
@@ -236,7 +237,9 @@ def uninstall(layout: Layout, hook_types: tuple[str, ...]) -> list[str]:
                 path.unlink()
                 lines.append(f"{hook_type}: removed")
         if any(is_ours(hooks_dir / t) for t in HOOK_TYPES):
-            _write_record(layout, hooks_dir, ())
+            _write_record(
+                layout, hooks_dir, _expected_hooks(_read_record(layout)) - set(hook_types)
+            )
         else:
             (layout.store_dir / _RECORD).unlink(missing_ok=True)
     return lines
