@@ -266,3 +266,31 @@ def test_record_p_chooses_hunks_through_a_terminal(
     assert "shapes" not in change["diff"]
     assert debug in sample.kimi.read_text()  # still the user's own edit
     assert sample.pg("check").exit_code == 0
+
+
+def test_show_on_a_terminal_says_when_nothing_is_recorded(
+    sample: Sample, clean_env: dict[str, str]
+) -> None:
+    """Paged on a terminal as git pages: with no patch left, a line saying so, not an empty
+    pager."""
+    import os
+    import pty
+
+    sample.record_eagle3()
+    assert sample.pg("drop", "eagle3").exit_code == 0
+    pid, terminal = pty.fork()
+    if pid == 0:
+        os.chdir(sample.root)
+        os.execvpe("patchguard", ["patchguard", "show"], {**clean_env, "PAGER": "cat"})
+    said = b""
+    while True:
+        try:
+            chunk = os.read(terminal, 4096)
+        except OSError:  # the child closed the terminal: it ended
+            break
+        if not chunk:
+            break
+        said += chunk
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0, said
+    assert b"no patches recorded" in said

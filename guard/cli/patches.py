@@ -186,13 +186,13 @@ def show(cwd: Path, names: tuple[str, ...]) -> None:
         ]
     else:
         patches = select_patches(load_manifest(repo), names)
-    if not sys.stdout.isatty():
-        click.echo("\n".join(show_lines(patches, color=False)) or "no patches recorded")
+    color = sys.stdout.isatty() and "NO_COLOR" not in os.environ
+    lines = show_lines(patches, color=color)
+    if not (lines and sys.stdout.isatty()):  # nothing to page, or no terminal to page on
+        click.echo("\n".join(lines) or "no patches recorded")
         return
-    color = "NO_COLOR" not in os.environ
-    text = "\n".join(show_lines(patches, color=color))
     os.environ.setdefault("LESS", "FRX")  # as git does: quit if one screen, keep colours
-    click.echo_via_pager(text + "\n", color=color)
+    click.echo_via_pager("\n".join(lines) + "\n", color=color)
 
 
 @click.command(epilog=epilog("patchguard resolve eagle3"))
