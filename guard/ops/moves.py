@@ -172,7 +172,7 @@ def run_git_lifted(repo: Repo, args: Sequence[str], cwd: Path) -> tuple[int, Lif
                 commands = [c for c in (stash.apply, stash.drop) if c is not None]
         held = {HELD_VARIABLE: str(repo.layout.worktree_lock_path)}
         status = 0
-        for command in commands:  # each only once the one before it succeeded
+        for command in commands:
             status = run_git(command, cwd, passthrough=True, env=held).returncode
             if status != 0:
                 lift.hint = _carry_edits_hint(repo, args)
