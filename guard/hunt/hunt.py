@@ -714,8 +714,7 @@ def _pooled(
 def _against_parent(
     bench: _Bench, measured: dict[str, Runs], parent: str, first: str
 ) -> stats.Decision | None:
-    """The first changed commit against its parent, from the runs taken there; more runs at
-    both only while those do not decide (looks doubling, as compare's)."""
+    """The first changed commit against its parent; more runs at both while undecided."""
     options = bench.options
     sides = measured[parent], measured[first]
 
