@@ -305,7 +305,7 @@ def _step(repo: Repo, head: str, command: Sequence[str], log: Path | None) -> St
             result = StepResult(status, head, signal=ended_by)
     else:
         result = StepResult(BISECT_SKIP, head, "the patches do not hold here", report.problems())
-    if log is not None:  # the stamp of the tree that was measured, and what the command said
+    if log is not None:
         line = {**stamp(repo), "exit": result.status, "skipped": result.skipped}
         with log.open("a", encoding="utf-8") as handle:
             handle.write(json.dumps(line, separators=(",", ":")) + "\n")
