@@ -127,7 +127,7 @@ class _Bench:
         self.hunt = hunt  # "compare" or "bisect": what the advice says to run again
         self.kept: Kept | None = None  # a metric bisect's (compare keeps nothing for a next one)
         self.home = _current(repo)  # where the user is: back there at the end
-        self.note = HomeNote(repo.layout.git_dir)  # for the next hunt, if this one is killed
+        self.note = HomeNote(repo.layout.git_dir)
         self.here: str | None = None  # the commit the patches are applied at, stamp taken
         self.report: CheckReport | None = None  # the check at `here`: what the runs attest
         self.stamps: dict[str, dict[str, Any]] = {}  # each commit's, at its last visit
@@ -341,7 +341,6 @@ class _Bench:
         return attest.AttestedRun(self._view(), self.report)
 
     def _stop_server(self) -> None:
-        """End the server's whole group; what its processes attested goes with it."""
         try:
             if self.server is not None:
                 self.server.stop()
@@ -385,7 +384,6 @@ class _Bench:
         return value
 
     def _metric_file_state(self) -> tuple[bytes, int] | None:
-        """--metric-file's bytes and modification time (None: no such file)."""
         path = self.metric_file
         try:
             return (path.read_bytes(), path.stat().st_mtime_ns) if path is not None else None
@@ -446,8 +444,7 @@ def _session(
         signals_to(note, signal.SIGINT, signal.SIGTERM, signal.SIGHUP),
         moves.lifted(repo, operation, hunt=True) as lift,
     ):
-        # Before the first move, under the worktree's lock (no other hunt runs): where to go
-        # back to, which is where a hunt killed outright left the user, not HEAD, if one was.
+        # Before the first move, under the worktree's lock (no other hunt runs): see HomeNote.
         if (earlier := bench.note.begin(bench.home, lift.entry)) is not None:
             shown = earlier[:10] if len(earlier) == 40 else earlier
             progress(
@@ -717,8 +714,7 @@ def _pooled(
 def _against_parent(
     bench: _Bench, measured: dict[str, Runs], parent: str, first: str
 ) -> stats.Decision | None:
-    """The first changed commit against its parent, from the runs taken there; more runs at
-    both only while those do not decide (looks doubling, as compare's)."""
+    """The first changed commit against its parent; more runs at both while undecided."""
     options = bench.options
     sides = measured[parent], measured[first]
 

@@ -1,6 +1,5 @@
-"""What a hunt keeps in the git dir for the next one: a metric bisect's samples, kept as they are
-measured, so a hunt that Ctrl-C stopped goes on without measuring anything twice, and where the
-user was, so that the next hunt goes back there after one killed outright."""
+"""What a hunt keeps in the git dir for the next one: a metric bisect's samples, so a hunt that
+Ctrl-C stopped goes on without measuring anything twice, and where the user was (HomeNote)."""
 
 from __future__ import annotations
 

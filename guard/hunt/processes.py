@@ -89,8 +89,7 @@ def wait_until(condition: Callable[[], bool], seconds: float, poll: float = _POL
 
 
 def _any_alive(pgid: int) -> bool:
-    """Whether a process of group `pgid` is not a zombie (True where there is no /proc to tell:
-    then the kill(2) probe alone decides, see Group.gone)."""
+    """Whether a process of group `pgid` is not a zombie (True without /proc: kill(2) decides)."""
     if not _PROC.is_dir():
         return True
     found = (_stat(entry) for entry in _PROC.iterdir() if entry.name.isdigit())
@@ -167,7 +166,7 @@ def port_holder(host: str, port: int) -> str | None:
     """Who listens on `port` and how to stop it, or None when it is free (without /proc, a
     connection attempt to `host` decides)."""
     tables = [_PROC / "net" / name for name in ("tcp", "tcp6")]
-    if not any(table.exists() for table in tables):  # held when something answers there
+    if not any(table.exists() for table in tables):
         with contextlib.suppress(OSError), socket.create_connection((host, port), timeout=1):
             return _held_by(port, None)
         return None
@@ -193,8 +192,7 @@ def port_holder(host: str, port: int) -> str | None:
 
 
 def _held_by(port: int, entry: Path | None) -> str:
-    """The listener's process (None: one patchguard cannot trace, another user's or without
-    /proc) and the line that stops it."""
+    """The listener's process (None: another user's, or no /proc) and the line that stops it."""
     if entry is None:
         return f"port {port} is in use by a process patchguard cannot see; stop it first"
     command = ""

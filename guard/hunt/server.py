@@ -4,7 +4,7 @@ The server runs the code being measured, so it is started after the patches are 
 commit and stopped before the hunt moves on (and after every --runs-per-start runs, so a run
 never measures a server that earlier runs warmed or wore down). Its port must be free before a
 start: a server left from an earlier run would answer in place of the new one (which fails to
-bind). Stopped means its whole group gone, its port free again and the GPUs' memory back.
+bind).
 """
 
 from __future__ import annotations

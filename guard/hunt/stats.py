@@ -69,8 +69,7 @@ def decide(
     if spread is None:
         ratios = log_b - log_a
         estimate = float(np.mean(ratios))
-        # the larger side's sample standard deviation of the log-values (two-peaked runs show
-        # here as a spread as large as the gap between the peaks' mean)
+        # two-peaked runs show here as a spread as large as the gap between the peaks' mean
         sd = max(np.std(log_a, ddof=1), np.std(log_b, ddof=1)) if len(a) > 1 else 0.0
         noise, outlier = _pct(float(sd)), _has_outlier(ratios)
         plain = bool(np.ptp(ratios) == 0)  # identical ratios: no spread for a t-test

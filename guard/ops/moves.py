@@ -172,7 +172,7 @@ def run_git_lifted(repo: Repo, args: Sequence[str], cwd: Path) -> tuple[int, Lif
                 commands = [c for c in (stash.apply, stash.drop) if c is not None]
         held = {HELD_VARIABLE: str(repo.layout.worktree_lock_path)}
         status = 0
-        for command in commands:  # each only once the one before it succeeded
+        for command in commands:
             status = run_git(command, cwd, passthrough=True, env=held).returncode
             if status != 0:
                 lift.hint = _carry_edits_hint(repo, args)
@@ -305,7 +305,7 @@ def _step(repo: Repo, head: str, command: Sequence[str], log: Path | None) -> St
             result = StepResult(status, head, signal=ended_by)
     else:
         result = StepResult(BISECT_SKIP, head, "the patches do not hold here", report.problems())
-    if log is not None:  # the stamp of the tree that was measured, and what the command said
+    if log is not None:
         line = {**stamp(repo), "exit": result.status, "skipped": result.skipped}
         with log.open("a", encoding="utf-8") as handle:
             handle.write(json.dumps(line, separators=(",", ":")) + "\n")
