@@ -103,7 +103,6 @@ class CurrentKey:
 
     @property
     def verified(self) -> bool:
-        """Was this content verified, with git's index holding none of its paths unmerged?"""
         if self._verified is None:
             self._verified = self.key in self.keys and self.unmerged() is False
         return self._verified
