@@ -73,9 +73,8 @@ def load_manifest(repo: Repo, missing_ok: bool = False) -> Manifest:
 def _history_if_derived_is_stale(repo: Repo) -> bytes | None:
     """The history's manifest (validated) when manifest.json lags the ref or is gone; else
     None (manifest.json is the truth to read). Two small file reads when all is well, and no
-    git. Edited by hand (its content is no state of the history), manifest.json stays what the
-    user made it and the next change takes it over, unless the ref moved meanwhile too: then
-    neither is chosen for the user."""
+    git. A hand edit stays, for the next change to take over (history._parent_for), unless the
+    ref moved meanwhile too: then neither is chosen for the user."""
     layout = repo.layout
     try:
         derived: bytes | None = layout.manifest_path.read_bytes()

@@ -103,7 +103,6 @@ class CurrentKey:
 
     @property
     def verified(self) -> bool:
-        """Was this content verified, with git's index holding none of its paths unmerged?"""
         if self._verified is None:
             self._verified = self.key in self.keys and self.unmerged() is False
         return self._verified
@@ -111,8 +110,7 @@ class CurrentKey:
     def unmerged(self) -> bool | None:
         """Does git's index hold unmerged entries for any of the paths (None: git failed)? No
         key holds the index, yet a conflict resolved by hand back to verified bytes, without
-        `git add`, is still a conflict (guard.tree.assess). An index already known by its
-        checksum is not read."""
+        `git add`, is still a conflict (guard.tree.assess)."""
         index = self.index
         known = index.checksum if index is not None else index_checksum(self.git_dir)
         if known is not None and known in self.merged:
@@ -194,8 +192,7 @@ def parse_verified(text: str) -> list[list[str]]:
 
 def derived_from_history(common_dir: str) -> bool:
     """Is manifest.json the patches as they are: no change to them cut off, and derived from
-    the history ref's commit (or there is no history ref)? Asked by guard.store.derived before
-    anything reads the manifest, and here before a key is trusted."""
+    the history ref's commit (or there is no history ref)?"""
     store = os.path.join(common_dir, STORE_DIR_NAME)
     if os.path.exists(os.path.join(store, TRANSACTION_FILE_NAME)):
         return False

@@ -98,7 +98,6 @@ class Journal:
         self._writes[path] = (after, created_mode)
 
     def write(self, repo: Repo) -> None:
-        """Replace every file, all or nothing; then the entry is done."""
         if not self._writes:
             return
         entry = self.mark_writing()

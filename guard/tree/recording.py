@@ -47,9 +47,7 @@ def record(
     choose_hunks: bool = False,
     cwd: Path,
 ) -> RecordOutcome:
-    """Record the uncommitted changes of `paths` (default: every changed tracked file) as NAME.
-    A re-record away from the patch's base, or mid-operation, would re-base it onto this
-    commit, so it asks for `rebase` first."""
+    """Record the uncommitted changes of `paths` (default: every changed tracked file) as NAME."""
     head_commit = repo.head_commit_id()
     manifest = load_manifest(repo, missing_ok=True)
     previous = manifest.patch(name)

@@ -78,7 +78,6 @@ def reapply(
     if not (ok and after is not None and after.verified):
         report = assess.check(repo, tree)
         after = current_key(str(repo.workdir))  # verified now if the check was green
-    # Not verified, or the guarded paths changed: nothing to replay from.
     if ok and before and after and after.verified and after.paths == before.paths:
         written = [(path, o.verdict.name) for o in outcomes for path in o.written]
         states = [[o.verdict.name, str(o.verdict.state)] for o in outcomes]
@@ -156,8 +155,7 @@ def _write_recorded(
 def lift(repo: Repo) -> tuple[list[str], Path | None]:
     """Take every applied patch out, as a move does before git runs, under the worktree's lock
     as for reapply(): the patches taken out, and the journal entry (None when none). Replayed
-    when this lift from a verified tree was seen before, else by unapply, where every patch
-    must come out cleanly or nothing is touched (unapply's `whole` wrote nothing)."""
+    when seen before from a verified tree; else unapply's `whole`: all out cleanly, or none."""
     before = current_key(str(repo.workdir))
     verified = before if before is not None and before.verified else None
     if verified is not None:

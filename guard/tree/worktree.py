@@ -509,8 +509,7 @@ def _why_absent(index: SymbolIndex, spec: Spec, reason: str, suggest: bool) -> s
 
 def _package_problem(tree: Worktree, path: str) -> str | None:
     """Importing `pkg.mod` runs each parent's `__init__.py` first: one that may fail, rebinds
-    through reflection, or sets or deletes attributes (`mod.C = None`) makes the module's
-    answers cannot tell."""
+    through reflection, or sets or deletes attributes (`mod.C = None`) leaves them undecided."""
     for init in tree.package_inits(path):
         content = tree.read(init)
         if content is None:
