@@ -772,8 +772,7 @@ def signature(args: ast.arguments, returns: ast.expr | None) -> list[ast.expr]:
 
 
 def _own_code(nodes: list[ast.AST]) -> Iterator[ast.AST]:
-    """The nodes a function body runs itself: a nested def's decorators, defaults and
-    annotations, not its body."""
+    """A body's own nodes: of a nested def, its decorators, defaults and annotations only."""
     stack = list(nodes)
     while stack:
         current = stack.pop()
@@ -791,8 +790,7 @@ _LOOKUP_ATTRIBUTES = frozenset(
 
 
 def _changed(attribute: str) -> str:
-    """The name an attribute's change reaches (ANY for one that changes lookup, or a private
-    name that mangling hides from reading)."""
+    """The name an attribute's change reaches (ANY: it changes lookup, or mangling hides it)."""
     private = attribute.startswith("__") and not attribute.endswith("__")
     return ANY if private or attribute in _LOOKUP_ATTRIBUTES else attribute
 
@@ -887,8 +885,7 @@ def _dotted(node: ast.expr) -> str | None:
 
 
 def _returned(node: _Node) -> set[str]:
-    """What calling a function of the file may hand back: whatever it names of the file, and
-    what it returns."""
+    """What calling the function may hand back: what it names of the file, and what it returns."""
     calls = {k for k in node.calls if not k.startswith("uses:")}  # names from elsewhere, called
     named = {("class:" + k[4:]) if k.startswith("new:") else k for k in calls | node.returns}
     return {k for k in named if k.startswith(("def:", "class:", "result:", "uses:"))}
