@@ -450,8 +450,7 @@ class _Reader:
         """An attribute set or deleted at import on `node`, which may hold `owner`: something an
         import gave may be this very module or one of its classes (`from . import mod as me;
         me.C = None`), and the binding model (guard.truth.model_statements) reads only a
-        class's own name, not `EntryClass[0].m = None`. A function's `__code__` or defaults
-        replaced: the name stays bound, but its code is not the code defined under it."""
+        class's own name, not `EntryClass[0].m = None`; a function's _CODE_ATTRIBUTES too."""
         refs = [ref.partition(":")[::2] for ref in sorted(owner)]
         for kind, origin in refs:
             if kind == "import" and origin.split(".")[0] == "builtins":
