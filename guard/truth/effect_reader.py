@@ -548,8 +548,7 @@ class _Reader:
                 self._run(block)
 
     def _decorated(self, decorators: list[ast.expr], key: str) -> None:
-        """A decorator runs, and gets what it decorates: one of the file may call it; one from
-        elsewhere wraps or registers it (decorating is not calling)."""
+        """A decorator runs, and is handed what it decorates (what that may run: _hands)."""
         for decorator in decorators:
             refs = self._value(decorator)
             if self._origin(decorator) in _KEEPING_DECORATORS or (
