@@ -45,10 +45,9 @@ _CODE_ATTRIBUTES = frozenset({"__code__", "__defaults__", "__kwdefaults__"})
 
 
 class _Model(_Scopes):
-    """A statement that surely raises stops its body: at module level the import fails
-    (`fails`); a raise that may happen (under a runtime condition, in a `with` that may suppress
-    it) makes every answer cannot tell (`may_fail`). Outside try bodies, calls are assumed to
-    return."""
+    """A statement that surely raises stops its body: at module level the import fails (`fails`); a
+    raise that may happen (under a runtime condition, in a `with` that may suppress it) makes every
+    answer cannot tell (`may_fail`). Outside try bodies, calls are assumed to return."""
 
     # -- running the module -------------------------------------------------------------------
 
