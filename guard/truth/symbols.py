@@ -195,12 +195,11 @@ _REFLECTIVE_ATTRIBUTES = frozenset({"__dict__", "__setattr__", "__delattr__"})
 
 
 def _import_time(tree: ast.Module) -> tuple[tuple[int, str] | None, int | None]:
-    """What code run at import does that the model does not follow, each None if nothing:
-    (line, what) of a change of bindings by reflection (see _reflective; in a function the module
-    calls while it runs, any attribute write too); and the line of an attribute assignment or
-    deletion (`mod.C = None`, `del mod.C.m`), which in a package's `__init__.py` may change a
-    module of the package. Of several, the last one outside functions is named (the walk starts
-    at the end)."""
+    """What code run at import does that the model does not follow, each None if nothing: (line,
+    what) of a change of bindings by reflection (see _reflective; in a function the module calls
+    while it runs, any attribute write too); and the line of an attribute assignment or deletion
+    (`mod.C = None`, `del mod.C.m`), which in a package's `__init__.py` may change a module of the
+    package. Of several, the last one outside functions is named (the walk starts at the end)."""
     defined = {
         node.name: node
         for node in tree.body
