@@ -450,8 +450,7 @@ class _Reader:
         """An attribute set or deleted at import on `node`, which may hold `owner`: something an
         import gave may be this very module or one of its classes (`from . import mod as me;
         me.C = None`), and the binding model (guard.truth.model_statements) reads only a
-        class's own name, not `EntryClass[0].m = None`. A function's `__code__` or defaults
-        replaced: the name stays bound, but its code is not the code defined under it."""
+        class's own name, not `EntryClass[0].m = None`; a function's _CODE_ATTRIBUTES too."""
         refs = [ref.partition(":")[::2] for ref in sorted(owner)]
         for kind, origin in refs:
             if kind == "import" and origin.split(".")[0] == "builtins":
@@ -549,8 +548,7 @@ class _Reader:
                 self._run(block)
 
     def _decorated(self, decorators: list[ast.expr], key: str) -> None:
-        """A decorator runs, and gets what it decorates: one of the file may call it; one from
-        elsewhere wraps or registers it (decorating is not calling)."""
+        """A decorator runs, and is handed what it decorates (what that may run: _hands)."""
         for decorator in decorators:
             refs = self._value(decorator)
             if self._origin(decorator) in _KEEPING_DECORATORS or (
@@ -772,8 +770,7 @@ def signature(args: ast.arguments, returns: ast.expr | None) -> list[ast.expr]:
 
 
 def _own_code(nodes: list[ast.AST]) -> Iterator[ast.AST]:
-    """The nodes a function body runs itself: a nested def's decorators, defaults and
-    annotations, not its body."""
+    """A body's own nodes: of a nested def, its decorators, defaults and annotations only."""
     stack = list(nodes)
     while stack:
         current = stack.pop()
@@ -791,8 +788,7 @@ _LOOKUP_ATTRIBUTES = frozenset(
 
 
 def _changed(attribute: str) -> str:
-    """The name an attribute's change reaches (ANY for one that changes lookup, or a private
-    name that mangling hides from reading)."""
+    """The name an attribute's change reaches (ANY: it changes lookup, or mangling hides it)."""
     private = attribute.startswith("__") and not attribute.endswith("__")
     return ANY if private or attribute in _LOOKUP_ATTRIBUTES else attribute
 
@@ -887,8 +883,7 @@ def _dotted(node: ast.expr) -> str | None:
 
 
 def _returned(node: _Node) -> set[str]:
-    """What calling a function of the file may hand back: whatever it names of the file, and
-    what it returns."""
+    """What calling the function may hand back: what it names of the file, and what it returns."""
     calls = {k for k in node.calls if not k.startswith("uses:")}  # names from elsewhere, called
     named = {("class:" + k[4:]) if k.startswith("new:") else k for k in calls | node.returns}
     return {k for k in named if k.startswith(("def:", "class:", "result:", "uses:"))}

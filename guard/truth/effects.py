@@ -116,8 +116,7 @@ class Effects(NamedTuple):
     values: dict[str, frozenset[str]]  # what a module-level name may hold after the import
 
     def value(self, name: str) -> Reach | None:
-        """What using a module-level value of the file may run (None: the file does not bind
-        the name). A name its own import may rebind indirectly may hold anything."""
+        """What using a module-level value of the file may run (None: the file does not bind it)."""
         if name not in self.values:
             return None
         why = self.at_import.touching([name])

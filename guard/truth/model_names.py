@@ -29,8 +29,7 @@ class Binding(NamedTuple):
     `condition` says why the statement may not run when its scope's body does (an `if` test
     decided only at runtime, a try body that may fail first, a loop that may run zero times);
     None: it runs whenever the body does. `doubt` says why what it binds may not be what the
-    source defines (a decorator or metaclass the model cannot read).
-    """
+    source defines (a decorator or metaclass the model cannot read)."""
 
     kind: str  # "def", "class", "value" (a literal: not callable), "other" (a value the model
     # cannot read), "del", "any" (may bind or unbind anything: `import *`, a computed setattr)
@@ -50,8 +49,7 @@ class Resolution(NamedTuple):
     """What Python, importing the module, would find at a qualified name: one of three answers.
 
     PRESENT: it surely binds it (`lineno` is the binding); ABSENT: it surely does not;
-    CANNOT_TELL: reading cannot decide (`reason` says why; the runtime probe can).
-    """
+    CANNOT_TELL: reading cannot decide (`reason` says why; the runtime probe can)."""
 
     state: str
     lineno: int | None = None
@@ -334,7 +332,7 @@ class _Scopes:
                 return decisive
             return None if None in truths else not decisive
         negations = 0
-        while isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):  # any depth
+        while isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
             node, negations = node.operand, negations + 1
         if negations:
             inner = self._truth(node, env, depth + 1)

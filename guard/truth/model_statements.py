@@ -45,10 +45,9 @@ _CODE_ATTRIBUTES = frozenset({"__code__", "__defaults__", "__kwdefaults__"})
 
 
 class _Model(_Scopes):
-    """A statement that surely raises stops its body: at module level the import fails
-    (`fails`); a raise that may happen (under a runtime condition, in a `with` that may suppress
-    it) makes every answer cannot tell (`may_fail`). Outside try bodies, calls are assumed to
-    return."""
+    """A statement that surely raises stops its body: at module level the import fails (`fails`); a
+    raise that may happen (under a runtime condition, in a `with` that may suppress it) makes every
+    answer cannot tell (`may_fail`). Outside try bodies, calls are assumed to return."""
 
     # -- running the module -------------------------------------------------------------------
 
@@ -145,8 +144,7 @@ class _Model(_Scopes):
         return None, None
 
     def _star(self, node: ast.ImportFrom, at: _At) -> None:
-        """`from m import *`: the names a standard module already loaded here exports; for
-        any other module, anything may be rebound."""
+        """`from m import *`: a loaded standard module's exports; any other may rebind anything."""
         loaded = sys.modules.get(node.module or "") if node.level == 0 else None
         if loaded is not None and _is_stdlib(node.module or ""):
             exported = getattr(loaded, "__all__", None)
@@ -505,8 +503,7 @@ class _Model(_Scopes):
         )
 
     def _walrus(self, node: ast.stmt, at: _At) -> None:
-        """`(m := ...)` in a statement's own expressions binds m in this scope (one in a lambda
-        binds the lambda's own m)."""
+        """`(m := ...)` in the statement's own expressions binds m here (a lambda's: its own)."""
         stack: list[ast.AST] = [*reversed(_own_expressions(node))]
         while stack:
             sub = stack.pop()
@@ -519,8 +516,7 @@ class _Model(_Scopes):
 
 
 def _own_expressions(node: ast.stmt) -> list[ast.expr]:
-    """The expressions a statement evaluates itself (not those of its bodies, which are
-    statements: an `if`'s test, a `match`'s subject)."""
+    """What a statement itself evaluates (`if` test, `match` subject), not its bodies."""
     if isinstance(node, ast.For | ast.AsyncFor):
         return [node.iter]
     if isinstance(node, ast.With | ast.AsyncWith):

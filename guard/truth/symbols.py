@@ -49,8 +49,7 @@ class SourceSyntaxError(Exception):
 
 
 class SymbolIndex:
-    """All definitions of one source file, by qualified name, and the model of what importing
-    it binds (see `resolve`)."""
+    """A file's definitions by qualified name, and the model of what importing it binds."""
 
     def __init__(self, definitions: Iterable[Definition], model: _Model) -> None:
         self.by_qualname: dict[str, list[Definition]] = {}
@@ -68,8 +67,7 @@ class SymbolIndex:
     def parse(
         cls, source: bytes, path: str, facts: Mapping[str, object] | None = None
     ) -> SymbolIndex:
-        """`facts`: the interpreter's (guard.truth.interpreters) that conditions are decided for; None
-        for patchguard's own."""
+        """`facts`: of the interpreter conditions are decided for (None: patchguard's own)."""
         with without_collector():  # a syntax tree holds no cycles: it would only be walked
             try:  # what the parser accepts and the compiler refuses, Python cannot import either
                 tree = ast.parse(source, filename=path)
@@ -164,8 +162,7 @@ def resumed(graph: _LazyGraph, source: bytes, path: str, qualname: str) -> None:
 
 
 def describe_miss(index: SymbolIndex, spec: Spec, suggest: bool = True) -> str:
-    """Say why `spec` is not where it should be, pointing at a same-named definition if any
-    (and, with `suggest`, at the closest names the file defines)."""
+    """Why `spec` is missing: where a same-named definition is, or (`suggest`) the closest names."""
     others = index.elsewhere(spec.qualname)
     if not others:
         close = did_you_mean(spec.qualname, index.by_qualname) if suggest else ""
@@ -198,13 +195,11 @@ _REFLECTIVE_ATTRIBUTES = frozenset({"__dict__", "__setattr__", "__delattr__"})
 
 
 def _import_time(tree: ast.Module) -> tuple[tuple[int, str] | None, int | None]:
-    """What code run at import does that the model does not follow, each None if nothing:
-    (line, what) of a change of bindings by reflection (`globals()`, `exec`, `sys.modules`,
-    `__dict__`, a computed `setattr`...; in a function the module calls while it runs, any
-    attribute write too), which makes no answer "present" from reading alone; and the line of
-    an attribute assignment or deletion (`mod.C = None`, `del mod.C.m`), which in a package's
-    `__init__.py` may change a module of the package. Of several, the last one outside functions
-    is named (the walk starts at the end)."""
+    """What code run at import does that the model does not follow, each None if nothing: (line,
+    what) of a change of bindings by reflection (see _reflective; in a function the module calls
+    while it runs, any attribute write too); and the line of an attribute assignment or deletion
+    (`mod.C = None`, `del mod.C.m`), which in a package's `__init__.py` may change a module of the
+    package. Of several, the last one outside functions is named (the walk starts at the end)."""
     defined = {
         node.name: node
         for node in tree.body
