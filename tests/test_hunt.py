@@ -173,8 +173,9 @@ METRIC = "Output token throughput (tok/s)"
 
 def test_probes_get_warm_ups_only_when_asked(hunt: Checkout) -> None:
     """--warmups given: a warm-up at every commit the bisect probes too (without it, none:
-    test_bisect_on_the_metric_names_the_slow_commit counts the runs)."""
-    hunt.pg("bisect", "start", "s13", "s00", check=0)
+    test_bisect_on_the_metric_names_the_slow_commit counts the runs). The bisect was started
+    with terms of its own: its refs are named by them."""
+    hunt.pg("bisect", "start", "--term-new=slow", "--term-old=fast", "s13", "s00", check=0)
     asked = ("bisect", "run", "--metric", METRIC, "--warmups", "1", "--json", "--", *BENCH)
     result = in_process(hunt, *asked)
     assert result.exit_code == 0, result.stderr
@@ -184,6 +185,8 @@ def test_probes_get_warm_ups_only_when_asked(hunt: Checkout) -> None:
     assert probes and all(len(step["samples"]) == 1 for step in probes)
     # GOOD's and BAD's 8, then each probe's run and the warm-up before it.
     assert report["runs"] == runs_made(hunt) == 2 * len(probes) + 8
+    said = hunt.git("bisect", "log").stdout  # git was told, in its own words
+    assert f"# first slow commit: [{hunt.commits['s09']}]" in said, said
     hunt.pg("git", "bisect", "reset", check=0)
 
 

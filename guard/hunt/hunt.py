@@ -570,7 +570,9 @@ def bisect(repo: Repo, options: Options, progress: Callable[[str], None]) -> Hun
         raise GuardFailure(
             "no bisect is in progress; start one first: patchguard bisect start BAD GOOD"
         )
-    good_term, bad_term = _terms(repo)
+    terms = repo.layout.git_dir / "BISECT_TERMS"  # bisect start --term-old/--term-new's words
+    words = terms.read_text().split() if terms.exists() else []
+    good_term, bad_term = (words[1], words[0]) if len(words) == 2 else ("good", "bad")
     bad = _refs(repo, f"refs/bisect/{bad_term}")
     goods = _refs(repo, f"refs/bisect/{good_term}-*")
     if len(bad) != 1 or not goods:
@@ -755,12 +757,6 @@ def _tell_git(
             f"git bisect has commits off the first-parent line left to test; patchguard's "
             f"answer is {first[:10]} (see git bisect log)"
         )
-
-
-def _terms(repo: Repo) -> tuple[str, str]:
-    terms = repo.layout.git_dir / "BISECT_TERMS"
-    words = terms.read_text().split() if terms.exists() else []
-    return (words[1], words[0]) if len(words) == 2 else ("good", "bad")
 
 
 def _refs(repo: Repo, pattern: str) -> list[str]:
