@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 
@@ -226,7 +227,6 @@ def test_record_p_chooses_hunks_through_a_terminal(
 ) -> None:
     """`record -p` is git's own `add -p`, answered on a real terminal (a pty):
     the methods are recorded, the debug line is left out and stays in the file."""
-    import os
     import pty
     import select
     import time
@@ -247,11 +247,7 @@ def test_record_p_chooses_hunks_through_a_terminal(
     while time.monotonic() < deadline:
         if not select.select([terminal], [], [], 1)[0]:
             continue
-        try:
-            chunk = os.read(terminal, 4096)
-        except OSError:  # the child closed the terminal: it ended
-            break
-        if not chunk:
+        if (chunk := _read_on(terminal)) is None:
             break
         said += chunk
         if said.count(b"Stage this hunk") > answered:
@@ -273,7 +269,6 @@ def test_show_on_a_terminal_says_when_nothing_is_recorded(
 ) -> None:
     """Paged on a terminal as git pages: with no patch left, a line saying so, not an empty
     pager."""
-    import os
     import pty
 
     sample.record_eagle3()
@@ -283,14 +278,16 @@ def test_show_on_a_terminal_says_when_nothing_is_recorded(
         os.chdir(sample.root)
         os.execvpe("patchguard", ["patchguard", "show"], {**clean_env, "PAGER": "cat"})
     said = b""
-    while True:
-        try:
-            chunk = os.read(terminal, 4096)
-        except OSError:  # the child closed the terminal: it ended
-            break
-        if not chunk:
-            break
+    while (chunk := _read_on(terminal)) is not None:
         said += chunk
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0, said
     assert b"no patches recorded" in said
+
+
+def _read_on(terminal: int) -> bytes | None:
+    """What a pty says next; None once the child closed it (it ended)."""
+    try:
+        return os.read(terminal, 4096) or None
+    except OSError:
+        return None
