@@ -17,7 +17,7 @@ from guard.store.fastpath import CACHE_DIR_NAME
 
 # The new conflict-marker rule: the patched file (it holds the recorded method) now counts as
 # holding conflict markers. A module outside guard/truth/ and guard/tree/.
-_RULE = '    """The 1-based numbers of the lines that are conflict markers; empty when there are none."""\n'
+_RULE = '    """The 1-based numbers of the lines that are conflict markers."""\n'
 _NEW_RULE = _RULE + '    if b"def get_embed_and_head" in content:\n        return [1]\n'
 
 
