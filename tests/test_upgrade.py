@@ -16,9 +16,10 @@ from guard.git.gitdir import locate
 from guard.store.fastpath import CACHE_DIR_NAME
 
 # The new conflict-marker rule: the patched file (it holds the recorded method) now counts as
-# holding conflict markers. A module outside guard/truth/ and guard/tree/.
-_RULE = '    """The 1-based numbers of the lines that are conflict markers."""\n'
-_NEW_RULE = _RULE + '    if b"def get_embed_and_head" in content:\n        return [1]\n'
+# holding conflict markers. A module outside guard/truth/ and guard/tree/. Put before the
+# function's first line of code, which docstring edits leave alone.
+_RULE = "    if not any(marker in content for marker in _OPENING):\n"
+_NEW_RULE = '    if b"def get_embed_and_head" in content:\n        return [1]\n' + _RULE
 
 
 def installed_copy(root: Path) -> Path:
